@@ -1,0 +1,76 @@
+"""The kinds gpusched stores, with the names kubectl knows them by.
+
+One table, ``KINDS``: kind -> KindInfo (apiVersion, plural, short names, namespaced).
+``resolve_kind("po")``, ``resolve_kind("pods")``, ``resolve_kind("Pod")`` all give Pod's entry.
+
+Neighbours: used by manifest loading, the store, the CLI and the API server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusched.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: str
+    api_version: str          # preferred group/version, e.g. "apps/v1"
+    plural: str               # "deployments"
+    short_names: tuple[str, ...]
+    namespaced: bool
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+KINDS: dict[str, KindInfo] = {info.kind: info for info in (
+    KindInfo("Namespace", "v1", "namespaces", ("ns",), False),
+    KindInfo("Node", "v1", "nodes", ("no",), False),
+    KindInfo("Pod", "v1", "pods", ("po",), True),
+    KindInfo("ConfigMap", "v1", "configmaps", ("cm",), True),
+    KindInfo("Event", "v1", "events", ("ev",), True),
+    KindInfo("ResourceQuota", "v1", "resourcequotas", ("quota",), True),
+    KindInfo("LimitRange", "v1", "limitranges", ("limits",), True),
+    KindInfo("PersistentVolumeClaim", "v1", "persistentvolumeclaims", ("pvc",), True),
+    KindInfo("Deployment", "apps/v1", "deployments", ("deploy",), True),
+    KindInfo("ReplicaSet", "apps/v1", "replicasets", ("rs",), True),
+    KindInfo("DaemonSet", "apps/v1", "daemonsets", ("ds",), True),
+    KindInfo("Job", "batch/v1", "jobs", (), True),
+    KindInfo("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", ("pc",), False),
+    KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("pdb",), True),
+    KindInfo("NodePool", "gpusched.io/v1alpha1", "nodepools", ("np",), False),
+)}
+
+# apiVersions accepted on input per kind (older group versions still seen in tutorials).
+ACCEPTED_API_VERSIONS: dict[str, frozenset[str]] = {
+    kind: frozenset({info.api_version}) for kind, info in KINDS.items()
+}
+ACCEPTED_API_VERSIONS["Event"] = frozenset({"v1", "events.k8s.io/v1"})
+ACCEPTED_API_VERSIONS["PodDisruptionBudget"] = frozenset({"policy/v1", "policy/v1beta1"})
+ACCEPTED_API_VERSIONS["PriorityClass"] = frozenset({"scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"})
+
+_ALIASES: dict[str, KindInfo] = {}
+for _info in KINDS.values():
+    for _alias in (_info.kind, _info.kind.lower(), _info.plural, *_info.short_names):
+        _ALIASES[_alias.lower()] = _info
+    if _info.group:
+        _ALIASES[f"{_info.plural}.{_info.group}".lower()] = _info
+
+
+def resolve_kind(name: str) -> KindInfo:
+    """Look a kind up by kind, plural, singular or short name, case-insensitively.
+
+    >>> resolve_kind("po").kind, resolve_kind("Deployments").kind, resolve_kind("pc").plural
+    ('Pod', 'Deployment', 'priorityclasses')
+    """
+    info = _ALIASES.get(name.lower())
+    if info is None:
+        raise UsageError(f'the server doesn\'t have a resource type "{name}"')
+    return info

@@ -1,0 +1,96 @@
+"""Kubernetes resource quantities, parsed exactly into integers in canonical units.
+
+Canonical units (parsed once, at the boundary):
+- ``cpu``: millicores (``"500m"`` -> 500, ``"2"`` -> 2000, ``"0.1"`` -> 100);
+- everything else (memory, ephemeral-storage, pods, ``nvidia.com/*`` ...): whole units,
+  bytes for memory (``"16Gi"`` -> 17179869184, ``"1e3"`` -> 1000).
+
+Values that do not land on an integer are rounded up, as Kubernetes' ``Quantity.Value()`` and
+``MilliValue()`` do (``"0.5"`` of a unit resource -> 1).
+
+Neighbours: used by ``objects.validation`` and ``objects.pod``; nothing below it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
+            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<num>\d+(?:\.\d*)?|\.\d+)"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+)
+
+MILLI_RESOURCES = frozenset({"cpu"})
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity; the message quotes apimachinery."""
+
+
+def parse_quantity(value: str | int | float) -> Fraction:
+    """Parse a quantity into an exact Fraction of base units.
+
+    >>> parse_quantity("500m"), parse_quantity("16Gi"), parse_quantity("1e3"), parse_quantity(2)
+    (Fraction(1, 2), Fraction(17179869184, 1), Fraction(1000, 1), Fraction(2, 1))
+    """
+    if isinstance(value, bool):
+        raise QuantityError("quantities must match the regular expression "
+                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"invalid quantity {value!r}")
+        return Fraction(str(value))
+    text = str(value).strip()
+    match = _QUANTITY.match(text)
+    if not match:
+        raise QuantityError("quantities must match the regular expression "
+                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    number = Fraction(match["num"])
+    if match["sign"] == "-":
+        number = -number
+    if match["bin"]:
+        return number * _BINARY[match["bin"]]
+    if match["exp"]:
+        exponent = int(match["exp"][1:])
+        if abs(exponent) > 30:
+            raise QuantityError(f"quantity exponent out of range: {text}")
+        return number * Fraction(10) ** exponent
+    return number * _DECIMAL[match["dec"] or ""]
+
+
+def canonical(resource: str, value: str | int | float) -> int:
+    """The integer a quantity stands for in ``resource``'s canonical unit (see module doc).
+
+    >>> canonical("cpu", "500m"), canonical("cpu", "2"), canonical("memory", "1Gi"), canonical("nvidia.com/gpu", 1)
+    (500, 2000, 1073741824, 1)
+    """
+    amount = parse_quantity(value)
+    if resource in MILLI_RESOURCES:
+        amount *= 1000
+    return math.ceil(amount)
+
+
+def format_quantity(resource: str, amount: int) -> str:
+    """Render a canonical integer the way kubectl prints it (``500m``, ``2``, ``16Gi``).
+
+    >>> format_quantity("cpu", 1500), format_quantity("cpu", 2000), format_quantity("memory", 17179869184), format_quantity("memory", 1000)
+    ('1500m', '2', '16Gi', '1k')
+    """
+    if resource in MILLI_RESOURCES:
+        return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
+    if amount == 0:
+        return "0"
+    for suffix, factor in reversed(list(_BINARY.items())):
+        if amount % factor == 0:
+            return f"{amount // factor}{suffix}"
+    for suffix, factor in (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if amount % factor == 0:
+            return f"{amount // factor}{suffix}"
+    return str(amount)

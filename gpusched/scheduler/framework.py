@@ -1,0 +1,220 @@
+"""Extension points, statuses and per-cycle state of the scheduling framework.
+
+This module is the contract between the framework runner (``scheduler.runner``) and plugins
+(``scheduler.plugins.*``). It mirrors kube-scheduler's ``framework/interface.go`` with one change
+that makes large clusters fast: **Filter and Score are vectorised**. A Filter plugin looks at all
+candidate nodes at once and returns ``Rejection`` groups (a boolean mask over snapshot rows plus
+one reason string); a Score plugin returns an integer array for an array of node indices.
+
+Legal results per extension point (a plugin returns a Status; raising means a bug):
+
+- PreFilter: SUCCESS; SKIP (its Filter is skipped this cycle); UNSCHEDULABLE /
+  UNSCHEDULABLE_AND_UNRESOLVABLE (the whole cycle fails, the message is the PreFilter message);
+  ERROR.
+- Filter: a list of Rejections; nodes in no rejection pass. Code UNSCHEDULABLE means preemption
+  might help on that node, UNSCHEDULABLE_AND_UNRESOLVABLE means it cannot (taints, affinity ...).
+  The runner narrows the candidates after each plugin, as upstream stops at a node's first
+  failing plugin; ``explain`` runs every plugin on every node instead.
+- PostFilter: runs only when no node is feasible; returns a PostFilterResult (a nominated node
+  and victims, or a status whose reasons become the " preemption: ..." part of the message).
+- PreScore: SUCCESS or SKIP (its Score is skipped) or ERROR.
+- Score: int64 array, same length as ``nodes``; NormalizeScore maps it to 0..100
+  (MaxNodeScore). The runner multiplies by the profile weight and sums.
+- Reserve: SUCCESS or a failure (then every Reserve plugin's Unreserve runs, in reverse order).
+- Permit: SUCCESS, UNSCHEDULABLE (rejected) or WAIT (not used by built-in plugins).
+- PreBind / Bind: done by the caller when it applies the ScheduleResult (the store, the API).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from gpusched.objects.types import DeviceAssignment, NO_DEVICES, PodInfo
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Code(IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    @staticmethod
+    def unschedulable(*reasons: str, resolvable: bool = True) -> "Status":
+        code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return Status(code, reasons)
+
+    def with_plugin(self, plugin: str) -> "Status":
+        return Status(self.code, self.reasons, plugin)
+
+
+SUCCESS = Status()
+SKIP = Status(Code.SKIP)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """The nodes (mask over snapshot rows) one plugin rejects for one reason."""
+
+    nodes: np.ndarray          # bool, shape (snapshot.num_nodes,)
+    reason: str                # kube-scheduler's text, e.g. "Insufficient nvidia.com/gpu"
+    code: Code = Code.UNSCHEDULABLE
+    plugin: str = ""           # stamped by the runner
+
+
+class CycleState:
+    """Per-cycle plugin data under keys named after plugins; ``clone()`` for what-if checks."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+
+    def read(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def clone(self) -> "CycleState":
+        copy = CycleState()
+        copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        return copy
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits nowhere: every Rejection of the cycle, in plugin order.
+
+    ``node_reasons(i)`` gives the reasons recorded for node i; ``fit_error()`` (in
+    ``scheduler.messages``) turns a Diagnosis into kube-scheduler's FailedScheduling message.
+    """
+
+    num_nodes: int
+    rejections: list[Rejection] = field(default_factory=list)
+    pre_filter_status: Status | None = None      # set when a PreFilter rejected the pod
+    post_filter_message: str = ""                # e.g. "preemption: 0/4 nodes are available: ..."
+
+    def node_reasons(self, node: int) -> list[str]:
+        return [r.reason for r in self.rejections if r.nodes[node]]
+
+    def unresolvable(self) -> np.ndarray:
+        mask = np.zeros(self.num_nodes, dtype=bool)
+        for r in self.rejections:
+            if r.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                mask |= r.nodes
+        return mask
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    status: Status
+    nominated_node: str = ""
+    victims: tuple[PodInfo, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    """What one scheduling cycle decided; the caller applies it (bind, evict, events, conditions)."""
+
+    pod: PodInfo
+    node: str = ""                                   # bound node, "" if not scheduled
+    assignment: DeviceAssignment = NO_DEVICES        # devices chosen at Reserve
+    status: Status = SUCCESS
+    message: str = ""                                # FailedScheduling message when not scheduled
+    nominated_node: str = ""                         # set by preemption
+    victims: tuple[PodInfo, ...] = ()                # pods preemption evicts
+    diagnosis: Diagnosis | None = None
+    feasible_nodes: int = 0
+    evaluated_nodes: int = 0
+    scores: dict[str, int] | None = None             # total score per scored node (explain/debug)
+
+    @property
+    def scheduled(self) -> bool:
+        return bool(self.node)
+
+
+# ---- extension-point protocols ------------------------------------------------------------
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def sort_key(self, pod: PodInfo) -> tuple: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot") -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot",
+               candidates: np.ndarray) -> list[Rejection]: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot",
+                    diagnosis: Diagnosis) -> PostFilterResult: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot",
+                  nodes: np.ndarray) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot",
+              nodes: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ScoreNormalizer(Protocol):
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray,
+                  scores: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot", node: int) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot", node: int) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
