@@ -1,0 +1,1 @@
+"""gpusched.cli: see docs/design.md."""

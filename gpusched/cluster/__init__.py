@@ -1,0 +1,1 @@
+"""gpusched.cluster: see docs/design.md."""

@@ -1,0 +1,1 @@
+"""gpusched.devices: see docs/design.md."""

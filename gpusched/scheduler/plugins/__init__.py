@@ -1,0 +1,1 @@
+"""gpusched.scheduler.plugins: see docs/design.md."""

@@ -1,0 +1,1 @@
+"""gpusched.sim: see docs/design.md."""
