@@ -22,6 +22,7 @@ ANN_DURATION = "gpusched.io/duration"            # run time on the virtual clock
 ANN_ASSIGNED_GPUS = "gpusched.io/assigned-gpus"  # GPU indices held, e.g. "0,1"
 ANN_ASSIGNED_DEVICES = "gpusched.io/assigned-devices"  # device IDs held, e.g. "GPU-..::0" or "MIG-..."
 RESOURCE_GPU_MILLI = "gpusched.io/gpu-milli"     # extended-resource form of a GPU share
+ANN_START_TIME = "gpusched.io/start-time"        # virtual seconds a pod started running, e.g. "120.0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,8 @@ class PodInfo:
     start_time: float | None = None             # virtual seconds when it started running
     owner_kind: str = ""
     owner_name: str = ""
+    terminating: bool = False                   # metadata.deletionTimestamp set (graceful deletion)
+    disruption_reason: str = ""                 # reason of a DisruptionTarget=True condition, e.g. "PreemptionByScheduler"
 
     @property
     def key(self) -> str:

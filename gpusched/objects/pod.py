@@ -1,0 +1,360 @@
+"""``pod_info``: the typed, canonical-unit view of a Pod dict that the scheduler reads.
+
+Effective requests are computed as kube-scheduler's ``resource.PodRequests`` does:
+
+1. each container's requests, where a resource given only as a limit counts as its request
+   (API defaulting copies it; ``container_requests``);
+2. summed over ``spec.containers``;
+3. init containers run one at a time, so the pod needs ``max(sum, each init container)``;
+   restartable ("sidecar", ``restartPolicy: Always``) init containers keep running, so they add
+   to the sum and to every later init container;
+4. plus ``spec.overhead``.
+
+Worked example: containers {cpu 1, cpu 500m}, init container {cpu 2}, overhead {cpu 100m}:
+max(1500m, 2000m) + 100m = 2100m.
+
+The pod count (``pods: 1``) is *not* included; the scheduler adds it itself. Zero amounts are
+dropped.
+
+GPU shares (gpusched's fractional GPUs, as in the Alibaba trace): the annotation
+``gpusched.io/gpu-milli: "470"`` or, alternatively, the extended resource
+``gpusched.io/gpu-milli: 470`` in a container's limits/requests (the annotation wins when both are
+given). A value 1..999 sets ``PodInfo.gpu_milli`` and removes ``nvidia.com/gpu`` (and the
+``gpusched.io/gpu-milli`` resource) from the requests, since the share is placed by the devices
+layer, not counted as a node resource. 1000 means one whole GPU: ``nvidia.com/gpu: 1``.
+``gpusched.io/gpu-model: "V100M16|V100M32"`` restricts the GPU models (duplicates dropped, order
+kept).
+
+Bad input that validation would have refused (a bad quantity, a bad share) raises
+``InvalidError`` with the field path; everything else is read leniently, since objects reaching
+here have been validated.
+
+Neighbours: types (PodInfo ...), quantity, selectors (label selectors); used by the scheduler
+snapshot and runner, cluster admission and controllers, trace loaders.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Mapping
+
+from gpusched.errors import FieldError, InvalidError
+from gpusched.objects.quantity import QuantityError, canonical
+from gpusched.objects.selectors import selector_from_dict, term_from_dict
+from gpusched.objects.types import (
+    ANN_GPU_MILLI, ANN_GPU_MODEL, ANN_START_TIME, RESOURCE_GPU_MILLI, NodeSelectorTerm, PodAffinityTerm,
+    PodInfo, PreferredTerm, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
+)
+
+GPU = "nvidia.com/gpu"
+_EMPTY: Mapping[str, Any] = {}
+
+
+class _BadQuantity(Exception):
+    def __init__(self, path: str, value: Any, detail: str) -> None:
+        super().__init__(path)
+        self.path, self.value, self.detail = path, value, detail
+
+
+@lru_cache(maxsize=8192)
+def _canonical_text(resource: str, text: str) -> int:
+    # Pure function of its arguments: caching it cannot change a result, only skip re-parsing.
+    return canonical(resource, text)
+
+
+def _amount(resource: str, value: Any, path: str) -> int:
+    try:
+        if isinstance(value, str):
+            return _canonical_text(resource, value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return canonical(resource, value)
+        raise QuantityError("quantities must match the regular expression "
+                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    except QuantityError as exc:
+        raise _BadQuantity(f"{path}[{resource}]", value, str(exc)) from None
+
+
+def _resource_list(raw: Any, path: str) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(name): _amount(str(name), value, path) for name, value in raw.items()}
+
+
+def _container_requests(container: Any, path: str) -> dict[str, int]:
+    if not isinstance(container, Mapping):
+        return {}
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return {}
+    requests = _resource_list(resources.get("requests"), f"{path}.resources.requests")
+    limits = resources.get("limits")
+    if isinstance(limits, Mapping):
+        for name, value in limits.items():
+            if name not in requests:
+                requests[str(name)] = _amount(str(name), value, f"{path}.resources.limits")
+    return requests
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > into.get(name, 0):
+            into[name] = amount
+
+
+def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+    """One container's requests in canonical units; a limit-only resource counts as requested."""
+    return _checked("Container", str(container.get("name", "")) if isinstance(container, Mapping) else "",
+                    lambda: _container_requests(container, "resources"))
+
+
+def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    containers = spec.get("containers") or ()
+    for i, container in enumerate(containers if isinstance(containers, list) else ()):
+        _add(total, _container_requests(container, f"spec.containers[{i}]"))
+    init_containers = spec.get("initContainers") or ()
+    if init_containers and isinstance(init_containers, list):
+        sidecars: dict[str, int] = {}
+        init_peak: dict[str, int] = {}
+        for i, container in enumerate(init_containers):
+            reqs = _container_requests(container, f"spec.initContainers[{i}]")
+            if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+                _add(total, reqs)
+                _add(sidecars, reqs)
+                reqs = dict(sidecars)
+            else:
+                _add(reqs, sidecars)
+            _max(init_peak, reqs)
+        _max(total, init_peak)
+    overhead = spec.get("overhead")
+    if overhead:
+        _add(total, _resource_list(overhead, "spec.overhead"))
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def _pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
+    def limits_of(container: Any, path: str) -> dict[str, int]:
+        resources = container.get("resources") if isinstance(container, Mapping) else None
+        return _resource_list(resources.get("limits"), f"{path}.resources.limits") \
+            if isinstance(resources, Mapping) else {}
+
+    total: dict[str, int] = {}
+    for i, container in enumerate(_list(spec.get("containers"))):
+        _add(total, limits_of(container, f"spec.containers[{i}]"))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, container in enumerate(_list(spec.get("initContainers"))):
+        lims = limits_of(container, f"spec.initContainers[{i}]")
+        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+            _add(total, lims)
+            _add(sidecars, lims)
+            lims = dict(sidecars)
+        else:
+            _add(lims, sidecars)
+        _max(init_peak, lims)
+    _max(total, init_peak)
+    overhead = _resource_list(spec.get("overhead"), "spec.overhead")
+    for name, amount in overhead.items():   # overhead only adds to resources that have a limit
+        if name in total:
+            total[name] += amount
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def _checked(kind: str, name: str, compute):  # type: ignore[no-untyped-def]
+    try:
+        return compute()
+    except _BadQuantity as bad:
+        raise InvalidError(kind, name, [FieldError(bad.path, "Invalid value", str(bad.value), bad.detail)]) from None
+
+
+def _name(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+
+
+def pod_resource_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """Effective pod requests (module doc), as quota and LimitRange (type Pod) count them."""
+    return _checked("Pod", _name(pod), lambda: _pod_requests(pod.get("spec") or _EMPTY))
+
+
+def pod_resource_limits(pod: Mapping[str, Any]) -> dict[str, int]:
+    """Effective pod limits: the same rule over limits only; overhead adds where a limit exists."""
+    return _checked("Pod", _name(pod), lambda: _pod_limits(pod.get("spec") or _EMPTY))
+
+
+# ----------------------------------------------------------------------------------------------
+# Scheduling constraints
+
+
+def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    out = []
+    for t in raw or ():
+        seconds = t.get("tolerationSeconds")
+        out.append(Toleration(
+            key=str(t.get("key") or ""),
+            operator=str(t.get("operator") or "Equal"),
+            value=str(t.get("value") or ""),
+            effect=str(t.get("effect") or ""),
+            toleration_seconds=int(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            else None,
+        ))
+    return tuple(out)
+
+
+def _pod_affinity_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
+    return PodAffinityTerm(
+        label_selector=selector_from_dict(raw.get("labelSelector")),
+        topology_key=str(raw.get("topologyKey") or ""),
+        namespaces=tuple(str(ns) for ns in raw.get("namespaces") or ()),
+    )
+
+
+def _pod_affinity(raw: Any) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+    if not isinstance(raw, Mapping):
+        return (), ()
+    required = tuple(_pod_affinity_term(t) for t in raw.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+    preferred = tuple(
+        WeightedPodAffinityTerm(int(t.get("weight") or 0), _pod_affinity_term(t.get("podAffinityTerm") or {}))
+        for t in raw.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+    return required, preferred
+
+
+def _node_affinity(raw: Any) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
+    if not isinstance(raw, Mapping):
+        return None, ()
+    required_raw = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = None
+    if isinstance(required_raw, Mapping):
+        required = tuple(term_from_dict(t) for t in required_raw.get("nodeSelectorTerms") or ())
+    preferred = tuple(
+        PreferredTerm(int(p.get("weight") or 0), term_from_dict(p.get("preference") or {}))
+        for p in raw.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+    return required, preferred
+
+
+def _topology_spread(raw: Any) -> tuple[TopologySpreadConstraint, ...]:
+    out = []
+    for c in raw or ():
+        min_domains = c.get("minDomains")
+        out.append(TopologySpreadConstraint(
+            max_skew=int(c.get("maxSkew") or 0),
+            topology_key=str(c.get("topologyKey") or ""),
+            when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
+            label_selector=selector_from_dict(c.get("labelSelector")),
+            min_domains=int(min_domains) if isinstance(min_domains, int) else None,
+        ))
+    return tuple(out)
+
+
+def _gpu_models(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(part.strip() for part in text.split("|") if part.strip()))
+
+
+def _gpu_milli(name: str, annotations: Mapping[str, Any], requests: dict[str, int]) -> int:
+    """Apply the gpusched GPU share to ``requests`` (in place); return the share (0 when none)."""
+    from_resource = requests.pop(RESOURCE_GPU_MILLI, None)
+    text = annotations.get(ANN_GPU_MILLI)
+    if text is not None:
+        path, raw = f"metadata.annotations[{ANN_GPU_MILLI}]", str(text)
+        try:
+            milli = int(raw.strip())
+        except ValueError:
+            milli = -1
+    elif from_resource is not None:
+        path, raw, milli = f"spec.containers[*].resources.limits[{RESOURCE_GPU_MILLI}]", str(from_resource), from_resource
+    else:
+        return 0
+    if not 1 <= milli <= 1000:
+        raise InvalidError("Pod", name, [FieldError(path, "Invalid value", raw, "must be an integer between 1 and 1000")])
+    if milli == 1000:
+        requests[GPU] = max(requests.get(GPU, 0), 1)
+        return 0
+    requests.pop(GPU, None)
+    return milli
+
+
+def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return str(ref.get("kind") or ""), str(ref.get("name") or "")
+    return "", ""
+
+
+def _start_time(annotations: Mapping[str, Any], status: Mapping[str, Any]) -> float | None:
+    text = annotations.get(ANN_START_TIME)
+    if text is not None:
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            return None
+    value = status.get("startTime")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _disruption_reason(status: Mapping[str, Any]) -> str:
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            return str(cond.get("reason") or "")
+    return ""
+
+
+def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
+    """Build the scheduler's view of a (validated) Pod dict; ``seq`` is its creation order."""
+    meta = pod.get("metadata") or _EMPTY
+    spec = pod.get("spec") or _EMPTY
+    status = pod.get("status") or _EMPTY
+    annotations = meta.get("annotations") or _EMPTY
+    name = str(meta.get("name") or "")
+    requests = pod_resource_requests(pod)
+    gpu_milli = _gpu_milli(name, annotations, requests)
+    affinity = spec.get("affinity") or _EMPTY
+    required_terms, preferred_terms = _node_affinity(affinity.get("nodeAffinity"))
+    pod_affinity, preferred_pod_affinity = _pod_affinity(affinity.get("podAffinity"))
+    pod_anti_affinity, preferred_pod_anti_affinity = _pod_affinity(affinity.get("podAntiAffinity"))
+    owner_kind, owner_name = _owner(meta)
+    priority = spec.get("priority")
+    model_text = annotations.get(ANN_GPU_MODEL)
+    return PodInfo(
+        namespace=str(meta.get("namespace") or "default"),
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        requests=requests,
+        priority=int(priority) if isinstance(priority, int) else 0,
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        priority_class=str(spec.get("priorityClassName") or ""),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=str(spec.get("nodeName") or ""),
+        nominated_node=str(status.get("nominatedNodeName") or ""),
+        labels=dict(meta.get("labels") or _EMPTY),
+        node_selector=dict(spec.get("nodeSelector") or _EMPTY),
+        required_terms=required_terms,
+        preferred_terms=preferred_terms,
+        tolerations=_tolerations(spec.get("tolerations")),
+        topology_spread=_topology_spread(spec.get("topologySpreadConstraints")),
+        pod_affinity=pod_affinity,
+        pod_anti_affinity=pod_anti_affinity,
+        preferred_pod_affinity=preferred_pod_affinity,
+        preferred_pod_anti_affinity=preferred_pod_anti_affinity,
+        pvc_names=tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
+                        for v in spec.get("volumes") or ()
+                        if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)),
+        gpu_milli=gpu_milli,
+        gpu_models=_gpu_models(str(model_text)) if model_text else (),
+        creation_seq=seq,
+        start_time=_start_time(annotations, status),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        terminating=bool(meta.get("deletionTimestamp")),
+        disruption_reason=_disruption_reason(status),
+    )
