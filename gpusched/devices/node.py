@@ -1,0 +1,459 @@
+"""``NodeDevices``: the physical GPU devices of one node, what the device plugin advertises for
+them, and which pod holds which device.
+
+Devices, by how the device plugin exposes a GPU (nvidia-gpu-stack.md 1.3-1.5):
+
+- whole GPU ``GPU-<uuid>`` as ``nvidia.com/gpu``;
+- a shared (time-slicing / MPS) device with k replicas ``<id>::0 .. <id>::k-1`` under the
+  resource's name or its ``.shared`` rename;
+- a MIG instance ``MIG-<uuid>`` as ``nvidia.com/gpu`` (single) or ``nvidia.com/mig-<profile>``
+  (mixed); under strategy ``none`` a MIG-enabled GPU is advertised as one whole GPU.
+
+UUIDs are deterministic: ``GPU-`` + uuid5 of the node name and GPU index (MIG: + start/profile).
+
+Fractional pods (``PodInfo.gpu_milli`` > 0, the FGD/Alibaba-trace model) take a milli-GPU share
+of a *plain whole* GPU: never of a MIG-enabled GPU, never of a GPU shared by time-slicing or MPS
+(its capacity is already expressed as replicas), never of a GPU held whole. ``free_milli()`` is
+0 for those GPUs. A GPU with any fractional holder cannot be taken whole.
+
+Allocation (``allocate``, pure; ``hold`` applies it):
+
+- whole GPUs: the lowest free indices (binpack and spread alike; NVLink topology out of scope);
+- replicas: the device plugin's ``sharedDevicesAllocationPolicy``: ``distributed`` (default)
+  prefers the GPU with the fewest replicas held, ties to the GPU chosen least often in this
+  request, then lowest index; ``packed`` prefers the GPU with the most replicas held (this
+  request's picks included), then lowest index; within a GPU the lowest free replica;
+- MIG: a free instance of the requested profile; ``binpack`` prefers the GPU with the most MIG
+  instances held, ``spread`` the fewest; ties lowest GPU index, then lowest start;
+- fractional: best fit, the GPU with the least free milli that still fits; ties lowest index.
+
+Neighbours: built by ``devices.advertise`` (and tests, the sim) from ``devices.catalog``,
+``devices.mig`` and ``devices.plugin_config``; the scheduler's snapshot keeps one per node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from gpusched.devices.catalog import GpuModel
+from gpusched.devices.mig import mig_resource_name, place
+from gpusched.devices.plugin_config import (DEFAULT_CONFIG, DevicePluginConfig,
+                                            DevicePluginConfigError, check_for_node)
+from gpusched.errors import UsageError
+from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
+                                    NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
+
+GPU_RESOURCE = "nvidia.com/gpu"
+DEVICE_PREFIX = "nvidia.com/"
+_UUID_NAMESPACE = uuid.UUID("6f1c3a52-2d0e-4c8b-9a57-4b0a1c9e7d10")
+
+
+def gpu_uuid(node_name: str, index: int) -> str:
+    return "GPU-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}"))
+
+
+def mig_uuid(node_name: str, index: int, profile: str, start: int) -> str:
+    return "MIG-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}/mig/{start}/{profile}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device the plugin registers with the kubelet."""
+
+    device_id: str       # GPU-<uuid>, MIG-<uuid>, or either with a ::<k> replica suffix
+    gpu_index: int
+    resource: str        # the advertised resource name
+    profile: str = ""    # MIG profile, "" for a whole GPU
+    start: int = -1      # MIG start slice
+    replica: int = -1    # replica index, -1 when not shared
+    parent: str = ""     # the physical device (GPU or MIG UUID) behind a replica
+
+    @property
+    def whole_gpu(self) -> bool:
+        return not self.profile and self.replica < 0
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRow:
+    """One line of ``describe node``'s per-GPU assignment table."""
+
+    gpu_index: int
+    device_id: str
+    resource: str
+    profile: str
+    replica: int
+    holder: str          # pod uid, "" when free
+    milli: int           # 1000 for a whole GPU held, the share for fractional holders, else 0
+
+
+def device_requests(pod: PodInfo) -> dict[str, int]:
+    """The ``nvidia.com/*`` device resources a (non-fractional) pod asks for."""
+    return {r: n for r, n in sorted(pod.requests.items()) if r.startswith(DEVICE_PREFIX) and n > 0}
+
+
+def assignment_resource(pod: PodInfo) -> str:
+    """The ``DeviceAssignment.resource`` that ``allocate`` produces for ``pod``."""
+    if pod.gpu_milli > 0:
+        return RESOURCE_GPU_MILLI
+    return ",".join(device_requests(pod))
+
+
+class NodeDevices:
+    """The devices of one node and their holders; see the module docstring."""
+
+    __slots__ = ("node_name", "model", "gpu_count", "config", "mig_strategy", "mig_layout",
+                 "devices", "_by_id", "_by_resource", "_mig_enabled", "_shared_gpu",
+                 "_holder", "_held", "_frac")
+
+    # ---- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, node_name: str, model: GpuModel | None, gpu_count: int,
+              config: DevicePluginConfig | None = None,
+              mig_layout: list[list[str] | None] | None = None,
+              mig_strategy: str | None = None) -> "NodeDevices":
+        """Devices of a node; ``mig_layout`` per GPU (None entry = MIG disabled, see devices.mig).
+
+        ``mig_strategy`` applies when the config does not set ``flags.migStrategy``.
+        Raises ``DevicePluginConfigError`` where the device plugin would refuse to start.
+        """
+        config = config or DEFAULT_CONFIG
+        strategy = config.mig_strategy or mig_strategy or "none"
+        if model is None:
+            gpu_count = 0
+        layout = list(mig_layout) if mig_layout is not None else [None] * gpu_count
+        if len(layout) != gpu_count:
+            raise UsageError(f"node {node_name}: MIG layout lists {len(layout)} GPUs, "
+                             f"the node has {gpu_count}")
+        mig_enabled = tuple(entry is not None for entry in layout)
+        if any(mig_enabled) and (model is None or model.mig is None):
+            raise UsageError(f"node {node_name}: GPU model "
+                             f"{model.name if model else '(none)'} does not support MIG")
+        if strategy == "single" and any(mig_enabled):
+            _check_single(layout)
+        if model is not None:
+            check_for_node(config, model.compute_capability, any(mig_enabled) and strategy != "none")
+        devices: list[Device] = []
+        shared_gpu = []
+        for index in range(gpu_count):
+            units = _physical_units(node_name, model, index, layout[index], strategy)
+            shared_gpu.append(any(not p and config.replicated(r) for _, r, p, _ in units))
+            for device_id, resource, profile, start in units:
+                entry = config.replicated(resource)
+                if entry is None:
+                    devices.append(Device(device_id, index, resource, profile, start))
+                    continue
+                devices.extend(Device(f"{device_id}::{k}", index, entry.advertised, profile, start,
+                                      k, device_id) for k in range(entry.replicas))
+        self = cls.__new__(cls)
+        self.node_name, self.model, self.gpu_count = node_name, model, gpu_count
+        self.config, self.mig_strategy = config, strategy
+        self.mig_layout = [None if e is None else list(e) for e in layout]
+        self.devices = tuple(devices)
+        self._by_id = {d.device_id: d for d in devices}
+        by_resource: dict[str, list[Device]] = {}
+        for device in devices:
+            by_resource.setdefault(device.resource, []).append(device)
+        self._by_resource = {r: tuple(ds) for r, ds in by_resource.items()}
+        self._mig_enabled = mig_enabled
+        self._shared_gpu = tuple(shared_gpu)
+        self._holder: dict[str, str] = {}
+        self._held: dict[str, DeviceAssignment] = {}
+        self._frac: list[dict[str, int]] = [{} for _ in range(gpu_count)]
+        return self
+
+    def clone(self) -> "NodeDevices":
+        copy = NodeDevices.__new__(NodeDevices)
+        for name in self.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy._holder = dict(self._holder)
+        copy._held = dict(self._held)
+        copy._frac = [dict(f) for f in self._frac]
+        return copy
+
+    # ---- what the plugin advertises ----------------------------------------------------------
+
+    @property
+    def advertised(self) -> dict[str, int]:
+        """Extended resource -> count the device plugin registers (sorted by name)."""
+        return dict(sorted(Counter(d.resource for d in self.devices).items()))
+
+    def allocated(self) -> dict[str, int]:
+        """Resource -> devices held (fractional holders count under ``gpusched.io/gpu-milli``)."""
+        counts = Counter(self._by_id[i].resource for i in self._holder)
+        milli = sum(sum(f.values()) for f in self._frac)
+        if milli:
+            counts[RESOURCE_GPU_MILLI] = milli
+        return dict(sorted(counts.items()))
+
+    def mig_enabled(self, gpu_index: int) -> bool:
+        return self._mig_enabled[gpu_index]
+
+    def free_milli(self) -> np.ndarray:
+        """Per physical GPU: 1000 minus fractional shares; 0 if held whole, MIG or shared."""
+        out = np.zeros(self.gpu_count, dtype=np.int32)
+        for index in range(self.gpu_count):
+            if self._fraction_capable(index) and not self._whole_held(index):
+                out[index] = 1000 - sum(self._frac[index].values())
+        return out
+
+    def _fraction_capable(self, index: int) -> bool:
+        return not self._mig_enabled[index] and not self._shared_gpu[index]
+
+    def _whole_held(self, index: int) -> bool:
+        device = self._by_id.get(gpu_uuid(self.node_name, index))
+        return device is not None and device.device_id in self._holder
+
+    # ---- fitting and allocating --------------------------------------------------------------
+
+    def fits(self, pod: PodInfo) -> str | None:
+        """None if the node's devices can serve ``pod`` now, else the reason."""
+        if pod.gpu_milli > 0:
+            return None if self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli) else \
+                f"Insufficient {GPU_RESOURCE}"
+        taken: set[str] = set()
+        for resource, count in device_requests(pod).items():
+            picked = self._pick(resource, count, "binpack", taken)
+            if picked is None:
+                return f"Insufficient {resource}"
+            taken.update(picked)
+        return None
+
+    def allocate(self, pod: PodInfo, policy: str = "binpack") -> DeviceAssignment | None:
+        """The devices ``pod`` would get (does not mutate); None if it does not fit."""
+        if policy not in ("binpack", "spread"):
+            raise UsageError(f'unknown device allocation policy "{policy}" (binpack or spread)')
+        if pod.gpu_milli > 0:
+            indices = self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli)
+            if indices is None:
+                return None
+            return DeviceAssignment(RESOURCE_GPU_MILLI,
+                                    tuple(gpu_uuid(self.node_name, i) for i in indices),
+                                    tuple(indices), pod.gpu_milli)
+        requests = device_requests(pod)
+        if not requests:
+            return NO_DEVICES
+        taken: list[str] = []
+        for resource, count in requests.items():
+            picked = self._pick(resource, count, policy, set(taken))
+            if picked is None:
+                return None
+            taken.extend(picked)
+        chosen = [self._by_id[i] for i in taken]
+        whole = all(d.whole_gpu for d in chosen)
+        return DeviceAssignment(",".join(requests), tuple(taken),
+                                tuple(sorted({d.gpu_index for d in chosen})), 1000 if whole else 0)
+
+    def _free(self, resource: str, taken: set[str]) -> list[Device]:
+        return [d for d in self._by_resource.get(resource, ())
+                if d.device_id not in self._holder and d.device_id not in taken
+                and not (d.whole_gpu and self._frac[d.gpu_index])]
+
+    def _pick(self, resource: str, count: int, policy: str, taken: set[str]) -> list[str] | None:
+        free = self._free(resource, taken)
+        if len(free) < count:
+            return None
+        if free[0].replica >= 0:
+            return self._pick_replicas(resource, free, count)
+        if free[0].profile:
+            return self._pick_mig(free, count, policy)
+        return [d.device_id for d in free[:count]]
+
+    def _pick_replicas(self, resource: str, free: list[Device], count: int) -> list[str]:
+        held = Counter(d.parent for d in self._by_resource[resource] if d.device_id in self._holder)
+        order = {d.parent: n for n, d in reversed(list(enumerate(self._by_resource[resource])))}
+        packed = self.config.allocation_policy == "packed"
+        chosen: list[str] = []
+        picked_here: Counter[str] = Counter()
+        available = list(free)
+        for _ in range(count):
+            parents = {d.parent for d in available}
+            if packed:
+                parent = min(parents, key=lambda p: (-(held[p] + picked_here[p]), order[p]))
+            else:
+                parent = min(parents, key=lambda p: (held[p], picked_here[p], order[p]))
+            device = next(d for d in available if d.parent == parent)
+            available.remove(device)
+            chosen.append(device.device_id)
+            picked_here[parent] += 1
+        return chosen
+
+    def _pick_mig(self, free: list[Device], count: int, policy: str) -> list[str]:
+        used = Counter(self._by_id[i].gpu_index for i in self._holder if self._by_id[i].profile)
+        available = sorted(free, key=lambda d: (d.gpu_index, d.start))
+        chosen = []
+        for _ in range(count):
+            sign = -1 if policy == "binpack" else 1
+            device = min(available, key=lambda d: (sign * used[d.gpu_index], d.gpu_index, d.start))
+            available.remove(device)
+            used[device.gpu_index] += 1
+            chosen.append(device.device_id)
+        return chosen
+
+    def _pick_fractional(self, count: int, milli: int) -> list[int] | None:
+        free = self.free_milli()
+        candidates = sorted((int(free[i]), i) for i in range(self.gpu_count)
+                            if self._whole_device(i) and free[i] >= milli)
+        if len(candidates) < count:
+            return None
+        return sorted(i for _, i in candidates[:count])
+
+    def _whole_device(self, index: int) -> bool:
+        return self._fraction_capable(index) and gpu_uuid(self.node_name, index) in self._by_id
+
+    # ---- holding -----------------------------------------------------------------------------
+
+    def hold(self, uid: str, assignment: DeviceAssignment) -> None:
+        """Record that pod ``uid`` holds ``assignment`` (idempotent for the same assignment)."""
+        if uid in self._held:
+            if self._held[uid] == assignment:
+                return
+            raise UsageError(f"pod {uid} already holds devices on node {self.node_name}")
+        if assignment.empty:
+            return
+        if assignment.resource == RESOURCE_GPU_MILLI:
+            self._hold_fractional(uid, assignment)
+        else:
+            for device_id in assignment.device_ids:
+                device = self._by_id.get(device_id)
+                if device is None:
+                    raise UsageError(f"node {self.node_name}: invalid request: unknown device: {device_id}")
+                if device_id in self._holder:
+                    raise UsageError(f"node {self.node_name}: device {device_id} is already held "
+                                     f"by pod {self._holder[device_id]}")
+                if device.whole_gpu and self._frac[device.gpu_index]:
+                    raise UsageError(f"node {self.node_name}: GPU {device.gpu_index} is shared by "
+                                     f"fractional pods and cannot be held whole")
+            for device_id in assignment.device_ids:
+                self._holder[device_id] = uid
+        self._held[uid] = assignment
+
+    def _hold_fractional(self, uid: str, assignment: DeviceAssignment) -> None:
+        free = self.free_milli()
+        for index in assignment.gpu_indices:
+            if not 0 <= index < self.gpu_count or not self._whole_device(index):
+                raise UsageError(f"node {self.node_name}: GPU {index} cannot take a fractional share")
+            if free[index] < assignment.milli:
+                raise UsageError(f"node {self.node_name}: GPU {index} has {int(free[index])} "
+                                 f"milli-GPU free, {assignment.milli} requested")
+        for index in assignment.gpu_indices:
+            self._frac[index][uid] = assignment.milli
+
+    def release(self, uid: str) -> DeviceAssignment | None:
+        """Free what pod ``uid`` holds; returns that assignment (None if it held nothing)."""
+        assignment = self._held.pop(uid, None)
+        if assignment is None:
+            return None
+        for device_id in assignment.device_ids:
+            if self._holder.get(device_id) == uid:
+                del self._holder[device_id]
+        for shares in self._frac:
+            shares.pop(uid, None)
+        return assignment
+
+    def holder_of(self, device_id: str) -> str | None:
+        return self._holder.get(device_id)
+
+    def assignment_of(self, uid: str) -> DeviceAssignment | None:
+        return self._held.get(uid)
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        return tuple(sorted(self._held))
+
+    def fractional_holders(self, gpu_index: int) -> dict[str, int]:
+        return dict(sorted(self._frac[gpu_index].items()))
+
+    # ---- describe and kubelet admission ------------------------------------------------------
+
+    def rows(self) -> list[DeviceRow]:
+        """Every device and fractional share with its holder, by GPU index then device order."""
+        rows = []
+        for index in range(self.gpu_count):
+            for device in (d for d in self.devices if d.gpu_index == index):
+                holder = self._holder.get(device.device_id, "")
+                milli = 1000 if holder and device.whole_gpu else 0
+                rows.append(DeviceRow(index, device.device_id, device.resource, device.profile,
+                                      device.replica, holder, milli))
+            for uid, milli in sorted(self._frac[index].items()):
+                rows.append(DeviceRow(index, gpu_uuid(self.node_name, index), RESOURCE_GPU_MILLI,
+                                      "", -1, uid, milli))
+        return rows
+
+    def fail_requests_greater_than_one(self, pod: PodInfo) -> str | None:
+        """The kubelet's UnexpectedAdmissionError message when ``pod`` asks for >1 replica of a
+        shared resource and ``failRequestsGreaterThanOne`` is on (checked at Allocate, after
+        scheduling); None otherwise."""
+        if not self.config.fail_requests_greater_than_one:
+            return None
+        for resource, count in device_requests(pod).items():
+            shared = any(d.replica >= 0 for d in self._by_resource.get(resource, ()))
+            if shared and count > 1:
+                return ("Allocate failed due to rpc error: code = Unknown desc = invalid allocation "
+                        f'request for "{resource}": invalid request: maximum request size for '
+                        f"shared resources is 1; found {count}, which is unexpected")
+        return None
+
+
+def _physical_units(node_name: str, model: GpuModel | None, index: int,
+                    profiles: list[str] | None, strategy: str) -> list[tuple[str, str, str, int]]:
+    """(device id, un-renamed resource, profile, start) of the physical devices of one GPU."""
+    if profiles is None or strategy == "none" or model is None:
+        return [(gpu_uuid(node_name, index), GPU_RESOURCE, "", -1)]
+    placed = sorted(place(model, profiles), key=lambda ps: ps[1])
+    return [(mig_uuid(node_name, index, profile, start),
+             GPU_RESOURCE if strategy == "single" else mig_resource_name(profile), profile, start)
+            for profile, start in placed]
+
+
+def _check_single(layout: list[list[str] | None]) -> None:
+    """The single strategy's node-wide rules (plugin fails with 'invalid MIG configuration')."""
+    def invalid(detail: str) -> DevicePluginConfigError:
+        return DevicePluginConfigError(f"invalid MIG configuration: {detail}")
+
+    if any(entry is None for entry in layout):
+        raise invalid("all devices on the node must be configured with the same migEnabled value")
+    for index, entry in enumerate(layout):
+        if not entry:
+            raise invalid(f"device {index} has no MIG devices configured")
+    if len({p.replace("+", ".") for entry in layout for p in entry}) > 1:
+        raise invalid("more than one MIG device type present on node")
+
+
+def assignment_annotation(assignment: DeviceAssignment) -> dict[str, str]:
+    """The pod annotations that record an assignment (empty for no devices)."""
+    if assignment.empty:
+        return {}
+    return {ANN_ASSIGNED_GPUS: ",".join(str(i) for i in assignment.gpu_indices),
+            ANN_ASSIGNED_DEVICES: ",".join(assignment.device_ids)}
+
+
+def assignment_from_annotations(resource: str, annotations: Mapping[str, str]) -> DeviceAssignment:
+    """Rebuild an assignment from ``assignment_annotation``'s output (state survives a reload).
+
+    ``resource`` is ``assignment_resource(pod)``; for fractional pods the share is read from
+    the pod's ``gpusched.io/gpu-milli`` annotation.
+    """
+    ids = tuple(i for i in annotations.get(ANN_ASSIGNED_DEVICES, "").split(",") if i)
+    gpus = annotations.get(ANN_ASSIGNED_GPUS, "")
+    try:
+        indices = tuple(int(i) for i in gpus.split(",") if i)
+    except ValueError:
+        raise UsageError(f'invalid annotation {ANN_ASSIGNED_GPUS}="{gpus}": expected GPU indices '
+                         f'like "0,1"') from None
+    if not ids and not indices:
+        return NO_DEVICES
+    if resource == RESOURCE_GPU_MILLI:
+        raw = annotations.get(ANN_GPU_MILLI, "")
+        if not raw.isdigit():
+            raise UsageError(f'invalid annotation {ANN_GPU_MILLI}="{raw}": expected milli-GPU')
+        milli = int(raw)
+    else:
+        whole = all(i.startswith("GPU-") and "::" not in i for i in ids)
+        milli = 1000 if whole else 0
+    return DeviceAssignment(resource, ids, indices, milli)

@@ -1,0 +1,319 @@
+"""NVIDIA device-plugin config file v1: parsing, the active sharing strategy, per-node selection.
+
+``parse_config(text_or_dict)`` reads the YAML/JSON config the device plugin and GFD read
+(nvidia-gpu-stack.md section 1): ``version`` (absent -> ``v1``, else ``unknown version: <v>``),
+``flags.migStrategy``, ``flags.plugin.sharedDevicesAllocationPolicy``, ``sharing.timeSlicing`` /
+``sharing.mps``. As upstream's ``DisableResourceNamingInConfig`` does, custom ``resources``,
+``rename`` and ``devices`` are ignored with upstream's warnings: replicas apply to every device of
+a named resource, and a resource is either renamed to ``<name>.shared`` (``renameByDefault``) or
+keeps its name.
+
+Which config a node gets (``select_config``), in this order:
+
+1. the ConfigMap key named by the node label ``nvidia.com/device-plugin.config``;
+2. the default key (Helm ``config.default``; gpusched reads it from the ConfigMap annotation
+   ``gpusched.io/device-plugin-config-default`` or from the caller);
+3. if the ConfigMap has exactly one key, that key. This is what makes the tutorials' single-key
+   ConfigMaps (``time-slicing-config`` with key ``any``) work unchanged without patching a
+   ClusterPolicy;
+4. otherwise no config: whole GPUs, no sharing.
+
+Which ConfigMap gpusched reads (``find_device_plugin_configmap``): the ConfigMap annotated
+``gpusched.io/device-plugin-config: "true"`` (the stand-in for ClusterPolicy
+``devicePlugin.config.name``; several -> first by namespace/name), else the first existing of
+``DEVICE_PLUGIN_CONFIGMAP_NAMES`` searched in ``DEVICE_PLUGIN_NAMESPACES`` order (namespace
+first, then name order).
+
+Neighbours: used by ``devices.node`` (replicas, allocation policy), ``devices.gfd`` (labels),
+``devices.advertise`` (selection); imports only ``gpusched.errors`` and PyYAML.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import yaml
+
+from gpusched.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+CONFIGMAP_ANNOTATION = "gpusched.io/device-plugin-config"
+DEFAULT_KEY_ANNOTATION = "gpusched.io/device-plugin-config-default"
+DEVICE_PLUGIN_NAMESPACES = ("gpu-operator", "kube-system", "default")
+DEVICE_PLUGIN_CONFIGMAP_NAMES = ("device-plugin-config", "nvidia-device-plugin-config",
+                                 "time-slicing-config", "time-slicing-config-all",
+                                 "time-slicing-config-fine")
+
+MIG_STRATEGIES = ("none", "single", "mixed")
+ALLOCATION_POLICIES = ("distributed", "packed")
+DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
+MPS_MAX_CLIENTS_VOLTA_PLUS = 48     # compute capability >= 7.5 (upstream compares with v7.5)
+MPS_MAX_CLIENTS_OLDER = 16
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+class DevicePluginConfigError(UsageError):
+    """A config the device plugin would refuse to start with (the pod would crash-loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedResource:
+    name: str            # fully qualified, e.g. "nvidia.com/gpu"
+    replicas: int        # >= 2
+    rename: str = ""     # "<name>.shared" under renameByDefault, else ""
+
+    @property
+    def advertised(self) -> str:
+        return self.rename or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedResources:
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = False
+    resources: tuple[ReplicatedResource, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    time_slicing: ReplicatedResources | None = None
+    mps: ReplicatedResources | None = None
+
+    @property
+    def strategy(self) -> str:
+        """``Sharing.SharingStrategy()``: mps > time-slicing > none."""
+        if self.mps and any(r.replicas > 1 for r in self.mps.resources):
+            return "mps"
+        if self.time_slicing and any(r.replicas > 1 for r in self.time_slicing.resources):
+            return "time-slicing"
+        return "none"
+
+    @property
+    def active(self) -> ReplicatedResources | None:
+        return {"mps": self.mps, "time-slicing": self.time_slicing}.get(self.strategy)
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePluginConfig:
+    version: str = "v1"
+    mig_strategy: str | None = None          # None: not set in the file (caller's default applies)
+    fail_on_init_error: bool = True
+    allocation_policy: str = "distributed"   # flags.plugin.sharedDevicesAllocationPolicy
+    device_list_strategy: tuple[str, ...] = ("envvar",)
+    device_id_strategy: str = "uuid"
+    sharing: Sharing = Sharing()
+
+    @property
+    def sharing_strategy(self) -> str:
+        return self.sharing.strategy
+
+    def replicated(self, resource: str) -> ReplicatedResource | None:
+        """The active sharing entry for ``resource`` (un-renamed name), or None."""
+        active = self.sharing.active
+        if active is None:
+            return None
+        return next((r for r in active.resources if r.name == resource), None)
+
+    def replicas_for(self, resource: str) -> int:
+        entry = self.replicated(resource)
+        return entry.replicas if entry else 1
+
+    def advertised_name(self, resource: str) -> str:
+        entry = self.replicated(resource)
+        return entry.advertised if entry else resource
+
+    @property
+    def fail_requests_greater_than_one(self) -> bool:
+        active = self.sharing.active
+        return bool(active and active.fail_requests_greater_than_one)
+
+
+DEFAULT_CONFIG = DevicePluginConfig()
+
+
+def _fail(where: str, message: str) -> DevicePluginConfigError:
+    return DevicePluginConfigError(f"{where}: {message}" if where else message)
+
+
+def parse_config(source: str | Mapping[str, Any] | None, where: str = "") -> DevicePluginConfig:
+    """Parse a device-plugin config file (YAML or JSON text, or an already-loaded dict).
+
+    Errors carry upstream's message, prefixed with ``where`` when given:
+
+    >>> parse_config("version: v2")
+    Traceback (most recent call last):
+    ...
+    gpusched.devices.plugin_config.DevicePluginConfigError: unknown version: v2
+    """
+    if source is None or (isinstance(source, str) and not source.strip()):
+        return DEFAULT_CONFIG
+    try:
+        data = yaml.safe_load(source) if isinstance(source, str) else source
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise _fail(where, f"unable to parse config file: invalid YAML{at}") from None
+    if not isinstance(data, Mapping):
+        raise _fail(where, "unable to parse config file: expected a mapping")
+    version = data.get("version") or "v1"
+    if version != "v1":
+        raise _fail(where, f"unknown version: {version}")
+    if data.get("resources"):
+        log.warning("Customizing the 'resources' field is not yet supported in the config. "
+                    "Ignoring...")
+    flags = _mapping(data.get("flags"), "flags", where)
+    plugin = _mapping(flags.get("plugin"), "flags.plugin", where)
+    sharing_raw = _mapping(data.get("sharing"), "sharing", where)
+    mig_strategy = flags.get("migStrategy")
+    if mig_strategy is not None and mig_strategy not in MIG_STRATEGIES:
+        raise _fail(where, f"invalid --mig-strategy option: {mig_strategy}")
+    policy = plugin.get("sharedDevicesAllocationPolicy") or "distributed"
+    if policy not in ALLOCATION_POLICIES:
+        raise _fail(where, f"invalid sharedDevicesAllocationPolicy: {policy}")
+    list_strategy = plugin.get("deviceListStrategy") or ["envvar"]
+    list_strategy = [list_strategy] if isinstance(list_strategy, str) else list(list_strategy)
+    for strategy in list_strategy:
+        if strategy not in DEVICE_LIST_STRATEGIES:
+            raise _fail(where, f"invalid strategy: {strategy}")
+    sharing = Sharing(
+        time_slicing=_replicated(sharing_raw.get("timeSlicing"), "timeSlicing", False, where),
+        mps=_replicated(sharing_raw.get("mps"), "mps", True, where),
+    )
+    return DevicePluginConfig(
+        version="v1", mig_strategy=mig_strategy,
+        fail_on_init_error=bool(flags.get("failOnInitError", True)),
+        allocation_policy=policy, device_list_strategy=tuple(list_strategy),
+        device_id_strategy=str(plugin.get("deviceIDStrategy") or "uuid"), sharing=sharing)
+
+
+def _mapping(value: Any, path: str, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _fail(where, f"unable to parse config file: {path} must be a mapping")
+    return value
+
+
+def _replicated(raw: Any, sharing_id: str, is_mps: bool, where: str) -> ReplicatedResources | None:
+    if raw is None:
+        return None
+    raw = _mapping(raw, f"sharing.{sharing_id}", where)
+    rename_by_default = bool(raw.get("renameByDefault", False))
+    fail_flag = raw.get("failRequestsGreaterThanOne")
+    # MPS: unset is forced to true at load; an explicit false is honoured (v0.20.0 and later).
+    fail = (True if is_mps else False) if fail_flag is None else bool(fail_flag)
+    items = raw.get("resources")
+    if not items:
+        raise _fail(where, "no resources specified")
+    if not isinstance(items, list):
+        raise _fail(where, f"unable to parse config file: sharing.{sharing_id}.resources must be a list")
+    resources = tuple(_resource(item, sharing_id, rename_by_default, where) for item in items)
+    return ReplicatedResources(rename_by_default, fail, resources)
+
+
+def _resource(item: Any, sharing_id: str, rename_by_default: bool, where: str) -> ReplicatedResource:
+    item = _mapping(item, f"sharing.{sharing_id}.resources[]", where)
+    name = item.get("name")
+    if not name:
+        raise _fail(where, "no resource name specified")
+    name = str(name) if "/" in str(name) else f"nvidia.com/{name}"
+    prefix, _, short = name.partition("/")
+    if not _DNS_SUBDOMAIN.match(prefix) or not short or len(name) > 63:
+        raise _fail(where, f"incorrect format for resource name '{name}'")
+    if "replicas" not in item or item["replicas"] is None:
+        raise _fail(where, "no replicas specified")
+    replicas = item["replicas"]
+    if isinstance(replicas, bool) or not isinstance(replicas, int):
+        raise _fail(where, f"unable to parse config file: replicas must be an integer, got {replicas!r}")
+    if replicas < 2:
+        raise _fail(where, "number of replicas must be >= 2")
+    devices = item.get("devices")
+    if isinstance(devices, str) and devices != "all":
+        raise _fail(where, f"devices set as '{devices}' but the only valid string input is 'all'")
+    if item.get("rename"):
+        log.warning("Setting the 'rename' field in sharing.%s.resources is not yet supported in "
+                    "the config. Ignoring...", sharing_id)
+    if devices not in (None, "all"):
+        log.warning("Customizing the 'devices' field in sharing.%s.resources is not yet supported "
+                    "in the config. Ignoring...", sharing_id)
+    return ReplicatedResource(name, replicas, f"{name}.shared" if rename_by_default else "")
+
+
+def mps_max_clients(compute_major: int, compute_minor: int) -> int:
+    """48 MPS clients per device from compute capability 7.5, else 16."""
+    at_least = (compute_major, compute_minor) >= (7, 5)
+    return MPS_MAX_CLIENTS_VOLTA_PLUS if at_least else MPS_MAX_CLIENTS_OLDER
+
+
+def check_for_node(config: DevicePluginConfig, compute: tuple[int, int],
+                   mig_enabled: bool) -> None:
+    """Checks that need the node's GPUs: the MPS client limit and no MPS on MIG."""
+    if config.sharing_strategy != "mps" or config.sharing.mps is None:
+        return
+    limit = mps_max_clients(*compute)
+    for entry in config.sharing.mps.resources:
+        if entry.replicas > limit:
+            raise DevicePluginConfigError(
+                f"invalid device maximum allowed replicas exceeded: {entry.replicas} > {limit}")
+        if entry.name.startswith("nvidia.com/mig-"):
+            raise DevicePluginConfigError(
+                f"MPS sharing is not supported for MIG devices: {entry.name}")
+    if mig_enabled:
+        raise DevicePluginConfigError("MPS sharing is not supported on MIG-enabled GPUs")
+
+
+# ---- choosing the ConfigMap and the key -----------------------------------------------------
+
+
+def find_device_plugin_configmap(configmaps: list[dict]) -> dict | None:
+    """The ConfigMap the device plugin reads (see the module docstring), or None."""
+    def meta(cm: dict) -> dict:
+        return cm.get("metadata") or {}
+
+    marked = [cm for cm in configmaps
+              if str((meta(cm).get("annotations") or {}).get(CONFIGMAP_ANNOTATION, "")).lower() == "true"]
+    if marked:
+        return min(marked, key=lambda cm: (meta(cm).get("namespace", "default"), meta(cm).get("name", "")))
+    by_place = {(meta(cm).get("namespace", "default"), meta(cm).get("name")): cm for cm in configmaps}
+    for namespace in DEVICE_PLUGIN_NAMESPACES:
+        for name in DEVICE_PLUGIN_CONFIGMAP_NAMES:
+            if (namespace, name) in by_place:
+                return by_place[(namespace, name)]
+    return None
+
+
+def default_key_of(configmap: dict | None) -> str | None:
+    """The default config key a ConfigMap names in its annotation, if any."""
+    if not configmap:
+        return None
+    value = ((configmap.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_KEY_ANNOTATION)
+    return str(value) if value else None
+
+
+def select_config(configmap_data: Mapping[str, str] | None, node_labels: Mapping[str, str],
+                  default_key: str | None = None, where: str = "") -> tuple[str, DevicePluginConfig]:
+    """The (key, config) a node gets: node label, else default key, else the only key.
+
+    Returns ``("", DEFAULT_CONFIG)`` when nothing selects a key. A label or default naming a
+    missing key raises ``DevicePluginConfigError`` (the config-manager would fail too).
+    """
+    data = dict(configmap_data or {})
+    label = node_labels.get(CONFIG_LABEL, "")
+    if label:
+        key = label
+        origin = f"node label {CONFIG_LABEL}={label}"
+    elif default_key:
+        key, origin = default_key, f"default config {default_key!r}"
+    elif len(data) == 1:
+        key, origin = next(iter(data)), ""
+    else:
+        return "", DEFAULT_CONFIG
+    if key not in data:
+        known = ", ".join(sorted(data)) or "none"
+        raise _fail(where, f'config "{key}" selected by {origin} not found (keys: {known})')
+    return key, parse_config(data[key], where=f"{where} key {key!r}".strip() if where else "")
