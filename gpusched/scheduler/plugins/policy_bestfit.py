@@ -1,0 +1,54 @@
+"""BestFit placement policy (FGD baseline 05-BestFit) as a score plugin.
+
+raw = ``int(100 * (1 - [0.5 (cpu_left - cpu_req)/128000 + 0.5 (gpu_left_total - gpu_req_total)/8000]))``
+(truncated), then ``normalize`` maps it min-max onto 0..100 across the candidate nodes
+(``(raw - min) * 100 // (max - min)``; all equal -> all 0). Example: a node left with exactly
+the pod's request scores raw 100.
+GPU selection: best fit. Neighbours: ``policy_common``; ``framework`` Score/ScoreNormalizer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, node_arrays,
+                                                       pod_gpu, write_best_fit)
+
+NAME = "PolicyBestFit"
+
+
+def best_fit_scores(cpu_left: np.ndarray, gpu_left_total: np.ndarray, cpu_req: int,
+                    gpu_req_total: int) -> np.ndarray:
+    waste = 0.5 * (cpu_left - cpu_req) / MAX_SPEC_CPU + 0.5 * (gpu_left_total - gpu_req_total) / MAX_SPEC_GPU
+    return ((1.0 - waste) * 100.0).astype(np.int64)
+
+
+def min_max(scores: np.ndarray) -> np.ndarray:
+    if not len(scores):
+        return scores
+    low, high = int(scores.min()), int(scores.max())
+    if high == low:
+        return np.zeros_like(scores)
+    return (scores - low) * 100 // (high - low)
+
+
+class PolicyBestFit:
+    name = NAME
+
+    def __init__(self, args: dict | None = None) -> None:
+        pass
+
+    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+        arrays = node_arrays(snapshot)
+        share, count = pod_gpu(pod)
+        write_best_fit(state, arrays.gpu_left, nodes, pod)
+        left_total = np.clip(arrays.gpu_left[nodes], 0, None).sum(axis=1)
+        return best_fit_scores(arrays.cpu_free[nodes], left_total, int(pod.requests.get("cpu", 0)),
+                               share * count)
+
+    def normalize(self, state, pod, nodes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        return min_max(scores)
+
+
+def new(args: dict | None = None, *_: object) -> PolicyBestFit:
+    return PolicyBestFit(args)

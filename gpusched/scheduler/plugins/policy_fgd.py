@@ -1,0 +1,77 @@
+"""FGD placement policy (Fragmentation Gradient Descent, FGD baseline 06-FGD) as a score plugin.
+
+For each candidate node n: delta = F_n(M) - F_{n+pod}(M) (fragmentation before minus after the
+hypothetical placement, ``policy_fragmentation``), score = ``int(100 * sigmoid(delta / 1000))``,
+truncated: unchanged fragmentation -> 50, +1 GPU of fragmentation -> 26.
+
+- Sharing pods: every GPU i with ``left[i] >= share`` is tried; the node's score is the best GPU
+  score and that GPU is the one written under ``"gpu-selection"`` (ties: lowest GPU index, as the
+  reference keeps the first strictly better integer score).
+- CPU-only, whole-GPU and multi-GPU pods: the hypothetical takes the GPUs with the least free
+  milli that still fit; the bound GPUs are left to GpuDevices (lowest-index fully free ones).
+
+Args: ``target_workload`` (list of ``TargetShape``; required). Per-node sums are cached in a
+``FragState`` and only nodes whose free CPU or GPUs changed since the previous cycle are
+recomputed, whoever changed them.
+Neighbours: ``policy_fragmentation`` (measure), ``policy_common``; ``sim.experiment`` builds it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusched.scheduler.plugins.policy_common import (GPU_SELECTION_KEY, GpuSelection,
+                                                       node_arrays, pod_gpu)
+from gpusched.scheduler.plugins.policy_fragmentation import (FragState, FragTables, TargetShape,
+                                                              sigmoid_score)
+
+NAME = "PolicyFGD"
+
+
+class PolicyFGD:
+    name = NAME
+
+    def __init__(self, args: dict | None = None) -> None:
+        shapes = (args or {}).get("target_workload") or []
+        self.shapes: list[TargetShape] = list(shapes)
+        self.frag: FragState | None = None
+        self._generation: object = None
+
+    def _state(self, snapshot) -> FragState:
+        generation = getattr(snapshot, "generation", None)
+        if self.frag is not None and generation is not None and generation == self._generation:
+            return self.frag                     # nothing changed since the previous cycle
+        arrays = node_arrays(snapshot)
+        if self.frag is None or len(self.frag.model_id) != len(arrays.model_id):
+            self.frag = FragState(FragTables(self.shapes, arrays.model_names), arrays.model_id)
+        self.frag.sync(arrays.gpu_left, arrays.cpu_free)
+        self._generation = generation
+        return self.frag
+
+    def deltas(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+        """delta = F before - F after (milli-GPU) per candidate node; writes the GPU choice."""
+        frag = self._state(snapshot)
+        cpu = int(pod.requests.get("cpu", 0))
+        share, count = pod_gpu(pod)
+        before = frag.frag[nodes]
+        if count == 1 and share < 1000:
+            after, valid = frag.after_share(nodes, cpu, share)
+            delta = np.where(valid, before[:, None] - after, -np.inf)
+            best = self.pick_gpu(delta)
+            state.write(GPU_SELECTION_KEY, GpuSelection(nodes, best[:, None]))
+            return np.take_along_axis(delta, best[:, None], axis=1)[:, 0]
+        return before - frag.after_whole(nodes, cpu, share, count)
+
+    def pick_gpu(self, delta: np.ndarray) -> np.ndarray:
+        """Per node, the first GPU with the best *integer* score (the reference's rule)."""
+        scores = np.where(np.isfinite(delta), sigmoid_score(np.where(np.isfinite(delta), delta, 0)), -1)
+        return np.argmax(scores, axis=1)
+
+    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+        if not len(nodes):
+            return np.zeros(0, dtype=np.int64)
+        return sigmoid_score(self.deltas(state, pod, snapshot, nodes))
+
+
+def new(args: dict | None = None, *_: object) -> PolicyFGD:
+    return PolicyFGD(args)

@@ -1,0 +1,195 @@
+"""The FGD fragmentation measure, vectorised over nodes x GPUs x target shapes.
+
+Shared by the FGD-family score plugins (``policy_fgd``, ``policy_fgdcpu``) and by the
+experiment metrics (``sim.fragmentation``); it lives in the scheduler layer so that plugins can
+use it without importing ``sim``. Not a plugin itself (no ``NAME``).
+
+Fragmentation of node n for shape m, F_n(m), in milli-GPU (section 3.3 of
+``fgd-and-alibaba-trace.md``), with ``left[i]`` the free milli of GPU i and ``idle = sum(left)``:
+
+1. m is CPU-only, or n's model is not allowed by m:           F = idle
+2. m fits (>= num_gpu GPUs with left >= m.gpu_milli and free CPU >= m.cpu): F = sum of the left[i]
+   with left[i] < m.gpu_milli (only the slivers too small for m)
+3. otherwise:                                                   F = idle
+
+F_n(M) = sum_m p_m F_n(m). Worked example: a node with left = [1000, 300], 8 free cores and the
+shapes {A: (4 cores, 500 milli, 1 GPU, p=0.5), B: (16 cores, 1000, 1, p=0.5)}: A fits and only
+the 300 sliver is too small -> 300; B lacks CPU -> idle = 1300; F_n(M) = 0.5*300 + 0.5*1300 = 800.
+
+How it is fast: per shape, the two per-GPU terms ``left if left < g else 0`` and
+``left >= g`` only depend on the GPU's ``left`` value (0..1000), so they are precomputed as
+lookup tables ``(1002 x shapes)`` (row 1001 = "no GPU in this slot"). A node's sums over its GPUs
+are kept per node (``FragState``) and recomputed only for nodes whose free CPU or GPUs changed;
+a hypothetical placement changes one or a few GPUs, so its effect is a table difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MILLI = 1000
+ABSENT = MILLI + 1          # table row for a GPU slot the node does not have (free milli -1)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetShape:
+    """One typical task of the target workload M and its popularity p_m."""
+
+    cpu_milli: int
+    gpu_milli: int                      # per-GPU share; 0 for CPU-only
+    num_gpu: int
+    gpu_models: tuple[str, ...] = ()    # allowed models; empty = any
+    weight: float = 0.0
+
+
+class FragTables:
+    """Lookup tables for one target workload and one list of GPU model names."""
+
+    def __init__(self, shapes: list[TargetShape], model_names: list[str]) -> None:
+        self.shapes = list(shapes)
+        values = np.arange(ABSENT + 1)
+        gpu = np.array([s.gpu_milli for s in shapes], dtype=np.int64)
+        self.cpu = np.array([s.cpu_milli for s in shapes], dtype=np.int64)
+        self.num_gpu = np.array([s.num_gpu for s in shapes], dtype=np.int64)
+        self.weight = np.array([s.weight for s in shapes], dtype=np.float64)
+        small = np.where(values[:, None] < gpu[None, :], values[:, None], 0)
+        fits = (values[:, None] >= gpu[None, :]).astype(np.int64)
+        small[ABSENT], fits[ABSENT] = 0, 0
+        self.small = small.astype(np.int64)          # (1002, K): the sliver a GPU leaves for m
+        self.fits = fits                             # (1002, K): 1 if a GPU can host m
+        self.model_names = list(model_names)
+        # (models + 1, K): True where F = idle regardless of state (CPU-only or no access).
+        # The extra last row is "no GPU model" (CPU-only nodes).
+        always = np.ones((len(model_names) + 1, len(shapes)), dtype=bool)
+        for k, s in enumerate(shapes):
+            if s.gpu_milli == 0:
+                continue
+            for j, name in enumerate(model_names):
+                always[j, k] = bool(s.gpu_models) and name not in s.gpu_models
+        self.always_idle = always
+        self._delta_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def model_rows(self, model_id: np.ndarray) -> np.ndarray:
+        """Row of ``always_idle`` for each node (model id < 0 = CPU-only node)."""
+        return np.where(model_id < 0, len(self.model_names), model_id)
+
+    def deltas(self, share: int) -> tuple[np.ndarray, np.ndarray]:
+        """Tables of the change when a GPU with ``left`` gives away ``share``: ``(1002, K)`` each."""
+        cached = self._delta_cache.get(share)
+        if cached is None:
+            values = np.arange(ABSENT + 1)
+            after = np.where(values >= share, values - share, values)
+            after[ABSENT] = ABSENT
+            cached = (self.small[after] - self.small, self.fits[after] - self.fits)
+            self._delta_cache[share] = cached
+        return cached
+
+
+def table_index(gpu_left: np.ndarray) -> np.ndarray:
+    """Free milli per GPU (-1 where absent) -> lookup-table row."""
+    return np.where(gpu_left < 0, ABSENT, gpu_left)
+
+
+def fragmentation(tables: FragTables, small: np.ndarray, fits: np.ndarray, idle: np.ndarray,
+                  cpu_free: np.ndarray, model_row: np.ndarray) -> np.ndarray:
+    """F_n(M) from per-node sums; leading axes of ``small``/``fits`` broadcast against the rest.
+
+    ``small``/``fits``: (..., K); ``idle``/``cpu_free``/``model_row``: (...).
+    """
+    ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & ~tables.always_idle[model_row]
+    # sum_m p_m * (ok ? small : idle) = idle * sum(p) + sum_m p_m * ok * (small - idle)
+    gain = np.where(ok, small - idle[..., None], 0).astype(np.float64)
+    return idle * tables.weight.sum() + gain @ tables.weight
+
+
+def per_shape(tables: FragTables, gpu_left: np.ndarray, cpu_free: np.ndarray,
+              model_id: np.ndarray) -> np.ndarray:
+    """F_n(m) for every node and shape, (N, K) int64 (used by tests and reports)."""
+    idx = table_index(gpu_left)
+    small, fits = tables.small[idx].sum(axis=1), tables.fits[idx].sum(axis=1)
+    idle = np.clip(gpu_left, 0, None).sum(axis=1)
+    ok = (fits >= tables.num_gpu) & (cpu_free[:, None] >= tables.cpu) & \
+        ~tables.always_idle[tables.model_rows(model_id)]
+    return np.where(ok, small, idle[:, None])
+
+
+class FragState:
+    """Per-node sums for one target workload, updated only where a node's state changed.
+
+    ``sync(gpu_left, cpu_free)`` compares with the copy it holds and recomputes the changed rows;
+    then ``frag`` (N,) holds F_n(M) for every node.
+    """
+
+    def __init__(self, tables: FragTables, model_id: np.ndarray) -> None:
+        self.tables = tables
+        self.model_id = np.asarray(model_id)
+        self.model_row = tables.model_rows(self.model_id)
+        self.gpu_left: np.ndarray | None = None
+        self.cpu_free: np.ndarray | None = None
+
+    def sync(self, gpu_left: np.ndarray, cpu_free: np.ndarray) -> None:
+        if self.gpu_left is None or self.gpu_left.shape != gpu_left.shape:
+            changed = np.arange(gpu_left.shape[0])
+            self.gpu_left, self.cpu_free = gpu_left.copy(), cpu_free.copy()
+            n, k = gpu_left.shape[0], len(self.tables.shapes)
+            self.small = np.zeros((n, k), dtype=np.int64)
+            self.fits = np.zeros((n, k), dtype=np.int64)
+            self.idle = np.zeros(n, dtype=np.int64)
+            self.frag = np.zeros(n, dtype=np.float64)
+        else:
+            diff = (self.gpu_left != gpu_left).any(axis=1) | (self.cpu_free != cpu_free)
+            changed = np.flatnonzero(diff)
+            if not changed.size:
+                return
+            self.gpu_left[changed] = gpu_left[changed]
+            self.cpu_free[changed] = cpu_free[changed]
+        self.recompute(changed)
+
+    def recompute(self, rows: np.ndarray) -> None:
+        left = self.gpu_left[rows]
+        idx = table_index(left)
+        self.small[rows] = self.tables.small[idx].sum(axis=1)
+        self.fits[rows] = self.tables.fits[idx].sum(axis=1)
+        self.idle[rows] = np.clip(left, 0, None).sum(axis=1)
+        self.frag[rows] = fragmentation(self.tables, self.small[rows], self.fits[rows],
+                                        self.idle[rows], self.cpu_free[rows], self.model_row[rows])
+
+    # ---- hypothetical placements ---------------------------------------------------------
+
+    def after_share(self, nodes: np.ndarray, cpu: int, share: int) -> tuple[np.ndarray, np.ndarray]:
+        """F_n(M) after putting a share on each GPU of each node: ``(len(nodes), G)`` and a mask
+        of the GPUs that can take it (``left >= share``)."""
+        left = self.gpu_left[nodes]
+        valid = left >= share
+        d_small, d_fits = self.tables.deltas(share)
+        idx = table_index(left)
+        small = self.small[nodes][:, None, :] + d_small[idx]
+        fits = self.fits[nodes][:, None, :] + d_fits[idx]
+        idle = np.broadcast_to((self.idle[nodes] - share)[:, None], left.shape)
+        cpu_after = np.broadcast_to((self.cpu_free[nodes] - cpu)[:, None], left.shape)
+        rows = np.broadcast_to(self.model_row[nodes][:, None], left.shape)
+        return fragmentation(self.tables, small, fits, idle, cpu_after, rows), valid
+
+    def after_whole(self, nodes: np.ndarray, cpu: int, gpu_milli: int, num_gpu: int) -> np.ndarray:
+        """F_n(M) after a CPU-only / whole-GPU / multi-GPU pod: it takes ``gpu_milli`` from the
+        ``num_gpu`` GPUs with the least free milli that still fit (whole GPUs: fully free ones)."""
+        small, fits = self.small[nodes], self.fits[nodes]
+        idle = self.idle[nodes].copy()
+        if num_gpu and gpu_milli:
+            left = self.gpu_left[nodes]
+            key = np.where(left >= gpu_milli, left, ABSENT + 1)
+            chosen = np.sort(key, axis=1)[:, :num_gpu]           # least free first
+            chosen = np.where(chosen > MILLI, ABSENT, chosen)    # nodes that cannot host it
+            d_small, d_fits = self.tables.deltas(gpu_milli)
+            small = small + d_small[chosen].sum(axis=1)
+            fits = fits + d_fits[chosen].sum(axis=1)
+            idle = idle - np.where(chosen <= MILLI, gpu_milli, 0).sum(axis=1)
+        return fragmentation(self.tables, small, fits, idle, self.cpu_free[nodes] - cpu,
+                             self.model_row[nodes])
+
+
+def sigmoid_score(delta_milli: np.ndarray) -> np.ndarray:
+    """FGD's ``int64(100 * sigmoid(delta / 1000))``, truncated; +1 GPU of fragmentation -> 26."""
+    return (100.0 / (1.0 + np.exp(-delta_milli / 1000.0))).astype(np.int64)

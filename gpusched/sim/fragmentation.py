@@ -1,0 +1,48 @@
+"""Cluster fragmentation metrics for experiments (section 3.2/3.3 of ``fgd-and-alibaba-trace.md``).
+
+``ClusterFragmentation(shapes, model_names, model_id)`` keeps F_n(M) for every node in arrays
+(the vectorised measure of ``scheduler.plugins.policy_fragmentation``, shared with the FGD
+plugin so that the metric and the policy can never disagree); ``observe(gpu_left, cpu_free)``
+recomputes only the nodes whose free CPU or GPUs changed, then ``amount`` (sum of F_n(M), milli)
+and ``ratio`` (amount / idle milli) describe the cluster.
+
+Neighbours: used by ``sim.experiment`` after every submitted pod; reads snapshot arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusched.scheduler.plugins.policy_fragmentation import (FragState, FragTables, TargetShape,
+                                                              per_shape)
+
+
+class ClusterFragmentation:
+    """Incremental cluster fragmentation amount and ratio for one target workload."""
+
+    def __init__(self, shapes: list[TargetShape], model_names: list[str], model_id: np.ndarray) -> None:
+        self.tables = FragTables(shapes, model_names)
+        self.state = FragState(self.tables, np.asarray(model_id))
+
+    def observe(self, gpu_left: np.ndarray, cpu_free: np.ndarray) -> None:
+        self.state.sync(np.asarray(gpu_left, dtype=np.int64), np.asarray(cpu_free, dtype=np.int64))
+
+    @property
+    def amount(self) -> float:
+        """Sum over nodes of F_n(M), in milli-GPU."""
+        return float(self.state.frag.sum())
+
+    @property
+    def idle(self) -> int:
+        """Free milli-GPU over the cluster."""
+        return int(self.state.idle.sum())
+
+    @property
+    def ratio(self) -> float:
+        """amount / idle (0 when nothing is idle)."""
+        idle = self.idle
+        return self.amount / idle if idle else 0.0
+
+    def per_shape(self) -> np.ndarray:
+        """F_n(m) for every node and shape (N, K), for reports and tests."""
+        return per_shape(self.tables, self.state.gpu_left, self.state.cpu_free, self.state.model_id)
