@@ -1,0 +1,323 @@
+"""The columns ``gpusched get`` prints for each kind, as kubectl's table printers show them.
+
+One ``Columns`` entry per kind in ``COLUMNS``: the header, the extra ``-o wide`` header, and a
+function from (object, clock) to the cells. Objects are plain Kubernetes-shaped dicts as the
+store returns them; missing fields print as kubectl prints them (``<none>``, ``0``, blank).
+
+Neighbours: ``cli.output`` (alignment, ages), ``cli.commands`` (the ``get`` command).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from gpusched.cli.output import Clock, human_duration, parse_timestamp
+from gpusched.objects.kinds import resolve_kind
+
+NONE = "<none>"
+Row = list[str]
+
+
+@dataclass(frozen=True)
+class Columns:
+    header: tuple[str, ...]
+    cells: Callable[[dict, Clock], Row]
+    wide_header: tuple[str, ...] = ()
+    wide_cells: Callable[[dict, Clock], Row] | None = None
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: dict) -> dict:
+    return obj.get("spec") or {}
+
+
+def _status(obj: dict) -> dict:
+    return obj.get("status") or {}
+
+
+def _name(obj: dict) -> str:
+    return str(_meta(obj).get("name", ""))
+
+
+def _age(obj: dict, clock: Clock) -> str:
+    return clock.age(_meta(obj).get("creationTimestamp"))
+
+
+# ---- pods -----------------------------------------------------------------------------------
+
+
+def pod_status_text(pod: dict) -> str:
+    """The STATUS column: kubectl's printPod reason logic, reduced to what gpusched records."""
+    status = _status(pod)
+    phase = str(status.get("phase") or "Pending")
+    reason = str(status.get("reason") or "")
+    if _meta(pod).get("deletionTimestamp"):
+        return "Terminating"
+    for cs in reversed(status.get("containerStatuses") or []):
+        state = cs.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = reason or state["waiting"]["reason"]
+        elif "terminated" in state:
+            reason = reason or (state["terminated"] or {}).get("reason") or "Error"
+    if reason:
+        return reason
+    return {"Succeeded": "Completed", "Failed": "Error"}.get(phase, phase)
+
+
+def _pod_ready(pod: dict) -> str:
+    containers = _spec(pod).get("containers") or []
+    statuses = _status(pod).get("containerStatuses")
+    if statuses:
+        ready = sum(1 for cs in statuses if cs.get("ready"))
+    else:
+        ready = len(containers) if _status(pod).get("phase") == "Running" else 0
+    return f"{ready}/{len(containers)}"
+
+
+def _pod_restarts(pod: dict) -> str:
+    return str(sum(int(cs.get("restartCount", 0)) for cs in _status(pod).get("containerStatuses") or []))
+
+
+def _pod_cells(pod: dict, clock: Clock) -> Row:
+    return [_name(pod), _pod_ready(pod), pod_status_text(pod), _pod_restarts(pod), _age(pod, clock)]
+
+
+def _pod_wide(pod: dict, clock: Clock) -> Row:
+    status = _status(pod)
+    return [status.get("podIP") or NONE, _spec(pod).get("nodeName") or NONE,
+            status.get("nominatedNodeName") or NONE, NONE]
+
+
+# ---- nodes ----------------------------------------------------------------------------------
+
+
+def node_status_text(node: dict) -> str:
+    """``Ready``, ``NotReady`` or ``Unknown``, plus ``,SchedulingDisabled`` when cordoned."""
+    conditions = _status(node).get("conditions")
+    text = "Ready"
+    if conditions:
+        ready = [c for c in conditions if c.get("type") == "Ready"]
+        text = "Unknown" if not ready else ("Ready" if ready[0].get("status") == "True" else "NotReady")
+    if _spec(node).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
+def node_roles(node: dict) -> str:
+    roles = sorted(key.split("/", 1)[1] for key in (_meta(node).get("labels") or {})
+                   if key.startswith("node-role.kubernetes.io/") and "/" in key)
+    return ",".join(role for role in roles if role) or NONE
+
+
+def _node_cells(node: dict, clock: Clock) -> Row:
+    info = _status(node).get("nodeInfo") or {}
+    return [_name(node), node_status_text(node), node_roles(node), _age(node, clock),
+            info.get("kubeletVersion", "")]
+
+
+def _node_wide(node: dict, clock: Clock) -> Row:
+    addresses = {a.get("type"): a.get("address") for a in _status(node).get("addresses") or []}
+    info = _status(node).get("nodeInfo") or {}
+    return [addresses.get("InternalIP") or NONE, addresses.get("ExternalIP") or NONE,
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+# ---- workloads ------------------------------------------------------------------------------
+
+
+def _template_containers(obj: dict) -> list[dict]:
+    return ((_spec(obj).get("template") or {}).get("spec") or {}).get("containers") or []
+
+
+def _workload_wide(obj: dict, clock: Clock) -> Row:
+    containers = _template_containers(obj)
+    selector = (_spec(obj).get("selector") or {}).get("matchLabels") or {}
+    return [",".join(c.get("name", "") for c in containers) or NONE,
+            ",".join(c.get("image", "") for c in containers) or NONE,
+            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE]
+
+
+def _deployment_cells(obj: dict, clock: Clock) -> Row:
+    status, replicas = _status(obj), _spec(obj).get("replicas", 1)
+    return [_name(obj), f"{status.get('readyReplicas', 0)}/{replicas}",
+            str(status.get("updatedReplicas", 0)), str(status.get("availableReplicas", 0)),
+            _age(obj, clock)]
+
+
+def _replicaset_cells(obj: dict, clock: Clock) -> Row:
+    status = _status(obj)
+    return [_name(obj), str(_spec(obj).get("replicas", 1)), str(status.get("replicas", 0)),
+            str(status.get("readyReplicas", 0)), _age(obj, clock)]
+
+
+def _daemonset_cells(obj: dict, clock: Clock) -> Row:
+    status = _status(obj)
+    selector = ((_spec(obj).get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    return [_name(obj), str(status.get("desiredNumberScheduled", 0)),
+            str(status.get("currentNumberScheduled", 0)), str(status.get("numberReady", 0)),
+            str(status.get("updatedNumberScheduled", 0)), str(status.get("numberAvailable", 0)),
+            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE, _age(obj, clock)]
+
+
+def job_duration(job: dict, clock: Clock) -> str:
+    status = _status(job)
+    start = parse_timestamp(status.get("startTime"))
+    if start is None:
+        return ""
+    end = parse_timestamp(status.get("completionTime"))
+    return human_duration((end if end is not None else clock.now) - start)
+
+
+def _job_cells(obj: dict, clock: Clock) -> Row:
+    spec, status = _spec(obj), _status(obj)
+    completions = spec.get("completions")
+    if completions is None:
+        target = f"1 of {spec['parallelism']}" if int(spec.get("parallelism", 1) or 1) > 1 else "1"
+    else:
+        target = str(completions)
+    return [_name(obj), f"{status.get('succeeded', 0)}/{target}", job_duration(obj, clock),
+            _age(obj, clock)]
+
+
+# ---- policy and config ----------------------------------------------------------------------
+
+
+def _priorityclass_cells(obj: dict, clock: Clock) -> Row:
+    return [_name(obj), str(obj.get("value", 0)), str(bool(obj.get("globalDefault", False))).lower(),
+            _age(obj, clock)]
+
+
+def quota_columns(quota: dict) -> tuple[str, str]:
+    """REQUEST and LIMIT: ``key: used/hard`` pairs sorted by key, ``limits.*`` in LIMIT."""
+    hard = _status(quota).get("hard") or _spec(quota).get("hard") or {}
+    used = _status(quota).get("used") or {}
+    requests, limits = [], []
+    for key in sorted(hard):
+        cell = f"{key}: {used.get(key, '0')}/{hard[key]}"
+        (limits if key.startswith("limits.") else requests).append(cell)
+    return ", ".join(requests), ", ".join(limits)
+
+
+def _quota_cells(obj: dict, clock: Clock) -> Row:
+    return [_name(obj), _age(obj, clock), *quota_columns(obj)]
+
+
+def _limitrange_cells(obj: dict, clock: Clock) -> Row:
+    return [_name(obj), str(_meta(obj).get("creationTimestamp", ""))]
+
+
+def _pdb_cells(obj: dict, clock: Clock) -> Row:
+    spec = _spec(obj)
+    return [_name(obj), str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")),
+            str(_status(obj).get("disruptionsAllowed", 0)), _age(obj, clock)]
+
+
+def _configmap_cells(obj: dict, clock: Clock) -> Row:
+    data = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return [_name(obj), str(data), _age(obj, clock)]
+
+
+def _namespace_cells(obj: dict, clock: Clock) -> Row:
+    return [_name(obj), str(_status(obj).get("phase", "Active")), _age(obj, clock)]
+
+
+_ACCESS_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
+                 "ReadWriteOncePod": "RWOP"}
+
+
+def _pvc_cells(obj: dict, clock: Clock) -> Row:
+    spec, status = _spec(obj), _status(obj)
+    modes = status.get("accessModes") or spec.get("accessModes") or []
+    capacity = (status.get("capacity") or {}).get("storage", "")
+    return [_name(obj), str(status.get("phase", "Pending")), spec.get("volumeName", ""), capacity,
+            ",".join(_ACCESS_MODES.get(m, m) for m in modes), spec.get("storageClassName") or NONE,
+            _age(obj, clock)]
+
+
+def event_time(event: dict) -> str | None:
+    """The timestamp an event is ordered and aged by (last seen, else first seen, else created)."""
+    return (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+            or _meta(event).get("creationTimestamp"))
+
+
+def event_object(event: dict) -> str:
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    kind = str(involved.get("kind", ""))
+    try:
+        kind = resolve_kind(kind).singular
+    except Exception:  # an event about a kind gpusched does not store: print it lower-cased
+        kind = kind.lower()
+    return f"{kind}/{involved.get('name', '')}"
+
+
+def _event_cells(obj: dict, clock: Clock) -> Row:
+    return [clock.age(event_time(obj)), str(obj.get("type", "Normal")), str(obj.get("reason", "")),
+            event_object(obj), str(obj.get("message", obj.get("note", "")))]
+
+
+def _nodepool_cells(obj: dict, clock: Clock) -> Row:
+    spec = _spec(obj)
+    count = spec.get("count", len(spec.get("names") or []))
+    model = spec.get("gpuModel") or spec.get("gpu", {}).get("model", "") if isinstance(spec.get("gpu"), dict) \
+        else spec.get("gpuModel", "")
+    gpus = spec.get("gpusPerNode", spec.get("gpus", (spec.get("gpu") or {}).get("count", 0)
+                                             if isinstance(spec.get("gpu"), dict) else 0))
+    return [_name(obj), str(count), str(model or NONE), str(gpus), _age(obj, clock)]
+
+
+def _generic_cells(obj: dict, clock: Clock) -> Row:
+    return [_name(obj), _age(obj, clock)]
+
+
+COLUMNS: dict[str, Columns] = {
+    "Pod": Columns(("NAME", "READY", "STATUS", "RESTARTS", "AGE"), _pod_cells,
+                   ("IP", "NODE", "NOMINATED NODE", "READINESS GATES"), _pod_wide),
+    "Node": Columns(("NAME", "STATUS", "ROLES", "AGE", "VERSION"), _node_cells,
+                    ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"),
+                    _node_wide),
+    "Deployment": Columns(("NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"), _deployment_cells,
+                          ("CONTAINERS", "IMAGES", "SELECTOR"), _workload_wide),
+    "ReplicaSet": Columns(("NAME", "DESIRED", "CURRENT", "READY", "AGE"), _replicaset_cells,
+                          ("CONTAINERS", "IMAGES", "SELECTOR"), _workload_wide),
+    "DaemonSet": Columns(("NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE",
+                          "NODE SELECTOR", "AGE"), _daemonset_cells,
+                         ("CONTAINERS", "IMAGES", "SELECTOR"), _workload_wide),
+    "Job": Columns(("NAME", "COMPLETIONS", "DURATION", "AGE"), _job_cells,
+                   ("CONTAINERS", "IMAGES", "SELECTOR"), _workload_wide),
+    "PriorityClass": Columns(("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"), _priorityclass_cells),
+    "ResourceQuota": Columns(("NAME", "AGE", "REQUEST", "LIMIT"), _quota_cells),
+    "LimitRange": Columns(("NAME", "CREATED AT"), _limitrange_cells),
+    "PodDisruptionBudget": Columns(("NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS",
+                                    "AGE"), _pdb_cells),
+    "ConfigMap": Columns(("NAME", "DATA", "AGE"), _configmap_cells),
+    "Namespace": Columns(("NAME", "STATUS", "AGE"), _namespace_cells),
+    "PersistentVolumeClaim": Columns(("NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES",
+                                      "STORAGECLASS", "AGE"), _pvc_cells),
+    "Event": Columns(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), _event_cells),
+    "NodePool": Columns(("NAME", "NODES", "GPU-MODEL", "GPUS-PER-NODE", "AGE"), _nodepool_cells),
+}
+
+
+def table_rows(kind: str, objects: list[dict], clock: Clock, wide: bool,
+               with_namespace: bool) -> tuple[list[str], list[Row]]:
+    """Header and rows for ``get``; ``with_namespace`` prepends NAMESPACE as ``-A`` does."""
+    columns = COLUMNS.get(kind, Columns(("NAME", "AGE"), _generic_cells))
+    header = list(columns.header)
+    if wide and columns.wide_cells:
+        header += columns.wide_header
+    rows = []
+    for obj in objects:
+        row = columns.cells(obj, clock)
+        if wide and columns.wide_cells:
+            row += columns.wide_cells(obj, clock)
+        if with_namespace:
+            row = [str(_meta(obj).get("namespace", "")), *row]
+        rows.append(row)
+    if with_namespace:
+        header = ["NAMESPACE", *header]
+    return header, rows

@@ -1,0 +1,301 @@
+"""The kubectl-like commands: apply, get, delete, label, taint, cordon, drain, scale, events, ...
+
+Each ``cmd_*`` takes the parsed argparse namespace, opens the cluster named by ``--state``, calls
+one ``Cluster`` facade method and prints what kubectl would print. Expected failures are raised as
+``gpusched.errors`` types and printed by ``cli.main``.
+
+Neighbours: ``cli.main`` (parsing, errors), ``cli.output`` / ``cli.columns`` (formatting),
+``gpusched.cluster.cluster.Cluster`` (imported lazily: it pulls in NumPy and the scheduler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+from gpusched import __version__
+from gpusched.cli.columns import event_time, table_rows
+from gpusched.cli.output import Clock, as_list, object_ref, render_table, resource_name, to_json, to_yaml
+from gpusched.errors import UsageError
+from gpusched.objects.kinds import KindInfo, resolve_kind
+
+DEFAULT_NAMESPACE = "default"
+
+
+@contextmanager
+def open_cluster(args: argparse.Namespace) -> Iterator["object"]:
+    from gpusched.cluster.cluster import Cluster
+
+    with Cluster.open(args.state) as cluster:
+        yield cluster
+
+
+def emit(text: str) -> None:
+    if text:
+        print(text)
+
+
+def split_kind_name(kind: str, names: list[str]) -> tuple[KindInfo, list[str]]:
+    """``pod x`` and ``pod/x`` both name pod x; the kind is resolved (unknown kinds raise)."""
+    if "/" in kind and not names:
+        kind, _, name = kind.partition("/")
+        return resolve_kind(kind), [name]
+    return resolve_kind(kind), list(names)
+
+
+def namespace_of(args: argparse.Namespace) -> str:
+    return getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+
+
+# ---- apply / delete -------------------------------------------------------------------------
+
+
+def load(paths: list[str]) -> list:
+    from gpusched.objects.manifest import load_manifests
+
+    stdin_text = sys.stdin.read() if "-" in paths else None
+    return load_manifests(paths, stdin_text=stdin_text)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    manifests = load(args.filename)
+    with open_cluster(args) as cluster:
+        outcomes = cluster.apply(manifests)
+    for outcome in outcomes:
+        info = resolve_kind(outcome.kind)
+        print(f"{resource_name(info)}/{outcome.name} {outcome.action}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    if args.filename:
+        if args.kind:
+            raise UsageError("there is no need to specify a resource type as a separate argument "
+                             "when passing arguments in resource/name form (e.g. 'gpusched delete -f FILE')")
+        manifests = load(args.filename)
+        with open_cluster(args) as cluster:
+            lines = cluster.delete_manifests(manifests)
+        for line in lines:
+            print(line)
+        return 0
+    if not args.kind:
+        raise UsageError("You must provide one or more resources by argument or filename.")
+    info, names = split_kind_name(args.kind, args.names)
+    if not names:
+        raise UsageError("resource(s) were provided, but no name was specified")
+    with open_cluster(args) as cluster:
+        for name in names:
+            print(cluster.delete(info.kind, name, namespace=namespace_of(args)))
+    return 0
+
+
+# ---- get / events ---------------------------------------------------------------------------
+
+
+def print_objects(kind: KindInfo, objects: list[dict], output: str | None, clock: Clock,
+                  single: bool, with_namespace: bool, namespace: str) -> None:
+    """Print ``objects`` of one kind in the requested format (table when ``output`` is None/wide)."""
+    if output in ("json", "yaml"):
+        document = objects[0] if single and len(objects) == 1 else as_list(objects)
+        print(to_json(document) if output == "json" else to_yaml(document))
+        return
+    if not objects:
+        where = f" in {namespace} namespace" if kind.namespaced and not with_namespace else ""
+        print(f"No resources found{where}.", file=sys.stderr)
+        return
+    if output == "name":
+        for obj in objects:
+            print(object_ref({**obj, "kind": kind.kind}))
+        return
+    header, rows = table_rows(kind.kind, objects, clock, output == "wide", with_namespace)
+    print(render_table(header, rows))
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    info, names = split_kind_name(args.kind, args.names)
+    all_ns = bool(args.all_namespaces) and info.namespaced
+    if args.all_namespaces and args.namespace:
+        raise UsageError("a resource cannot be retrieved by name across all namespaces"
+                         if names else "--namespace and --all-namespaces are mutually exclusive")
+    with open_cluster(args) as cluster:
+        objects = cluster.get(info.kind, names=tuple(names), namespace=namespace_of(args),
+                              all_namespaces=all_ns, selector=args.selector,
+                              field_selector=args.field_selector)
+        clock = Clock(cluster.timestamp())
+    if info.kind == "Event":
+        objects = sorted(objects, key=lambda e: event_time(e) or "")
+    print_objects(info, objects, args.output, clock, single=len(names) == 1,
+                  with_namespace=all_ns, namespace=namespace_of(args))
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    if args.all_namespaces and args.namespace:
+        raise UsageError("--namespace and --all-namespaces are mutually exclusive")
+    with open_cluster(args) as cluster:
+        events = cluster.events(None if args.all_namespaces else namespace_of(args))
+        clock = Clock(cluster.timestamp())
+    events = sorted(events, key=lambda e: event_time(e) or "")  # stable: store order breaks ties
+    if args.output:
+        document = as_list(events)
+        print(to_json(document) if args.output == "json" else to_yaml(document))
+        return 0
+    if not events:
+        where = "" if args.all_namespaces else f" in {namespace_of(args)} namespace"
+        print(f"No events found{where}.", file=sys.stderr)
+        return 0
+    header, rows = table_rows("Event", events, clock, wide=False, with_namespace=args.all_namespaces)
+    print(render_table(header, rows))
+    return 0
+
+
+# ---- label / taint / cordon / drain / scale -------------------------------------------------
+
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def parse_label_changes(specs: list[str]) -> dict[str, str | None]:
+    """``k=v`` sets, ``k-`` removes (None), as ``kubectl label`` reads its arguments."""
+    changes: dict[str, str | None] = {}
+    for spec in specs:
+        if spec.endswith("-") and "=" not in spec:
+            key, value = spec[:-1], None
+        elif "=" in spec:
+            key, _, value = spec.partition("=")
+        else:
+            raise UsageError(f"invalid label spec: {spec}")
+        if not _LABEL_KEY.match(key):
+            raise UsageError(f"invalid label spec: {spec}")
+        changes[key] = value
+    return changes
+
+
+def target_and_specs(kind: str, args: list[str]) -> tuple[KindInfo, str, list[str]]:
+    """``node NAME spec...`` or ``node/NAME spec...`` -> (kind, name, specs)."""
+    if "/" in kind:
+        info, names = split_kind_name(kind, [])
+        return info, names[0], list(args)
+    return resolve_kind(kind), args[0], list(args[1:])
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    info, name, specs = target_and_specs(args.kind, args.args)
+    if not specs:
+        raise UsageError("at least one label update is required")
+    namespace = namespace_of(args) if info.namespaced else None
+    with open_cluster(args) as cluster:
+        print(cluster.label(info.kind, name, parse_label_changes(specs), namespace=namespace,
+                            overwrite=args.overwrite))
+    return 0
+
+
+def parse_taint_specs(specs: list[str]) -> tuple[list, list[tuple[str, str | None]]]:
+    """Split ``key=value:Effect`` (add) from ``key:Effect-`` / ``key-`` (remove, None = every effect)."""
+    from gpusched.objects.node import is_taint_removal, parse_taint, parse_taint_removal
+
+    add, remove = [], []
+    for spec in specs:
+        if is_taint_removal(spec):
+            key, effect = parse_taint_removal(spec)
+            remove.append((key, effect or None))
+        else:
+            add.append(parse_taint(spec))
+    return add, remove
+
+
+def cmd_taint(args: argparse.Namespace) -> int:
+    info, name, specs = target_and_specs(args.kind, args.args)
+    if info.kind != "Node":
+        raise UsageError(f"invalid resource type {args.kind}, only node types are supported")
+    if not specs:
+        raise UsageError("at least one taint update is required")
+    add, remove = parse_taint_specs(specs)
+    with open_cluster(args) as cluster:
+        print(cluster.taint(name, add, remove, overwrite=args.overwrite))
+    return 0
+
+
+def cmd_cordon(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        print(cluster.cordon(_node_name(args.node)))
+    return 0
+
+
+def cmd_uncordon(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        print(cluster.uncordon(_node_name(args.node)))
+    return 0
+
+
+def _node_name(text: str) -> str:
+    """``gpu-node-1``, ``node/gpu-node-1`` and ``nodes/gpu-node-1`` all name the node."""
+    if "/" in text:
+        kind, _, name = text.partition("/")
+        if resolve_kind(kind).kind != "Node":
+            raise UsageError(f"invalid resource type {kind}, only node types are supported")
+        return name
+    return text
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        lines = cluster.drain(_node_name(args.node), ignore_daemonsets=args.ignore_daemonsets,
+                              delete_emptydir_data=args.delete_emptydir_data, force=args.force)
+    for line in lines:
+        print(line)
+    return 0
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    info, names = split_kind_name(args.kind, [args.name] if args.name else [])
+    if not names:
+        raise UsageError("resource(s) were provided, but no name was specified")
+    if args.replicas < 0:
+        raise UsageError("The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0")
+    with open_cluster(args) as cluster:
+        print(cluster.scale(info.kind, names[0], args.replicas, namespace=namespace_of(args)))
+    return 0
+
+
+# ---- explain / clock / misc -----------------------------------------------------------------
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from gpusched.scheduler import explain
+
+    with open_cluster(args) as cluster:
+        explanation = cluster.explain(args.name, namespace=namespace_of(args))
+    if args.output == "json":
+        rendered = explain.to_json(explanation)
+        print(rendered if isinstance(rendered, str) else to_json(rendered))
+    else:
+        print(explain.render_table(explanation))
+    return 0
+
+
+def cmd_advance(args: argparse.Namespace) -> int:
+    from gpusched.objects.duration import format_duration, parse_duration
+
+    seconds = parse_duration(args.duration)
+    if seconds < 0:
+        raise UsageError(f'invalid duration "{args.duration}": must not be negative')
+    with open_cluster(args) as cluster:
+        cluster.advance(seconds)
+        now = cluster.timestamp()
+    print(f"clock advanced by {format_duration(seconds)}, now {now}")
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        cluster.reset()
+    print("cluster state reset")
+    return 0
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    print(f"gpusched version {__version__}")
+    return 0

@@ -1,0 +1,365 @@
+"""``gpusched describe``: kubectl's describe layout for pods, nodes and every other kind.
+
+kubectl writes describe output through a tabwriter (padding 2): consecutive ``Key:<tab>value``
+lines share one value column, and each table (Events, Non-terminated Pods, Allocated resources)
+is aligned on its own. ``Sheet`` reproduces that: it collects lines, then aligns each run of
+key/value lines and each table separately.
+
+Pods: Name, Namespace, Priority, Priority Class Name, Node, Labels, Annotations (the gpusched
+assignment annotations included), Status, Containers with Requests/Limits, Conditions, Nominated
+Node Name, Events. Nodes: Labels, Taints, Unschedulable, Capacity, Allocatable, Non-terminated
+Pods, Allocated resources (``nvidia.com/*`` rows with percentages), the per-GPU assignment table
+(from ``NodeDevices.rows()``), Events. Other kinds: metadata, then spec and status as nested keys.
+
+Neighbours: ``cli.main`` calls ``cmd_describe``; data comes from the ``Cluster`` facade.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Iterable, Sequence
+
+from gpusched.cli.columns import event_time, node_status_text, pod_status_text
+from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
+from gpusched.cli.output import Clock
+from gpusched.errors import UsageError
+from gpusched.objects.quantity import QuantityError, canonical, format_quantity
+from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS
+
+PAD = 2
+NONE = "<none>"
+
+
+class Sheet:
+    """Lines of a describe page; ``render()`` aligns them as kubectl's tabwriter does."""
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[str, Any]] = []
+
+    def kv(self, key: str, value: Any, indent: int = 0) -> None:
+        self._parts.append(("kv", (" " * indent + (f"{key}:" if key else ""), str(value))))
+
+    def mapping(self, key: str, values: dict | None, indent: int = 0, sep: str = "=") -> None:
+        """``Labels:  a=b`` then one continuation line per further entry, sorted by key."""
+        items = [f"{k}{sep}{v}" for k, v in sorted((values or {}).items())]
+        self.kv(key, items[0] if items else NONE, indent)
+        for item in items[1:]:
+            self.kv("", item, indent)
+
+    def text(self, line: str, indent: int = 0) -> None:
+        self._parts.append(("text", " " * indent + line))
+
+    def table(self, header: Sequence[str], rows: Iterable[Sequence[Any]], indent: int = 2) -> None:
+        rows = [list(map(str, r)) for r in rows]
+        self._parts.append(("table", (indent, list(header), ["-" * len(h) for h in header], rows)))
+
+    def render(self) -> str:
+        out: list[str] = []
+        run: list[tuple[str, str]] = []
+
+        def flush() -> None:
+            width = max((len(k) for k, _ in run), default=0) + PAD
+            out.extend((k.ljust(width) + v).rstrip() for k, v in run)
+            run.clear()
+
+        for kind, part in self._parts:
+            if kind == "kv":
+                run.append(part)
+                continue
+            flush()
+            if kind == "text":
+                out.append(part)
+            else:
+                indent, header, dashes, rows = part
+                table = [header, dashes, *rows]
+                widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+                for row in table:
+                    cells = [c.ljust(widths[i] + PAD) for i, c in enumerate(row[:-1])]
+                    out.append((" " * indent + "".join(cells) + row[-1]).rstrip())
+        flush()
+        return "\n".join(out)
+
+
+# ---- shared pieces --------------------------------------------------------------------------
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def events_for(events: list[dict], kind: str, name: str, namespace: str | None) -> list[dict]:
+    def matches(event: dict) -> bool:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        return (involved.get("kind") == kind and involved.get("name") == name
+                and (namespace is None or involved.get("namespace", namespace) in (namespace, "")))
+    return sorted((e for e in events if matches(e)), key=lambda e: event_time(e) or "")
+
+
+def add_events(sheet: Sheet, events: list[dict], clock: Clock) -> None:
+    if not events:
+        sheet.kv("Events", NONE)
+        return
+    sheet.text("Events:")
+    rows = []
+    for event in events:
+        age = clock.age(event_time(event))
+        count = int(event.get("count", 1) or 1)
+        if count > 1 and event.get("firstTimestamp"):
+            age = f"{age} (x{count} over {clock.age(event['firstTimestamp'])})"
+        source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
+        rows.append([event.get("type", "Normal"), event.get("reason", ""), age, source,
+                     event.get("message", "")])
+    sheet.table(["Type", "Reason", "Age", "From", "Message"], rows)
+
+
+def _quantity(resource: str, value: Any) -> int:
+    try:
+        return canonical(resource, value)
+    except (QuantityError, TypeError, ValueError):
+        return 0
+
+
+def pod_resources(pod: dict, field: str) -> dict[str, int]:
+    """Effective pod requests or limits: max(sum(containers), each init container) + overhead."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        for res, value in ((container.get("resources") or {}).get(field) or {}).items():
+            total[res] = total.get(res, 0) + _quantity(res, value)
+    for container in spec.get("initContainers") or []:
+        for res, value in ((container.get("resources") or {}).get(field) or {}).items():
+            total[res] = max(total.get(res, 0), _quantity(res, value))
+    for res, value in (spec.get("overhead") or {}).items():
+        total[res] = total.get(res, 0) + _quantity(res, value)
+    return total
+
+
+def _percent(used: int, total: int) -> str:
+    return f"{used * 100 // total}%" if total else "0%"
+
+
+def _with_percent(resource: str, used: int, total: int) -> str:
+    return f"{format_quantity(resource, used)} ({_percent(used, total)})"
+
+
+# ---- pods -----------------------------------------------------------------------------------
+
+
+def describe_pod(pod: dict, events: list[dict], clock: Clock) -> str:
+    meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
+    sheet = Sheet()
+    sheet.kv("Name", meta.get("name", ""))
+    sheet.kv("Namespace", meta.get("namespace", "default"))
+    sheet.kv("Priority", spec.get("priority", 0))
+    if spec.get("priorityClassName"):
+        sheet.kv("Priority Class Name", spec["priorityClassName"])
+    sheet.kv("Preemption Policy", spec.get("preemptionPolicy", "PreemptLowerPriority"))
+    sheet.kv("Node", spec.get("nodeName") or NONE)
+    if status.get("startTime"):
+        sheet.kv("Start Time", status["startTime"])
+    sheet.mapping("Labels", meta.get("labels"))
+    sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
+    sheet.kv("Status", pod_status_text(pod))
+    if status.get("reason"):
+        sheet.kv("Reason", status["reason"])
+    if status.get("message"):
+        sheet.kv("Message", status["message"])
+    annotations = meta.get("annotations") or {}
+    sheet.kv("Assigned GPUs", annotations.get(ANN_ASSIGNED_GPUS) or NONE)
+    sheet.kv("Assigned Devices", annotations.get(ANN_ASSIGNED_DEVICES) or NONE)
+    if meta.get("ownerReferences"):
+        owner = meta["ownerReferences"][0]
+        sheet.kv("Controlled By", f"{owner.get('kind', '')}/{owner.get('name', '')}")
+    sheet.text("Containers:")
+    for container in spec.get("containers") or []:
+        sheet.text(f"{container.get('name', '')}:", 2)
+        sheet.kv("Image", container.get("image", ""), 4)
+        if container.get("command"):
+            sheet.kv("Command", " ".join(map(str, container["command"])), 4)
+        resources = container.get("resources") or {}
+        for title, field in (("Limits", "limits"), ("Requests", "requests")):
+            if resources.get(field):
+                sheet.text(f"{title}:", 4)
+                for res, value in sorted(resources[field].items()):
+                    sheet.kv(res, value, 6)
+    conditions = status.get("conditions") or []
+    if conditions:
+        sheet.text("Conditions:")
+        sheet.table(["Type", "Status", "Reason", "Message"],
+                    [[c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", "")]
+                     for c in conditions])
+    sheet.mapping("Node-Selectors", spec.get("nodeSelector"))
+    tolerations = [_toleration_text(t) for t in spec.get("tolerations") or []]
+    sheet.kv("Tolerations", tolerations[0] if tolerations else NONE)
+    for text in tolerations[1:]:
+        sheet.kv("", text)
+    if status.get("nominatedNodeName"):
+        sheet.kv("Nominated Node Name", status["nominatedNodeName"])
+    add_events(sheet, events, clock)
+    return sheet.render()
+
+
+def _toleration_text(t: dict) -> str:
+    text = t.get("key", "")
+    if t.get("operator", "Equal") == "Equal" and t.get("value"):
+        text += f"={t['value']}"
+    text += f":{t['effect']}" if t.get("effect") else ""
+    if t.get("operator") == "Exists" and not t.get("key"):
+        text = "op=Exists" + (f":{t['effect']}" if t.get("effect") else "")
+    elif t.get("operator") == "Exists":
+        text += " op=Exists"
+    if t.get("tolerationSeconds") is not None:
+        text += f" for {t['tolerationSeconds']}s"
+    return text
+
+
+# ---- nodes ----------------------------------------------------------------------------------
+
+
+def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[dict],
+                  clock: Clock) -> str:
+    meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
+    sheet = Sheet()
+    sheet.kv("Name", meta.get("name", ""))
+    sheet.kv("Status", node_status_text(node))
+    sheet.mapping("Labels", meta.get("labels"))
+    sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
+    sheet.kv("CreationTimestamp", meta.get("creationTimestamp", ""))
+    taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
+              for t in spec.get("taints") or []]
+    sheet.kv("Taints", taints[0] if taints else NONE)
+    for text in taints[1:]:
+        sheet.kv("", text)
+    sheet.kv("Unschedulable", str(bool(spec.get("unschedulable", False))).lower())
+    capacity, allocatable = status.get("capacity") or {}, status.get("allocatable") or {}
+    for title, values in (("Capacity", capacity), ("Allocatable", allocatable)):
+        sheet.text(f"{title}:")
+        for res, value in sorted(values.items()):
+            sheet.kv(res, value, 2)
+    running = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    alloc = {res: _quantity(res, v) for res, v in allocatable.items()}
+    sheet.kv("Non-terminated Pods", f"({len(running)} in total)")
+    rows, req_total, lim_total = [], {}, {}
+    for pod in sorted(running, key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", ""))):
+        req, lim = pod_resources(pod, "requests"), pod_resources(pod, "limits")
+        for res, value in req.items():
+            req_total[res] = req_total.get(res, 0) + value
+        for res, value in lim.items():
+            lim_total[res] = lim_total.get(res, 0) + value
+        gpus = {r: v for r, v in req.items() if r.startswith(("nvidia.com/", "gpusched.io/"))}
+        rows.append([_meta(pod).get("namespace", ""), _meta(pod).get("name", ""),
+                     _with_percent("cpu", req.get("cpu", 0), alloc.get("cpu", 0)),
+                     _with_percent("cpu", lim.get("cpu", 0), alloc.get("cpu", 0)),
+                     _with_percent("memory", req.get("memory", 0), alloc.get("memory", 0)),
+                     _with_percent("memory", lim.get("memory", 0), alloc.get("memory", 0)),
+                     ",".join(f"{r}={format_quantity(r, v)}" for r, v in sorted(gpus.items())) or NONE,
+                     clock.age(_meta(pod).get("creationTimestamp"))])
+    if rows:
+        sheet.table(["Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests",
+                     "Memory Limits", "GPU Requests", "Age"], rows)
+    sheet.text("Allocated resources:")
+    sheet.text("(Total limits may be over 100 percent, i.e., overcommitted.)", 2)
+    resources = ["cpu", "memory"] + sorted(r for r in set(alloc) | set(req_total)
+                                           if r.startswith(("nvidia.com/", "gpusched.io/")))
+    sheet.table(["Resource", "Requests", "Limits"],
+                [[r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
+                  _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in resources])
+    add_gpu_table(sheet, device_rows)
+    add_events(sheet, events, clock)
+    return sheet.render()
+
+
+def add_gpu_table(sheet: Sheet, device_rows: list) -> None:
+    """The per-GPU assignment table from ``NodeDevices.rows()`` (dicts or tuples)."""
+    if not device_rows:
+        sheet.kv("GPU Devices", NONE)
+        return
+    sheet.text("GPU Devices:")
+    first = device_rows[0]
+    if isinstance(first, dict):
+        header = list(first)
+        rows = [[_cell(row.get(k)) for k in header] for row in device_rows]
+        header = [h.replace("_", " ").title() for h in header]
+    else:
+        header = ["GPU", "Device", "Resource", "Pod"][:len(first)]
+        header += [""] * (len(first) - len(header))
+        rows = [[_cell(v) for v in row] for row in device_rows]
+    sheet.table(header, rows)
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return NONE if value is None else "-"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "-"
+    return str(value)
+
+
+# ---- any other kind -------------------------------------------------------------------------
+
+
+def describe_generic(obj: dict, events: list[dict], clock: Clock) -> str:
+    meta = _meta(obj)
+    sheet = Sheet()
+    sheet.kv("Name", meta.get("name", ""))
+    if meta.get("namespace"):
+        sheet.kv("Namespace", meta["namespace"])
+    sheet.kv("CreationTimestamp", meta.get("creationTimestamp", ""))
+    sheet.mapping("Labels", meta.get("labels"))
+    sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
+    for key, value in obj.items():
+        if key not in ("apiVersion", "kind", "metadata"):
+            _nested(sheet, key, value, 0)
+    add_events(sheet, events, clock)
+    return sheet.render()
+
+
+def _nested(sheet: Sheet, key: str, value: Any, indent: int) -> None:
+    title = key[:1].upper() + key[1:] if indent == 0 else key
+    if isinstance(value, dict) and value:
+        sheet.text(f"{title}:", indent)
+        for sub, item in value.items():
+            _nested(sheet, str(sub), item, indent + 2)
+    elif isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
+        sheet.text(f"{title}:", indent)
+        for number, item in enumerate(value):
+            _nested(sheet, f"[{number}]", item, indent + 2)
+    elif isinstance(value, list):
+        sheet.kv(title, ", ".join(map(str, value)) or NONE, indent)
+    elif isinstance(value, bool):
+        sheet.kv(title, str(value).lower(), indent)
+    elif isinstance(value, str) and "\n" in value:
+        sheet.text(f"{title}:", indent)
+        for line in value.rstrip("\n").split("\n"):
+            sheet.text(line, indent + 2)
+    else:
+        sheet.kv(title, NONE if value in (None, {}, "") else value, indent)
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    info, names = split_kind_name(args.kind, args.names)
+    namespace = namespace_of(args)
+    pages = []
+    with open_cluster(args) as cluster:
+        objects = cluster.get(info.kind, names=tuple(names), namespace=namespace)
+        if not objects:
+            raise UsageError(f"No resources found in {namespace} namespace."
+                             if info.namespaced else "No resources found")
+        clock = Clock(cluster.timestamp())
+        all_events = cluster.events(None)
+        for obj in objects:
+            name = _meta(obj).get("name", "")
+            events = events_for(all_events, info.kind, name, namespace if info.namespaced else None)
+            if info.kind == "Pod":
+                pages.append(describe_pod(obj, events, clock))
+            elif info.kind == "Node":
+                pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
+                rows = list(cluster.node_devices(name).rows())
+                pages.append(describe_node(obj, pods, rows, events, clock))
+            else:
+                pages.append(describe_generic(obj, events, clock))
+    print("\n\n\n".join(pages))
+    return 0

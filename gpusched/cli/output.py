@@ -1,0 +1,99 @@
+"""kubectl-style output: aligned tables, ages, and the json / yaml / name printers.
+
+Tables are laid out as kubectl's tabwriter does it: every column left-aligned and padded to its
+widest cell plus three spaces, the last column not padded, no trailing blanks. Ages follow
+apimachinery's ``duration.HumanDuration`` (``objects.duration.format_duration``).
+
+Neighbours: ``cli.columns`` builds the rows per kind; ``cli.commands`` prints them; ``cli.describe``
+uses ``format_age`` and ``render_table``. Nothing here touches the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+import yaml
+
+from gpusched.objects.duration import format_duration as human_duration
+from gpusched.objects.kinds import KindInfo, resolve_kind
+
+COLUMN_GAP = 3
+
+
+def render_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Align ``rows`` under ``header`` the way kubectl does (3-space gaps, last column unpadded).
+
+    >>> print(render_table(["NAME", "AGE"], [["a", "5s"], ["longer", "10m"]]))
+    NAME     AGE
+    a        5s
+    longer   10m
+    """
+    table = [list(map(str, header))] + [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = []
+    for row in table:
+        cells = [cell.ljust(widths[i] + COLUMN_GAP) for i, cell in enumerate(row[:-1])]
+        lines.append(("".join(cells) + row[-1]).rstrip())
+    return "\n".join(lines)
+
+
+def parse_timestamp(text: str | None) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp (``2026-01-01T00:00:00Z``), None if absent."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Clock:
+    """The virtual 'now' the AGE columns are measured from (``Cluster.timestamp()``)."""
+
+    def __init__(self, now_timestamp: str) -> None:
+        self.now = parse_timestamp(now_timestamp) or 0.0
+
+    def age(self, timestamp: str | None) -> str:
+        then = parse_timestamp(timestamp)
+        return "<unknown>" if then is None else human_duration(self.now - then)
+
+
+def resource_name(info: KindInfo) -> str:
+    """``pod``, ``deployment.apps``, ``priorityclass.scheduling.k8s.io``, ``nodepool.gpusched.io``."""
+    return f"{info.singular}.{info.group}" if info.group else info.singular
+
+
+def object_ref(obj: dict) -> str:
+    """``kind.group/name`` as ``kubectl apply`` and ``-o name`` print it (``job.batch/train``)."""
+    info = resolve_kind(str(obj.get("kind", "")))
+    return f"{resource_name(info)}/{obj.get('metadata', {}).get('name', '')}"
+
+
+def as_list(items: list[dict]) -> dict:
+    """The ``kind: List`` envelope kubectl prints for several objects."""
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def to_json(document: Any) -> str:
+    """kubectl's JSON: 4-space indentation, keys sorted (as Go marshals unstructured maps)."""
+    return json.dumps(document, indent=4, sort_keys=True, ensure_ascii=False)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block-style YAML with kubectl's list indentation (``- a`` under its key)."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+def to_yaml(document: Any) -> str:
+    """Block YAML with the keys sorted, as kubectl prints them."""
+    return yaml.dump(document, Dumper=_Dumper, default_flow_style=False, sort_keys=True,
+                     allow_unicode=True).rstrip("\n")

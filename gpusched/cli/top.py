@@ -1,0 +1,143 @@
+"""``gpusched top nodes``: GPU, CPU and memory allocation per node, then a summary per GPU model.
+
+Allocation is what bound, non-terminated pods request against what the node advertises
+(allocatable), split by how the GPUs are exposed:
+
+- WHOLE: ``nvidia.com/gpu`` on nodes without sharing;
+- SHARED: ``nvidia.com/gpu`` under time-slicing/MPS (label ``nvidia.com/gpu.sharing-strategy``),
+  ``nvidia.com/gpu.shared`` (``renameByDefault``), and ``gpusched.io/gpu-milli`` (in GPUs);
+- MIG: ``nvidia.com/mig-*`` (mixed strategy) and ``nvidia.com/gpu`` on single-strategy MIG nodes.
+
+Cells read ``allocated/total (percent)``; ``-`` where the node advertises nothing of that class.
+
+Neighbours: ``cli.main`` calls ``cmd_top``; ``cli.describe.pod_resources`` sums pod requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from gpusched.cli.commands import open_cluster
+from gpusched.cli.describe import pod_resources
+from gpusched.cli.output import render_table
+from gpusched.objects.quantity import QuantityError, canonical, format_quantity
+from gpusched.objects.types import RESOURCE_GPU_MILLI
+
+CLASSES = ("whole", "shared", "mig")
+
+
+@dataclass
+class Usage:
+    """Allocated and total per class, in units of the class (GPUs, replicas, MIG instances)."""
+
+    used: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    total: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, other: "Usage") -> None:
+        for cls in CLASSES:
+            self.used[cls] += other.used[cls]
+            self.total[cls] += other.total[cls]
+
+    def cell(self, cls: str) -> str:
+        return ratio_cell(self.used[cls], self.total[cls]) if self.total[cls] else "-"
+
+
+def ratio_cell(used: float, total: float) -> str:
+    """``3/8 (37%)``; fractional GPUs (from milli-GPU shares) print with one decimal."""
+    def num(x: float) -> str:
+        return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+    percent = int(used * 100 // total) if total else 0
+    return f"{num(used)}/{num(total)} ({percent}%)"
+
+
+def gpu_class(resource: str, labels: dict[str, str]) -> str | None:
+    """Which column a GPU resource counts in, or None for non-GPU resources."""
+    if resource.startswith("nvidia.com/mig-"):
+        return "mig"
+    if resource == "nvidia.com/gpu.shared" or resource == RESOURCE_GPU_MILLI:
+        return "shared"
+    if resource == "nvidia.com/gpu":
+        if labels.get("nvidia.com/gpu.sharing-strategy") in ("time-slicing", "mps"):
+            return "shared"
+        if labels.get("nvidia.com/mig.strategy") == "single" and "-MIG-" in labels.get("nvidia.com/gpu.product", ""):
+            return "mig"
+        return "whole"
+    return None
+
+
+def _amount(resource: str, value: object) -> float:
+    try:
+        amount = canonical(resource, value)  # type: ignore[arg-type]
+    except (QuantityError, TypeError, ValueError):
+        return 0.0
+    return amount / 1000 if resource == RESOURCE_GPU_MILLI else float(amount)
+
+
+def node_usage(node: dict, pods: list[dict]) -> tuple[Usage, dict[str, int], dict[str, int]]:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    usage = Usage()
+    for res, value in allocatable.items():
+        cls = gpu_class(res, labels)
+        if cls:
+            usage.total[cls] += _amount(res, value)
+    requested: dict[str, int] = defaultdict(int)
+    for pod in pods:
+        for res, amount in pod_resources(pod, "requests").items():
+            requested[res] += amount
+    for res, amount in requested.items():
+        cls = gpu_class(res, labels)
+        if cls:
+            usage.used[cls] += amount / 1000 if res == RESOURCE_GPU_MILLI else amount
+    totals = {res: int(_amount(res, allocatable.get(res, 0))) for res in ("cpu", "memory")}
+    return usage, dict(requested), totals
+
+
+def gpu_model(node: dict) -> str:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return (labels.get("gpusched.io/gpu-model") or labels.get("nvidia.com/gpu.product") or "-")
+
+
+def top_nodes(nodes: list[dict], pods: list[dict]) -> str:
+    by_node: dict[str, list[dict]] = defaultdict(list)
+    for pod in pods:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            by_node[node_name].append(pod)
+    rows, per_model = [], {}
+    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
+        name = node["metadata"]["name"]
+        labels = node["metadata"].get("labels") or {}
+        usage, requested, totals = node_usage(node, by_node.get(name, []))
+        model, count = gpu_model(node), int(labels.get("nvidia.com/gpu.count", 0) or 0)
+        rows.append([name, model, count or "-", *(usage.cell(c) for c in CLASSES),
+                     _resource_cell("cpu", requested.get("cpu", 0), totals["cpu"]),
+                     _resource_cell("memory", requested.get("memory", 0), totals["memory"])])
+        if model != "-":
+            nodes_, gpus, total = per_model.setdefault(model, [0, 0, Usage()])
+            per_model[model] = [nodes_ + 1, gpus + count, total]
+            total.add(usage)
+    text = render_table(["NAME", "GPU-MODEL", "GPUS", "WHOLE", "SHARED", "MIG", "CPU", "MEMORY"], rows)
+    if per_model:
+        summary = [[model, n, g, *(u.cell(c) for c in CLASSES)]
+                   for model, (n, g, u) in sorted(per_model.items())]
+        text += "\n\n" + render_table(["GPU-MODEL", "NODES", "GPUS", "WHOLE", "SHARED", "MIG"], summary)
+    return text
+
+
+def _resource_cell(resource: str, used: int, total: int) -> str:
+    percent = used * 100 // total if total else 0
+    return f"{format_quantity(resource, used)}/{format_quantity(resource, total)} ({percent}%)"
+
+
+def cmd_top(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        nodes = cluster.get("Node")
+        pods = cluster.get("Pod", all_namespaces=True)
+    if not nodes:
+        print("No resources found", flush=True)
+        return 0
+    print(top_nodes(nodes, pods))
+    return 0
