@@ -187,6 +187,24 @@ def layout_for(model: GpuModel | None, config_name: str, gpu_count: int,
     return [None if gpu is None else list(gpu) for gpu in layout]
 
 
+def single_strategy_problem(layout: Layout) -> str | None:
+    """Why the device plugin's single strategy rejects a node's layout, or None if valid.
+
+    Upstream wraps it as ``invalid MIG configuration: <problem>``. A node without MIG-enabled
+    GPUs is valid (plain whole GPUs).
+    """
+    if all(entry is None for entry in layout):
+        return None
+    if any(entry is None for entry in layout):
+        return "all devices on the node must be configured with the same migEnabled value"
+    for index, entry in enumerate(layout):
+        if not entry:
+            return f"device {index} has no MIG devices configured"
+    if len({p.replace("+", ".") for entry in layout for p in entry}) > 1:
+        return "more than one MIG device type present on node"
+    return None
+
+
 # ---- mig-parted config files ----------------------------------------------------------------
 
 
@@ -209,7 +227,10 @@ def parse_mig_parted_config(source: str | dict[str, Any]) -> dict[str, list[MigC
     Messages follow mig-parted's spec parser: ``unknown version``, ``unexpected field: <k>``,
     ``missing required field: devices`` / ``mig-enabled``.
     """
-    data = yaml.safe_load(source) if isinstance(source, str) else source
+    try:
+        data = yaml.safe_load(source) if isinstance(source, str) else source
+    except yaml.YAMLError:
+        raise UsageError("unable to parse MIG config: invalid YAML") from None
     if not isinstance(data, dict):
         raise UsageError("unable to parse MIG config: expected a mapping")
     for key in data:

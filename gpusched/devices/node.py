@@ -41,7 +41,7 @@ from typing import Mapping
 import numpy as np
 
 from gpusched.devices.catalog import GpuModel
-from gpusched.devices.mig import mig_resource_name, place
+from gpusched.devices.mig import mig_resource_name, place, single_strategy_problem
 from gpusched.devices.plugin_config import (DEFAULT_CONFIG, DevicePluginConfig,
                                             DevicePluginConfigError, check_for_node)
 from gpusched.errors import UsageError
@@ -134,8 +134,10 @@ class NodeDevices:
         if any(mig_enabled) and (model is None or model.mig is None):
             raise UsageError(f"node {node_name}: GPU model "
                              f"{model.name if model else '(none)'} does not support MIG")
-        if strategy == "single" and any(mig_enabled):
-            _check_single(layout)
+        if strategy == "single":
+            problem = single_strategy_problem(layout)
+            if problem:
+                raise DevicePluginConfigError(f"invalid MIG configuration: {problem}")
         if model is not None:
             check_for_node(config, model.compute_capability, any(mig_enabled) and strategy != "none")
         devices: list[Device] = []
@@ -212,7 +214,12 @@ class NodeDevices:
     # ---- fitting and allocating --------------------------------------------------------------
 
     def fits(self, pod: PodInfo) -> str | None:
-        """None if the node's devices can serve ``pod`` now, else the reason."""
+        """None if the node's devices can serve ``pod`` now, else the reason.
+
+        The reason is kube-scheduler style: ``Insufficient <resource>`` for the first requested
+        device resource (sorted by name) that is short; fractional pods report
+        ``Insufficient nvidia.com/gpu``. Note: a *fit* is ``None`` (falsy).
+        """
         if pod.gpu_milli > 0:
             return None if self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli) else \
                 f"Insufficient {GPU_RESOURCE}"
@@ -224,12 +231,18 @@ class NodeDevices:
             taken.update(picked)
         return None
 
-    def allocate(self, pod: PodInfo, policy: str = "binpack") -> DeviceAssignment | None:
-        """The devices ``pod`` would get (does not mutate); None if it does not fit."""
+    def allocate(self, pod: PodInfo, policy: str = "binpack",
+                 gpus: tuple[int, ...] | None = None) -> DeviceAssignment | None:
+        """The devices ``pod`` would get (does not mutate); None if it does not fit.
+
+        ``gpus`` (the score plugins' choice, e.g. FGD's) restricts the candidates to those GPU
+        indices; for whole-GPU and fractional pods exactly those GPUs are used.
+        """
         if policy not in ("binpack", "spread"):
             raise UsageError(f'unknown device allocation policy "{policy}" (binpack or spread)')
+        allowed = None if gpus is None else frozenset(int(g) for g in gpus)
         if pod.gpu_milli > 0:
-            indices = self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli)
+            indices = self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli, allowed)
             if indices is None:
                 return None
             return DeviceAssignment(RESOURCE_GPU_MILLI,
@@ -240,7 +253,7 @@ class NodeDevices:
             return NO_DEVICES
         taken: list[str] = []
         for resource, count in requests.items():
-            picked = self._pick(resource, count, policy, set(taken))
+            picked = self._pick(resource, count, policy, set(taken), allowed)
             if picked is None:
                 return None
             taken.extend(picked)
@@ -249,15 +262,19 @@ class NodeDevices:
         return DeviceAssignment(",".join(requests), tuple(taken),
                                 tuple(sorted({d.gpu_index for d in chosen})), 1000 if whole else 0)
 
-    def _free(self, resource: str, taken: set[str]) -> list[Device]:
+    def _free(self, resource: str, taken: set[str], allowed: frozenset[int] | None) -> list[Device]:
         return [d for d in self._by_resource.get(resource, ())
                 if d.device_id not in self._holder and d.device_id not in taken
-                and not (d.whole_gpu and self._frac[d.gpu_index])]
+                and not (d.whole_gpu and self._frac[d.gpu_index])
+                and (allowed is None or d.gpu_index in allowed)]
 
-    def _pick(self, resource: str, count: int, policy: str, taken: set[str]) -> list[str] | None:
-        free = self._free(resource, taken)
+    def _pick(self, resource: str, count: int, policy: str, taken: set[str],
+              allowed: frozenset[int] | None = None) -> list[str] | None:
+        free = self._free(resource, taken, allowed)
         if len(free) < count:
             return None
+        if allowed is not None and free[0].whole_gpu and len(free) != count:
+            return None     # a whole-GPU choice names exactly the GPUs to use
         if free[0].replica >= 0:
             return self._pick_replicas(resource, free, count)
         if free[0].profile:
@@ -295,11 +312,13 @@ class NodeDevices:
             chosen.append(device.device_id)
         return chosen
 
-    def _pick_fractional(self, count: int, milli: int) -> list[int] | None:
+    def _pick_fractional(self, count: int, milli: int,
+                         allowed: frozenset[int] | None = None) -> list[int] | None:
         free = self.free_milli()
         candidates = sorted((int(free[i]), i) for i in range(self.gpu_count)
-                            if self._whole_device(i) and free[i] >= milli)
-        if len(candidates) < count:
+                            if self._whole_device(i) and free[i] >= milli
+                            and (allowed is None or i in allowed))
+        if len(candidates) < count or (allowed is not None and len(allowed) != count):
             return None
         return sorted(i for _, i in candidates[:count])
 
@@ -409,20 +428,6 @@ def _physical_units(node_name: str, model: GpuModel | None, index: int,
     return [(mig_uuid(node_name, index, profile, start),
              GPU_RESOURCE if strategy == "single" else mig_resource_name(profile), profile, start)
             for profile, start in placed]
-
-
-def _check_single(layout: list[list[str] | None]) -> None:
-    """The single strategy's node-wide rules (plugin fails with 'invalid MIG configuration')."""
-    def invalid(detail: str) -> DevicePluginConfigError:
-        return DevicePluginConfigError(f"invalid MIG configuration: {detail}")
-
-    if any(entry is None for entry in layout):
-        raise invalid("all devices on the node must be configured with the same migEnabled value")
-    for index, entry in enumerate(layout):
-        if not entry:
-            raise invalid(f"device {index} has no MIG devices configured")
-    if len({p.replace("+", ".") for entry in layout for p in entry}) > 1:
-        raise invalid("more than one MIG device type present on node")
 
 
 def assignment_annotation(assignment: DeviceAssignment) -> dict[str, str]:

@@ -1,0 +1,159 @@
+"""What the NVIDIA device plugin, GFD and mig-manager would publish for one Node.
+
+``node_device_state(node, configmaps)`` is the one path from a Node dict (a real manifest or a
+``NodePool`` expansion) to its ``NodeDevices``, GFD labels and GPU extended resources:
+
+1. GPU model and physical count: annotations ``gpusched.io/gpu-model`` / ``gpusched.io/gpu-count``,
+   else the labels of the same names (written back by this function, so a re-advertised node
+   keeps its physical count), else the label ``nvidia.com/gpu.product`` (``-MIG-...`` and
+   ``-SHARED`` suffixes ignored) and capacity ``nvidia.com/gpu``.
+2. MIG layout from the label ``nvidia.com/mig.config`` (default ``all-disabled``); custom
+   layouts come from a mig-parted ConfigMap (``MIG_PARTED_CONFIGMAP_NAMES``, key ``config.yaml``
+   or its only key), which replaces the built-in names it defines.
+3. Device-plugin config: ``plugin_config.find_device_plugin_configmap`` and ``select_config``
+   (node label ``nvidia.com/device-plugin.config``, the default key, or the only key).
+4. MIG strategy: the config's ``flags.migStrategy``, else the node annotation
+   ``gpusched.io/mig-strategy`` (set by NodePools), else ``mig_strategy_default``.
+
+A config or layout error does not raise: the plugin would crash-loop, so the state carries
+``error`` and advertises no GPU resources (labels keep only ``gpu.present``, the gpusched model/
+count labels and ``nvidia.com/mig.config.state=failed`` for MIG errors).
+
+Neighbours: ``devices.catalog``, ``devices.mig``, ``devices.plugin_config``, ``devices.gfd``,
+``devices.node``; called by the cluster's device-plugin controller and by experiment loaders.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from gpusched.devices.catalog import GpuModel, lookup_model
+from gpusched.devices.gfd import gfd_labels
+from gpusched.devices.mig import (ALL_DISABLED, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL,
+                                  MigConfigEntry, layout_for, parse_mig_parted_config)
+from gpusched.devices.node import NodeDevices
+from gpusched.devices.plugin_config import (DevicePluginConfigError, default_key_of,
+                                            find_device_plugin_configmap, select_config)
+from gpusched.errors import GpuschedError, UsageError
+from gpusched.objects.quantity import QuantityError, canonical
+from gpusched.objects.types import ANN_GPU_MODEL
+
+log = logging.getLogger(__name__)
+
+ANN_GPU_COUNT = "gpusched.io/gpu-count"
+ANN_MIG_STRATEGY = "gpusched.io/mig-strategy"
+LABEL_GPU_MODEL = ANN_GPU_MODEL            # same key, written as a label
+LABEL_GPU_COUNT = ANN_GPU_COUNT
+MIG_PARTED_CONFIGMAP_NAMES = ("custom-mig-parted-config", "mig-parted-config",
+                              "default-mig-parted-config")
+MIG_PARTED_NAMESPACES = ("gpu-operator", "kube-system", "default")
+MIG_PARTED_KEY = "config.yaml"
+
+
+@dataclass(frozen=True)
+class NodeDeviceState:
+    """What the device plugin + GFD publish for one node."""
+
+    devices: NodeDevices
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, int] = field(default_factory=dict)   # GPU extended resources only
+    error: str | None = None
+    config_key: str = ""                                      # the device-plugin config key used
+    model: GpuModel | None = None
+
+
+def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
+                      default_config_key: str | None = None,
+                      mig_strategy_default: str = "none") -> NodeDeviceState:
+    """The devices, labels and GPU capacity of ``node`` (see the module docstring)."""
+    meta = node.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    labels = dict(meta.get("labels") or {})
+    annotations = dict(meta.get("annotations") or {})
+    try:
+        model, count = node_gpus(node)
+    except GpuschedError as err:
+        return NodeDeviceState(NodeDevices.build(name, None, 0), error=str(err))
+    if model is None or count == 0:
+        return NodeDeviceState(NodeDevices.build(name, None, 0))
+    base = {"nvidia.com/gpu.present": "true", LABEL_GPU_MODEL: model.name,
+            LABEL_GPU_COUNT: str(count)}
+    mig_name = labels.get(MIG_CONFIG_LABEL, "") or ALL_DISABLED
+    try:
+        layout = layout_for(model, mig_name, count, _custom_mig_configs(configmaps))
+    except GpuschedError as err:
+        message = f"node {name}: {MIG_CONFIG_LABEL}={mig_name}: {err}"
+        return NodeDeviceState(NodeDevices.build(name, None, 0),
+                               {**base, MIG_CONFIG_STATE_LABEL: "failed"}, {}, message, "", model)
+    configmap = find_device_plugin_configmap(configmaps)
+    where = _where(configmap)
+    try:
+        key, config = select_config((configmap or {}).get("data") or {}, labels,
+                                    default_config_key or default_key_of(configmap), where)
+        strategy = annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
+        devices = NodeDevices.build(name, model, count, config, layout, strategy)
+    except GpuschedError as err:
+        return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
+                               f"node {name}: {err}", "", model)
+    out = {**base, **gfd_labels(model, count, config, layout, devices.mig_strategy)}
+    if model.mig_capable and MIG_CONFIG_LABEL in labels:
+        out[MIG_CONFIG_STATE_LABEL] = "success"
+    return NodeDeviceState(devices, dict(sorted(out.items())), devices.advertised, None, key, model)
+
+
+def node_gpus(node: Mapping[str, Any]) -> tuple[GpuModel | None, int]:
+    """The node's GPU model and physical GPU count (see step 1 of the module docstring)."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    name = meta.get("name", "")
+    model_name = annotations.get(ANN_GPU_MODEL) or labels.get(LABEL_GPU_MODEL)
+    if model_name:
+        model = lookup_model(str(model_name).split("|")[0])
+    elif labels.get("nvidia.com/gpu.product"):
+        model = lookup_model(_base_product(str(labels["nvidia.com/gpu.product"])))
+    else:
+        return None, 0
+    raw = annotations.get(ANN_GPU_COUNT) or labels.get(LABEL_GPU_COUNT)
+    if raw is None:
+        raw = ((node.get("status") or {}).get("capacity") or {}).get("nvidia.com/gpu", 0)
+    try:
+        count = canonical("nvidia.com/gpu", raw)
+    except QuantityError:
+        raise UsageError(f'node {name}: invalid GPU count "{raw}"') from None
+    if count < 0:
+        raise UsageError(f'node {name}: invalid GPU count "{raw}"')
+    return model, count
+
+
+def _base_product(product: str) -> str:
+    product = product.removesuffix("-SHARED")
+    return product.split("-MIG-")[0]
+
+
+def _where(configmap: dict | None) -> str:
+    if not configmap:
+        return ""
+    meta = configmap.get("metadata") or {}
+    return f"ConfigMap {meta.get('namespace', 'default')}/{meta.get('name', '')}"
+
+
+def _custom_mig_configs(configmaps: list[dict]) -> dict[str, list[MigConfigEntry]] | None:
+    by_place = {((cm.get("metadata") or {}).get("namespace", "default"),
+                 (cm.get("metadata") or {}).get("name")): cm for cm in configmaps}
+    for namespace in MIG_PARTED_NAMESPACES:
+        for cm_name in MIG_PARTED_CONFIGMAP_NAMES:
+            cm = by_place.get((namespace, cm_name))
+            if cm is None:
+                continue
+            data = cm.get("data") or {}
+            text = data.get(MIG_PARTED_KEY) or (next(iter(data.values())) if len(data) == 1 else None)
+            if text is None:
+                raise DevicePluginConfigError(f"ConfigMap {namespace}/{cm_name}: no {MIG_PARTED_KEY} key")
+            try:
+                return parse_mig_parted_config(text)
+            except GpuschedError as err:
+                raise UsageError(f"ConfigMap {namespace}/{cm_name}: {err}") from None
+    return None

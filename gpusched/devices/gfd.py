@@ -1,0 +1,159 @@
+"""The node labels GPU Feature Discovery (plus the GPU Operator's ``gpu.present``) would write.
+
+``gfd_labels(model, gpu_count, config, mig_layout, mig_strategy)`` follows nvidia-gpu-stack.md
+section 2:
+
+- every GPU node: ``nvidia.com/gpu.present=true``, ``gpu.count`` (physical GPUs),
+  ``gpu.replicas`` (replicas **per GPU**: 1 without sharing), ``gpu.sharing-strategy``,
+  ``gpu.product``, ``gpu.memory`` (MiB), ``gpu.family`` and ``gpu.compute.major/minor`` (left
+  out when the compute major is 0, as for the undisclosed trace parts G2/G3), ``mig.capable``,
+  ``mps.capable`` and ``mig.strategy`` (only when not ``none``);
+- a shared resource that keeps its name gets ``-SHARED`` on its product; with
+  ``renameByDefault`` there is no suffix (the resource name carries ``.shared`` instead);
+- MIG single (valid): the ``gpu.*`` labels describe the MIG devices (count of MIG devices,
+  ``<product>-MIG-<profile>``, MIG memory, multiprocessors, slices, engines); invalid:
+  ``<product>-MIG-INVALID`` with count/replicas/memory 0 and an empty sharing strategy;
+- MIG mixed: one ``nvidia.com/mig-<profile>.*`` set per profile present (``+`` as ``.``), and
+  ``gpu.*`` still describes the GPUs (replicas 0 / sharing none when every GPU is MIG-enabled).
+
+No ``gfd.timestamp`` label: labels must be deterministic. Driver/CUDA/machine labels are not
+modelled.
+
+Neighbours: reads ``devices.catalog``, ``devices.mig`` and ``devices.plugin_config``; called by
+``devices.advertise``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from gpusched.devices.catalog import GpuModel
+from gpusched.devices.mig import profile_of, single_strategy_problem
+from gpusched.devices.mig_profiles import MigProfile
+from gpusched.devices.plugin_config import DEFAULT_CONFIG, DevicePluginConfig
+
+PREFIX = "nvidia.com/"
+_NOT_ALLOWED = re.compile(r"[^A-Za-z0-9\-_. ]")
+
+
+def sanitize_product(name: str) -> str:
+    """GFD's product sanitising: drop characters outside ``[A-Za-z0-9-_. ]``, spaces -> ``-``.
+
+    >>> sanitize_product("NVIDIA A100-SXM4-40GB"), sanitize_product("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb+me")
+    ('NVIDIA-A100-SXM4-40GB', 'NVIDIA-A100-SXM4-40GB-MIG-1g.5gbme')
+    """
+    return "-".join(_NOT_ALLOWED.sub("", name).split())
+
+
+def gfd_labels(model: GpuModel | None, gpu_count: int, config: DevicePluginConfig | None = None,
+               mig_layout: list[list[str] | None] | None = None,
+               mig_strategy: str | None = None) -> dict[str, str]:
+    """GFD labels for a node with ``gpu_count`` GPUs of ``model`` (empty for CPU-only nodes).
+
+    ``mig_strategy`` applies when the config does not set ``flags.migStrategy``.
+    """
+    if model is None or gpu_count <= 0:
+        return {}
+    config = config or DEFAULT_CONFIG
+    strategy = config.mig_strategy or mig_strategy or "none"
+    layout = list(mig_layout) if mig_layout is not None else [None] * gpu_count
+    any_mig = any(entry is not None for entry in layout)
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/mig.capable": _bool(model.mig_capable),
+        "nvidia.com/mps.capable": _bool(config.sharing_strategy == "mps" and not any_mig),
+    }
+    if strategy != "none":
+        labels["nvidia.com/mig.strategy"] = strategy
+    if model.compute_major:
+        labels["nvidia.com/gpu.family"] = model.family
+        labels["nvidia.com/gpu.compute.major"] = str(model.compute_major)
+        labels["nvidia.com/gpu.compute.minor"] = str(model.compute_minor)
+    if strategy == "none" or not any_mig:
+        labels.update(_full_gpu_labels(model, gpu_count, config))
+    elif strategy == "single":
+        labels.update(_single_labels(model, layout, config))
+    else:
+        labels.update(_mixed_labels(model, layout, config))
+    return dict(sorted(labels.items()))
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _sharing(config: DevicePluginConfig, resource: str) -> tuple[str, str, bool]:
+    """(replicas, sharing-strategy, -SHARED suffix?) for an un-renamed resource."""
+    entry = config.replicated(resource)
+    if entry is None:
+        return "1", "none", False
+    return str(entry.replicas), config.sharing_strategy, not entry.rename
+
+
+def _full_gpu_labels(model: GpuModel, gpu_count: int, config: DevicePluginConfig) -> dict[str, str]:
+    replicas, sharing, suffix = _sharing(config, "nvidia.com/gpu")
+    return {
+        "nvidia.com/gpu.count": str(gpu_count),
+        "nvidia.com/gpu.replicas": replicas,
+        "nvidia.com/gpu.sharing-strategy": sharing,
+        "nvidia.com/gpu.product": model.product + ("-SHARED" if suffix else ""),
+        "nvidia.com/gpu.memory": str(model.memory_mib),
+    }
+
+
+def _mig_set(prefix: str, model: GpuModel, profile: MigProfile, count: int, resource: str,
+             config: DevicePluginConfig) -> dict[str, str]:
+    replicas, sharing, suffix = _sharing(config, resource)
+    product = sanitize_product(f"{model.product}-MIG-{profile.name}") + ("-SHARED" if suffix else "")
+    return {
+        f"{prefix}.count": str(count),
+        f"{prefix}.replicas": replicas,
+        f"{prefix}.sharing-strategy": sharing,
+        f"{prefix}.product": product,
+        f"{prefix}.memory": str(profile.memory_mib),
+        f"{prefix}.multiprocessors": str(profile.sms),
+        f"{prefix}.slices.gi": str(profile.compute_slices),
+        f"{prefix}.slices.ci": str(profile.compute_slices),
+        f"{prefix}.engines.copy": str(profile.copy_engines),
+        f"{prefix}.engines.decoder": str(profile.decoders),
+        f"{prefix}.engines.encoder": str(profile.encoders),
+        f"{prefix}.engines.jpeg": str(profile.jpeg),
+        f"{prefix}.engines.ofa": str(profile.ofa),
+    }
+
+
+def _single_labels(model: GpuModel, layout: list[list[str] | None],
+                   config: DevicePluginConfig) -> dict[str, str]:
+    if single_strategy_problem(layout):
+        return {
+            "nvidia.com/gpu.count": "0",
+            "nvidia.com/gpu.replicas": "0",
+            "nvidia.com/gpu.sharing-strategy": "",
+            "nvidia.com/gpu.product": f"{model.product}-MIG-INVALID",
+            "nvidia.com/gpu.memory": "0",
+        }
+    profiles = [p for entry in layout for p in entry or ()]
+    profile = profile_of(model, profiles[0])
+    return _mig_set("nvidia.com/gpu", model, profile, len(profiles), "nvidia.com/gpu", config)
+
+
+def _mixed_labels(model: GpuModel, layout: list[list[str] | None],
+                  config: DevicePluginConfig) -> dict[str, str]:
+    gpu_count = len(layout)
+    if any(entry is None for entry in layout):
+        labels = _full_gpu_labels(model, gpu_count, config)
+    else:
+        labels = {
+            "nvidia.com/gpu.count": str(gpu_count),
+            "nvidia.com/gpu.replicas": "0",
+            "nvidia.com/gpu.sharing-strategy": "none",
+            "nvidia.com/gpu.product": model.product,
+            "nvidia.com/gpu.memory": str(model.memory_mib),
+        }
+    counts = Counter(profile_of(model, p).name for entry in layout for p in entry or ())
+    for name, count in sorted(counts.items()):
+        profile = profile_of(model, name)
+        labels.update(_mig_set(f"nvidia.com/mig-{profile.dotted}", model, profile, count,
+                               profile.resource, config))
+    return labels
