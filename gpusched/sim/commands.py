@@ -1,0 +1,75 @@
+"""CLI commands of the sim layer: ``experiment fgd`` and ``import alibaba``.
+
+``add_commands(subparsers)`` registers both on the CLI's top-level subparsers (the CLI wires it
+in); each subparser's ``func`` takes the argparse namespace and returns an exit code.
+User mistakes raise ``gpusched.errors`` types (the CLI prints their one-line message).
+
+Neighbours: ``sim.experiment``, ``sim.report``, ``sim.alibaba``; called from ``cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from gpusched.errors import UsageError
+from gpusched.sim import alibaba
+from gpusched.sim.experiment import RunSpec, check_inputs, parse_policies, parse_seeds
+from gpusched.sim.report import (load_published, print_summary, run_all, summary_rows,
+                                 write_csvs, write_plots)
+
+DEFAULT_POLICIES = "random,dotprod,clustering,packing,bestfit,fgd"
+PUBLISHED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fgd-published"
+
+
+def add_commands(subparsers) -> None:
+    experiment = subparsers.add_parser("experiment", help="run trace-driven experiments")
+    kinds = experiment.add_subparsers(dest="experiment_kind", required=True)
+    fgd = kinds.add_parser("fgd", help="the FGD (ATC '23) protocol on an Alibaba GPU trace")
+    fgd.add_argument("--nodes", required=True, help="node list CSV (openb_node_list_gpu_node.csv)")
+    fgd.add_argument("--pods", required=True, help="pod list CSV (openb_pod_list_*.csv)")
+    fgd.add_argument("--policies", default=DEFAULT_POLICIES,
+                     help=f"comma-separated (default {DEFAULT_POLICIES}; also fgdplus)")
+    fgd.add_argument("--seeds", default="42-51", help="range or list (default 42-51)")
+    fgd.add_argument("--tune", type=float, default=1.3, help="target GPU request / capacity")
+    fgd.add_argument("--jobs", type=int, default=1, help="parallel runs (processes)")
+    fgd.add_argument("--published", default=str(PUBLISHED_DIR), help="folder of published tables")
+    fgd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    fgd.add_argument("--out", required=True, help="output folder")
+    fgd.set_defaults(func=run_experiment_fgd)
+
+    importer = subparsers.add_parser("import", help="convert traces to manifests")
+    sources = importer.add_subparsers(dest="import_kind", required=True)
+    ali = sources.add_parser("alibaba", help="Alibaba GPU trace CSVs -> Node and Pod manifests")
+    ali.add_argument("nodes", help="node list CSV")
+    ali.add_argument("pods", help="pod list CSV")
+    ali.add_argument("--out", required=True, help="output folder (nodes.yaml, pods.yaml)")
+    ali.set_defaults(func=run_import_alibaba)
+
+
+def run_experiment_fgd(args: argparse.Namespace) -> int:
+    check_inputs(args.nodes, args.pods)
+    if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
+        raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
+    if not 0 < args.tune <= 10:
+        raise UsageError(f"invalid --tune {args.tune}: must be in (0, 10]")
+    specs = [RunSpec(str(args.nodes), str(args.pods), policy, seed, args.tune)
+             for policy in parse_policies(args.policies) for seed in parse_seeds(args.seeds)]
+    results = run_all(specs, jobs=args.jobs, progress=not args.no_progress)
+    out = Path(args.out)
+    paths = write_csvs(results, out) + write_plots(results, out)
+    print_summary(summary_rows(results, load_published(args.published)))
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def run_import_alibaba(args: argparse.Namespace) -> int:
+    check_inputs(args.nodes, args.pods)
+    nodes = alibaba.load_nodes(args.nodes, gpu_only=False)
+    pods = alibaba.load_pods(args.pods)
+    node_path, pod_path = alibaba.write_manifests(nodes, pods, args.out)
+    print(f"wrote {node_path} ({len(nodes)} nodes)")
+    print(f"wrote {pod_path} ({len(pods)} pods)")
+    return 0

@@ -1,0 +1,182 @@
+"""The FGD experiment protocol (sections 3.1, 3.2, 3.7 of ``fgd-and-alibaba-trace.md``).
+
+One run = (pod list, policy, seed, tune):
+
+1. the GPU nodes of the node list become a ``Snapshot`` (``NodeInfo`` + ``NodeDevices``);
+2. the untuned pod list gives the target workload; the list is shuffled and tuned with the seed
+   (``sim.workload``);
+3. pods are submitted one by one through the experiment profile (``sim.cycle``): failures are
+   dropped, nothing departs, nothing is preempted;
+4. after every pod: arrived milli (failed pods included), allocated milli, fragmentation amount
+   and idle milli; ``discretise`` samples them at arrived = 0..130 % like the reference's merge
+   script (mean over the events whose rounded arrived % equals the point, else over +-1).
+
+Neighbours: ``sim.alibaba``, ``sim.workload``, ``sim.fragmentation``, ``sim.cycle``; used by
+``sim.report`` / ``sim.commands``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpusched.devices.catalog import lookup_model
+from gpusched.devices.node import NodeDevices
+from gpusched.errors import UsageError
+from gpusched.scheduler.plugins import (node_order, policy_bestfit, policy_dotprod, policy_fgd,
+                                        policy_fgdplus, policy_gpuclustering, policy_gpupacking,
+                                        policy_random)
+from gpusched.scheduler.plugins.policy_common import POLICY_WEIGHT, node_arrays
+from gpusched.scheduler.snapshot import Snapshot
+from gpusched.sim.alibaba import load_nodes, load_pods, node_info, pod_info, workload_name
+from gpusched.sim.cycle import make_cycle
+from gpusched.sim.fragmentation import ClusterFragmentation
+from gpusched.sim.workload import target_workload, tuned_sequence
+
+log = logging.getLogger(__name__)
+
+POINTS = 131                     # arrived-% points 0..130
+# CLI name -> (published sc_policy label, plugin module)
+POLICIES = {
+    "random": ("01-Random", policy_random),
+    "dotprod": ("02-DotProd", policy_dotprod),
+    "clustering": ("03-GpuClustering", policy_gpuclustering),
+    "packing": ("04-GpuPacking", policy_gpupacking),
+    "bestfit": ("05-BestFit", policy_bestfit),
+    "fgd": ("06-FGD", policy_fgd),
+    "fgdplus": ("07-FGD+", policy_fgdplus),
+}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    nodes_csv: str
+    pods_csv: str
+    policy: str
+    seed: int
+    tune: float = 1.3
+
+
+@dataclass(frozen=True)
+class RunResult:
+    workload: str
+    policy: str                  # published label, e.g. "06-FGD"
+    tune: float
+    seed: int
+    total_gpus: int
+    allocation: tuple[float, ...]            # % at arrived 0..130 (nan where no event)
+    fragmentation: tuple[float, ...]         # % of all GPUs
+    fragmentation_ratio: tuple[float, ...]   # % of idle GPUs
+    pods: int = 0
+    failed: int = 0
+
+
+@functools.lru_cache(maxsize=4)
+def _nodes(path: str):
+    return tuple(load_nodes(path, gpu_only=True))
+
+
+@functools.lru_cache(maxsize=4)
+def _pods(path: str):
+    return tuple(load_pods(path))
+
+
+def build_snapshot(nodes) -> Snapshot:
+    snapshot = Snapshot()
+    for node in nodes:
+        devices = NodeDevices.build(node.name, lookup_model(node.model), node.gpus) if node.gpus else None
+        snapshot.add_node(node_info(node), devices)
+    return snapshot
+
+
+def policy_label(policy: str) -> str:
+    if policy not in POLICIES:
+        raise UsageError(f'unknown policy "{policy}" (one of {", ".join(POLICIES)})')
+    return POLICIES[policy][0]
+
+
+def run(spec: RunSpec) -> RunResult:
+    """One run of the protocol; deterministic for a given spec."""
+    label = policy_label(spec.policy)
+    nodes, pods = _nodes(spec.nodes_csv), list(_pods(spec.pods_csv))
+    if not nodes:
+        raise UsageError(f"{spec.nodes_csv}: no GPU nodes")
+    snapshot = build_snapshot(nodes)
+    capacity = sum(n.gpus for n in nodes) * 1000
+    shapes = target_workload(pods)
+    args = {"seed": spec.seed, "target_workload": shapes}
+    policy = POLICIES[spec.policy][1].new(args)
+    schedule_one = make_cycle(snapshot, [(policy, POLICY_WEIGHT), (node_order.new(args), 1)])
+    arrays = node_arrays(snapshot)
+    frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id)
+    sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)
+    arrived = np.zeros(len(sequence), dtype=np.int64)
+    used = np.zeros(len(sequence), dtype=np.int64)
+    amount = np.zeros(len(sequence))
+    idle = np.zeros(len(sequence))
+    arrived_milli = used_milli = failed = 0
+    for i, (pod, name) in enumerate(sequence):
+        arrived_milli += pod.total_gpu_milli
+        if schedule_one(pod_info(pod, i, name)):
+            used_milli += pod.total_gpu_milli
+            arrays = node_arrays(snapshot)
+            frag.observe(arrays.gpu_left, arrays.cpu_free)
+        else:
+            failed += 1
+        arrived[i], used[i], amount[i], idle[i] = arrived_milli, used_milli, frag.amount, frag.idle
+    log.info("%s %s seed %d: %d pods, %d failed", workload_name(spec.pods_csv), label, spec.seed,
+             len(sequence), failed)
+    return RunResult(workload_name(spec.pods_csv), label, spec.tune, spec.seed, capacity // 1000,
+                     *discretise(arrived, used, amount, idle, capacity), pods=len(sequence), failed=failed)
+
+
+def discretise(arrived: np.ndarray, used: np.ndarray, amount: np.ndarray, idle: np.ndarray,
+               capacity: int) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """Sample per-event series at arrived = 0..130 % (the reference's merge rule).
+
+    Each event's arrived % is rounded to an integer (half to even, as Python's ``round``), its
+    values to 2 decimals; a point's value is the mean over the events at that point, or over the
+    events within +-1 when none is exactly there, rounded to 2 decimals; nan if none.
+    """
+    point = np.round(arrived / capacity * 100.0)
+    series = [np.round(used / capacity * 100.0, 2), np.round(amount / capacity * 100.0, 2),
+              np.round(np.divide(amount, idle, out=np.zeros_like(amount), where=idle > 0) * 100.0, 2)]
+    out: list[list[float]] = [[], [], []]
+    for x in range(POINTS):
+        hit = point == x
+        if not hit.any():
+            hit = (point >= x - 1) & (point <= x + 1)
+        for k, values in enumerate(series):
+            out[k].append(round(float(values[hit].mean()), 2) if hit.any() else float("nan"))
+    return tuple(out[0]), tuple(out[1]), tuple(out[2])
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"42-51"`` -> 42..51, ``"42,45"`` -> [42, 45]."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            seeds.extend(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise UsageError(f'invalid --seeds "{text}": use a range like 42-51 or a list like 42,43') from None
+    if not seeds:
+        raise UsageError(f'invalid --seeds "{text}": no seed')
+    return seeds
+
+
+def parse_policies(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    for name in names:
+        policy_label(name)
+    return names
+
+
+def check_inputs(nodes_csv: str, pods_csv: str) -> None:
+    for path in (nodes_csv, pods_csv):
+        if not Path(path).is_file():
+            raise UsageError(f"{path}: no such file")
