@@ -1,0 +1,111 @@
+"""``apply`` of one document: validate, merge with the stored object, admit, store.
+
+- Validation is ``objects.validation.validate(manifest)`` (field paths, Kubernetes wording).
+- Create: admission (``cluster.admission.admit``) then ``View.create`` -> ``created``.
+- Update: like ``kubectl apply``, the manifest is kept in the annotation
+  ``kubectl.kubernetes.io/last-applied-configuration``; the same manifest again is
+  ``unchanged``. Otherwise top-level fields of the manifest replace the stored ones (fields the
+  last manifest had and this one drops are removed), labels and annotations merge three-way (keys
+  added by ``label`` survive), ``status`` is kept (except a Node's, which the manifest defines);
+  -> ``configured``, or ``unchanged`` when nothing differs.
+- A Pod's spec is immutable apart from what admission and the scheduler wrote.
+
+Neighbours: ``cluster.cluster.Cluster.apply`` runs it inside the command's transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from gpusched.cluster.admission import admit
+from gpusched.cluster.store import dumps
+from gpusched.cluster.view import View, object_namespace
+from gpusched.errors import FieldError, InvalidError, ManifestError
+from gpusched.objects.kinds import KINDS
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+SYSTEM_FIELDS = ("apiVersion", "kind", "metadata", "status")
+POD_SERVER_SPEC = ("nodeName", "priority", "priorityClassName", "preemptionPolicy")
+POD_SPEC_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
+    "to 1 if it was previously negative)")
+
+
+def validated(manifest) -> dict:
+    """The defaulted object of a manifest (``objects.validation.validate``)."""
+    from gpusched.objects.validation import validate
+    return validate(manifest)
+
+
+def apply_one(view: View, manifest) -> tuple[str, str, str, str]:
+    """Apply one manifest; returns (kind, name, namespace, action)."""
+    body = validated(manifest)
+    kind = body.get("kind", "")
+    if kind not in KINDS:
+        raise ManifestError(manifest.source, manifest.index, "kind", f'unknown kind "{kind}"')
+    if kind == "Event":
+        raise ManifestError(manifest.source, manifest.index, "kind",
+                            "Events are recorded by the cluster, not applied")
+    meta = body.setdefault("metadata", {})
+    ns = object_namespace(kind, body)
+    if KINDS[kind].namespaced:
+        meta["namespace"] = ns
+    name = meta["name"]
+    applied = dumps(manifest.obj)
+    old = view.get(kind, name, ns)
+    if old is None:
+        meta.setdefault("annotations", {})[LAST_APPLIED] = applied
+        view.create(admit(view, body, None))
+        return kind, name, ns, "created"
+    old_annotations = (old.get("metadata") or {}).get("annotations") or {}
+    if old_annotations.get(LAST_APPLIED) == applied:
+        return kind, name, ns, "unchanged"
+    merged = merge(old, body, json.loads(old_annotations.get(LAST_APPLIED) or "{}"))
+    merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = applied
+    if kind == "Pod":
+        check_pod_update(old, merged)
+    changed = view.update(admit(view, merged, old))
+    return kind, name, ns, "configured" if changed else "unchanged"
+
+
+def _merge_map(old: dict | None, new: dict | None, last: dict | None) -> dict:
+    out = dict(old or {})
+    for key in last or {}:
+        if key not in (new or {}):
+            out.pop(key, None)
+    out.update(new or {})
+    return out
+
+
+def merge(old: dict, body: dict, last: dict) -> dict:
+    merged = copy.deepcopy(old)
+    for key, value in body.items():
+        if key not in SYSTEM_FIELDS:
+            merged[key] = copy.deepcopy(value)
+    for key in last:
+        if key not in body and key not in SYSTEM_FIELDS:
+            merged.pop(key, None)
+    if old.get("kind") == "Pod":
+        spec = merged.setdefault("spec", {})
+        for key in POD_SERVER_SPEC:
+            if key in (old.get("spec") or {}) and key not in ((last.get("spec") or {})):
+                spec.setdefault(key, old["spec"][key])
+    if old.get("kind") == "Node" and "status" in body:
+        merged["status"] = {**(old.get("status") or {}), **copy.deepcopy(body["status"])}
+    meta, new_meta, last_meta = merged["metadata"], body.get("metadata") or {}, last.get("metadata") or {}
+    for field in ("labels", "annotations"):
+        value = _merge_map(meta.get(field), new_meta.get(field), last_meta.get(field))
+        if value:
+            meta[field] = value
+        else:
+            meta.pop(field, None)
+    return merged
+
+
+def check_pod_update(old: dict, new: dict) -> None:
+    if dumps(old.get("spec") or {}) != dumps(new.get("spec") or {}):
+        raise InvalidError("Pod", old["metadata"]["name"],
+                           [FieldError("spec", "Forbidden", None, POD_SPEC_FORBIDDEN)])

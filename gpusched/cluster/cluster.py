@@ -1,0 +1,300 @@
+"""``Cluster``: the facade the CLI (and later the API server) drives, one method per command.
+
+Every mutating method is one store transaction (``BEGIN IMMEDIATE``): load the view (cached
+while no other process committed, see ``PRAGMA data_version``), change it, :meth:`settle`
+(controllers, then the scheduler, until nothing changes at the current virtual time), write back,
+commit. Any error rolls everything back, so a rejected ``apply`` of many documents changes
+nothing. Read methods (``get``, ``events``, ``node_devices``, ``explain``) run in a read
+transaction and never settle.
+
+``advance(s)`` steps the virtual clock through the timed events of the controllers (pod
+completions, Job deadlines, toleration expiries) in time order, settling at each.
+
+Neighbours: ``cluster.store`` / ``cluster.view`` (state), ``cluster.admission``,
+``cluster.controllers``, ``cluster.scheduling``; used by ``cli`` and ``server``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from gpusched.cluster import scheduling
+from gpusched.cluster.admission import refresh_quotas
+from gpusched.cluster.apply import apply_one
+from gpusched.cluster.controllers import CONTROLLERS, TIMED, pod_lifecycle
+from gpusched.cluster.controllers.common import delete_pod
+from gpusched.cluster.nodes import cordon, drain, label, taint
+from gpusched.cluster.store import Store, default_state_path
+from gpusched.cluster.view import View, object_namespace
+from gpusched.errors import NotFoundError, UsageError
+from gpusched.objects.kinds import KindInfo, resolve_kind
+from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
+from gpusched.objects.types import Taint
+
+log = logging.getLogger(__name__)
+MAX_SETTLE_ROUNDS = 500
+MAX_ADVANCE_STEPS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyOutcome:
+    kind: str
+    name: str
+    namespace: str
+    action: str      # created | configured | unchanged
+
+
+def qualified_plural(info: KindInfo) -> str:
+    """``pods``, ``deployments.apps``: how kubectl names a resource in messages."""
+    return f"{info.plural}.{info.group}" if info.group else info.plural
+
+
+def qualified_singular(info: KindInfo) -> str:
+    return f"{info.singular}.{info.group}" if info.group else info.singular
+
+
+class Cluster:
+    """See the module docstring."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._view: View | None = None
+        self._version: int | None = None
+
+    @classmethod
+    def open(cls, path: str | None = None) -> "Cluster":
+        return cls(Store(default_state_path(path)))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- transactions ------------------------------------------------------------------------
+
+    def _load(self) -> View:
+        version = self.store.data_version()
+        if self._view is None or self._version != version:
+            self._view = View.load(self.store)
+            self._version = version
+        return self._view
+
+    @contextmanager
+    def _write(self, settle: bool = True) -> Iterator[View]:
+        try:
+            with self.store.immediate():
+                view = self._load()
+                yield view
+                if settle:
+                    self._settle(view)
+                view.write(self.store)
+        except BaseException:
+            self._view = None
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[View]:
+        with self.store.reading():
+            yield self._load()
+
+    # ---- settle and time ---------------------------------------------------------------------
+
+    def _settle(self, view: View) -> None:
+        for _ in range(MAX_SETTLE_ROUNDS):
+            before = view.mutations
+            for _name, reconcile in CONTROLLERS:
+                reconcile(view)
+            pod_lifecycle.reconcile(view, scheduling.kubelet_admission_error(view))
+            refresh_quotas(view)
+            scheduling.schedule_pending(view)
+            if view.mutations == before:
+                return
+        log.warning("settle: no fixpoint after %d rounds", MAX_SETTLE_ROUNDS)
+
+    def settle(self) -> None:
+        with self._write():
+            pass
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise UsageError(f"cannot advance the clock by a negative duration ({seconds}s)")
+        with self._write() as view:
+            self._settle(view)
+            target = view.clock + float(seconds)
+            for _ in range(MAX_ADVANCE_STEPS):
+                due = [t for t in (f(view) for f in TIMED) if t is not None and t > view.clock]
+                if not due or min(due) > target:
+                    break
+                view.clock = min(due)
+                self._settle(view)
+            view.clock = target
+
+    def now(self) -> float:
+        with self._read() as view:
+            return view.now()
+
+    def timestamp(self, t: float | None = None) -> str:
+        with self._read() as view:
+            return view.timestamp(t)
+
+    def reset(self) -> None:
+        with self._write(settle=False) as view:
+            self.store.clear()
+            view.clear()
+        self._view = None
+
+    # ---- objects -----------------------------------------------------------------------------
+
+    def apply(self, manifests: list) -> list[ApplyOutcome]:
+        """Validate, admit and store every document as one transaction (all or nothing)."""
+        outcomes = []
+        with self._write() as view:
+            for manifest in manifests:
+                kind, name, ns, action = apply_one(view, manifest)
+                outcomes.append(ApplyOutcome(kind, name, ns, action))
+        return outcomes
+
+    def get(self, kind: str, names: Sequence[str] = (), namespace: str | None = "default",
+            all_namespaces: bool = False, selector: str = "",
+            field_selector: str = "") -> list[dict]:
+        info = resolve_kind(kind)
+        label_sel = parse_selector(selector) if selector else None
+        field_sel = parse_field_selector(field_selector) if field_selector else None
+        ns = None if (all_namespaces or not info.namespaced) else (namespace or "default")
+        if ns is None and not info.namespaced:
+            ns = ""
+        with self._read() as view:
+            if info.kind == "Event":
+                items = view.list_events(ns)
+            else:
+                items = view.list(info.kind, ns)
+            if names:
+                by_name = {(b.get("metadata") or {}).get("name"): b for b in items}
+                missing = [n for n in names if n not in by_name]
+                if missing:
+                    raise NotFoundError(qualified_plural(info), missing[0])
+                items = [by_name[n] for n in names]
+            if label_sel is not None:
+                items = [b for b in items
+                         if matches(label_sel, (b.get("metadata") or {}).get("labels") or {})]
+            if field_sel is not None:
+                items = [b for b in items if field_matches(b, field_sel)]
+            return copy.deepcopy(items)
+
+    def delete(self, kind: str, name: str, namespace: str | None = "default") -> str:
+        info = resolve_kind(kind)
+        with self._write() as view:
+            self._delete(view, info, name, namespace or "default")
+        return f'{qualified_singular(info)} "{name}" deleted'
+
+    def _delete(self, view: View, info: KindInfo, name: str, namespace: str) -> None:
+        ns = namespace if info.namespaced else ""
+        body = view.get(info.kind, name, ns)
+        if body is None:
+            raise NotFoundError(qualified_plural(info), name)
+        if info.kind == "Pod":
+            delete_pod(view, body)
+            return
+        view.delete(info.kind, name, ns)
+        if info.kind == "Namespace":
+            for (kind, obj_ns, obj_name), obj in sorted(view.objects.items()):
+                if obj_ns == name:
+                    if kind == "Pod":
+                        delete_pod(view, obj)
+                    else:
+                        view.delete(kind, obj_name, obj_ns)
+
+    def delete_manifests(self, manifests: list) -> list[str]:
+        lines = []
+        with self._write() as view:
+            for manifest in manifests:
+                obj = manifest.obj
+                info = resolve_kind(str(obj.get("kind", "")))
+                name = str((obj.get("metadata") or {}).get("name", ""))
+                self._delete(view, info, name, object_namespace(info.kind, obj))
+                lines.append(f'{qualified_singular(info)} "{name}" deleted')
+        return lines
+
+    # ---- nodes and labels --------------------------------------------------------------------
+
+    def label(self, kind: str, name: str, changes: dict[str, str | None],
+              namespace: str | None = None, overwrite: bool = False) -> str:
+        info = resolve_kind(kind)
+        with self._write() as view:
+            return label(view, info, name, changes, namespace or "default", overwrite)
+
+    def taint(self, node: str, add: list[Taint], remove: list[tuple[str, str | None]],
+              overwrite: bool = False) -> str:
+        with self._write() as view:
+            return taint(view, node, add, remove, overwrite)
+
+    def cordon(self, node: str) -> str:
+        with self._write() as view:
+            return cordon(view, node, True)
+
+    def uncordon(self, node: str) -> str:
+        with self._write() as view:
+            return cordon(view, node, False)
+
+    def drain(self, node: str, ignore_daemonsets: bool = False, delete_emptydir_data: bool = False,
+              force: bool = False) -> list[str]:
+        """kubectl drain: cordon, then evict; an error is raised after the cordon is committed."""
+        with self._write() as view:
+            lines, error = drain(view, node, ignore_daemonsets, delete_emptydir_data, force)
+        if error is not None:
+            raise error
+        return lines
+
+    def scale(self, kind: str, name: str, replicas: int, namespace: str | None = "default") -> str:
+        info = resolve_kind(kind)
+        if info.kind not in ("Deployment", "ReplicaSet"):
+            raise UsageError(f'cannot scale a {info.kind}: only deployments and replicasets scale')
+        if replicas < 0:
+            raise UsageError("The --replicas=COUNT flag is required, and COUNT must be greater "
+                             "than or equal to 0")
+        with self._write() as view:
+            body = view.copy(info.kind, name, namespace or "default")
+            if body is None:
+                raise NotFoundError(qualified_plural(info), name)
+            body.setdefault("spec", {})["replicas"] = int(replicas)
+            view.update(body)
+        return f"{qualified_singular(info)}/{name} scaled"
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def events(self, namespace: str | None = "default") -> list[dict]:
+        with self._read() as view:
+            return copy.deepcopy(view.list_events(namespace))
+
+    def node_devices(self, node: str) -> Any:
+        with self._read() as view:
+            if view.get("Node", node) is None:
+                raise NotFoundError("nodes", node)
+            return scheduling.node_devices(view, node)
+
+    def explain(self, name: str, namespace: str = "default") -> Any:
+        from gpusched.scheduler.explain import explain
+        from gpusched.objects.pod import pod_info
+        with self._read() as view:
+            pod = view.get("Pod", name, namespace)
+            if pod is None:
+                raise NotFoundError("pods", name)
+            snapshot, order = scheduling.build_snapshot(view)
+            if pod["metadata"]["uid"] in snapshot.pod_node:
+                snapshot.remove_pod(pod["metadata"]["uid"])
+            scheduler = scheduling.make_scheduler(snapshot, view)
+            return explain(scheduler, pod_info(pod, order.get(pod["metadata"]["uid"], 0)))
+
+    def view(self) -> View:
+        """The current in-memory view (tests compare it with a reload from disk)."""
+        with self._read() as view:
+            return view
+

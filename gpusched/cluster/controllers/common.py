@@ -1,0 +1,134 @@
+"""Helpers every controller shares: owner references, pod phases, creating pods from templates.
+
+Controllers are functions ``reconcile(view) -> None`` that read the :class:`View` and change it
+through ``create`` / ``update`` / ``delete``; ``settle`` runs them until the view stops changing.
+Pods a controller creates go through admission (priority, LimitRange, quota) like any other
+create; a rejection becomes a ``FailedCreate`` Warning event on the owner, as upstream.
+
+Neighbours: used by every module in ``cluster.controllers``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+
+from gpusched.cluster.view import NAME_ALPHABET, View, object_namespace
+from gpusched.errors import GpuschedError
+from gpusched.objects.selectors import matches, selector_from_dict
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("Succeeded", "Failed")
+
+
+def is_terminal(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") in TERMINAL
+
+
+def is_running(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def labels_of(body: dict) -> dict[str, str]:
+    return dict((body.get("metadata") or {}).get("labels") or {})
+
+
+def controller_of(body: dict) -> dict | None:
+    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def owned_pods(view: View, owner: dict) -> list[dict]:
+    """Pods whose controller is ``owner`` (by uid), sorted by (creationTimestamp, name)."""
+    uid = owner["metadata"]["uid"]
+    ns = object_namespace(owner.get("kind", ""), owner)
+    pods = [p for p in view.list("Pod", ns) if (controller_of(p) or {}).get("uid") == uid]
+    return sorted(pods, key=creation_order)
+
+
+def creation_order(body: dict) -> tuple:
+    meta = body.get("metadata") or {}
+    return (meta.get("creationTimestamp", ""), meta.get("name", ""))
+
+
+def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
+    parsed = selector_from_dict(selector)
+    return parsed is not None and matches(parsed, labels)
+
+
+def owner_reference(owner: dict) -> dict:
+    return {"apiVersion": owner.get("apiVersion", ""), "kind": owner["kind"],
+            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def template_hash(template: dict) -> str:
+    """A 10-character, deterministic hash of a pod template (the ``pod-template-hash`` label)."""
+    from gpusched.cluster.store import dumps
+    digest = hashlib.sha256(dumps(template).encode()).digest()
+    return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:10])
+
+
+def create_from_template(view: View, owner: dict, template: dict, name: str,
+                         component: str, extra_labels: dict[str, str] | None = None,
+                         spec_patch: dict | None = None) -> dict | None:
+    """Create a pod from ``template`` owned by ``owner``; admission failures become events."""
+    from gpusched.cluster.admission import admit
+    ns = object_namespace(owner["kind"], owner)
+    tmeta = template.get("metadata") or {}
+    meta = {"name": name, "namespace": ns,
+            "labels": {**(tmeta.get("labels") or {}), **(extra_labels or {})},
+            "ownerReferences": [owner_reference(owner)]}
+    if tmeta.get("annotations"):
+        meta["annotations"] = dict(tmeta["annotations"])
+    spec = copy.deepcopy(template.get("spec") or {})
+    spec.update(spec_patch or {})
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+           "status": {"phase": "Pending"}}
+    try:
+        pod = admit(view, pod, None)
+    except GpuschedError as err:
+        view.record_event(owner, "FailedCreate", f"Error creating: {err}", "Warning", component)
+        return None
+    created = view.create(pod)
+    view.record_event(owner, "SuccessfulCreate", f"Created pod: {name}", "Normal", component)
+    return created
+
+
+def delete_pod(view: View, pod: dict, component: str = "", owner: dict | None = None) -> None:
+    """Delete a pod; the grace period elapses at once (virtual time), running ones get Killing."""
+    meta = pod["metadata"]
+    if is_running(pod):
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            view.record_event(pod, "Killing", f"Stopping container {container.get('name', '')}",
+                              "Normal", "kubelet")
+    view.delete("Pod", meta["name"], meta.get("namespace", "default"))
+    if owner is not None:
+        view.record_event(owner, "SuccessfulDelete", f"Deleted pod: {meta['name']}", "Normal",
+                          component)
+
+
+def set_status(view: View, body: dict, status: dict) -> dict:
+    """Update ``status`` if it changed; returns the current body."""
+    if body.get("status") == status:
+        return body
+    new = copy.deepcopy(body)
+    new["status"] = status
+    view.update(new)
+    return new
+
+
+def collect_garbage(view: View) -> None:
+    """Background cascading deletion: dependents whose controller no longer exists go."""
+    uids = {b["metadata"].get("uid") for b in view.objects.values()}
+    for (kind, ns, name), body in sorted(view.objects.items()):
+        ref = controller_of(body)
+        if ref is not None and ref.get("uid") not in uids and (kind, ns, name) in view.objects:
+            if kind == "Pod":
+                delete_pod(view, body)
+            else:
+                view.delete(kind, name, ns)

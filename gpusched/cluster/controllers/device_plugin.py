@@ -1,0 +1,54 @@
+"""Device plugin + GPU Feature Discovery: what each GPU node advertises and how it is labelled.
+
+For every node, ``devices.advertise.node_device_state(node, configmaps)`` computes, from the
+node's GPU model/count labels, its ``nvidia.com/device-plugin.config`` and ``nvidia.com/mig.config``
+labels and the device-plugin ConfigMap(s), the GFD labels and the GPU resources. This controller
+writes them into the Node (labels merged; every ``nvidia.com/*`` capacity/allocatable entry
+replaced). A changed ConfigMap or label therefore re-advertises the node as a plugin restart
+would; running pods keep their devices (their assignment annotations are untouched; the
+scheduler's device view is rebuilt from them, see ``cluster.scheduling``). A config error is
+recorded as a Warning event on the node and advertises nothing new.
+
+Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+from gpusched.cluster.view import View
+
+log = logging.getLogger(__name__)
+COMPONENT = "nvidia-device-plugin"
+GPU_PREFIXES = ("nvidia.com/", "gpusched.io/")
+
+
+def _advertise():
+    try:
+        from gpusched.devices.advertise import node_device_state
+    except ImportError:   # devices layer not there yet: nothing to advertise
+        return None
+    return node_device_state
+
+
+def reconcile(view: View) -> None:
+    node_device_state = _advertise()
+    if node_device_state is None:
+        return
+    configmaps = view.list("ConfigMap")
+    for node in view.list("Node"):
+        state = node_device_state(node, configmaps)
+        new = copy.deepcopy(node)
+        if getattr(state, "error", ""):
+            view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
+                              COMPONENT)
+        labels = new.setdefault("metadata", {}).setdefault("labels", {})
+        labels.update(dict(state.labels))
+        status = new.setdefault("status", {})
+        for field in ("capacity", "allocatable"):
+            values = {k: v for k, v in (status.get(field) or {}).items()
+                      if not k.startswith(GPU_PREFIXES)}
+            values.update({k: str(v) for k, v in dict(state.capacity).items()})
+            status[field] = values
+        view.update(new)

@@ -1,0 +1,150 @@
+"""Pod lifecycle (the kubelet's part): bound pods start, run for their duration, and finish.
+
+- A pod bound to a node (``spec.nodeName``) and still Pending passes kubelet admission and is
+  Running at once: ``status.startTime``, the annotation ``gpusched.io/start-time`` (virtual
+  seconds), containerStatuses, conditions PodScheduled/Initialized/ContainersReady/Ready.
+- Kubelet admission fails for a pod asking for more than one replica of a shared GPU whose
+  plugin config sets ``failRequestsGreaterThanOne`` (nvidia-gpu-stack.md 1.6/1.9): phase Failed,
+  reason ``UnexpectedAdmissionError``, a Warning event with the kubelet's message. Not retried.
+- Run time: the annotation ``gpusched.io/duration`` (``30m``), else a container command
+  ``sleep N`` (also ``sh -c "sleep N"``); without either the pod runs until deleted. At
+  ``start + duration`` the pod is Succeeded (containers terminated, reason Completed). Every pod
+  with a run time finishes this way, also under restartPolicy Always (documented simplification:
+  gpusched models work that ends, not container restarts).
+
+Neighbours: ``controllers.job`` counts the Succeeded/Failed pods; ``cluster.scheduling`` frees
+their devices.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from gpusched.cluster.controllers.common import is_running
+from gpusched.cluster.view import View
+from gpusched.errors import GpuschedError
+from gpusched.objects.duration import parse_duration
+from gpusched.objects.types import ANN_DURATION, ANN_START_TIME
+
+_SLEEP = re.compile(r"(?:^|[;&|]\s*|\s)sleep\s+(\d+(?:\.\d+)?[smhd]?)\s*$")
+
+
+def run_time(pod: dict) -> float | None:
+    """Seconds the pod runs, or None for "until deleted"."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if ANN_DURATION in annotations:
+        try:
+            return parse_duration(annotations[ANN_DURATION])
+        except GpuschedError:
+            return None
+    longest = None
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
+        text = " ".join(words)
+        match = _SLEEP.search(text)
+        if match:
+            try:
+                seconds = parse_duration(match.group(1))
+            except GpuschedError:
+                continue
+            longest = seconds if longest is None else max(longest, seconds)
+    return longest
+
+
+def start_time(pod: dict) -> float | None:
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME)
+    return float(text) if text is not None else None
+
+
+def end_time(pod: dict) -> float | None:
+    if not is_running(pod):
+        return None
+    start, duration = start_time(pod), run_time(pod)
+    if start is None or duration is None:
+        return None
+    return start + duration
+
+
+def next_time(view: View) -> float | None:
+    times = [t for t in (end_time(p) for p in view.list("Pod")) if t is not None]
+    return min(times) if times else None
+
+
+def reconcile(view: View, admission_error=None) -> None:
+    """Start bound pods and finish those whose time is up.
+
+    ``admission_error(pod) -> str | None`` (kubelet device admission, from
+    ``cluster.scheduling``) returns the kubelet's full message or None.
+    """
+    for pod in view.list("Pod"):
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if phase == "Pending" and (pod.get("spec") or {}).get("nodeName"):
+            error = admission_error(pod) if admission_error else ""
+            if error:
+                fail_admission(view, pod, error)
+            else:
+                start(view, pod)
+        elif phase == "Running":
+            end = end_time(pod)
+            if end is not None and end <= view.now():
+                finish(view, pod, end)
+
+
+def _conditions(view: View, pod: dict, ready: str) -> list[dict]:
+    now = view.timestamp()
+    scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                      if c.get("type") == "PodScheduled"), None)
+    out = [scheduled or {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}]
+    for ctype in ("Initialized", "ContainersReady", "Ready"):
+        status = "True" if ctype == "Initialized" else ready
+        cond = {"type": ctype, "status": status, "lastTransitionTime": now}
+        if status == "False":
+            cond["reason"] = "PodCompleted"
+        out.append(cond)
+    return out
+
+
+def start(view: View, pod: dict) -> None:
+    new = copy.deepcopy(pod)
+    now = view.timestamp()
+    new["metadata"].setdefault("annotations", {})[ANN_START_TIME] = repr(float(view.now()))
+    status = new.setdefault("status", {})
+    status.update({"phase": "Running", "startTime": now, "hostIP": "", "podIP": "",
+                   "conditions": _conditions(view, pod, "True")})
+    status["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True,
+         "restartCount": 0, "started": True, "state": {"running": {"startedAt": now}}}
+        for c in (pod.get("spec") or {}).get("containers") or []]
+    status.pop("nominatedNodeName", None)
+    view.update(new)
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        view.record_event(new, "Started", f"Started container {c.get('name', '')}", "Normal",
+                          "kubelet")
+
+
+def finish(view: View, pod: dict, end: float) -> None:
+    new = copy.deepcopy(pod)
+    status = new["status"]
+    started = status.get("startTime", view.timestamp())
+    finished = view.timestamp(end)
+    status["phase"] = "Succeeded"
+    status["conditions"] = _conditions(view, pod, "False")
+    status["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""), "ready": False,
+         "restartCount": 0, "started": False,
+         "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started,
+                                  "finishedAt": finished}}}
+        for c in (pod.get("spec") or {}).get("containers") or []]
+    view.update(new)
+    view.epoch += 1
+
+
+def fail_admission(view: View, pod: dict, message: str) -> None:
+    """``message``: ``Allocate failed due to rpc error: code = Unknown desc = ..., which is unexpected``."""
+    new = copy.deepcopy(pod)
+    new.setdefault("status", {}).update({"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                                         "message": message})
+    view.update(new)
+    view.epoch += 1
+    view.record_event(new, "UnexpectedAdmissionError", message, "Warning", "kubelet")

@@ -1,0 +1,153 @@
+"""kubectl's node and label commands on the view: label, taint, cordon/uncordon, drain.
+
+Messages are kubectl's: ``node/gpu-1 labeled``, ``'k' already has a value (v), and --overwrite
+is false``, ``node/gpu-1 tainted``, ``node/gpu-1 cordoned`` / ``already cordoned``, and for drain
+``evicting pod <ns>/<name>``, ``pod/<name> evicted``, ``node/<name> drained``, with the refusal
+texts ``cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): ...``.
+
+NoExecute taints get ``timeAdded`` (the virtual time they were added), from which
+``tolerationSeconds`` are counted.
+
+Neighbours: ``cluster.cluster`` (the facade), ``controllers.node_lifecycle`` (eviction, PDBs).
+"""
+
+from __future__ import annotations
+
+from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
+from gpusched.cluster.controllers.node_lifecycle import EvictionRefused, evict
+from gpusched.errors import GpuschedError, NotFoundError, UsageError
+from gpusched.cluster.view import View
+from gpusched.objects.kinds import KindInfo
+from gpusched.objects.types import Taint
+
+
+def _ref(info: KindInfo, name: str) -> str:
+    return f"{info.singular}.{info.group}/{name}" if info.group else f"{info.singular}/{name}"
+
+
+def _node(view: View, name: str) -> dict:
+    node = view.copy("Node", name)
+    if node is None:
+        raise NotFoundError("nodes", name)
+    return node
+
+
+def label(view: View, info: KindInfo, name: str, changes: dict[str, str | None], namespace: str,
+          overwrite: bool) -> str:
+    body = view.copy(info.kind, name, namespace)
+    if body is None:
+        plural = f"{info.plural}.{info.group}" if info.group else info.plural
+        raise NotFoundError(plural, name)
+    labels = body.setdefault("metadata", {}).setdefault("labels", {})
+    removed_only = all(v is None for v in changes.values())
+    for key, value in changes.items():
+        if value is None:
+            labels.pop(key, None)
+        elif key in labels and labels[key] != value and not overwrite:
+            raise UsageError(f"'{key}' already has a value ({labels[key]}), and --overwrite is false")
+        else:
+            labels[key] = value
+    if not labels:
+        body["metadata"].pop("labels")
+    if not view.update(body):
+        return f"{_ref(info, name)} not labeled"
+    return f"{_ref(info, name)} {'unlabeled' if removed_only else 'labeled'}"
+
+
+def taint(view: View, node_name: str, add: list[Taint], remove: list[tuple[str, str | None]],
+          overwrite: bool) -> str:
+    node = _node(view, node_name)
+    taints = list((node.setdefault("spec", {})).get("taints") or [])
+    for key, effect in remove:
+        kept = [t for t in taints if not (t.get("key") == key and (not effect or t.get("effect") == effect))]
+        if len(kept) == len(taints):
+            raise UsageError(f'taint "{key}:{effect}" not found' if effect else f'taint "{key}" not found')
+        taints = kept
+    for new in add:
+        same = [t for t in taints if t.get("key") == new.key and t.get("effect") == new.effect]
+        if same and not overwrite:
+            raise UsageError(f"node {node_name} already has {new.key} taint(s) with same effect(s) "
+                             "and --overwrite is false")
+        taints = [t for t in taints if t not in same]
+        entry = {"key": new.key, "effect": new.effect}
+        if new.value:
+            entry["value"] = new.value
+        if new.effect == "NoExecute":
+            entry["timeAdded"] = view.timestamp()
+        taints.append(entry)
+    if taints:
+        node["spec"]["taints"] = taints
+    else:
+        node["spec"].pop("taints", None)
+    view.update(node)
+    return f"node/{node_name} {'tainted' if add else 'untainted'}"
+
+
+def cordon(view: View, node_name: str, unschedulable: bool) -> str:
+    node = _node(view, node_name)
+    verb = "cordoned" if unschedulable else "uncordoned"
+    if bool(node.get("spec", {}).get("unschedulable")) == unschedulable:
+        return f"node/{node_name} already {verb}"
+    if unschedulable:
+        node.setdefault("spec", {})["unschedulable"] = True
+    else:
+        node.setdefault("spec", {}).pop("unschedulable", None)
+    view.update(node)
+    return f"node/{node_name} {verb}"
+
+
+def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_data: bool,
+          force: bool) -> tuple[list[str], GpuschedError | None]:
+    """Cordon, check, evict. Returns kubectl's lines and the error to raise after committing."""
+    lines = [cordon(view, node_name, True)]
+    pods = [p for p in view.list("Pod") if (p.get("spec") or {}).get("nodeName") == node_name]
+    problems: dict[str, list[str]] = {}
+    daemon, evictable = [], []
+    for pod in pods:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        owner = controller_of(pod)
+        if is_terminal(pod):
+            evictable.append(pod)
+        elif owner is not None and owner.get("kind") == "DaemonSet":
+            daemon.append(key)
+        elif owner is None and not force:
+            problems.setdefault("cannot delete Pods that declare no controller (use --force to "
+                                "override)", []).append(key)
+        elif _has_emptydir(pod) and not delete_emptydir_data:
+            problems.setdefault("cannot delete Pods with local storage (use "
+                                "--delete-emptydir-data to override)", []).append(key)
+        else:
+            evictable.append(pod)
+    if daemon and not ignore_daemonsets:
+        problems["cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"] = daemon
+    if problems:
+        texts = [f"{what}: {', '.join(keys)}" for what, keys in problems.items()]
+        body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+        return lines, UsageError(f'unable to drain node "{node_name}" due to error: {body}, '
+                                 "continuing command...")
+    if daemon:
+        lines.append(f"Warning: ignoring DaemonSet-managed Pods: {', '.join(daemon)}")
+    refused = []
+    for pod in evictable:
+        meta = pod["metadata"]
+        current = view.get("Pod", meta["name"], meta["namespace"])
+        if current is None:
+            continue
+        if is_terminal(current):
+            delete_pod(view, current)
+            continue
+        lines.append(f"evicting pod {meta['namespace']}/{meta['name']}")
+        try:
+            evict(view, current)
+        except EvictionRefused as err:
+            refused.append(f'error when evicting pods/"{meta["name"]}" -n "{meta["namespace"]}": {err}')
+            continue
+        lines.append(f"pod/{meta['name']} evicted")
+    if refused:
+        return lines, EvictionRefused("; ".join(refused))
+    lines.append(f"node/{node_name} drained")
+    return lines, None
+
+
+def _has_emptydir(pod: dict) -> bool:
+    return any("emptyDir" in (v or {}) for v in (pod.get("spec") or {}).get("volumes") or [])

@@ -1,0 +1,224 @@
+"""The bridge between the store's view and the scheduler: snapshot in, decisions applied.
+
+One scheduling pass (:func:`schedule_pending`):
+
+1. build a ``Snapshot`` from the view: every Node (``node_info``) with its ``NodeDevices``
+   (``devices.advertise.node_device_state`` from the node and the ConfigMaps), every bound,
+   unfinished pod held on its node with the devices recorded in its assignment annotations;
+2. order the pending pods (``spec.nodeName`` empty, not finished) by priority (higher first),
+   then creation (earlier first), then name;
+3. for each pod whose last attempt happened before the latest capacity change (``view.epoch``),
+   run ``Scheduler.schedule_one`` and apply the result:
+   - bound: ``spec.nodeName``, assignment annotations, PodScheduled True, event ``Scheduled``;
+   - preemption: victims get ``DisruptionTarget`` (PreemptionByScheduler), a ``Preempted``
+     event and are deleted at once (the virtual grace period elapses immediately); the preemptor
+     gets ``status.nominatedNodeName`` and is bound in a later pass of the same settle;
+   - unschedulable: PodScheduled False reason Unschedulable with the FitError message and a
+     Warning ``FailedScheduling`` event (a repeat of the same message bumps its count).
+
+Skipping pods whose situation has not changed since their last attempt stands in for
+upstream's unschedulable queue (retried on cluster events), and keeps ``settle`` finite.
+
+Neighbours: ``scheduler.snapshot``/``scheduler.runner`` (decisions), ``devices`` (per-node
+devices), ``cluster.view``; called by ``cluster.cluster.settle``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import numpy as np
+
+from gpusched.cluster.controllers.common import delete_pod, is_terminal
+from gpusched.cluster.view import View
+from gpusched.objects.node import node_info
+from gpusched.objects.pod import pod_info
+from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
+
+log = logging.getLogger(__name__)
+SCHEDULER_NAME = "default-scheduler"
+PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod"
+
+
+# ---- devices ---------------------------------------------------------------------------------
+
+def node_devices_for(node: dict, configmaps: list[dict]) -> Any:
+    """The node's ``NodeDevices`` (None for a CPU-only node or before the devices layer lands)."""
+    try:
+        from gpusched.devices.advertise import node_device_state
+    except ImportError:
+        return None
+    return node_device_state(node, configmaps).devices
+
+
+def pod_assignment(pod: dict, info: PodInfo) -> DeviceAssignment:
+    from gpusched.devices.node import assignment_from_annotations, assignment_resource
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return assignment_from_annotations(assignment_resource(info), annotations)
+
+
+def _creation_key(pod: dict) -> tuple:
+    meta = pod["metadata"]
+    return (meta.get("creationTimestamp", ""), int(meta.get("resourceVersion", 0) or 0),
+            meta["name"])
+
+
+def bound_pods(view: View) -> list[dict]:
+    return [p for p in view.list("Pod")
+            if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
+
+
+def build_snapshot(view: View):
+    """A Snapshot of every node and every bound, unfinished pod (with its devices held)."""
+    from gpusched.scheduler.snapshot import Snapshot
+    snapshot = Snapshot()
+    configmaps = view.list("ConfigMap")
+    for node in view.list("Node"):
+        snapshot.add_node(node_info(node), node_devices_for(node, configmaps))
+    order = {p["metadata"]["uid"]: i for i, p in enumerate(
+        sorted(view.list("Pod"), key=_creation_key))}
+    for pod in bound_pods(view):
+        node_name = pod["spec"]["nodeName"]
+        if node_name not in snapshot.index:
+            continue
+        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+        row = snapshot.index[node_name]
+        assignment = pod_assignment(pod, info) if snapshot.devices[row] is not None else NO_DEVICES
+        snapshot.add_pod(info, node_name, assignment)
+    return snapshot, order
+
+
+def node_devices(view: View, node_name: str) -> Any:
+    """The devices of one node with the pods holding them (for describe and tests)."""
+    snapshot, _ = build_snapshot(view)
+    if node_name not in snapshot.index:
+        return None
+    return snapshot.devices[snapshot.index[node_name]]
+
+
+def kubelet_admission_error(view: View):
+    """A function pod -> kubelet's Allocate error message or None (failRequestsGreaterThanOne)."""
+    configmaps = view.list("ConfigMap")
+    cache: dict[str, Any] = {}
+
+    def check(pod: dict) -> str | None:
+        name = pod["spec"]["nodeName"]
+        if name not in cache:
+            node = view.get("Node", name)
+            cache[name] = node_devices_for(node, configmaps) if node else None
+        devices = cache[name]
+        if devices is None:
+            return None
+        return devices.fail_requests_greater_than_one(pod_info(pod))
+    return check
+
+
+# ---- scheduling --------------------------------------------------------------------------------
+
+def make_scheduler(snapshot, view: View):
+    from gpusched.scheduler.runner import Scheduler
+    rng = np.random.default_rng([view.seed, view.rv])
+    return Scheduler(snapshot, rng=rng, clock=view.now)
+
+
+def pending_pods(view: View) -> list[dict]:
+    pods = [p for p in view.list("Pod")
+            if not (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
+    return sorted(pods, key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
+                                       _creation_key(p)))
+
+
+def schedule_pending(view: View) -> None:
+    """One scheduling pass over the pending pods; see the module docstring."""
+    pending = pending_pods(view)
+    live = {p["metadata"]["uid"] for p in pending}
+    for uid in [u for u in view.attempts if u not in live]:
+        del view.attempts[uid]
+    todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
+    if not todo:
+        return
+    snapshot, order = build_snapshot(view)
+    scheduler = make_scheduler(snapshot, view)
+    for pod in todo:
+        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+        result = scheduler.schedule_one(info)
+        if result.scheduled:
+            bind(view, pod, result.node, result.assignment)
+            continue
+        view.attempts[pod["metadata"]["uid"]] = view.epoch
+        if result.nominated_node:
+            preempt(view, pod, result)
+            return   # capacity changed: the next pass rebuilds the snapshot
+        record_failure(view, pod, result.message, nominated="")
+
+
+def bind(view: View, pod: dict, node: str, assignment: DeviceAssignment) -> None:
+    from gpusched.devices.node import assignment_annotation
+    new = copy.deepcopy(pod)
+    new["spec"]["nodeName"] = node
+    annotations = assignment_annotation(assignment)
+    if annotations:
+        new["metadata"].setdefault("annotations", {}).update(annotations)
+    status = new.setdefault("status", {})
+    status["phase"] = "Pending"
+    status.pop("nominatedNodeName", None)
+    _set_condition(status, {"type": "PodScheduled", "status": "True",
+                            "lastTransitionTime": view.timestamp()})
+    view.update(new)
+    meta = pod["metadata"]
+    view.record_event(new, "Scheduled", f"Successfully assigned {meta['namespace']}/"
+                      f"{meta['name']} to {node}", "Normal", SCHEDULER_NAME)
+
+
+def record_failure(view: View, pod: dict, message: str, nominated: str) -> None:
+    new = copy.deepcopy(pod)
+    status = new.setdefault("status", {})
+    status["phase"] = "Pending"
+    if nominated:
+        status["nominatedNodeName"] = nominated
+    else:
+        status.pop("nominatedNodeName", None)
+    _set_condition(status, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                            "message": message, "lastTransitionTime": view.timestamp()})
+    view.update(new)
+    view.record_event(new, "FailedScheduling", message, "Warning", SCHEDULER_NAME)
+
+
+def preempt(view: View, pod: dict, result) -> None:
+    """Act on a preemption decision (nvidia-gpu-stack.md 7.6 step 5)."""
+    node = result.nominated_node
+    preemptor_uid = pod["metadata"]["uid"]
+    for victim in result.victims:
+        body = view.copy("Pod", victim.name, victim.namespace)
+        if body is None:
+            continue
+        _set_condition(body.setdefault("status", {}), {
+            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": PREEMPT_MESSAGE, "lastTransitionTime": view.timestamp()})
+        view.update(body)
+        view.record_event(body, "Preempted", f"Preempted by pod {preemptor_uid} on node {node}",
+                          "Normal", SCHEDULER_NAME)
+        delete_pod(view, body)
+    priority = int((pod.get("spec") or {}).get("priority") or 0)
+    for other in view.list("Pod"):
+        status = other.get("status") or {}
+        if (status.get("nominatedNodeName") == node and other["metadata"]["uid"] != preemptor_uid
+                and int((other.get("spec") or {}).get("priority") or 0) < priority):
+            cleared = copy.deepcopy(other)
+            cleared["status"].pop("nominatedNodeName", None)
+            view.update(cleared)
+    current = view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod
+    record_failure(view, current, result.message, nominated=node)
+
+
+def _set_condition(status: dict, condition: dict) -> None:
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
+    old = next((c for c in status.get("conditions") or [] if c.get("type") == condition["type"]), None)
+    if old is not None and old.get("status") == condition["status"]:
+        condition["lastTransitionTime"] = old.get("lastTransitionTime", condition["lastTransitionTime"])
+    conditions.append(condition)
+    order = {"PodScheduled": 0, "Initialized": 1, "ContainersReady": 2, "Ready": 3}
+    conditions.sort(key=lambda c: (order.get(c.get("type"), 9), c.get("type")))
+    status["conditions"] = conditions

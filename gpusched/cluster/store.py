@@ -1,0 +1,180 @@
+"""The SQLite store: one file (WAL mode) holding every object, every event and the virtual clock.
+
+Tables:
+
+- ``objects``: kind, namespace ("" for cluster-scoped kinds), name, uid, resource_version,
+  generation, creation_timestamp and the JSON body (the raw dict, unknown fields kept);
+  unique (kind, namespace, name).
+- ``events``: Kubernetes Event objects, keyed by (namespace, name).
+- ``changes``: a watch-friendly change log (rv, kind, namespace, name, type ADDED|MODIFIED|DELETED).
+- ``meta``: counters and the clock: ``rv`` (global resourceVersion), ``clock`` (virtual seconds),
+  ``seed``, ``uid_counter``, ``name_counter``, ``event_counter``, ``sched_rounds`` ...
+
+A command works on an in-memory :class:`~gpusched.cluster.view.View` loaded inside one
+``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
+CLI calls therefore serialize (``busy_timeout`` 30 s) and a kill -9 mid-command leaves the old or
+the new state, never a half.
+
+Virtual time: ``creationTimestamp`` and event timestamps are RFC 3339 strings of
+``EPOCH`` (2026-01-01T00:00:00Z) plus the virtual clock in seconds.
+
+State path: explicit argument (``--state PATH``), else ``$GPUSCHED_STATE``, else
+``$XDG_STATE_HOME/gpusched/cluster.db`` (``~/.local/state/gpusched/cluster.db``).
+
+Neighbours: used by ``cluster.view`` (loading/writing) and ``cluster.cluster`` (the facade).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+log = logging.getLogger(__name__)
+
+EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+BUSY_TIMEOUT_MS = 30_000
+DEFAULT_SEED = 0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    uid TEXT NOT NULL, resource_version INTEGER NOT NULL, generation INTEGER NOT NULL,
+    creation_timestamp TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (kind, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS events (
+    namespace TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS changes (
+    rv INTEGER PRIMARY KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    type TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def default_state_path(explicit: str | None = None) -> Path:
+    """``--state PATH``, else ``$GPUSCHED_STATE``, else the XDG state directory."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("GPUSCHED_STATE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gpusched" / "cluster.db"
+
+
+def rfc3339(seconds: float) -> str:
+    """Virtual seconds -> ``2026-01-01T00:00:05Z`` (whole seconds, as Kubernetes prints them).
+
+    >>> rfc3339(0), rfc3339(3661.7)
+    ('2026-01-01T00:00:00Z', '2026-01-01T01:01:01Z')
+    """
+    return (EPOCH + timedelta(seconds=int(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def dumps(body: dict) -> str:
+    """Canonical JSON (sorted keys, no spaces): equal objects give equal text."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+class Store:
+    """One SQLite connection to the state file; transactions via :meth:`immediate`."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
+                                    isolation_level=None)
+        self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(_SCHEMA)   # idempotent; runs outside any transaction
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def immediate(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE): commit on success, roll back on any error."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read transaction (BEGIN DEFERRED)."""
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("ROLLBACK")
+
+    def data_version(self) -> int:
+        """Changes when *another* connection committed (SQLite's PRAGMA data_version)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    # ---- raw reads (inside a transaction) ---------------------------------------------------
+
+    def read_meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def read_objects(self) -> Iterator[tuple[str, str, str, dict]]:
+        for kind, ns, name, body in self.conn.execute(
+                "SELECT kind, namespace, name, body FROM objects ORDER BY kind, namespace, name"):
+            yield kind, ns, name, json.loads(body)
+
+    def read_events(self) -> Iterator[tuple[str, str, int, dict]]:
+        for ns, name, seq, body in self.conn.execute(
+                "SELECT namespace, name, seq, body FROM events ORDER BY seq"):
+            yield ns, name, seq, json.loads(body)
+
+    def changes_since(self, rv: int) -> list[tuple[int, str, str, str, str]]:
+        """The change log after ``rv``: (rv, kind, namespace, name, type), oldest first."""
+        return self.conn.execute(
+            "SELECT rv, kind, namespace, name, type FROM changes WHERE rv > ? ORDER BY rv",
+            (rv,)).fetchall()
+
+    # ---- raw writes (inside an immediate transaction) ---------------------------------------
+
+    def write_meta(self, meta: dict[str, str]) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                              sorted(meta.items()))
+
+    def upsert_object(self, kind: str, ns: str, name: str, body: dict, change: str) -> None:
+        meta = body.get("metadata", {})
+        rv = int(meta.get("resourceVersion", "0"))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO objects (kind, namespace, name, uid, resource_version, "
+            "generation, creation_timestamp, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kind, ns, name, meta.get("uid", ""), rv, int(meta.get("generation", 0) or 0),
+             meta.get("creationTimestamp", ""), dumps(body)))
+        self.conn.execute("INSERT OR REPLACE INTO changes (rv, kind, namespace, name, type) "
+                          "VALUES (?, ?, ?, ?, ?)", (rv, kind, ns, name, change))
+
+    def delete_object(self, kind: str, ns: str, name: str, rv: int) -> None:
+        self.conn.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?",
+                          (kind, ns, name))
+        self.conn.execute("INSERT OR REPLACE INTO changes (rv, kind, namespace, name, type) "
+                          "VALUES (?, ?, ?, ?, 'DELETED')", (rv, kind, ns, name))
+
+    def upsert_event(self, ns: str, name: str, seq: int, body: dict) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO events (namespace, name, seq, body) "
+                          "VALUES (?, ?, ?, ?)", (ns, name, seq, dumps(body)))
+
+    def clear(self) -> None:
+        """Empty every table (``gpusched reset``); the caller is inside a transaction."""
+        for table in ("objects", "events", "changes", "meta"):
+            self.conn.execute(f"DELETE FROM {table}")

@@ -1,0 +1,288 @@
+"""The in-memory view of the cluster that one command reads and changes.
+
+A :class:`View` is loaded from the :class:`~gpusched.cluster.store.Store` inside the command's
+transaction, changed by admission, controllers and the scheduler, and written back (only the
+objects that changed, each with a new resourceVersion and a change-log row) before the commit.
+
+Object identity: (kind, namespace, name), namespace ``""`` for cluster-scoped kinds. Bodies are
+raw dicts (unknown fields survive); :meth:`View.get` returns the stored dict, which callers must
+not change in place: take :meth:`View.copy`, change it, and :meth:`View.update` it (a body equal
+to the stored one is not a change and gets no new resourceVersion; that is how ``settle`` finds
+its fixpoint).
+
+Determinism: uids are uuid5 of kind/namespace/name/creation counter; generated name suffixes
+come from SHA-256 of (seed, counter) over Kubernetes' alphabet; event names from a counter.
+
+Neighbours: built and written by ``cluster.cluster``; read by admission, controllers, scheduling.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from gpusched.cluster.store import DEFAULT_SEED, Store, dumps, rfc3339
+from gpusched.objects.kinds import KINDS
+
+Key = tuple[str, str, str]   # (kind, namespace, name)
+
+# k8s.io/apimachinery/pkg/util/rand: consonants and digits without vowels or look-alikes.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_UID_NAMESPACE = uuid.UUID("6f1f3a62-5a0e-4d0e-9a53-677075736368")   # fixed: uids are stable
+
+
+def object_namespace(kind: str, body: dict) -> str:
+    """The namespace an object lives in: "" for cluster-scoped kinds, else default "default"."""
+    info = KINDS.get(kind)
+    if info is not None and not info.namespaced:
+        return ""
+    return (body.get("metadata") or {}).get("namespace") or "default"
+
+
+def key_of(body: dict) -> Key:
+    kind = body.get("kind", "")
+    return kind, object_namespace(kind, body), (body.get("metadata") or {}).get("name", "")
+
+
+def _comparable(body: dict) -> str:
+    """Canonical text of a body without its resourceVersion (what counts as a change)."""
+    meta = body.get("metadata") or {}
+    if "resourceVersion" in meta or "managedFields" in meta:
+        body = dict(body, metadata={k: v for k, v in meta.items() if k != "resourceVersion"})
+    return dumps(body)
+
+
+@dataclass
+class View:
+    """Objects, events and counters of one command; see the module docstring."""
+
+    objects: dict[Key, dict] = field(default_factory=dict)
+    events: dict[tuple[str, str], dict] = field(default_factory=dict)   # (ns, name) -> Event
+    event_seq: dict[tuple[str, str], int] = field(default_factory=dict)
+    rv: int = 0
+    clock: float = 0.0
+    seed: int = DEFAULT_SEED
+    uid_counter: int = 0
+    name_counter: int = 0
+    event_counter: int = 0
+    epoch: int = 0                      # bumps when capacity may have been freed (see scheduling)
+    attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
+    mutations: int = 0                  # in-memory change counter (fixpoint detection)
+    _dirty: dict[Key, str] = field(default_factory=dict)
+    _dirty_events: set[tuple[str, str]] = field(default_factory=set)
+    _deleted_rv: dict[Key, int] = field(default_factory=dict)
+    _event_index: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+
+    # ---- loading and writing ----------------------------------------------------------------
+
+    @classmethod
+    def load(cls, store: Store) -> "View":
+        meta = store.read_meta()
+        view = cls(rv=int(meta.get("rv", 0)), clock=float(meta.get("clock", 0.0)),
+                   seed=int(meta.get("seed", DEFAULT_SEED)),
+                   uid_counter=int(meta.get("uid_counter", 0)),
+                   name_counter=int(meta.get("name_counter", 0)),
+                   event_counter=int(meta.get("event_counter", 0)),
+                   epoch=int(meta.get("epoch", 0)),
+                   attempts=json.loads(meta.get("attempts", "{}")))
+        for kind, ns, name, body in store.read_objects():
+            view.objects[(kind, ns, name)] = body
+        for ns, name, seq, body in store.read_events():
+            view.events[(ns, name)] = body
+            view.event_seq[(ns, name)] = seq
+            view._event_index[_event_key(body)] = (ns, name)
+        return view
+
+    def meta_dict(self) -> dict[str, str]:
+        return {"rv": str(self.rv), "clock": repr(self.clock), "seed": str(self.seed),
+                "uid_counter": str(self.uid_counter), "name_counter": str(self.name_counter),
+                "event_counter": str(self.event_counter), "epoch": str(self.epoch),
+                "attempts": dumps(self.attempts)}
+
+    def write(self, store: Store) -> None:
+        """Write what changed (inside the caller's immediate transaction) and clear the marks."""
+        for key, change in sorted(self._dirty.items(), key=lambda kv: self._dirty_rv(kv[0])):
+            kind, ns, name = key
+            body = self.objects.get(key)
+            if body is None:
+                store.delete_object(kind, ns, name, self._deleted_rv.get(key, self.rv))
+            else:
+                store.upsert_object(kind, ns, name, body, change)
+        for ekey in sorted(self._dirty_events, key=lambda k: self.event_seq[k]):
+            store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], self.events[ekey])
+        store.write_meta(self.meta_dict())
+        self._dirty.clear()
+        self._dirty_events.clear()
+        self._deleted_rv.clear()
+
+    def _dirty_rv(self, key: Key) -> int:
+        body = self.objects.get(key)
+        if body is None:
+            return self._deleted_rv.get(key, 0)
+        return int(body["metadata"].get("resourceVersion", 0))
+
+    def snapshot(self) -> tuple[dict, dict]:
+        """Objects and events as plain data (for comparing with a reload from disk)."""
+        return copy.deepcopy(self.objects), copy.deepcopy(self.events)
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def get(self, kind: str, name: str, namespace: str = "") -> dict | None:
+        return self.objects.get((kind, namespace if _namespaced(kind) else "", name))
+
+    def copy(self, kind: str, name: str, namespace: str = "") -> dict | None:
+        body = self.get(kind, name, namespace)
+        return copy.deepcopy(body) if body is not None else None
+
+    def list(self, kind: str, namespace: str | None = None) -> list[dict]:
+        """Objects of a kind, sorted by (namespace, name); ``None`` = every namespace."""
+        return [body for (k, ns, _), body in sorted(self.objects.items(), key=lambda kv: kv[0])
+                if k == kind and (namespace is None or ns == namespace)]
+
+    def now(self) -> float:
+        return self.clock
+
+    def timestamp(self, t: float | None = None) -> str:
+        return rfc3339(self.clock if t is None else t)
+
+    # ---- writing -----------------------------------------------------------------------------
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def new_uid(self, kind: str, namespace: str, name: str) -> str:
+        self.uid_counter += 1
+        return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}/{self.uid_counter}"))
+
+    def random_suffix(self, length: int = 5) -> str:
+        """The next deterministic generated-name suffix, e.g. ``x7k2q``."""
+        self.name_counter += 1
+        digest = hashlib.sha256(f"{self.seed}:{self.name_counter}".encode()).digest()
+        return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:length])
+
+    def create(self, body: dict) -> dict:
+        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
+        body = copy.deepcopy(body)
+        kind = body["kind"]
+        meta = body.setdefault("metadata", {})
+        ns = object_namespace(kind, body)
+        if _namespaced(kind):
+            meta["namespace"] = ns
+        key = (kind, ns, meta["name"])
+        meta["uid"] = self.new_uid(*key)
+        meta["creationTimestamp"] = self.timestamp()
+        meta["generation"] = 1
+        meta["resourceVersion"] = str(self.next_rv())
+        self.objects[key] = body
+        self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
+        self.mutations += 1
+        if kind == "Node":
+            self.epoch += 1
+        return body
+
+    def update(self, body: dict) -> bool:
+        """Replace an object with a changed body; returns False (and does nothing) when equal."""
+        key = key_of(body)
+        old = self.objects.get(key)
+        if old is None:
+            self.create(body)
+            return True
+        if _comparable(old) == _comparable(body):
+            return False
+        meta = body.setdefault("metadata", {})
+        old_meta = old.get("metadata", {})
+        for field_name in ("uid", "creationTimestamp"):
+            meta[field_name] = old_meta.get(field_name)
+        generation = int(old_meta.get("generation", 1) or 1)
+        if dumps(old.get("spec", {})) != dumps(body.get("spec", {})):
+            generation += 1
+        meta["generation"] = generation
+        meta["resourceVersion"] = str(self.next_rv())
+        self.objects[key] = body
+        self._dirty.setdefault(key, "MODIFIED")
+        self.mutations += 1
+        if key[0] == "Node":
+            self.epoch += 1
+        return True
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> dict | None:
+        key = (kind, namespace if _namespaced(kind) else "", name)
+        body = self.objects.pop(key, None)
+        if body is None:
+            return None
+        self._deleted_rv[key] = self.next_rv()
+        self._dirty[key] = "DELETED"
+        self.mutations += 1
+        if kind in ("Pod", "Node"):
+            self.epoch += 1
+        return body
+
+    # ---- events ------------------------------------------------------------------------------
+
+    def record_event(self, involved: dict, reason: str, message: str, type_: str = "Normal",
+                     component: str = "default-scheduler") -> dict:
+        """Record a Kubernetes Event; a repeat (same object, reason, message) bumps ``count``."""
+        meta = involved.get("metadata", {})
+        kind = involved.get("kind", "")
+        ns = meta.get("namespace", "") or ("default" if _namespaced(kind) else "default")
+        ref = {"kind": kind, "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
+               "uid": meta.get("uid", ""), "apiVersion": involved.get("apiVersion", "v1")}
+        now = self.timestamp()
+        probe = {"involvedObject": ref, "reason": reason, "message": message, "type": type_,
+                 "source": {"component": component}}
+        existing = self._event_index.get(_event_key(probe))
+        self.event_counter += 1
+        if existing is not None:
+            event = copy.deepcopy(self.events[existing])
+            event["count"] = int(event.get("count", 1)) + 1
+            event["lastTimestamp"] = now
+            self.events[existing] = event
+            self.event_seq[existing] = self.event_counter
+            self._dirty_events.add(existing)
+            return event
+        name = f"{ref['name']}.{self.event_counter:016x}"
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": name, "namespace": ns, "creationTimestamp": now},
+                 **probe, "count": 1, "firstTimestamp": now, "lastTimestamp": now}
+        ekey = (ns, name)
+        self.events[ekey] = event
+        self.event_seq[ekey] = self.event_counter
+        self._event_index[_event_key(probe)] = ekey
+        self._dirty_events.add(ekey)
+        return event
+
+    def list_events(self, namespace: str | None = None) -> list[dict]:
+        """Events oldest first (by lastTimestamp, then recording order)."""
+        keys = [k for k in self.events if namespace is None or k[0] == namespace]
+        keys.sort(key=lambda k: (self.events[k].get("lastTimestamp", ""), self.event_seq[k]))
+        return [self.events[k] for k in keys]
+
+    def clear(self) -> None:
+        """Forget everything but the seed (``reset``); counters restart."""
+        self.objects.clear()
+        self.events.clear()
+        self.event_seq.clear()
+        self._event_index.clear()
+        self._dirty.clear()
+        self._dirty_events.clear()
+        self.attempts.clear()
+        self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0
+        self.clock = 0.0
+        self.mutations += 1
+
+
+def _namespaced(kind: str) -> bool:
+    info = KINDS.get(kind)
+    return info.namespaced if info is not None else True
+
+
+def _event_key(event: dict) -> tuple:
+    ref = event.get("involvedObject", {})
+    return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"),
+            event.get("reason"), event.get("message"), event.get("type"),
+            (event.get("source") or {}).get("component"))
+
