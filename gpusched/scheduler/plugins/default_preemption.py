@@ -1,0 +1,50 @@
+"""DefaultPreemption: the PostFilter plugin that evicts lower-priority pods to make room.
+
+The algorithm lives in ``scheduler.preemption`` (eligibility, dry run, reprieve, six
+tie-breaks); this module adapts it to the framework:
+
+- the runner puts a ``preemption.FrameworkHandle(framework, rng)`` in the cycle state under
+  ``preemption.HANDLE_KEY`` before PostFilter; the plugin re-runs that profile's PreFilter and
+  Filter plugins on what-if snapshots and draws the dry-run offset from its generator;
+- PodDisruptionBudgets: plugin args ``{"pdbs": [PdbInfo, ...]}`` or ``set_pdbs(...)`` on the
+  profile's instance (the embedded cluster calls it when PDBs or their status change).
+
+Returns ``PostFilterResult(SUCCESS, nominated_node, victims)`` or a status whose reason is the
+``preemption: ...`` message.
+
+Neighbours: ``scheduler.preemption``; registered in ``plugins/__init__``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from gpusched.objects.types import PodInfo
+from gpusched.scheduler import preemption
+from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilterResult, Status
+from gpusched.scheduler.preemption import PdbInfo
+
+NAME = "DefaultPreemption"
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, args: Mapping | None = None) -> None:
+        self.pdbs: tuple[PdbInfo, ...] = ()
+        self.set_pdbs((args or {}).get("pdbs", ()))
+
+    def set_pdbs(self, pdbs: Iterable[PdbInfo]) -> None:
+        """Replace the PodDisruptionBudgets preemption tries not to violate."""
+        self.pdbs = tuple(pdbs)
+
+    def post_filter(self, state: CycleState, pod: PodInfo, snapshot, diagnosis: Diagnosis) -> PostFilterResult:
+        handle = state.read(preemption.HANDLE_KEY)
+        if handle is None:
+            return PostFilterResult(Status(Code.ERROR, (f"{NAME}: the runner put no FrameworkHandle in the cycle state",)))
+        fits = preemption.framework_fit_check(handle.framework, snapshot)
+        return preemption.preempt(snapshot, pod, diagnosis, fits, self.pdbs, handle.rng)
+
+
+def new(args: Mapping | None = None) -> DefaultPreemption:
+    return DefaultPreemption(args)

@@ -1,0 +1,422 @@
+"""DefaultPreemption's algorithm: which running pods to evict so that a pending pod fits.
+
+This is kube-scheduler's ``framework/preemption`` reproduced step by step (see
+``shared/docs/nvidia-gpu-stack.md`` section 7.6):
+
+1. **Eligibility** (``eligibility_message``): ``preemptionPolicy: Never`` pods never preempt; a pod
+   whose nominated node still has a lower-priority pod terminating because of preemption waits.
+2. **Candidate nodes**: only nodes whose filter status was Unschedulable (never
+   UnschedulableAndUnresolvable); the dry run covers ``max(10% of nodes, 100)`` of them starting at
+   a random offset drawn from the scheduler's seeded generator (every node when there are <= 100).
+3. **Victims on a node** (``select_victims_on_node``): remove every strictly-lower-priority pod
+   from the snapshot, re-run the profile's filters on that node, then *reprieve* pods in
+   importance order (PDB-violating first, then the others; higher priority first, then earlier
+   start) by adding each back and keeping it only if the pod still fits. The snapshot is restored
+   in ``finally``, so a dry run never leaks into the cluster state.
+4. **Choosing the node** (``pick_one_node``): six tie-breaks, each only among the nodes the
+   previous one left (worked example in the function).
+
+The filters are re-run through a ``FitCheck``: a callable ``fits(pod, node) -> reasons`` (empty
+tuple = fits) that the PostFilter plugin builds from the runner. Nothing here reads a clock.
+
+PodDisruptionBudgets reach the plugin as ``PdbInfo`` values (namespace, selector, disruptions
+allowed): through the plugin args ``{"pdbs": [...]}`` or ``DefaultPreemption.set_pdbs(...)`` (the
+cluster calls it before each scheduling pass; see ``plugins/default_preemption.py``).
+
+Neighbours: used by ``plugins/default_preemption.py`` (PostFilter) and ``explain.py`` (what-if);
+reads and temporarily edits ``snapshot.Snapshot`` through its reversible ``remove_pod/add_pod``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from gpusched.objects.types import NO_DEVICES, LabelSelector, PodInfo
+from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilterResult, SUCCESS, Status
+from gpusched.objects.selectors import matches
+from gpusched.scheduler.messages import histogram
+
+log = logging.getLogger(__name__)
+
+MAX_INT32 = 2**31 - 1
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+FitCheck = Callable[[PodInfo, int], tuple[str, ...]]
+"""``fits(pod, node)``: the reasons the profile's filters reject ``node`` for ``pod`` now; ``()`` = fits."""
+
+
+HANDLE_KEY = "FrameworkHandle"
+"""CycleState key under which the runner puts a ``FrameworkHandle`` before PostFilter runs."""
+
+
+@dataclass(frozen=True)
+class FrameworkHandle:
+    """What a PostFilter plugin needs from the runner (upstream's ``framework.Handle``).
+
+    ``framework`` is the profile's ``profile.Framework`` (its ``pre_filter`` and ``filter``
+    plugin tuples are re-run on what-if snapshots); ``rng`` is the scheduler's seeded generator.
+    The runner writes ``state.write(HANDLE_KEY, FrameworkHandle(framework, rng))`` each cycle.
+    """
+
+    framework: Any
+    rng: np.random.Generator | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PdbInfo:
+    """A PodDisruptionBudget as preemption sees it: pods it covers and how many may go now.
+
+    An empty selector covers no pod (upstream preemption skips PDBs with an empty selector).
+    """
+
+    namespace: str
+    selector: LabelSelector
+    disruptions_allowed: int
+    name: str = ""
+    disrupted_pods: tuple[str, ...] = ()   # pod names already counted as disrupted
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node where evicting ``victims`` lets the pod fit; ``victims`` most important first."""
+
+    node: int
+    node_name: str
+    victims: tuple[PodInfo, ...]
+    num_pdb_violations: int
+
+
+@dataclass(frozen=True, slots=True)
+class DryRun:
+    """Outcome of the dry run: candidates plus, for every evaluated non-candidate, its reasons."""
+
+    candidates: tuple[Candidate, ...]
+    failures: dict[int, tuple[str, ...]]
+    evaluated: tuple[int, ...]
+
+
+# ---- ordering helpers -------------------------------------------------------------------------
+
+
+def start_or_latest(pod: PodInfo) -> float:
+    """Upstream ``GetPodStartTime``: a pod that has not started counts as starting *now* (latest)."""
+    return math.inf if pod.start_time is None else pod.start_time
+
+
+def importance_key(pod: PodInfo) -> tuple:
+    """Sort key, most important first: higher priority, then earlier start, then creation, uid."""
+    return (-pod.priority, start_or_latest(pod), pod.creation_seq, pod.uid)
+
+
+def split_by_pdb(pods: Sequence[PodInfo], pdbs: Sequence[PdbInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Upstream ``filterPodsWithPDBViolation``: (violating, non-violating), order preserved.
+
+    Walking the pods in order, each pod covered by a PDB uses up one of its allowed disruptions;
+    a pod that drives any covering PDB below zero is *violating*.
+    """
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violating: list[PodInfo] = []
+    others: list[PodInfo] = []
+    for pod in pods:
+        breaks = False
+        for i, pdb in enumerate(pdbs):
+            if pdb.namespace != pod.namespace or pod.name in pdb.disrupted_pods:
+                continue
+            empty = not pdb.selector.match_labels and not pdb.selector.match_expressions
+            if empty or not matches(pdb.selector, pod.labels):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                breaks = True
+        (violating if breaks else others).append(pod)
+    return violating, others
+
+
+# ---- step 1: eligibility ----------------------------------------------------------------------
+
+
+def eligibility_message(pod: PodInfo, snapshot, unresolvable: np.ndarray | None = None) -> str:
+    """Upstream ``PodEligibleToPreemptOthers``: ``""`` when the pod may preempt, else the reason."""
+    if pod.preemption_policy == "Never":
+        return MSG_POLICY_NEVER
+    if pod.nominated_node:
+        node = snapshot.index.get(pod.nominated_node)
+        if node is None:
+            return ""
+        if unresolvable is not None and node < len(unresolvable) and unresolvable[node]:
+            return ""   # the nominated node can no longer help: preempting elsewhere is allowed
+        for other in snapshot.pods_on(node):
+            if (other.priority < pod.priority and other.terminating
+                    and other.disruption_reason == PREEMPTION_BY_SCHEDULER):
+                return MSG_TERMINATING
+    return ""
+
+
+# ---- step 3: victims on one node --------------------------------------------------------------
+
+
+@contextmanager
+def pods_removed(snapshot, pods: Iterable[PodInfo]) -> Iterator[dict[str, tuple[PodInfo, int, object]]]:
+    """Remove ``pods`` from the snapshot for the duration of the block; put back what is still out.
+
+    Yields the dict uid -> (pod, node, assignment) of pods currently removed; a caller that adds a
+    pod back itself deletes its entry.
+    """
+    removed: dict[str, tuple[PodInfo, int, object]] = {}
+    try:
+        for pod in pods:
+            node, assignment = snapshot.remove_pod(pod.uid)
+            removed[pod.uid] = (pod, node, assignment)
+        yield removed
+    finally:
+        for pod, node, assignment in reversed(list(removed.values())):
+            snapshot.add_pod(pod, node, assignment)
+
+
+def minimal_removal(snapshot, pod: PodInfo, node: int, removable: Sequence[PodInfo],
+                    reprieve_order: Sequence[Sequence[PodInfo]], fits: FitCheck
+                    ) -> tuple[list[PodInfo], tuple[str, ...]]:
+    """Remove all ``removable``; if ``pod`` fits, add pods back group by group, in order, keeping
+    each one that does not stop the pod fitting. Returns (pods that must go, reasons if no fit).
+
+    The snapshot is unchanged afterwards. Worked example: node with 4 GPUs, pods a (2 GPUs, prio
+    5), b (1 GPU, prio 3), c (1 GPU, prio 1); the preemptor wants 2 GPUs at prio 10. Removing all
+    frees 4; reprieve a -> 2 free, still fits, a stays; reprieve b -> 1 free, no fit, so b goes
+    back out as a victim; reprieve c -> 1 free, no fit, c is a victim too. Victims: b, c.
+    """
+    must_go: list[PodInfo] = []
+    with pods_removed(snapshot, removable) as removed:
+        reasons = fits(pod, node)
+        if reasons:
+            return [], reasons
+        for group in reprieve_order:
+            for other in group:
+                entry = removed.pop(other.uid)
+                snapshot.add_pod(other, entry[1], entry[2])
+                if fits(pod, node):
+                    snapshot.remove_pod(other.uid)
+                    removed[other.uid] = entry
+                    must_go.append(other)
+    return must_go, ()
+
+
+def select_victims_on_node(snapshot, pod: PodInfo, node: int, fits: FitCheck,
+                           pdbs: Sequence[PdbInfo] = ()) -> Candidate | tuple[str, ...]:
+    """Upstream ``SelectVictimsOnNode``: a Candidate, or the reasons this node cannot help."""
+    lower = sorted((p for p in snapshot.pods_on(node) if p.priority < pod.priority), key=importance_key)
+    if not lower:
+        return (MSG_NO_VICTIMS,)
+    violating, others = split_by_pdb(lower, pdbs)
+    victims, reasons = minimal_removal(snapshot, pod, node, lower, (violating, others), fits)
+    if reasons:
+        return reasons
+    violating_uids = {p.uid for p in violating}
+    num_violations = sum(1 for v in victims if v.uid in violating_uids)
+    return Candidate(node, snapshot.names[node], tuple(sorted(victims, key=importance_key)),
+                     num_violations)
+
+
+# ---- step 2: the dry run over candidate nodes -------------------------------------------------
+
+
+def num_candidates(num_potential: int) -> int:
+    """Upstream ``calculateNumCandidates``: max(10% of nodes, 100), capped at the node count."""
+    n = num_potential * MIN_CANDIDATE_NODES_PERCENTAGE // 100
+    return min(max(n, MIN_CANDIDATE_NODES_ABSOLUTE), num_potential)
+
+
+def dry_run(snapshot, pod: PodInfo, potential: Sequence[int], fits: FitCheck,
+            pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> DryRun:
+    """Evaluate nodes from a random offset until enough candidates are found (upstream
+    ``DryRunPreemption``: stop once there is a PDB-free candidate and ``num_candidates`` in all).
+
+    With <= 100 potential nodes every node is evaluated and no random number is drawn, so small
+    clusters give the same answer whatever the generator's state.
+    """
+    potential = list(potential)
+    wanted = num_candidates(len(potential))
+    offset = 0
+    if wanted < len(potential) and rng is not None:
+        offset = int(rng.integers(len(potential)))
+    candidates: list[Candidate] = []
+    failures: dict[int, tuple[str, ...]] = {}
+    evaluated: list[int] = []
+    non_violating = 0
+    for i in range(len(potential)):
+        node = potential[(offset + i) % len(potential)]
+        evaluated.append(node)
+        outcome = select_victims_on_node(snapshot, pod, node, fits, pdbs)
+        if isinstance(outcome, Candidate):
+            candidates.append(outcome)
+            non_violating += outcome.num_pdb_violations == 0
+            if non_violating > 0 and len(candidates) >= wanted:
+                break
+        else:
+            failures[node] = outcome
+    candidates.sort(key=lambda c: c.node)
+    return DryRun(tuple(candidates), failures, tuple(evaluated))
+
+
+# ---- step 4: choosing one node ----------------------------------------------------------------
+
+
+def earliest_start_of_most_important(victims: Sequence[PodInfo]) -> float:
+    """Upstream ``GetEarliestPodStartTime``: earliest start among the highest-priority victims."""
+    top = max(v.priority for v in victims)
+    return min(start_or_latest(v) for v in victims if v.priority == top)
+
+
+def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
+    """Upstream ``pickOneNodeForPreemption``; each step only breaks the ties of the one before:
+
+    1. fewest PDB violations; 2. lowest highest-victim priority; 3. smallest sum of
+    (priority + MaxInt32 + 1); 4. fewest victims; 5. latest earliest-start among the
+    highest-priority victims; 6. first in node order.
+
+    Worked example, no PDBs: node A would evict priorities (5, 1), B (5), C (3, 3, 3). Step 2
+    keeps only C (highest victim priority 3 < 5), so C wins although it evicts three pods.
+    Without C, step 2 ties A and B at 5; step 3 compares (5 + 2^31) + (1 + 2^31) for A with
+    5 + 2^31 for B, so B wins. A candidate with no victims at all wins outright.
+    """
+    if not candidates:
+        return None
+    for c in candidates:
+        if not c.victims:
+            return c
+    steps: list[Callable[[Candidate], float]] = [
+        lambda c: c.num_pdb_violations,
+        lambda c: c.victims[0].priority if c.victims else -math.inf,
+        lambda c: sum(v.priority + MAX_INT32 + 1 for v in c.victims),
+        lambda c: len(c.victims),
+        lambda c: -earliest_start_of_most_important(c.victims),
+    ]
+    remaining = sorted(candidates, key=lambda c: c.node)
+    for key in steps:
+        best = min(key(c) for c in remaining)
+        remaining = [c for c in remaining if key(c) == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+# ---- messages ---------------------------------------------------------------------------------
+
+
+def no_candidate_message(num_nodes: int, unresolvable: np.ndarray, failures: dict[int, tuple[str, ...]]) -> str:
+    """FitError text over all nodes when no node can help (see section 7.2 of the GPU doc).
+
+    Unresolvable and not-evaluated nodes count as ``Preemption is not helpful for scheduling``.
+    """
+    counts: dict[str, int] = {}
+    for node in range(num_nodes):
+        if node in failures and not unresolvable[node]:
+            reasons = failures[node]
+        else:
+            reasons = (MSG_NOT_HELPFUL,)
+        for reason in dict.fromkeys(reasons):
+            counts[reason] = counts.get(reason, 0) + 1
+    return f"0/{num_nodes} nodes are available: {histogram(counts)}."
+
+
+# ---- the whole PostFilter ----------------------------------------------------------------------
+
+
+def framework_fit_check(framework: Any, snapshot) -> FitCheck:
+    """A FitCheck that runs the profile's PreFilter plugins (fresh cycle state, so counts reflect
+    the what-if snapshot) and then its Filter plugins on one node, stopping at the first plugin
+    that rejects it, as upstream's ``RunFilterPlugins`` does. Returns that plugin's reasons."""
+
+    def fits(pod: PodInfo, node: int) -> tuple[str, ...]:
+        state = CycleState()
+        skipped: set[str] = set()
+        for plugin in framework.pre_filter:
+            status = plugin.pre_filter(state, pod, snapshot)
+            if status.code == Code.SKIP:
+                skipped.add(plugin.name)
+            elif not status.ok:
+                return status.reasons
+        candidates = np.array([node], dtype=np.int64)
+        for plugin in framework.filter:
+            if plugin.name in skipped:
+                continue
+            reasons = tuple(dict.fromkeys(r.reason for r in plugin.filter(state, pod, snapshot, candidates)
+                                          if r.nodes[node]))
+            if reasons:
+                return reasons
+        return ()
+
+    return fits
+
+
+def unresolvable_nodes(diagnosis: Diagnosis) -> np.ndarray:
+    """Nodes preemption cannot help: rejected UnschedulableAndUnresolvable (all of them when a
+    PreFilter rejected the pod that way)."""
+    pre = diagnosis.pre_filter_status
+    if pre is not None and pre.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return np.ones(diagnosis.num_nodes, dtype=bool)
+    return diagnosis.unresolvable()
+
+
+def preempt(snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitCheck,
+            pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> PostFilterResult:
+    """DefaultPreemption's PostFilter: a nominated node and victims, or why there is none.
+
+    On failure the status reason is the whole ``preemption: ...`` text that follows the
+    FitError histogram. On success the status is SUCCESS; the caller evicts the victims, clears
+    ``nominatedNodeName`` of lower-priority pods nominated to that node, and nominates the pod.
+    """
+    unresolvable = unresolvable_nodes(diagnosis)
+    reason = eligibility_message(pod, snapshot, unresolvable)
+    if reason:
+        return PostFilterResult(Status(Code.UNSCHEDULABLE, (f"preemption: {reason}",)))
+    potential = np.flatnonzero(~unresolvable).tolist()
+    outcome = dry_run(snapshot, pod, potential, fits, pdbs, rng)
+    best = pick_one_node(outcome.candidates)
+    if best is None:
+        message = no_candidate_message(diagnosis.num_nodes, unresolvable, outcome.failures)
+        return PostFilterResult(Status(Code.UNSCHEDULABLE, (f"preemption: {message}",)))
+    log.debug("preemption: %s -> node %s, victims %s", pod.key, best.node_name,
+              [v.key for v in best.victims])
+    return PostFilterResult(SUCCESS, best.node_name, best.victims)
+
+
+# ---- nominated pods -----------------------------------------------------------------------------
+
+
+@contextmanager
+def nominated_pods_added(snapshot, pod: PodInfo, nominated: Iterable[PodInfo]) -> Iterator[list[str]]:
+    """Count nominated pods of priority >= ``pod``'s as occupying their nominated nodes.
+
+    Upstream evaluates a node "with nominated pods" so that a pod of equal or lower priority does
+    not take the room a preemptor has freed. The runner wraps its Filter phase in this block,
+    passing the pods that carry ``nominated_node`` and are not yet bound; they are added to the
+    snapshot (resources only, no devices) and removed again on exit. Higher-priority pods being
+    scheduled ignore lower nominated pods, as upstream.
+    """
+    added: list[str] = []
+    try:
+        for other in sorted(nominated, key=importance_key):
+            if other.uid == pod.uid or not other.nominated_node or other.priority < pod.priority:
+                continue
+            node = snapshot.index.get(other.nominated_node)
+            if node is None or other.uid in snapshot.pod_node:
+                continue
+            snapshot.add_pod(other, node, NO_DEVICES)
+            added.append(other.uid)
+        yield added
+    finally:
+        for uid in reversed(added):
+            snapshot.remove_pod(uid)
