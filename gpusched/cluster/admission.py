@@ -168,6 +168,8 @@ def apply_limit_ranges(view: View, pod: dict) -> None:
                 continue
             for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
                 resources = container.setdefault("resources", {})
+                for res, value in (resources.get("limits") or {}).items():   # API defaulting
+                    resources.setdefault("requests", {}).setdefault(res, value)
                 for field_name, defaults in (("limits", item.get("default")),
                                              ("requests", item.get("defaultRequest"))):
                     for res, value in (defaults or {}).items():
@@ -188,7 +190,8 @@ def apply_limit_ranges(view: View, pod: dict) -> None:
 
 
 def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
-    """min, then max, then maxLimitRequestRatio, resources in name order (limitranger.go)."""
+    """min, then max, then maxLimitRequestRatio, resources in name order; at most one error
+    per resource and constraint, as ``minConstraint``/``maxConstraint`` in limitranger.go."""
     out: list[str] = []
     for res, value in sorted((item.get("min") or {}).items()):
         bound, text = canonical(res, value), format_amount(res, canonical(res, value))
@@ -197,7 +200,7 @@ def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, in
         elif req[res] < bound:
             out.append(f"minimum {res} usage per {scope} is {text}, but request is "
                        f"{format_amount(res, req[res])}")
-        if res in lim and lim[res] < bound:
+        elif res in lim and lim[res] < bound:
             out.append(f"minimum {res} usage per {scope} is {text}, but limit is "
                        f"{format_amount(res, lim[res])}")
     for res, value in sorted((item.get("max") or {}).items()):
@@ -207,7 +210,7 @@ def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, in
         elif lim[res] > bound:
             out.append(f"maximum {res} usage per {scope} is {text}, but limit is "
                        f"{format_amount(res, lim[res])}")
-        if res in req and req[res] > bound:
+        elif res in req and req[res] > bound:
             out.append(f"maximum {res} usage per {scope} is {text}, but request is "
                        f"{format_amount(res, req[res])}")
     for res, value in sorted((item.get("maxLimitRequestRatio") or {}).items()):
