@@ -1,1 +1,37 @@
-"""gpusched.scheduler.plugins: see docs/design.md."""
+"""The plugin registry: plugin name -> factory ``new(args: dict | None) -> plugin``.
+
+Adding a plugin = one module in this package (``NAME``, a class with ``name``, ``new(args)``) plus
+one line below. Profiles (``scheduler.profile``) look names up here; an unknown name is a
+``UsageError``. Which extension points a plugin serves follows from the methods it has
+(``filter``, ``score``, ``reserve`` ...), as upstream's multiPoint does.
+
+Neighbours: used by ``scheduler.profile``; each plugin module imports only framework, snapshot,
+messages, objects and devices.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_affinity, node_name,
+                                        node_resources_fit, node_unschedulable, prioritysort,
+                                        taint_toleration)
+from gpusched.scheduler.plugins import (default_preemption, inter_pod_affinity, pod_topology_spread,
+                                        volume_binding)
+
+Factory = Callable[[dict[str, Any] | None], Any]
+
+REGISTRY: dict[str, Factory] = {
+    prioritysort.NAME: prioritysort.new,
+    node_unschedulable.NAME: node_unschedulable.new,
+    node_name.NAME: node_name.new,
+    node_resources_fit.NAME: node_resources_fit.new,
+    balanced_allocation.NAME: balanced_allocation.new,
+    node_affinity.NAME: node_affinity.new,
+    taint_toleration.NAME: taint_toleration.new,
+    gpu_devices.NAME: gpu_devices.new,
+    pod_topology_spread.NAME: pod_topology_spread.new,
+    inter_pod_affinity.NAME: inter_pod_affinity.new,
+    volume_binding.NAME: volume_binding.new,
+    default_preemption.NAME: default_preemption.new,
+}

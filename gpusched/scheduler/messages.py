@@ -1,0 +1,96 @@
+"""kube-scheduler's FailedScheduling text (``FitError.Error()``) and the plugins' reason strings.
+
+Format (``../shared/docs/nvidia-gpu-stack.md`` section 7.2)::
+
+    "0/<N> nodes are available:"
+      + (a PreFilter rejected the pod:  " <prefilter msg>.")
+      + (else, reasons recorded:        " " + ", ".join(sorted("<count> <reason>")) + ".")
+      + (a PostFilter message:          " " + <postfilter msg>)
+
+Reasons are counted per reason, not per node (a node failing two resources adds one to each), and
+the sort is a plain string sort, so ``"10 Insufficient cpu"`` sorts before ``"2 Insufficient cpu"``.
+
+Taint text depends on the Kubernetes version. ``TAINT_TEXT`` selects it:
+``TAINT_TEXT_WITH_KEY`` (default; releases before v1.35 and the text issue 3 quotes:
+``node(s) had untolerated taint {dedicated: gpu}``) or ``TAINT_TEXT_V1_35``
+(``node(s) had untolerated taint(s)``). Change it with ``set_taint_text(...)`` before scheduling.
+
+Neighbours: reads ``framework.Diagnosis``; used by ``runner``, plugins, ``preemption``, ``explain``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from gpusched.objects.types import Taint
+from gpusched.scheduler.framework import Diagnosis
+
+# Reason strings, upstream wording.
+TOO_MANY_PODS = "Too many pods"
+NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+GPU_MODEL_MISMATCH = "node(s) didn't match Pod's GPU model"       # gpusched's own plugin
+
+TAINT_TEXT_WITH_KEY = "node(s) had untolerated taint {{{key}: {value}}}"
+TAINT_TEXT_V1_35 = "node(s) had untolerated taint(s)"
+TAINT_TEXT = TAINT_TEXT_WITH_KEY
+
+
+def insufficient(resource: str) -> str:
+    """``Insufficient <resource>`` as NodeResourcesFit words it."""
+    return f"Insufficient {resource}"
+
+
+def untolerated_taint(taint: Taint) -> str:
+    """The TaintToleration reason for ``taint`` in the selected ``TAINT_TEXT`` style.
+
+    >>> untolerated_taint(Taint("dedicated", "gpu", "NoSchedule"))
+    'node(s) had untolerated taint {dedicated: gpu}'
+    """
+    return TAINT_TEXT.format(key=taint.key, value=taint.value)
+
+
+def set_taint_text(text: str) -> None:
+    """Select the taint reason style: ``TAINT_TEXT_WITH_KEY`` or ``TAINT_TEXT_V1_35``."""
+    global TAINT_TEXT
+    TAINT_TEXT = text
+
+
+def reason_counts(diagnosis: Diagnosis) -> Counter[str]:
+    """Nodes per reason: the union of the nodes every Rejection with that reason names."""
+    masks: dict[str, np.ndarray] = {}
+    for rejection in diagnosis.rejections:
+        seen = masks.get(rejection.reason)
+        masks[rejection.reason] = rejection.nodes if seen is None else (seen | rejection.nodes)
+    return Counter({reason: int(np.count_nonzero(mask)) for reason, mask in masks.items()
+                    if mask.any()})
+
+
+def histogram(counts: Counter[str] | dict[str, int]) -> str:
+    """``"<count> <reason>"`` items, string-sorted and joined by ``", "``."""
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+
+
+def fit_error(diagnosis: Diagnosis) -> str:
+    """kube-scheduler's FailedScheduling message for ``diagnosis``.
+
+    >>> import numpy as np
+    >>> from gpusched.scheduler.framework import Rejection
+    >>> d = Diagnosis(3, [Rejection(np.array([True, False, False]), "Insufficient nvidia.com/gpu"),
+    ...                   Rejection(np.array([False, True, True]), "node(s) were unschedulable")])
+    >>> fit_error(d)
+    '0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) were unschedulable.'
+    """
+    text = f"0/{diagnosis.num_nodes} nodes are available:"
+    if diagnosis.pre_filter_status is not None and diagnosis.pre_filter_status.message:
+        text += f" {diagnosis.pre_filter_status.message}."
+    else:
+        counts = reason_counts(diagnosis)
+        if counts:
+            text += f" {histogram(counts)}."
+    if diagnosis.post_filter_message:
+        text += f" {diagnosis.post_filter_message}"
+    return text

@@ -1,0 +1,196 @@
+"""GpuDevices: gpusched's GPU device plugin in the framework. Filter checks device-level fit,
+Score prefers placements that keep whole GPUs free, Reserve chooses the physical devices.
+
+Filter (PreFilter skips pods without a GPU demand: no ``nvidia.com/*`` request, no
+``gpu_milli`` share, no ``gpu_models`` constraint):
+
+1. GPU model: when the pod lists ``gpu_models`` (annotation ``gpusched.io/gpu-model``), nodes
+   whose ``gpu_model`` is not listed fail with ``node(s) didn't match Pod's GPU model``
+   (UnschedulableAndUnresolvable).
+2. Device fit, ``Insufficient <resource>`` (the pod's GPU resource, ``nvidia.com/gpu`` by
+   default; Unschedulable). On ``gpu_plain`` nodes (whole, unshared GPUs) it is vectorised over
+   ``Snapshot.gpu_free_milli``: a fractional pod (``gpu_milli`` = share) needs one GPU with
+   ``free >= share`` (per GPU it asks for); a whole-GPU pod needs ``nvidia.com/gpu`` GPUs with ``free == 1000``.
+   Nodes with time-slicing, MPS or MIG ask their ``NodeDevices.fits(pod)`` one by one. A node
+   without a ``NodeDevices`` passes whole-GPU pods (NodeResourcesFit counts them) and fails
+   fractional ones.
+
+Score, strategy arg ``strategy``: ``binpack`` (default) or ``spread`` (= 100 - binpack):
+
+- fractional pod on a plain node: best fit. With ``f`` the smallest free share >= the pod's
+  share ``s``: ``100 - (f - s) * 100 // 1000``; e.g. s=300 on a GPU with 400 free scores 90, on a
+  fully free GPU 30: partly used GPUs are filled before whole GPUs are broken.
+- whole-GPU pod on a plain node: GPU milli in use after placement, in percent of the node's
+  GPU milli (most-allocated): nodes already running GPU work are filled first, whole nodes stay
+  free for large pods.
+- other nodes (shared or MIG): the pod's GPU resource in use after placement, in percent of its
+  allocatable (most-allocated on that resource), which keeps free MIG slots together.
+
+Reserve: ``NodeDevices.allocate(pod, policy)`` picks the devices (policy = strategy), honouring a
+choice a score plugin wrote into the cycle state under ``"gpu-selection"`` (dict: node row ->
+tuple of GPU indices; agreed hook for the FGD policies). The assignment is written to the cycle
+state under ``ASSIGNMENT_KEY``; the runner holds it when it assumes the pod into the snapshot
+(``Snapshot.add_pod`` calls ``NodeDevices.hold``), and Unreserve drops it.
+
+Neighbours: reads ``Snapshot.gpu_*`` and ``devices.node.NodeDevices``; the runner reads
+``ASSIGNMENT_KEY``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import UsageError
+from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
+from gpusched.scheduler import messages
+from gpusched.scheduler.framework import (MAX_NODE_SCORE, Code, CycleState, Rejection, SKIP,
+                                          SUCCESS, Status)
+from gpusched.scheduler.snapshot import WHOLE_GPU_MILLI, Snapshot
+
+NAME = "GpuDevices"
+ASSIGNMENT_KEY = "device-assignment"
+SELECTION_KEY = "gpu-selection"
+STRATEGIES = ("binpack", "spread")
+
+
+def gpu_resource(pod: PodInfo) -> str:
+    """The pod's GPU resource name: the first ``nvidia.com/*`` request, else ``nvidia.com/gpu``."""
+    names = sorted(r for r, q in pod.requests.items() if r.startswith("nvidia.com/") and q > 0)
+    return names[0] if names else "nvidia.com/gpu"
+
+
+def has_gpu_demand(pod: PodInfo) -> bool:
+    return bool(pod.gpu_milli) or any(
+        r.startswith("nvidia.com/") and q > 0 for r, q in pod.requests.items())
+
+
+class GpuDevices:
+    name = NAME
+
+    def __init__(self, strategy: str = "binpack"):
+        self.strategy = strategy
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        if not pod.gpu_models and not has_gpu_demand(pod):
+            return SKIP
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+               candidates: np.ndarray) -> list[Rejection]:
+        rejections: list[Rejection] = []
+        nodes = candidates
+        if pod.gpu_models:
+            allowed = [snapshot.gpu_models.index(m) for m in pod.gpu_models if m in snapshot.gpu_models]
+            wrong = ~np.isin(snapshot.gpu_model_id[nodes], np.array(allowed, dtype=np.int32))
+            if wrong.any():
+                rejections.append(Rejection(snapshot.mask(nodes, wrong), messages.GPU_MODEL_MISMATCH,
+                                            Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
+                nodes = nodes[~wrong]
+        if not has_gpu_demand(pod) or not len(nodes):
+            return rejections
+        short = ~self.device_fit(pod, snapshot, nodes)
+        if short.any():
+            rejections.append(Rejection(snapshot.mask(nodes, short),
+                                        messages.insufficient(gpu_resource(pod))))
+        return rejections
+
+    @staticmethod
+    def device_fit(pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
+        """Per node of ``nodes``: do the node's devices have room for the pod?"""
+        free = snapshot.gpu_free_milli[nodes]
+        if pod.gpu_milli:
+            ok = (free >= pod.gpu_milli).sum(axis=1) >= (pod.gpu_count or 1)
+        else:
+            ok = (free == WHOLE_GPU_MILLI).sum(axis=1) >= pod.requests.get("nvidia.com/gpu", 0)
+        for j in np.flatnonzero(~snapshot.gpu_plain[nodes]):
+            devices = snapshot.devices[nodes[j]]
+            if devices is None:
+                ok[j] = not pod.gpu_milli
+            else:
+                ok[j] = devices.fits(pod) is None      # fits() returns None or a reason
+        return ok
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                  nodes: np.ndarray) -> Status:
+        return SUCCESS if has_gpu_demand(pod) else SKIP
+
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+              nodes: np.ndarray) -> np.ndarray:
+        free = snapshot.gpu_free_milli[nodes]
+        if pod.gpu_milli:
+            fitting = np.where(free >= pod.gpu_milli, free, WHOLE_GPU_MILLI * 2)
+            best = fitting.min(axis=1, initial=WHOLE_GPU_MILLI * 2)
+            packed = MAX_NODE_SCORE - (np.minimum(best, WHOLE_GPU_MILLI) - pod.gpu_milli) \
+                * MAX_NODE_SCORE // WHOLE_GPU_MILLI
+        else:
+            gpus = (free >= 0).sum(axis=1)
+            total = np.maximum(gpus, 1) * WHOLE_GPU_MILLI
+            used_after = total - np.where(free > 0, free, 0).sum(axis=1) \
+                + pod.requests.get("nvidia.com/gpu", 0) * WHOLE_GPU_MILLI
+            packed = np.minimum(used_after, total) * MAX_NODE_SCORE // total
+        shared = ~snapshot.gpu_plain[nodes]
+        if shared.any():
+            col = snapshot.resources.get(gpu_resource(pod))
+            if col is not None:
+                rows = nodes[shared]
+                alloc = snapshot.allocatable[rows, col]
+                used = snapshot.requested[rows, col] + pod.requests.get(gpu_resource(pod), 0)
+                packed[shared] = np.minimum(used, alloc) * MAX_NODE_SCORE // np.maximum(alloc, 1)
+        packed = np.clip(packed, 0, MAX_NODE_SCORE).astype(np.int64)
+        return packed if self.strategy == "binpack" else MAX_NODE_SCORE - packed
+
+    def reserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> Status:
+        if not has_gpu_demand(pod):
+            state.write(ASSIGNMENT_KEY, NO_DEVICES)
+            return SUCCESS
+        devices = snapshot.devices[node]
+        if devices is None:
+            state.write(ASSIGNMENT_KEY, NO_DEVICES)
+            return SUCCESS
+        chosen = state.read(SELECTION_KEY)
+        selection = chosen[int(node)] if chosen is not None and int(node) in chosen else None
+        assignment = allocate(devices, pod, self.strategy, selection)
+        if assignment is None:
+            return Status(Code.UNSCHEDULABLE, (messages.insufficient(gpu_resource(pod)),))
+        state.write(ASSIGNMENT_KEY, assignment)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> None:
+        state.write(ASSIGNMENT_KEY, None)
+
+
+def allocate(devices: Any, pod: PodInfo, policy: str,
+             selection: tuple[int, ...] | None) -> DeviceAssignment | None:
+    """``devices.allocate`` with the score plugins' GPU choice when one was made.
+
+    Adapter over ``NodeDevices.allocate(pod, policy, ...)``: a selection is passed as the keyword
+    ``gpus`` when ``allocate`` accepts it; otherwise the policy decides.
+    """
+    if selection is not None and _accepts_gpus(type(devices)):
+        return devices.allocate(pod, policy, gpus=tuple(selection))
+    return devices.allocate(pod, policy)
+
+
+_ACCEPTS: dict[type, bool] = {}
+
+
+def _accepts_gpus(cls: type) -> bool:
+    known = _ACCEPTS.get(cls)
+    if known is None:
+        try:
+            known = "gpus" in inspect.signature(cls.allocate).parameters
+        except (TypeError, ValueError):
+            known = False
+        _ACCEPTS[cls] = known
+    return known
+
+
+def new(args: dict[str, Any] | None = None) -> GpuDevices:
+    strategy = (args or {}).get("strategy", "binpack")
+    if strategy not in STRATEGIES:
+        raise UsageError(f'GpuDevices: strategy: Unsupported value: "{strategy}": '
+                         f'supported values: "binpack", "spread"')
+    return GpuDevices(strategy)

@@ -1,0 +1,181 @@
+"""NodeResourcesFit: the pod's requests must fit every node's free allocatable; scores by a
+resource-allocation strategy.
+
+Filter (upstream ``fitsRequest``): ``Too many pods`` when the node already runs ``allocatable.pods``
+pods; then, for every resource the pod requests (> 0) - cpu, memory, ephemeral-storage and every
+extended resource such as ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, ``nvidia.com/mig-1g.5gb``
+- ``Insufficient <resource>`` when ``request > allocatable - requested``. A node that does not
+advertise the resource has allocatable 0, so it is insufficient too. Code Unschedulable (removing
+pods may help). ``ignoredResources`` / ``ignoredResourceGroups`` args skip resources, as upstream.
+
+Score (``scoringStrategy.type``; ``resources`` default cpu and memory with weight 1; requested =
+node requested + pod request, with upstream's non-zero defaults 100m cpu / 200Mi memory for cpu and
+memory; an extended resource the pod does not request, or a node with allocatable 0, is skipped):
+
+- ``LeastAllocated`` (default): per resource ``(alloc - req) * 100 // alloc`` (0 when over),
+  weighted mean with integer division. E.g. cpu 4000m alloc, 1000m used + 1000m pod ->
+  (4000-2000)*100//4000 = 50.
+- ``MostAllocated``: ``min(req, alloc) * 100 // alloc``, weighted mean.
+- ``RequestedToCapacityRatio``: utilisation ``req * 100 // alloc`` (100 when over) through the
+  broken-linear ``shape`` (scores 0..10 scaled x10), weighted mean of the positive scores, rounded.
+
+Neighbours: reads ``Snapshot.allocatable/requested/nonzero_requested``; reason text from
+``scheduler.messages``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusched.errors import UsageError
+from gpusched.objects.types import PodInfo
+from gpusched.scheduler import messages
+from gpusched.scheduler.framework import MAX_NODE_SCORE, Code, CycleState, Rejection, Status, SUCCESS
+from gpusched.scheduler.snapshot import CPU, MEMORY, PODS, BASE_RESOURCES, Snapshot
+
+NAME = "NodeResourcesFit"
+STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+
+class NodeResourcesFit:
+    name = NAME
+
+    def __init__(self, strategy: str = "LeastAllocated",
+                 resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1)),
+                 shape: tuple[tuple[int, int], ...] = ((0, 10), (100, 0)),
+                 ignored: frozenset[str] = frozenset(), ignored_groups: frozenset[str] = frozenset()):
+        self.strategy = strategy
+        self.resources = resources
+        self.weights = np.array([w for _, w in resources], dtype=np.int64)
+        self.shape_util = np.array([u for u, _ in shape], dtype=np.int64)
+        self.shape_score = np.array([s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)
+                                     for _, s in shape], dtype=np.int64)
+        self.ignored, self.ignored_groups = ignored, ignored_groups
+
+    # ---- PreFilter / Filter ---------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        state.write(NAME, snapshot.request_vector(pod))
+        return SUCCESS
+
+    def _checked(self, snapshot: Snapshot, vec: np.ndarray) -> np.ndarray:
+        cols = np.flatnonzero(vec > 0)
+        cols = cols[cols != PODS]
+        if self.ignored or self.ignored_groups:
+            names = snapshot.resource_names
+            cols = np.array([c for c in cols if names[c] not in self.ignored
+                             and names[c].split("/", 1)[0] not in self.ignored_groups
+                             or names[c] in BASE_RESOURCES], dtype=np.int64)
+        return cols
+
+    def filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+               candidates: np.ndarray) -> list[Rejection]:
+        vec = state.read(NAME)
+        if vec is None:
+            vec = snapshot.request_vector(pod)
+        rejections = []
+        alloc = snapshot.allocatable[candidates]
+        used = snapshot.requested[candidates]
+        too_many = used[:, PODS] + 1 > alloc[:, PODS]
+        if too_many.any():
+            rejections.append(Rejection(snapshot.mask(candidates, too_many), messages.TOO_MANY_PODS))
+        cols = self._checked(snapshot, vec)
+        if len(cols):
+            short = alloc[:, cols] - used[:, cols] < vec[cols]
+            if short.any():
+                for j in np.flatnonzero(short.any(axis=0)):
+                    rejections.append(Rejection(snapshot.mask(candidates, short[:, j]),
+                                                messages.insufficient(snapshot.resource_names[cols[j]])))
+        return rejections
+
+    # ---- Score ----------------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+              nodes: np.ndarray) -> np.ndarray:
+        vec = state.read(NAME)
+        if vec is None:
+            vec = snapshot.request_vector(pod)
+        alloc, req = allocation_matrix(snapshot, pod, vec, nodes, self.resources, nonzero=True)
+        if self.strategy == "LeastAllocated":
+            per = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // np.maximum(alloc, 1))
+            return weighted_mean(per, alloc != 0, self.weights)
+        if self.strategy == "MostAllocated":
+            per = np.minimum(req, alloc) * MAX_NODE_SCORE // np.maximum(alloc, 1)
+            return weighted_mean(per, alloc != 0, self.weights)
+        util = np.where(req > alloc, 100, req * 100 // np.maximum(alloc, 1))
+        per = broken_linear(util, self.shape_util, self.shape_score)
+        include = (alloc != 0) & (per > 0)
+        total = (per * self.weights * include).sum(axis=1)
+        wsum = (self.weights * include).sum(axis=1)
+        return np.where(wsum > 0, np.floor(total / np.maximum(wsum, 1) + 0.5), 0).astype(np.int64)
+
+
+def allocation_matrix(snapshot: Snapshot, pod: PodInfo, vec: np.ndarray, nodes: np.ndarray,
+                      resources: tuple[tuple[str, int], ...], nonzero: bool
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(allocatable, requested-after-placement), each (len(nodes) x len(resources)).
+
+    Upstream ``calculateResourceAllocatableRequest``: an extended resource the pod does not
+    request reads as allocatable 0 (skipped); with ``nonzero`` cpu/memory use the non-zero sums.
+    """
+    alloc = np.zeros((len(nodes), len(resources)), dtype=np.int64)
+    req = np.zeros_like(alloc)
+    pod_nonzero = Snapshot.nonzero_vector(pod) if nonzero else None
+    for j, (resource, _) in enumerate(resources):
+        col = snapshot.resources.get(resource)
+        if col is None:
+            continue
+        pod_amount = int(vec[col]) if col < len(vec) else 0
+        if col not in (CPU, MEMORY) and resource not in BASE_RESOURCES and pod_amount == 0:
+            continue
+        alloc[:, j] = snapshot.allocatable[nodes, col]
+        if nonzero and col in (CPU, MEMORY):
+            req[:, j] = snapshot.nonzero_requested[nodes, col] + pod_nonzero[col]
+        else:
+            req[:, j] = snapshot.requested[nodes, col] + pod_amount
+    return alloc, req
+
+
+def weighted_mean(per: np.ndarray, include: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Upstream's ``nodeScore / weightSum`` over included resources (integer division)."""
+    total = (per * weights * include).sum(axis=1)
+    wsum = (weights * include).sum(axis=1)
+    return np.where(wsum > 0, total // np.maximum(wsum, 1), 0).astype(np.int64)
+
+
+def broken_linear(p: np.ndarray, util: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Upstream ``buildBrokenLinearFunction`` with Go's truncating integer division."""
+    out = np.full(p.shape, score[-1], dtype=np.int64)
+    done = np.zeros(p.shape, dtype=bool)
+    for i in range(len(util)):
+        hit = ~done & (p <= util[i])
+        if i == 0:
+            out[hit] = score[0]
+        else:
+            num = (score[i] - score[i - 1]) * (p[hit] - util[i - 1])
+            den = util[i] - util[i - 1]
+            out[hit] = score[i - 1] + np.sign(num) * (np.abs(num) // den)
+        done |= hit
+    return out
+
+
+def new(args: dict[str, Any] | None = None) -> NodeResourcesFit:
+    args = args or {}
+    strategy_args = args.get("scoringStrategy") or {}
+    strategy = strategy_args.get("type", "LeastAllocated")
+    if strategy not in STRATEGIES:
+        raise UsageError(f"NodeResourcesFit: scoringStrategy.type: Unsupported value: \"{strategy}\": "
+                         f"supported values: {', '.join(repr(s) for s in STRATEGIES)}")
+    resources = tuple((r["name"], int(r.get("weight", 1))) for r in
+                      strategy_args.get("resources") or ({"name": "cpu"}, {"name": "memory"}))
+    shape_args = (strategy_args.get("requestedToCapacityRatio") or {}).get("shape")
+    shape = tuple((int(p["utilization"]), int(p["score"])) for p in shape_args) if shape_args \
+        else ((0, 10), (100, 0))
+    if strategy == "RequestedToCapacityRatio" and not shape_args:
+        shape = ((0, 0), (100, 10))
+    return NodeResourcesFit(strategy, resources, shape,
+                            frozenset(args.get("ignoredResources") or ()),
+                            frozenset(args.get("ignoredResourceGroups") or ()))

@@ -1,0 +1,278 @@
+"""Scheduling profiles: a KubeSchedulerConfiguration-style YAML over the default profile.
+
+::
+
+    apiVersion: kubescheduler.config.k8s.io/v1
+    kind: KubeSchedulerConfiguration
+    percentageOfNodesToScore: 50            # optional; 0 or absent = adaptive (below)
+    profiles:
+    - schedulerName: gpu-binpack
+      plugins:
+        score:
+          enabled: [{name: NodeResourcesFit, weight: 5}]
+          disabled: [{name: NodeResourcesBalancedAllocation}]   # or [{name: "*"}]
+      pluginConfig:
+      - name: NodeResourcesFit
+        args: {scoringStrategy: {type: MostAllocated}}
+
+Resolution follows upstream's multiPoint expansion. The default profile is the multiPoint list
+``DEFAULT_PLUGINS`` (upstream's defaults and weights, plus gpusched's ``GpuDevices``; entries whose
+plugin is not registered yet are left out). ``plugins.multiPoint`` edits that list; each
+extension point then takes the multiPoint plugins that implement it, and its own
+``enabled``/``disabled`` apply on top: per point, plugins enabled at the point and also in
+multiPoint come first (their weight wins), then the other multiPoint plugins, then plugins
+enabled only at that point. ``disabled: [{name: "*"}]`` drops every multiPoint plugin at that
+point. Any registered plugin takes any positive integer weight; weight 0 or absent means the
+default weight (or 1). Unknown plugin names, points a plugin does not implement, and bad values
+raise ``UsageError`` naming the field.
+
+``percentageOfNodesToScore`` (``num_feasible_nodes_to_find``): upstream's adaptive default is
+``50 - nodes/125`` percent, at least 5%; at least 100 nodes are always searched.
+
+Neighbours: builds plugins from ``scheduler.plugins.REGISTRY``; used by ``scheduler.runner``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import yaml
+
+from gpusched.errors import UsageError
+from gpusched.scheduler.plugins import REGISTRY
+
+API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_BASE = 50
+
+# Upstream's default multiPoint list, in its order, with score weights (0 = not a score plugin).
+DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodeResourcesFit", 1),
+    ("VolumeBinding", 0),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("GpuDevices", 1),
+    ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1),
+)
+DEFAULT_WEIGHTS = {name: weight for name, weight in DEFAULT_PLUGINS if weight}
+
+# extension point (config key) -> the method a plugin needs to serve it, in cycle order.
+POINTS: dict[str, str] = {
+    "queueSort": "sort_key",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+}
+IGNORED_POINTS = ("preEnqueue", "preBind", "bind", "postBind")   # done by the caller
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSpec:
+    name: str
+    weight: int = 0
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """One resolved profile: per extension point, the plugins in order (with score weights)."""
+
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    points: Mapping[str, tuple[PluginSpec, ...]] = field(default_factory=dict)
+    plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int = 0      # 0 = adaptive
+
+
+class Framework:
+    """A profile's instantiated plugins, one instance per plugin name, listed per point."""
+
+    def __init__(self, config: ProfileConfig) -> None:
+        self.config = config
+        self.scheduler_name = config.scheduler_name
+        self.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score
+        self.plugins: dict[str, Any] = {}
+        for specs in config.points.values():
+            for spec in specs:
+                if spec.name not in self.plugins:
+                    self.plugins[spec.name] = REGISTRY[spec.name](dict(config.plugin_args.get(spec.name, {})))
+        listed = {point: [self.plugins[s.name] for s in config.points.get(point, ())] for point in POINTS}
+        sort = listed["queueSort"]
+        self.queue_sort = sort[0] if sort else None
+        self.pre_filter = tuple(listed["preFilter"])
+        self.filter = tuple(listed["filter"])
+        self.post_filter = tuple(listed["postFilter"])
+        self.pre_score = tuple(listed["preScore"])
+        self.score = tuple((self.plugins[s.name], s.weight or DEFAULT_WEIGHTS.get(s.name, 1),
+                            getattr(self.plugins[s.name], "normalize", None))
+                           for s in config.points.get("score", ()))
+        self.reserve = tuple(listed["reserve"])
+        self.permit = tuple(listed["permit"])
+
+    def __repr__(self) -> str:
+        return f"Framework({self.scheduler_name!r}, plugins={list(self.plugins)})"
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
+    """How many feasible nodes a cycle looks for (upstream ``numFeasibleNodesToFind``).
+
+    >>> num_feasible_nodes_to_find(50, 0), num_feasible_nodes_to_find(1000, 0), num_feasible_nodes_to_find(5000, 0)
+    (50, 420, 500)
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = DEFAULT_PERCENTAGE_BASE - num_all_nodes // 125
+        if adaptive < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            adaptive = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num_nodes = num_all_nodes * adaptive // 100
+    return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _implements(name: str, point: str) -> bool:
+    plugin_type = _plugin_types().get(name)
+    return plugin_type is not None and hasattr(plugin_type, POINTS[point])
+
+
+_TYPES: dict[str, type] = {}
+
+
+def _plugin_types() -> dict[str, type]:
+    """The class of each registered plugin (built once with default args)."""
+    for name, factory in REGISTRY.items():
+        if name not in _TYPES:
+            _TYPES[name] = type(factory(None))
+    return _TYPES
+
+
+def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
+    return resolve_profile({"schedulerName": scheduler_name}, 0, 0)
+
+
+def _specs(entries: Any, where: str) -> list[PluginSpec]:
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise UsageError(f"{where}: must be a list of {{name, weight}}")
+    specs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise UsageError(f"{where}[{i}].name: Required value")
+        name = entry["name"]
+        if name != "*" and name not in REGISTRY:
+            raise UsageError(f'{where}[{i}].name: Invalid value: "{name}": unknown plugin; '
+                             f"registered: {', '.join(sorted(REGISTRY))}")
+        weight = entry.get("weight", 0)
+        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
+            raise UsageError(f"{where}[{i}].weight: Invalid value: {weight!r}: must be a "
+                             f"non-negative integer")
+        specs.append(PluginSpec(name, weight))
+    return specs
+
+
+def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int) -> ProfileConfig:
+    """Resolve one ``profiles[index]`` entry over the defaults (see module docstring)."""
+    where = f"profiles[{index}]"
+    plugins = profile.get("plugins") or {}
+    if not isinstance(plugins, Mapping):
+        raise UsageError(f"{where}.plugins: must be a mapping of extension points")
+    for point in plugins:
+        if point not in POINTS and point not in IGNORED_POINTS and point != "multiPoint":
+            raise UsageError(f'{where}.plugins: unknown extension point "{point}"')
+    multi = [PluginSpec(n, w) for n, w in DEFAULT_PLUGINS if n in REGISTRY]
+    multi_cfg = plugins.get("multiPoint") or {}
+    disabled = _specs(multi_cfg.get("disabled"), f"{where}.plugins.multiPoint.disabled")
+    if any(s.name == "*" for s in disabled):
+        multi = []
+    off = {s.name for s in disabled}
+    multi = [s for s in multi if s.name not in off]
+    for spec in _specs(multi_cfg.get("enabled"), f"{where}.plugins.multiPoint.enabled"):
+        multi = [s for s in multi if s.name != spec.name] + [spec]
+    points: dict[str, tuple[PluginSpec, ...]] = {}
+    for point in POINTS:
+        cfg = plugins.get(point) or {}
+        enabled = _specs(cfg.get("enabled"), f"{where}.plugins.{point}.enabled")
+        for i, spec in enumerate(enabled):
+            if not _implements(spec.name, point):
+                raise UsageError(f'{where}.plugins.{point}.enabled[{i}].name: Invalid value: '
+                                 f'"{spec.name}": plugin does not extend {point}')
+        point_disabled = _specs(cfg.get("disabled"), f"{where}.plugins.{point}.disabled")
+        drop_all = any(s.name == "*" for s in point_disabled)
+        drop = {s.name for s in point_disabled}
+        from_multi = [] if drop_all else [s for s in multi if _implements(s.name, point)
+                                          and s.name not in drop]
+        explicit = {s.name for s in enabled}
+        in_multi = {s.name for s in from_multi}
+        ordered = ([s for s in enabled if s.name in in_multi]
+                   + [s for s in from_multi if s.name not in explicit]
+                   + [s for s in enabled if s.name not in in_multi])
+        if point == "score":
+            ordered = [PluginSpec(s.name, s.weight or DEFAULT_WEIGHTS.get(s.name, 1)) for s in ordered]
+        points[point] = tuple(ordered)
+    if len(points["queueSort"]) > 1:
+        raise UsageError(f"{where}.plugins.queueSort: only one queue sort plugin can be enabled")
+    args: dict[str, Mapping[str, Any]] = {}
+    for i, entry in enumerate(profile.get("pluginConfig") or []):
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if name not in REGISTRY:
+            raise UsageError(f'{where}.pluginConfig[{i}].name: Invalid value: "{name}": unknown plugin')
+        args[name] = entry.get("args") or {}
+    own = profile.get("percentageOfNodesToScore")
+    pct = percentage if own is None else own
+    if not isinstance(pct, int) or isinstance(pct, bool) or not 0 <= pct <= 100:
+        raise UsageError(f"{where}.percentageOfNodesToScore: Invalid value: {pct!r}: "
+                         f"not in valid range [0-100]")
+    return ProfileConfig(profile.get("schedulerName") or DEFAULT_SCHEDULER_NAME, points, args, pct)
+
+
+def parse_config(config: Mapping[str, Any] | str) -> list[ProfileConfig]:
+    """Profiles from a KubeSchedulerConfiguration (a dict or YAML text). No profiles = default."""
+    if isinstance(config, str):
+        try:
+            config = yaml.safe_load(config) or {}
+        except yaml.YAMLError as exc:
+            raise UsageError(f"scheduler config: invalid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(config, Mapping):
+        raise UsageError("scheduler config: expected a KubeSchedulerConfiguration mapping")
+    api_version = config.get("apiVersion", API_VERSIONS[0])
+    if api_version not in API_VERSIONS:
+        raise UsageError(f'scheduler config: apiVersion: Unsupported value: "{api_version}": '
+                         f'supported values: "{API_VERSIONS[0]}"')
+    if config.get("kind", "KubeSchedulerConfiguration") != "KubeSchedulerConfiguration":
+        raise UsageError(f'scheduler config: kind: Unsupported value: "{config.get("kind")}": '
+                         f'supported values: "KubeSchedulerConfiguration"')
+    percentage = config.get("percentageOfNodesToScore") or 0
+    profiles = config.get("profiles") or [{}]
+    resolved = [resolve_profile(p or {}, i, percentage) for i, p in enumerate(profiles)]
+    names = [p.scheduler_name for p in resolved]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise UsageError(f'profiles[{i}].schedulerName: Duplicate value: "{name}"')
+    return resolved
+
+
+def load_config(path: str) -> list[ProfileConfig]:
+    """``parse_config`` of a file; a missing file is a ``UsageError``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise UsageError(f"scheduler config {path}: {exc.strerror}") from None
+    return parse_config(text)
+
+
+def build_frameworks(configs: list[ProfileConfig] | None = None) -> dict[str, Framework]:
+    """Scheduler name -> Framework; ``None`` gives the default profile."""
+    return {c.scheduler_name: Framework(c) for c in (configs or [default_profile()])}

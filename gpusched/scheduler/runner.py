@@ -1,0 +1,294 @@
+"""The scheduling cycle: one pod through a profile's plugins over the NumPy snapshot.
+
+``Scheduler.schedule_one(pod)``, in upstream's order:
+
+1. Pick the profile (``pod.scheduler_name``); run PreFilter (a SKIP skips that plugin's Filter;
+   a rejection fails the cycle with the PreFilter's message).
+2. Nominated node first: if ``pod.nominated_node`` passes every filter it is chosen directly.
+3. Filter, vectorised: each plugin sees the surviving candidate rows and returns Rejections; the
+   candidates narrow after each plugin (a node stops at its first failing plugin, as upstream).
+4. No feasible node: PostFilter plugins (preemption) run with the Diagnosis; the result carries
+   ``messages.fit_error(diagnosis)`` and, when preemption found room, the nominated node and the
+   victims (the caller evicts them; the pod is retried later).
+5. ``percentageOfNodesToScore``: of the feasible nodes, the first ``num_feasible_nodes_to_find``
+   in node order starting at a rotating index are kept (the index advances by the nodes
+   processed, as upstream's ``nextStartNodeIndex``).
+6. PreScore, Score (+ NormalizeScore), times the profile weight, summed. Unlike upstream, scoring
+   runs even for a single feasible node, so score plugins that choose devices (the
+   ``"gpu-selection"`` hook) see every placement; the chosen node is the same.
+7. Highest total wins; ties are broken uniformly at random with the injected seeded ``rng``
+   (upstream picks uniformly among the maxima too), so decisions repeat exactly per seed.
+8. Reserve (GpuDevices picks the devices), then assume: ``Snapshot.add_pod`` with the
+   assignment; then Permit. A failure undoes the assume and runs every Unreserve in reverse.
+
+PostFilter plugins find the running ``Scheduler`` (for ``run_filters`` what-if checks) and the
+``Framework`` in the cycle state under ``SCHEDULER_KEY`` / ``FRAMEWORK_KEY``. A PostFilter's
+status message is used as is for the FailedScheduling suffix (DefaultPreemption includes its
+``"preemption: "`` prefix).
+
+Neighbours: ``framework`` (contract), ``snapshot``, ``profile``, ``queue``, ``messages``; used by
+``cluster`` and ``sim``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from gpusched.objects.types import NO_DEVICES, PodInfo
+from gpusched.scheduler import messages
+from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, Rejection, ScheduleResult,
+                                          Status)
+from gpusched.scheduler.plugins.gpu_devices import ASSIGNMENT_KEY
+from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
+    num_feasible_nodes_to_find
+from gpusched.scheduler.queue import SchedulingQueue
+from gpusched.scheduler.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_KEY = "scheduler"
+FRAMEWORK_KEY = "framework"
+SKIPPED_FILTERS_KEY = "skipped-filters"
+
+
+@dataclass(frozen=True)
+class FilterOutcome:
+    """What ``run_filters`` found: feasible rows (ascending) and the Diagnosis of the others."""
+
+    feasible: np.ndarray
+    diagnosis: Diagnosis
+    status: Status           # SUCCESS, or the PreFilter / plugin failure
+
+
+class Scheduler:
+    """Runs scheduling cycles over ``snapshot``; see the module docstring."""
+
+    def __init__(self, snapshot: Snapshot,
+                 profiles: list[ProfileConfig] | dict[str, Framework] | None = None,
+                 rng: np.random.Generator | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.snapshot = snapshot
+        self.frameworks: dict[str, Framework] = (
+            profiles if isinstance(profiles, dict) else build_frameworks(profiles))
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.clock = clock if clock is not None else (lambda: 0.0)
+        first = next(iter(self.frameworks.values()))
+        sort = first.queue_sort.sort_key if first.queue_sort is not None else None
+        self.queue = SchedulingQueue(self.clock, sort)
+        self.next_start_node_index = 0
+
+    # ---- helpers for PostFilter / explain ------------------------------------------------
+
+    def framework_for(self, pod: PodInfo) -> Framework | None:
+        return self.frameworks.get(pod.scheduler_name)
+
+    def run_pre_filter(self, framework: Framework, state: CycleState, pod: PodInfo) -> Status:
+        """PreFilter plugins in order; records SKIPs in the state. Returns the first failure."""
+        skipped: set[str] = set()
+        for plugin in framework.pre_filter:
+            status = plugin.pre_filter(state, pod, self.snapshot)
+            if status.code == Code.SKIP:
+                skipped.add(plugin.name)
+            elif not status.ok:
+                return status.with_plugin(plugin.name)
+        state.write(SKIPPED_FILTERS_KEY, skipped)
+        return Status()
+
+    def run_filters(self, state: CycleState | None, pod: PodInfo,
+                    candidates: np.ndarray | None = None, stop_at_first: bool = True,
+                    framework: Framework | None = None) -> FilterOutcome:
+        """Run the profile's Filter plugins on ``candidates`` (rows; default all).
+
+        ``state=None`` runs PreFilter first on the current snapshot (use it after
+        ``Snapshot.remove_pod`` what-ifs when PreFilter data depends on other pods); a given
+        state is reused. ``stop_at_first=True`` is upstream's mode (a node stops at its first
+        failing plugin); ``False`` runs every plugin on every candidate (explain).
+        """
+        framework = framework or self.framework_for(pod) or next(iter(self.frameworks.values()))
+        snapshot = self.snapshot
+        if candidates is None:
+            candidates = snapshot.all_nodes()
+        candidates = np.asarray(candidates, dtype=np.int64)
+        if state is None:
+            state = CycleState()
+            status = self.run_pre_filter(framework, state, pod)
+            if not status.ok:
+                return FilterOutcome(candidates[:0], Diagnosis(snapshot.num_nodes, [], status), status)
+        skipped = state.read(SKIPPED_FILTERS_KEY) or ()
+        rejections: list[Rejection] = []
+        alive = candidates
+        rejected_any = np.zeros(snapshot.num_nodes, dtype=bool)
+        for plugin in framework.filter:
+            if plugin.name in skipped:
+                continue
+            if not len(alive):
+                break
+            found = plugin.filter(state, pod, snapshot, alive)
+            if not found:
+                continue
+            bad = np.zeros(snapshot.num_nodes, dtype=bool)
+            for rejection in found:
+                rejections.append(Rejection(rejection.nodes, rejection.reason, rejection.code,
+                                            plugin.name))
+                bad |= rejection.nodes
+            if stop_at_first:
+                alive = alive[~bad[alive]]
+            else:
+                rejected_any |= bad
+        feasible = alive if stop_at_first else candidates[~rejected_any[candidates]]
+        return FilterOutcome(feasible, Diagnosis(snapshot.num_nodes, rejections), Status())
+
+    # ---- the cycle ------------------------------------------------------------------------
+
+    def schedule_one(self, pod: PodInfo, record_scores: bool = False) -> ScheduleResult:
+        """One scheduling cycle for ``pod``; on success the pod is assumed into the snapshot."""
+        framework = self.framework_for(pod)
+        if framework is None:
+            status = Status(Code.ERROR, (f'profile not found for scheduler name "{pod.scheduler_name}"',))
+            return ScheduleResult(pod, status=status, message=status.message)
+        snapshot = self.snapshot
+        state = CycleState()
+        status = self.run_pre_filter(framework, state, pod)
+        if not status.ok:
+            diagnosis = Diagnosis(snapshot.num_nodes, [], status)
+            return self._unschedulable(framework, state, pod, diagnosis, status)
+        outcome = self._nominated(framework, state, pod)
+        if outcome is None:
+            outcome = self.run_filters(state, pod, None, True, framework)
+        feasible = outcome.feasible
+        if not len(feasible):
+            return self._unschedulable(framework, state, pod, outcome.diagnosis,
+                                       Status(Code.UNSCHEDULABLE))
+        nodes = self._nodes_to_score(feasible, framework.percentage_of_nodes_to_score)
+        total = self._score(framework, state, pod, nodes)
+        if total is None:
+            status = Status(Code.ERROR, ("a PreScore plugin failed",))
+            return ScheduleResult(pod, status=status, message=status.message)
+        best = np.flatnonzero(total == total.max())
+        pick = best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
+        row = int(nodes[pick])
+        scores = ({snapshot.names[int(n)]: int(s) for n, s in zip(nodes, total)}
+                  if record_scores else None)
+        return self._reserve_and_assume(framework, state, pod, row, len(feasible), len(nodes), scores)
+
+    def _nominated(self, framework: Framework, state: CycleState, pod: PodInfo) -> FilterOutcome | None:
+        row = self.snapshot.index.get(pod.nominated_node) if pod.nominated_node else None
+        if row is None:
+            return None
+        outcome = self.run_filters(state, pod, np.array([row], dtype=np.int64), True, framework)
+        return outcome if len(outcome.feasible) else None
+
+    def _nodes_to_score(self, feasible: np.ndarray, percentage: int) -> np.ndarray:
+        n = self.snapshot.num_nodes
+        want = num_feasible_nodes_to_find(n, percentage)
+        start = self.next_start_node_index % max(n, 1)
+        if len(feasible) <= want:
+            return feasible
+        # first `want` feasible rows in the order start, start+1, ..., n-1, 0, ..., start-1
+        split = int(np.searchsorted(feasible, start))
+        rotated = np.concatenate((feasible[split:], feasible[:split]))
+        chosen = rotated[:want]
+        last = int(chosen[-1])
+        processed = (last - start) % n + 1
+        self.next_start_node_index = (start + processed) % n
+        return np.sort(chosen)
+
+    def _score(self, framework: Framework, state: CycleState, pod: PodInfo,
+               nodes: np.ndarray) -> np.ndarray | None:
+        skipped: set[str] = set()
+        for plugin in framework.pre_score:
+            status = plugin.pre_score(state, pod, self.snapshot, nodes)
+            if status.code == Code.SKIP:
+                skipped.add(plugin.name)
+            elif not status.ok:
+                log.warning("PreScore %s failed for %s: %s", plugin.name, pod.key, status.message)
+                return None
+        total = np.zeros(len(nodes), dtype=np.int64)
+        for plugin, weight, normalize in framework.score:
+            if plugin.name in skipped:
+                continue
+            scores = plugin.score(state, pod, self.snapshot, nodes)
+            if normalize is not None:
+                scores = normalize(state, pod, nodes, scores)
+            total += np.asarray(scores, dtype=np.int64) * weight
+        return total
+
+    def _reserve_and_assume(self, framework: Framework, state: CycleState, pod: PodInfo, row: int,
+                            feasible: int, evaluated: int, scores: dict[str, int] | None
+                            ) -> ScheduleResult:
+        snapshot = self.snapshot
+        for plugin in framework.reserve:
+            status = plugin.reserve(state, pod, snapshot, row)
+            if not status.ok:
+                self._unreserve(framework, state, pod, row)
+                status = status.with_plugin(plugin.name)
+                return ScheduleResult(pod, status=status, message=status.message,
+                                      feasible_nodes=feasible, evaluated_nodes=evaluated, scores=scores)
+        assignment = state.read(ASSIGNMENT_KEY) or NO_DEVICES
+        snapshot.add_pod(pod, row, assignment)
+        name = snapshot.names[row]
+        for plugin in framework.permit:
+            status = plugin.permit(state, pod, name)
+            if not status.ok:
+                snapshot.remove_pod(pod.uid)
+                self._unreserve(framework, state, pod, row)
+                status = status.with_plugin(plugin.name)
+                return ScheduleResult(pod, status=status, message=status.message,
+                                      feasible_nodes=feasible, evaluated_nodes=evaluated, scores=scores)
+        return ScheduleResult(pod, node=name, assignment=assignment, feasible_nodes=feasible,
+                              evaluated_nodes=evaluated, scores=scores)
+
+    def _unreserve(self, framework: Framework, state: CycleState, pod: PodInfo, row: int) -> None:
+        for plugin in reversed(framework.reserve):
+            plugin.unreserve(state, pod, self.snapshot, row)
+
+    def _unschedulable(self, framework: Framework, state: CycleState, pod: PodInfo,
+                       diagnosis: Diagnosis, status: Status) -> ScheduleResult:
+        nominated, victims, post_messages = "", (), []
+        if framework.post_filter and diagnosis.pre_filter_status is None:
+            state.write(SCHEDULER_KEY, self)
+            state.write(FRAMEWORK_KEY, framework)
+            for plugin in framework.post_filter:
+                result = plugin.post_filter(state, pod, self.snapshot, diagnosis)
+                if result.status.ok:
+                    nominated, victims = result.nominated_node, result.victims
+                    post_messages = []
+                    break
+                if result.status.message:
+                    post_messages.append(result.status.message)
+                if result.status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                    break
+        diagnosis.post_filter_message = " ".join(post_messages)
+        code = status.code if status.code != Code.SUCCESS else Code.UNSCHEDULABLE
+        return ScheduleResult(pod, status=Status(code, status.reasons, status.plugin),
+                              message=messages.fit_error(diagnosis), nominated_node=nominated,
+                              victims=tuple(victims), diagnosis=diagnosis,
+                              evaluated_nodes=self.snapshot.num_nodes)
+
+    # ---- the queue loop -------------------------------------------------------------------
+
+    def schedule_pending(self, pods: Iterable[PodInfo] = ()) -> list[ScheduleResult]:
+        """Queue ``pods`` and schedule until the active queue is empty (backoff is not waited).
+
+        Failed pods go to the queue's unschedulable set (errors to backoff); they come back on
+        ``self.queue.move_all_to_active(event)``.
+        """
+        for pod in pods:
+            self.queue.add(pod)
+        results = []
+        while True:
+            pod = self.queue.pop()
+            if pod is None:
+                return results
+            result = self.schedule_one(pod)
+            results.append(result)
+            if result.scheduled:
+                self.queue.done(pod.uid)
+            elif result.status.code == Code.ERROR:
+                self.queue.add_backoff(pod)
+            else:
+                self.queue.add_unschedulable(pod)

@@ -1,0 +1,157 @@
+"""The scheduling cycle end to end on small clusters."""
+
+import numpy as np
+import pytest
+
+from gpusched.scheduler.framework import Code, CycleState
+from gpusched.scheduler.profile import parse_config
+from gpusched.scheduler.plugins import REGISTRY
+from tests.scheduler.builders import (make_node, make_pod, req, scheduler_of, taint, term,
+                                      toleration)
+
+NO_PREEMPTION = parse_config({"profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}]})
+
+
+def test_time_sliced_gpus_take_eight_pods_and_the_ninth_waits():
+    sched = scheduler_of(make_node("ts", gpus=2, replicas=4), profiles=NO_PREEMPTION)
+    results = [sched.schedule_one(make_pod(gpus=1, cpu="100m")) for _ in range(9)]
+    assert [r.node for r in results[:8]] == ["ts"] * 8
+    held = [r.assignment.device_ids[0] for r in results[:8]]
+    assert len(set(held)) == 8
+    assert not results[8].scheduled
+    assert results[8].message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    assert results[8].status.code == Code.UNSCHEDULABLE
+
+
+@pytest.mark.skipif("DefaultPreemption" not in REGISTRY, reason="preemption plugin not registered")
+def test_ninth_time_sliced_pod_with_preemption_message():
+    sched = scheduler_of(make_node("ts", gpus=2, replicas=4))
+    for _ in range(8):
+        assert sched.schedule_one(make_pod(gpus=1)).scheduled
+    result = sched.schedule_one(make_pod(gpus=1))
+    assert result.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: ")
+
+
+def test_mixed_reasons_message():
+    sched = scheduler_of(make_node("small", gpus=1), make_node("tainted", gpus=8, taints=(taint("dedicated", "gpu"),)),
+                         make_node("v100", gpus=8, model="V100-16GB", labels={"gpu": "v100"}),
+                         make_node("cordoned", gpus=8, unschedulable=True), profiles=NO_PREEMPTION)
+    pod = make_pod(gpus=2, node_selector={"kubernetes.io/hostname": "small"}, )
+    result = sched.schedule_one(pod)
+    assert result.message == ("0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match "
+                              "Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, "
+                              "1 node(s) were unschedulable.")
+
+
+def test_flexible_pod_prefers_a100_then_falls_back_to_v100():
+    a100_first = (req("gpu", "In", "a100"),)
+    from gpusched.objects.types import PreferredTerm, NodeSelectorTerm
+    pods = [make_pod(gpus=4, preferred_terms=(PreferredTerm(100, NodeSelectorTerm(a100_first)),)) for _ in range(3)]
+    sched = scheduler_of(make_node("a", gpus=8, labels={"gpu": "a100"}),
+                         make_node("v", gpus=8, model="V100-16GB", labels={"gpu": "v100"}), profiles=NO_PREEMPTION)
+    assert [sched.schedule_one(p).node for p in pods] == ["a", "a", "v"]
+
+
+def test_scheduled_pod_is_assumed_into_the_snapshot():
+    sched = scheduler_of(make_node("n", gpus=2, cpu="4"))
+    pod = make_pod(gpus=1, cpu="1")
+    result = sched.schedule_one(pod)
+    snap = sched.snapshot
+    assert snap.node_of(pod.uid) == "n" and snap.assignments[pod.uid] == result.assignment
+    assert snap.requested[0, snap.resources["cpu"]] == 1000
+    assert sorted(snap.gpu_free_milli[0].tolist()) == [0, 1000]
+
+
+def test_ties_broken_by_seeded_rng_repeat_per_seed():
+    nodes = [make_node(f"n{i}") for i in range(6)]
+
+    def pick(seed):
+        return scheduler_of(*nodes, seed=seed).schedule_one(make_pod(cpu="1", name="p")).node
+
+    assert all(pick(seed) == pick(seed) for seed in range(5))
+    assert len({pick(seed) for seed in range(10)}) > 1     # all six tie: the rng decides
+
+
+def test_nominated_node_is_tried_first():
+    sched = scheduler_of(make_node("big", cpu="64"), make_node("small", cpu="8"))
+    assert sched.schedule_one(make_pod(cpu="1", nominated_node="small")).node == "small"
+
+
+def test_prefilter_rejection_gives_prefilter_message():
+    class Refuse:
+        name = "Refuse"
+
+        def pre_filter(self, state, pod, snapshot):
+            from gpusched.scheduler.framework import Status
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("pod has unbound immediate PersistentVolumeClaims",))
+
+    sched = scheduler_of(make_node("a"), make_node("b"))
+    framework = sched.frameworks["default-scheduler"]
+    framework.pre_filter = (Refuse(),) + framework.pre_filter
+    result = sched.schedule_one(make_pod())
+    assert result.message == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+
+
+def test_unknown_scheduler_name_is_an_error_result():
+    result = scheduler_of(make_node("a")).schedule_one(make_pod(scheduler_name="other"))
+    assert result.status.code == Code.ERROR
+    assert result.message == 'profile not found for scheduler name "other"'
+
+
+def test_run_filters_all_plugins_mode_reports_every_reason():
+    sched = scheduler_of(make_node("a", cpu="1", taints=(taint("k", "v"),)), make_node("b"))
+    pod = make_pod(cpu="2")
+    upstream = sched.run_filters(None, pod)
+    everything = sched.run_filters(None, pod, stop_at_first=False)
+    assert upstream.feasible.tolist() == everything.feasible.tolist() == [1]
+    assert upstream.diagnosis.node_reasons(0) == ["node(s) had untolerated taint {k: v}"]
+    assert everything.diagnosis.node_reasons(0) == ["node(s) had untolerated taint {k: v}", "Insufficient cpu"]
+
+
+def test_run_filters_after_remove_pod_sees_freed_room():
+    sched = scheduler_of(make_node("a", gpus=1), profiles=NO_PREEMPTION)
+    low = make_pod(gpus=1, name="low")
+    assert sched.schedule_one(low).scheduled
+    high = make_pod(gpus=1, name="high", priority=10)
+    assert sched.run_filters(None, high).feasible.tolist() == []
+    row, assignment = sched.snapshot.remove_pod(low.uid)
+    assert sched.run_filters(None, high, np.array([row])).feasible.tolist() == [0]
+    sched.snapshot.add_pod(low, row, assignment)
+    assert sched.run_filters(None, high).feasible.tolist() == []
+
+
+def test_gpu_selection_hook_is_honoured_by_reserve():
+    class PickLastGpu:
+        name = "GpuDevices"   # reuse a registered name slot is not needed: inserted directly
+
+        def score(self, state, pod, snapshot, nodes):
+            state.write("gpu-selection", {int(n): (3,) for n in nodes})
+            return np.zeros(len(nodes), dtype=np.int64)
+
+    sched = scheduler_of(make_node("a", gpus=4))
+    framework = sched.frameworks["default-scheduler"]
+    framework.score = framework.score + ((PickLastGpu(), 1, None),)
+    assert sched.schedule_one(make_pod(gpus=1)).assignment.gpu_indices == (3,)
+
+
+def test_schedule_pending_orders_by_priority_and_parks_failures():
+    sched = scheduler_of(make_node("a", gpus=1), profiles=NO_PREEMPTION)
+    low, high = make_pod(gpus=1, name="low"), make_pod(gpus=1, name="high", priority=5)
+    results = sched.schedule_pending([low, high])
+    assert [(r.pod.name, r.node) for r in results] == [("high", "a"), ("low", "")]
+    assert sched.queue.where(low.uid) == "unschedulable"
+    sched.snapshot.remove_pod(high.uid)
+    sched.queue.move_all_to_active("PodDeleted")
+    # backoff of 1s has not passed on the fake clock (0.0): the pod waits in backoff
+    assert sched.schedule_pending() == []
+    assert sched.queue.where(low.uid) == "backoff"
+
+
+def test_percentage_of_nodes_to_score_rotates_start():
+    nodes = [make_node(f"n{i:03d}") for i in range(200)]
+    sched = scheduler_of(*nodes, profiles=parse_config({"percentageOfNodesToScore": 10}))
+    first = sched.schedule_one(make_pod(cpu="1", name="p1"))
+    assert first.evaluated_nodes == 100 and first.feasible_nodes == 200
+    assert sched.next_start_node_index == 100
+    sched.schedule_one(make_pod(cpu="1", name="p2"))
+    assert sched.next_start_node_index == 0
