@@ -3,9 +3,11 @@
 The algorithm lives in ``scheduler.preemption`` (eligibility, dry run, reprieve, six
 tie-breaks); this module adapts it to the framework:
 
-- the runner puts a ``preemption.FrameworkHandle(framework, rng)`` in the cycle state under
-  ``preemption.HANDLE_KEY`` before PostFilter; the plugin re-runs that profile's PreFilter and
-  Filter plugins on what-if snapshots and draws the dry-run offset from its generator;
+- the runner puts itself and the profile's ``Framework`` in the cycle state (keys ``scheduler``
+  and ``framework``) before PostFilter (other callers may put a ``preemption.FrameworkHandle``
+  under ``preemption.HANDLE_KEY`` instead); the plugin re-runs that profile's PreFilter and
+  Filter plugins on what-if snapshots and draws the dry-run offset from the scheduler's
+  generator;
 - PodDisruptionBudgets: plugin args ``{"pdbs": [PdbInfo, ...]}`` or ``set_pdbs(...)`` on the
   profile's instance (the embedded cluster calls it when PDBs or their status change).
 
@@ -25,6 +27,11 @@ from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilter
 from gpusched.scheduler.preemption import PdbInfo
 
 NAME = "DefaultPreemption"
+# The keys under which ``runner.Scheduler`` puts itself and the profile's Framework before
+# PostFilter (``runner.SCHEDULER_KEY`` / ``FRAMEWORK_KEY``; not imported: the runner imports
+# the plugin registry, which imports this module).
+RUNNER_SCHEDULER_KEY = "scheduler"
+RUNNER_FRAMEWORK_KEY = "framework"
 
 
 class DefaultPreemption:
@@ -40,6 +47,9 @@ class DefaultPreemption:
 
     def post_filter(self, state: CycleState, pod: PodInfo, snapshot, diagnosis: Diagnosis) -> PostFilterResult:
         handle = state.read(preemption.HANDLE_KEY)
+        if handle is None and state.read(RUNNER_FRAMEWORK_KEY) is not None:
+            scheduler = state.read(RUNNER_SCHEDULER_KEY)
+            handle = preemption.FrameworkHandle(state.read(RUNNER_FRAMEWORK_KEY), getattr(scheduler, "rng", None))
         if handle is None:
             return PostFilterResult(Status(Code.ERROR, (f"{NAME}: the runner put no FrameworkHandle in the cycle state",)))
         fits = preemption.framework_fit_check(handle.framework, snapshot)

@@ -1,0 +1,251 @@
+"""``explain``: why a pod runs where it does, or why it waits, and the smallest change that helps.
+
+``explain(scheduler, pod) -> Explanation`` runs the pod's profile without changing anything:
+
+1. PreFilter, then **every** Filter plugin on **every** node (``run_filters(stop_at_first=False)``)
+   so each node lists all the plugins that reject it and why;
+2. PreScore/Score/NormalizeScore per plugin for the feasible nodes (weighted, as the runner sums);
+3. when no node is feasible, candidate changes, each checked by re-running the filters on a
+   modified copy of the pod (or a what-if snapshot), keeping those that make some node feasible:
+   tolerate one taint, drop one nodeSelector key / the required node affinity / one pod
+   (anti-)affinity term / one spread constraint, ask for fewer GPUs (the largest count that fits
+   anywhere), the victims DefaultPreemption would choose (its own dry run), and the smallest set
+   of running pods on one node whose finishing would free room (fewest pods; reprieve order
+   priority then start time, as preemption; ties by node order).
+
+``render_table(expl)`` gives a table a person reads in one glance (NODE | RESULT | REASONS/SCORE)
+followed by the suggestions; ``to_json(expl)`` a plain dict for ``-o json``.
+
+Neighbours: drives ``runner.Scheduler`` (``run_pre_filter``, ``run_filters``, profiles) and
+``preemption`` (dry run, minimal removal); used by ``cluster`` (``Cluster.explain``) and the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpusched.objects.types import PodInfo, Toleration
+from gpusched.scheduler import messages, preemption
+from gpusched.scheduler.framework import Code, CycleState, Diagnosis
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    node: str
+    feasible: bool
+    reasons: tuple[tuple[str, str], ...] = ()     # (plugin, reason), in plugin order
+    scores: tuple[tuple[str, int], ...] = ()      # (plugin, weighted normalised score)
+    total: int | None = None
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    kind: str            # toleration | node-selector | node-affinity | pod-affinity | ... | preemption | finishing
+    change: str          # what to change, in words
+    nodes: tuple[str, ...] = ()    # where the pod would then fit
+    pods: tuple[str, ...] = ()     # pods to remove (preemption / finishing)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    pod: str
+    message: str                          # FailedScheduling text, "" when it fits
+    nodes: tuple[NodeVerdict, ...]
+    suggestions: tuple[Suggestion, ...] = ()
+
+    @property
+    def feasible(self) -> tuple[str, ...]:
+        return tuple(v.node for v in self.nodes if v.feasible)
+
+
+# ---- filters and scores ----------------------------------------------------------------------
+
+
+def _feasible_rows(scheduler, framework, pod: PodInfo) -> np.ndarray:
+    outcome = scheduler.run_filters(None, pod, None, True, framework)
+    return outcome.feasible
+
+
+def _scores(scheduler, framework, state: CycleState, pod: PodInfo, rows: np.ndarray) -> dict[int, list[tuple[str, int]]]:
+    per_node: dict[int, list[tuple[str, int]]] = {int(r): [] for r in rows}
+    if not len(rows):
+        return per_node
+    skipped = set()
+    for plugin in framework.pre_score:
+        status = plugin.pre_score(state, pod, scheduler.snapshot, rows)
+        if status.code == Code.SKIP:
+            skipped.add(plugin.name)
+    for plugin, weight, normalize in framework.score:
+        if plugin.name in skipped:
+            continue
+        raw = np.asarray(plugin.score(state, pod, scheduler.snapshot, rows), dtype=np.int64)
+        if normalize is not None:
+            raw = np.asarray(normalize(state, pod, rows, raw), dtype=np.int64)
+        for row, value in zip(rows, raw * weight):
+            per_node[int(row)].append((plugin.name, int(value)))
+    return per_node
+
+
+# ---- suggestions ----------------------------------------------------------------------------------
+
+
+def _try(scheduler, framework, kind: str, change: str, pod: PodInfo) -> Suggestion | None:
+    rows = _feasible_rows(scheduler, framework, pod)
+    if not len(rows):
+        return None
+    return Suggestion(kind, change, tuple(scheduler.snapshot.names[int(r)] for r in rows))
+
+
+def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo]]:
+    replace = dataclasses.replace
+    out: list[tuple[str, str, PodInfo]] = []
+    seen = set()
+    for taints in snapshot.taint_groups:
+        for taint in taints:
+            if taint.effect == "PreferNoSchedule" or taint in seen:
+                continue
+            seen.add(taint)
+            if any(t.tolerates(taint) for t in pod.tolerations):
+                continue
+            toleration = Toleration(taint.key, "Equal", taint.value, taint.effect)
+            out.append(("toleration", f"tolerate taint {taint.key}={taint.value}:{taint.effect}",
+                        replace(pod, tolerations=pod.tolerations + (toleration,))))
+    for key in sorted(pod.node_selector):
+        selector = {k: v for k, v in pod.node_selector.items() if k != key}
+        out.append(("node-selector", f"drop nodeSelector {key}={pod.node_selector[key]}",
+                    replace(pod, node_selector=selector)))
+    if pod.required_terms is not None:
+        out.append(("node-affinity", "drop the required node affinity", replace(pod, required_terms=None)))
+    for field, label in (("pod_affinity", "pod affinity"), ("pod_anti_affinity", "pod anti-affinity"),
+                         ("topology_spread", "topology spread constraint")):
+        terms = getattr(pod, field)
+        for i, term in enumerate(terms):
+            key = getattr(term, "topology_key", "")
+            out.append((field.replace("_", "-"), f"drop {label} #{i + 1} (topologyKey {key})",
+                        replace(pod, **{field: terms[:i] + terms[i + 1:]})))
+    return out
+
+
+def _fewer_gpus(scheduler, framework, pod: PodInfo) -> Suggestion | None:
+    wanted = pod.requests.get(GPU, 0)
+    for count in range(wanted - 1, 0, -1):
+        smaller = dataclasses.replace(pod, requests={**pod.requests, GPU: count})
+        found = _try(scheduler, framework, "fewer-gpus", f"ask for {count} {GPU} instead of {wanted}", smaller)
+        if found:
+            return found
+    return None
+
+
+def _preemption(scheduler, framework, pod: PodInfo, diagnosis: Diagnosis) -> Suggestion | None:
+    fits = preemption.framework_fit_check(framework, scheduler.snapshot)
+    plugin = framework.plugins.get("DefaultPreemption")
+    pdbs = getattr(plugin, "pdbs", ())
+    result = preemption.preempt(scheduler.snapshot, pod, diagnosis, fits, pdbs, rng=None)
+    if not result.status.ok:
+        return None
+    return Suggestion("preemption", f"preemption would evict {len(result.victims)} lower-priority pod(s)",
+                      (result.nominated_node,), tuple(v.key for v in result.victims))
+
+
+def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray) -> Suggestion | None:
+    snapshot = scheduler.snapshot
+    fits = preemption.framework_fit_check(framework, snapshot)
+    best: tuple[int, int, list[PodInfo]] | None = None
+    for row in np.flatnonzero(~unresolvable):
+        if best is not None and best[0] == 1:
+            break                                   # one pod is the smallest possible set
+        running = sorted(snapshot.pods_on(int(row)), key=preemption.importance_key)
+        if not running:
+            continue
+        gone, reasons = preemption.minimal_removal(snapshot, pod, int(row), running, (running,), fits)
+        if reasons or not gone:
+            continue
+        if best is None or len(gone) < best[0]:
+            best = (len(gone), int(row), gone)
+    if best is None:
+        return None
+    return Suggestion("finishing", f"room frees up on {snapshot.names[best[1]]} when {best[0]} pod(s) finish",
+                      (snapshot.names[best[1]],), tuple(p.key for p in best[2]))
+
+
+# ---- the entry point ------------------------------------------------------------------------------
+
+
+def explain(scheduler, pod: PodInfo) -> Explanation:
+    """Per node reasons and scores for ``pod``, plus suggestions when it fits nowhere."""
+    framework = scheduler.framework_for(pod) or next(iter(scheduler.frameworks.values()))
+    snapshot = scheduler.snapshot
+    state = CycleState()
+    status = scheduler.run_pre_filter(framework, state, pod)
+    names = snapshot.names
+    if not status.ok:
+        diagnosis = Diagnosis(snapshot.num_nodes, [], status)
+        verdicts = tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names)
+        return Explanation(pod.key, messages.fit_error(diagnosis), verdicts)
+    outcome = scheduler.run_filters(state, pod, None, False, framework)
+    feasible = outcome.feasible
+    per_node_scores = _scores(scheduler, framework, state, pod, feasible)
+    verdicts = []
+    for row, name in enumerate(names):
+        reasons = tuple((r.plugin, r.reason) for r in outcome.diagnosis.rejections if r.nodes[row])
+        scores = tuple(per_node_scores.get(row, ()))
+        total = sum(s for _, s in scores) if row in per_node_scores else None
+        verdicts.append(NodeVerdict(name, row in per_node_scores, reasons, scores, total))
+    if len(feasible):
+        return Explanation(pod.key, "", tuple(verdicts))
+    diagnosis = scheduler.run_filters(None, pod, None, True, framework).diagnosis
+    suggestions = [s for kind, change, changed in _relaxations(snapshot, pod)
+                   if (s := _try(scheduler, framework, kind, change, changed))]
+    for found in (_fewer_gpus(scheduler, framework, pod),
+                  _preemption(scheduler, framework, pod, diagnosis),
+                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(diagnosis))):
+        if found:
+            suggestions.append(found)
+    return Explanation(pod.key, messages.fit_error(diagnosis), tuple(verdicts), tuple(suggestions))
+
+
+# ---- output -----------------------------------------------------------------------------------------
+
+
+def render_table(expl: Explanation) -> str:
+    """NODE | RESULT | REASONS/SCORE, then the message and the suggestions."""
+    rows = [("NODE", "RESULT", "REASONS/SCORE")]
+    for v in expl.nodes:
+        if v.feasible:
+            detail = f"score {v.total}" + (" (" + ", ".join(f"{p} {s}" for p, s in v.scores) + ")" if v.scores else "")
+            rows.append((v.node, "fits", detail))
+        else:
+            rows.append((v.node, "rejected", "; ".join(f"{p}: {r}" if p else r for p, r in v.reasons)))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in rows]
+    if expl.message:
+        lines += ["", expl.message]
+    if expl.suggestions:
+        lines += ["", "Smallest changes that would let it run now:"]
+        for s in expl.suggestions:
+            where = f" -> fits on {', '.join(s.nodes)}" if s.nodes else ""
+            pods = f" ({', '.join(s.pods)})" if s.pods else ""
+            lines.append(f"  - {s.change}{pods}{where}")
+    elif expl.message:
+        lines += ["", "No single change found that lets it run now."]
+    return "\n".join(lines)
+
+
+def to_json(expl: Explanation) -> dict[str, Any]:
+    """A JSON-ready dict: pod, message, feasible, nodes (reasons/scores), suggestions."""
+    return {
+        "pod": expl.pod,
+        "message": expl.message,
+        "feasible": list(expl.feasible),
+        "nodes": [{"node": v.node, "feasible": v.feasible,
+                   "reasons": [{"plugin": p, "reason": r} for p, r in v.reasons],
+                   "scores": {p: s for p, s in v.scores}, "total": v.total} for v in expl.nodes],
+        "suggestions": [{"kind": s.kind, "change": s.change, "nodes": list(s.nodes), "pods": list(s.pods)}
+                        for s in expl.suggestions],
+    }

@@ -1,0 +1,118 @@
+"""explain: per-node reasons (all plugins), scores of feasible nodes, and checked suggestions;
+plus DefaultPreemption end to end through the runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusched.objects.types import NodeInfo, PodInfo, Taint
+from gpusched.scheduler import explain as ex
+from gpusched.scheduler.runner import Scheduler
+from gpusched.scheduler.snapshot import Snapshot
+
+TAINT = Taint("dedicated", "gpu", "NoSchedule")
+
+
+def make_pod(name, cpu=1000, prio=0, gpus=0, **kw) -> PodInfo:
+    requests = {"cpu": cpu, **({"nvidia.com/gpu": gpus} if gpus else {})}
+    return PodInfo("default", name, f"uid-{name}", requests, priority=prio, **kw)
+
+
+def make_scheduler(placed=(), gpus=0) -> Scheduler:
+    snap = Snapshot()
+    extra = {"nvidia.com/gpu": gpus} if gpus else {}
+    snap.add_node(NodeInfo("tainted", {"cpu": 4000, "memory": 2**34, **extra}, {}, taints=(TAINT,)))
+    snap.add_node(NodeInfo("zone-a", {"cpu": 4000, "memory": 2**34, **extra}, {}, labels={"zone": "a"}))
+    for pod, node in placed:
+        snap.add_pod(pod, node)
+    return Scheduler(snap)
+
+
+def kinds(expl: ex.Explanation) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    return {s.kind: (s.nodes, s.pods) for s in expl.suggestions}
+
+
+CASES = [
+    ("selector-key-dropped", [], make_pod("p", 1000, node_selector={"zone": "b"}),
+     {"node-selector": (("zone-a",), ())}),
+    ("toleration-suggested", [(make_pod("big", 4000, 20), "zone-a")], make_pod("p", 1000, 10),
+     {"toleration": (("tainted",), ()), "finishing": (("zone-a",), ("default/big",))}),
+    ("preemption-and-finishing", [(make_pod("low", 3000, 1, start_time=5.0), "zone-a")],
+     make_pod("p", 2000, 10, node_selector={"zone": "a"}),
+     {"preemption": (("zone-a",), ("default/low",)), "finishing": (("zone-a",), ("default/low",))}),
+    ("equal-priority-only-finishing", [(make_pod("peer", 3000, 10), "zone-a")],
+     make_pod("p", 2000, 10, node_selector={"zone": "a"}),
+     {"finishing": (("zone-a",), ("default/peer",))}),
+]
+
+
+@pytest.mark.parametrize("placed,pod,expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_suggestions(placed, pod, expected):
+    expl = ex.explain(make_scheduler(placed), pod)
+    assert expl.feasible == ()
+    assert kinds(expl) == expected
+
+
+def test_fewer_gpus_is_the_largest_count_that_fits():
+    sched = make_scheduler([(make_pod("g", 0, 20, gpus=5), "zone-a")], gpus=8)
+    expl = ex.explain(sched, make_pod("p", 0, 20, gpus=6, node_selector={"zone": "a"}))
+    found = [s for s in expl.suggestions if s.kind == "fewer-gpus"]
+    assert [s.change for s in found] == ["ask for 3 nvidia.com/gpu instead of 6"]
+
+
+def test_all_plugins_reported_per_node_and_message():
+    sched = make_scheduler([(make_pod("big", 4000, 20), "zone-a")])
+    expl = ex.explain(sched, make_pod("p", 5000, 10, node_selector={"zone": "a"}))
+    by_node = {v.node: v.reasons for v in expl.nodes}
+    assert set(by_node["tainted"]) == {
+        ("TaintToleration", "node(s) had untolerated taint {dedicated: gpu}"),
+        ("NodeAffinity", "node(s) didn't match Pod's node affinity/selector"),
+        ("NodeResourcesFit", "Insufficient cpu")}
+    assert by_node["zone-a"] == (("NodeResourcesFit", "Insufficient cpu"),)
+    assert expl.message.startswith("0/2 nodes are available: ")
+    table = ex.render_table(expl)
+    assert table.splitlines()[0].split() == ["NODE", "RESULT", "REASONS/SCORE"]
+    assert "zone-a   rejected  NodeResourcesFit: Insufficient cpu" in table.splitlines()
+
+
+def test_feasible_nodes_have_scores_and_json():
+    expl = ex.explain(make_scheduler(), make_pod("p", 1000))
+    assert expl.feasible == ("zone-a",) and expl.message == "" and expl.suggestions == ()
+    zone_a = next(v for v in expl.nodes if v.node == "zone-a")
+    assert zone_a.total == sum(s for _, s in zone_a.scores) and zone_a.scores
+    data = ex.to_json(expl)
+    assert data["feasible"] == ["zone-a"] and data["nodes"][1]["total"] == zone_a.total
+    assert "fits" in ex.render_table(expl)
+
+
+def test_explain_leaves_the_snapshot_unchanged():
+    sched = make_scheduler([(make_pod("low", 3000, 1), "zone-a")])
+    before = (sched.snapshot.requested.copy(), dict(sched.snapshot.pod_node), sched.snapshot.pods_on(1))
+    ex.explain(sched, make_pod("p", 2000, 10))
+    assert (sched.snapshot.requested == before[0]).all() and sched.snapshot.pod_node == before[1]
+    assert sched.snapshot.pods_on(1) == before[2]
+
+
+# ---- preemption through the runner ---------------------------------------------------------------
+
+RUNNER_CASES = [
+    ("high-priority-preempts-low", make_pod("p", 2000, 10), "zone-a", ("default/low",),
+     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."),
+    ("never-does-not-preempt", make_pod("p", 2000, 10, preemption_policy="Never"), "", (),
+     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
+     "preemption: not eligible due to preemptionPolicy=Never."),
+    ("equal-priority-no-victims", make_pod("p", 2000, 1), "", (),
+     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
+     "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+     "1 Preemption is not helpful for scheduling."),
+]
+
+
+@pytest.mark.parametrize("pod,nominated,victims,message", [c[1:] for c in RUNNER_CASES],
+                         ids=[c[0] for c in RUNNER_CASES])
+def test_preemption_through_runner(pod, nominated, victims, message):
+    sched = make_scheduler([(make_pod("low", 3000, 1, start_time=5.0), "zone-a")])
+    result = sched.schedule_one(pod)
+    assert not result.scheduled
+    assert (result.nominated_node, tuple(v.key for v in result.victims)) == (nominated, victims)
+    assert result.message == message
