@@ -40,11 +40,13 @@ class FieldError:
     type: str  # "Invalid value", "Required value", "Forbidden", "Unsupported value", "Duplicate value", "Not found"
     value: str | None = None
     detail: str = ""
+    quoted: bool = True  # False for non-string values, which Go prints bare (``Invalid value: -1``)
 
     def __str__(self) -> str:
         parts = [self.path, self.type]
         if self.value is not None:
-            parts.append(f'"{self.value}"' if not self.value.startswith(("{", "[")) else self.value)
+            bare = not self.quoted or self.value.startswith(("{", "["))
+            parts.append(self.value if bare else f'"{self.value}"')
         text = ": ".join(parts)
         return f"{text}: {self.detail}" if self.detail else text
 

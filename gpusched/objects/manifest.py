@@ -1,0 +1,233 @@
+"""Manifest loading: files, directories and stdin -> ``Manifest(source, index, obj)`` documents.
+
+``load_manifests(["cluster.yaml", "jobs/", "-"], stdin_text=...)``:
+
+- a file is read as YAML (multi-document) or JSON (``.json``, or text starting with ``{``; a
+  stream of concatenated JSON objects is accepted as kubectl does);
+- a directory contributes its ``*.yaml``, ``*.yml`` and ``*.json`` files, sorted by name, not
+  recursing into sub-directories;
+- ``-`` is standard input (``stdin_text`` when given, else ``sys.stdin``), named ``STDIN``.
+
+``Manifest.index`` is the 0-based position of the document in its file, counting empty documents
+(which are skipped), so an error names the document a person sees. A ``kind: List`` (or
+``*List``) document is expanded into its ``items``; their index is the position in ``items`` and
+their source ``<file>[items]``.
+
+Each document must be a mapping with ``apiVersion`` and ``kind`` (a kind from ``objects.kinds``
+with an accepted apiVersion) and ``metadata.name`` (``metadata.generateName`` is accepted for
+Pods and Jobs). YAML is read with ``yaml.CSafeLoader`` when available, without YAML 1.1
+timestamps (``2024-01-01`` stays a string, as the API server sees it after JSON conversion);
+non-string keys become strings as sigs.k8s.io/yaml makes them. Everything wrong raises
+``ManifestError`` naming the file and document; semantic checks are ``objects.validation``.
+
+Neighbours: kinds (known kinds), errors; used by objects.validation (Manifest), the CLI
+(``apply -f``, ``delete -f``) and the API server.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import yaml
+
+from gpusched.errors import GpuschedError, ManifestError
+from gpusched.objects.kinds import ACCEPTED_API_VERSIONS
+
+MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
+STDIN = "STDIN"
+GENERATE_NAME_KINDS = frozenset({"Pod", "Job"})
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """SafeLoader without the YAML 1.1 timestamp resolver (dates stay strings)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+class PathNotFoundError(ManifestError):
+    """kubectl's ``the path "x.yaml" does not exist``."""
+
+    def __init__(self, path: str) -> None:
+        self.source, self.index, self.path = path, None, ""
+        self.detail = f'the path "{path}" does not exist'
+        GpuschedError.__init__(self, self.detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One object document: where it came from and the raw (unvalidated) dict."""
+
+    source: str
+    index: int
+    obj: dict
+
+    @property
+    def where(self) -> str:
+        """``"<source>: document <index>"``, the prefix of every error about this document."""
+        return f"{self.source}: document {self.index}"
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        meta = self.obj.get("metadata")
+        return str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, dict) else ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing text into documents
+
+
+def _jsonable(value: Any, source: str, index: int) -> Any:
+    """Deep copy into JSON types: string keys, lists, ISO dates; refuse what JSON cannot hold."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if isinstance(key, bool):
+                key = "true" if key else "false"
+            elif key is None:
+                key = "null"
+            elif isinstance(key, (int, float)):
+                key = str(key)
+            elif not isinstance(key, str):
+                raise ManifestError(source, index, "", "error converting YAML to JSON: "
+                                    f"unsupported map key of type {type(key).__name__}")
+            out[key] = _jsonable(item, source, index)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item, source, index) for item in value]
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise ManifestError(source, index, "", f"error converting YAML to JSON: unsupported value of type "
+                        f"{type(value).__name__}")
+
+
+def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    index = 0
+    try:
+        for index, doc in enumerate(yaml.load_all(text, Loader=_Loader)):
+            yield index, doc
+            index += 1
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise ManifestError(source, index, "", f"error converting YAML to JSON: yaml: {where}{problem}") from None
+
+
+def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    decoder = json.JSONDecoder()
+    pos, index = 0, 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(source, index, "", f"error parsing JSON: {exc.msg} (line {exc.lineno}, "
+                                f"column {exc.colno})") from None
+        yield index, doc
+        index += 1
+
+
+def _check_document(doc: Any, source: str, index: int) -> list["Manifest"]:
+    if not isinstance(doc, dict):
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(doc), type(doc).__name__)
+        raise ManifestError(source, index, "", f"expected an object with apiVersion and kind, got {kind}")
+    missing = [f"{field} not set" for field in ("apiVersion", "kind") if not doc.get(field)]
+    if missing:
+        text = missing[0] if len(missing) == 1 else f"[{', '.join(missing)}]"
+        raise ManifestError(source, index, "", f"error validating data: {text}")
+    api_version, kind = doc["apiVersion"], doc["kind"]
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise ManifestError(source, index, "", "error validating data: apiVersion and kind must be strings")
+    if kind == "List" or (kind.endswith("List") and kind not in ACCEPTED_API_VERSIONS):
+        items = doc.get("items")
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise ManifestError(source, index, "items", "must be a list")
+        out: list[Manifest] = []
+        for item_index, item in enumerate(items):
+            out.extend(_check_document(item, f"{source}[items]", item_index))
+        return out
+    if api_version not in ACCEPTED_API_VERSIONS.get(kind, ()):
+        raise ManifestError(source, index, "", f'no matches for kind "{kind}" in version "{api_version}"')
+    meta = doc.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise ManifestError(source, index, "metadata", "must be an object")
+    name = (meta or {}).get("name")
+    generate = (meta or {}).get("generateName")
+    if name is not None and not isinstance(name, str):
+        raise ManifestError(source, index, "metadata.name", f"Invalid value: {json.dumps(name)}: must be a string")
+    if not name:
+        if kind in GENERATE_NAME_KINDS and isinstance(generate, str) and generate:
+            return [Manifest(source, index, doc)]
+        detail = "name or generateName is required" if kind in GENERATE_NAME_KINDS else "name is required"
+        raise ManifestError(source, index, "metadata.name", f"Required value: {detail}")
+    return [Manifest(source, index, doc)]
+
+
+def load_text(text: str, source: str, json_hint: bool = False) -> list[Manifest]:
+    """Parse one file's text (YAML or JSON) into checked manifests."""
+    is_json = json_hint or text.lstrip().startswith("{")
+    documents = _json_documents(text, source) if is_json else _yaml_documents(text, source)
+    out: list[Manifest] = []
+    try:
+        for index, doc in documents:
+            if doc is None:
+                continue
+            out.extend(_check_document(_jsonable(doc, source, index), source, index))
+    except RecursionError:
+        raise ManifestError(source, None, "", "document nested too deeply") from None
+    return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError:
+        raise ManifestError(path, None, "", "not UTF-8 text") from None
+    except OSError as exc:
+        raise ManifestError(path, None, "", f"cannot read: {exc.strerror or exc}") from None
+
+
+def _files(path: str) -> list[str]:
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if n.endswith(MANIFEST_EXTENSIONS))
+        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+    if os.path.exists(path):
+        return [path]
+    raise PathNotFoundError(path)
+
+
+def load_manifests(paths: list[str], stdin_text: str | None = None) -> list[Manifest]:
+    """Load every document from ``paths`` (files, directories, ``-``) in order; see the module doc."""
+    out: list[Manifest] = []
+    for path in paths:
+        if path == "-":
+            text = stdin_text if stdin_text is not None else sys.stdin.read()
+            out.extend(load_text(text, STDIN))
+            continue
+        for file in _files(path):
+            out.extend(load_text(_read(file), file, json_hint=file.endswith(".json")))
+    return out
