@@ -262,12 +262,10 @@ def _event_cells(obj: dict, clock: Clock) -> Row:
 
 def _nodepool_cells(obj: dict, clock: Clock) -> Row:
     spec = _spec(obj)
+    gpu = spec.get("gpu") or {}
     count = spec.get("count", len(spec.get("names") or []))
-    model = spec.get("gpuModel") or spec.get("gpu", {}).get("model", "") if isinstance(spec.get("gpu"), dict) \
-        else spec.get("gpuModel", "")
-    gpus = spec.get("gpusPerNode", spec.get("gpus", (spec.get("gpu") or {}).get("count", 0)
-                                             if isinstance(spec.get("gpu"), dict) else 0))
-    return [_name(obj), str(count), str(model or NONE), str(gpus), _age(obj, clock)]
+    return [_name(obj), str(count), str(gpu.get("model") or NONE), str(gpu.get("count", 0)),
+            _age(obj, clock)]
 
 
 def _generic_cells(obj: dict, clock: Clock) -> Row:

@@ -96,7 +96,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def print_objects(kind: KindInfo, objects: list[dict], output: str | None, clock: Clock,
-                  single: bool, with_namespace: bool, namespace: str) -> None:
+                  single: bool, with_namespace: bool, namespace: str,
+                  label_columns: tuple[str, ...] = ()) -> None:
     """Print ``objects`` of one kind in the requested format (table when ``output`` is None/wide)."""
     if output in ("json", "yaml"):
         document = objects[0] if single and len(objects) == 1 else as_list(objects)
@@ -111,6 +112,10 @@ def print_objects(kind: KindInfo, objects: list[dict], output: str | None, clock
             print(object_ref({**obj, "kind": kind.kind}))
         return
     header, rows = table_rows(kind.kind, objects, clock, output == "wide", with_namespace)
+    for key in label_columns:  # kubectl -L: header is the key's last path segment, upper-cased
+        header.append(key.rsplit("/", 1)[-1].upper())
+        for obj, row in zip(objects, rows):
+            row.append(str(((obj.get("metadata") or {}).get("labels") or {}).get(key, "")))
     print(render_table(header, rows))
 
 
@@ -127,8 +132,9 @@ def cmd_get(args: argparse.Namespace) -> int:
         clock = Clock(cluster.timestamp())
     if info.kind == "Event":
         objects = sorted(objects, key=lambda e: event_time(e) or "")
+    label_columns = tuple(k for spec in args.label_columns for k in spec.split(",") if k)
     print_objects(info, objects, args.output, clock, single=len(names) == 1,
-                  with_namespace=all_ns, namespace=namespace_of(args))
+                  with_namespace=all_ns, namespace=namespace_of(args), label_columns=label_columns)
     return 0
 
 

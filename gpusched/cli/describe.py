@@ -119,15 +119,26 @@ def _quantity(resource: str, value: Any) -> int:
         return 0
 
 
+def _container_values(container: dict, field: str) -> dict:
+    """A container's requests or limits; a resource given only as a limit requests that limit
+    (Kubernetes' defaulting)."""
+    resources = container.get("resources") or {}
+    values = dict(resources.get(field) or {})
+    if field == "requests":
+        for res, value in (resources.get("limits") or {}).items():
+            values.setdefault(res, value)
+    return values
+
+
 def pod_resources(pod: dict, field: str) -> dict[str, int]:
     """Effective pod requests or limits: max(sum(containers), each init container) + overhead."""
     spec = pod.get("spec") or {}
     total: dict[str, int] = {}
     for container in spec.get("containers") or []:
-        for res, value in ((container.get("resources") or {}).get(field) or {}).items():
+        for res, value in _container_values(container, field).items():
             total[res] = total.get(res, 0) + _quantity(res, value)
     for container in spec.get("initContainers") or []:
-        for res, value in ((container.get("resources") or {}).get(field) or {}).items():
+        for res, value in _container_values(container, field).items():
             total[res] = max(total.get(res, 0), _quantity(res, value))
     for res, value in (spec.get("overhead") or {}).items():
         total[res] = total.get(res, 0) + _quantity(res, value)
@@ -264,35 +275,32 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
     sheet.table(["Resource", "Requests", "Limits"],
                 [[r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
                   _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in resources])
-    add_gpu_table(sheet, device_rows)
+    add_gpu_table(sheet, device_rows, {_meta(p).get("uid", ""): f"{_meta(p).get('namespace', '')}/"
+                                       f"{_meta(p).get('name', '')}" for p in pods})
     add_events(sheet, events, clock)
     return sheet.render()
 
 
-def add_gpu_table(sheet: Sheet, device_rows: list) -> None:
-    """The per-GPU assignment table from ``NodeDevices.rows()`` (dicts or tuples)."""
+def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) -> None:
+    """The per-GPU assignment table from ``NodeDevices.rows()``: GPU index, device, resource,
+    slot (MIG profile, time-slice replica or milli-GPU share) and the holding pod."""
     if not device_rows:
         sheet.kv("GPU Devices", NONE)
         return
     sheet.text("GPU Devices:")
-    first = device_rows[0]
-    if isinstance(first, dict):
-        header = list(first)
-        rows = [[_cell(row.get(k)) for k in header] for row in device_rows]
-        header = [h.replace("_", " ").title() for h in header]
-    else:
-        header = ["GPU", "Device", "Resource", "Pod"][:len(first)]
-        header += [""] * (len(first) - len(header))
-        rows = [[_cell(v) for v in row] for row in device_rows]
-    sheet.table(header, rows)
-
-
-def _cell(value: Any) -> str:
-    if value is None or value == "":
-        return NONE if value is None else "-"
-    if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value)) or "-"
-    return str(value)
+    rows = []
+    for row in device_rows:
+        if row.profile:
+            slot = row.profile
+        elif row.replica >= 0:
+            slot = f"replica {row.replica}"
+        elif row.milli and row.milli < 1000:
+            slot = f"{row.milli}m"
+        else:
+            slot = "whole"
+        holder = pods_by_uid.get(row.holder, row.holder) if row.holder else "-"
+        rows.append([row.gpu_index, row.device_id, row.resource, slot, holder])
+    sheet.table(["GPU", "Device", "Resource", "Slot", "Pod"], rows)
 
 
 # ---- any other kind -------------------------------------------------------------------------

@@ -53,6 +53,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     _namespace_options(p)
     p.add_argument("-l", "--selector", default="", help="label selector, e.g. gpu-type=a100")
     p.add_argument("--field-selector", default="", help="field selector, e.g. spec.nodeName=gpu-node-1")
+    p.add_argument("-L", "--label-columns", action="append", default=[], metavar="KEY",
+                   help="add a column with the value of this label (repeatable, or comma-separated)")
     p.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default=None)
 
     p = command("describe", describe.cmd_describe, "Show an object in detail, with its events")

@@ -16,6 +16,7 @@ Neighbours: ``cli.main`` calls ``cmd_top``; ``cli.describe.pod_resources`` sums 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from gpusched.cli.commands import open_cluster
 from gpusched.cli.describe import pod_resources
 from gpusched.cli.output import render_table
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import RESOURCE_GPU_MILLI
+from gpusched.objects.types import ANN_GPU_MODEL, RESOURCE_GPU_MILLI
 
 CLASSES = ("whole", "shared", "mig")
 
@@ -96,8 +97,9 @@ def node_usage(node: dict, pods: list[dict]) -> tuple[Usage, dict[str, int], dic
 
 
 def gpu_model(node: dict) -> str:
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    return (labels.get("gpusched.io/gpu-model") or labels.get("nvidia.com/gpu.product") or "-")
+    meta = node.get("metadata") or {}
+    return ((meta.get("annotations") or {}).get(ANN_GPU_MODEL)
+            or (meta.get("labels") or {}).get("nvidia.com/gpu.product") or "-")
 
 
 def top_nodes(nodes: list[dict], pods: list[dict]) -> str:
@@ -137,7 +139,7 @@ def cmd_top(args: argparse.Namespace) -> int:
         nodes = cluster.get("Node")
         pods = cluster.get("Pod", all_namespaces=True)
     if not nodes:
-        print("No resources found", flush=True)
+        print("No resources found", file=sys.stderr)
         return 0
     print(top_nodes(nodes, pods))
     return 0
