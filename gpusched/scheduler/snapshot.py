@@ -61,6 +61,7 @@ class Snapshot:
         self._taint_group_ids: dict[tuple[Taint, ...], int] = {(): 0}
         self.pod_node: dict[str, int] = {}
         self.assignments: dict[str, DeviceAssignment] = {}
+        self.affinity_pods: dict[str, PodInfo] = {}   # pods with pod (anti-)affinity terms (InterPodAffinity)
         self._pods_on: list[dict[str, PodInfo]] = []
         self._labels: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._label_numbers: dict[str, np.ndarray] = {}
@@ -243,6 +244,7 @@ class Snapshot:
         pods = list(self._pods_on[row].values())
         for pod in pods:
             del self.pod_node[pod.uid]
+            self.affinity_pods.pop(pod.uid, None)
             self.assignments.pop(pod.uid, None)
         n = self._n
         for buf in (self._alloc_buf, self._req_buf, self._nonzero_buf, self._unsched_buf,
@@ -314,6 +316,9 @@ class Snapshot:
         self._req_buf[row, : len(vec)] += vec
         self._nonzero_buf[row] += self.nonzero_vector(pod)
         self._pods_on[row][pod.uid] = pod
+        if (pod.pod_affinity or pod.pod_anti_affinity or pod.preferred_pod_affinity
+                or pod.preferred_pod_anti_affinity):
+            self.affinity_pods[pod.uid] = pod
         self.pod_node[pod.uid] = row
         self.assignments[pod.uid] = assignment
         devices = self.devices[row]
@@ -327,6 +332,7 @@ class Snapshot:
         """Undo ``add_pod`` exactly; returns (row, assignment) so the caller can add it back."""
         row = self.pod_node.pop(uid)
         pod = self._pods_on[row].pop(uid)
+        self.affinity_pods.pop(uid, None)
         assignment = self.assignments.pop(uid)
         vec = self.request_vector(pod)
         self._req_buf[row, : len(vec)] -= vec

@@ -23,8 +23,7 @@ Upstream semantics (``plugins/interpodaffinity``), vectorised over nodes by topo
   ``hardPodAffinityWeight`` (arg, default 1). NormalizeScore: ``100 * (s - min) / (max - min)``.
 
 Topology domains come from ``pod_topology_spread.domain_ids`` (``kubernetes.io/hostname`` = one
-domain per node). Existing pods with affinity terms are found by one pass over the snapshot's
-pods, cached per ``snapshot.generation``.
+domain per node). Existing pods with affinity terms come from ``Snapshot.affinity_pods``.
 
 Neighbours: reads ``snapshot.Snapshot``; helpers from ``pod_topology_spread``; registered in
 ``plugins/__init__``.
@@ -57,19 +56,14 @@ def term_matches(term: PodAffinityTerm, owner_namespace: str, pod: PodInfo) -> b
     return pod.namespace in namespaces and matches(term.label_selector, pod.labels)
 
 
-def _has_affinity(pod: PodInfo) -> bool:
-    return bool(pod.pod_affinity or pod.pod_anti_affinity
-                or pod.preferred_pod_affinity or pod.preferred_pod_anti_affinity)
-
-
 def affinity_pods(snapshot) -> list[tuple[int, PodInfo]]:
-    """(row, pod) of every pod in the snapshot that carries pod (anti-)affinity terms."""
-    cache = getattr(snapshot, "_inter_pod_affinity_cache", None)
-    if cache is not None and cache[0] == snapshot.generation:
-        return cache[1]
-    found = [(row, pod) for row, pod in pods_by_node(snapshot) if _has_affinity(pod)]
-    snapshot._inter_pod_affinity_cache = (snapshot.generation, found)
-    return found
+    """(row, pod) of every pod in the snapshot that carries pod (anti-)affinity terms.
+
+    Read from ``Snapshot.affinity_pods`` (kept current by ``add_pod``/``remove_pod``, like
+    upstream's ``PodsWithAffinity``), so pods without terms cost nothing per cycle.
+    """
+    rows = snapshot.pod_node
+    return [(rows[uid], pod) for uid, pod in snapshot.affinity_pods.items()]
 
 
 class _Domains:
