@@ -248,7 +248,8 @@ class Cluster:
               force: bool = False) -> list[str]:
         """kubectl drain: cordon, then evict; an error is raised after the cordon is committed."""
         with self._write() as view:
-            lines, error = drain(view, node, ignore_daemonsets, delete_emptydir_data, force)
+            lines, error = drain(view, node, ignore_daemonsets, delete_emptydir_data, force,
+                                 self._settle)
         if error is not None:
             raise error
         return lines

@@ -97,8 +97,12 @@ def cordon(view: View, node_name: str, unschedulable: bool) -> str:
 
 
 def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_data: bool,
-          force: bool) -> tuple[list[str], GpuschedError | None]:
-    """Cordon, check, evict. Returns kubectl's lines and the error to raise after committing."""
+          force: bool, settle=None) -> tuple[list[str], GpuschedError | None]:
+    """Cordon, check, evict. Returns kubectl's lines and the error to raise after committing.
+
+    An eviction a PDB refuses is retried after ``settle(view)`` (controllers and scheduler) has
+    let replacement pods start, as kubectl retries; it fails when nothing changes any more.
+    """
     lines = [cordon(view, node_name, True)]
     pods = [p for p in view.list("Pod") if (p.get("spec") or {}).get("nodeName") == node_name]
     problems: dict[str, list[str]] = {}
@@ -127,26 +131,44 @@ def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_d
                                  "continuing command...")
     if daemon:
         lines.append(f"Warning: ignoring DaemonSet-managed Pods: {', '.join(daemon)}")
-    refused = []
-    for pod in evictable:
-        meta = pod["metadata"]
-        current = view.get("Pod", meta["name"], meta["namespace"])
-        if current is None:
-            continue
-        if is_terminal(current):
-            delete_pod(view, current)
-            continue
-        lines.append(f"evicting pod {meta['namespace']}/{meta['name']}")
-        try:
-            evict(view, current)
-        except EvictionRefused as err:
-            refused.append(f'error when evicting pods/"{meta["name"]}" -n "{meta["namespace"]}": {err}')
-            continue
-        lines.append(f"pod/{meta['name']} evicted")
+    remaining = [pod for pod in evictable]
+    refused: list[str] = []
+    while remaining:
+        refused, blocked = [], []
+        for pod in remaining:
+            meta = pod["metadata"]
+            current = view.get("Pod", meta["name"], meta["namespace"])
+            if current is None:
+                continue
+            if is_terminal(current):
+                delete_pod(view, current)
+                continue
+            if f"evicting pod {meta['namespace']}/{meta['name']}" not in lines:
+                lines.append(f"evicting pod {meta['namespace']}/{meta['name']}")
+            try:
+                evict(view, current)
+            except EvictionRefused as err:
+                refused.append(f'error when evicting pods/"{meta["name"]}" -n '
+                               f'"{meta["namespace"]}": {err}')
+                blocked.append(current)
+                continue
+            lines.append(f"pod/{meta['name']} evicted")
+        if not blocked or len(blocked) == len(remaining) and not _progress(view, settle):
+            break
+        remaining = blocked   # kubectl retries refused evictions once replacements are healthy
     if refused:
         return lines, EvictionRefused("; ".join(refused))
     lines.append(f"node/{node_name} drained")
     return lines, None
+
+
+def _progress(view: View, settle) -> bool:
+    """Let controllers and the scheduler run (replacements start); True when anything changed."""
+    if settle is None:
+        return False
+    before = view.mutations
+    settle(view)
+    return view.mutations != before
 
 
 def _has_emptydir(pod: dict) -> bool:

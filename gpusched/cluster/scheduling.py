@@ -35,6 +35,7 @@ from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.view import View
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
+from gpusched.errors import UsageError
 from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 
 log = logging.getLogger(__name__)
@@ -85,9 +86,33 @@ def build_snapshot(view: View):
             continue
         info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
         row = snapshot.index[node_name]
-        assignment = pod_assignment(pod, info) if snapshot.devices[row] is not None else NO_DEVICES
-        snapshot.add_pod(info, node_name, assignment)
+        devices = snapshot.devices[row]
+        assignment = pod_assignment(pod, info) if devices is not None else NO_DEVICES
+        try:
+            snapshot.add_pod(info, node_name, assignment)
+        except UsageError:
+            snapshot.remove_pod(info.uid)     # undo the partial add, then keep the pod's share
+            snapshot.add_pod(info, node_name, _remapped(devices, info))
     return snapshot, order
+
+
+def _remapped(devices, info: PodInfo) -> DeviceAssignment:
+    """Devices standing in for a running pod's after a re-advertisement removed its device IDs.
+
+    A plugin restart (new sharing config or MIG layout) does not stop running pods: they keep
+    using their devices, and the kubelet keeps counting them. The scheduler's view holds an
+    equivalent free device for the pod so nothing is double-counted; when none is free the pod
+    is accounted by its requests alone.
+    """
+    try:
+        assignment = devices.allocate(info)
+    except UsageError:
+        assignment = None
+    if assignment is None:
+        log.warning("pod %s: its devices are gone after re-advertising; counted by requests only",
+                    info.key)
+        return NO_DEVICES
+    return assignment
 
 
 def node_devices(view: View, node_name: str) -> Any:
