@@ -1,0 +1,59 @@
+"""Preemption applied end to end: victims marked, evented and deleted, owned ones recreated,
+the preemptor nominated then bound within the same settle."""
+
+from __future__ import annotations
+
+import yaml
+
+from .builders import apply, join, node_of, pod, pool, priority_class
+
+
+def low_deployment(replicas: int = 2) -> str:
+    return yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "low"},
+                           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "low"}},
+                                    "template": {"metadata": {"labels": {"app": "low"}}, "spec": {
+                                        "priorityClassName": "low", "containers": [{
+                                            "name": "c", "image": "x",
+                                            "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
+
+
+CLASSES = join(priority_class("high", 1000), priority_class("low", 10),
+               priority_class("never", 1000, policy="Never"))
+
+
+def test_high_priority_pod_preempts_low_ones(cluster):
+    apply(cluster, join(pool(count=1, gpus=2, model="T4"), CLASSES, low_deployment()))
+    victims = {p["metadata"]["name"]: p["metadata"]["uid"] for p in cluster.get("pods")}
+    apply(cluster, pod("urgent", gpus=2, priority_class="high"))
+    urgent = cluster.get("pods", ["urgent"])[0]
+    assert urgent["spec"]["nodeName"] == "gpu-1" and urgent["status"]["phase"] == "Running"
+    events = cluster.events()
+    preempted = [e for e in events if e["reason"] == "Preempted"]
+    assert sorted(e["involvedObject"]["name"] for e in preempted) == sorted(victims)
+    assert {e["message"] for e in preempted} == {
+        f"Preempted by pod {urgent['metadata']['uid']} on node gpu-1"}
+    pods = {p["metadata"]["name"]: p for p in cluster.get("pods", selector="app=low")}
+    assert len(pods) == 2 and not set(pods) & set(victims)            # recreated by the RS
+    for body in pods.values():
+        cond = body["status"]["conditions"][0]
+        assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    order = [e["reason"] for e in events if e["involvedObject"]["name"] == "urgent"]
+    assert order == ["FailedScheduling", "Scheduled", "Started"]
+
+
+def test_never_policy_pod_does_not_preempt(cluster):
+    apply(cluster, join(pool(count=1, gpus=2, model="T4"), CLASSES, low_deployment()))
+    apply(cluster, pod("polite", gpus=2, priority_class="never"))
+    assert node_of(cluster, "polite") == ""
+    message = cluster.get("pods", ["polite"])[0]["status"]["conditions"][0]["message"]
+    assert message == ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: not "
+                       "eligible due to preemptionPolicy=Never.")
+    assert all(p["status"]["phase"] == "Running" for p in cluster.get("pods", selector="app=low"))
+
+
+def test_failed_scheduling_repeats_count_instead_of_duplicating(cluster):
+    apply(cluster, join(pool(count=1, gpus=1, model="T4"), pod("big", gpus=4)))
+    cluster.label("node", "gpu-1", {"x": "y"})      # a node change: the pod is retried
+    cluster.label("pod", "big", {"a": "b"})         # nothing relevant: no retry
+    failed = [e for e in cluster.events() if e["reason"] == "FailedScheduling"]
+    assert len(failed) == 1 and failed[0]["count"] == 2
