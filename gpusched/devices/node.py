@@ -107,7 +107,7 @@ class NodeDevices:
     """The devices of one node and their holders; see the module docstring."""
 
     __slots__ = ("node_name", "model", "gpu_count", "config", "mig_strategy", "mig_layout",
-                 "devices", "_by_id", "_by_resource", "_mig_enabled", "_shared_gpu",
+                 "devices", "_by_id", "_by_resource", "_mig_enabled", "_shared_gpu", "_gpu_ids",
                  "_holder", "_held", "_frac")
 
     # ---- construction -----------------------------------------------------------------------
@@ -164,6 +164,7 @@ class NodeDevices:
         self._by_resource = {r: tuple(ds) for r, ds in by_resource.items()}
         self._mig_enabled = mig_enabled
         self._shared_gpu = tuple(shared_gpu)
+        self._gpu_ids = tuple(gpu_uuid(node_name, i) for i in range(gpu_count))
         self._holder: dict[str, str] = {}
         self._held: dict[str, DeviceAssignment] = {}
         self._frac: list[dict[str, int]] = [{} for _ in range(gpu_count)]
@@ -208,8 +209,7 @@ class NodeDevices:
         return not self._mig_enabled[index] and not self._shared_gpu[index]
 
     def _whole_held(self, index: int) -> bool:
-        device = self._by_id.get(gpu_uuid(self.node_name, index))
-        return device is not None and device.device_id in self._holder
+        return self._gpu_ids[index] in self._holder
 
     # ---- fitting and allocating --------------------------------------------------------------
 
@@ -246,7 +246,7 @@ class NodeDevices:
             if indices is None:
                 return None
             return DeviceAssignment(RESOURCE_GPU_MILLI,
-                                    tuple(gpu_uuid(self.node_name, i) for i in indices),
+                                    tuple(self._gpu_ids[i] for i in indices),
                                     tuple(indices), pod.gpu_milli)
         requests = device_requests(pod)
         if not requests:
@@ -323,7 +323,7 @@ class NodeDevices:
         return sorted(i for _, i in candidates[:count])
 
     def _whole_device(self, index: int) -> bool:
-        return self._fraction_capable(index) and gpu_uuid(self.node_name, index) in self._by_id
+        return self._fraction_capable(index) and self._gpu_ids[index] in self._by_id
 
     # ---- holding -----------------------------------------------------------------------------
 
@@ -400,7 +400,7 @@ class NodeDevices:
                 rows.append(DeviceRow(index, device.device_id, device.resource, device.profile,
                                       device.replica, holder, milli))
             for uid, milli in sorted(self._frac[index].items()):
-                rows.append(DeviceRow(index, gpu_uuid(self.node_name, index), RESOURCE_GPU_MILLI,
+                rows.append(DeviceRow(index, self._gpu_ids[index], RESOURCE_GPU_MILLI,
                                       "", -1, uid, milli))
         return rows
 
