@@ -7,6 +7,7 @@ shifts the rows after it). Columns:
   first sight (a node advertising it, or a pod requesting it) and the arrays widen; ``resources``
   maps a name to its column. ``pods`` is a column too: a pod requests 1 of it. A node without a
   ``pods`` allocatable gets the kubelet default of 110.
+- ``free``: ``allocatable - requested``, kept incrementally (what NodeResourcesFit compares).
 - ``nonzero_requested``: int64 (nodes x 2), cpu and memory summed with upstream's non-zero
   defaults (100m cpu, 200Mi memory for a pod that requests none); what scoring uses.
 - ``unschedulable``: bool; ``taint_group``: int32 index into ``taint_groups`` (distinct taint
@@ -34,7 +35,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from gpusched.objects.types import NO_DEVICES, DeviceAssignment, NodeInfo, PodInfo, Taint
+from gpusched.objects.types import (NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, NodeInfo,
+                                    PodInfo, Taint)
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 CPU, MEMORY, PODS, EPHEMERAL = 0, 1, 2, 3
@@ -76,6 +78,7 @@ class Snapshot:
         old = getattr(self, "_alloc_buf", None)
         alloc = np.zeros((capacity, resources), dtype=np.int64)
         req = np.zeros((capacity, resources), dtype=np.int64)
+        free = np.zeros((capacity, resources), dtype=np.int64)
         nonzero = np.zeros((capacity, 2), dtype=np.int64)
         unsched = np.zeros(capacity, dtype=bool)
         gpu_free = np.full((capacity, gpus), -1, dtype=np.int32)
@@ -86,6 +89,7 @@ class Snapshot:
             r, g = self._alloc_buf.shape[1], self._gpu_buf.shape[1]
             alloc[:n, :r] = self._alloc_buf[:n]
             req[:n, :r] = self._req_buf[:n]
+            free[:n, :r] = self._free_buf[:n]
             nonzero[:n] = self._nonzero_buf[:n]
             unsched[:n] = self._unsched_buf[:n]
             gpu_free[:n, :g] = self._gpu_buf[:n]
@@ -97,6 +101,7 @@ class Snapshot:
                 grown[:n] = ids[:n]
                 self._labels[key] = (grown, vocab)
         self._alloc_buf, self._req_buf, self._nonzero_buf = alloc, req, nonzero
+        self._free_buf = free
         self._unsched_buf, self._gpu_buf, self._model_buf = unsched, gpu_free, gpu_model
         self._taint_buf, self._plain_buf = taint_group, gpu_plain
         self._refresh_views()
@@ -105,6 +110,7 @@ class Snapshot:
         n = self._n
         self.allocatable = self._alloc_buf[:n]
         self.requested = self._req_buf[:n]
+        self.free = self._free_buf[:n]
         self.nonzero_requested = self._nonzero_buf[:n]
         self.unschedulable = self._unsched_buf[:n]
         self.gpu_free_milli = self._gpu_buf[:n]
@@ -247,7 +253,7 @@ class Snapshot:
             self.affinity_pods.pop(pod.uid, None)
             self.assignments.pop(pod.uid, None)
         n = self._n
-        for buf in (self._alloc_buf, self._req_buf, self._nonzero_buf, self._unsched_buf,
+        for buf in (self._alloc_buf, self._req_buf, self._free_buf, self._nonzero_buf, self._unsched_buf,
                     self._gpu_buf, self._model_buf, self._taint_buf, self._plain_buf):
             buf[row:n - 1] = buf[row + 1:n]
         for name_i in self.names[row + 1:]:
@@ -273,6 +279,7 @@ class Snapshot:
             alloc[self.resources[resource]] = amount
         if "pods" not in info.allocatable:
             alloc[PODS] = DEFAULT_MAX_PODS
+        self._free_buf[row] = alloc - self._req_buf[row]
         self._unsched_buf[row] = info.unschedulable
         model = info.gpu_model
         if model:
@@ -296,6 +303,19 @@ class Snapshot:
         self._refresh_gpu_row(row)
         self.generation += 1
 
+    def _update_gpu_row(self, row: int, assignment: DeviceAssignment, taken: bool) -> None:
+        """After hold/release: on plain nodes update the touched GPUs in place (exactly what
+        ``free_milli()`` would give: 0 when held whole, 1000 - shares otherwise); else re-read."""
+        if not self._plain_buf[row] or not assignment.gpu_indices:
+            self._refresh_gpu_row(row)
+            return
+        gpu_row = self._gpu_buf[row]
+        for index in assignment.gpu_indices:
+            if assignment.resource == RESOURCE_GPU_MILLI:
+                gpu_row[index] += -assignment.milli if taken else assignment.milli
+            else:
+                gpu_row[index] = 0 if taken else WHOLE_GPU_MILLI
+
     def _refresh_gpu_row(self, row: int) -> None:
         devices = self.devices[row]
         free = [] if devices is None else list(devices.free_milli())
@@ -314,6 +334,7 @@ class Snapshot:
             raise ValueError(f"pod {pod.key} ({pod.uid}) is already on a node")
         vec = self.request_vector(pod)
         self._req_buf[row, : len(vec)] += vec
+        self._free_buf[row, : len(vec)] -= vec
         self._nonzero_buf[row] += self.nonzero_vector(pod)
         self._pods_on[row][pod.uid] = pod
         if (pod.pod_affinity or pod.pod_anti_affinity or pod.preferred_pod_affinity
@@ -324,7 +345,7 @@ class Snapshot:
         devices = self.devices[row]
         if devices is not None and not assignment.empty:
             devices.hold(pod.uid, assignment)
-            self._refresh_gpu_row(row)
+            self._update_gpu_row(row, assignment, taken=True)
         self.generation += 1
         return row
 
@@ -336,11 +357,12 @@ class Snapshot:
         assignment = self.assignments.pop(uid)
         vec = self.request_vector(pod)
         self._req_buf[row, : len(vec)] -= vec
+        self._free_buf[row, : len(vec)] += vec
         self._nonzero_buf[row] -= self.nonzero_vector(pod)
         devices = self.devices[row]
         if devices is not None and not assignment.empty:
             devices.release(uid)
-            self._refresh_gpu_row(row)
+            self._update_gpu_row(row, assignment, taken=False)
         self.generation += 1
         return row, assignment
 

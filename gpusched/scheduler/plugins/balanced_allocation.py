@@ -42,6 +42,8 @@ class BalancedAllocation:
         alloc, req = allocation_matrix(snapshot, pod, vec, nodes, self.resources, nonzero=False)
         include = alloc != 0
         fractions = np.minimum(req / np.where(include, alloc, 1), 1.0)
+        if fractions.shape[1] == 2 and include.all():      # the default: cpu and memory
+            return ((1 - np.abs((fractions[:, 0] - fractions[:, 1]) / 2)) * MAX_NODE_SCORE).astype(np.int64)
         count = include.sum(axis=1)
         mean = np.where(count > 0, (fractions * include).sum(axis=1) / np.maximum(count, 1), 0.0)
         std_many = np.sqrt((((fractions - mean[:, None]) ** 2) * include).sum(axis=1)

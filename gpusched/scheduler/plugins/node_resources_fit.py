@@ -77,14 +77,14 @@ class NodeResourcesFit:
         if vec is None:
             vec = snapshot.request_vector(pod)
         rejections = []
-        alloc = snapshot.allocatable[candidates]
-        used = snapshot.requested[candidates]
-        too_many = used[:, PODS] + 1 > alloc[:, PODS]
+        every = len(candidates) == snapshot.num_nodes       # all rows: no gather needed
+        free = snapshot.free if every else snapshot.free[candidates]
+        too_many = free[:, PODS] < 1
         if too_many.any():
             rejections.append(Rejection(snapshot.mask(candidates, too_many), messages.TOO_MANY_PODS))
         cols = self._checked(snapshot, vec)
         if len(cols):
-            short = alloc[:, cols] - used[:, cols] < vec[cols]
+            short = free[:, cols] < vec[cols]
             if short.any():
                 for j in np.flatnonzero(short.any(axis=0)):
                     rejections.append(Rejection(snapshot.mask(candidates, short[:, j]),

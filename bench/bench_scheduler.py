@@ -1,0 +1,141 @@
+"""Scheduler throughput and memory benchmark (a script, not a test; ``make bench``).
+
+Builds clusters of mixed GPU nodes (8x A100-40GB, 8x H100-80GB, 4x V100-16GB, 2x T4, equal
+shares; 20% tainted ``dedicated=<team>:NoSchedule``; GFD-like labels) and schedules a pod stream
+(60% one GPU, 15% 2-8 GPUs, 15% time-slice shares of one GPU, 10% CPU-only; 30% with a
+nodeSelector or required node affinity on the GPU product, 20% tolerating a team taint) with the
+default profile (which includes GpuDevices), one ``Scheduler.schedule_one`` per pod.
+
+Prints per cluster size: pods/s, p50/p99 time per scheduling attempt, pods bound, peak RSS.
+
+    python bench/bench_scheduler.py                          # 1,000 / 5,000 / 10,000 nodes, 20,000 pods
+    python bench/bench_scheduler.py --nodes 10000 --pods 100000   # the memory run
+    python bench/bench_scheduler.py --nodes 5000 --profile   # cProfile top functions
+
+Wall-clock timing is the point here; the scheduler itself never reads it. Seeded, so every run
+schedules the same pods the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import resource
+import sys
+import time
+
+import numpy as np
+
+from gpusched.devices.catalog import lookup_model
+from gpusched.devices.node import NodeDevices
+from gpusched.objects.types import (NodeInfo, NodeSelectorTerm, PodInfo, Requirement, Taint,
+                                    Toleration)
+from gpusched.scheduler.runner import Scheduler
+from gpusched.scheduler.snapshot import Snapshot
+
+GIB = 2**30
+NODE_KINDS = (("A100-40GB", 8), ("H100-80GB", 8), ("V100-16GB", 4), ("T4", 2))
+TEAMS = ("research", "prod")
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def build_snapshot(num_nodes: int, rng: np.random.Generator) -> Snapshot:
+    snapshot = Snapshot()
+    products = {name: lookup_model(name) for name, _ in NODE_KINDS}
+    for i in range(num_nodes):
+        model_name, gpus = NODE_KINDS[i % len(NODE_KINDS)]
+        model = products[model_name]
+        name = f"node-{i:05d}"
+        devices = NodeDevices.build(name, model, gpus)
+        allocatable = {"cpu": 96_000, "memory": 768 * GIB, "pods": 110,
+                       "ephemeral-storage": 1000 * GIB, **devices.advertised}
+        labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3],
+                  "nvidia.com/gpu.product": model.product, "nvidia.com/gpu.count": str(gpus),
+                  "nvidia.com/gpu.memory": str(model.memory_mib), "nvidia.com/gpu.present": "true"}
+        taints = (Taint("dedicated", TEAMS[i % 2], "NoSchedule"),) if rng.random() < 0.2 else ()
+        info = NodeInfo(name, allocatable, dict(allocatable), labels, taints,
+                        gpu_model=model_name, gpu_count=gpus)
+        snapshot.add_node(info, devices)
+    return snapshot
+
+
+def make_pods(count: int, rng: np.random.Generator, start_seq: int = 0) -> list[PodInfo]:
+    products = [lookup_model(name).product for name, _ in NODE_KINDS]
+    pods = []
+    for i in range(count):
+        kind = rng.random()
+        requests = {"cpu": int(rng.integers(1, 9)) * 1000, "memory": int(rng.integers(4, 65)) * GIB}
+        gpu_milli = 0
+        if kind < 0.60:
+            requests["nvidia.com/gpu"] = 1
+        elif kind < 0.75:
+            requests["nvidia.com/gpu"] = int(rng.choice([2, 4, 8]))
+        elif kind < 0.90:
+            gpu_milli = int(rng.choice([250, 500]))
+        fields: dict = {}
+        placement = rng.random()
+        if placement < 0.15:
+            fields["node_selector"] = {"nvidia.com/gpu.product": str(rng.choice(products[:2]))}
+        elif placement < 0.30:
+            fields["required_terms"] = (NodeSelectorTerm((Requirement(
+                "nvidia.com/gpu.product", "In", tuple(products[:3])),)),)
+        if rng.random() < 0.20:
+            fields["tolerations"] = (Toleration("dedicated", "Equal", TEAMS[int(rng.integers(2))], "NoSchedule"),)
+        name = f"pod-{start_seq + i:06d}"
+        pods.append(PodInfo("bench", name, f"uid-{name}", requests, gpu_milli=gpu_milli,
+                            creation_seq=start_seq + i, **fields))
+    return pods
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
+
+
+def run(num_nodes: int, num_pods: int, seed: int, profile: bool) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    snapshot = build_snapshot(num_nodes, rng)
+    pods = make_pods(num_pods, rng)
+    build_s = time.perf_counter() - t0
+    scheduler = Scheduler(snapshot, None, np.random.default_rng(seed), lambda: 0.0)
+    times = np.zeros(num_pods)
+    bound = 0
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    start = time.perf_counter()
+    for i, pod in enumerate(pods):
+        t = time.perf_counter()
+        result = scheduler.schedule_one(pod)
+        times[i] = time.perf_counter() - t
+        bound += result.scheduled
+    total = time.perf_counter() - start
+    if profiler:
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(25)
+    return {"nodes": num_nodes, "pods": num_pods, "bound": bound, "build_s": build_s,
+            "pods_per_s": num_pods / total, "p50_ms": float(np.percentile(times, 50) * 1e3),
+            "p99_ms": float(np.percentile(times, 99) * 1e3), "per_pod_ms": total / num_pods * 1e3,
+            "peak_rss_mib": peak_rss_mib()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 10000])
+    parser.add_argument("--pods", type=int, default=20000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
+    args = parser.parse_args(argv)
+    print(f"{'nodes':>6} {'pods':>7} {'bound':>7} {'pods/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'build s':>8} {'peak RSS MiB':>12}")
+    for num_nodes in args.nodes:
+        r = run(num_nodes, args.pods, args.seed, args.profile)
+        print(f"{r['nodes']:>6} {r['pods']:>7} {r['bound']:>7} {r['pods_per_s']:>8.0f} "
+              f"{r['p50_ms']:>7.3f} {r['p99_ms']:>7.3f} {r['build_s']:>8.1f} {r['peak_rss_mib']:>12.0f}",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
