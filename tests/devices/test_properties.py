@@ -47,6 +47,11 @@ def test_no_device_is_held_twice(kind, steps):
                 node.hold(uid, assignment)
                 live.append(uid)
         _check(node, live)
+    initial = NODES[kind]()
+    for uid in list(live):
+        node.release(uid)
+    assert node.allocated() == {} and node.holders == ()
+    assert list(node.free_milli()) == list(initial.free_milli())
 
 
 def _check(node, live):
