@@ -33,6 +33,7 @@ class Step:
     args: tuple[str, ...]
     grep: tuple[str, ...] = ()       # show only output lines containing one of these (and the header)
     expect_error: bool = False       # the refusal is the point of the step
+    section: str = ""                # show only this describe section (its title line and body)
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ class Scenario:
     fresh: bool = True               # start from reset + cluster + priority classes
 
 
-def _s(*args: str, grep: tuple[str, ...] = (), expect_error: bool = False) -> Step:
-    return Step(tuple(args), grep, expect_error)
+def _s(*args: str, grep: tuple[str, ...] = (), expect_error: bool = False, section: str = "") -> Step:
+    return Step(tuple(args), grep, expect_error, section)
 
 
 EVENTS = _s("events", grep=KEY_EVENTS)
@@ -61,13 +62,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         "Preemption", "A low-priority batch pod holds all 8 A100s; a high-priority training pod arrives.",
         (_s("apply", "-f", "examples/preemption/1-low-priority-batch.yaml"),
          _s("apply", "-f", "examples/preemption/2-high-priority-training.yaml"),
-         _s("advance", "1m"), _s("get", "pods", "-o", "wide"), EVENTS),
+         _s("get", "pods", "-o", "wide"), EVENTS),
         "No node fits urgent-training, so DefaultPreemption looked for lower-priority victims: on "
         "gpu-node-1 removing low-batch (priority 100 < 100000) frees 8 GPUs. The victim got a "
-        "Preempted event, the preemptor was nominated to gpu-node-1 and bound once the GPUs were free."),
+        "Preempted event and was stopped (Killing), and the preemptor, nominated to gpu-node-1, was bound "
+        "there once the GPUs were free (FailedScheduling without a preemption part is upstream's trace "
+        "of the cycle that preempted)."),
     Scenario(
         "preemptionPolicy: Never", "The T4 node is full; a pod of a higher but non-preempting class arrives.",
-        (_s("apply", "-f", "examples/no-preemption/"), _s("get", "pods", "-o", "wide"), EVENTS),
+        (_s("apply", "-f", "examples/no-preemption/1-t4-jobs.yaml"),
+         _s("apply", "-f", "examples/no-preemption/2-polite-training.yaml"),
+         _s("get", "pods", "-o", "wide"), EVENTS),
         "polite-training outranks the T4 pods but its class says preemptionPolicy: Never, so the "
         "scheduler does not evict them: `preemption: not eligible due to preemptionPolicy=Never.`"),
     Scenario(
@@ -90,7 +95,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "Time-slicing", "NVIDIA's time-slicing ConfigMap (4 replicas) applied unchanged; 9 workers target 2 T4s.",
         (_s("apply", "-f", "examples/time-slicing/time-slicing-config-all.yaml"),
-         _s("get", "nodes", "gpu-node-3", "-o", "json", grep=('"nvidia.com/gpu', "replicas")),
+         _s("get", "nodes", "-L", "nvidia.com/gpu.product,nvidia.com/gpu.replicas"),
+         _s("top", "nodes"),
          _s("apply", "-f", "examples/time-slicing/t4-workers.yaml"),
          _s("get", "pods", "-o", "wide"), EVENTS),
         "With replicas: 4 the plugin advertises each T4 four times (nvidia.com/gpu: 8); eight pods share "
@@ -98,7 +104,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "MIG (mixed strategy)", "An A100 partitioned all-balanced; MIG pods ask for nvidia.com/mig-* resources.",
         (_s("apply", "-f", "examples/mig-mixed/"), _s("get", "pods", "-o", "wide"),
-         _s("describe", "node", "mig-node-1", grep=("mig-", "GPU Devices", "GPU ")), EVENTS),
+         _s("describe", "node", "mig-node-1", section="GPU Devices:"), EVENTS),
         "all-balanced gives each A100-40GB one 3g.20gb, one 2g.10gb and two 1g.5gb instances; the pods "
         "fill exactly those slots and the one that asks for more waits."),
     Scenario(
@@ -134,8 +140,12 @@ def _run(state: str, args: tuple[str, ...]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _show(text: str, grep: tuple[str, ...]) -> None:
+def _show(text: str, grep: tuple[str, ...], section: str = "") -> None:
     lines = text.rstrip("\n").splitlines()
+    if section:
+        start = next((i for i, line in enumerate(lines) if line.startswith(section)), len(lines))
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+        lines = lines[start:end]
     if grep and lines:
         lines = [lines[0]] + [line for line in lines[1:] if any(g in line for g in grep)]
     for line in lines:
@@ -145,7 +155,7 @@ def _show(text: str, grep: tuple[str, ...]) -> None:
 def _step(state: str, step: Step) -> bool:
     print(f"  $ gpusched {' '.join(step.args)}")
     code, out, err = _run(state, step.args)
-    _show(out, step.grep)
+    _show(out, step.grep, step.section)
     _show(err, ())
     ok = (code != 0) == step.expect_error
     if not ok:
