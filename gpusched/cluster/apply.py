@@ -23,6 +23,7 @@ from gpusched.cluster.store import dumps
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.kinds import KINDS
+from gpusched.objects.validation import validate
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SYSTEM_FIELDS = ("apiVersion", "kind", "metadata", "status")
@@ -36,15 +37,6 @@ POD_SPEC_FORBIDDEN = (
 
 def validated(manifest) -> dict:
     """The defaulted object of a manifest (``objects.validation.validate``)."""
-    try:
-        from gpusched.objects.validation import validate
-    except ImportError:   # TEMPORARY until objects.validation lands: kind and name only
-        obj = manifest.obj
-        name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
-        if not isinstance(name, str) or not name:
-            raise ManifestError(manifest.source, manifest.index, "metadata.name",
-                                "Required value: name or generateName is required") from None
-        return copy.deepcopy(obj)
     return validate(manifest)
 
 
@@ -61,7 +53,11 @@ def apply_one(view: View, manifest) -> tuple[str, str, str, str]:
     ns = object_namespace(kind, body)
     if KINDS[kind].namespaced:
         meta["namespace"] = ns
-    name = meta["name"]
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:    # defence in depth: validation should catch it
+        raise InvalidError(kind, "", [FieldError("metadata.name", "Required value", None,
+                                                 "name or generateName is required")],
+                           where=manifest.where)
     applied = dumps(manifest.obj)
     old = view.get(kind, name, ns)
     if old is None:
