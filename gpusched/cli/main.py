@@ -123,7 +123,24 @@ def _run_demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
-def build_parser() -> argparse.ArgumentParser:
+SIM_COMMANDS = ("experiment", "import")
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command in ``argv`` (skipping the global options), None when there is none."""
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if word == "--state":
+            words = words[1:]
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The full parser. The sim layer's commands (``experiment``, ``import``) pull in NumPy and
+    the scheduler, so they are registered only when asked for (or for ``--help``)."""
     parser = argparse.ArgumentParser(
         prog="gpusched",
         description="A GPU scheduler with Kubernetes semantics, driven like kubectl.")
@@ -133,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log to stderr (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_commands(sub)
+    word = _command_word(argv)
+    if word in SIM_COMMANDS or word is None:
+        from gpusched.sim.commands import add_commands
+
+        add_commands(sub)
     return parser
 
 
@@ -143,7 +165,8 @@ def _configure_logging(verbosity: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code (0 success, 1 error, 2 usage)."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse already printed usage and its one-line message
@@ -152,7 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.state = os.environ["GPUSCHED_STATE"]
     _configure_logging(args.verbose)
     try:
-        return int(args.handler(args) or 0)
+        handler = getattr(args, "handler", None) or args.func   # sim commands set ``func``
+        return int(handler(args) or 0)
     except GpuschedError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return 1

@@ -195,3 +195,17 @@ def test_usage_errors_exit_2_and_version(g):
     assert "usage: gpusched" in g.fails("get", "pods", "-o", "xml", code=2)
     assert "usage: gpusched" in g.fails("frobnicate", code=2)
     assert g.run("version", state=False).out.strip() == "gpusched version 0.1.0"
+
+
+def test_sim_commands_are_wired_in(g):
+    assert "--policies" in g.run("experiment", "fgd", "--help", state=False).out
+
+
+def test_demo_walks_every_example_without_surprises(g):
+    result = g.run("demo", state=False)
+    assert result.code == 0, result.out[-2000:] + result.err
+    assert result.out.rstrip().endswith("demo finished: all steps as expected")
+    for expected in ("Preempted by pod", "preemption: not eligible due to preemptionPolicy=Never.",
+                     "Insufficient nvidia.com/gpu", "Insufficient nvidia.com/mig-1g.5gb",
+                     'pods "train-3" is forbidden: exceeded quota', "DeadlineExceeded"):
+        assert expected in result.out, expected
