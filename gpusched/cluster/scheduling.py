@@ -35,6 +35,7 @@ from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.view import View
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
+from gpusched.objects.selectors import selector_from_dict
 from gpusched.errors import UsageError
 from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 
@@ -143,9 +144,22 @@ def kubelet_admission_error(view: View):
 # ---- scheduling --------------------------------------------------------------------------------
 
 def make_scheduler(snapshot, view: View):
+    """The default profile(s) over ``snapshot``, seeded from (seed, resourceVersion), with the
+    PodDisruptionBudgets handed to DefaultPreemption."""
+    from gpusched.scheduler.preemption import PdbInfo
     from gpusched.scheduler.runner import Scheduler
     rng = np.random.default_rng([view.seed, view.rv])
-    return Scheduler(snapshot, rng=rng, clock=view.now)
+    scheduler = Scheduler(snapshot, rng=rng, clock=view.now)
+    pdbs = [PdbInfo(pdb["metadata"]["namespace"],
+                    selector_from_dict((pdb.get("spec") or {}).get("selector") or {}),
+                    int((pdb.get("status") or {}).get("disruptionsAllowed", 0)),
+                    pdb["metadata"]["name"])
+            for pdb in view.list("PodDisruptionBudget")]
+    for framework in scheduler.frameworks.values():
+        plugin = framework.plugins.get("DefaultPreemption")
+        if plugin is not None and hasattr(plugin, "set_pdbs"):
+            plugin.set_pdbs(pdbs)
+    return scheduler
 
 
 def pending_pods(view: View) -> list[dict]:

@@ -57,3 +57,28 @@ def test_failed_scheduling_repeats_count_instead_of_duplicating(cluster):
     cluster.label("pod", "big", {"a": "b"})         # nothing relevant: no retry
     failed = [e for e in cluster.events() if e["reason"] == "FailedScheduling"]
     assert len(failed) == 1 and failed[0]["count"] == 2
+
+
+def test_preemption_prefers_node_without_pdb_violation(cluster):
+    pdb = yaml.safe_dump({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                          "metadata": {"name": "protect"},
+                          "spec": {"minAvailable": 1, "selector": {"matchLabels": {"keep": "yes"}}}})
+    apply(cluster, join(pool(count=2, gpus=1, model="T4"), CLASSES, pdb,
+                        pod("guarded", gpus=1, priority_class="low", labels={"keep": "yes"}),
+                        pod("free", gpus=1, priority_class="low")))
+    guarded_node = node_of(cluster, "guarded")
+    apply(cluster, pod("urgent", gpus=1, priority_class="high"))
+    assert node_of(cluster, "urgent") != guarded_node
+    assert [p["metadata"]["name"] for p in cluster.get("pods")] == ["guarded", "urgent"]
+
+
+def test_explain_and_node_devices(cluster):
+    apply(cluster, join(pool(count=1, gpus=2, model="T4"), pod("a", gpus=1), pod("big", gpus=4)))
+    devices = cluster.node_devices("gpu-1")
+    uid = cluster.get("pods", ["a"])[0]["metadata"]["uid"]
+    assert devices.holders == (uid,)
+    explanation = cluster.explain("big")
+    assert explanation.feasible == ()
+    assert explanation.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+    running = cluster.explain("a")                 # a bound pod is explained as if pending
+    assert running.feasible == ("gpu-1",)
