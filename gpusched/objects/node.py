@@ -3,12 +3,14 @@
 - ``node_info(node, model_lookup=None)``: allocatable (falls back to capacity when the node has no
   ``status.allocatable``), capacity, labels, taints, ``spec.unschedulable``, the GPU model and the
   number of physical GPUs.
-  GPU model: the annotation ``gpusched.io/gpu-model`` (a catalog key, taken as is), else the GFD
+  GPU model: the annotation (or label) ``gpusched.io/gpu-model`` (a catalog key, taken as is, as
+  ``devices.advertise.node_gpus`` reads it), else the GFD
   label ``nvidia.com/gpu.product`` passed through ``model_lookup`` (the devices layer's catalog
   sits above this layer, so the caller hands it in, e.g. ``lambda p: lookup_model(p).name``). When
   the hook is missing or cannot resolve the product (returns a false value or raises a
   ``GpuschedError``/``KeyError``/``ValueError``), the product string itself is used.
-  GPU count: the GFD label ``nvidia.com/gpu.count``, else capacity ``nvidia.com/gpu`` (which with
+  GPU count: the annotation ``gpusched.io/gpu-count`` (NodePool nodes), the GFD label
+  ``nvidia.com/gpu.count``, else capacity ``nvidia.com/gpu`` (which with
   time-slicing counts replicas, hence the label first).
 - ``parse_taint("key=value:Effect")``, ``parse_taint_removal("key:Effect-" | "key-")``: kubectl's
   ``taint`` argument syntax and messages; ``taint_to_dict``, ``taints_of``.
@@ -24,7 +26,7 @@ from typing import Any, Callable, Mapping
 from gpusched.errors import FieldError, GpuschedError, InvalidError, UsageError
 from gpusched.objects.names import label_value_errors, qualified_name_errors
 from gpusched.objects.quantity import QuantityError, canonical
-from gpusched.objects.types import ANN_GPU_MODEL, NodeInfo, Taint
+from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL, NodeInfo, Taint
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
@@ -35,7 +37,7 @@ ModelLookup = Callable[[str], Any]
 
 
 def _resources(name: str, raw: Any, path: str) -> dict[str, int]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return {}
     out = {}
     for resource, value in raw.items():
@@ -50,7 +52,7 @@ def _resources(name: str, raw: Any, path: str) -> dict[str, int]:
 def taints_of(node: Mapping[str, Any]) -> tuple[Taint, ...]:
     spec = node.get("spec") or _EMPTY
     return tuple(Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
-                 for t in spec.get("taints") or () if isinstance(t, Mapping))
+                 for t in spec.get("taints") or () if isinstance(t, dict))
 
 
 def _resolve_model(product: str, model_lookup: ModelLookup | None) -> str:
@@ -75,11 +77,11 @@ def node_info(node: Mapping[str, Any], model_lookup: ModelLookup | None = None) 
     annotations = meta.get("annotations") or _EMPTY
     capacity = _resources(name, status.get("capacity"), "status.capacity")
     allocatable = _resources(name, status.get("allocatable"), "status.allocatable") or dict(capacity)
-    gpu_model = str(annotations.get(ANN_GPU_MODEL) or "")
+    gpu_model = str(annotations.get(ANN_GPU_MODEL) or labels.get(ANN_GPU_MODEL) or "").split("|")[0]
     if not gpu_model and labels.get(LABEL_GPU_PRODUCT):
         gpu_model = _resolve_model(labels[LABEL_GPU_PRODUCT], model_lookup)
     try:
-        gpu_count = int(labels.get(LABEL_GPU_COUNT, ""))
+        gpu_count = int(str(annotations.get(ANN_GPU_COUNT) or labels.get(LABEL_GPU_COUNT, "")))
     except ValueError:
         gpu_count = capacity.get("nvidia.com/gpu", 0)
     return NodeInfo(

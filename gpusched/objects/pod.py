@@ -66,6 +66,8 @@ def _amount(resource: str, value: Any, path: str) -> int:
     try:
         if isinstance(value, str):
             return _canonical_text(resource, value)
+        if type(value) is int:
+            return value * 1000 if resource == "cpu" else value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return canonical(resource, value)
         raise QuantityError("quantities must match the regular expression "
@@ -75,20 +77,20 @@ def _amount(resource: str, value: Any, path: str) -> int:
 
 
 def _resource_list(raw: Any, path: str) -> dict[str, int]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return {}
     return {str(name): _amount(str(name), value, path) for name, value in raw.items()}
 
 
 def _container_requests(container: Any, path: str) -> dict[str, int]:
-    if not isinstance(container, Mapping):
+    if not isinstance(container, dict):
         return {}
     resources = container.get("resources")
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, dict):
         return {}
     requests = _resource_list(resources.get("requests"), f"{path}.resources.requests")
     limits = resources.get("limits")
-    if isinstance(limits, Mapping):
+    if isinstance(limits, dict):
         for name, value in limits.items():
             if name not in requests:
                 requests[str(name)] = _amount(str(name), value, f"{path}.resources.limits")
@@ -112,7 +114,7 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     """One container's requests in canonical units; a limit-only resource counts as requested."""
-    return _checked("Container", str(container.get("name", "")) if isinstance(container, Mapping) else "",
+    return _checked("Container", str(container.get("name", "")) if isinstance(container, dict) else "",
                     lambda: _container_requests(container, "resources"))
 
 
@@ -127,7 +129,7 @@ def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
         init_peak: dict[str, int] = {}
         for i, container in enumerate(init_containers):
             reqs = _container_requests(container, f"spec.initContainers[{i}]")
-            if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+            if isinstance(container, dict) and container.get("restartPolicy") == "Always":
                 _add(total, reqs)
                 _add(sidecars, reqs)
                 reqs = dict(sidecars)
@@ -143,9 +145,9 @@ def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
 
 def _pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
     def limits_of(container: Any, path: str) -> dict[str, int]:
-        resources = container.get("resources") if isinstance(container, Mapping) else None
+        resources = container.get("resources") if isinstance(container, dict) else None
         return _resource_list(resources.get("limits"), f"{path}.resources.limits") \
-            if isinstance(resources, Mapping) else {}
+            if isinstance(resources, dict) else {}
 
     total: dict[str, int] = {}
     for i, container in enumerate(_list(spec.get("containers"))):
@@ -154,7 +156,7 @@ def _pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
     init_peak: dict[str, int] = {}
     for i, container in enumerate(_list(spec.get("initContainers"))):
         lims = limits_of(container, f"spec.initContainers[{i}]")
-        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+        if isinstance(container, dict) and container.get("restartPolicy") == "Always":
             _add(total, lims)
             _add(sidecars, lims)
             lims = dict(sidecars)
@@ -178,7 +180,7 @@ def _checked(kind: str, name: str, compute):  # type: ignore[no-untyped-def]
 
 def _name(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
 
 def pod_resource_requests(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -219,7 +221,7 @@ def _pod_affinity_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
 
 
 def _pod_affinity(raw: Any) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return (), ()
     required = tuple(_pod_affinity_term(t) for t in raw.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
     preferred = tuple(
@@ -229,11 +231,11 @@ def _pod_affinity(raw: Any) -> tuple[tuple[PodAffinityTerm, ...], tuple[Weighted
 
 
 def _node_affinity(raw: Any) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return None, ()
     required_raw = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
     required = None
-    if isinstance(required_raw, Mapping):
+    if isinstance(required_raw, dict):
         required = tuple(term_from_dict(t) for t in required_raw.get("nodeSelectorTerms") or ())
     preferred = tuple(
         PreferredTerm(int(p.get("weight") or 0), term_from_dict(p.get("preference") or {}))
@@ -284,7 +286,7 @@ def _gpu_milli(name: str, annotations: Mapping[str, Any], requests: dict[str, in
 
 def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
     for ref in meta.get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
+        if isinstance(ref, dict) and ref.get("controller") is True:
             return str(ref.get("kind") or ""), str(ref.get("name") or "")
     return "", ""
 
@@ -304,7 +306,7 @@ def _start_time(annotations: Mapping[str, Any], status: Mapping[str, Any]) -> fl
 
 def _disruption_reason(status: Mapping[str, Any]) -> str:
     for cond in status.get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+        if isinstance(cond, dict) and cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
             return str(cond.get("reason") or "")
     return ""
 
@@ -348,7 +350,7 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
         preferred_pod_anti_affinity=preferred_pod_anti_affinity,
         pvc_names=tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
                         for v in spec.get("volumes") or ()
-                        if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)),
+                        if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)),
         gpu_milli=gpu_milli,
         gpu_models=_gpu_models(str(model_text)) if model_text else (),
         creation_seq=seq,

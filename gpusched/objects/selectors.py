@@ -117,7 +117,7 @@ def selector_from_dict(d: Mapping[str, Any] | None) -> LabelSelector | None:
     expressions = d.get("matchExpressions") or ()
     return LabelSelector(
         match_labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-        match_expressions=tuple(requirement_from_dict(e) for e in expressions if isinstance(e, Mapping)),
+        match_expressions=tuple(requirement_from_dict(e) for e in expressions if isinstance(e, dict)),
     )
 
 
@@ -318,10 +318,10 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     """The string a field selector compares: ``""`` for a missing field."""
     current: Any = obj
     for part in path.split("."):
-        if not isinstance(current, Mapping) or part not in current:
+        if not isinstance(current, dict) or part not in current:
             return ""
         current = current[part]
-    if isinstance(current, (Mapping, list)):
+    if isinstance(current, (dict, list)):
         return ""
     return _field_text(current)
 

@@ -23,6 +23,7 @@ ANN_ASSIGNED_GPUS = "gpusched.io/assigned-gpus"  # GPU indices held, e.g. "0,1"
 ANN_ASSIGNED_DEVICES = "gpusched.io/assigned-devices"  # device IDs held, e.g. "GPU-..::0" or "MIG-..."
 RESOURCE_GPU_MILLI = "gpusched.io/gpu-milli"     # extended-resource form of a GPU share
 ANN_START_TIME = "gpusched.io/start-time"        # virtual seconds a pod started running, e.g. "120.0"
+ANN_GPU_COUNT = "gpusched.io/gpu-count"          # physical GPUs of a node (NodePool nodes), e.g. "8"
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,9 +46,19 @@ def test_gpu_model(labels, annotations, lookup, expected):
     assert node_info(make_node(labels=labels, annotations=annotations), lookup).gpu_model == expected
 
 
-def test_gpu_count_label_before_capacity():
-    node = make_node(labels={"nvidia.com/gpu.count": "2"}, capacity={"nvidia.com/gpu": "8"})
-    assert node_info(node).gpu_count == 2
+@pytest.mark.parametrize("labels,annotations,count", [
+    ({"nvidia.com/gpu.count": "2"}, None, 2),
+    ({"nvidia.com/gpu.count": "2"}, {"gpusched.io/gpu-count": "4"}, 4),
+    ({}, None, 8),
+    ({"nvidia.com/gpu.count": "two"}, None, 8),
+], ids=["label-before-capacity", "annotation-first", "capacity", "bad-label"])
+def test_gpu_count(labels, annotations, count):
+    node = make_node(labels=labels, annotations=annotations, capacity={"nvidia.com/gpu": "8"})
+    assert node_info(node).gpu_count == count
+
+
+def test_gpu_model_label_form():
+    assert node_info(make_node(labels={"gpusched.io/gpu-model": "A100-40GB"})).gpu_model == "A100-40GB"
 
 
 def test_bad_capacity_names_field():
