@@ -27,7 +27,7 @@ from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers import CONTROLLERS, TIMED, pod_lifecycle
 from gpusched.cluster.controllers.common import delete_pod
-from gpusched.cluster.nodes import cordon, drain, label, taint
+from gpusched.cluster.nodes import DrainError, cordon, drain, label, taint
 from gpusched.cluster.store import Store, default_state_path
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import NotFoundError, UsageError
@@ -246,12 +246,13 @@ class Cluster:
 
     def drain(self, node: str, ignore_daemonsets: bool = False, delete_emptydir_data: bool = False,
               force: bool = False) -> list[str]:
-        """kubectl drain: cordon, then evict; an error is raised after the cordon is committed."""
+        """kubectl drain: cordon, then evict. A refusal raises ``DrainError`` (its ``lines`` are
+        what was printed before) after the cordon and the evictions done so far are committed."""
         with self._write() as view:
             lines, error = drain(view, node, ignore_daemonsets, delete_emptydir_data, force,
                                  self._settle)
         if error is not None:
-            raise error
+            raise DrainError(str(error), lines)
         return lines
 
     def scale(self, kind: str, name: str, replicas: int, namespace: str | None = "default") -> str:

@@ -21,6 +21,14 @@ from gpusched.objects.kinds import KindInfo
 from gpusched.objects.types import Taint
 
 
+class DrainError(UsageError):
+    """A drain that stopped; ``lines`` holds what kubectl printed before the error."""
+
+    def __init__(self, message: str, lines: list[str]) -> None:
+        super().__init__(message)
+        self.lines = lines
+
+
 def _ref(info: KindInfo, name: str) -> str:
     return f"{info.singular}.{info.group}/{name}" if info.group else f"{info.singular}/{name}"
 

@@ -75,6 +75,7 @@ class View:
     _dirty_events: set[tuple[str, str]] = field(default_factory=set)
     _deleted_rv: dict[Key, int] = field(default_factory=dict)
     _event_index: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+    _by_kind: dict[str, dict[tuple[str, str], dict]] = field(default_factory=dict)
 
     # ---- loading and writing ----------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class View:
                    epoch=int(meta.get("epoch", 0)),
                    attempts=json.loads(meta.get("attempts", "{}")))
         for kind, ns, name, body in store.read_objects():
-            view.objects[(kind, ns, name)] = body
+            view._put((kind, ns, name), body)
         for ns, name, seq, body in store.read_events():
             view.events[(ns, name)] = body
             view.event_seq[(ns, name)] = seq
@@ -139,8 +140,12 @@ class View:
 
     def list(self, kind: str, namespace: str | None = None) -> list[dict]:
         """Objects of a kind, sorted by (namespace, name); ``None`` = every namespace."""
-        return [body for (k, ns, _), body in sorted(self.objects.items(), key=lambda kv: kv[0])
-                if k == kind and (namespace is None or ns == namespace)]
+        of_kind = self._by_kind.get(kind, {})
+        return [of_kind[k] for k in sorted(of_kind) if namespace is None or k[0] == namespace]
+
+    def _put(self, key: Key, body: dict) -> None:
+        self.objects[key] = body
+        self._by_kind.setdefault(key[0], {})[key[1:]] = body
 
     def now(self) -> float:
         return self.clock
@@ -177,7 +182,7 @@ class View:
         meta["creationTimestamp"] = self.timestamp()
         meta["generation"] = 1
         meta["resourceVersion"] = str(self.next_rv())
-        self.objects[key] = body
+        self._put(key, body)
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
         if kind == "Node":
@@ -202,7 +207,7 @@ class View:
             generation += 1
         meta["generation"] = generation
         meta["resourceVersion"] = str(self.next_rv())
-        self.objects[key] = body
+        self._put(key, body)
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
         if key[0] == "Node":
@@ -214,6 +219,7 @@ class View:
         body = self.objects.pop(key, None)
         if body is None:
             return None
+        del self._by_kind[kind][key[1:]]
         self._deleted_rv[key] = self.next_rv()
         self._dirty[key] = "DELETED"
         self.mutations += 1
@@ -264,6 +270,7 @@ class View:
     def clear(self) -> None:
         """Forget everything but the seed (``reset``); counters restart."""
         self.objects.clear()
+        self._by_kind.clear()
         self.events.clear()
         self.event_seq.clear()
         self._event_index.clear()
