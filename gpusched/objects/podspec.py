@@ -291,10 +291,11 @@ def _container_resources(container: dict, path: str, e: Errors) -> None:
     rp, lp = f"{path}.resources.requests", f"{path}.resources.limits"
     requests = e.mapping(resources, "requests", rp)
     limits = e.mapping(resources, "limits", lp) or {}
-    if limits and "requests" in resources and requests is None:
+    if limits and resources.get("requests") is not None and requests is None:
         return  # requests has the wrong type; already reported
     if limits:                                   # defaulting: a limit alone sets the request
-        requests = resources.setdefault("requests", {}) if requests is None else requests
+        if requests is None:
+            requests = resources["requests"] = {}
         for name, value in limits.items():
             requests.setdefault(name, value)
     parsed_limits = {}

@@ -115,6 +115,8 @@ def selector_from_dict(d: Mapping[str, Any] | None) -> LabelSelector | None:
         return None
     labels = d.get("matchLabels") or {}
     expressions = d.get("matchExpressions") or ()
+    if not isinstance(labels, dict) or not isinstance(expressions, (list, tuple)):
+        return LabelSelector((("", "\0invalid"),))   # malformed (unvalidated) selector: matches nothing
     return LabelSelector(
         match_labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         match_expressions=tuple(requirement_from_dict(e) for e in expressions if isinstance(e, dict)),

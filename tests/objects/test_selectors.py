@@ -155,3 +155,8 @@ POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1", 
 ], ids=["eq", "eq-miss", "neq", "two-neq", "nested", "missing-is-empty", "bool", "mapping-is-empty"])
 def test_field_matches(text, expected):
     assert field_matches(POD, parse_field_selector(text)) is expected
+
+
+def test_malformed_selector_dict_matches_nothing():
+    assert not matches(selector_from_dict({"matchLabels": ["a"]}), {"a": "b"})
+    assert not matches(selector_from_dict({"matchExpressions": "x"}), {})

@@ -302,3 +302,10 @@ def test_several_errors_joined():
 def test_validate_object_unknown_kind():
     with pytest.raises(ManifestError):
         validate_object({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}})
+
+
+def test_null_requests_get_the_limits():
+    c = container(limits={"nvidia.com/gpu": 1})
+    c["resources"]["requests"] = None
+    out = validate(Manifest("f", 0, pod(containers=[c])))
+    assert out["spec"]["containers"][0]["resources"]["requests"] == {"nvidia.com/gpu": 1}
