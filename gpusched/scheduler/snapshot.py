@@ -16,6 +16,8 @@ shifts the rows after it). Columns:
   has no such GPU; ``gpu_model_id``: int32 into ``gpu_models`` (-1 for CPU-only nodes);
   ``gpu_plain``: the node's GPUs are whole, unshared devices (no time-slicing, MPS or MIG), so
   ``gpu_free_milli`` alone decides device fit.
+- ``min_pod_priority``: int64, the lowest priority among the node's pods (``NO_PODS_PRIORITY``
+  when it has none): ``min_pod_priority < p`` tells preemption which nodes have victims at all.
 - label columns, built lazily per key: ``label_ids(key) -> (ids, vocab)``.
 
 Per node it keeps the ``NodeInfo``, the ``NodeDevices`` (or None) and the pods on it; per pod only
@@ -44,6 +46,7 @@ DEFAULT_MAX_PODS = 110                       # kubelet --max-pods default
 DEFAULT_MILLI_CPU_REQUEST = 100              # upstream schedutil.DefaultMilliCPURequest
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024   # upstream schedutil.DefaultMemoryRequest
 WHOLE_GPU_MILLI = 1000
+NO_PODS_PRIORITY = np.iinfo(np.int64).max     # min_pod_priority of a node without pods
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
@@ -85,6 +88,7 @@ class Snapshot:
         gpu_model = np.full(capacity, -1, dtype=np.int32)
         taint_group = np.zeros(capacity, dtype=np.int32)
         gpu_plain = np.zeros(capacity, dtype=bool)
+        min_priority = np.full(capacity, NO_PODS_PRIORITY, dtype=np.int64)
         if old is not None:
             r, g = self._alloc_buf.shape[1], self._gpu_buf.shape[1]
             alloc[:n, :r] = self._alloc_buf[:n]
@@ -96,6 +100,7 @@ class Snapshot:
             gpu_model[:n] = self._model_buf[:n]
             taint_group[:n] = self._taint_buf[:n]
             gpu_plain[:n] = self._plain_buf[:n]
+            min_priority[:n] = self._min_prio_buf[:n]
             for key, (ids, vocab) in list(self._labels.items()):
                 grown = np.full(capacity, -1, dtype=np.int32)
                 grown[:n] = ids[:n]
@@ -104,6 +109,7 @@ class Snapshot:
         self._free_buf = free
         self._unsched_buf, self._gpu_buf, self._model_buf = unsched, gpu_free, gpu_model
         self._taint_buf, self._plain_buf = taint_group, gpu_plain
+        self._min_prio_buf = min_priority
         self._refresh_views()
 
     def _refresh_views(self) -> None:
@@ -117,6 +123,7 @@ class Snapshot:
         self.gpu_model_id = self._model_buf[:n]
         self.taint_group = self._taint_buf[:n]
         self.gpu_plain = self._plain_buf[:n]
+        self.min_pod_priority = self._min_prio_buf[:n]
 
     def _ensure(self, rows: int = 0, resources: int = 0, gpus: int = 0) -> None:
         cap, r = self._alloc_buf.shape
@@ -254,7 +261,8 @@ class Snapshot:
             self.assignments.pop(pod.uid, None)
         n = self._n
         for buf in (self._alloc_buf, self._req_buf, self._free_buf, self._nonzero_buf, self._unsched_buf,
-                    self._gpu_buf, self._model_buf, self._taint_buf, self._plain_buf):
+                    self._gpu_buf, self._model_buf, self._taint_buf, self._plain_buf,
+                    self._min_prio_buf):
             buf[row:n - 1] = buf[row + 1:n]
         for name_i in self.names[row + 1:]:
             self.index[name_i] -= 1
@@ -342,6 +350,8 @@ class Snapshot:
             self.affinity_pods[pod.uid] = pod
         self.pod_node[pod.uid] = row
         self.assignments[pod.uid] = assignment
+        if pod.priority < self._min_prio_buf[row]:
+            self._min_prio_buf[row] = pod.priority
         devices = self.devices[row]
         if devices is not None and not assignment.empty:
             devices.hold(pod.uid, assignment)
@@ -359,6 +369,9 @@ class Snapshot:
         self._req_buf[row, : len(vec)] -= vec
         self._free_buf[row, : len(vec)] += vec
         self._nonzero_buf[row] -= self.nonzero_vector(pod)
+        if pod.priority == self._min_prio_buf[row]:
+            self._min_prio_buf[row] = min((p.priority for p in self._pods_on[row].values()),
+                                          default=NO_PODS_PRIORITY)
         devices = self.devices[row]
         if devices is not None and not assignment.empty:
             devices.release(uid)

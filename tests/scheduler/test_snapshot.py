@@ -10,6 +10,7 @@ from tests.scheduler.builders import make_node, make_pod, snapshot_of, taint
 
 def arrays(snap: Snapshot):
     return (snap.allocatable.copy(), snap.requested.copy(), snap.free.copy(), snap.nonzero_requested.copy(),
+            snap.min_pod_priority.copy(),
             snap.gpu_free_milli.copy(), dict(snap.pod_node), dict(snap.assignments))
 
 
@@ -63,7 +64,8 @@ def test_add_and_remove_pod_are_exact_inverses(placements, data):
     snap = snapshot_of(make_node("n0", gpus=4), make_node("n1", gpus=2, model="T4"), make_node("n2", gpus=2, replicas=2))
     placed = []
     for row, gpus, milli, cpu in placements:
-        pod = make_pod(gpus=0 if milli else gpus, gpu_milli=milli, cpu=f"{cpu}m" if cpu else "")
+        pod = make_pod(gpus=0 if milli else gpus, gpu_milli=milli, cpu=f"{cpu}m" if cpu else "",
+                       priority=cpu % 3)
         assignment = snap.devices[row].allocate(pod, "binpack")
         if assignment is None:
             continue
@@ -90,3 +92,15 @@ def test_fractional_assignment_updates_gpu_row_in_place():
     pod = make_pod(gpu_milli=300)
     snap.add_pod(pod, "n", DeviceAssignment("gpusched.io/gpu-milli", snap.devices[0].allocate(pod).device_ids, (1,), 300))
     assert snap.gpu_free_milli[0, :2].tolist() == [1000, 700]
+
+
+def test_min_pod_priority_follows_adds_and_removes():
+    snap = snapshot_of(make_node("a"), make_node("b"))
+    low, high = make_pod(priority=1), make_pod(priority=7)
+    snap.add_pod(high, "a")
+    snap.add_pod(low, "a")
+    assert snap.min_pod_priority[0] == 1 and snap.min_pod_priority[1] == np.iinfo(np.int64).max
+    snap.remove_pod(low.uid)
+    assert snap.min_pod_priority[0] == 7
+    snap.remove_pod(high.uid)
+    assert snap.min_pod_priority[0] == np.iinfo(np.int64).max
