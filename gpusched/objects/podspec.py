@@ -109,9 +109,10 @@ def _node_selector_requirement(req: Any, p: str, e: Errors) -> None:
         return
     op = e.string(req, "operator", f"{p}.operator")
     values = _string_values(req.get("values"), f"{p}.values", e)
-    if values is None:
-        values = [""]
-    if op in ("In", "NotIn"):
+    if values is None:     # wrong type, already reported: check the operator only
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            e.invalid(f"{p}.operator", op or "", "not a valid selector operator")
+    elif op in ("In", "NotIn"):
         if not values:
             e.required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'")
     elif op in ("Exists", "DoesNotExist"):

@@ -160,3 +160,10 @@ def test_field_matches(text, expected):
 def test_malformed_selector_dict_matches_nothing():
     assert not matches(selector_from_dict({"matchLabels": ["a"]}), {"a": "b"})
     assert not matches(selector_from_dict({"matchExpressions": "x"}), {})
+
+
+@pytest.mark.parametrize("text", ["app=web", "app!=web", "env in (a,b)", "env notin (a,b)", "gpu", "!spot",
+                                  "gpus>4", "app=web,!spot,gpus<3"])
+def test_selector_string_round_trip(text):
+    assert parse_selector(selector_to_string(parse_selector(text))) == parse_selector(text)
+    assert selector_to_string(parse_selector(text)) == text
