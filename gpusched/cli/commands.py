@@ -122,10 +122,9 @@ def print_objects(kind: KindInfo, objects: list[dict], output: str | None, clock
 def cmd_get(args: argparse.Namespace) -> int:
     info, names = split_kind_name(args.kind, args.names)
     all_ns = bool(args.all_namespaces) and info.namespaced
-    if args.all_namespaces and args.namespace:
-        raise UsageError("a resource cannot be retrieved by name across all namespaces"
-                         if names else "--namespace and --all-namespaces are mutually exclusive")
-    with open_cluster(args) as cluster:
+    if all_ns and names:
+        raise UsageError("a resource cannot be retrieved by name across all namespaces")
+    with open_cluster(args) as cluster:  # -A wins over -n, as in kubectl
         objects = cluster.get(info.kind, names=tuple(names), namespace=namespace_of(args),
                               all_namespaces=all_ns, selector=args.selector,
                               field_selector=args.field_selector)
@@ -139,8 +138,6 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    if args.all_namespaces and args.namespace:
-        raise UsageError("--namespace and --all-namespaces are mutually exclusive")
     with open_cluster(args) as cluster:
         events = cluster.events(None if args.all_namespaces else namespace_of(args))
         clock = Clock(cluster.timestamp())

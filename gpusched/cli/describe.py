@@ -303,6 +303,23 @@ def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) 
     sheet.table(["GPU", "Device", "Resource", "Slot", "Pod"], rows)
 
 
+# ---- quotas -------------------------------------------------------------------------------
+
+
+def describe_quota(quota: dict, events: list[dict], clock: Clock) -> str:
+    """kubectl's quota page: a Resource / Used / Hard table, sorted by resource."""
+    meta, status = _meta(quota), quota.get("status") or {}
+    hard = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}
+    used = status.get("used") or {}
+    sheet = Sheet()
+    sheet.kv("Name", meta.get("name", ""))
+    sheet.kv("Namespace", meta.get("namespace", ""))
+    sheet.table(["Resource", "Used", "Hard"], [[k, used.get(k, "0"), hard[k]] for k in sorted(hard)],
+                indent=0)
+    add_events(sheet, events, clock)
+    return sheet.render()
+
+
 # ---- any other kind -------------------------------------------------------------------------
 
 
@@ -367,6 +384,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
                 rows = list(cluster.node_devices(name).rows())
                 pages.append(describe_node(obj, pods, rows, events, clock))
+            elif info.kind == "ResourceQuota":
+                pages.append(describe_quota(obj, events, clock))
             else:
                 pages.append(describe_generic(obj, events, clock))
     print("\n\n\n".join(pages))

@@ -28,6 +28,25 @@ from gpusched.errors import GpuschedError
 OUTPUT_FORMATS = ("wide", "json", "yaml", "name")
 
 
+class CommandParser(argparse.ArgumentParser):
+    """Lets options and names mix as kubectl allows (``get pods -n team-a train-1``).
+
+    argparse's intermixed parsing cannot handle parsers that have sub-commands (the sim layer's
+    ``experiment fgd``); those fall back to ordinary parsing.
+    """
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._intermixing or self._subparsers is not None:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def _namespace_options(parser: argparse.ArgumentParser, all_namespaces: bool = True) -> None:
     parser.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
     if all_namespaces:
@@ -148,7 +167,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                         help="cluster state file (default: $GPUSCHED_STATE, else a per-user file)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log to stderr (-v info, -vv debug)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=CommandParser)
     _add_commands(sub)
     word = _command_word(argv)
     if word in SIM_COMMANDS or word is None:

@@ -209,3 +209,18 @@ def test_demo_walks_every_example_without_surprises(g):
                      "Insufficient nvidia.com/gpu", "Insufficient nvidia.com/mig-1g.5gb",
                      'pods "train-3" is forbidden: exceeded quota', "DeadlineExceeded"):
         assert expected in result.out, expected
+
+
+def test_namespaces_intermixed_options_and_quota_describe(g):
+    g.cluster()
+    g.ok("apply", "-f", "examples/team-quota/1-namespace.yaml",
+         "-f", "examples/team-quota/2-training-pods.yaml")
+    assert g.ok("get", "pods", "-n", "team-a", "train-2", "-o", "name").lines == ["pod/train-2"]
+    everywhere = g.ok("get", "pods", "-A").lines
+    assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]
+    assert [l.split()[:2] for l in everywhere[1:]] == [["team-a", "train-1"], ["team-a", "train-2"]]
+    quota = g.ok("describe", "quota", "-n", "team-a", "team-a-quota").lines
+    assert quota[2].split() == ["Resource", "Used", "Hard"]
+    assert ["requests.nvidia.com/gpu", "4", "4"] in [l.split() for l in quota]
+    assert g.ok("delete", "pod/train-1", "-n", "team-a").out.strip() == 'pod "train-1" deleted'
+    assert sorted(g.pods("team-a")) == ["train-2"]
