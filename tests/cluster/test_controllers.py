@@ -273,3 +273,27 @@ def test_label_overwrite_rules(cluster):
     assert cluster.label("node", "gpu-1", {"tier": "b"}, overwrite=True) == "node/gpu-1 labeled"
     assert cluster.label("node", "gpu-1", {"tier": None}) == "node/gpu-1 unlabeled"
     assert "tier" not in cluster.get("nodes")[0]["metadata"]["labels"]
+
+
+def test_mig_config_label_readvertises_and_back(cluster):
+    apply(cluster, pool(count=1, gpus=2, model="A100-40GB", migStrategy="mixed"))
+    assert cluster.get("nodes")[0]["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+    cluster.label("node", "gpu-1", {"nvidia.com/mig.config": "all-1g.5gb"})
+    node = cluster.get("nodes")[0]
+    gpu_resources = {k: v for k, v in node["status"]["allocatable"].items() if k.startswith("nvidia.com/")}
+    assert gpu_resources == {"nvidia.com/mig-1g.5gb": "14"}
+    assert node["metadata"]["labels"]["nvidia.com/mig-1g.5gb.count"] == "14"
+    apply(cluster, join(*(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"m{i}"},
+                                          "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+                                              "limits": {"nvidia.com/mig-1g.5gb": 1}}}]}})
+                          for i in range(15))))
+    bound = [p for p in cluster.get("pods") if p["spec"].get("nodeName")]
+    assert len(bound) == 14
+    devices = [p["metadata"]["annotations"]["gpusched.io/assigned-devices"] for p in bound]
+    assert len(set(devices)) == 14 and all(d.startswith("MIG-") for d in devices)
+    for p in bound:
+        cluster.delete("pod", p["metadata"]["name"])
+    cluster.label("node", "gpu-1", {"nvidia.com/mig.config": None})
+    node = cluster.get("nodes")[0]
+    assert not any(k.startswith("nvidia.com/mig-1g") for k in node["metadata"]["labels"])
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"

@@ -3,8 +3,9 @@
 For every node, ``devices.advertise.node_device_state(node, configmaps)`` computes, from the
 node's GPU model/count labels, its ``nvidia.com/device-plugin.config`` and ``nvidia.com/mig.config``
 labels and the device-plugin ConfigMap(s), the GFD labels and the GPU resources. This controller
-writes them into the Node (labels merged; every ``nvidia.com/*`` capacity/allocatable entry
-replaced). A changed ConfigMap or label therefore re-advertises the node as a plugin restart
+writes them into the Node (``nvidia.com/*`` labels replaced, except the two users set:
+``nvidia.com/device-plugin.config`` and ``nvidia.com/mig.config``; every ``nvidia.com/*`` capacity
+/allocatable entry replaced). A changed ConfigMap or label therefore re-advertises the node as a plugin restart
 would; running pods keep their devices (their assignment annotations are untouched; the
 scheduler's device view is rebuilt from them, see ``cluster.scheduling``). A config error is
 recorded as a Warning event on the node and advertises nothing new.
@@ -22,6 +23,7 @@ from gpusched.cluster.view import View
 log = logging.getLogger(__name__)
 COMPONENT = "nvidia-device-plugin"
 GPU_PREFIXES = ("nvidia.com/", "gpusched.io/")
+USER_LABELS = frozenset({"nvidia.com/device-plugin.config", "nvidia.com/mig.config"})
 
 
 def _advertise():
@@ -44,6 +46,9 @@ def reconcile(view: View) -> None:
             view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
                               COMPONENT)
         labels = new.setdefault("metadata", {}).setdefault("labels", {})
+        for key in [k for k in labels if k.startswith("nvidia.com/") and k not in USER_LABELS
+                    and k not in state.labels]:
+            del labels[key]          # GFD labels of the previous config go with it
         labels.update(dict(state.labels))
         status = new.setdefault("status", {})
         for field in ("capacity", "allocatable"):
