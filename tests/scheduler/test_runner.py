@@ -155,3 +155,37 @@ def test_percentage_of_nodes_to_score_rotates_start():
     assert sched.next_start_node_index == 100
     sched.schedule_one(make_pod(cpu="1", name="p2"))
     assert sched.next_start_node_index == 0
+
+
+def test_permit_rejection_undoes_the_assume_and_unreserves():
+    from gpusched.scheduler.framework import Status
+
+    class Deny:
+        name = "Deny"
+
+        def permit(self, state, pod, node):
+            return Status(Code.UNSCHEDULABLE, ("denied",))
+
+    sched = scheduler_of(make_node("a", gpus=2), profiles=NO_PREEMPTION)
+    sched.frameworks["default-scheduler"].permit = (Deny(),)
+    pod = make_pod(gpus=1, cpu="1")
+    result = sched.schedule_one(pod)
+    assert not result.scheduled and result.status.plugin == "Deny" and result.message == "denied"
+    snap = sched.snapshot
+    assert pod.uid not in snap.pod_node and snap.requested[0].sum() == 0
+    assert snap.gpu_free_milli[0, :2].tolist() == [1000, 1000]
+
+
+def test_cordon_via_update_node_keeps_pods_and_rejects_new_ones():
+    sched = scheduler_of(make_node("a"), profiles=NO_PREEMPTION)
+    first = make_pod(cpu="1")
+    assert sched.schedule_one(first).node == "a"
+    sched.snapshot.update_node(make_node("a", unschedulable=True)[0])
+    assert sched.snapshot.node_of(first.uid) == "a" and sched.snapshot.requested[0, 0] == 1000
+    assert sched.schedule_one(make_pod()).message == "0/1 nodes are available: 1 node(s) were unschedulable."
+
+
+def test_fractional_pods_pack_onto_partly_used_gpu():
+    sched = scheduler_of(make_node("a", gpus=2), profiles=NO_PREEMPTION)
+    placed = [sched.schedule_one(make_pod(gpu_milli=300)).assignment.gpu_indices for _ in range(4)]
+    assert placed == [(0,), (0,), (0,), (1,)]
