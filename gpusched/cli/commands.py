@@ -19,7 +19,7 @@ from typing import Iterator
 from gpusched import __version__
 from gpusched.cli.columns import event_time, table_rows
 from gpusched.cli.output import Clock, as_list, object_ref, render_table, resource_name, to_json, to_yaml
-from gpusched.errors import UsageError
+from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 
 DEFAULT_NAMESPACE = "default"
@@ -245,8 +245,13 @@ def _node_name(text: str) -> str:
 
 def cmd_drain(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
-        lines = cluster.drain(_node_name(args.node), ignore_daemonsets=args.ignore_daemonsets,
-                              delete_emptydir_data=args.delete_emptydir_data, force=args.force)
+        try:
+            lines = cluster.drain(_node_name(args.node), ignore_daemonsets=args.ignore_daemonsets,
+                                  delete_emptydir_data=args.delete_emptydir_data, force=args.force)
+        except GpuschedError as error:   # a stopped drain: what kubectl printed before the error
+            for line in getattr(error, "lines", ()):
+                print(line)
+            raise
     for line in lines:
         print(line)
     return 0

@@ -98,6 +98,10 @@ def test_get_json_shapes(g):
     assert "gpu-node-2" in next(line for line in wide if line.startswith("runner"))
     yaml_out = g.ok("get", "pod", "runner", "-o", "yaml").out
     assert "kind: Pod" in yaml_out and "nodeName: gpu-node-2" in yaml_out
+    refused = g.run("drain", "gpu-node-2")
+    assert refused.code == 1 and refused.out.strip() == "node/gpu-node-2 cordoned"
+    assert "cannot delete Pods that declare no controller (use --force to override): default/runner" \
+        in refused.err and refused.err.count("\n") == 1
 
 
 def test_label_taint_cordon_drain_scale_delete(g):
