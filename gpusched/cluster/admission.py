@@ -227,29 +227,27 @@ def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, in
 
 # ---- 5. ResourceQuota --------------------------------------------------------------------------
 
+# Object counts upstream tracks under a bare name besides ``count/<resource>``.
+BARE_COUNT_KEYS = {"Pod": "pods", "ConfigMap": "configmaps",
+                   "PersistentVolumeClaim": "persistentvolumeclaims"}
+
+
 def object_usage(body: dict, keys: list[str]) -> dict[str, int]:
-    """What one object charges against the quota keys ``keys`` (0 for keys it does not touch)."""
+    """What one object charges against the quota keys ``keys`` (keys it does not touch omitted)."""
     kind = body.get("kind", "")
     info = KINDS.get(kind)
-    usage: dict[str, int] = {}
     count_key = ""
     if info is not None:
         count_key = f"count/{info.plural}" + (f".{info.group}" if info.group else "")
+    usage: dict[str, int] = {}
     for key in keys:
-        if key == count_key:
-            usage[key] = 1
-        elif kind == "Pod" and _pod_counts(body):
-            usage[key] = _pod_usage(body, key)
-        elif key == info_plural_key(info):
-            usage[key] = 1
-    return {k: v for k, v in usage.items() if v}
-
-
-def info_plural_key(info) -> str:
-    """Bare object counts upstream tracks (``pods``, ``configmaps``, ``persistentvolumeclaims``)."""
-    if info is not None and info.kind in ("ConfigMap", "PersistentVolumeClaim"):
-        return info.plural
-    return "\0"
+        if kind == "Pod":
+            amount = _pod_usage(body, key) if _pod_counts(body) else 0
+        else:
+            amount = 1 if key in (count_key, BARE_COUNT_KEYS.get(kind)) else 0
+        if amount:
+            usage[key] = amount
+    return usage
 
 
 def _pod_counts(pod: dict) -> bool:

@@ -234,7 +234,7 @@ class View:
         """Record a Kubernetes Event; a repeat (same object, reason, message) bumps ``count``."""
         meta = involved.get("metadata", {})
         kind = involved.get("kind", "")
-        ns = meta.get("namespace", "") or ("default" if _namespaced(kind) else "default")
+        ns = meta.get("namespace") or "default"     # cluster-scoped objects' events go to default
         ref = {"kind": kind, "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
                "uid": meta.get("uid", ""), "apiVersion": involved.get("apiVersion", "v1")}
         now = self.timestamp()

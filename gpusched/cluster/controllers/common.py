@@ -14,6 +14,8 @@ import copy
 import hashlib
 import logging
 
+from gpusched.cluster.admission import admit
+from gpusched.cluster.store import dumps
 from gpusched.cluster.view import NAME_ALPHABET, View, object_namespace
 from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
@@ -68,7 +70,6 @@ def owner_reference(owner: dict) -> dict:
 
 def template_hash(template: dict) -> str:
     """A 10-character, deterministic hash of a pod template (the ``pod-template-hash`` label)."""
-    from gpusched.cluster.store import dumps
     digest = hashlib.sha256(dumps(template).encode()).digest()
     return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:10])
 
@@ -77,7 +78,6 @@ def create_from_template(view: View, owner: dict, template: dict, name: str,
                          component: str, extra_labels: dict[str, str] | None = None,
                          spec_patch: dict | None = None) -> dict | None:
     """Create a pod from ``template`` owned by ``owner``; admission failures become events."""
-    from gpusched.cluster.admission import admit
     ns = object_namespace(owner["kind"], owner)
     tmeta = template.get("metadata") or {}
     meta = {"name": name, "namespace": ns,

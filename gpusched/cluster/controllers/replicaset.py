@@ -33,10 +33,8 @@ def reconcile_one(view: View, rs: dict) -> None:
         create_from_template(view, rs, spec.get("template") or {},
                              f"{name}-{view.random_suffix()}", COMPONENT)
     if len(pods) > want:
-        ranked = sorted(pods, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")),
-                                             is_running(p)))
-        unbound_first = [p for p in ranked if not (p.get("spec") or {}).get("nodeName")]
-        bound_newest = sorted((p for p in ranked if (p.get("spec") or {}).get("nodeName")),
+        unbound_first = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+        bound_newest = sorted((p for p in pods if (p.get("spec") or {}).get("nodeName")),
                               key=lambda p: (p["metadata"]["creationTimestamp"],
                                              p["metadata"]["name"]), reverse=True)
         for pod in (unbound_first + bound_newest)[:len(pods) - want]:
