@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpusched.errors import GpuschedError, NotFoundError, UsageError
+from gpusched.errors import GpuschedError, NotFoundError
 
 from .builders import apply, join, pod, pool
 
