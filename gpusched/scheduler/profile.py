@@ -153,7 +153,10 @@ def _plugin_types() -> dict[str, type]:
     """The class of each registered plugin (built once with default args)."""
     for name, factory in REGISTRY.items():
         if name not in _TYPES:
-            _TYPES[name] = type(factory(None))
+            try:
+                _TYPES[name] = type(factory(None))
+            except Exception as exc:   # a factory that needs args: config errors name it later
+                raise UsageError(f"plugin {name}: cannot be built with default args: {exc}") from None
     return _TYPES
 
 
