@@ -5,13 +5,16 @@ One run = (pod list, policy, seed, tune):
 1. the GPU nodes of the node list become a ``Snapshot`` (``NodeInfo`` + ``NodeDevices``);
 2. the untuned pod list gives the target workload; the list is shuffled and tuned with the seed
    (``sim.workload``);
-3. pods are submitted one by one through the experiment profile (``sim.cycle``): failures are
-   dropped, nothing departs, nothing is preempted;
+3. pods are submitted one by one to the real ``scheduler.runner.Scheduler`` running the
+   experiment profile (``sim.experiment_profile``: the policy score plugin + NodeOrder ties):
+   ``schedule_one`` assumes a placed pod into the snapshot; failures are dropped, nothing
+   departs, nothing is preempted;
 4. after every pod: arrived milli (failed pods included), allocated milli, fragmentation amount
    and idle milli; ``discretise`` samples them at arrived = 0..130 % like the reference's merge
    script (mean over the events whose rounded arrived % equals the point, else over +-1).
 
-Neighbours: ``sim.alibaba``, ``sim.workload``, ``sim.fragmentation``, ``sim.cycle``; used by
+Neighbours: ``sim.alibaba``, ``sim.workload``, ``sim.fragmentation``,
+``sim.experiment_profile``; used by
 ``sim.report`` / ``sim.commands``.
 """
 
@@ -27,28 +30,28 @@ import numpy as np
 from gpusched.devices.catalog import lookup_model
 from gpusched.devices.node import NodeDevices
 from gpusched.errors import UsageError
-from gpusched.scheduler.plugins import (node_order, policy_bestfit, policy_dotprod, policy_fgd,
+from gpusched.scheduler.plugins import (policy_bestfit, policy_dotprod, policy_fgd,
                                         policy_fgdplus, policy_gpuclustering, policy_gpupacking,
                                         policy_random)
-from gpusched.scheduler.plugins.policy_common import POLICY_WEIGHT, node_arrays
+from gpusched.scheduler.plugins.policy_common import node_arrays
 from gpusched.scheduler.snapshot import Snapshot
 from gpusched.sim.alibaba import load_nodes, load_pods, node_info, pod_info, workload_name
-from gpusched.sim.cycle import make_cycle
+from gpusched.sim.experiment_profile import experiment_scheduler
 from gpusched.sim.fragmentation import ClusterFragmentation
 from gpusched.sim.workload import target_workload, tuned_sequence
 
 log = logging.getLogger(__name__)
 
 POINTS = 131                     # arrived-% points 0..130
-# CLI name -> (published sc_policy label, plugin module)
+# CLI name -> (published sc_policy label, score plugin name in the registry)
 POLICIES = {
-    "random": ("01-Random", policy_random),
-    "dotprod": ("02-DotProd", policy_dotprod),
-    "clustering": ("03-GpuClustering", policy_gpuclustering),
-    "packing": ("04-GpuPacking", policy_gpupacking),
-    "bestfit": ("05-BestFit", policy_bestfit),
-    "fgd": ("06-FGD", policy_fgd),
-    "fgdplus": ("07-FGD+", policy_fgdplus),
+    "random": ("01-Random", policy_random.NAME),
+    "dotprod": ("02-DotProd", policy_dotprod.NAME),
+    "clustering": ("03-GpuClustering", policy_gpuclustering.NAME),
+    "packing": ("04-GpuPacking", policy_gpupacking.NAME),
+    "bestfit": ("05-BestFit", policy_bestfit.NAME),
+    "fgd": ("06-FGD", policy_fgd.NAME),
+    "fgdplus": ("07-FGD+", policy_fgdplus.NAME),
 }
 
 
@@ -109,8 +112,7 @@ def run(spec: RunSpec) -> RunResult:
     capacity = sum(n.gpus for n in nodes) * 1000
     shapes = target_workload(pods)
     args = {"seed": spec.seed, "target_workload": shapes}
-    policy = POLICIES[spec.policy][1].new(args)
-    schedule_one = make_cycle(snapshot, [(policy, POLICY_WEIGHT), (node_order.new(args), 1)])
+    scheduler = experiment_scheduler(snapshot, POLICIES[spec.policy][1], args)
     arrays = node_arrays(snapshot)
     frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id)
     sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)
@@ -121,7 +123,7 @@ def run(spec: RunSpec) -> RunResult:
     arrived_milli = used_milli = failed = 0
     for i, (pod, name) in enumerate(sequence):
         arrived_milli += pod.total_gpu_milli
-        if schedule_one(pod_info(pod, i, name)):
+        if scheduler.schedule_one(pod_info(pod, i, name)).scheduled:
             used_milli += pod.total_gpu_milli
             arrays = node_arrays(snapshot)
             frag.observe(arrays.gpu_left, arrays.cpu_free)

@@ -18,6 +18,9 @@ from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_a
                                         taint_toleration)
 from gpusched.scheduler.plugins import (default_preemption, inter_pod_affinity, pod_topology_spread,
                                         volume_binding)
+from gpusched.scheduler.plugins import (node_order, policy_bestfit, policy_dotprod, policy_fgd,
+                                        policy_fgdplus, policy_gpuclustering, policy_gpupacking,
+                                        policy_random)
 
 Factory = Callable[[dict[str, Any] | None], Any]
 
@@ -34,4 +37,13 @@ REGISTRY: dict[str, Factory] = {
     inter_pod_affinity.NAME: inter_pod_affinity.new,
     volume_binding.NAME: volume_binding.new,
     default_preemption.NAME: default_preemption.new,
+    # placement policies of the FGD experiments (sim.experiment builds their profile)
+    node_order.NAME: node_order.new,
+    policy_random.NAME: policy_random.new,
+    policy_dotprod.NAME: policy_dotprod.new,
+    policy_gpuclustering.NAME: policy_gpuclustering.new,
+    policy_gpupacking.NAME: policy_gpupacking.new,
+    policy_bestfit.NAME: policy_bestfit.new,
+    policy_fgd.NAME: policy_fgd.new,
+    policy_fgdplus.NAME: policy_fgdplus.new,
 }
