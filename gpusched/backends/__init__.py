@@ -1,0 +1,1 @@
+"""gpusched.backends: see docs/design.md."""

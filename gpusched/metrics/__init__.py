@@ -1,0 +1,1 @@
+"""gpusched.metrics: see docs/design.md."""

@@ -1,0 +1,1 @@
+"""gpusched.server: see docs/design.md."""
