@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean system-deps
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/gpusched demo
 
-test: $(STAMP)
+system-deps:
+	bash scripts/install-system-deps.sh
+
+test: $(STAMP) system-deps
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n 2 -q
 
