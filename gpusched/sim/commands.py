@@ -1,7 +1,9 @@
 """CLI commands of the sim layer: ``experiment fgd`` and ``import alibaba``.
 
-``add_commands(subparsers)`` registers both on the CLI's top-level subparsers (the CLI wires it
-in); each subparser's ``func`` takes the argparse namespace and returns an exit code.
+``add_commands(subparsers)`` registers both on the CLI's top-level subparsers (``cli.main``
+wires it in); each subparser's ``handler`` takes the argparse namespace and returns an exit code.
+NumPy, the scheduler and rich are imported only when a command runs, so ``gpusched --help``
+stays fast.
 User mistakes raise ``gpusched.errors`` types (the CLI prints their one-line message).
 
 Neighbours: ``sim.experiment``, ``sim.report``, ``sim.alibaba``; called from ``cli.main``.
@@ -14,10 +16,6 @@ import os
 from pathlib import Path
 
 from gpusched.errors import UsageError
-from gpusched.sim import alibaba
-from gpusched.sim.experiment import RunSpec, check_inputs, parse_policies, parse_seeds
-from gpusched.sim.report import (load_published, print_summary, run_all, summary_rows,
-                                 write_csvs, write_plots)
 
 DEFAULT_POLICIES = "random,dotprod,clustering,packing,bestfit,fgd"
 PUBLISHED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fgd-published"
@@ -30,14 +28,15 @@ def add_commands(subparsers) -> None:
     fgd.add_argument("--nodes", required=True, help="node list CSV (openb_node_list_gpu_node.csv)")
     fgd.add_argument("--pods", required=True, help="pod list CSV (openb_pod_list_*.csv)")
     fgd.add_argument("--policies", default=DEFAULT_POLICIES,
-                     help=f"comma-separated (default {DEFAULT_POLICIES}; also fgdplus)")
+                     help=f"comma-separated (default {DEFAULT_POLICIES}; also fgdplus, fgdsat, "
+                          "fgdtight)")
     fgd.add_argument("--seeds", default="42-51", help="range or list (default 42-51)")
     fgd.add_argument("--tune", type=float, default=1.3, help="target GPU request / capacity")
     fgd.add_argument("--jobs", type=int, default=1, help="parallel runs (processes)")
     fgd.add_argument("--published", default=str(PUBLISHED_DIR), help="folder of published tables")
     fgd.add_argument("--no-progress", action="store_true", help="no progress bar")
     fgd.add_argument("--out", required=True, help="output folder")
-    fgd.set_defaults(func=run_experiment_fgd)
+    fgd.set_defaults(handler=run_experiment_fgd)
 
     importer = subparsers.add_parser("import", help="convert traces to manifests")
     sources = importer.add_subparsers(dest="import_kind", required=True)
@@ -45,10 +44,14 @@ def add_commands(subparsers) -> None:
     ali.add_argument("nodes", help="node list CSV")
     ali.add_argument("pods", help="pod list CSV")
     ali.add_argument("--out", required=True, help="output folder (nodes.yaml, pods.yaml)")
-    ali.set_defaults(func=run_import_alibaba)
+    ali.set_defaults(handler=run_import_alibaba)
 
 
 def run_experiment_fgd(args: argparse.Namespace) -> int:
+    from gpusched.sim.experiment import RunSpec, check_inputs, parse_policies, parse_seeds
+    from gpusched.sim.report import (load_published, print_summary, run_all, summary_rows,
+                                     write_csvs, write_plots)
+
     check_inputs(args.nodes, args.pods)
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
         raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
@@ -66,6 +69,9 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
 
 
 def run_import_alibaba(args: argparse.Namespace) -> int:
+    from gpusched.sim import alibaba
+    from gpusched.sim.experiment import check_inputs
+
     check_inputs(args.nodes, args.pods)
     nodes = alibaba.load_nodes(args.nodes, gpu_only=False)
     pods = alibaba.load_pods(args.pods)

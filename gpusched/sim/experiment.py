@@ -30,8 +30,8 @@ import numpy as np
 from gpusched.devices.catalog import lookup_model
 from gpusched.devices.node import NodeDevices
 from gpusched.errors import UsageError
-from gpusched.scheduler.plugins import (policy_bestfit, policy_dotprod, policy_fgd,
-                                        policy_fgdplus, policy_gpuclustering, policy_gpupacking,
+from gpusched.scheduler.plugins import (gpu_saturated_first, policy_bestfit, policy_dotprod, policy_fgd,
+                                        policy_fgdplus, policy_fgdtight, policy_gpuclustering, policy_gpupacking,
                                         policy_random)
 from gpusched.scheduler.plugins.policy_common import node_arrays
 from gpusched.scheduler.snapshot import Snapshot
@@ -43,6 +43,7 @@ from gpusched.sim.workload import target_workload, tuned_sequence
 log = logging.getLogger(__name__)
 
 POINTS = 131                     # arrived-% points 0..130
+SATURATED_FIRST_WEIGHT = 1_250   # > NodeOrder's range (1..1213), x 7 < the policy's 10_000
 # CLI name -> (published sc_policy label, score plugin name in the registry)
 POLICIES = {
     "random": ("01-Random", policy_random.NAME),
@@ -52,6 +53,12 @@ POLICIES = {
     "bestfit": ("05-BestFit", policy_bestfit.NAME),
     "fgd": ("06-FGD", policy_fgd.NAME),
     "fgdplus": ("07-FGD+", policy_fgdplus.NAME),
+    "fgdsat": ("08-FGD-SaturatedFirst", policy_fgd.NAME),
+    "fgdtight": ("09-FGD-Tight", policy_fgdtight.NAME),
+}
+# CLI name -> tie-break score plugins (name, weight) between the policy and NodeOrder
+TIE_BREAKS: dict[str, tuple[tuple[str, int], ...]] = {
+    "fgdsat": ((gpu_saturated_first.NAME, SATURATED_FIRST_WEIGHT),),
 }
 
 
@@ -112,7 +119,8 @@ def run(spec: RunSpec) -> RunResult:
     capacity = sum(n.gpus for n in nodes) * 1000
     shapes = target_workload(pods)
     args = {"seed": spec.seed, "target_workload": shapes}
-    scheduler = experiment_scheduler(snapshot, POLICIES[spec.policy][1], args)
+    scheduler = experiment_scheduler(snapshot, POLICIES[spec.policy][1], args,
+                                     TIE_BREAKS.get(spec.policy, ()))
     arrays = node_arrays(snapshot)
     frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id)
     sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)

@@ -37,9 +37,12 @@ FILTERS = (node_resources_fit.NAME, gpu_devices.NAME)
 ALL = [{"name": "*"}]
 
 
-def experiment_config(policy: str, args: dict[str, Any]) -> dict[str, Any]:
+def experiment_config(policy: str, args: dict[str, Any],
+                      tie_breaks: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
     """The profile as a KubeSchedulerConfiguration ``profiles[]`` entry for ``policy`` (a plugin
-    name in the registry); ``args`` (seed, target workload) go to the policy and NodeOrder."""
+    name in the registry); ``args`` (seed, target workload) go to the policy and NodeOrder.
+    ``tie_breaks``: extra ``(score plugin, weight)`` between the policy and NodeOrder (their
+    weight x max score must stay below ``POLICY_WEIGHT``)."""
     reserve = [{"name": gpu_devices.NAME}]
     if hasattr(type(REGISTRY[policy](None)), "reserve"):
         reserve.append({"name": policy})
@@ -52,6 +55,7 @@ def experiment_config(policy: str, args: dict[str, Any]) -> dict[str, Any]:
             "preFilter": {"enabled": filters},
             "filter": {"enabled": filters},
             "score": {"enabled": [{"name": policy, "weight": POLICY_WEIGHT},
+                                  *({"name": n, "weight": w} for n, w in tie_breaks),
                                   {"name": node_order.NAME, "weight": 1}]},
             "reserve": {"enabled": reserve},
         },
@@ -60,12 +64,15 @@ def experiment_config(policy: str, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def experiment_profile(policy: str, args: dict[str, Any]) -> ProfileConfig:
-    return resolve_profile(experiment_config(policy, args), 0, 100)
+def experiment_profile(policy: str, args: dict[str, Any],
+                       tie_breaks: tuple[tuple[str, int], ...] = ()) -> ProfileConfig:
+    return resolve_profile(experiment_config(policy, args, tie_breaks), 0, 100)
 
 
-def experiment_scheduler(snapshot: Snapshot, policy: str, args: dict[str, Any]) -> Scheduler:
+def experiment_scheduler(snapshot: Snapshot, policy: str, args: dict[str, Any],
+                         tie_breaks: tuple[tuple[str, int], ...] = ()) -> Scheduler:
     """A ``Scheduler`` over ``snapshot`` running only the experiment profile; its ``rng`` (seeded
     with the run's seed) is never drawn from, as NodeOrder leaves no ties."""
     seed = int(args.get("seed", 0))
-    return Scheduler(snapshot, [experiment_profile(policy, args)], rng=np.random.default_rng(seed))
+    return Scheduler(snapshot, [experiment_profile(policy, args, tie_breaks)],
+                     rng=np.random.default_rng(seed))

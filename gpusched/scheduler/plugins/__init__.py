@@ -18,8 +18,8 @@ from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_a
                                         taint_toleration)
 from gpusched.scheduler.plugins import (default_preemption, inter_pod_affinity, pod_topology_spread,
                                         volume_binding)
-from gpusched.scheduler.plugins import (node_order, policy_bestfit, policy_dotprod, policy_fgd,
-                                        policy_fgdplus, policy_gpuclustering, policy_gpupacking,
+from gpusched.scheduler.plugins import (gpu_saturated_first, node_order, policy_bestfit, policy_dotprod, policy_fgd,
+                                        policy_fgdplus, policy_fgdtight, policy_gpuclustering, policy_gpupacking,
                                         policy_random)
 
 Factory = Callable[[dict[str, Any] | None], Any]
@@ -39,6 +39,7 @@ REGISTRY: dict[str, Factory] = {
     default_preemption.NAME: default_preemption.new,
     # placement policies of the FGD experiments (sim.experiment builds their profile)
     node_order.NAME: node_order.new,
+    gpu_saturated_first.NAME: gpu_saturated_first.new,
     policy_random.NAME: policy_random.new,
     policy_dotprod.NAME: policy_dotprod.new,
     policy_gpuclustering.NAME: policy_gpuclustering.new,
@@ -46,4 +47,5 @@ REGISTRY: dict[str, Factory] = {
     policy_bestfit.NAME: policy_bestfit.new,
     policy_fgd.NAME: policy_fgd.new,
     policy_fgdplus.NAME: policy_fgdplus.new,
+    policy_fgdtight.NAME: policy_fgdtight.new,
 }

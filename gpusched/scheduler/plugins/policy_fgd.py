@@ -57,13 +57,14 @@ class PolicyFGD:
         if count == 1 and share < 1000:
             after, valid = frag.after_share(nodes, cpu, share)
             delta = np.where(valid, before[:, None] - after, -np.inf)
-            best = self.pick_gpu(delta)
+            best = self.pick_gpu(delta, frag.gpu_left[nodes])
             state.write(GPU_SELECTION_KEY, GpuSelection(nodes, best[:, None]))
             return np.take_along_axis(delta, best[:, None], axis=1)[:, 0]
         return before - frag.after_whole(nodes, cpu, share, count)
 
-    def pick_gpu(self, delta: np.ndarray) -> np.ndarray:
-        """Per node, the first GPU with the best *integer* score (the reference's rule)."""
+    def pick_gpu(self, delta: np.ndarray, left: np.ndarray | None = None) -> np.ndarray:
+        """Per node, the first GPU with the best *integer* score (the reference's rule);
+        ``left`` (free milli per GPU) is for subclasses that break these ties otherwise."""
         scores = np.where(np.isfinite(delta), sigmoid_score(np.where(np.isfinite(delta), delta, 0)), -1)
         return np.argmax(scores, axis=1)
 
