@@ -117,6 +117,26 @@ def test_job_backoff_limit_exceeded(cluster):
     assert (cond["type"], cond["reason"]) == ("Failed", "BackoffLimitExceeded")
 
 
+# ---- node status (the kubelet's part) ----------------------------------------------------------
+
+def test_nodes_report_ready_addresses_and_version_and_pods_get_ips(cluster):
+    apply(cluster, join(pool(count=2, gpus=0), pod("p")))
+    nodes = cluster.get("Node", namespace=None)
+    ips = set()
+    for node in nodes:
+        status = node["status"]
+        ready = [c for c in status["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True" and ready[0]["reason"] == "KubeletReady"
+        assert status["nodeInfo"]["kubeletVersion"].startswith("v1.")
+        addresses = {a["type"]: a["address"] for a in status["addresses"]}
+        assert addresses["Hostname"] == node["metadata"]["name"]
+        ips.add(addresses["InternalIP"])
+    assert len(ips) == 2
+    [p] = cluster.get("Pod", ["p"])
+    assert p["status"]["hostIP"] in ips
+    assert p["status"]["podIP"].startswith("10.244.")
+
+
 # ---- pod lifecycle ------------------------------------------------------------------------------
 
 def test_pod_runs_for_its_duration(cluster):

@@ -11,12 +11,14 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 from __future__ import annotations
 
 from gpusched.cluster.controllers import (daemonset, deployment, device_plugin, job,
-                                          node_lifecycle, nodepool, pod_lifecycle, replicaset)
+                                          node_lifecycle, node_status, nodepool, pod_lifecycle,
+                                          replicaset)
 from gpusched.cluster.controllers.common import collect_garbage
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
 CONTROLLERS = (
     ("nodepool", nodepool.reconcile),
+    ("node-status", node_status.reconcile),
     ("device-plugin", device_plugin.reconcile),
     ("garbage-collector", collect_garbage),
     ("deployment", deployment.reconcile),

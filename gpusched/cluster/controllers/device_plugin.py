@@ -19,6 +19,7 @@ import copy
 import logging
 
 from gpusched.cluster.view import View
+from gpusched.devices.advertise import node_device_state
 
 log = logging.getLogger(__name__)
 COMPONENT = "nvidia-device-plugin"
@@ -26,18 +27,7 @@ GPU_PREFIXES = ("nvidia.com/", "gpusched.io/")
 USER_LABELS = frozenset({"nvidia.com/device-plugin.config", "nvidia.com/mig.config"})
 
 
-def _advertise():
-    try:
-        from gpusched.devices.advertise import node_device_state
-    except ImportError:   # devices layer not there yet: nothing to advertise
-        return None
-    return node_device_state
-
-
 def reconcile(view: View) -> None:
-    node_device_state = _advertise()
-    if node_device_state is None:
-        return
     configmaps = view.list("ConfigMap")
     for node in view.list("Node"):
         state = node_device_state(node, configmaps)

@@ -22,6 +22,7 @@ import copy
 import re
 
 from gpusched.cluster.controllers.common import is_running
+from gpusched.cluster.controllers.node_status import node_ip, pod_ip
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
@@ -110,7 +111,10 @@ def start(view: View, pod: dict) -> None:
     now = view.timestamp()
     new["metadata"].setdefault("annotations", {})[ANN_START_TIME] = repr(float(view.now()))
     status = new.setdefault("status", {})
-    status.update({"phase": "Running", "startTime": now, "hostIP": "", "podIP": "",
+    meta = pod.get("metadata") or {}
+    node_name = (pod.get("spec") or {}).get("nodeName", "")
+    status.update({"phase": "Running", "startTime": now, "hostIP": node_ip(node_name),
+                   "podIP": pod_ip(meta.get("namespace", "default"), meta.get("name", "")),
                    "conditions": _conditions(view, pod, "True")})
     status["containerStatuses"] = [
         {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True,

@@ -1,0 +1,73 @@
+"""The kubelet's part of a Node's status: Ready condition, addresses and nodeInfo.
+
+Embedded nodes have no kubelet, so this controller writes what one would report, once, in a
+deterministic way: condition ``Ready=True`` (reason ``KubeletReady``, message
+``kubelet is posting ready status``) plus the pressure conditions as ``False``, an ``InternalIP``
+derived from the node name (``10.<a>.<b>.<c>``, a stable hash; simulated, not routable), the
+``Hostname`` address, and ``nodeInfo`` with ``kubeletVersion`` ``KUBELET_VERSION``. Pod IPs are
+derived the same way (``pod_ip``), in 10.244.0.0/16 as with a flannel-style pod network.
+
+Neighbours: run by ``cluster.controllers`` (settle); ``pod_lifecycle`` asks ``node_ip``/``pod_ip``.
+"""
+
+from __future__ import annotations
+
+import copy
+import zlib
+
+from gpusched.cluster.view import View
+
+KUBELET_VERSION = "v1.30.0-gpusched"
+_PRESSURE = (("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+             ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+             ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))
+
+
+def _ip(prefix: str, text: str, octets: int) -> str:
+    digest = zlib.crc32(text.encode())
+    tail = [(digest >> (8 * i)) & 0xFF for i in reversed(range(octets))]
+    tail[-1] = tail[-1] % 254 + 1          # never .0 or .255
+    return ".".join([prefix, *map(str, tail)])
+
+
+def node_ip(name: str) -> str:
+    """>>> node_ip("gpu-node-1").startswith("10.")
+    True
+    """
+    return _ip("10", name, 3)
+
+
+def pod_ip(namespace: str, name: str) -> str:
+    return _ip("10.244", f"{namespace}/{name}", 2)
+
+
+def _node_status(node: dict, now: str) -> dict:
+    name = node["metadata"]["name"]
+    conditions = [{"type": ctype, "status": "False", "reason": reason, "message": message,
+                   "lastHeartbeatTime": now, "lastTransitionTime": now}
+                  for ctype, reason, message in _PRESSURE]
+    conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                       "message": "kubelet is posting ready status",
+                       "lastHeartbeatTime": now, "lastTransitionTime": now})
+    return {
+        "conditions": conditions,
+        "addresses": [{"type": "InternalIP", "address": node_ip(name)},
+                      {"type": "Hostname", "address": name}],
+        "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+                     "containerRuntimeVersion": "containerd://1.7.13",
+                     "operatingSystem": "linux", "architecture": "amd64",
+                     "osImage": "gpusched embedded node", "kernelVersion": "6.1.0"},
+    }
+
+
+def reconcile(view: View) -> None:
+    for node in view.list("Node"):
+        status = node.get("status") or {}
+        if status.get("nodeInfo") and status.get("conditions"):
+            continue
+        new = copy.deepcopy(node)
+        fresh = _node_status(new, view.timestamp())
+        new_status = new.setdefault("status", {})
+        for key, value in fresh.items():
+            new_status.setdefault(key, value)
+        view.update(new)
