@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -162,9 +163,12 @@ def make_scheduler(snapshot, view: View):
     return scheduler
 
 
-def pending_pods(view: View) -> list[dict]:
+def pending_pods(view: View, scheduler_names: tuple[str, ...] = (SCHEDULER_NAME,)) -> list[dict]:
+    """Unbound, unfinished pods for these schedulers, in queue order. Pods naming another
+    scheduler are left alone, as upstream kube-scheduler leaves them to that scheduler."""
     pods = [p for p in view.list("Pod")
-            if not (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
+            if not (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
+            and ((p.get("spec") or {}).get("schedulerName") or SCHEDULER_NAME) in scheduler_names]
     return sorted(pods, key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                        _creation_key(p)))
 
@@ -182,7 +186,9 @@ def schedule_pending(view: View) -> None:
     scheduler = make_scheduler(snapshot, view)
     for pod in todo:
         info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+        started = time.perf_counter()     # the one real timer: attempt latency for /metrics
         result = scheduler.schedule_one(info)
+        record_attempt(view, scheduler, result, time.perf_counter() - started)
         if result.scheduled:
             bind(view, pod, result.node, result.assignment)
             continue
@@ -191,6 +197,43 @@ def schedule_pending(view: View) -> None:
             preempt(view, pod, result)
             return   # capacity changed: the next pass rebuilds the snapshot
         record_failure(view, pod, result.message, nominated="")
+
+
+# kube-scheduler's buckets: scheduling_attempt_duration_seconds ExponentialBuckets(0.001, 2, 15),
+# preemption_victims ExponentialBuckets(1, 2, 7). gpusched.metrics.cluster_metrics exposes them.
+ATTEMPT_BUCKETS = tuple(0.001 * 2 ** i for i in range(15))
+VICTIM_BUCKETS = tuple(float(2 ** i) for i in range(7))
+
+
+def record_attempt(view: View, scheduler, result, seconds: float) -> None:
+    """Count one scheduling attempt in ``view.stats`` (persisted, so ``/metrics`` of any process
+    sees every CLI call's attempts): by result and profile, its real duration in the histogram
+    buckets above, and preemption attempts (PostFilter ran) and victims (a candidate was chosen).
+    """
+    from gpusched.scheduler.framework import Code
+    outcome = ("scheduled" if result.scheduled else
+               "error" if result.status.code == Code.ERROR else "unschedulable")
+    key = f"{outcome}|{result.pod.scheduler_name}"
+    stats = view.stats
+    stats.setdefault("attempts", {})[key] = stats.get("attempts", {}).get(key, 0) + 1
+    _observe(stats.setdefault("attempt_seconds", {}), key, seconds, ATTEMPT_BUCKETS)
+    framework = scheduler.framework_for(result.pod)
+    diagnosis = result.diagnosis
+    if (outcome == "unschedulable" and framework is not None and framework.post_filter
+            and diagnosis is not None and diagnosis.pre_filter_status is None):
+        stats["preemption_attempts"] = stats.get("preemption_attempts", 0) + 1
+        if result.nominated_node:
+            _observe(stats.setdefault("victims", {}), "", float(len(result.victims)),
+                     VICTIM_BUCKETS)
+
+
+def _observe(histograms: dict, key: str, value: float, bounds: tuple[float, ...]) -> None:
+    """A cumulative-free histogram: per-bucket counts (last = +Inf), sum and count."""
+    entry = histograms.setdefault(key, {"buckets": [0] * (len(bounds) + 1), "sum": 0.0, "count": 0})
+    index = next((i for i, bound in enumerate(bounds) if value <= bound), len(bounds))
+    entry["buckets"][index] += 1
+    entry["sum"] += value
+    entry["count"] += 1
 
 
 def bind(view: View, pod: dict, node: str, assignment: DeviceAssignment) -> None:
