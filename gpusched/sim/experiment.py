@@ -30,8 +30,9 @@ import numpy as np
 from gpusched.devices.catalog import lookup_model
 from gpusched.devices.node import NodeDevices
 from gpusched.errors import UsageError
-from gpusched.scheduler.plugins import (gpu_saturated_first, policy_bestfit, policy_dotprod, policy_fgd,
-                                        policy_fgdplus, policy_fgdtight, policy_gpuclustering, policy_gpupacking,
+from gpusched.scheduler.plugins import (gpu_saturated_first, policy_bestfit, policy_dotprod,
+                                        policy_fgd, policy_fgdlevels, policy_fgdplus,
+                                        policy_fgdtight, policy_gpuclustering, policy_gpupacking,
                                         policy_random)
 from gpusched.scheduler.plugins.policy_common import node_arrays
 from gpusched.scheduler.snapshot import Snapshot
@@ -55,6 +56,13 @@ POLICIES = {
     "fgdplus": ("07-FGD+", policy_fgdplus.NAME),
     "fgdsat": ("08-FGD-SaturatedFirst", policy_fgd.NAME),
     "fgdtight": ("09-FGD-Tight", policy_fgdtight.NAME),
+    "fgdfine": ("10-FGD-Fine", policy_fgdlevels.NAME),
+    "fgdcoarse": ("11-FGD-Coarse", policy_fgdlevels.NAME),
+}
+# CLI name -> extra args for the policy plugin
+POLICY_ARGS: dict[str, dict[str, int]] = {
+    "fgdfine": {"levels": 10_000},
+    "fgdcoarse": {"levels": 50},
 }
 # CLI name -> tie-break score plugins (name, weight) between the policy and NodeOrder
 TIE_BREAKS: dict[str, tuple[tuple[str, int], ...]] = {
@@ -118,7 +126,7 @@ def run(spec: RunSpec) -> RunResult:
     snapshot = build_snapshot(nodes)
     capacity = sum(n.gpus for n in nodes) * 1000
     shapes = target_workload(pods)
-    args = {"seed": spec.seed, "target_workload": shapes}
+    args = {"seed": spec.seed, "target_workload": shapes, **POLICY_ARGS.get(spec.policy, {})}
     scheduler = experiment_scheduler(snapshot, POLICIES[spec.policy][1], args,
                                      TIE_BREAKS.get(spec.policy, ()))
     arrays = node_arrays(snapshot)

@@ -18,9 +18,10 @@ from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_a
                                         taint_toleration)
 from gpusched.scheduler.plugins import (default_preemption, inter_pod_affinity, pod_topology_spread,
                                         volume_binding)
-from gpusched.scheduler.plugins import (gpu_saturated_first, node_order, policy_bestfit, policy_dotprod, policy_fgd,
-                                        policy_fgdplus, policy_fgdtight, policy_gpuclustering, policy_gpupacking,
-                                        policy_random)
+from gpusched.scheduler.plugins import (gpu_saturated_first, node_order, policy_bestfit,
+                                        policy_dotprod, policy_fgd, policy_fgdlevels,
+                                        policy_fgdplus, policy_fgdtight, policy_gpuclustering,
+                                        policy_gpupacking, policy_random)
 
 Factory = Callable[[dict[str, Any] | None], Any]
 
@@ -48,4 +49,5 @@ REGISTRY: dict[str, Factory] = {
     policy_fgd.NAME: policy_fgd.new,
     policy_fgdplus.NAME: policy_fgdplus.new,
     policy_fgdtight.NAME: policy_fgdtight.new,
+    policy_fgdlevels.NAME: policy_fgdlevels.new,
 }
