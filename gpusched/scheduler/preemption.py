@@ -99,13 +99,43 @@ class Candidate:
     num_pdb_violations: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DryRun:
-    """Outcome of the dry run: candidates plus, for every evaluated non-candidate, its reasons."""
+    """Outcome of the dry run over ``evaluated`` (potential nodes in window order, up to where it
+    stopped): the candidates, and why each other evaluated node cannot help. Nodes judged without
+    a what-if (no lower-priority pod; the resource pre-check) share a reason tuple:
+    ``verdict[i]`` indexes ``reason_groups`` (-1: judged by the exact dry run, reasons in
+    ``exact_failures``, or a candidate)."""
 
     candidates: tuple[Candidate, ...]
-    failures: dict[int, tuple[str, ...]]
-    evaluated: tuple[int, ...]
+    evaluated: np.ndarray
+    verdict: np.ndarray
+    reason_groups: tuple[tuple[str, ...], ...]
+    exact_failures: dict[int, tuple[str, ...]]
+
+    @property
+    def failures(self) -> dict[int, tuple[str, ...]]:
+        """Every evaluated non-candidate node -> its reasons (built on demand; for tests/explain)."""
+        out = {int(n): self.reason_groups[v] for n, v in zip(self.evaluated, self.verdict) if v >= 0}
+        out.update(self.exact_failures)
+        return out
+
+    def reason_counts(self) -> dict[str, int]:
+        """Nodes per reason over the failed nodes (a node counts once per distinct reason)."""
+        counts: dict[str, int] = {}
+        judged = self.verdict[self.verdict >= 0]
+        per_group = np.bincount(judged, minlength=len(self.reason_groups)) if len(judged) else ()
+        groups = list(zip(self.reason_groups, (int(c) for c in per_group)))
+        groups += [(reasons, 1) for reasons in self.exact_failures.values()]
+        for reasons, count in groups:
+            for reason in dict.fromkeys(reasons):
+                if count:
+                    counts[reason] = counts.get(reason, 0) + count
+        return counts
+
+    @property
+    def num_failures(self) -> int:
+        return int(np.count_nonzero(self.verdict >= 0)) + len(self.exact_failures)
 
 
 # ---- ordering helpers -------------------------------------------------------------------------
@@ -238,36 +268,65 @@ def num_candidates(num_potential: int) -> int:
     return min(max(n, MIN_CANDIDATE_NODES_ABSOLUTE), num_potential)
 
 
+def prejudge(snapshot, pod: PodInfo, nodes: np.ndarray, fits: FitCheck
+             ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Necessary conditions, vectorised over ``nodes``, that decide a node without a what-if.
+
+    Returns (verdict per node: -1 = run the exact dry run, else an index into the reason list).
+    A node without strictly-lower-priority pods gets ``No preemption victims found ...``, as
+    ``select_victims_on_node`` says first; when ``fits`` has a ``precheck`` (see
+    ``FrameworkFitCheck``), nodes that fail it get the reasons it gives (the ones the what-if
+    would give). The property test ``test_precheck_matches_plain_dry_run`` holds both equal.
+    """
+    verdict = np.full(len(nodes), -1, dtype=np.int64)
+    groups: list[tuple[str, ...]] = [(MSG_NO_VICTIMS,)]
+    has_victims = snapshot.min_pod_priority[nodes] < pod.priority
+    verdict[~has_victims] = 0
+    precheck = getattr(fits, "precheck", None)
+    if precheck is not None and has_victims.any():
+        positions = np.flatnonzero(has_victims)
+        ids, reasons = precheck(pod, nodes[positions])
+        failing = ids >= 0
+        verdict[positions[failing]] = ids[failing] + len(groups)
+        groups += reasons
+    return verdict, groups
+
+
 def dry_run(snapshot, pod: PodInfo, potential: Sequence[int], fits: FitCheck,
             pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> DryRun:
     """Evaluate nodes from a random offset until enough candidates are found (upstream
     ``DryRunPreemption``: stop once there is a PDB-free candidate and ``num_candidates`` in all).
 
+    ``prejudge`` settles the nodes that cannot be candidates in one vectorised step; only the
+    others get the exact what-if (``select_victims_on_node``), in the same window order, so the
+    stop point, the candidates and every node's reasons are those of the plain node-by-node run.
     With <= 100 potential nodes every node is evaluated and no random number is drawn, so small
     clusters give the same answer whatever the generator's state.
     """
-    potential = list(potential)
+    potential = np.asarray(potential, dtype=np.int64)
     wanted = num_candidates(len(potential))
     offset = 0
     if wanted < len(potential) and rng is not None:
         offset = int(rng.integers(len(potential)))
+    order = np.concatenate((potential[offset:], potential[:offset]))
+    verdict, groups = prejudge(snapshot, pod, order, fits)
     candidates: list[Candidate] = []
-    failures: dict[int, tuple[str, ...]] = {}
-    evaluated: list[int] = []
+    exact_failures: dict[int, tuple[str, ...]] = {}
     non_violating = 0
-    for i in range(len(potential)):
-        node = potential[(offset + i) % len(potential)]
-        evaluated.append(node)
+    stop = len(order)
+    for position in np.flatnonzero(verdict < 0).tolist():
+        node = int(order[position])
         outcome = select_victims_on_node(snapshot, pod, node, fits, pdbs)
         if isinstance(outcome, Candidate):
             candidates.append(outcome)
             non_violating += outcome.num_pdb_violations == 0
             if non_violating > 0 and len(candidates) >= wanted:
+                stop = position + 1
                 break
         else:
-            failures[node] = outcome
+            exact_failures[node] = outcome
     candidates.sort(key=lambda c: c.node)
-    return DryRun(tuple(candidates), failures, tuple(evaluated))
+    return DryRun(tuple(candidates), order[:stop], verdict[:stop], tuple(groups), exact_failures)
 
 
 # ---- step 4: choosing one node ----------------------------------------------------------------
@@ -315,41 +374,68 @@ def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
 # ---- messages ---------------------------------------------------------------------------------
 
 
-def no_candidate_message(num_nodes: int, unresolvable: np.ndarray, failures: dict[int, tuple[str, ...]]) -> str:
+def no_candidate_message(num_nodes: int, outcome: DryRun) -> str:
     """FitError text over all nodes when no node can help (see section 7.2 of the GPU doc).
 
-    Unresolvable and not-evaluated nodes count as ``Preemption is not helpful for scheduling``.
+    Evaluated nodes count with their reasons; unresolvable and not-evaluated nodes count as
+    ``Preemption is not helpful for scheduling`` (the dry run only evaluates resolvable nodes).
     """
-    counts: dict[str, int] = {}
-    for node in range(num_nodes):
-        if node in failures and not unresolvable[node]:
-            reasons = failures[node]
-        else:
-            reasons = (MSG_NOT_HELPFUL,)
-        for reason in dict.fromkeys(reasons):
-            counts[reason] = counts.get(reason, 0) + 1
+    counts = outcome.reason_counts()
+    not_helpful = num_nodes - outcome.num_failures
+    if not_helpful:
+        counts[MSG_NOT_HELPFUL] = counts.get(MSG_NOT_HELPFUL, 0) + not_helpful
     return f"0/{num_nodes} nodes are available: {histogram(counts)}."
 
 
 # ---- the whole PostFilter ----------------------------------------------------------------------
 
 
-def framework_fit_check(framework: Any, snapshot) -> FitCheck:
-    """A FitCheck that runs the profile's PreFilter plugins (fresh cycle state, so counts reflect
-    the what-if snapshot) and then its Filter plugins on one node, stopping at the first plugin
-    that rejects it, as upstream's ``RunFilterPlugins`` does. Returns that plugin's reasons."""
+# Filters that read only the node (name, cordon, taints, labels) and reject UnschedulableAndUnresolvable:
+# a node preemption evaluates has passed them, with or without its pods.
+POD_BLIND_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+# PreFilters whose verdict does not depend on the pods in the snapshot (they passed in the cycle).
+POD_BLIND_PRE_FILTER_VERDICT = frozenset({
+    "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "GpuDevices",
+    "NodeAffinity", "TaintToleration", "NodeName", "NodeUnschedulable"})
+RESOURCES_FIT = "NodeResourcesFit"
 
-    def fits(pod: PodInfo, node: int) -> tuple[str, ...]:
-        state = CycleState()
+
+class FrameworkFitCheck:
+    """The ``FitCheck`` of a profile: ``fits(pod, node)`` runs its PreFilter plugins (fresh cycle
+    state, so counts reflect the what-if snapshot) and then its Filter plugins on one node,
+    stopping at the first plugin that rejects it, as upstream's ``RunFilterPlugins``; returns
+    that plugin's reasons.
+
+    ``precheck`` (None when the profile does not allow it) answers, for many nodes at once, the
+    question the what-if would ask NodeResourcesFit: does the pod fit the node's free resources
+    plus everything its strictly-lower-priority pods request? It is exact - a node failing it
+    fails the what-if with the same reasons - when NodeResourcesFit is a Filter preceded only by
+    ``POD_BLIND_FILTERS`` and every PreFilter is in ``POD_BLIND_PRE_FILTER_VERDICT``.
+    Devices (GpuDevices) come later in the filter order, so they are left to the what-if; whole
+    GPUs (``nvidia.com/gpu``) and MIG/shared resources are extended resources and are checked here.
+    """
+
+    def __init__(self, framework: Any, snapshot) -> None:
+        self.framework, self.snapshot = framework, snapshot
+        names = [p.name for p in framework.filter]
+        self.resources_fit = None
+        if (RESOURCES_FIT in names and set(names[: names.index(RESOURCES_FIT)]) <= POD_BLIND_FILTERS
+                and all(p.name in POD_BLIND_PRE_FILTER_VERDICT for p in framework.pre_filter)):
+            self.resources_fit = framework.filter[names.index(RESOURCES_FIT)]
+        if self.resources_fit is None:
+            self.precheck = None
+
+    def __call__(self, pod: PodInfo, node: int) -> tuple[str, ...]:
+        snapshot, state = self.snapshot, CycleState()
         skipped: set[str] = set()
-        for plugin in framework.pre_filter:
+        for plugin in self.framework.pre_filter:
             status = plugin.pre_filter(state, pod, snapshot)
             if status.code == Code.SKIP:
                 skipped.add(plugin.name)
             elif not status.ok:
                 return status.reasons
         candidates = np.array([node], dtype=np.int64)
-        for plugin in framework.filter:
+        for plugin in self.framework.filter:
             if plugin.name in skipped:
                 continue
             reasons = tuple(dict.fromkeys(r.reason for r in plugin.filter(state, pod, snapshot, candidates)
@@ -358,7 +444,29 @@ def framework_fit_check(framework: Any, snapshot) -> FitCheck:
                 return reasons
         return ()
 
-    return fits
+    def precheck(self, pod: PodInfo, nodes: np.ndarray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+        """Per node of ``nodes``: -1 when the pod would fit its resources with every lower-priority
+        pod gone, else an index into the returned list of NodeResourcesFit reason tuples."""
+        snapshot = self.snapshot
+        vec = snapshot.request_vector(pod)
+        free = snapshot.free[nodes]
+        free[:, : len(snapshot.resource_names)] += snapshot.requested_below(pod.priority, nodes)
+        rejections = self.resources_fit.rejections_for(snapshot, vec, nodes, free)
+        ids = np.full(len(nodes), -1, dtype=np.int64)
+        if not rejections:
+            return ids, []
+        hits = np.stack([r.nodes[nodes] for r in rejections], axis=1)      # nodes x rejections
+        failing = hits.any(axis=1)
+        patterns, inverse = np.unique(hits[failing], axis=0, return_inverse=True)
+        ids[failing] = inverse.reshape(-1)
+        reasons = [tuple(dict.fromkeys(r.reason for r, hit in zip(rejections, row) if hit))
+                   for row in patterns]
+        return ids, reasons
+
+
+def framework_fit_check(framework: Any, snapshot) -> FrameworkFitCheck:
+    """The profile's ``FitCheck`` (with the vectorised resource ``precheck`` where exact)."""
+    return FrameworkFitCheck(framework, snapshot)
 
 
 def unresolvable_nodes(diagnosis: Diagnosis) -> np.ndarray:
@@ -382,11 +490,11 @@ def preempt(snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitCheck,
     reason = eligibility_message(pod, snapshot, unresolvable)
     if reason:
         return PostFilterResult(Status(Code.UNSCHEDULABLE, (f"preemption: {reason}",)))
-    potential = np.flatnonzero(~unresolvable).tolist()
+    potential = np.flatnonzero(~unresolvable)
     outcome = dry_run(snapshot, pod, potential, fits, pdbs, rng)
     best = pick_one_node(outcome.candidates)
     if best is None:
-        message = no_candidate_message(diagnosis.num_nodes, unresolvable, outcome.failures)
+        message = no_candidate_message(diagnosis.num_nodes, outcome)
         return PostFilterResult(Status(Code.UNSCHEDULABLE, (f"preemption: {message}",)))
     log.debug("preemption: %s -> node %s, victims %s", pod.key, best.node_name,
               [v.key for v in best.victims])

@@ -18,6 +18,10 @@ shifts the rows after it). Columns:
   ``gpu_free_milli`` alone decides device fit.
 - ``min_pod_priority``: int64, the lowest priority among the node's pods (``NO_PODS_PRIORITY``
   when it has none): ``min_pod_priority < p`` tells preemption which nodes have victims at all.
+- requests per priority level: one (nodes x resources) int64 array per distinct pod priority
+  present (levels appear and disappear with their pods; clusters have few), so
+  ``requested_below(p, rows)`` - what removing every pod of priority < p would free - is a sum
+  of a few gathers. Preemption's resource pre-check reads it.
 - label columns, built lazily per key: ``label_ids(key) -> (ids, vocab)``.
 
 Per node it keeps the ``NodeInfo``, the ``NodeDevices`` (or None) and the pods on it; per pod only
@@ -70,6 +74,8 @@ class Snapshot:
         self._pods_on: list[dict[str, PodInfo]] = []
         self._labels: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
         self._label_numbers: dict[str, np.ndarray] = {}
+        self._prio_req_buf: dict[int, np.ndarray] = {}   # priority -> (capacity x resources) requests
+        self._prio_pods: dict[int, int] = {}              # priority -> pods of that priority
         self.generation = 0                  # bumped by every mutation
         self._n = 0
         self._allocate_buffers(capacity=16, resources=len(BASE_RESOURCES), gpus=1)
@@ -101,6 +107,10 @@ class Snapshot:
             taint_group[:n] = self._taint_buf[:n]
             gpu_plain[:n] = self._plain_buf[:n]
             min_priority[:n] = self._min_prio_buf[:n]
+            for prio, level in list(self._prio_req_buf.items()):
+                grown_level = np.zeros((capacity, resources), dtype=np.int64)
+                grown_level[:n, : level.shape[1]] = level[:n]
+                self._prio_req_buf[prio] = grown_level
             for key, (ids, vocab) in list(self._labels.items()):
                 grown = np.full(capacity, -1, dtype=np.int32)
                 grown[:n] = ids[:n]
@@ -190,6 +200,19 @@ class Snapshot:
         return np.array([pod.requests.get("cpu", 0) or DEFAULT_MILLI_CPU_REQUEST,
                          pod.requests.get("memory", 0) or DEFAULT_MEMORY_REQUEST], dtype=np.int64)
 
+    def priority_levels(self) -> list[int]:
+        """The distinct priorities of the pods in the snapshot, ascending."""
+        return sorted(self._prio_req_buf)
+
+    def requested_below(self, priority: int, rows: np.ndarray) -> np.ndarray:
+        """Summed requests of the pods with priority strictly below ``priority`` on ``rows``:
+        (len(rows) x resources) int64, the room preemption could free there at most."""
+        out = np.zeros((len(rows), len(self.resource_names)), dtype=np.int64)
+        for prio, level in self._prio_req_buf.items():
+            if prio < priority:
+                out += level[rows, : out.shape[1]]
+        return out
+
     def label_ids(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
         """Per row the id of the node's value for label ``key`` (-1 when absent), and the vocab.
 
@@ -259,11 +282,15 @@ class Snapshot:
             del self.pod_node[pod.uid]
             self.affinity_pods.pop(pod.uid, None)
             self.assignments.pop(pod.uid, None)
+            self._prio_pods[pod.priority] -= 1
+            if not self._prio_pods[pod.priority]:
+                del self._prio_pods[pod.priority], self._prio_req_buf[pod.priority]
         n = self._n
         for buf in (self._alloc_buf, self._req_buf, self._free_buf, self._nonzero_buf, self._unsched_buf,
                     self._gpu_buf, self._model_buf, self._taint_buf, self._plain_buf,
-                    self._min_prio_buf):
+                    self._min_prio_buf, *self._prio_req_buf.values()):
             buf[row:n - 1] = buf[row + 1:n]
+        self._clear_row(n - 1)
         for name_i in self.names[row + 1:]:
             self.index[name_i] -= 1
         del self.names[row], self.nodes[row], self.devices[row], self._pods_on[row]
@@ -277,6 +304,15 @@ class Snapshot:
         self._refresh_views()
         self.generation += 1
         return pods
+
+    def _clear_row(self, row: int) -> None:
+        """Reset a row past the end to what a fresh buffer holds (add_node relies on it)."""
+        for buf in (self._alloc_buf, self._req_buf, self._free_buf, self._nonzero_buf,
+                    self._unsched_buf, self._taint_buf, self._plain_buf, *self._prio_req_buf.values()):
+            buf[row] = 0
+        self._gpu_buf[row] = -1
+        self._model_buf[row] = -1
+        self._min_prio_buf[row] = NO_PODS_PRIORITY
 
     def _write_row(self, row: int, info: NodeInfo, devices: Any) -> None:
         for resource in info.allocatable:
@@ -352,6 +388,11 @@ class Snapshot:
         self.assignments[pod.uid] = assignment
         if pod.priority < self._min_prio_buf[row]:
             self._min_prio_buf[row] = pod.priority
+        level = self._prio_req_buf.get(pod.priority)
+        if level is None:
+            level = self._prio_req_buf[pod.priority] = np.zeros_like(self._req_buf)
+        level[row, : len(vec)] += vec
+        self._prio_pods[pod.priority] = self._prio_pods.get(pod.priority, 0) + 1
         devices = self.devices[row]
         if devices is not None and not assignment.empty:
             devices.hold(pod.uid, assignment)
@@ -369,6 +410,12 @@ class Snapshot:
         self._req_buf[row, : len(vec)] -= vec
         self._free_buf[row, : len(vec)] += vec
         self._nonzero_buf[row] -= self.nonzero_vector(pod)
+        left = self._prio_pods[pod.priority] - 1
+        if left:
+            self._prio_pods[pod.priority] = left
+            self._prio_req_buf[pod.priority][row, : len(vec)] -= vec
+        else:                                   # last pod of that priority: drop the level
+            del self._prio_pods[pod.priority], self._prio_req_buf[pod.priority]
         if pod.priority == self._min_prio_buf[row]:
             self._min_prio_buf[row] = min((p.priority for p in self._pods_on[row].values()),
                                           default=NO_PODS_PRIORITY)

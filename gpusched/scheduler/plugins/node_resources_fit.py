@@ -76,9 +76,15 @@ class NodeResourcesFit:
         vec = state.read(NAME)
         if vec is None:
             vec = snapshot.request_vector(pod)
-        rejections = []
         every = len(candidates) == snapshot.num_nodes       # all rows: no gather needed
-        free = snapshot.free if every else snapshot.free[candidates]
+        return self.rejections_for(snapshot, vec, candidates,
+                                   snapshot.free if every else snapshot.free[candidates])
+
+    def rejections_for(self, snapshot: Snapshot, vec: np.ndarray, candidates: np.ndarray,
+                       free: np.ndarray) -> list[Rejection]:
+        """Filter's verdict given ``free`` (rows aligned with ``candidates``); preemption's
+        pre-check passes ``free`` plus what removing the lower-priority pods would free."""
+        rejections = []
         too_many = free[:, PODS] < 1
         if too_many.any():
             rejections.append(Rejection(snapshot.mask(candidates, too_many), messages.TOO_MANY_PODS))
