@@ -155,8 +155,10 @@ class SchedulerState:
         if not _same_devices(old, new):
             self._stale()
             return
-        snapshot.update_node(node_info(node))      # labels, taints, cordon, allocatable
-        self.epoch += 1
+        info = node_info(node)
+        if info != snapshot.nodes[snapshot.index[name]]:   # not a mere status heartbeat
+            snapshot.update_node(info)                 # labels, taints, cordon, allocatable
+            self.epoch += 1
 
     def _observe_pod(self, type_: str, pod: dict) -> None:
         uid = pod["metadata"]["uid"]

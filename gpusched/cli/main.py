@@ -170,6 +170,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=CommandParser)
     _add_commands(sub)
+    from gpusched.cli.scheduler_cmd import add_commands as add_scheduler_commands
+    add_scheduler_commands(sub)   # gpusched scheduler (secondary scheduler of a real cluster)
     word = _command_word(argv)
     if word in SIM_COMMANDS or word is None:
         from gpusched.sim.commands import add_commands

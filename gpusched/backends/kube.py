@@ -1,0 +1,374 @@
+"""gpusched as a secondary scheduler of a Kubernetes cluster, through the official client.
+
+The only module in gpusched that imports the ``kubernetes`` package. The scheduling itself is
+``backends.secondary.SchedulerState`` (the same ``Scheduler`` and snapshot helpers as the
+embedded cluster); this module talks to the API server:
+
+1. (``--leader-elect``) acquire the coordination.k8s.io/v1 Lease ``<namespace>/<name>`` before
+   doing anything, renew it while running, and stop when it is lost (as kube-scheduler does). A
+   server without leases (404 on create) gets a warning and the scheduler runs unelected.
+2. List nodes, pods and ConfigMaps (raw JSON: every field survives), then watch each kind from
+   the list's resourceVersion on its own thread; a 410 Gone relists that kind.
+3. After every batch of watch events, act on ``SchedulerState.decisions()``:
+   - bind: patch the device assignment annotations onto the pod (``gpusched.io/assigned-gpus``,
+     ``gpusched.io/assigned-devices``) *before* binding, then create the ``binding``
+     subresource (the response is read raw: the client cannot deserialize the Status a server
+     answers to a Binding), then a Normal ``Scheduled`` event;
+   - unschedulable: the PodScheduled=False condition (reason Unschedulable, kube-scheduler's
+     FitError message) through the ``status`` subresource, and a Warning ``FailedScheduling``;
+   - preempt: each victim gets the DisruptionTarget condition and a ``Preempted`` event and is
+     deleted; the preemptor gets ``status.nominatedNodeName``.
+   Events are core/v1 Events with ``source.component`` and ``reportingComponent`` ``gpusched``.
+4. SIGTERM (or Ctrl-C) sets the stop flag; the loop returns after the current batch.
+
+Wall-clock time enters only here, through the ``clock`` argument (event and condition
+timestamps, lease expiry), which the CLI sets to ``time.time``.
+
+Neighbours: ``backends.secondary`` (state, decisions); used by ``cli.scheduler_cmd``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import queue
+import threading
+from typing import Any, Callable, Iterator
+
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from gpusched.backends.secondary import BIND, KINDS, PREEMPT, UNSCHEDULABLE, Decision, SchedulerState
+from gpusched.cluster.scheduling import PREEMPT_MESSAGE, _set_condition
+from gpusched.devices.node import assignment_annotation
+from gpusched.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "gpusched"
+WATCH_SECONDS = 60          # server-side timeout of one watch request, then it is re-opened
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def connect(kubeconfig: str) -> client.ApiClient:
+    """An API client for the kubeconfig's current context; a bad file is a ``UsageError``."""
+    try:
+        return config.new_client_from_config(config_file=kubeconfig)
+    except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"kubeconfig {kubeconfig}: {exc}".splitlines()[0]) from None
+
+
+def timestamp(seconds: float, micro: bool = False) -> str:
+    """RFC 3339 in UTC, as the API writes it (MicroTime with ``micro``)."""
+    moment = dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def _raw(response: Any) -> dict:
+    return json.loads(response.data or b"{}")
+
+
+class KubeApi:
+    """The few calls the secondary scheduler makes, with dicts in and out."""
+
+    def __init__(self, api_client: client.ApiClient, clock: Callable[[], float]) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
+        self.clock = clock
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def _lister(self, kind: str) -> Callable:
+        return {"Node": self.core.list_node, "Pod": self.core.list_pod_for_all_namespaces,
+                "ConfigMap": self.core.list_config_map_for_all_namespaces}[kind]
+
+    def list(self, kind: str) -> tuple[list[dict], str]:
+        """Every object of ``kind`` (with kind/apiVersion filled in) and the list's resourceVersion."""
+        body = _raw(self._lister(kind)(_preload_content=False))
+        items = body.get("items") or []
+        for item in items:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", "v1")
+        return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
+
+    def watch(self, kind: str, resource_version: str, stop: threading.Event
+              ) -> Iterator[tuple[str, dict]]:
+        """(type, object) events from ``resource_version`` for one watch request; BOOKMARKs and
+        the request's end are silent. A 410 raises ``ApiException`` with status 410."""
+        stream = watch.Watch()
+        for event in stream.stream(self._lister(kind), resource_version=resource_version,
+                                   timeout_seconds=WATCH_SECONDS, allow_watch_bookmarks=True,
+                                   deserialize=False, _request_timeout=WATCH_SECONDS + 10):
+            if stop.is_set():
+                stream.stop()
+                return
+            obj = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                raise ApiException(status=int(obj.get("code", 500)), reason=obj.get("message", ""))
+            yield str(event.get("type")), obj
+
+    # ---- writing ------------------------------------------------------------------------------
+
+    def patch_annotations(self, pod: dict, annotations: dict[str, str]) -> None:
+        meta = pod["metadata"]
+        self.core.patch_namespaced_pod(meta["name"], meta["namespace"],
+                                       {"metadata": {"annotations": annotations}},
+                                       _content_type=MERGE_PATCH, _preload_content=False)
+
+    def bind(self, pod: dict, node: str) -> None:
+        meta = pod["metadata"]
+        body = client.V1Binding.from_dict({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+        # Raw response: the server answers a Status, which V1Binding cannot deserialize.
+        self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body,
+                                                _preload_content=False)
+
+    def patch_status(self, pod: dict, status: dict) -> None:
+        meta = pod["metadata"]
+        self.core.patch_namespaced_pod_status(meta["name"], meta["namespace"], {"status": status},
+                                              _content_type=MERGE_PATCH, _preload_content=False)
+
+    def set_condition(self, pod: dict, condition: dict, **fields: Any) -> None:
+        """Replace one condition (others kept) and set other status fields (None deletes)."""
+        status = {"conditions": list((pod.get("status") or {}).get("conditions") or [])}
+        _set_condition(status, {**condition, "lastTransitionTime": timestamp(self.clock())})
+        status.update(fields)
+        self.patch_status(pod, status)
+
+    def delete_pod(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        self.core.delete_namespaced_pod(meta["name"], meta["namespace"], _preload_content=False)
+
+    def record_event(self, pod: dict, reason: str, message: str, type_: str = "Normal") -> None:
+        meta = pod["metadata"]
+        now = self.clock()
+        body = client.CoreV1Event.from_dict({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{int(now * 1e9):x}", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta.get("uid", ""),
+                               "resourceVersion": meta.get("resourceVersion", "")},
+            "reason": reason, "message": message, "type": type_, "count": 1,
+            "source": {"component": COMPONENT},
+            "firstTimestamp": timestamp(now), "lastTimestamp": timestamp(now),
+            "reportingComponent": COMPONENT, "reportingInstance": COMPONENT})
+        try:
+            self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False)
+        except ApiException as exc:       # events are best effort, as upstream's recorder
+            log.warning("event %s for pod %s/%s not recorded: %s", reason, meta["namespace"],
+                        meta["name"], exc.reason)
+
+
+def act(api: KubeApi, state: SchedulerState, decision: Decision) -> None:
+    """Carry out one decision through the API (see step 3 of the module docstring)."""
+    pod, meta = decision.pod, decision.pod["metadata"]
+    key = f"{meta['namespace']}/{meta['name']}"
+    try:
+        if decision.action == BIND:
+            annotations = assignment_annotation(decision.assignment)
+            if annotations:
+                api.patch_annotations(pod, annotations)
+            api.bind(pod, decision.node)
+            api.record_event(pod, "Scheduled", f"Successfully assigned {key} to {decision.node}")
+            log.info("bound %s to %s", key, decision.node)
+        elif decision.action == UNSCHEDULABLE:
+            api.set_condition(pod, {"type": "PodScheduled", "status": "False",
+                                    "reason": "Unschedulable", "message": decision.message})
+            api.record_event(pod, "FailedScheduling", decision.message, "Warning")
+        elif decision.action == PREEMPT:
+            preempt(api, state, decision)
+    except ApiException as exc:
+        log.warning("%s of pod %s failed: %s %s", decision.action, key, exc.status, exc.reason)
+        if decision.action == BIND:
+            state.forget(meta["uid"])
+
+
+def preempt(api: KubeApi, state: SchedulerState, decision: Decision) -> None:
+    by_uid = {p["metadata"]["uid"]: p for p in state.cache.list("Pod")}
+    for victim in decision.victims:
+        body = by_uid.get(victim.uid)
+        if body is None:
+            continue
+        api.set_condition(body, {"type": "DisruptionTarget", "status": "True",
+                                 "reason": "PreemptionByScheduler",
+                                 "message": PREEMPT_MESSAGE.replace("default-scheduler", COMPONENT)})
+        api.record_event(body, "Preempted", f"Preempted by pod {decision.pod['metadata']['uid']} "
+                         f"on node {decision.node}")
+        api.delete_pod(body)
+    api.set_condition(decision.pod, {"type": "PodScheduled", "status": "False",
+                                     "reason": "Unschedulable", "message": decision.message},
+                      nominatedNodeName=decision.node)
+    api.record_event(decision.pod, "FailedScheduling", decision.message, "Warning")
+
+
+# ---- watching -------------------------------------------------------------------------------
+
+def watch_kind(api: KubeApi, kind: str, resource_version: str, events: queue.Queue,
+               stop: threading.Event) -> None:
+    """Thread body: feed ``(kind, type, obj)`` into ``events`` until ``stop``; a 410 Gone (or a
+    broken connection) relists the kind and sends ``(kind, "RELIST", items)``."""
+    rv = resource_version
+    while not stop.is_set():
+        try:
+            for type_, obj in api.watch(kind, rv, stop):
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                if type_ != "BOOKMARK":
+                    obj.setdefault("kind", kind)
+                    obj.setdefault("apiVersion", "v1")
+                    events.put((kind, type_, obj))
+        except Exception as exc:  # noqa: BLE001 - any failure of the stream: relist, go on
+            if stop.is_set():
+                return
+            gone = isinstance(exc, ApiException) and exc.status == 410
+            log.log(logging.INFO if gone else logging.WARNING, "watch %s ended (%s); relisting",
+                    kind, "410 Gone" if gone else exc)
+            try:
+                items, rv = api.list(kind)
+            except Exception as list_exc:  # noqa: BLE001 - server away: try again later
+                log.warning("list %s failed: %s", kind, list_exc)
+                stop.wait(1.0)
+                continue
+            events.put((kind, "RELIST", items))
+
+
+# ---- leader election ------------------------------------------------------------------------
+
+class LeaderElector:
+    """A coordination.k8s.io/v1 Lease held by ``identity`` (kube-scheduler's defaults: 15 s
+    lease, renewed every 2 s, retried every 2 s)."""
+
+    def __init__(self, api: KubeApi, namespace: str, name: str, identity: str,
+                 lease_seconds: int = 15, renew_seconds: float = 2.0) -> None:
+        self.api, self.namespace, self.name, self.identity = api, namespace, name, identity
+        self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
+        self.supported = True
+        self.renewed_at = float("-inf")
+
+    def _spec(self, now: float, transitions: int, acquired: str | None) -> dict:
+        stamp = timestamp(now, micro=True)
+        return {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
+                "acquireTime": acquired or stamp, "renewTime": stamp,
+                "leaseTransitions": transitions}
+
+    def try_acquire(self) -> bool:
+        """One attempt to take or renew the lease; True when this process holds it."""
+        if not self.supported:
+            return True
+        coord, now = self.api.coordination, self.api.clock()
+        try:
+            lease = _raw(coord.read_namespaced_lease(self.name, self.namespace,
+                                                     _preload_content=False))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body = client.V1Lease.from_dict({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._spec(now, 0, None)})
+            try:
+                coord.create_namespaced_lease(self.namespace, body, _preload_content=False)
+            except ApiException as create_exc:
+                if create_exc.status == 404:
+                    log.warning("the server has no coordination.k8s.io/v1 leases: running "
+                                "without leader election")
+                    self.supported = False
+                    return True
+                if create_exc.status == 409:
+                    return False
+                raise
+            self.renewed_at = now
+            return True
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        if holder and holder != self.identity and not self._expired(spec, now):
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
+        lease["spec"] = self._spec(now, transitions,
+                                   spec.get("acquireTime") if holder == self.identity else None)
+        try:
+            coord.replace_namespaced_lease(self.name, self.namespace,
+                                           client.V1Lease.from_dict(lease), _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:      # someone else wrote it first
+                return False
+            raise
+        self.renewed_at = now
+        return True
+
+    def _expired(self, spec: dict, now: float) -> bool:
+        renew = spec.get("renewTime") or spec.get("acquireTime")
+        if not renew:
+            return True
+        when = dt.datetime.fromisoformat(str(renew).replace("Z", "+00:00")).timestamp()
+        return when + float(spec.get("leaseDurationSeconds") or self.lease_seconds) < now
+
+    def acquire(self, stop: threading.Event) -> bool:
+        """Block until the lease is held (True) or ``stop`` is set (False)."""
+        while not stop.is_set():
+            if self.try_acquire():
+                log.info("acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
+                return True
+            stop.wait(self.renew_seconds)
+        return False
+
+    def keep(self) -> bool:
+        """Renew when due; False once the lease could not be renewed within its duration."""
+        now = self.api.clock()
+        if not self.supported or now - self.renewed_at < self.renew_seconds:
+            return True
+        try:
+            if self.try_acquire():
+                return True
+        except ApiException as exc:
+            log.warning("lease renewal failed: %s %s", exc.status, exc.reason)
+        return now - self.renewed_at < self.lease_seconds
+
+
+# ---- the loop -------------------------------------------------------------------------------
+
+def run(api: KubeApi, state: SchedulerState, stop: threading.Event, once: bool = False,
+        elector: LeaderElector | None = None) -> int:
+    """List, schedule, then watch and schedule until ``stop``; see the module docstring.
+    Returns the exit code (1 when leadership was lost)."""
+    if elector is not None and not elector.acquire(stop):
+        return 0
+    versions = {}
+    for kind in KINDS:
+        items, versions[kind] = api.list(kind)
+        state.replace(kind, items)
+    _schedule(api, state)
+    if once:
+        return 0
+    events: queue.Queue = queue.Queue()
+    for kind in KINDS:
+        threading.Thread(target=watch_kind, args=(api, kind, versions[kind], events, stop),
+                         name=f"watch-{kind}", daemon=True).start()
+    while not stop.is_set():
+        if elector is not None and not elector.keep():
+            log.error("lost lease %s/%s: stopping", elector.namespace, elector.name)
+            stop.set()
+            return 1
+        try:
+            batch = [events.get(timeout=0.5)]
+        except queue.Empty:
+            continue
+        while True:                 # take everything already there, then schedule once
+            try:
+                batch.append(events.get_nowait())
+            except queue.Empty:
+                break
+        for kind, type_, obj in batch:
+            if type_ == "RELIST":
+                state.replace(kind, obj)
+            else:
+                state.observe(kind, type_, obj)
+        _schedule(api, state)
+    return 0
+
+
+def _schedule(api: KubeApi, state: SchedulerState) -> None:
+    for decision in state.decisions():
+        act(api, state, decision)

@@ -1,0 +1,75 @@
+"""``gpusched scheduler``: run gpusched's scheduler as a secondary scheduler of a cluster.
+
+::
+
+    gpusched scheduler --kubeconfig ~/.kube/config [--scheduler-name gpusched]
+                       [--config profile.yaml] [--once] [--leader-elect] [--seed N]
+
+Pods with ``spec.schedulerName`` equal to a served profile's name are scheduled (no
+``--config``: the default profile under ``--scheduler-name``; with ``--config``: the
+KubeSchedulerConfiguration's profiles, a profile without ``schedulerName`` taking
+``--scheduler-name``). ``--once`` schedules what is pending and exits. SIGTERM and Ctrl-C stop it
+cleanly. The kube client is imported only when the command runs.
+
+Neighbours: ``backends.kube`` (API, loop), ``backends.secondary`` (state); registered in
+``cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import socket
+import threading
+import time
+
+DEFAULT_NAME = "gpusched"
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    help_text = "Run gpusched's scheduler as a secondary scheduler of a Kubernetes cluster"
+    p = sub.add_parser("scheduler", help=help_text, description=help_text)
+    p.set_defaults(handler=cmd_scheduler)
+    p.add_argument("--kubeconfig", required=True, metavar="PATH", help="kubeconfig of the cluster")
+    p.add_argument("--scheduler-name", default=DEFAULT_NAME,
+                   help=f"spec.schedulerName served (default: {DEFAULT_NAME})")
+    p.add_argument("--config", default=None, metavar="PATH",
+                   help="KubeSchedulerConfiguration with the profiles to serve")
+    p.add_argument("--once", action="store_true", help="schedule the pending pods once and exit")
+    p.add_argument("--leader-elect", action="store_true",
+                   help="hold a coordination.k8s.io Lease before scheduling (for replicas)")
+    p.add_argument("--lease-namespace", default="kube-system", help="namespace of the Lease")
+    p.add_argument("--lease-name", default=None, help="name of the Lease (default: the scheduler name)")
+    p.add_argument("--seed", type=int, default=0, help="seed for breaking score ties")
+
+
+def profiles_for(config_path: str | None, scheduler_name: str) -> list:
+    """The profiles to serve (see the module docstring)."""
+    from gpusched.scheduler.profile import DEFAULT_SCHEDULER_NAME, default_profile, load_config
+    if config_path is None:
+        return [default_profile(scheduler_name)]
+    config = load_config(config_path)
+    return [dataclasses.replace(p, scheduler_name=scheduler_name)
+            if p.scheduler_name == DEFAULT_SCHEDULER_NAME else p for p in config]
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from gpusched.backends.kube import KubeApi, LeaderElector, connect, run
+    from gpusched.backends.secondary import SchedulerState
+
+    profiles = profiles_for(args.config, args.scheduler_name)
+    api = KubeApi(connect(args.kubeconfig), clock=time.time)
+    state = SchedulerState(profiles, np.random.default_rng(args.seed), clock=time.monotonic)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    elector = None
+    if args.leader_elect:
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        elector = LeaderElector(api, args.lease_namespace, args.lease_name or args.scheduler_name,
+                                identity)
+    return run(api, state, stop, once=args.once, elector=elector)
