@@ -135,6 +135,9 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     command("demo", _run_demo, "Walk through the GPU-scheduling examples in a temporary cluster")
     command("version", commands.cmd_version, "Print the gpusched version")
 
+    from gpusched.cli.slurm_cmd import add_commands as add_slurm_commands  # sbatch, squeue, slurm ...
+    add_slurm_commands(sub)
+
 
 def _run_demo(args: argparse.Namespace) -> int:
     from gpusched.cli.demo import run_demo

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gpusched.cluster.controllers import (daemonset, deployment, device_plugin, job,
                                           node_lifecycle, node_status, nodepool, pod_lifecycle,
-                                          replicaset)
+                                          replicaset, sbatch)
 from gpusched.cluster.controllers.common import collect_garbage
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
@@ -23,6 +23,7 @@ CONTROLLERS = (
     ("garbage-collector", collect_garbage),
     ("deployment", deployment.reconcile),
     ("replicaset", replicaset.reconcile),
+    ("sbatch", sbatch.reconcile),
     ("job", job.reconcile),
     ("daemonset", daemonset.reconcile),
     ("node-lifecycle", node_lifecycle.reconcile),

@@ -58,6 +58,8 @@ def reconcile(view: View) -> None:
 def reconcile_one(view: View, job: dict) -> None:
     spec = job.get("spec") or {}
     meta = job["metadata"]
+    if spec.get("suspend") and not owned_pods(view, job):
+        return   # suspended (e.g. an sbatch job held by its dependency): no pods, no startTime
     status = copy.deepcopy(job.get("status") or {})
     status.setdefault("startTime", view.timestamp())
     parallelism = int(spec.get("parallelism", 1))

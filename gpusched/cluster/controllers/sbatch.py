@@ -1,0 +1,69 @@
+"""The sbatch controller: releases held sbatch Jobs and stops pods at their time limit.
+
+- A Job with ``spec.suspend: true`` and the annotation ``gpusched.io/slurm-dependency``
+  (``afterok:ID[:ID...]``, written by ``cluster.batch.submit``) is un-suspended once every Job
+  ``sbatch-<ID>`` has the condition Complete (an event ``Resumed`` records it). The Job
+  controller creates no pods while a Job is suspended.
+- A pod annotated ``gpusched.io/slurm-timeout`` runs for its time limit only (its body would run
+  longer); when it ends it is marked Failed with reason ``DeadlineExceeded``, Slurm's TIMEOUT.
+
+Neighbours: ``cluster.batch`` (writes the Jobs), ``controllers.job`` (honours ``suspend``).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from gpusched.cluster.view import View
+
+LABEL_JOB_ID = "gpusched.io/slurm-job-id"
+ANN_JOB_NAME = "gpusched.io/slurm-job-name"
+ANN_PARTITION = "gpusched.io/slurm-partition"
+ANN_DEPENDENCY = "gpusched.io/slurm-dependency"
+ANN_TIME_LIMIT = "gpusched.io/time-limit"
+ANN_TIMED_OUT = "gpusched.io/slurm-timeout"
+COMPONENT = "sbatch"
+
+
+def job_object_name(job_id: str) -> str:
+    return f"sbatch-{job_id}"
+
+
+def find_job(view: View, job_id: str, namespace: str) -> dict | None:
+    return view.get("Job", job_object_name(job_id), namespace)
+
+
+def complete(job: dict | None) -> bool:
+    return job is not None and any(
+        c.get("type") == "Complete" and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def dependencies_met(view: View, job: dict) -> bool:
+    text = ((job.get("metadata") or {}).get("annotations") or {}).get(ANN_DEPENDENCY, "")
+    ids = [i.split("_")[0] for i in text.partition(":")[2].split(":") if i]
+    ns = job["metadata"].get("namespace", "default")
+    return all(complete(find_job(view, i, ns)) for i in ids)
+
+
+def reconcile(view: View) -> None:
+    """Release held sbatch Jobs whose dependencies completed; fail pods that hit their limit."""
+    for job in view.list("Job"):
+        annotations = (job.get("metadata") or {}).get("annotations") or {}
+        if (job.get("spec") or {}).get("suspend") and ANN_DEPENDENCY in annotations \
+                and dependencies_met(view, job):
+            released = copy.deepcopy(job)
+            released["spec"]["suspend"] = False
+            view.update(released)
+            view.record_event(released, "Resumed", "Job resumed: dependencies satisfied",
+                              "Normal", COMPONENT)
+    for pod in view.list("Pod"):
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(ANN_TIMED_OUT) and (pod.get("status") or {}).get("phase") == "Succeeded":
+            failed = copy.deepcopy(pod)
+            failed["status"].update(phase="Failed", reason="DeadlineExceeded",
+                                    message="Pod was active on the node longer than the "
+                                            "specified deadline")
+            view.update(failed)
+            view.record_event(failed, "DeadlineExceeded", "Pod was active on the node longer "
+                              "than the specified deadline", "Warning", "kubelet")
