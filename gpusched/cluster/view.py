@@ -71,6 +71,7 @@ class View:
     epoch: int = 0                      # bumps when capacity may have been freed (see scheduling)
     attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
     mutations: int = 0                  # in-memory change counter (fixpoint detection)
+    stats: dict = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
     _dirty: dict[Key, str] = field(default_factory=dict)
     _dirty_events: set[tuple[str, str]] = field(default_factory=set)
     _deleted_rv: dict[Key, int] = field(default_factory=dict)
@@ -88,7 +89,8 @@ class View:
                    name_counter=int(meta.get("name_counter", 0)),
                    event_counter=int(meta.get("event_counter", 0)),
                    epoch=int(meta.get("epoch", 0)),
-                   attempts=json.loads(meta.get("attempts", "{}")))
+                   attempts=json.loads(meta.get("attempts", "{}")),
+                   stats=json.loads(meta.get("stats", "{}")))
         for kind, ns, name, body in store.read_objects():
             view._put((kind, ns, name), body)
         for ns, name, seq, body in store.read_events():
@@ -101,7 +103,7 @@ class View:
         return {"rv": str(self.rv), "clock": repr(self.clock), "seed": str(self.seed),
                 "uid_counter": str(self.uid_counter), "name_counter": str(self.name_counter),
                 "event_counter": str(self.event_counter), "epoch": str(self.epoch),
-                "attempts": dumps(self.attempts)}
+                "attempts": dumps(self.attempts), "stats": dumps(self.stats)}
 
     def write(self, store: Store) -> None:
         """Write what changed (inside the caller's immediate transaction) and clear the marks."""
@@ -198,6 +200,8 @@ class View:
             return True
         if _comparable(old) == _comparable(body):
             return False
+        if key[0] == "Pod":
+            note_pod_end(self, old, body)
         meta = body.setdefault("metadata", {})
         old_meta = old.get("metadata", {})
         for field_name in ("uid", "creationTimestamp"):
@@ -219,6 +223,8 @@ class View:
         body = self.objects.pop(key, None)
         if body is None:
             return None
+        if kind == "Pod":
+            note_pod_end(self, body, None)
         del self._by_kind[kind][key[1:]]
         self._deleted_rv[key] = self.next_rv()
         self._dirty[key] = "DELETED"
@@ -277,9 +283,31 @@ class View:
         self._dirty.clear()
         self._dirty_events.clear()
         self.attempts.clear()
+        self.stats = {}
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0
         self.clock = 0.0
         self.mutations += 1
+
+
+def note_pod_end(view: View, old: dict, new: dict | None) -> None:
+    """Keep a trimmed copy of a GPU pod that stops running (deleted, or Succeeded/Failed) with
+    ``end`` = the virtual time, in ``view.stats["ended_pods"]``: ``gpusched.metrics`` integrates
+    GPU-hours, utilization and energy over pod lifetimes, and a deleted pod would otherwise vanish.
+    """
+    if (old.get("status") or {}).get("phase") != "Running":
+        return
+    if new is not None and (new.get("status") or {}).get("phase") == "Running":
+        return
+    meta, spec = old.get("metadata") or {}, old.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    if "gpusched.io/assigned-devices" not in annotations:
+        return
+    trimmed = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "annotations",
+                                                  "labels", "ownerReferences") if k in meta},
+               "spec": {k: spec[k] for k in ("nodeName", "priorityClassName", "priority",
+                                             "containers") if k in spec},
+               "end": view.clock}
+    view.stats.setdefault("ended_pods", []).append(trimmed)
 
 
 def _namespaced(kind: str) -> bool:

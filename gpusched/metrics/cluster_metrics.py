@@ -1,0 +1,291 @@
+"""Scheduler and cluster metrics as a ``prometheus_client`` collector over one cluster ``View``.
+
+kube-scheduler's names, labels and buckets where it has them:
+
+- ``scheduler_pending_pods{queue}``: pending pods by queue. gpusched settles every command, so
+  a pending pod already tried at the current capacity epoch is ``unschedulable``, one not yet
+  tried is ``active``, one with ``spec.schedulingGates`` is ``gated``; ``backoff`` is 0
+  (virtual time has no backoff wait).
+- ``scheduler_schedule_attempts_total{result,profile}``,
+  ``scheduler_scheduling_attempt_duration_seconds{result,profile}`` (real elapsed time of
+  ``schedule_one``), ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``:
+  the counters ``cluster.scheduling.record_attempt`` persists in the store, so they add up over
+  every CLI call and ``serve``.
+
+gpusched's own (prefix ``gpusched_``): GPU resources allocatable/allocated per node, model and
+resource, allocated per namespace; time-slice replicas and MIG instances (total and used) per
+GPU; fragmentation (the share of free GPU capacity that sits on partially used GPUs); pending
+GPU demand per namespace and the pending seconds of each pending GPU pod; ResourceQuota used
+and hard per namespace and resource; GPU-hours and cost (``cost``); the virtual clock.
+
+Neighbours: ``cluster_source`` (GPU states), ``cost``; ``exposition`` registers this collector.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator
+
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
+                                    Metric)
+
+from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_snapshot,
+                                         pending_pods)
+from gpusched.cluster.view import View
+from gpusched.metrics import cost
+from gpusched.metrics.cluster_source import ClusterSource, seconds_of
+from gpusched.objects.quantity import QuantityError, parse_quantity
+from gpusched.objects.types import RESOURCE_GPU_MILLI
+
+PENDING_HELP = ("Number of pending pods, by the queue type. 'active' means number of pods in "
+                "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
+                "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
+                "'gated' is the number of unschedulable pods that the scheduler never attempted to "
+                "schedule because they are gated.")
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name.startswith("nvidia.com/") or name == RESOURCE_GPU_MILLI
+
+
+def _number(value: object) -> float:
+    try:
+        return float(parse_quantity(value))  # type: ignore[arg-type]
+    except (QuantityError, TypeError, ValueError):
+        return 0.0
+
+
+def _gpu_amount(resource: str, value: object) -> float:
+    """GPU resources in devices; ``gpusched.io/gpu-milli`` in GPUs."""
+    amount = _number(value)
+    return amount / 1000 if resource == RESOURCE_GPU_MILLI else amount
+
+
+def _requests(pod: dict) -> dict[str, float]:
+    """Effective GPU requests of a pod (containers summed; limits when requests are absent)."""
+    out: dict[str, float] = defaultdict(float)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for name, value in merged.items():
+            if is_gpu_resource(name):
+                out[name] += _gpu_amount(name, value)
+    milli = ((pod.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_GPU_MILLI, "")
+    if milli.isdigit() and RESOURCE_GPU_MILLI not in out:
+        out[RESOURCE_GPU_MILLI] = int(milli) / 1000
+    return dict(out)
+
+
+def _histogram(name: str, help_text: str, labels: list[str], data: dict,
+               bounds: tuple[float, ...]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, help_text, labels=labels)
+    for key, entry in sorted(data.items()):
+        running, buckets = 0, []
+        for bound, count in zip((*bounds, float("inf")), entry["buckets"]):
+            running += count
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), running))
+        family.add_metric(key.split("|") if labels else [], buckets, entry["sum"])
+    return family
+
+
+class ClusterCollector:
+    """Collects every metric above from ``view`` (a fresh one per scrape)."""
+
+    def __init__(self, view: View, source: ClusterSource | None = None,
+                 prices: dict[str, float] | None = None) -> None:
+        self.view = view
+        self.source = source or ClusterSource(view)
+        self.prices = prices or cost.DEFAULT_PRICES
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.scheduler_metrics()
+        yield from self.allocation_metrics()
+        yield from self.device_metrics()
+        yield from self.pending_and_quota_metrics()
+        yield from self.cost_metrics()
+
+    # ---- kube-scheduler ----------------------------------------------------------------------
+
+    def scheduler_metrics(self) -> Iterator[Metric]:
+        view, stats = self.view, self.view.stats
+        queues = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+        for pod in pending_pods(view):
+            if (pod.get("spec") or {}).get("schedulingGates"):
+                queues["gated"] += 1
+            elif view.attempts.get(pod["metadata"]["uid"]) == view.epoch:
+                queues["unschedulable"] += 1
+            else:
+                queues["active"] += 1
+        pending = GaugeMetricFamily("scheduler_pending_pods", PENDING_HELP, labels=["queue"])
+        for queue, count in queues.items():
+            pending.add_metric([queue], count)
+        yield pending
+        attempts = CounterMetricFamily(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could "
+            "not be scheduled, while 'error' means an internal scheduler problem.",
+            labels=["result", "profile"])
+        for key, count in sorted(stats.get("attempts", {}).items()):
+            attempts.add_metric(key.split("|"), count)
+        yield attempts
+        yield _histogram("scheduler_scheduling_attempt_duration_seconds",
+                         "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+                         ["result", "profile"], stats.get("attempt_seconds", {}), ATTEMPT_BUCKETS)
+        victims = stats.get("victims", {}) or {
+            "": {"buckets": [0] * (len(VICTIM_BUCKETS) + 1), "sum": 0.0, "count": 0}}
+        yield _histogram("scheduler_preemption_victims", "Number of selected preemption victims",
+                         [], victims, VICTIM_BUCKETS)
+        yield CounterMetricFamily("scheduler_preemption_attempts",
+                                  "Total preemption attempts in the cluster till now",
+                                  value=stats.get("preemption_attempts", 0))
+
+    # ---- allocation --------------------------------------------------------------------------
+
+    def allocation_metrics(self) -> Iterator[Metric]:
+        view = self.view
+        labels = ["node", "model", "resource"]
+        allocatable = GaugeMetricFamily("gpusched_gpus_allocatable",
+                                        "GPU resources a node advertises (devices; gpu-milli in GPUs)",
+                                        labels=labels)
+        allocated = GaugeMetricFamily("gpusched_gpus_allocated",
+                                      "GPU resources requested by the node's running pods",
+                                      labels=labels)
+        by_ns = GaugeMetricFamily("gpusched_gpus_allocated_by_namespace",
+                                  "GPU resources requested by running pods, by namespace",
+                                  labels=["namespace", "resource"])
+        models = {}
+        for node in view.list("Node"):
+            meta = node["metadata"]
+            model = ((meta.get("labels") or {}).get("gpusched.io/gpu-model")
+                     or (meta.get("labels") or {}).get("nvidia.com/gpu.product", ""))
+            models[meta["name"]] = model
+            for resource, value in sorted(((node.get("status") or {}).get("allocatable") or {}).items()):
+                if is_gpu_resource(resource):
+                    allocatable.add_metric([meta["name"], model, resource],
+                                           _gpu_amount(resource, value))
+        per_node: dict[tuple[str, str], float] = defaultdict(float)
+        per_ns: dict[tuple[str, str], float] = defaultdict(float)
+        for pod in view.list("Pod"):
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for resource, amount in _requests(pod).items():
+                per_node[(node, resource)] += amount
+                per_ns[(pod["metadata"].get("namespace", "default"), resource)] += amount
+        for (node, resource), amount in sorted(per_node.items()):
+            allocated.add_metric([node, models.get(node, ""), resource], amount)
+        for (ns, resource), amount in sorted(per_ns.items()):
+            by_ns.add_metric([ns, resource], amount)
+        yield from (allocatable, allocated, by_ns)
+
+    def device_metrics(self) -> Iterator[Metric]:
+        """Time-slice replicas and MIG instances per GPU, and fragmentation."""
+        snapshot, _ = build_snapshot(self.view)
+        replicas = GaugeMetricFamily("gpusched_timeslice_replicas",
+                                     "Time-slicing/MPS replicas of a shared GPU, by state",
+                                     labels=["node", "gpu", "state"])
+        mig = GaugeMetricFamily("gpusched_mig_instances", "MIG instances of a GPU, by state",
+                                labels=["node", "gpu", "profile", "state"])
+        free_total = free_partial = 0.0
+        for row, devices in enumerate(snapshot.devices):
+            if devices is None or not devices.gpu_count:
+                continue
+            node = snapshot.names[row]
+            free = _free_fractions(devices)
+            free_total += sum(free)
+            free_partial += sum(f for f in free if 0 < f < 1)
+            counts: dict[tuple, int] = defaultdict(int)
+            for dev in devices.rows():
+                state = "used" if dev.holder else "free"
+                if dev.replica >= 0:
+                    counts[("r", dev.gpu_index, "", state)] += 1
+                elif dev.profile:
+                    counts[("m", dev.gpu_index, dev.profile, state)] += 1
+            for (kind, gpu, profile, state), n in sorted(counts.items()):
+                if kind == "r":
+                    replicas.add_metric([node, str(gpu), state], n)
+                else:
+                    mig.add_metric([node, str(gpu), profile, state], n)
+        fragmentation = GaugeMetricFamily(
+            "gpusched_gpu_fragmentation_ratio",
+            "Share of the free GPU capacity that lies on partially used GPUs (0 when none is free)",
+            value=free_partial / free_total if free_total else 0.0)
+        yield from (replicas, mig, fragmentation)
+
+    # ---- pending and quota -------------------------------------------------------------------
+
+    def pending_and_quota_metrics(self) -> Iterator[Metric]:
+        view = self.view
+        demand = GaugeMetricFamily("gpusched_pending_gpu_requests",
+                                   "GPU resources requested by pending pods",
+                                   labels=["namespace", "resource"])
+        ages = GaugeMetricFamily("gpusched_pending_gpu_pod_seconds",
+                                 "Virtual seconds each pending GPU pod has waited since creation",
+                                 labels=["namespace", "pod"])
+        totals: dict[tuple[str, str], float] = defaultdict(float)
+        for pod in pending_pods(view):
+            requests = _requests(pod)
+            if not requests:
+                continue
+            meta = pod["metadata"]
+            for resource, amount in requests.items():
+                totals[(meta.get("namespace", "default"), resource)] += amount
+            ages.add_metric([meta.get("namespace", "default"), meta["name"]],
+                            max(0.0, view.now() - seconds_of(meta.get("creationTimestamp", ""))))
+        for (ns, resource), amount in sorted(totals.items()):
+            demand.add_metric([ns, resource], amount)
+        used = GaugeMetricFamily("gpusched_quota_used", "ResourceQuota usage (status.used)",
+                                 labels=["namespace", "quota", "resource"])
+        hard = GaugeMetricFamily("gpusched_quota_hard", "ResourceQuota limit (status.hard)",
+                                 labels=["namespace", "quota", "resource"])
+        for quota in view.list("ResourceQuota"):
+            meta, status = quota["metadata"], quota.get("status") or {}
+            hard_values = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}
+            for resource, value in sorted(hard_values.items()):
+                key = [meta.get("namespace", "default"), meta["name"], resource]
+                hard.add_metric(key, _number(value))
+                used.add_metric(key, _number((status.get("used") or {}).get(resource, 0)))
+        yield from (demand, ages, used, hard)
+
+    # ---- cost --------------------------------------------------------------------------------
+
+    def cost_metrics(self) -> Iterator[Metric]:
+        labels = ["namespace", "model", "priority_class"]
+        hours = CounterMetricFamily("gpusched_gpu_hours",
+                                    "GPU-hours used on the virtual clock (shares counted proportionally)",
+                                    labels=labels)
+        dollars = CounterMetricFamily("gpusched_gpu_cost_dollars",
+                                      "Cost of the GPU-hours at the price table (USD)", labels=labels)
+        for row in cost.usage(self.source.gpus(), self.view.now(), self.prices):
+            key = [row.namespace, row.model, row.priority_class]
+            hours.add_metric(key, row.gpu_hours)
+            dollars.add_metric(key, row.dollars)
+        yield from (hours, dollars)
+        yield GaugeMetricFamily("gpusched_virtual_clock_seconds",
+                                "The cluster's virtual clock (seconds since 2026-01-01T00:00:00Z)",
+                                value=self.view.now())
+
+
+def _free_fractions(devices) -> list[float]:
+    """Per physical GPU, the free share of its capacity (0..1).
+
+    Whole GPU: 1 if free, else 0 (minus fractional shares: ``free_milli / 1000``); time-sliced:
+    free replicas / replicas; MIG: free instances' compute slices / the GPU's compute slices.
+    Example: 8 GPUs, one holding a 300-milli pod, two held whole: free = [0.7, 0, 0, 1, 1, 1, 1, 1]
+    -> 5.7 free, 0.7 of it on a partially used GPU -> ratio 0.7 / 5.7 = 0.12.
+    """
+    rows = devices.rows()
+    free_milli = devices.free_milli()
+    out = []
+    for index in range(devices.gpu_count):
+        mine = [r for r in rows if r.gpu_index == index]
+        if any(r.replica >= 0 for r in mine):
+            out.append(sum(1 for r in mine if not r.holder) / len(mine))
+        elif devices.mig_enabled(index):
+            geometry = devices.model.mig
+            slices = sum(geometry.find(r.profile).compute_slices for r in mine
+                         if r.profile and not r.holder)
+            out.append(slices / geometry.compute_slices)
+        else:
+            out.append(int(free_milli[index]) / 1000)
+    return out

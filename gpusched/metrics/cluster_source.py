@@ -1,0 +1,266 @@
+"""GPU samples for every GPU of every node of the gpusched cluster, from the documented model.
+
+What a GPU shows follows from the pods placed on it (``gpu_model`` has the per-pod workload
+model and the per-model physics):
+
+- utilization: the sum of its pods' utilization, capped at 100 (time-sliced pods share the GPU);
+  a fractional pod (``gpusched.io/gpu-milli``) contributes util x milli/1000, a MIG instance's pod
+  util x its compute slices / the GPU's compute slices (to the parent GPU's power and heat);
+- framebuffer used: the sum of its pods' memory, capped at total - reserved; a time-sliced pod's
+  default memory is its share of ``total / replicas``;
+- power = idle + (TDP - idle) x util (W); temperature moves toward idle + (full - idle) x util
+  with a 120 s time constant; energy (mJ) integrates power over the **virtual clock** since the
+  node was created. Both are integrated exactly over the pods' lifetimes: running pods (start =
+  ``gpusched.io/start-time``) and pods that stopped (``view.stats["ended_pods"]``, recorded by
+  the cluster's view), so the energy counter never goes back when a pod is deleted;
+- MIG: one sample per instance (``GPU_I_PROFILE``, ``GPU_I_ID`` = the instance's position on its
+  GPU, 1-based by start slice) with framebuffer and ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` only;
+  the parent GPU keeps temperature, power, energy and clocks but no ``DCGM_FI_DEV_GPU_UTIL``
+  (NVML does not report it on MIG-enabled GPUs). Values the model does not produce (PCIe bytes,
+  NVLink, vGPU licence, memory temperature on non-HBM parts) are omitted.
+- XID: the node annotation ``gpusched.io/gpu-xid: "<gpu>=<code>[,...]"`` injects the last XID
+  error of a GPU (for alert drills); otherwise 0.
+
+Neighbours: ``dcgm`` (sample type, rendering); ``cluster.scheduling.node_devices_for`` (the
+devices of a node); used by ``exposition``, ``cluster_metrics`` and ``cli.monitor``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gpusched.cluster.scheduling import node_devices_for
+from gpusched.cluster.store import EPOCH
+from gpusched.cluster.view import View
+from gpusched.devices.node import gpu_uuid
+from gpusched.metrics import gpu_model as gm
+from gpusched.metrics.dcgm import GpuSample, PodRef, pci_bus_id
+from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
+                                    ANN_START_TIME)
+
+ANN_GPU_XID = "gpusched.io/gpu-xid"
+# PCI buses of a DGX A100's eight GPUs; more GPUs continue from 0xC0.
+_PCI_BUSES = (0x07, 0x0F, 0x47, 0x4E, 0x87, 0x90, 0xB7, 0xBD)
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One pod on one device over [start, end) (end None = still running)."""
+
+    pod: PodRef
+    uid: str
+    gpu: int
+    instance: str          # MIG device id, "" for the whole GPU
+    start: float
+    end: float | None
+    util: float            # the pod's own utilization, %
+    gpu_share: float       # how much of the physical GPU its util counts for (MIG slices)
+    memory_mib: int
+    fraction: float = 1.0  # share of the GPU it is billed for (1/replicas, milli/1000, MIG slices)
+    priority_class: str = ""
+
+
+@dataclass
+class GpuState:
+    """One physical GPU now (what ``top`` and the gpusched metrics read)."""
+
+    node: str
+    gpu: int
+    model: str
+    util: float
+    fb_used_mib: int
+    fb_total_mib: int
+    holdings: list[Holding] = field(default_factory=list)     # every pod it had, ended ones too
+
+    @property
+    def live(self) -> list[Holding]:
+        return [h for h in self.holdings if h.end is None]
+
+
+def seconds_of(timestamp: str) -> float:
+    """RFC 3339 virtual timestamp -> virtual seconds (0 for a missing or foreign value)."""
+    try:
+        when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=EPOCH.tzinfo)
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, (when - EPOCH).total_seconds())
+
+
+def _container(pod: dict) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    for container in containers:
+        resources = container.get("resources") or {}
+        names = {*(resources.get("limits") or {}), *(resources.get("requests") or {})}
+        if any(n.startswith("nvidia.com/") or n == ANN_GPU_MILLI for n in names):
+            return str(container.get("name", ""))
+    return str(containers[0].get("name", "")) if containers else ""
+
+
+def holdings_of(pod: dict, devices, end: float | None) -> list[Holding]:
+    """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``)."""
+    meta = pod.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    start = annotations.get(ANN_START_TIME)
+    ids = [i for i in annotations.get(ANN_ASSIGNED_DEVICES, "").split(",") if i]
+    if start is None or not ids:
+        return []
+    ref = PodRef(meta.get("namespace", "default"), meta.get("name", ""), _container(pod))
+    klass = str((pod.get("spec") or {}).get("priorityClassName") or "")
+    by_id = {d.device_id: d for d in devices.devices}
+    util, milli = gm.pod_util(pod), annotations.get(ANN_GPU_MILLI, "")
+    total = devices.model.memory_mib if devices.model else 0
+    out = []
+    if milli.isdigit() and not any("::" in i or i.startswith("MIG-") for i in ids):
+        share = int(milli) / 1000
+        gpus = [int(g) for g in annotations.get(ANN_ASSIGNED_GPUS, "").split(",") if g.isdigit()]
+        return [Holding(ref, meta.get("uid", ""), g, "", float(start), end, util * share, 1.0,
+                        int(gm.pod_memory_mib(pod, total) * share), share, klass) for g in gpus]
+    for device_id in ids:
+        device = by_id.get(device_id)
+        if device is None:
+            continue          # re-advertised away; the pod is not attributed any more
+        if device.profile:
+            geometry = devices.model.mig
+            profile = geometry.find(device.profile)
+            slices = profile.compute_slices / geometry.compute_slices
+            out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, device.parent or
+                               device.device_id.split("::")[0], float(start), end, util,
+                               slices, gm.pod_memory_mib(pod, profile.memory_mib), slices, klass))
+            continue
+        replicas = sum(1 for d in devices.devices if d.parent and d.parent == device.parent) or 1
+        out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, "", float(start), end,
+                           util, 1.0, gm.pod_memory_mib(pod, total // replicas), 1 / replicas,
+                           klass))
+    return out
+
+
+def _gpu_util(holdings: list[Holding], t: float) -> float:
+    return min(100.0, sum(h.util * h.gpu_share for h in holdings
+                          if h.start <= t and (h.end is None or t < h.end)))
+
+
+def integrate(physics: gm.Physics, holdings: list[Holding], since: float,
+              now: float) -> tuple[float, float]:
+    """(energy in mJ, temperature in C) at ``now``, exactly over the piecewise-constant load."""
+    times = sorted({since, now, *(h.start for h in holdings if since < h.start < now),
+                    *(h.end for h in holdings if h.end is not None and since < h.end < now)})
+    energy, temp = 0.0, physics.idle_c
+    for a, b in zip(times, times[1:]):
+        util = _gpu_util(holdings, a)
+        energy += gm.power_w(physics, util) * (b - a) * 1000.0
+        steady = gm.steady_temp_c(physics, util)
+        temp = steady + (temp - steady) * math.exp(-(b - a) / gm.THERMAL_TIME_CONSTANT_S)
+    return energy, temp
+
+
+class ClusterSource:
+    """``GpuSource`` over a cluster ``View``; see the module docstring."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self.now = view.now()
+        self._states: list[tuple[GpuState, list[GpuSample]]] | None = None
+
+    def _build(self) -> list[tuple[GpuState, list[GpuSample]]]:
+        if self._states is not None:
+            return self._states
+        view, configmaps = self.view, self.view.list("ConfigMap")
+        by_node: dict[str, list[tuple[dict, float | None]]] = defaultdict(list)
+        for pod in view.list("Pod"):
+            if (pod.get("status") or {}).get("phase") == "Running":
+                by_node[pod["spec"].get("nodeName", "")].append((pod, None))
+        for record in view.stats.get("ended_pods", []):
+            by_node[record["spec"].get("nodeName", "")].append((record, float(record["end"])))
+        out = []
+        for node in view.list("Node"):
+            devices = node_devices_for(node, configmaps)
+            if devices is None or not devices.gpu_count:
+                continue
+            holdings = [h for pod, end in by_node.get(node["metadata"]["name"], [])
+                        for h in holdings_of(pod, devices, end)]
+            out += self._node(node, devices, holdings)
+        self._states = out
+        return out
+
+    def _node(self, node: dict, devices, holdings: list[Holding]):
+        name, model = node["metadata"]["name"], devices.model
+        physics = gm.physics_of(model.name)
+        since = seconds_of(node["metadata"].get("creationTimestamp", ""))
+        xids = _xids(node)
+        out = []
+        for index in range(devices.gpu_count):
+            mine = [h for h in holdings if h.gpu == index]
+            live = [h for h in mine if h.end is None]
+            energy, temp = integrate(physics, mine, since, self.now)
+            util = _gpu_util(live, self.now)
+            total, reserved = model.memory_mib, gm.reserved_mib(model.memory_mib)
+            used = min(total - reserved, sum(h.memory_mib for h in live))
+            state = GpuState(name, index, model.name, util, used, total, mine)
+            bus = _PCI_BUSES[index] if index < len(_PCI_BUSES) else 0xC0 + index
+            base = dict(gpu=index, uuid=gpu_uuid(name, index), model_name=physics.nvml_name,
+                        pci_bus_id=pci_bus_id(0, bus), hostname=name,
+                        driver_version=gm.DRIVER_VERSION)
+            values: dict[str, float] = {
+                "DCGM_FI_DEV_SM_CLOCK": physics.sm_clock_mhz if util > 0 else gm.IDLE_SM_CLOCK_MHZ,
+                "DCGM_FI_DEV_MEM_CLOCK": physics.mem_clock_mhz,
+                "DCGM_FI_DEV_GPU_TEMP": round(temp),
+                "DCGM_FI_DEV_POWER_USAGE": gm.power_w(physics, util),
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": round(energy),
+                "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
+                "DCGM_FI_DEV_ENC_UTIL": 0, "DCGM_FI_DEV_DEC_UTIL": 0,
+                "DCGM_FI_DEV_XID_ERRORS": xids.get(index, 0),
+                "DCGM_FI_DEV_FB_FREE": total - reserved - used,
+                "DCGM_FI_DEV_FB_USED": used, "DCGM_FI_DEV_FB_RESERVED": reserved}
+            if physics.hbm:
+                values["DCGM_FI_DEV_MEMORY_TEMP"] = round(temp) + gm.HBM_TEMP_OFFSET_C
+            samples = []
+            if devices.mig_enabled(index):
+                samples.append(GpuSample(**base, values=values))
+                samples += self._instances(devices, index, live, base)
+            else:
+                values.update({"DCGM_FI_DEV_GPU_UTIL": round(util),
+                               "DCGM_FI_DEV_MEM_COPY_UTIL": round(util * 0.4),
+                               "DCGM_FI_PROF_GR_ENGINE_ACTIVE": util / 100,
+                               "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": util / 200,
+                               "DCGM_FI_PROF_DRAM_ACTIVE": util * 0.4 / 100})
+                pods = tuple(sorted({h.pod for h in live}, key=lambda p: (p.namespace, p.pod)))
+                samples.append(GpuSample(**base, values=values, pods=pods))
+            out.append((state, samples))
+        return out
+
+    def _instances(self, devices, index: int, live: list[Holding], base: dict) -> list[GpuSample]:
+        geometry = devices.model.mig
+        instances = sorted({(d.start, d.parent or d.device_id.split("::")[0], d.profile)
+                            for d in devices.devices if d.gpu_index == index and d.profile})
+        samples = []
+        for position, (_start, instance_id, profile_name) in enumerate(instances, start=1):
+            profile = geometry.find(profile_name)
+            mine = [h for h in live if h.instance == instance_id]
+            util = min(100.0, sum(h.util for h in mine))
+            used = min(profile.memory_mib, sum(h.memory_mib for h in mine))
+            pods = tuple(sorted({h.pod for h in mine}, key=lambda p: (p.namespace, p.pod)))
+            samples.append(GpuSample(
+                **base, gpu_instance_profile=profile.name, gpu_instance_id=str(position),
+                pods=pods, values={"DCGM_FI_DEV_FB_USED": used,
+                                   "DCGM_FI_DEV_FB_FREE": profile.memory_mib - used,
+                                   "DCGM_FI_PROF_GR_ENGINE_ACTIVE": util / 100}))
+        return samples
+
+    def samples(self) -> list[GpuSample]:
+        return [s for _, samples in self._build() for s in samples]
+
+    def gpus(self) -> list[GpuState]:
+        return [state for state, _ in self._build()]
+
+
+def _xids(node: dict) -> dict[int, int]:
+    raw = ((node.get("metadata") or {}).get("annotations") or {}).get(ANN_GPU_XID, "")
+    out = {}
+    for item in raw.split(","):
+        gpu, _, code = item.partition("=")
+        if gpu.strip().isdigit() and code.strip().isdigit():
+            out[int(gpu)] = int(code)
+    return out

@@ -1,0 +1,94 @@
+"""GPU-hours and cost by namespace, GPU model and priority class, on the virtual clock.
+
+A pod accrues ``fraction x hours`` on every GPU it holds, from its start
+(``gpusched.io/start-time``) to its end (or now), where ``fraction`` is what it holds of the
+physical GPU: 1 for a whole GPU, ``1 / replicas`` for a time-slicing/MPS replica, ``milli/1000``
+for a fractional (``gpusched.io/gpu-milli``) share, ``compute slices / 7`` for a MIG instance (of
+4 on an A30). Ended pods count too (``cluster_source`` keeps them), so the totals only grow.
+A 2-GPU pod running 30 minutes is 1.0 GPU-hour; four time-sliced pods sharing one T4 with 4
+replicas for an hour are 1.0 GPU-hour together.
+
+Cost = GPU-hours x the model's price in USD per GPU-hour: ``DEFAULT_PRICES`` (typical on-demand
+cloud prices, documented in ``docs/monitoring.md``), overridden per model by a YAML/JSON file
+``{model: price}`` (``--prices FILE``).
+
+Neighbours: ``cluster_source`` (holdings per GPU); ``cluster_metrics`` exposes the totals,
+``cli.monitor`` prints ``gpusched cost``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpusched.errors import UsageError
+from gpusched.metrics.cluster_source import GpuState
+
+DEFAULT_PRICES: dict[str, float] = {
+    "B200": 6.00, "H200-141GB": 4.50, "H100-80GB": 3.90, "H100-NVL": 3.50,
+    "A100-80GB": 2.50, "A100-40GB": 1.80, "A30": 1.00, "L40S": 1.40, "A10": 0.75, "L4": 0.60,
+    "V100-16GB": 1.20, "V100M16": 1.20, "V100-32GB": 1.40, "V100M32": 1.40, "T4": 0.35,
+    "P100": 0.60, "G2": 0.80, "G3": 1.00,
+}
+DEFAULT_PRICE = 1.00          # a model missing from the table
+GROUPS = {"namespace": 0, "model": 1, "priority-class": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    namespace: str
+    model: str
+    priority_class: str
+    gpu_hours: float
+    dollars: float
+
+
+def load_prices(path: str | None) -> dict[str, float]:
+    """The default table, updated with ``path`` (YAML or JSON mapping model -> USD/GPU-hour)."""
+    prices = dict(DEFAULT_PRICES)
+    if not path:
+        return prices
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"cannot read price file {path}: {error.strerror}") from None
+    try:
+        import yaml
+        data = yaml.safe_load(text) if not path.endswith(".json") else json.loads(text)
+    except Exception as error:  # yaml.YAMLError / JSONDecodeError: one line for the user
+        raise UsageError(f"price file {path}: not valid YAML/JSON: {error}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"price file {path}: expected a mapping of GPU model to USD per GPU-hour")
+    for model, price in data.items():
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+            raise UsageError(f"price file {path}: {model}: expected a non-negative number, "
+                             f"got {price!r}")
+        prices[str(model)] = float(price)
+    return prices
+
+
+def usage(gpus: list[GpuState], now: float, prices: dict[str, float],
+          since: float = 0.0) -> list[Usage]:
+    """GPU-hours and dollars per (namespace, model, priority class) over [since, now]."""
+    hours: dict[tuple[str, str, str], float] = defaultdict(float)
+    for gpu in gpus:
+        for h in gpu.holdings:
+            seconds = min(now, h.end if h.end is not None else now) - max(since, h.start)
+            if seconds > 0:
+                hours[(h.pod.namespace, gpu.model, h.priority_class)] += seconds / 3600 * h.fraction
+    return [Usage(ns, model, klass, value, value * prices.get(model, DEFAULT_PRICE))
+            for (ns, model, klass), value in sorted(hours.items())]
+
+
+def grouped(rows: list[Usage], by: str) -> list[tuple[str, float, float]]:
+    """(key, GPU-hours, dollars) summed by ``namespace``, ``model`` or ``priority-class``."""
+    if by not in GROUPS:
+        raise UsageError(f'unknown grouping "{by}": use namespace, model or priority-class')
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for row in rows:
+        key = (row.namespace, row.model, row.priority_class)[GROUPS[by]] or "<none>"
+        totals[key][0] += row.gpu_hours
+        totals[key][1] += row.dollars
+    return [(key, h, d) for key, (h, d) in sorted(totals.items())]
