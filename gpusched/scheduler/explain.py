@@ -2,14 +2,18 @@
 
 ``explain(scheduler, pod) -> Explanation`` runs the pod's profile without changing anything:
 
+0. the message is the one ``schedule_one`` would write for the pod now, `` preemption: ...`` part
+   included (``Scheduler.failure``: same filter phase with nominated pods counted, same
+   PostFilter, on a copy of the generator), ``""`` when a node is feasible;
 1. PreFilter, then **every** Filter plugin on **every** node (``run_filters(stop_at_first=False)``)
-   so each node lists all the plugins that reject it and why;
+   so each node lists all the plugins that reject it and why (nominated pods counted as in 0);
 2. PreScore/Score/NormalizeScore per plugin for the feasible nodes (weighted, as the runner sums);
 3. when no node is feasible, candidate changes, each checked by re-running the filters on a
    modified copy of the pod (or a what-if snapshot), keeping those that make some node feasible:
    tolerate one taint, drop one nodeSelector key / the required node affinity / one pod
    (anti-)affinity term / one spread constraint, ask for fewer GPUs (the largest count that fits
-   anywhere), the victims DefaultPreemption would choose (its own dry run), and the smallest set
+   anywhere), the victims DefaultPreemption would choose (those of step 0; a profile without
+   PostFilter gets DefaultPreemption's dry run as a what-if), and the smallest set
    of running pods on one node whose finishing would free room (fewest pods; reprieve order
    priority then start time, as preemption; ties by node order).
 
@@ -29,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from gpusched.objects.types import PodInfo, Toleration
-from gpusched.scheduler import messages, preemption
-from gpusched.scheduler.framework import Code, CycleState, Diagnosis
+from gpusched.scheduler import preemption
+from gpusched.scheduler.framework import Code, CycleState
 
 GPU = "nvidia.com/gpu"
 
@@ -68,8 +72,8 @@ class Explanation:
 
 
 def _feasible_rows(scheduler, framework, pod: PodInfo) -> np.ndarray:
-    outcome = scheduler.run_filters(None, pod, None, True, framework)
-    return outcome.feasible
+    with scheduler.nominated_pods_counted(pod):
+        return scheduler.run_filters(None, pod, None, True, framework).feasible
 
 
 def _scores(scheduler, framework, state: CycleState, pod: PodInfo, rows: np.ndarray) -> dict[int, list[tuple[str, int]]]:
@@ -142,12 +146,14 @@ def _fewer_gpus(scheduler, framework, pod: PodInfo) -> Suggestion | None:
     return None
 
 
-def _preemption(scheduler, framework, pod: PodInfo, diagnosis: Diagnosis) -> Suggestion | None:
-    fits = preemption.framework_fit_check(framework, scheduler.snapshot)
-    plugin = framework.plugins.get("DefaultPreemption")
-    pdbs = getattr(plugin, "pdbs", ())
-    result = preemption.preempt(scheduler.snapshot, pod, diagnosis, fits, pdbs, rng=None)
-    if not result.status.ok:
+def _preemption(scheduler, framework, pod: PodInfo, failed) -> Suggestion | None:
+    result = failed
+    if not framework.post_filter:
+        fits = preemption.framework_fit_check(framework, scheduler.snapshot)
+        pdbs = getattr(framework.plugins.get("DefaultPreemption"), "pdbs", ())
+        with scheduler.nominated_pods_counted(pod):
+            result = preemption.preempt(scheduler.snapshot, pod, failed.diagnosis, fits, pdbs, rng=None)
+    if not result.nominated_node:
         return None
     return Suggestion("preemption", f"preemption would evict {len(result.victims)} lower-priority pod(s)",
                       (result.nominated_node,), tuple(v.key for v in result.victims))
@@ -181,14 +187,16 @@ def explain(scheduler, pod: PodInfo) -> Explanation:
     """Per node reasons and scores for ``pod``, plus suggestions when it fits nowhere."""
     framework = scheduler.framework_for(pod) or next(iter(scheduler.frameworks.values()))
     snapshot = scheduler.snapshot
+    failed = scheduler.failure(pod)
+    message = failed.message if failed is not None else ""
     state = CycleState()
-    status = scheduler.run_pre_filter(framework, state, pod)
     names = snapshot.names
-    if not status.ok:
-        diagnosis = Diagnosis(snapshot.num_nodes, [], status)
-        verdicts = tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names)
-        return Explanation(pod.key, messages.fit_error(diagnosis), verdicts)
-    outcome = scheduler.run_filters(state, pod, None, False, framework)
+    with scheduler.nominated_pods_counted(pod):
+        status = scheduler.run_pre_filter(framework, state, pod)
+        if not status.ok:
+            verdicts = tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names)
+            return Explanation(pod.key, message, verdicts)
+        outcome = scheduler.run_filters(state, pod, None, False, framework)
     feasible = outcome.feasible
     per_node_scores = _scores(scheduler, framework, state, pod, feasible)
     verdicts = []
@@ -197,17 +205,16 @@ def explain(scheduler, pod: PodInfo) -> Explanation:
         scores = tuple(per_node_scores.get(row, ()))
         total = sum(s for _, s in scores) if row in per_node_scores else None
         verdicts.append(NodeVerdict(name, row in per_node_scores, reasons, scores, total))
-    if len(feasible):
-        return Explanation(pod.key, "", tuple(verdicts))
-    diagnosis = scheduler.run_filters(None, pod, None, True, framework).diagnosis
+    if failed is None or failed.diagnosis is None or failed.diagnosis.pre_filter_status is not None:
+        return Explanation(pod.key, message, tuple(verdicts))
     suggestions = [s for kind, change, changed in _relaxations(snapshot, pod)
                    if (s := _try(scheduler, framework, kind, change, changed))]
     for found in (_fewer_gpus(scheduler, framework, pod),
-                  _preemption(scheduler, framework, pod, diagnosis),
-                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(diagnosis))):
+                  _preemption(scheduler, framework, pod, failed),
+                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(failed.diagnosis))):
         if found:
             suggestions.append(found)
-    return Explanation(pod.key, messages.fit_error(diagnosis), tuple(verdicts), tuple(suggestions))
+    return Explanation(pod.key, message, tuple(verdicts), tuple(suggestions))
 
 
 # ---- output -----------------------------------------------------------------------------------------

@@ -4,12 +4,27 @@
 
 1. Pick the profile (``pod.scheduler_name``); run PreFilter (a SKIP skips that plugin's Filter;
    a rejection fails the cycle with the PreFilter's message).
-2. Nominated node first: if ``pod.nominated_node`` passes every filter it is chosen directly.
+2. Nominated node first (upstream ``evaluateNominatedNode``): if the pod's nominated node
+   (``pod.nominated_node``, else the one recorded in ``Scheduler.nominated``) passes every filter
+   it is the only feasible node.
 3. Filter, vectorised: each plugin sees the surviving candidate rows and returns Rejections; the
    candidates narrow after each plugin (a node stops at its first failing plugin, as upstream).
 4. No feasible node: PostFilter plugins (preemption) run with the Diagnosis; the result carries
    ``messages.fit_error(diagnosis)`` and, when preemption found room, the nominated node and the
    victims (the caller evicts them; the pod is retried later).
+
+Nominated pods: ``Scheduler.nominated`` (uid -> PodInfo with ``nominated_node``) holds the pods
+nominated to a node and not yet bound. Steps 1-4 run with those of priority >= the pod's counted
+on their nominated nodes (``preemption.nominated_pods_added``: requests, not devices), so an
+equal- or lower-priority pod - in the Filter phase and in the preemption dry run - does not take
+the room a preemptor freed; higher-priority pods ignore them. Scoring runs without them, as
+upstream. (Upstream also re-runs the filters without the nominated pods when they pass, which
+only matters for pod affinity to a nominated pod; not modelled.) ``schedule_one`` keeps the dict
+current as upstream keeps its nominator: a pod that arrives with ``nominated_node`` is recorded;
+a preemption nominates the pod and drops lower-priority pods nominated to that node; binding
+clears it; a failed attempt whose PostFilter ran and found no node clears it (an ineligible pod,
+e.g. waiting for its victims to terminate, keeps it). Callers use ``set_nominated(pod, node)`` /
+``clear_nominated(uid)`` (a deleted pod) for changes made outside.
 5. ``percentageOfNodesToScore``: of the feasible nodes, the first ``num_feasible_nodes_to_find``
    in node order starting at a rotating index are kept (the index advances by the nodes
    processed, as upstream's ``nextStartNodeIndex``).
@@ -32,14 +47,17 @@ Neighbours: ``framework`` (contract), ``snapshot``, ``profile``, ``queue``, ``me
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, ContextManager, Iterable
 
 import numpy as np
 
 from gpusched.objects.types import NO_DEVICES, PodInfo
-from gpusched.scheduler import messages
+from gpusched.scheduler import messages, preemption
 from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, Rejection, ScheduleResult,
                                           Status)
 from gpusched.scheduler.plugins.gpu_devices import ASSIGNMENT_KEY
@@ -80,6 +98,46 @@ class Scheduler:
         sort = first.queue_sort.sort_key if first.queue_sort is not None else None
         self.queue = SchedulingQueue(self.clock, sort)
         self.next_start_node_index = 0
+        self.nominated: dict[str, PodInfo] = {}
+
+    # ---- nominated pods -------------------------------------------------------------------
+
+    def set_nominated(self, pod: PodInfo, node: str) -> None:
+        """Record ``pod`` as nominated to ``node`` (``""`` clears it), e.g. from the store."""
+        if not node:
+            self.clear_nominated(pod.uid)
+            return
+        self.nominated[pod.uid] = pod if pod.nominated_node == node else \
+            dataclasses.replace(pod, nominated_node=node)
+
+    def clear_nominated(self, uid: str) -> None:
+        """Forget a nomination (the pod was bound, deleted, or lost its nomination)."""
+        self.nominated.pop(uid, None)
+
+    def nominated_pods_counted(self, pod: PodInfo) -> ContextManager:
+        """A block in which the nominated pods of priority >= ``pod``'s occupy their nodes."""
+        if not self.nominated:
+            return contextlib.nullcontext()
+        return preemption.nominated_pods_added(self.snapshot, pod, list(self.nominated.values()))
+
+    def _nominated_node_of(self, pod: PodInfo) -> str:
+        if pod.nominated_node:
+            return pod.nominated_node
+        known = self.nominated.get(pod.uid)
+        return known.nominated_node if known is not None else ""
+
+    def _track_nomination(self, result: ScheduleResult, post_filter_ran: bool) -> None:
+        pod = result.pod
+        if result.scheduled:
+            self.clear_nominated(pod.uid)
+        elif result.nominated_node:
+            node = result.nominated_node
+            for uid, other in list(self.nominated.items()):
+                if other.nominated_node == node and other.priority < pod.priority:
+                    del self.nominated[uid]
+            self.set_nominated(pod, node)
+        elif post_filter_ran and not _ineligible(result):
+            self.clear_nominated(pod.uid)
 
     # ---- helpers for PostFilter / explain ------------------------------------------------
 
@@ -148,21 +206,50 @@ class Scheduler:
         """One scheduling cycle for ``pod``; on success the pod is assumed into the snapshot."""
         framework = self.framework_for(pod)
         if framework is None:
-            status = Status(Code.ERROR, (f'profile not found for scheduler name "{pod.scheduler_name}"',))
-            return ScheduleResult(pod, status=status, message=status.message)
-        snapshot = self.snapshot
+            return _no_profile(pod)
+        if pod.nominated_node and pod.uid not in self.nominated:
+            self.nominated[pod.uid] = pod
         state = CycleState()
-        status = self.run_pre_filter(framework, state, pod)
-        if not status.ok:
-            diagnosis = Diagnosis(snapshot.num_nodes, [], status)
-            return self._unschedulable(framework, state, pod, diagnosis, status)
-        outcome = self._nominated(framework, state, pod)
-        if outcome is None:
-            outcome = self.run_filters(state, pod, None, True, framework)
-        feasible = outcome.feasible
-        if not len(feasible):
-            return self._unschedulable(framework, state, pod, outcome.diagnosis,
-                                       Status(Code.UNSCHEDULABLE))
+        found = self._find_feasible(framework, state, pod)
+        if isinstance(found, ScheduleResult):
+            return found
+        result = self._schedule_on(framework, state, pod, found, record_scores)
+        self._track_nomination(result, post_filter_ran=False)
+        return result
+
+    def failure(self, pod: PodInfo) -> ScheduleResult | None:
+        """What ``schedule_one`` would report for ``pod`` now if it fails - the FailedScheduling
+        message, the nomination and victims preemption would choose - or None when a node is
+        feasible. Changes nothing: the snapshot is restored, the generator is a copy, the
+        nominations are not touched (``explain`` uses it)."""
+        framework = self.framework_for(pod)
+        if framework is None:
+            return _no_profile(pod)
+        state = CycleState()
+        state.write(preemption.HANDLE_KEY, preemption.FrameworkHandle(framework, copy.deepcopy(self.rng)))
+        found = self._find_feasible(framework, state, pod, track=False)
+        return found if isinstance(found, ScheduleResult) else None
+
+    def _find_feasible(self, framework: Framework, state: CycleState, pod: PodInfo,
+                       track: bool = True) -> np.ndarray | ScheduleResult:
+        """Steps 1-4 with the nominated pods counted: the feasible rows, or the failed result."""
+        with self.nominated_pods_counted(pod):
+            status = self.run_pre_filter(framework, state, pod)
+            if not status.ok:
+                diagnosis = Diagnosis(self.snapshot.num_nodes, [], status)
+                return self._unschedulable(framework, state, pod, diagnosis, status, track)
+            outcome = self._nominated(framework, state, pod)
+            if outcome is None:
+                outcome = self.run_filters(state, pod, None, True, framework)
+            if not len(outcome.feasible):
+                return self._unschedulable(framework, state, pod, outcome.diagnosis,
+                                           Status(Code.UNSCHEDULABLE), track)
+        return outcome.feasible
+
+    def _schedule_on(self, framework: Framework, state: CycleState, pod: PodInfo,
+                     feasible: np.ndarray, record_scores: bool) -> ScheduleResult:
+        """Steps 5-8: score the feasible rows, pick one, reserve and assume."""
+        snapshot = self.snapshot
         nodes = self._nodes_to_score(feasible, framework.percentage_of_nodes_to_score)
         total = self._score(framework, state, pod, nodes)
         if total is None:
@@ -176,7 +263,8 @@ class Scheduler:
         return self._reserve_and_assume(framework, state, pod, row, len(feasible), len(nodes), scores)
 
     def _nominated(self, framework: Framework, state: CycleState, pod: PodInfo) -> FilterOutcome | None:
-        row = self.snapshot.index.get(pod.nominated_node) if pod.nominated_node else None
+        name = self._nominated_node_of(pod)
+        row = self.snapshot.index.get(name) if name else None
         if row is None:
             return None
         outcome = self.run_filters(state, pod, np.array([row], dtype=np.int64), True, framework)
@@ -247,9 +335,10 @@ class Scheduler:
             plugin.unreserve(state, pod, self.snapshot, row)
 
     def _unschedulable(self, framework: Framework, state: CycleState, pod: PodInfo,
-                       diagnosis: Diagnosis, status: Status) -> ScheduleResult:
+                       diagnosis: Diagnosis, status: Status, track: bool = True) -> ScheduleResult:
         nominated, victims, post_messages = "", (), []
-        if framework.post_filter and diagnosis.pre_filter_status is None:
+        post_filter_ran = bool(framework.post_filter) and diagnosis.pre_filter_status is None
+        if post_filter_ran:
             state.write(SCHEDULER_KEY, self)
             state.write(FRAMEWORK_KEY, framework)
             for plugin in framework.post_filter:
@@ -264,10 +353,13 @@ class Scheduler:
                     break
         diagnosis.post_filter_message = " ".join(post_messages)
         code = status.code if status.code != Code.SUCCESS else Code.UNSCHEDULABLE
-        return ScheduleResult(pod, status=Status(code, status.reasons, status.plugin),
-                              message=messages.fit_error(diagnosis), nominated_node=nominated,
-                              victims=tuple(victims), diagnosis=diagnosis,
-                              evaluated_nodes=self.snapshot.num_nodes)
+        result = ScheduleResult(pod, status=Status(code, status.reasons, status.plugin),
+                                message=messages.fit_error(diagnosis), nominated_node=nominated,
+                                victims=tuple(victims), diagnosis=diagnosis,
+                                evaluated_nodes=self.snapshot.num_nodes)
+        if track:
+            self._track_nomination(result, post_filter_ran)
+        return result
 
     # ---- the queue loop -------------------------------------------------------------------
 
@@ -292,3 +384,17 @@ class Scheduler:
                 self.queue.add_backoff(pod)
             else:
                 self.queue.add_unschedulable(pod)
+
+
+_INELIGIBLE = (f"preemption: {preemption.MSG_POLICY_NEVER}", f"preemption: {preemption.MSG_TERMINATING}")
+
+
+def _ineligible(result: ScheduleResult) -> bool:
+    """The PostFilter declined to preempt (upstream leaves the nomination as it is then)."""
+    diagnosis = result.diagnosis
+    return diagnosis is not None and diagnosis.post_filter_message in _INELIGIBLE
+
+
+def _no_profile(pod: PodInfo) -> ScheduleResult:
+    status = Status(Code.ERROR, (f'profile not found for scheduler name "{pod.scheduler_name}"',))
+    return ScheduleResult(pod, status=status, message=status.message)

@@ -4,11 +4,13 @@ plus DefaultPreemption end to end through the runner."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gpusched.objects.types import NodeInfo, PodInfo, Taint
 from gpusched.scheduler import explain as ex
 from gpusched.scheduler.runner import Scheduler
 from gpusched.scheduler.snapshot import Snapshot
+from tests.scheduler import builders, test_preemption_precheck as precheck
 
 TAINT = Taint("dedicated", "gpu", "NoSchedule")
 
@@ -116,3 +118,65 @@ def test_preemption_through_runner(pod, nominated, victims, message):
     assert not result.scheduled
     assert (result.nominated_node, tuple(v.key for v in result.victims)) == (nominated, victims)
     assert result.message == message
+
+
+# ---- explain's message is the one schedule_one writes ------------------------------------------
+
+def _state(sched):
+    snap = sched.snapshot
+    return (snap.requested.tolist(), dict(snap.pod_node), snap.gpu_free_milli.tolist(),
+            sched.rng.bit_generator.state, dict(sched.nominated), sched.next_start_node_index)
+
+
+def _assert_explain_message_is_schedule_ones(sched, pod):
+    before = _state(sched)
+    message = ex.explain(sched, pod).message
+    assert _state(sched) == before, "explain changed nothing"
+    result = sched.schedule_one(pod)
+    assert message == ("" if result.scheduled else result.message)
+    return message
+
+
+@pytest.mark.parametrize("pod,nominated,victims,message", [c[1:] for c in RUNNER_CASES],
+                         ids=[c[0] for c in RUNNER_CASES])
+def test_explain_message_equals_failed_scheduling(pod, nominated, victims, message):
+    sched = make_scheduler([(make_pod("low", 3000, 1, start_time=5.0), "zone-a")])
+    assert _assert_explain_message_is_schedule_ones(sched, pod) == message
+
+
+def test_explain_message_with_a_nominated_pod_counted():
+    sched = make_scheduler()
+    sched.set_nominated(make_pod("nominee", 4000, 10), "zone-a")
+    message = _assert_explain_message_is_schedule_ones(sched, make_pod("p", 1000, 5))
+    assert message == ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint "
+                       "{dedicated: gpu}. preemption: 0/2 nodes are available: 1 No preemption victims "
+                       "found for incoming pod, 1 Preemption is not helpful for scheduling.")
+
+
+def test_explain_of_a_pod_that_fits_has_no_message():
+    assert _assert_explain_message_is_schedule_ones(make_scheduler(), make_pod("p", 1000)) == ""
+
+
+def test_explain_on_a_large_cluster_draws_no_random_number():
+    snap = Snapshot()
+    for i in range(150):          # > 100 nodes: the dry run draws its window offset
+        snap.add_node(NodeInfo(f"n{i:03d}", {"cpu": 4000, "memory": 2**34}, {}))
+        snap.add_pod(make_pod(f"low-{i:03d}", 4000, 1 + i % 3), f"n{i:03d}")
+    sched = Scheduler(snap)
+    pod = make_pod("p", 2000, 10)
+    before = sched.rng.bit_generator.state
+    expl = ex.explain(sched, pod)
+    assert sched.rng.bit_generator.state == before
+    result = sched.schedule_one(pod)
+    assert expl.message == result.message and result.nominated_node
+    assert kinds(expl)["preemption"] == ((result.nominated_node,), tuple(v.key for v in result.victims))
+
+
+@settings(max_examples=40, deadline=None)
+@given(nodes=st.lists(precheck.node_strategy, min_size=1, max_size=6),
+       pods=st.lists(precheck.pod_strategy, max_size=20), pending=precheck.pod_strategy)
+def test_explain_message_equals_schedule_one_on_random_clusters(nodes, pods, pending):
+    sched = precheck.random_cluster(nodes, pods)
+    kind, prio, cpu, _ = pending
+    pod = builders.make_pod("pending", cpu=str(cpu * 2), priority=prio + 1, **precheck.POD_KINDS[kind])
+    _assert_explain_message_is_schedule_ones(sched, pod)
