@@ -118,8 +118,9 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     _namespace_options(p)
     p.add_argument("-o", "--output", choices=("json", "yaml"), default=None)
 
-    p = command("top", top.cmd_top, "Show GPU, CPU and memory allocation per node")
-    p.add_argument("what", choices=("nodes", "node", "no"))
+    p = command("top", top.cmd_top, "Show GPU, CPU and memory allocation per node, or GPU use per pod")
+    p.add_argument("what", choices=("nodes", "node", "no", "pods", "pod", "po"))
+    _namespace_options(p)
 
     p = command("explain", commands.cmd_explain,
                 "Explain why a pod is (not) scheduled: per node, per plugin, and what would fix it")
@@ -134,6 +135,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     command("reset", commands.cmd_reset, "Empty the cluster state")
     command("demo", _run_demo, "Walk through the GPU-scheduling examples in a temporary cluster")
     command("version", commands.cmd_version, "Print the gpusched version")
+    from gpusched.cli import monitor  # exporter, cost (light at import)
+    monitor.add_commands(sub)
 
     from gpusched.cli.slurm_cmd import add_commands as add_slurm_commands  # sbatch, squeue, slurm ...
     add_slurm_commands(sub)
@@ -173,6 +176,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=CommandParser)
     _add_commands(sub)
+    from gpusched.cli import serve   # serve, kubeconfig (the server is imported when run)
+    serve.add_commands(sub)
     from gpusched.cli.scheduler_cmd import add_commands as add_scheduler_commands
     add_scheduler_commands(sub)   # gpusched scheduler (secondary scheduler of a real cluster)
     word = _command_word(argv)

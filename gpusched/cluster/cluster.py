@@ -295,6 +295,21 @@ class Cluster:
             scheduler = scheduling.make_scheduler(snapshot, view)
             return explain(scheduler, pod_info(pod, order.get(pod["metadata"]["uid"], 0)))
 
+    def write(self, fn: Any, settle: bool = True) -> Any:
+        """Run ``fn(view)`` as one write transaction (settled unless told otherwise); returns
+        its result. The API server's writes (``cluster.api_ops``) go through here."""
+        with self._write(settle) as view:
+            return fn(view)
+
+    def read(self, fn: Any) -> Any:
+        """Run ``fn(view)`` in a read transaction; ``fn`` must not change the view."""
+        with self._read() as view:
+            return fn(view)
+
+    def delete_in(self, view: View, info: KindInfo, name: str, namespace: str) -> None:
+        """``delete`` inside a caller's transaction (see :meth:`write`)."""
+        self._delete(view, info, name, namespace)
+
     def view(self) -> View:
         """The current in-memory view (tests compare it with a reload from disk)."""
         with self._read() as view:

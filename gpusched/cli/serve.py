@@ -1,0 +1,116 @@
+"""``gpusched serve`` and ``gpusched kubeconfig``: the Kubernetes-compatible API server.
+
+``serve`` runs ``server.app.ApiServer`` on the state file until SIGTERM or Ctrl-C (exit 0),
+printing one line with its URL once ready (``GET /version`` answers from then on). On loopback
+it serves plain HTTP without credentials; on any other address it makes a self-signed
+certificate and a token and writes a kubeconfig (0600) whose path it prints. ``--require-token``
+asks for a token on loopback too. The embedded controllers and scheduler follow the real clock
+unless ``--virtual-clock`` (then only ``gpusched advance`` moves it).
+
+Tables use the CLI's columns (``cli.columns``), handed to the server as its column source. A web
+page module, when present (``gpusched.server.web`` with ``mount(app)``), is mounted.
+
+Neighbours: ``cli.main`` registers :func:`add_commands`; ``server`` does the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import signal
+import sys
+import threading
+from pathlib import Path
+
+DEFAULT_PORT = 8080
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser("serve", help="serve a Kubernetes-compatible API (kubectl, clients)",
+                           description="Serve the cluster over a Kubernetes-compatible REST API.")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default 127.0.0.1; others need TLS and a token)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
+                       help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--virtual-clock", action="store_true",
+                       help="do not follow real time: the clock moves only with `gpusched advance`")
+    serve.add_argument("--require-token", action="store_true",
+                       help="require a bearer token on loopback too (written to a kubeconfig)")
+    serve.add_argument("--kubeconfig-out", default=None, metavar="PATH",
+                       help="where to write the kubeconfig when credentials are needed "
+                            "(default: next to the state file)")
+    serve.add_argument("--watch-cache-size", type=int, default=10_000, metavar="N",
+                       help="changes kept for watch resumption (default 10000)")
+    serve.set_defaults(handler=run_serve)
+    config = sub.add_parser("kubeconfig", help="print a kubeconfig for `gpusched serve`",
+                            description="Print a kubeconfig for a local `gpusched serve`.")
+    config.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    config.set_defaults(handler=run_kubeconfig)
+
+
+def table_columns(kind: str, objects: list[dict], now: str) -> tuple[list[str], int, list[list[str]]]:
+    """The server's column source: kubectl's columns as ``gpusched get`` prints them."""
+    from gpusched.cli.columns import table_rows
+    from gpusched.cli.output import Clock
+
+    clock = Clock(now)
+    narrow, _ = table_rows(kind, [], clock, wide=False, with_namespace=False)
+    header, rows = table_rows(kind, objects, clock, wide=True, with_namespace=False)
+    return header, len(narrow), rows
+
+
+def run_kubeconfig(args: argparse.Namespace) -> int:
+    from gpusched.server.security import kubeconfig, kubeconfig_text
+
+    sys.stdout.write(kubeconfig_text(kubeconfig(f"http://127.0.0.1:{args.port}")))
+    return 0
+
+
+def _mount_web(app) -> None:
+    if importlib.util.find_spec("gpusched.server.web") is None:
+        return
+    from gpusched.server import web
+
+    mount = getattr(web, "mount", None)
+    if mount is not None:
+        mount(app)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from gpusched.cluster.store import default_state_path
+    from gpusched.errors import UsageError
+    from gpusched.server.app import ApiServer
+    from gpusched.server.security import is_loopback, kubeconfig, prepare, write_kubeconfig
+
+    state = default_state_path(args.state)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    if args.watch_cache_size < 1:
+        raise UsageError("--watch-cache-size must be at least 1")
+    secrets_dir = state.parent / f"{state.stem}-serve"
+    credentials = prepare(secrets_dir, args.host, args.require_token)
+    try:
+        app = ApiServer(str(state), args.host, args.port, credentials.token,
+                        credentials.ssl_context(), args.virtual_clock, table_columns,
+                        args.watch_cache_size)
+    except OSError as err:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+    _mount_web(app)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    app.start()
+    try:
+        if credentials.token is not None:
+            host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+            url = f"{app.scheme}://{host}:{app.port}"
+            if ":" in host:
+                url = f"{app.scheme}://[{host}]:{app.port}"
+            path = Path(args.kubeconfig_out) if args.kubeconfig_out else secrets_dir / "kubeconfig"
+            write_kubeconfig(path, kubeconfig(url, credentials.token, credentials.cert_file))
+            print(f"kubeconfig (token and certificate): {path}", flush=True)
+        where = "" if is_loopback(args.host) else " (TLS, bearer token required)"
+        print(f"gpusched serve: listening on {app.url}{where}", flush=True)
+        stop.wait()
+    finally:
+        app.stop()
+    return 0

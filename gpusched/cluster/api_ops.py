@@ -1,0 +1,186 @@
+"""The API server's writes, as functions on a :class:`~gpusched.cluster.view.View`.
+
+Each function runs inside ``Cluster.write`` (one transaction, settled afterwards) and goes through
+the same validation (``objects.validation``) and admission (``cluster.admission``) as
+``gpusched apply``. Every check happens before the view is changed, so a rejected request changes
+nothing even when several requests share one transaction (the server's group commit).
+
+- :func:`create` (POST): ``generateName``, ``AlreadyExists``, validation, admission.
+- :func:`replace` (PUT, and every PATCH once the patch is applied): ``resourceVersion`` ->
+  409 Conflict when stale; the main resource keeps the stored ``status`` (a Node's comes from
+  its manifest, as with ``apply``), the ``status`` subresource changes only ``status``; a Pod's
+  spec is immutable (``apply.check_pod_update``).
+- :func:`bind` (``pods/binding``): sets ``spec.nodeName`` and copies the Binding's annotations
+  onto the pod, as kube-apiserver does (a secondary scheduler passes its device assignment so).
+- :func:`evict` (``pods/eviction``): ``controllers.node_lifecycle.evict`` (429 under a PDB).
+- :func:`record_event` (POST events): core/v1 and events.k8s.io/v1 shapes.
+
+Neighbours: called by ``server`` through ``Cluster.write``; uses ``cluster.apply``,
+``cluster.admission``, ``cluster.controllers``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from gpusched.cluster.admission import admit
+from gpusched.cluster.apply import check_pod_update
+from gpusched.cluster.controllers.common import is_terminal
+from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
+from gpusched.cluster.view import View
+from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, NotFoundError
+from gpusched.objects.kinds import KindInfo
+from gpusched.objects.validation import validate_object
+
+SERVER_METADATA = ("uid", "creationTimestamp", "generation", "resourceVersion", "managedFields",
+                   "deletionTimestamp", "selfLink")
+
+
+class BadRequestError(GpuschedError):
+    """400 BadRequest: a body that does not fit the request (wrong kind, namespace, JSON)."""
+
+
+def _plural(info: KindInfo) -> str:
+    return f"{info.plural}.{info.group}" if info.group else info.plural
+
+
+def conflict(info: KindInfo, name: str) -> ConflictError:
+    return ConflictError(f'Operation cannot be fulfilled on {_plural(info)} "{name}": the object '
+                         "has been modified; please apply your changes to the latest version "
+                         "and try again")
+
+
+def check_body(info: KindInfo, namespace: str, body: object) -> dict:
+    """Fill apiVersion/kind from the URL when absent; refuse a body for another kind/namespace."""
+    if not isinstance(body, dict):
+        raise BadRequestError(f"the body of the request must be a {info.kind} object")
+    body = copy.deepcopy(body)
+    body.setdefault("apiVersion", info.api_version)
+    body.setdefault("kind", info.kind)
+    if body["kind"] != info.kind:
+        raise BadRequestError(f"the kind in the data ({body['kind']}) does not match the "
+                              f"expected kind ({info.kind})")
+    meta = body.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise BadRequestError("metadata must be an object")
+    if info.namespaced:
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            raise BadRequestError("the namespace of the provided object does not match the "
+                                  "namespace sent on the request")
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    for field in ("managedFields", "selfLink"):
+        meta.pop(field, None)
+    return body
+
+
+def create(view: View, info: KindInfo, namespace: str, body: object) -> dict:
+    """POST: a new object (``generateName`` honoured); returns the stored body."""
+    body = check_body(info, namespace, body)
+    meta = body["metadata"]
+    if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
+        meta["name"] = meta["generateName"] + view.random_suffix()
+    for field in SERVER_METADATA:
+        meta.pop(field, None)
+    if info.kind == "Event":
+        return record_event(view, namespace, body)
+    valid = validate_object(body)
+    name = valid["metadata"]["name"]
+    if view.get(info.kind, name, namespace) is not None:
+        raise AlreadyExistsError(_plural(info), name)
+    return copy.deepcopy(view.create(admit(view, valid, None)))
+
+
+def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict:
+    body = view.get(info.kind, name, namespace)
+    if body is None:
+        raise NotFoundError(_plural(info), name)
+    return body
+
+
+def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
+            subresource: str = "") -> dict:
+    """PUT (and PATCH after patching): see the module docstring; returns the stored body."""
+    old = get_existing(view, info, namespace, name)
+    body = check_body(info, namespace, body)
+    meta = body["metadata"]
+    if meta.get("name", name) != name:
+        raise BadRequestError(f'the name of the object ({meta.get("name")}) does not match the '
+                              f"name on the URL ({name})")
+    meta["name"] = name
+    sent_rv = meta.get("resourceVersion")
+    if sent_rv not in (None, "") and str(sent_rv) != old["metadata"].get("resourceVersion"):
+        raise conflict(info, name)
+    if subresource == "status":
+        new = copy.deepcopy(old)
+        new["status"] = body.get("status") or {}
+    else:
+        new = body
+        if info.kind != "Node" or "status" not in body:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+    new = validate_object(new)
+    if info.kind == "Pod" and subresource != "status":
+        check_pod_update(old, new)
+    admitted = admit(view, new, old)
+    view.update(admitted)
+    return copy.deepcopy(view.get(info.kind, name, namespace) or admitted)
+
+
+def bind(view: View, namespace: str, name: str, binding: object) -> None:
+    """POST pods/<name>/binding: assign the pod to ``target.name``."""
+    if not isinstance(binding, dict) or not isinstance(binding.get("target"), dict):
+        raise BadRequestError("a Binding needs target.name")
+    node = str(binding["target"].get("name") or "")
+    pod = view.get("Pod", name, namespace)
+    if pod is None:
+        raise NotFoundError("pods", name)
+    current = (pod.get("spec") or {}).get("nodeName")
+    if current:
+        raise ConflictError(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
+                            f'is already assigned to node "{current}"')
+    if is_terminal(pod):
+        raise ConflictError(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
+                            "is already terminated")
+    if view.get("Node", node) is None:
+        raise NotFoundError("nodes", node)
+    new = copy.deepcopy(pod)
+    new["spec"]["nodeName"] = node
+    annotations = ((binding.get("metadata") or {}).get("annotations") or {})
+    if annotations:
+        new["metadata"].setdefault("annotations", {}).update(
+            {str(k): str(v) for k, v in annotations.items()})
+    status = new.setdefault("status", {})
+    status["phase"] = "Pending"
+    status.pop("nominatedNodeName", None)
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.insert(0, {"type": "PodScheduled", "status": "True",
+                          "lastTransitionTime": view.timestamp()})
+    status["conditions"] = conditions
+    view.update(new)
+
+
+def evict(view: View, namespace: str, name: str) -> None:
+    """POST pods/<name>/eviction: delete unless a PDB forbids it (429)."""
+    pod = view.get("Pod", name, namespace)
+    if pod is None:
+        raise NotFoundError("pods", name)
+    evict_pod(view, pod)
+
+
+def record_event(view: View, namespace: str, body: dict) -> dict:
+    """POST events: recorded through ``View.record_event`` (a repeat bumps ``count``)."""
+    ref = body.get("involvedObject") or body.get("regarding")
+    if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
+        raise BadRequestError("an Event needs involvedObject.kind and involvedObject.name")
+    involved = {"kind": ref["kind"], "apiVersion": ref.get("apiVersion", "v1"),
+                "metadata": {"name": ref["name"], "namespace": ref.get("namespace", namespace),
+                             "uid": ref.get("uid", "")}}
+    source = body.get("source") or {}
+    component = source.get("component") or body.get("reportingController") or "unknown"
+    return copy.deepcopy(view.record_event(
+        involved, str(body.get("reason", "")), str(body.get("message", body.get("note", ""))),
+        str(body.get("type") or "Normal"), str(component)))

@@ -1,0 +1,241 @@
+"""``ApiServer``: the HTTP server behind ``gpusched serve`` (threaded stdlib ``http.server``).
+
+Routing, in order:
+
+1. authentication: with a token configured, every request needs ``Authorization: Bearer
+   <token>`` (compared in constant time), else 401 Status;
+2. routes other modules registered with :meth:`ApiServer.register_route` (the web page mounts
+   ``/`` and its static files so), longest prefix first;
+3. health (``/healthz``, ``/readyz``, ``/livez``), ``/version``, discovery, OpenAPI,
+   ``/metrics`` (``gpusched.metrics.exposition.render_cluster`` when that module exists);
+4. resources (``server.resources``); anything else is a 404 Status.
+
+Paths are normalised (kr8s sends trailing slashes). Responses use HTTP/1.1 keep-alive; watch
+streams use chunked transfer encoding. No endpoint executes anything.
+
+Neighbours: ``server.worker`` (the cluster thread), ``server.feed`` (watch), ``server.resources``,
+``server.discovery``, ``server.security`` (TLS); started by ``cli.serve``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from gpusched.cluster.store import Store
+from gpusched.errors import GpuschedError
+from gpusched.server import discovery
+from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
+from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
+                                  normalise_path, status_response)
+from gpusched.server.resources import ResourceApi, parse_target
+from gpusched.server.tables import ColumnSource
+from gpusched.server.worker import ClusterWorker
+
+log = logging.getLogger(__name__)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+HEALTH = ("/healthz", "/readyz", "/livez")
+
+
+class ApiServer:
+    """The API server; ``start()`` serves in background threads, ``stop()`` ends it."""
+
+    def __init__(self, state_path: str, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, tls: ssl.SSLContext | None = None,
+                 virtual_clock: bool = False, columns: ColumnSource | None = None,
+                 watch_capacity: int = DEFAULT_CAPACITY) -> None:
+        self.token = token
+        Store(state_path).close()          # creates the file and its tables for the feed
+        self.feed = ChangeFeed(state_path, watch_capacity)
+        self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke)
+        self.resources = ResourceApi(self.worker, self.feed, columns)
+        self.routes: list[tuple[str, str, Handler]] = []
+        self.httpd = _Server((host, port), _RequestHandler)
+        self.httpd.app = self
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = self.httpd.server_address[0]
+        host = f"[{host}]" if ":" in str(host) else host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def register_route(self, method: str, path_prefix: str, handler: Handler) -> None:
+        """Serve ``method`` (``"*"`` for any) on paths equal to or under ``path_prefix`` with
+        ``handler(Request) -> Response``; registered routes win over the API's own."""
+        self.routes.append((method.upper(), path_prefix.rstrip("/") or "/", handler))
+        self.routes.sort(key=lambda r: -len(r[1]))
+
+    def start(self) -> "ApiServer":
+        self.worker.start()
+        self.feed.start()
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="gpusched-http",
+                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.feed.close()        # ends open watches first
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.worker.stop()
+
+    # ---- routing -----------------------------------------------------------------------------
+
+    def authorized(self, headers: dict[str, str]) -> bool:
+        if self.token is None:
+            return True
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
+                                                                  self.token.encode())
+
+    def handle(self, req: Request) -> Response:
+        if not self.authorized(req.headers):
+            return status_response(401, "Unauthorized", "Unauthorized")
+        for method, prefix, handler in self.routes:
+            if method in ("*", req.method) and (
+                    prefix == "/" or req.path == prefix or req.path.startswith(prefix + "/")):
+                if prefix == "/" and req.path != "/" and self._own_path(req.path):
+                    continue
+                return handler(req)
+        try:
+            return self._builtin(req)
+        except GpuschedError as err:
+            return error_response(err)
+
+    @staticmethod
+    def _own_path(path: str) -> bool:
+        return path.split("/")[1] in ("api", "apis", "openapi", "version", "metrics",
+                                      "healthz", "readyz", "livez")
+
+    def _builtin(self, req: Request) -> Response:
+        path = req.path
+        if path in HEALTH:
+            return Response(200, b"ok", "text/plain")
+        if path == "/version":
+            return json_response(discovery.version())
+        if path == "/metrics":
+            return self._metrics()
+        if path.startswith("/openapi"):
+            return self._openapi(path)
+        if path in ("/api", "/apis"):
+            tag = discovery.aggregated_tag(req.accept)
+            if tag is not None:
+                ctype = discovery.AGGREGATED_V2 if tag == "v2" else discovery.AGGREGATED_V2BETA1
+                return json_response(discovery.aggregated(path == "/api", tag), content_type=ctype)
+            return json_response(discovery.api_versions() if path == "/api" else discovery.api_groups())
+        parts = path.strip("/").split("/")
+        if path == "/api/v1" or (parts[0] == "apis" and len(parts) == 3):
+            listing = discovery.resource_list("v1" if path == "/api/v1" else f"{parts[1]}/{parts[2]}")
+            if listing is not None:
+                return json_response(listing)
+        if parts[0] == "apis" and len(parts) == 2:
+            group = discovery.api_group(parts[1])
+            if group is not None:
+                return json_response(group)
+        target = parse_target(path)
+        if target is not None:
+            return self.resources.handle(req, target)
+        return status_response(404, "the server could not find the requested resource", "NotFound")
+
+    def _openapi(self, path: str) -> Response:
+        if path == "/openapi/v3":
+            return json_response(discovery.openapi_root())
+        prefix = "/openapi/v3/"
+        if path.startswith(prefix):
+            rest = path[len(prefix):]
+            gv = "v1" if rest == "api/v1" else rest[len("apis/"):] if rest.startswith("apis/") else ""
+            document = discovery.openapi_document(gv) if gv else None
+            if document is not None:
+                return json_response(document)
+        return status_response(404, "the server could not find the requested resource", "NotFound")
+
+    def _metrics(self) -> Response:
+        try:
+            from gpusched.metrics.exposition import render_cluster   # the monitoring module
+        except ImportError:
+            return status_response(404, "the server could not find the requested resource", "NotFound")
+        content_type, body = self.worker.cluster_call(render_cluster)
+        return Response(200, body, content_type)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    app: ApiServer
+
+    def server_bind(self) -> None:
+        if ":" in str(self.server_address[0]):
+            self.address_family = socket.AF_INET6
+            self.socket = socket.socket(self.address_family, self.socket_type)
+        super().server_bind()
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 (stdlib signature)
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def _request(self) -> Request:
+        path, query = normalise_path(self.path)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        length = int(headers.get("content-length") or 0)
+        if length > MAX_BODY_BYTES:
+            raise GpuschedError(f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        body = self.rfile.read(length) if length else b""
+        return Request(self.command, path, query, headers, body)
+
+    def _handle(self) -> None:
+        try:
+            response = self.server.app.handle(self._request())
+        except GpuschedError as err:
+            response = error_response(err)
+        except Exception as err:   # a bug: a 500 Status, the traceback in the log
+            log.exception("internal error serving %s %s", self.command, self.path)
+            response = status_response(500, f"internal error: {type(err).__name__}: {err}")
+        try:
+            self._send(response)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+
+    def _send(self, response: Response) -> None:
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        if response.stream is None:
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            for chunk in response.stream:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        finally:
+            close = getattr(response.stream, "close", None)
+            if close is not None:
+                close()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle

@@ -1,0 +1,221 @@
+"""Discovery and OpenAPI documents: how clients learn which resources the server has.
+
+- ``/version``: ``gitVersion`` ``v1.30.0-gpusched``.
+- Legacy discovery: ``/api`` (APIVersions), ``/apis`` (APIGroupList), ``/api/v1`` and
+  ``/apis/<group>/<version>`` (APIResourceList, subresources as ``pods/status``...).
+- Aggregated discovery (``apidiscovery.k8s.io`` v2 / v2beta1), chosen by the Accept header:
+  kubectl 1.32 asks for it and then skips the per-group-version requests.
+- ``/openapi/v3`` and one document per group version, each path's operations carrying
+  ``x-kubernetes-group-version-kind`` and the ``fieldValidation`` parameter, which is what
+  kubectl needs to use server-side field validation instead of the protobuf ``/openapi/v2``.
+  Schemas are open objects (unknown fields are accepted; ``fieldValidation`` is honoured as
+  Ignore).
+
+Every kind of ``objects.kinds.KINDS`` is served, in its group version.
+
+Neighbours: ``server.app`` routes here; ``objects.kinds`` is the table of kinds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from gpusched.objects.kinds import KINDS, KindInfo
+
+GIT_VERSION = "v1.30.0-gpusched"
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+STATUS_KINDS = ("Pod", "Node", "Deployment", "ReplicaSet", "DaemonSet", "Job", "ResourceQuota",
+                "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "NodePool")
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+CATEGORIES = {"Pod": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"], "DaemonSet": ["all"],
+              "Job": ["all"]}
+
+
+def version() -> dict:
+    return {"major": "1", "minor": "30", "gitVersion": GIT_VERSION,
+            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.0", "compiler": "gc",
+            "platform": "linux/amd64"}
+
+
+def group_versions() -> dict[str, list[KindInfo]]:
+    """``"v1"``, ``"apps/v1"``, ... -> their kinds, in KINDS order."""
+    out: dict[str, list[KindInfo]] = {}
+    for info in KINDS.values():
+        out.setdefault(info.api_version, []).append(info)
+    return out
+
+
+def find_resource(group_version: str, plural: str) -> KindInfo | None:
+    for info in group_versions().get(group_version, []):
+        if info.plural == plural:
+            return info
+    return None
+
+
+def subresources(info: KindInfo) -> list[tuple[str, str, str, list[str]]]:
+    """(name, group, kind, verbs) of the subresources of a kind."""
+    out = []
+    if info.kind in STATUS_KINDS:
+        out.append(("status", info.group, info.kind, ["get", "patch", "update"]))
+    if info.kind == "Pod":
+        out.append(("binding", "", "Binding", ["create"]))
+        out.append(("eviction", "policy", "Eviction", ["create"]))
+    if info.kind in ("Deployment", "ReplicaSet"):
+        out.append(("scale", "autoscaling", "Scale", ["get", "patch", "update"]))
+    return out
+
+
+def resource_list(group_version: str) -> dict | None:
+    kinds = group_versions().get(group_version)
+    if kinds is None:
+        return None
+    resources = []
+    for info in kinds:
+        entry = {"name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
+                 "kind": info.kind, "verbs": VERBS, "shortNames": list(info.short_names),
+                 "storageVersionHash": _hash(info.kind)}
+        if info.kind in CATEGORIES:
+            entry["categories"] = CATEGORIES[info.kind]
+        resources.append(entry)
+        for name, group, kind, verbs in subresources(info):
+            sub = {"name": f"{info.plural}/{name}", "singularName": "", "namespaced": info.namespaced,
+                   "kind": kind, "verbs": verbs}
+            if group != info.group:
+                sub.update(group=group, version="v1")
+            resources.append(sub)
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": resources}
+
+
+def api_versions() -> dict:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}
+
+
+def _group_entry(group: str, versions: list[str]) -> dict:
+    listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": listed, "preferredVersion": listed[0]}
+
+
+def api_groups() -> dict:
+    groups: dict[str, list[str]] = {}
+    for gv in group_versions():
+        if "/" in gv:
+            group, v = gv.split("/")
+            groups.setdefault(group, []).append(v)
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [_group_entry(g, vs) for g, vs in groups.items()]}
+
+
+def api_group(group: str) -> dict | None:
+    versions = [gv.split("/")[1] for gv in group_versions() if gv.startswith(group + "/")]
+    if not versions:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
+
+
+def _aggregated_resource(info: KindInfo) -> dict:
+    group, _, version = info.api_version.rpartition("/")
+    entry = {"resource": info.plural, "singularResource": info.singular,
+             "scope": "Namespaced" if info.namespaced else "Cluster",
+             "responseKind": {"group": group, "version": version, "kind": info.kind},
+             "verbs": VERBS, "shortNames": list(info.short_names),
+             "subresources": [{"subresource": name,
+                               "responseKind": {"group": sub_group, "version": "v1", "kind": kind},
+                               "verbs": verbs}
+                              for name, sub_group, kind, verbs in subresources(info)]}
+    if info.kind in CATEGORIES:
+        entry["categories"] = CATEGORIES[info.kind]
+    return entry
+
+
+def aggregated(core: bool, version_tag: str) -> dict:
+    """The APIGroupDiscoveryList for ``/api`` (core) or ``/apis`` (named groups)."""
+    items = []
+    for gv, kinds in group_versions().items():
+        group, _, version = gv.rpartition("/")
+        if (group == "") != core:
+            continue
+        items.append({"metadata": {"name": group} if group else {},
+                      "versions": [{"version": version, "freshness": "Current",
+                                    "resources": [_aggregated_resource(i) for i in kinds]}]})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version_tag}",
+            "metadata": {}, "items": items}
+
+
+def aggregated_tag(accept: str) -> str | None:
+    """``v2`` / ``v2beta1`` when the Accept header asks for aggregated discovery (first wins)."""
+    for part in accept.split(","):
+        compact = part.replace(" ", "")
+        if "g=apidiscovery.k8s.io" in compact and "as=APIGroupDiscoveryList" in compact:
+            if "v=v2beta1" in compact:
+                return "v2beta1"
+            if "v=v2" in compact:
+                return "v2"
+    return None
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---- OpenAPI v3 ------------------------------------------------------------------------------
+
+def openapi_root() -> dict:
+    paths = {}
+    for gv in group_versions():
+        key = "api/v1" if gv == "v1" else f"apis/{gv}"
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_hash(json.dumps(openapi_document(gv), sort_keys=True)).upper()}"}
+    return {"paths": paths}
+
+
+def _operation(info: KindInfo, verb: str, action: str) -> dict:
+    group, _, version = info.api_version.rpartition("/")
+    op = {"operationId": f"{verb}{info.kind}", "x-kubernetes-action": action,
+          "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.kind},
+          "responses": {"200": {"description": "OK", "content": {"application/json": {
+              "schema": {"$ref": f"#/components/schemas/{_schema_name(info)}"}}}}}}
+    if verb in ("patch", "create", "replace"):
+        op["parameters"] = [
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
+             "description": "Ignore, Warn or Strict: how unknown or duplicate fields are treated"},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}}]
+    return op
+
+
+def _schema_name(info: KindInfo) -> str:
+    group, _, version = info.api_version.rpartition("/")
+    prefix = {"": "io.k8s.api.core", "apps": "io.k8s.api.apps", "batch": "io.k8s.api.batch",
+              "scheduling.k8s.io": "io.k8s.api.scheduling", "policy": "io.k8s.api.policy"}
+    return f"{prefix.get(group, 'io.gpusched')}.{version}.{info.kind}"
+
+
+def openapi_document(group_version: str) -> dict | None:
+    kinds = group_versions().get(group_version)
+    if kinds is None:
+        return None
+    base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+    paths, schemas = {}, {}
+    for info in kinds:
+        scope = f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
+        paths[scope] = {"get": _operation(info, "list", "list"),
+                        "post": _operation(info, "create", "post")}
+        paths[f"{scope}/{{name}}"] = {"get": _operation(info, "read", "get"),
+                                      "put": _operation(info, "replace", "put"),
+                                      "patch": _operation(info, "patch", "patch"),
+                                      "delete": _operation(info, "delete", "delete")}
+        group, _, version = info.api_version.rpartition("/")
+        schemas[_schema_name(info)] = {
+            "type": "object", "description": f"{info.kind} ({info.api_version})",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": info.kind}],
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                           "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                           "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                           "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (gpusched)", "version": GIT_VERSION},
+            "paths": paths, "components": {"schemas": schemas}}

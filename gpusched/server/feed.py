@@ -1,0 +1,269 @@
+"""The change feed behind watch: the store's change log turned into ordered watch events.
+
+One :class:`ChangeFeed` per server polls the state file on its own SQLite connection (so writes by
+other processes, e.g. ``gpusched apply`` on the same file, show up too) and keeps the last
+``capacity`` changes in memory. Two independent streams:
+
+- objects: the ``changes`` table (rv, kind, namespace, name, type), joined with the current
+  body. A row whose object has changed again since (its body carries a later resourceVersion)
+  is skipped: the later row delivers that state, so every delivered event has a body of exactly
+  its resourceVersion and each is delivered once, in rv order. ADDED/MODIFIED come from whether
+  the feed has seen the key before; DELETED carries the last body seen, stamped with the rv of
+  the deletion. Intermediate states written within one transaction are never visible (they were
+  never committed).
+- events: the ``events`` table ordered by ``seq`` (an Event's resourceVersion is its seq).
+
+Resuming: a watch from resourceVersion R gets every change with rv > R, provided R is not older
+than ``floor`` (the last rv dropped from memory, or the rv when the feed started); else the
+caller answers 410 Expired. Dropped rows are also deleted from the ``changes`` table so the
+state file does not grow without bound.
+
+The feed is the only reader of wall-clock-free time here: polling uses ``threading.Condition``
+timeouts; nothing it emits depends on when it polled.
+
+Neighbours: ``cluster.store`` (tables), ``server.watch`` (streams to clients).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import logging
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CAPACITY = 10_000
+POLL_SECONDS = 0.05
+OBJECTS, EVENTS = "objects", "events"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    rv: int            # resourceVersion (objects) or seq (events)
+    type: str          # ADDED | MODIFIED | DELETED
+    kind: str
+    namespace: str
+    name: str
+    body: dict
+
+
+class _Stream:
+    """One ordered, bounded list of changes and the state it leads to."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.changes: list[Change] = []
+        self.rvs: list[int] = []
+        self.state: dict[tuple[str, str, str], dict] = {}
+        self.cursor = 0
+        self.floor = 0
+
+    def emit(self, change: Change) -> None:
+        self.changes.append(change)
+        self.rvs.append(change.rv)
+
+    def trim(self) -> int | None:
+        """Drop the oldest changes beyond capacity; returns the new floor when it moved."""
+        extra = len(self.changes) - self.capacity
+        if extra <= 0:
+            return None
+        self.floor = self.changes[extra - 1].rv
+        del self.changes[:extra]
+        del self.rvs[:extra]
+        return self.floor
+
+    def after(self, rv: int) -> list[Change]:
+        return self.changes[bisect.bisect_right(self.rvs, rv):]
+
+
+class ChangeFeed:
+    """See the module docstring. ``start()`` begins polling; ``close()`` ends every wait."""
+
+    def __init__(self, state_path: str | Path, capacity: int = DEFAULT_CAPACITY,
+                 poll_seconds: float = POLL_SECONDS) -> None:
+        self.path = str(state_path)
+        self.poll_seconds = poll_seconds
+        self.streams = {OBJECTS: _Stream(capacity), EVENTS: _Stream(capacity)}
+        self.cond = threading.Condition()
+        self.closed = False
+        self.resets = 0
+        self.clock = 0.0      # the cluster's virtual clock at the last poll (table AGE columns)
+        self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                     check_same_thread=False)
+        self._thread: threading.Thread | None = None
+        self._load()
+
+    # ---- polling -----------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        """Start from the current state: everything now stored is known, nothing is history."""
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            objects, events = self.streams[OBJECTS], self.streams[EVENTS]
+            objects.state = {(k, ns, n): json.loads(b) for k, ns, n, b in conn.execute(
+                "SELECT kind, namespace, name, body FROM objects")}
+            row = conn.execute("SELECT value FROM meta WHERE key='rv'").fetchone()
+            objects.cursor = objects.floor = int(row[0]) if row else 0
+            events.state = {}
+            for ns, name, seq, body in conn.execute(
+                    "SELECT namespace, name, seq, body FROM events ORDER BY seq"):
+                events.state[("Event", ns, name)] = _stamp(json.loads(body), seq)
+                events.cursor = max(events.cursor, seq)
+            events.floor = events.cursor
+        finally:
+            conn.execute("ROLLBACK")
+
+    def start(self) -> "ChangeFeed":
+        self._thread = threading.Thread(target=self._run, name="gpusched-feed", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._conn.close()
+
+    def poke(self) -> None:
+        """Poll now (called after the server's own writes) instead of at the next interval."""
+        with self.cond:
+            self.cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                if self.closed:
+                    return
+            try:
+                self.poll()
+            except sqlite3.Error:
+                log.warning("change feed: poll failed", exc_info=True)
+            with self.cond:
+                if self.closed:
+                    return
+                self.cond.wait(self.poll_seconds)
+
+    def poll(self) -> None:
+        """Read what was committed since the last poll and append it to the streams."""
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('rv', 'clock')"))
+            store_rv = int(meta.get("rv", 0))
+            self.clock = float(meta.get("clock", self.clock))
+            object_rows = conn.execute(
+                "SELECT rv, kind, namespace, name, type FROM changes WHERE rv > ? ORDER BY rv",
+                (self.streams[OBJECTS].cursor,)).fetchall()
+            bodies = {}
+            for rv, kind, ns, name, typ in object_rows:
+                if typ != "DELETED":
+                    found = conn.execute(
+                        "SELECT resource_version, body FROM objects WHERE kind=? AND "
+                        "namespace=? AND name=?", (kind, ns, name)).fetchone()
+                    bodies[rv] = found
+            event_rows = conn.execute(
+                "SELECT namespace, name, seq, body FROM events WHERE seq > ? ORDER BY seq",
+                (self.streams[EVENTS].cursor,)).fetchall()
+        finally:
+            conn.execute("ROLLBACK")
+        with self.cond:
+            if store_rv < self.streams[OBJECTS].cursor:
+                self._reset()
+            moved = self._add_objects(object_rows, bodies) | self._add_events(event_rows)
+            floors = self.streams[OBJECTS].trim()
+            self.streams[EVENTS].trim()
+            if moved:
+                self.cond.notify_all()
+        if floors is not None:
+            self._compact(floors)
+
+    def _reset(self) -> None:
+        """``gpusched reset`` restarted the counters: forget everything; open watches end (the
+        client relists, as after an apiserver restart)."""
+        self.resets += 1
+        for stream in self.streams.values():
+            stream.state.clear()
+            stream.changes.clear()
+            stream.rvs.clear()
+            stream.cursor = stream.floor = 0
+
+    def _add_objects(self, rows: list, bodies: dict) -> bool:
+        stream = self.streams[OBJECTS]
+        for rv, kind, ns, name, typ in rows:
+            key = (kind, ns, name)
+            stream.cursor = max(stream.cursor, rv)
+            if typ == "DELETED":
+                last = stream.state.pop(key, None)
+                if last is not None:
+                    stream.emit(Change(rv, "DELETED", kind, ns, name, _stamp(last, rv)))
+                continue
+            found = bodies.get(rv)
+            if found is None or int(found[0]) != rv:
+                continue   # deleted or changed again since: a later row has the state
+            body = json.loads(found[1])
+            change = "MODIFIED" if key in stream.state else "ADDED"
+            stream.state[key] = body
+            stream.emit(Change(rv, change, kind, ns, name, body))
+        return bool(rows)
+
+    def _add_events(self, rows: list) -> bool:
+        stream = self.streams[EVENTS]
+        for ns, name, seq, text in rows:
+            key = ("Event", ns, name)
+            stream.cursor = max(stream.cursor, seq)
+            body = _stamp(json.loads(text), seq)
+            change = "MODIFIED" if key in stream.state else "ADDED"
+            stream.state[key] = body
+            stream.emit(Change(seq, change, "Event", ns, name, body))
+        return bool(rows)
+
+    def _compact(self, floor: int) -> None:
+        try:
+            self._conn.execute("DELETE FROM changes WHERE rv <= ?", (floor,))
+        except sqlite3.OperationalError:   # busy: the next trim tries again
+            log.debug("change feed: compaction deferred", exc_info=True)
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def snapshot(self, stream: str) -> tuple[int, list[tuple[tuple[str, str, str], dict]]]:
+        """(cursor, current objects sorted by key) for a watch without a resourceVersion."""
+        with self.cond:
+            s = self.streams[stream]
+            return s.cursor, sorted(s.state.items())
+
+    def floor(self, stream: str) -> tuple[int, int]:
+        """(floor, cursor): a resume from rv < floor is too old (410)."""
+        with self.cond:
+            s = self.streams[stream]
+            return s.floor, s.cursor
+
+    def wait(self, stream: str, after: int, timeout: float, resets: int = 0) -> list[Change] | None:
+        """Changes with rv > ``after`` (waiting up to ``timeout``); None once closed, after a
+        reset (``resets`` differs), or when ``after`` fell behind the floor while waiting."""
+        with self.cond:
+            s = self.streams[stream]
+            if resets != self.resets:
+                return None
+            found = s.after(after)
+            if not found and not self.closed:
+                self.cond.wait(timeout)
+                found = s.after(after)
+            if self.closed:
+                return None
+            if after < s.floor:
+                return None
+            return found
+
+
+def _stamp(body: dict, rv: int) -> dict:
+    body = copy.deepcopy(body)
+    body.setdefault("metadata", {})["resourceVersion"] = str(rv)
+    return body

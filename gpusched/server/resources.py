@@ -1,0 +1,241 @@
+"""The resource endpoints: list, get, create, update, patch, delete, subresources.
+
+Paths (``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise)::
+
+    <plural>                                    list (all namespaces) / create (cluster-scoped)
+    namespaces/<ns>/<plural>                    list / create
+    [namespaces/<ns>/]<plural>/<name>           get / put / patch / delete
+    [namespaces/<ns>/]<plural>/<name>/<sub>     status (get/put/patch), binding, eviction (post)
+
+Reads run on the cluster worker in a read transaction; writes go through
+``cluster.api_ops`` inside one (group-committed, settled) write transaction. Lists honour
+``labelSelector`` and ``fieldSelector`` (any dotted field, ``=``, ``==``, ``!=``); ``limit`` is
+accepted and every item is returned (no ``continue`` tokens). ``?watch=true`` is handed to
+``server.watch``. Tables are built when the Accept header asks for them.
+
+Deletion is immediate (the grace period elapses at once, as in the embedded cluster);
+``propagationPolicy`` is accepted, dependents are garbage-collected in the background either
+way. ``dryRun`` is refused (400): nothing here can undo a settled write.
+
+Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``server.tables``,
+``server.watch``, ``cluster.api_ops``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from gpusched.cluster import api_ops
+from gpusched.cluster.api_ops import BadRequestError
+from gpusched.errors import GpuschedError, NotFoundError
+from gpusched.objects.kinds import KindInfo
+from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
+from gpusched.server import discovery, patch
+from gpusched.server.http import (Request, Response, error_response, json_response,
+                                  status_response, success_status)
+from gpusched.server.tables import ColumnSource, build_table, wants_table
+
+NAMESPACE_SUBRESOURCES = ("status", "finalize")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource path names."""
+
+    info: KindInfo
+    namespace: str | None        # None: every namespace (lists) / cluster-scoped
+    name: str = ""
+    subresource: str = ""
+
+
+def parse_target(path: str) -> Target | None:
+    """``/api/v1/namespaces/a/pods/p/status`` -> Target(Pod, "a", "p", "status"); None if not one."""
+    parts = path.strip("/").split("/")
+    if parts[:2] == ["api", "v1"]:
+        gv, rest = "v1", parts[2:]
+    elif parts[0] == "apis" and len(parts) >= 3:
+        gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    namespace = None
+    if (len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in NAMESPACE_SUBRESOURCES):
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    info = discovery.find_resource(gv, rest[0])
+    if info is None:
+        return None
+    if info.namespaced and namespace is None and len(rest) > 1:
+        return None
+    return Target(info, namespace if info.namespaced else None, *rest[1:])
+
+
+def plural_name(info: KindInfo) -> str:
+    return f"{info.plural}.{info.group}" if info.group else info.plural
+
+
+class ResourceApi:
+    """Handlers for resource paths; see the module docstring."""
+
+    def __init__(self, worker: Any, feed: Any, columns: ColumnSource | None,
+                 cluster_delete: Any = None) -> None:
+        self.worker = worker
+        self.feed = feed
+        self.columns = columns
+
+    def handle(self, req: Request, target: Target) -> Response:
+        try:
+            return self._dispatch(req, target)
+        except GpuschedError as err:
+            return error_response(err)
+
+    def _dispatch(self, req: Request, t: Target) -> Response:
+        method = req.method
+        if req.query.get("dryRun"):
+            raise BadRequestError("dryRun is not supported by gpusched serve")
+        if not t.name:
+            if method == "GET":
+                if req.query.get("watch") in ("true", "1"):
+                    from gpusched.server.watch import watch_response
+                    return watch_response(self, req, t)
+                return self.list(req, t)
+            if method == "POST":
+                return self.create(req, t)
+            return status_response(405, f"the server does not allow this method on the requested resource")
+        if t.subresource in ("binding", "eviction"):
+            if method != "POST":
+                return status_response(405, "the server does not allow this method on the requested resource")
+            return self.post_subresource(req, t)
+        if t.subresource not in ("", "status"):
+            return status_response(404, f'{plural_name(t.info)} "{t.name}" has no subresource '
+                                   f'"{t.subresource}" in gpusched', "NotFound")
+        if method == "GET":
+            return self.get(req, t)
+        if t.info.kind == "Event":
+            return status_response(405, "events are recorded by the cluster and cannot be changed")
+        if method == "PUT":
+            body = patch.parse_body(req.body, "application/json")
+            ns = t.namespace or ""
+            result = self.worker.write(lambda view: api_ops.replace(
+                view, t.info, ns, t.name, body, t.subresource))
+            return json_response(result)
+        if method == "PATCH":
+            return self.patch(req, t)
+        if method == "DELETE":
+            return self.delete(t)
+        return status_response(405, "the server does not allow this method on the requested resource")
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    def list(self, req: Request, t: Target) -> Response:
+        label_sel = parse_selector(req.query["labelSelector"]) if req.query.get("labelSelector") else None
+        field_sel = parse_field_selector(req.query.get("fieldSelector", ""))
+        kind = t.info.kind
+
+        def read(view: Any) -> tuple[str, list[dict], str]:
+            if kind == "Event":
+                items = [stamp_event(view, e) for e in view.list_events(t.namespace)]
+                rv = str(view.event_counter)
+            else:
+                items = view.list(kind, t.namespace if t.info.namespaced else "")
+                rv = str(view.rv)
+            items = [b for b in items if (label_sel is None or matches(
+                label_sel, (b.get("metadata") or {}).get("labels") or {}))
+                and field_matches(b, field_sel)]
+            return rv, copy.deepcopy(items), view.timestamp()
+
+        rv, items, now = self.worker.read(read)
+        if wants_table(req.accept):
+            return json_response(self.table(t.info, items, now, rv, req))
+        for item in items:
+            item.setdefault("apiVersion", t.info.api_version)
+            item.setdefault("kind", kind)
+        return json_response({"kind": f"{kind}List", "apiVersion": t.info.api_version,
+                              "metadata": {"resourceVersion": rv}, "items": items})
+
+    def table(self, info: KindInfo, items: list[dict], now: str, rv: str, req: Request,
+              with_definitions: bool = True) -> dict:
+        return build_table(info.kind, items, now, self.columns, rv,
+                           req.query.get("includeObject", "Metadata"), with_definitions)
+
+    def get(self, req: Request, t: Target) -> Response:
+        def read(view: Any) -> tuple[dict | None, str]:
+            if t.info.kind == "Event":
+                body = view.events.get((t.namespace, t.name))
+                return (stamp_event(view, body) if body else None), view.timestamp()
+            body = view.get(t.info.kind, t.name, t.namespace or "")
+            return copy.deepcopy(body), view.timestamp()
+
+        body, now = self.worker.read(read)
+        if body is None:
+            raise NotFoundError(plural_name(t.info), t.name)
+        if wants_table(req.accept) and not t.subresource:
+            rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
+            return json_response(self.table(t.info, [body], now, rv, req))
+        return json_response(body)
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def create(self, req: Request, t: Target) -> Response:
+        body = patch.parse_body(req.body, req.content_type or "application/json")
+        if t.info.namespaced and t.namespace is None:
+            ns = str(((body or {}).get("metadata") or {}).get("namespace") or "default") \
+                if isinstance(body, dict) else "default"
+        else:
+            ns = t.namespace or ""
+        result = self.worker.write(lambda view: api_ops.create(view, t.info, ns, body))
+        return json_response(result, 201)
+
+    def patch(self, req: Request, t: Target) -> Response:
+        kind = req.content_type
+        if kind not in patch.PATCH_TYPES:
+            return status_response(415, f'the body of the request was in an unknown format - '
+                                   f'accepted media types include: {", ".join(patch.PATCH_TYPES)}')
+        body = patch.parse_body(req.body, kind)
+        ns = t.namespace or ""
+
+        def write(view: Any) -> tuple[int, dict]:
+            old = view.get(t.info.kind, t.name, ns)
+            if old is None and kind == patch.APPLY and not t.subresource:
+                return 201, api_ops.create(view, t.info, ns, body)
+            if old is None:
+                raise NotFoundError(plural_name(t.info), t.name)
+            new = patch.apply_patch(old, body, kind)
+            return 200, api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
+
+        code, result = self.worker.write(write)
+        return json_response(result, code)
+
+    def delete(self, t: Target) -> Response:
+        ns = t.namespace or ""
+        info = t.info
+
+        def delete(cluster: Any) -> dict:
+            def in_view(view: Any) -> dict:
+                body = api_ops.get_existing(view, info, ns, t.name)
+                last = copy.deepcopy(body)
+                cluster.delete_in(view, info, t.name, ns or "default")
+                return last
+            return cluster.write(in_view)
+
+        return json_response(self.worker.cluster_call(delete))
+
+    def post_subresource(self, req: Request, t: Target) -> Response:
+        if t.info.kind != "Pod":
+            raise NotFoundError(plural_name(t.info), t.name)
+        body = patch.parse_body(req.body, "application/json")
+        ns = t.namespace or "default"
+        if t.subresource == "binding":
+            self.worker.write(lambda view: api_ops.bind(view, ns, t.name, body))
+        else:
+            self.worker.write(lambda view: api_ops.evict(view, ns, t.name))
+        return success_status(201)
+
+
+def stamp_event(view: Any, event: dict) -> dict:
+    """An Event as served: its resourceVersion is its recording sequence number."""
+    meta = event.get("metadata") or {}
+    seq = view.event_seq.get((meta.get("namespace", ""), meta.get("name", "")), 0)
+    return {**event, "metadata": {**meta, "resourceVersion": str(seq)}}

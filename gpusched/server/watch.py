@@ -1,0 +1,115 @@
+"""``?watch=true``: newline-delimited ``{"type", "object"}`` events streamed from the change feed.
+
+- No ``resourceVersion`` (or ``0``): ADDED for every current matching object, then changes.
+- ``resourceVersion=R``: every change after R, in order, each once; R older than the feed's
+  floor gets, as from kube-apiserver, HTTP 200 and one ``ERROR`` event carrying the Status
+  ``410 Expired`` "too old resource version: R (floor)"; the client relists.
+- ``labelSelector`` / ``fieldSelector`` filter on the object (DELETED: on its last state).
+- ``allowWatchBookmarks=true``: a ``BOOKMARK`` with the current resourceVersion after every
+  ``BOOKMARK_SECONDS`` without an event.
+- ``timeoutSeconds`` (default and maximum 30 minutes) ends the stream; so do server shutdown
+  and ``gpusched reset`` (the counters restart; the client relists).
+- A Table request (``kubectl get -w``) gets each object wrapped in a one-row Table; the column
+  definitions come with the first event only, as kube-apiserver sends them.
+
+Neighbours: ``server.resources`` (calls :func:`watch_response`), ``server.feed``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterator
+
+from gpusched.cluster.store import rfc3339
+from gpusched.errors import UsageError
+from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
+from gpusched.server.feed import EVENTS, OBJECTS
+from gpusched.server.http import Request, Response, status_object
+from gpusched.server.tables import wants_table
+
+MAX_TIMEOUT_SECONDS = 1800
+BOOKMARK_SECONDS = 10.0
+WAIT_SLICE_SECONDS = 1.0
+WATCH_CONTENT_TYPE = "application/json"
+
+
+def _line(event_type: str, obj: dict) -> bytes:
+    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def watch_response(api: Any, req: Request, target: Any) -> Response:
+    info = target.info
+    stream = EVENTS if info.kind == "Event" else OBJECTS
+    feed = api.feed
+    label_sel = parse_selector(req.query["labelSelector"]) if req.query.get("labelSelector") else None
+    field_sel = parse_field_selector(req.query.get("fieldSelector", ""))
+    try:
+        timeout = int(req.query.get("timeoutSeconds") or MAX_TIMEOUT_SECONDS)
+    except ValueError:
+        raise UsageError(f'invalid timeoutSeconds "{req.query.get("timeoutSeconds")}"') from None
+    timeout = max(0, min(timeout, MAX_TIMEOUT_SECONDS))
+    rv_text = req.query.get("resourceVersion", "")
+    bookmarks = req.query.get("allowWatchBookmarks") in ("true", "1")
+    table = wants_table(req.accept)
+    resets = feed.resets
+
+    def wanted(kind: str, namespace: str, body: dict) -> bool:
+        if kind != info.kind or (target.namespace is not None and namespace != target.namespace):
+            return False
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        return (label_sel is None or matches(label_sel, labels)) and field_matches(body, field_sel)
+
+    initial: list[tuple[str, dict]] = []
+    if rv_text in ("", "0"):
+        start, state = feed.snapshot(stream)
+        initial = [("ADDED", body) for (kind, ns, _name), body in state if wanted(kind, ns, body)]
+    else:
+        try:
+            start = int(rv_text)
+        except ValueError:
+            raise UsageError(f'invalid resourceVersion "{rv_text}"') from None
+
+    def render(event_type: str, body: dict, first: bool) -> bytes:
+        if not table:
+            return _line(event_type, body)
+        rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        return _line(event_type, api.table(info, [body], rfc3339(feed.clock), rv, req,
+                                           with_definitions=first))
+
+    def events() -> Iterator[bytes]:
+        floor, _cursor = feed.floor(stream)
+        if start < floor:
+            yield _line("ERROR", status_object(
+                410, f"too old resource version: {start} ({floor})", "Expired"))
+            return
+        first = True
+        for event_type, body in initial:
+            yield render(event_type, body, first)
+            first = False
+        position = start
+        deadline = time.monotonic() + timeout
+        last_sent = time.monotonic()
+        while time.monotonic() < deadline:
+            wait = min(WAIT_SLICE_SECONDS, max(0.0, deadline - time.monotonic()))
+            changes = feed.wait(stream, position, wait, resets)
+            if changes is None:
+                if feed.closed or feed.resets != resets:
+                    return
+                yield _line("ERROR", status_object(
+                    410, f"too old resource version: {position} ({feed.floor(stream)[0]})",
+                    "Expired"))
+                return
+            for change in changes:
+                position = change.rv
+                if wanted(change.kind, change.namespace, change.body):
+                    yield render(change.type, change.body, first)
+                    first = False
+                    last_sent = time.monotonic()
+            if bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
+                position = max(position, feed.floor(stream)[1]) if not changes else position
+                yield _line("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
+                                         "metadata": {"resourceVersion": str(position)}})
+                last_sent = time.monotonic()
+
+    return Response(200, content_type=WATCH_CONTENT_TYPE, stream=events())

@@ -1,0 +1,185 @@
+"""The one thread that owns the :class:`~gpusched.cluster.cluster.Cluster` inside ``serve``.
+
+HTTP handler threads hand it work (:meth:`ClusterWorker.read`, :meth:`ClusterWorker.write`) and
+wait for the answer; SQLite connections and the cached view never cross threads.
+
+Group commit: writes queued while the worker was busy run in one transaction, one settle, one
+commit (a burst of 1,000 pod creations costs a few dozen transactions, not 1,000). Each write
+checks everything before it changes the view (``cluster.api_ops``), so a rejected one fails
+alone; an unexpected exception (a bug) rolls the batch back and the writes are retried one by
+one, so only the failing one fails.
+
+Real time: unless ``virtual_clock``, the cluster's clock follows the real elapsed time
+(``time.monotonic``, the only clock read, here and nowhere else): every ``tick`` seconds the
+worker calls ``Cluster.advance`` by the time elapsed since the last tick (controllers and the
+scheduler run at each due event).
+
+Neighbours: ``cluster.cluster`` (write/read/advance); used by ``server.app`` and
+``server.resources``; ``on_commit`` pokes ``server.feed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from gpusched.cluster.cluster import Cluster
+from gpusched.errors import GpuschedError
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 0.25
+MAX_BATCH = 200
+
+
+class ClusterWorker:
+    """See the module docstring."""
+
+    def __init__(self, state_path: str, virtual_clock: bool = False, tick: float = TICK_SECONDS,
+                 on_commit: Callable[[], None] | None = None) -> None:
+        self.state_path = state_path
+        self.virtual_clock = virtual_clock
+        self.tick = tick
+        self.on_commit = on_commit or (lambda: None)
+        self._queue: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="gpusched-cluster", daemon=True)
+
+    def start(self) -> "ClusterWorker":
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    # ---- calls from other threads ------------------------------------------------------------
+
+    def read(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(view)`` in a read transaction on the worker thread; returns its result."""
+        return self._call("read", fn)
+
+    def write(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(view)`` in a (possibly shared) settled write transaction; returns its result."""
+        return self._call("write", fn)
+
+    def cluster_call(self, fn: Callable[[Cluster], Any]) -> Any:
+        """``fn(cluster)`` alone on the worker thread (facade methods: drain, explain, ...)."""
+        return self._call("cluster", fn)
+
+    def _call(self, mode: str, fn: Callable) -> Any:
+        if self._stop.is_set():
+            raise GpuschedError("the server is shutting down")
+        future: Future = Future()
+        self._queue.put((mode, fn, future))
+        return future.result()
+
+    # ---- the worker thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            cluster = Cluster.open(self.state_path)
+            cluster.settle()
+        except BaseException as err:   # reported to start()
+            self._error = err
+            self._ready.set()
+            return
+        self._ready.set()
+        last = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                timeout = None if self.virtual_clock else max(0.0, last + self.tick - time.monotonic())
+                try:
+                    first = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    first = ()
+                if first is None:
+                    break
+                if first:
+                    self._serve(cluster, first)
+                if not self.virtual_clock and time.monotonic() - last >= self.tick:
+                    now = time.monotonic()
+                    self._advance(cluster, now - last)
+                    last = now
+        finally:
+            cluster.close()
+            self._fail_pending()
+
+    def _advance(self, cluster: Cluster, seconds: float) -> None:
+        try:
+            cluster.advance(seconds)
+        except Exception:
+            log.exception("real-time clock: advance failed")
+        self.on_commit()
+
+    def _serve(self, cluster: Cluster, first: tuple) -> None:
+        mode, fn, future = first
+        if mode != "write":
+            _run_into(future, lambda: cluster.read(fn) if mode == "read" else fn(cluster))
+            if mode == "cluster":
+                self.on_commit()
+            return
+        batch = [first]
+        while len(batch) < MAX_BATCH:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None or item[0] != "write":
+                self._queue.put(item)   # handled after this batch (order among reads is kept)
+                break
+            batch.append(item)
+        self._write_batch(cluster, batch)
+        self.on_commit()
+
+    def _write_batch(self, cluster: Cluster, batch: list) -> None:
+        results: list[tuple[bool, Any]] = []
+
+        def run_all(view: Any) -> None:
+            for _mode, fn, _future in batch:
+                try:
+                    results.append((True, fn(view)))
+                except GpuschedError as err:
+                    results.append((False, err))
+
+        try:
+            cluster.write(run_all)
+        except Exception:
+            if len(batch) == 1:
+                _run_into(batch[0][2], lambda: cluster.write(batch[0][1]))
+                return
+            log.debug("group commit failed; retrying the writes one by one", exc_info=True)
+            for _mode, fn, future in batch:
+                _run_into(future, lambda fn=fn: cluster.write(fn))
+            return
+        for (ok, value), (_mode, _fn, future) in zip(results, batch):
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def _fail_pending(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item:
+                item[2].set_exception(GpuschedError("the server is shutting down"))
+
+
+def _run_into(future: Future, fn: Callable[[], Any]) -> None:
+    try:
+        future.set_result(fn())
+    except BaseException as err:   # delivered to the waiting handler thread
+        future.set_exception(err)
