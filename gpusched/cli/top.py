@@ -102,7 +102,10 @@ def gpu_model(node: dict) -> str:
             or (meta.get("labels") or {}).get("nvidia.com/gpu.product") or "-")
 
 
-def top_nodes(nodes: list[dict], pods: list[dict]) -> str:
+def top_nodes(nodes: list[dict], pods: list[dict],
+              gpu_use: dict[str, tuple[float, int, int]] | None = None) -> str:
+    """``gpu_use``: node -> (GPU util %, framebuffer used MiB, total MiB), from
+    ``cli.monitor.node_gpu_use``; adds the GPU-UTIL and GPU-MEM columns."""
     by_node: dict[str, list[dict]] = defaultdict(list)
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
@@ -117,11 +120,16 @@ def top_nodes(nodes: list[dict], pods: list[dict]) -> str:
         rows.append([name, model, count or "-", *(usage.cell(c) for c in CLASSES),
                      _resource_cell("cpu", requested.get("cpu", 0), totals["cpu"]),
                      _resource_cell("memory", requested.get("memory", 0), totals["memory"])])
+        if gpu_use is not None:
+            util, used, total = gpu_use.get(name, (0.0, 0, 0))
+            rows[-1] += ([f"{util:.0f}%", f"{used / 1024:.1f}/{total / 1024:.0f}Gi "
+                          f"({used * 100 // total}%)"] if total else ["-", "-"])
         if model != "-":
             nodes_, gpus, total = per_model.setdefault(model, [0, 0, Usage()])
             per_model[model] = [nodes_ + 1, gpus + count, total]
             total.add(usage)
-    text = render_table(["NAME", "GPU-MODEL", "GPUS", "WHOLE", "SHARED", "MIG", "CPU", "MEMORY"], rows)
+    header = ["NAME", "GPU-MODEL", "GPUS", "WHOLE", "SHARED", "MIG", "CPU", "MEMORY"]
+    text = render_table(header + (["GPU-UTIL", "GPU-MEM"] if gpu_use is not None else []), rows)
     if per_model:
         summary = [[model, n, g, *(u.cell(c) for c in CLASSES)]
                    for model, (n, g, u) in sorted(per_model.items())]
@@ -135,11 +143,15 @@ def _resource_cell(resource: str, used: int, total: int) -> str:
 
 
 def cmd_top(args: argparse.Namespace) -> int:
+    from gpusched.cli.monitor import cmd_top_pods, node_gpu_use
+    if args.what in ("pods", "pod", "po"):
+        return cmd_top_pods(args)
     with open_cluster(args) as cluster:
         nodes = cluster.get("Node")
         pods = cluster.get("Pod", all_namespaces=True)
+        gpu_use = node_gpu_use(cluster.view())
     if not nodes:
         print("No resources found", file=sys.stderr)
         return 0
-    print(top_nodes(nodes, pods))
+    print(top_nodes(nodes, pods, gpu_use))
     return 0
