@@ -1,0 +1,61 @@
+"""The web page in headless Chromium (Playwright driving the system browser): it loads, shows the
+lab cluster, and updates live when a pod is applied; a screenshot goes to test-artifacts/web.png."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.server.test_secondary_e2e import REPO, served  # noqa: F401 - the fixture
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def page(tmp_path):
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1280, "height": 800})
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+
+
+def test_page_shows_the_lab_cluster_and_updates_live(served, page):  # noqa: F811
+    page.goto(served.url + "/")
+    page.wait_for_selector('.node[data-node="gpu-node-1"] .cell')
+    cells = page.locator('.cell[data-node="gpu-node-1"]')
+    assert cells.count() == 8
+    assert page.locator('.cell[data-node="gpu-node-2"]').count() == 4
+    assert page.locator(".cell.occupied").count() == 0
+    title = cells.first.get_attribute("title")
+    assert title == "GPU 0 whole GPU: free"
+    page.wait_for_selector("#live.on")                     # watch streams are open
+
+    served.create_pod("train", gpus=2)                      # no reload from here on
+    page.wait_for_selector('.cell.occupied[data-pod="default/train"]', timeout=15_000)
+    held = page.locator('.cell.occupied[data-pod="default/train"]')
+    assert held.count() == 2
+    assert "default/train (priority 0)" in held.first.get_attribute("title")
+    page.wait_for_function("document.querySelector('#events tbody').textContent"
+                           ".includes('Successfully assigned default/train')")
+    assert page.locator('#chart polyline[data-series="allocation"]').count() == 1
+
+    page.select_option("#colour-by", "priority")
+    assert "priority 0" in page.locator("#legend").inner_text()
+    artifacts = REPO / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    page.screenshot(path=str(artifacts / "web.png"), full_page=True)
+    assert (artifacts / "web.png").stat().st_size > 0
