@@ -149,3 +149,105 @@ def slurm_conf_of(args: argparse.Namespace) -> str:
 
 def _add_slurm_group(subparsers) -> None:
     """``slurm config|submit|jobs|cancel`` (real Slurm; see docs/slurm.md)."""
+    slurm = subparsers.add_parser("slurm", help="Slurm: config from the cluster, real jobs")
+    sub = slurm.add_subparsers(dest="slurm_command", metavar="COMMAND", required=True)
+    p = sub.add_parser("config", help="write slurm.conf and gres.conf from Nodes/NodePools")
+    p.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                   help="manifests with NodePools/Nodes/PriorityClasses (default: the cluster state)")
+    p.add_argument("--out", default=".", help="folder for slurm.conf and gres.conf")
+    p.add_argument("--cluster-name", default="gpusched")
+    p.add_argument("--controller", default="slurmctld", help="SlurmctldHost (production)")
+    p.add_argument("--test-harness", metavar="DIR", default=None,
+                   help="local test settings: auth/none, free loopback ports, paths and fake "
+                        "GPU devices under DIR")
+    p.set_defaults(handler=cmd_slurm_config)
+    p = sub.add_parser("submit", help="submit a Job/Pod manifest or an sbatch script to Slurm")
+    p.add_argument("script", nargs="?", help="an sbatch script, passed through")
+    p.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                   help="Job or Pod manifests (PriorityClasses in them give --priority values)")
+    p.add_argument("--chdir", default=None, help="working folder of the job (its output files)")
+    p.add_argument("--slurm-conf", default=None, help="slurm.conf (default: $SLURM_CONF)")
+    p.set_defaults(handler=cmd_slurm_submit)
+    p = sub.add_parser("jobs", help="Slurm jobs shown as pods (NAME READY STATUS NODE GPUS)")
+    p.add_argument("-o", "--output", choices=("json",), default=None)
+    p.add_argument("--slurm-conf", default=None)
+    p.set_defaults(handler=cmd_slurm_jobs)
+    p = sub.add_parser("cancel", help="scancel Slurm jobs")
+    p.add_argument("job_ids", nargs="+", metavar="ID")
+    p.add_argument("--slurm-conf", default=None)
+    p.set_defaults(handler=cmd_slurm_cancel)
+
+
+def cmd_slurm_config(args: argparse.Namespace) -> int:
+    from gpusched.backends.slurm import config
+
+    if args.filename:
+        from gpusched.cli.commands import load
+        nodes, classes = config.inventory([m.obj for m in load(args.filename)])
+    else:
+        from gpusched.cli.commands import open_cluster
+        with open_cluster(args) as cluster:
+            nodes = cluster.get("nodes")
+            classes = cluster.get("priorityclasses")
+    if not nodes:
+        raise UsageError("no Nodes or NodePools: give manifests with -f or apply them first")
+    harness = None
+    if args.test_harness:
+        root = os.path.abspath(args.test_harness)
+        names = sorted(n["metadata"]["name"] for n in nodes)
+        ports = config.free_ports(2 + len(names))
+        harness = config.Harness(root, ports[0], ports[1], dict(zip(names, ports[2:])))
+    generated = config.generate(nodes, classes, args.cluster_name, harness, args.controller)
+    for path in config.write(generated, args.out, harness):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_slurm_submit(args: argparse.Namespace) -> int:
+    from gpusched.backends.slurm import client, translate
+
+    conf = slurm_conf_of(args)
+    if args.script and args.filename:
+        raise UsageError("give either an sbatch script or -f manifests, not both")
+    if args.script:
+        print(client.submit_file(args.script, conf, args.chdir))
+        return 0
+    if not args.filename:
+        raise UsageError("nothing to submit: give an sbatch script or -f job.yaml")
+    from gpusched.cli.commands import load
+    objects = [m.obj for m in load(args.filename)]
+    values = {pc["metadata"]["name"]: int(pc.get("value", 0))
+              for pc in objects if pc.get("kind") == "PriorityClass"}
+    for obj in objects:
+        if obj.get("kind") not in ("Job", "Pod"):
+            continue
+        request = translate.translate(obj, values)
+        for warning in request.warnings:
+            print(f"warning: {request.name}: {warning}", file=sys.stderr)
+        job_id = client.submit(request.options, request.script, conf, args.chdir)
+        print(f"Submitted batch job {job_id} ({obj['kind'].lower()}/{request.name})")
+    return 0
+
+
+def cmd_slurm_jobs(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from gpusched.backends.slurm import client
+    from gpusched.cli.output import render_table
+
+    found = client.jobs(slurm_conf_of(args))
+    if args.output == "json":
+        print(dump_json([asdict(j) for j in found]))
+        return 0
+    rows = [(f"{j.name}-{j.job_id}", "1/1" if j.phase == "Running" else "0/1",
+             j.reason if j.phase == "Failed" else j.phase, j.node or "<none>", j.gpus or "-")
+            for j in found]
+    print(render_table(("NAME", "READY", "STATUS", "NODE", "GPUS"), rows))
+    return 0
+
+
+def cmd_slurm_cancel(args: argparse.Namespace) -> int:
+    from gpusched.backends.slurm import client
+
+    client.cancel(args.job_ids, slurm_conf_of(args))
+    return 0
