@@ -92,6 +92,7 @@ class ChangeFeed:
         self.cond = threading.Condition()
         self.closed = False
         self.resets = 0
+        self._poll_lock = threading.Lock()
         self.clock = 0.0      # the cluster's virtual clock at the last poll (table AGE columns)
         self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
                                      check_same_thread=False)
@@ -130,7 +131,8 @@ class ChangeFeed:
             self.cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self._conn.close()
+        with self._poll_lock:
+            self._conn.close()
 
     def poke(self) -> None:
         """Poll now (called after the server's own writes) instead of at the next interval."""
@@ -143,7 +145,7 @@ class ChangeFeed:
                 if self.closed:
                     return
             try:
-                self.poll()
+                self.sync()
             except sqlite3.Error:
                 log.warning("change feed: poll failed", exc_info=True)
             with self.cond:
@@ -151,8 +153,15 @@ class ChangeFeed:
                     return
                 self.cond.wait(self.poll_seconds)
 
+    def sync(self) -> None:
+        """Catch up with the store now (a watch starting checks its resourceVersion after it)."""
+        with self._poll_lock:
+            if not self.closed:
+                self.poll()
+
     def poll(self) -> None:
-        """Read what was committed since the last poll and append it to the streams."""
+        """Read what was committed since the last poll and append it to the streams (callers
+        hold ``_poll_lock``: the connection is shared by the feed thread and :meth:`sync`)."""
         conn = self._conn
         conn.execute("BEGIN")
         try:

@@ -78,6 +78,7 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
                                            with_definitions=first))
 
     def events() -> Iterator[bytes]:
+        feed.sync()
         floor, _cursor = feed.floor(stream)
         if start < floor:
             yield _line("ERROR", status_object(
