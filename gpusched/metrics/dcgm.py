@@ -73,6 +73,7 @@ INTEGER_FIELDS = frozenset({
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE"})
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"   # the text format Prometheus 2.x reads
 HOSTNAME_LABEL = "Hostname"       # released dcgm-exporter spelling (4.3); configurable in render
 
 

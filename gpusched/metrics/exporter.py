@@ -17,10 +17,11 @@ import signal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from gpusched.metrics import dcgm
+from gpusched.metrics.dcgm import CONTENT_TYPE
 from gpusched.metrics.dcgm import GpuSource
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def make_server(host: str, port: int, body: Callable[[], bytes]) -> ThreadingHTT
                 return
             data = body()
             self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -11,9 +11,10 @@ Neighbours: ``dcgm``, ``cluster_source``, ``cluster_metrics``; called by ``serve
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from gpusched.metrics import dcgm
+from gpusched.metrics.dcgm import CONTENT_TYPE
 from gpusched.metrics.cluster_metrics import ClusterCollector
 from gpusched.metrics.cluster_source import ClusterSource
 
@@ -28,4 +29,4 @@ def render_view(view, prices: dict[str, float] | None = None) -> bytes:
 
 def render_cluster(cluster, prices: dict[str, float] | None = None) -> tuple[str, bytes]:
     """(content type, body) of ``/metrics`` for a ``gpusched.cluster.cluster.Cluster``."""
-    return CONTENT_TYPE_LATEST, render_view(cluster.view(), prices)
+    return CONTENT_TYPE, render_view(cluster.view(), prices)

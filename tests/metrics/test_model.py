@@ -1,0 +1,105 @@
+"""The cluster GPU model: shared utilization, power within limits, energy monotonic, cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusched.metrics import cost, gpu_model
+from gpusched.metrics.cluster_source import ClusterSource
+from tests.metrics.conftest import NODES, TIME_SLICING, apply, pod
+
+
+def gpu(cluster, node: str, index: int = 0):
+    return next(g for g in ClusterSource(cluster.view()).gpus() if g.node == node and g.gpu == index)
+
+
+def values(cluster, node: str, name: str) -> list[float]:
+    return [s.values[name] for s in ClusterSource(cluster.view()).samples()
+            if s.hostname == node and name in s.values and not s.gpu_instance_profile]
+
+
+@pytest.mark.parametrize("utils,expected", [((30,), 30), ((30, 40), 70), ((70, 60), 100),
+                                             ((50, 50, 50, 50), 100)],
+                         ids=["one", "two-sum", "capped", "four-capped"])
+def test_time_sliced_pods_share_the_gpu_utilization(cluster, utils, expected):
+    apply(cluster, NODES, TIME_SLICING)
+    apply(cluster, *(pod(f"p{i}", node="t4-node", util=u) for i, u in enumerate(utils)))
+    assert gpu(cluster, "t4-node").util == expected
+
+
+@pytest.mark.parametrize("model", sorted(gpu_model.PHYSICS))
+def test_power_stays_within_idle_and_tdp(model):
+    physics = gpu_model.physics_of(model)
+    assert [gpu_model.power_w(physics, u) for u in (-5, 0, 100, 250)] == [
+        physics.idle_w, physics.idle_w, physics.tdp_w, physics.tdp_w]
+
+
+def test_workload_defaults_by_owner():
+    job = {"metadata": {"ownerReferences": [{"kind": "Job"}]}}
+    rs = {"metadata": {"ownerReferences": [{"kind": "ReplicaSet"}]}}
+    assert [gpu_model.pod_util(p) for p in (job, rs, {"metadata": {}})] == [90, 40, 60]
+
+
+def test_energy_grows_and_survives_pod_deletion(cluster):
+    apply(cluster, NODES, TIME_SLICING)
+    apply(cluster, pod("w", util=100, node="t4-node"))
+    physics = gpu_model.physics_of("T4")
+    readings = []
+    for step in range(3):
+        cluster.advance(600)
+        readings.append(values(cluster, "t4-node", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")[0])
+    cluster.delete("Pod", "w")
+    readings.append(values(cluster, "t4-node", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")[0])
+    cluster.advance(600)
+    readings.append(values(cluster, "t4-node", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")[0])
+    assert readings == sorted(readings) and readings[3] == readings[2]
+    assert readings[1] - readings[0] == pytest.approx(physics.tdp_w * 600 * 1000, rel=1e-6)
+    assert readings[4] - readings[3] == pytest.approx(physics.idle_w * 600 * 1000, rel=1e-6)
+
+
+def test_temperature_approaches_steady_state(cluster):
+    apply(cluster, NODES, TIME_SLICING)
+    apply(cluster, pod("w", util=100, node="t4-node"))
+    physics = gpu_model.physics_of("T4")
+    temps = []
+    for _ in range(4):
+        cluster.advance(60)
+        temps.append(values(cluster, "t4-node", "DCGM_FI_DEV_GPU_TEMP")[0])
+    assert temps == sorted(temps) and temps[0] > physics.idle_c
+    cluster.advance(3600)
+    assert values(cluster, "t4-node", "DCGM_FI_DEV_GPU_TEMP")[0] == physics.full_c
+
+
+def test_gpu_hours_accumulate_on_the_virtual_clock(cluster):
+    apply(cluster, NODES, TIME_SLICING)
+    apply(cluster, pod("two", gpus=2, node="gpu-node-1", duration="30m", priority_class=None),
+          pod("ts", node="t4-node", ns="default"))
+    cluster.advance(3600)
+    cluster.delete("Pod", "ts")
+    cluster.advance(3600)
+    rows = cost.usage(ClusterSource(cluster.view()).gpus(), cluster.now(), cost.DEFAULT_PRICES)
+    by_model = {r.model: r.gpu_hours for r in rows}
+    assert by_model == pytest.approx({"A100-40GB": 1.0, "T4": 0.25})   # 2 x 30m; 1/4 replica x 1h
+    dollars = {m: d for m, _, d in cost.grouped(rows, "model")}
+    assert dollars["A100-40GB"] == pytest.approx(cost.DEFAULT_PRICES["A100-40GB"])
+    last_hour = cost.usage(ClusterSource(cluster.view()).gpus(), cluster.now(),
+                           cost.DEFAULT_PRICES, since=cluster.now() - 3600)
+    assert last_hour == []
+
+
+@pytest.mark.parametrize("text,error", [("A100-40GB: -1", "non-negative"), ("[1, 2]", "mapping"),
+                                        ("a: [", "not valid")], ids=["negative", "list", "broken"])
+def test_price_file_mistakes_are_one_line_errors(tmp_path, text, error):
+    from gpusched.errors import UsageError
+    path = tmp_path / "prices.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=error) as info:
+        cost.load_prices(str(path))
+    assert "\n" not in str(info.value)
+
+
+def test_price_file_overrides_one_model(tmp_path):
+    path = tmp_path / "prices.json"
+    path.write_text('{"T4": 0.5}')
+    prices = cost.load_prices(str(path))
+    assert prices["T4"] == 0.5 and prices["A100-40GB"] == cost.DEFAULT_PRICES["A100-40GB"]
