@@ -79,8 +79,7 @@ def plural_name(info: KindInfo) -> str:
 class ResourceApi:
     """Handlers for resource paths; see the module docstring."""
 
-    def __init__(self, worker: Any, feed: Any, columns: ColumnSource | None,
-                 cluster_delete: Any = None) -> None:
+    def __init__(self, worker: Any, feed: Any, columns: ColumnSource | None) -> None:
         self.worker = worker
         self.feed = feed
         self.columns = columns

@@ -1,0 +1,106 @@
+"""Status errors: malformed and invalid bodies change nothing; conflicts; tokens; TLS off loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+
+import pytest
+import yaml
+
+from tests.server.conftest import start_serve, stop
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def pod(name: str, **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "path", "raw", "content_type", "code", "reason", "message"), [
+    ("POST", PODS, b"{not json", "application/json", 400, "BadRequest", "could not be decoded"),
+    ("POST", PODS, b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[]}}',
+     "application/json", 422, "Invalid", 'The Pod "x" is invalid: spec.containers: Required value'),
+    ("POST", PODS, b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}',
+     "application/json", 400, "BadRequest", "does not match the expected kind (Pod)"),
+    ("PATCH", PODS + "/keep", b"[{", "application/json-patch+json", 400, "BadRequest", "could not be decoded"),
+    ("PATCH", PODS + "/keep", b'{"spec":{"containers":[{"name":"c","image":"other"},{"name":"d","image":"x"}]}}',
+     "application/strategic-merge-patch+json", 422, "Invalid", "pod updates may not change fields"),
+    ("PATCH", PODS + "/keep", b"{}", "text/plain", 415, "UnsupportedMediaType", "unknown format"),
+    ("GET", PODS + "/missing", b"", "application/json", 404, "NotFound", 'pods "missing" not found'),
+], ids=["malformed-json", "invalid-pod", "wrong-kind", "malformed-json-patch", "immutable-pod-spec",
+        "unknown-patch-type", "not-found"])
+def test_bad_requests_get_status_objects_and_change_nothing(serve, method, path, raw, content_type,
+                                                              code, reason, message):
+    assert serve.request("POST", PODS, pod("keep"))[0] == 201
+    _, before = serve.request("GET", PODS)
+    status, body = serve.request(method, path, raw=raw, headers={"Content-Type": content_type})
+    assert status == code
+    assert (body["kind"], body["status"], body["code"], body["reason"]) == ("Status", "Failure", code, reason)
+    assert message in body["message"]
+    _, after = serve.request("GET", PODS)
+    assert after == before
+
+
+@pytest.mark.slow
+def test_stale_resource_version_is_a_409_conflict(serve):
+    _, created = serve.request("POST", "/api/v1/namespaces/default/configmaps",
+                               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
+    stale = dict(created, data={"a": "1"})
+    assert serve.request("PUT", "/api/v1/namespaces/default/configmaps/cm", stale)[0] == 200
+    status, body = serve.request("PUT", "/api/v1/namespaces/default/configmaps/cm", dict(stale, data={"a": "2"}))
+    assert (status, body["reason"]) == (409, "Conflict")
+    assert body["message"] == ('Operation cannot be fulfilled on configmaps "cm": the object has been '
+                               "modified; please apply your changes to the latest version and try again")
+    assert serve.request("POST", "/api/v1/namespaces/default/configmaps", created)[1]["reason"] == "AlreadyExists"
+
+
+@pytest.mark.slow
+def test_token_required_when_asked_on_loopback(tmp_path):
+    served = start_serve(tmp_path, "--virtual-clock", "--require-token")
+    try:
+        status, body = served.request("GET", "/api/v1/nodes")
+        assert (status, body["reason"], body["code"]) == (401, "Unauthorized", 401)
+        assert served.request("GET", "/api/v1/nodes", token="wrong")[0] == 401
+        kubeconfig = next(line for line in served.lines if line.startswith("kubeconfig"))
+        path = kubeconfig.split(": ", 1)[1]
+        token = yaml.safe_load(open(path))["users"][0]["user"]["token"]
+        assert served.request("GET", "/api/v1/nodes", token=token)[0] == 200
+    finally:
+        assert stop(served.process) == 0
+
+
+def _non_loopback_address() -> str | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))   # TEST-NET: no packet is sent
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+@pytest.mark.slow
+def test_non_loopback_bind_serves_tls_and_refuses_requests_without_token(tmp_path):
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address (the token check is tested "
+                    "on loopback with --require-token)")
+    served = start_serve(tmp_path, "--virtual-clock", "--host", address)
+    try:
+        assert served.url.startswith(f"https://{address}:")
+        assert served.request("GET", "/version")[0] == 401
+        path = next(line for line in served.lines if line.startswith("kubeconfig")).split(": ", 1)[1]
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        config = yaml.safe_load(open(path))
+        token = config["users"][0]["user"]["token"]
+        assert served.request("GET", "/version", token=token)[0] == 200
+        env = {**os.environ, "HOME": str(served.home), "KUBECONFIG": path}
+        nodes = subprocess.run(["kubectl", "get", "nodes"], capture_output=True, text=True, env=env,
+                               timeout=60)
+        assert nodes.returncode == 0, nodes.stderr   # kubectl verifies the self-signed certificate
+    finally:
+        assert stop(served.process) == 0
