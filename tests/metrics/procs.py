@@ -1,0 +1,48 @@
+"""Process helpers for the live tests: free ports, start/stop by PID, polling (no fixed sleeps)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Callable
+
+GPUSCHED = [sys.executable, "-m", "gpusched"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def poll(check: Callable[[], object], timeout: float = 30.0, what: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = check()
+        except OSError:
+            result = None
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.read()
+
+
+def stop(proc: subprocess.Popen) -> int:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode
