@@ -65,7 +65,7 @@ def cmd_sbatch(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         if args.dry_run:
             from gpusched.cli.output import to_yaml
-            with cluster._read() as view:     # read transaction: nothing is created
+            with cluster.reading() as view:     # read transaction: nothing is created
                 print(to_yaml(batch.job_manifest(view, job, batch.next_job_id(view))).rstrip())
             return 0
         job_id = batch.submit(cluster, job)
@@ -92,7 +92,7 @@ def cmd_squeue(args: argparse.Namespace) -> int:
     from gpusched.cluster import batch
 
     with open_cluster(args) as cluster:
-        with cluster._read() as view:
+        with cluster.reading() as view:
             rows = batch.squeue_rows(view)
     print(format_squeue(rows))
     return 0
@@ -130,7 +130,7 @@ def cmd_sinfo(args: argparse.Namespace) -> int:
     from gpusched.cluster import batch
 
     with open_cluster(args) as cluster:
-        with cluster._read() as view:
+        with cluster.reading() as view:
             rows = batch.sinfo_rows(view, per_node=args.per_node)
     print(format_sinfo(rows, args.per_node))
     return 0

@@ -53,7 +53,7 @@ ANN_ARRAY = "gpusched.io/slurm-array"        # the array's task ids, "0,1,2,3"
 def submit(cluster, job: SbatchJob, namespace: str = "default") -> int:
     """Create the Job for ``job`` and return its id (see the module docstring)."""
     # The id and the Job are written in one store transaction (the facade's write context).
-    with cluster._write() as view:
+    with cluster.writing() as view:
         job_id = next_job_id(view, namespace)
         body = job_manifest(view, job, job_id, namespace)
         apply_one(view, Manifest(job.source, 0, {
@@ -161,7 +161,7 @@ def cancel(cluster, job_id: str, namespace: str = "default") -> None:
     base = job_id.split("_")[0]
     if not base.isdigit():
         raise UsageError(f"Invalid job id specified: {job_id}")
-    with cluster._write() as view:
+    with cluster.writing() as view:
         if find_job(view, base, namespace) is None:
             raise UsageError(f"Kill job error on job id {job_id}: Invalid job id specified")
         view.delete("Job", job_object_name(base), namespace)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -305,6 +305,14 @@ class Cluster:
         """Run ``fn(view)`` in a read transaction; ``fn`` must not change the view."""
         with self._read() as view:
             return fn(view)
+
+    def writing(self, settle: bool = True) -> AbstractContextManager[View]:
+        """``with cluster.writing() as view:`` one write transaction, as :meth:`write`."""
+        return self._write(settle)
+
+    def reading(self) -> AbstractContextManager[View]:
+        """``with cluster.reading() as view:`` one read transaction, as :meth:`read`."""
+        return self._read()
 
     def delete_in(self, view: View, info: KindInfo, name: str, namespace: str) -> None:
         """``delete`` inside a caller's transaction (see :meth:`write`)."""
