@@ -86,6 +86,40 @@ class Served:
     def kubectl_env(self) -> dict[str, str]:
         return {**os.environ, "HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)}
 
+    def cli(self, *args: str) -> str:
+        """``gpusched --state STATE ARGS`` that must succeed; returns its stdout."""
+        done = self.gpusched(*args)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def json(self, path: str, body: object = None) -> dict:
+        """GET (or POST with a body) that must succeed; returns the parsed object."""
+        status, reply = self.request("POST" if body is not None else "GET", path, body)
+        assert 200 <= status < 300 and isinstance(reply, dict), (status, reply)
+        return reply
+
+    def pod(self, name: str, namespace: str = "default") -> dict:
+        return self.json(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def create_pod(self, name: str, gpus: int, scheduler: str = "") -> dict:
+        spec: dict = {"containers": [{"name": "c", "image": "busybox",
+                                      "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}
+        if scheduler:
+            spec["schedulerName"] = scheduler
+        return self.json("/api/v1/namespaces/default/pods",
+                         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+
+
+def wait_for(predicate, what: str, timeout: float = READY_SECONDS):
+    """Poll ``predicate`` until it returns something truthy (no fixed sleeps)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
 
 def _wait_ready(served: Served) -> None:
     deadline = time.monotonic() + READY_SECONDS
@@ -153,3 +187,10 @@ def realtime_serve(tmp_path: Path):
     served = start_serve(tmp_path)
     yield served
     assert stop(served.process) == 0
+
+
+@pytest.fixture
+def lab_serve(realtime_serve: Served) -> Served:
+    """A real-time ``gpusched serve`` holding the lab cluster of ``examples/cluster.yaml``."""
+    realtime_serve.cli("apply", "-f", str(REPO_ROOT / "examples" / "cluster.yaml"))
+    return realtime_serve

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.test_secondary_e2e import REPO, served  # noqa: F401 - the fixture
+from tests.conftest import REPO_ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -33,7 +33,8 @@ def page(tmp_path):
             browser.close()
 
 
-def test_page_shows_the_lab_cluster_and_updates_live(served, page):  # noqa: F811
+def test_page_shows_the_lab_cluster_and_updates_live(lab_serve, page):
+    served = lab_serve
     page.goto(served.url + "/")
     page.wait_for_selector('.node[data-node="gpu-node-1"] .cell')
     cells = page.locator('.cell[data-node="gpu-node-1"]')
@@ -55,7 +56,7 @@ def test_page_shows_the_lab_cluster_and_updates_live(served, page):  # noqa: F81
 
     page.select_option("#colour-by", "priority")
     assert "priority 0" in page.locator("#legend").inner_text()
-    artifacts = REPO / "test-artifacts"
+    artifacts = REPO_ROOT / "test-artifacts"
     artifacts.mkdir(exist_ok=True)
     page.screenshot(path=str(artifacts / "web.png"), full_page=True)
     assert (artifacts / "web.png").stat().st_size > 0
