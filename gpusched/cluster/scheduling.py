@@ -180,7 +180,12 @@ def schedule_pending(view: View) -> None:
     for uid in [u for u in view.attempts if u not in live]:
         del view.attempts[uid]
     todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
+    from gpusched.cluster.backfill import schedule_in_order, scheduler_mode
+    mode = scheduler_mode(view)      # ConfigMap kube-system/gpusched-scheduler, docs/backfill.md
     if not todo:
+        return
+    if mode.mode != "default":
+        schedule_in_order(view, mode, pending, todo)
         return
     snapshot, order = build_snapshot(view)
     scheduler = make_scheduler(snapshot, view)

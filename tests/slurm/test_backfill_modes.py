@@ -1,0 +1,130 @@
+"""The three queue orders through the ``Cluster`` facade on one 8-GPU node.
+
+Scenario (virtual seconds): ``r1`` (2 GPUs, limit 100s) and ``r2`` (2 GPUs, limit 300s) run;
+``big`` (8 GPUs, high priority) cannot start before both end, so its reservation is the node at
+t=300. Then ``short`` (2 GPUs, limit 200s, ends before 300) and ``long`` (2 GPUs, limit 500s)
+arrive at low priority, and 4 GPUs are free:
+
+- default (kube-scheduler): both start; ``big`` waits until ``long`` ends (t=500);
+- strict: neither starts while ``big`` waits; ``big`` starts at 300;
+- backfill: ``short`` starts, ``long`` is held (it would delay ``big``); ``big`` starts at 300.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from gpusched.cluster.cluster import Cluster
+from gpusched.errors import UsageError
+from tests.cluster.builders import apply, join, pool, priority_class
+
+
+def job_pod(name: str, gpus: int, limit: int, run: int | None = None, pc: str = "low") -> str:
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "annotations": {
+            "gpusched.io/time-limit": str(limit), "gpusched.io/duration": f"{run or limit}s"}},
+        "spec": {**({"priorityClassName": pc} if pc else {}), "containers": [{
+            "name": "c", "image": "train", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}})
+
+
+NAMESPACE = yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": "kube-system"}})
+
+
+def mode_config(mode: str, depth: str = "1") -> str:
+    return NAMESPACE + "---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "gpusched-scheduler", "namespace": "kube-system"},
+                           "data": {"mode": mode, "backfillDepth": depth}})
+
+
+def start(cluster: Cluster, name: str) -> float | None:
+    pod = cluster.get("pods", [name])[0]
+    text = (pod["metadata"].get("annotations") or {}).get("gpusched.io/start-time")
+    return float(text) if text is not None else None
+
+
+def scheduled_message(cluster: Cluster, name: str) -> str:
+    pod = cluster.get("pods", [name])[0]
+    return next(c.get("message", "") for c in pod["status"]["conditions"]
+                if c["type"] == "PodScheduled")
+
+
+def scenario(tmp_path, mode: str) -> Cluster:
+    cluster = Cluster.open(str(tmp_path / f"{mode}.db"))
+    apply(cluster, join(pool("gpu", gpus=8), priority_class("high", 1000, policy="Never"),
+                        priority_class("low", 100, policy="Never")))
+    if mode != "default":
+        apply(cluster, mode_config(mode))
+    apply(cluster, join(job_pod("r1", 2, 100), job_pod("r2", 2, 300)))
+    apply(cluster, job_pod("big", 8, 1000, pc="high"))
+    apply(cluster, join(job_pod("short", 2, 200), job_pod("long", 2, 500)))
+    return cluster
+
+
+# mode -> (short starts at, long starts at, big starts at) after the clock reaches 1300s
+EXPECTED = {
+    "default": (0.0, 0.0, 500.0),
+    "strict": (1300.0, 1300.0, 300.0),
+    "backfill": (0.0, 1300.0, 300.0),
+}
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED), ids=list(EXPECTED))
+def test_three_orders(tmp_path, mode):
+    with scenario(tmp_path, mode) as cluster:
+        assert [start(cluster, n) for n in ("r1", "r2")] == [0.0, 0.0]
+        cluster.advance(1300)
+        assert tuple(start(cluster, n) for n in ("short", "long", "big")) == EXPECTED[mode]
+
+
+@pytest.mark.parametrize("mode,pod,message", [
+    ("backfill", "long", "0/1 nodes are available: waiting for backfill reservation of "
+                         "default/big on {node} at +5m."),
+    ("strict", "short", "0/1 nodes are available: waiting for default/big to start first "
+                        "(strict priority order; reserved {node} at +5m)."),
+    ("strict", "long", "0/1 nodes are available: waiting for default/big to start first "
+                       "(strict priority order; reserved {node} at +5m)."),
+], ids=["backfill-holds-long", "strict-holds-short", "strict-holds-long"])
+def test_held_pod_says_why(tmp_path, mode, pod, message):
+    with scenario(tmp_path, mode) as cluster:
+        node = cluster.get("nodes")[0]["metadata"]["name"]
+        assert cluster.get("pods", [pod])[0]["status"]["phase"] == "Pending"
+        assert scheduled_message(cluster, pod) == message.format(node=node)
+        events = [e for e in cluster.events() if e["involvedObject"]["name"] == pod]
+        assert [(e["reason"], e["type"]) for e in events] == [("FailedScheduling", "Warning")]
+
+
+def test_held_message_counts_down(tmp_path):
+    with scenario(tmp_path, "backfill") as cluster:
+        cluster.advance(100)     # r1 ends: capacity freed, held pods are re-checked
+        assert scheduled_message(cluster, "long").endswith(" at +3m20s.")
+
+
+def test_backfilled_short_job_starts_and_big_one_keeps_its_time(tmp_path):
+    with scenario(tmp_path, "backfill") as cluster:
+        assert start(cluster, "short") == 0.0
+        cluster.advance(299)
+        assert start(cluster, "big") is None
+        cluster.advance(1)
+        assert start(cluster, "big") == 300.0
+
+
+@pytest.mark.parametrize("data,error", [
+    ({"mode": "fifo"}, 'ConfigMap kube-system/gpusched-scheduler: data.mode: Unsupported value: '
+                       '"fifo": supported values: "default", "backfill", "strict"'),
+    ({"mode": "backfill", "backfillDepth": "0"},
+     'ConfigMap kube-system/gpusched-scheduler: data.backfillDepth: Invalid value: "0": '
+     "must be an integer of at least 1"),
+], ids=["bad-mode", "depth-zero"])
+def test_bad_config_is_refused_and_changes_nothing(tmp_path, data, error):
+    with Cluster.open(str(tmp_path / "c.db")) as cluster:
+        apply(cluster, join(pool("gpu", gpus=8), job_pod("p", 1, 60, pc=""), NAMESPACE))
+        body = yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "gpusched-scheduler",
+                                            "namespace": "kube-system"}, "data": data})
+        with pytest.raises(UsageError) as caught:
+            apply(cluster, body)
+        assert str(caught.value) == error
+        assert cluster.get("configmaps", namespace="kube-system") == []
