@@ -1,6 +1,6 @@
 """The FGD fragmentation measure, vectorised over nodes x GPUs x target shapes.
 
-Shared by the FGD-family score plugins (``policy_fgd``, ``policy_fgdcpu``) and by the
+Shared by the FGD-family score plugins (``policy_fgd`` and its variants) and by the
 experiment metrics (``sim.fragmentation``); it lives in the scheduler layer so that plugins can
 use it without importing ``sim``. Not a plugin itself (no ``NAME``).
 
