@@ -41,6 +41,7 @@ from gpusched.objects.types import NO_DEVICES, LabelSelector, PodInfo
 from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilterResult, SUCCESS, Status
 from gpusched.objects.selectors import matches
 from gpusched.scheduler.messages import histogram
+from gpusched.scheduler.snapshot import PODS
 
 log = logging.getLogger(__name__)
 
@@ -226,14 +227,22 @@ def minimal_removal(snapshot, pod: PodInfo, node: int, removable: Sequence[PodIn
     5), b (1 GPU, prio 3), c (1 GPU, prio 1); the preemptor wants 2 GPUs at prio 10. Removing all
     frees 4; reprieve a -> 2 free, still fits, a stays; reprieve b -> 1 free, no fit, so b goes
     back out as a victim; reprieve c -> 1 free, no fit, c is a victim too. Victims: b, c.
+
+    When ``fits`` offers ``short_with(pod, node, other)`` (``FrameworkFitCheck``), a pod whose
+    return would leave too few resources stays out without the what-if: that is a "no fit"
+    whatever the other filters say, so the outcome is the same.
     """
     must_go: list[PodInfo] = []
+    short_with = getattr(fits, "short_with", None)
     with pods_removed(snapshot, removable) as removed:
         reasons = fits(pod, node)
         if reasons:
             return [], reasons
         for group in reprieve_order:
             for other in group:
+                if short_with is not None and short_with(pod, node, other):
+                    must_go.append(other)
+                    continue
                 entry = removed.pop(other.uid)
                 snapshot.add_pod(other, entry[1], entry[2])
                 if fits(pod, node):
@@ -404,7 +413,9 @@ class FrameworkFitCheck:
     """The ``FitCheck`` of a profile: ``fits(pod, node)`` runs its PreFilter plugins (fresh cycle
     state, so counts reflect the what-if snapshot) and then its Filter plugins on one node,
     stopping at the first plugin that rejects it, as upstream's ``RunFilterPlugins``; returns
-    that plugin's reasons.
+    that plugin's reasons. It is asked only about nodes the pod's cycle did not reject
+    UnschedulableAndUnresolvable (preemption's potential nodes; explain's what-ifs), which have
+    passed the leading ``POD_BLIND_FILTERS`` and pass them in any what-if: those are skipped.
 
     ``precheck`` (None when the profile does not allow it) answers, for many nodes at once, the
     question the what-if would ask NodeResourcesFit: does the pod fit the node's free resources
@@ -424,6 +435,13 @@ class FrameworkFitCheck:
             self.resources_fit = framework.filter[names.index(RESOURCES_FIT)]
         if self.resources_fit is None:
             self.precheck = None
+        self.short_with = None
+        if RESOURCES_FIT in names:
+            self.resources_fit_any = framework.filter[names.index(RESOURCES_FIT)]
+            self.short_with = self._short_with
+        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        blind = [p.name in POD_BLIND_FILTERS for p in framework.filter] + [False]
+        self.checked_filters = tuple(framework.filter[blind.index(False):])
 
     def __call__(self, pod: PodInfo, node: int) -> tuple[str, ...]:
         snapshot, state = self.snapshot, CycleState()
@@ -435,7 +453,7 @@ class FrameworkFitCheck:
             elif not status.ok:
                 return status.reasons
         candidates = np.array([node], dtype=np.int64)
-        for plugin in self.framework.filter:
+        for plugin in self.checked_filters:
             if plugin.name in skipped:
                 continue
             reasons = tuple(dict.fromkeys(r.reason for r in plugin.filter(state, pod, snapshot, candidates)
@@ -443,6 +461,18 @@ class FrameworkFitCheck:
             if reasons:
                 return reasons
         return ()
+
+    def _short_with(self, pod: PodInfo, node: int, other: PodInfo) -> bool:
+        """Would NodeResourcesFit reject ``node`` for ``pod`` once ``other`` is added to it?
+        (Any filter rejecting means no fit, so this needs no order among the filters.)"""
+        snapshot = self.snapshot
+        cached = self._columns.get(pod.uid)
+        if cached is None or len(cached[0]) != len(snapshot.resource_names):
+            vec = snapshot.request_vector(pod)
+            cached = self._columns[pod.uid] = (vec, self.resources_fit_any._checked(snapshot, vec))
+        vec, cols = cached
+        free = snapshot.free[node] - snapshot.request_vector(other)
+        return bool(free[PODS] < 1 or (free[cols] < vec[cols]).any())
 
     def precheck(self, pod: PodInfo, nodes: np.ndarray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
         """Per node of ``nodes``: -1 when the pod would fit its resources with every lower-priority
