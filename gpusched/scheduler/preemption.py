@@ -17,7 +17,16 @@ This is kube-scheduler's ``framework/preemption`` reproduced step by step (see
    previous one left (worked example in the function).
 
 The filters are re-run through a ``FitCheck``: a callable ``fits(pod, node) -> reasons`` (empty
-tuple = fits) that the PostFilter plugin builds from the runner. Nothing here reads a clock.
+tuple = fits) that the PostFilter plugin builds from the runner (``preemption_fit``'s
+``FrameworkFitCheck``). Nothing here reads a clock.
+
+Speed, without changing any outcome: ``prejudge`` settles in one vectorised step the nodes
+that cannot be candidates - no strictly-lower-priority pod, or (``FrameworkFitCheck.precheck``)
+NodeResourcesFit rejecting the node even with every lower pod gone, read from the snapshot's
+per-priority requests - and gives them the reasons the what-if would give; the reprieve skips
+the what-if for a pod whose return leaves too few resources (``short_with``); the message over
+all nodes is counted per reason group. ``tests/scheduler/test_preemption_precheck.py`` holds
+the result equal to the plain node-by-node dry run on random clusters.
 
 PodDisruptionBudgets reach the plugin as ``PdbInfo`` values (namespace, selector, disruptions
 allowed): through the plugin args ``{"pdbs": [...]}`` or ``DefaultPreemption.set_pdbs(...)`` (the
@@ -38,10 +47,12 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from gpusched.objects.types import NO_DEVICES, LabelSelector, PodInfo
-from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilterResult, SUCCESS, Status
+from gpusched.scheduler.framework import Code, Diagnosis, PostFilterResult, SUCCESS, Status
 from gpusched.objects.selectors import matches
 from gpusched.scheduler.messages import histogram
-from gpusched.scheduler.snapshot import PODS
+from gpusched.scheduler.preemption_fit import FrameworkFitCheck, framework_fit_check
+
+__all__ = ["FrameworkFitCheck", "framework_fit_check"]   # re-exported: callers build fits here
 
 log = logging.getLogger(__name__)
 
@@ -397,106 +408,6 @@ def no_candidate_message(num_nodes: int, outcome: DryRun) -> str:
 
 
 # ---- the whole PostFilter ----------------------------------------------------------------------
-
-
-# Filters that read only the node (name, cordon, taints, labels) and reject UnschedulableAndUnresolvable:
-# a node preemption evaluates has passed them, with or without its pods.
-POD_BLIND_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
-# PreFilters whose verdict does not depend on the pods in the snapshot (they passed in the cycle).
-POD_BLIND_PRE_FILTER_VERDICT = frozenset({
-    "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "GpuDevices",
-    "NodeAffinity", "TaintToleration", "NodeName", "NodeUnschedulable"})
-RESOURCES_FIT = "NodeResourcesFit"
-
-
-class FrameworkFitCheck:
-    """The ``FitCheck`` of a profile: ``fits(pod, node)`` runs its PreFilter plugins (fresh cycle
-    state, so counts reflect the what-if snapshot) and then its Filter plugins on one node,
-    stopping at the first plugin that rejects it, as upstream's ``RunFilterPlugins``; returns
-    that plugin's reasons. It is asked only about nodes the pod's cycle did not reject
-    UnschedulableAndUnresolvable (preemption's potential nodes; explain's what-ifs), which have
-    passed the leading ``POD_BLIND_FILTERS`` and pass them in any what-if: those are skipped.
-
-    ``precheck`` (None when the profile does not allow it) answers, for many nodes at once, the
-    question the what-if would ask NodeResourcesFit: does the pod fit the node's free resources
-    plus everything its strictly-lower-priority pods request? It is exact - a node failing it
-    fails the what-if with the same reasons - when NodeResourcesFit is a Filter preceded only by
-    ``POD_BLIND_FILTERS`` and every PreFilter is in ``POD_BLIND_PRE_FILTER_VERDICT``.
-    Devices (GpuDevices) come later in the filter order, so they are left to the what-if; whole
-    GPUs (``nvidia.com/gpu``) and MIG/shared resources are extended resources and are checked here.
-    """
-
-    def __init__(self, framework: Any, snapshot) -> None:
-        self.framework, self.snapshot = framework, snapshot
-        names = [p.name for p in framework.filter]
-        self.resources_fit = None
-        if (RESOURCES_FIT in names and set(names[: names.index(RESOURCES_FIT)]) <= POD_BLIND_FILTERS
-                and all(p.name in POD_BLIND_PRE_FILTER_VERDICT for p in framework.pre_filter)):
-            self.resources_fit = framework.filter[names.index(RESOURCES_FIT)]
-        if self.resources_fit is None:
-            self.precheck = None
-        self.short_with = None
-        if RESOURCES_FIT in names:
-            self.resources_fit_any = framework.filter[names.index(RESOURCES_FIT)]
-            self.short_with = self._short_with
-        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        blind = [p.name in POD_BLIND_FILTERS for p in framework.filter] + [False]
-        self.checked_filters = tuple(framework.filter[blind.index(False):])
-
-    def __call__(self, pod: PodInfo, node: int) -> tuple[str, ...]:
-        snapshot, state = self.snapshot, CycleState()
-        skipped: set[str] = set()
-        for plugin in self.framework.pre_filter:
-            status = plugin.pre_filter(state, pod, snapshot)
-            if status.code == Code.SKIP:
-                skipped.add(plugin.name)
-            elif not status.ok:
-                return status.reasons
-        candidates = np.array([node], dtype=np.int64)
-        for plugin in self.checked_filters:
-            if plugin.name in skipped:
-                continue
-            reasons = tuple(dict.fromkeys(r.reason for r in plugin.filter(state, pod, snapshot, candidates)
-                                          if r.nodes[node]))
-            if reasons:
-                return reasons
-        return ()
-
-    def _short_with(self, pod: PodInfo, node: int, other: PodInfo) -> bool:
-        """Would NodeResourcesFit reject ``node`` for ``pod`` once ``other`` is added to it?
-        (Any filter rejecting means no fit, so this needs no order among the filters.)"""
-        snapshot = self.snapshot
-        cached = self._columns.get(pod.uid)
-        if cached is None or len(cached[0]) != len(snapshot.resource_names):
-            vec = snapshot.request_vector(pod)
-            cached = self._columns[pod.uid] = (vec, self.resources_fit_any._checked(snapshot, vec))
-        vec, cols = cached
-        free = snapshot.free[node] - snapshot.request_vector(other)
-        return bool(free[PODS] < 1 or (free[cols] < vec[cols]).any())
-
-    def precheck(self, pod: PodInfo, nodes: np.ndarray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-        """Per node of ``nodes``: -1 when the pod would fit its resources with every lower-priority
-        pod gone, else an index into the returned list of NodeResourcesFit reason tuples."""
-        snapshot = self.snapshot
-        vec = snapshot.request_vector(pod)
-        free = snapshot.free[nodes]
-        free[:, : len(snapshot.resource_names)] += snapshot.requested_below(pod.priority, nodes)
-        rejections = self.resources_fit.rejections_for(snapshot, vec, nodes, free)
-        ids = np.full(len(nodes), -1, dtype=np.int64)
-        if not rejections:
-            return ids, []
-        hits = np.stack([r.nodes[nodes] for r in rejections], axis=1)      # nodes x rejections
-        failing = hits.any(axis=1)
-        patterns, inverse = np.unique(hits[failing], axis=0, return_inverse=True)
-        ids[failing] = inverse.reshape(-1)
-        reasons = [tuple(dict.fromkeys(r.reason for r, hit in zip(rejections, row) if hit))
-                   for row in patterns]
-        return ids, reasons
-
-
-def framework_fit_check(framework: Any, snapshot) -> FrameworkFitCheck:
-    """The profile's ``FitCheck`` (with the vectorised resource ``precheck`` where exact)."""
-    return FrameworkFitCheck(framework, snapshot)
 
 
 def unresolvable_nodes(diagnosis: Diagnosis) -> np.ndarray:
