@@ -20,12 +20,13 @@ from gpusched.errors import UsageError
 from tests.cluster.builders import apply, join, pool, priority_class
 
 
-def job_pod(name: str, gpus: int, limit: int, run: int | None = None, pc: str = "low") -> str:
+def job_pod(name: str, gpus: int, limit: int, run: int | None = None, pc: str = "low",
+            **spec) -> str:
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "annotations": {
             "gpusched.io/time-limit": str(limit), "gpusched.io/duration": f"{run or limit}s"}},
-        "spec": {**({"priorityClassName": pc} if pc else {}), "containers": [{
+        "spec": {**spec, **({"priorityClassName": pc} if pc else {}), "containers": [{
             "name": "c", "image": "train", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}})
 
 
@@ -128,3 +129,45 @@ def test_bad_config_is_refused_and_changes_nothing(tmp_path, data, error):
             apply(cluster, body)
         assert str(caught.value) == error
         assert cluster.get("configmaps", namespace="kube-system") == []
+
+
+def named_pool(name: str, model: str, gpus: int) -> str:
+    return yaml.safe_dump({"apiVersion": "gpusched.io/v1alpha1", "kind": "NodePool",
+                           "metadata": {"name": name},
+                           "spec": {"names": [f"node-{name}"], "cpu": "64", "memory": "256Gi",
+                                    "gpu": {"model": model, "count": gpus},
+                                    "labels": {"pool": name}}})
+
+
+TWO_NODES = join(named_pool("a", "A100-40GB", 8), named_pool("b", "V100-16GB", 4),
+                 priority_class("high", 1000, policy="Never"),
+                 priority_class("low", 100, policy="Never"))
+ON_A = {"nodeSelector": {"pool": "a"}}
+PREFER_A = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 100, "preference": {"matchExpressions": [
+        {"key": "pool", "operator": "In", "values": ["a"]}]}}]}}}
+
+
+def test_held_on_the_reserved_node_starts_on_another(tmp_path):
+    """The scheduler prefers node-a for ``long``, where it would delay ``big``; the placement is
+    undone and the retry (node-a's reserved share held) puts it on node-b at once."""
+    with Cluster.open(str(tmp_path / "two.db")) as cluster:
+        apply(cluster, join(TWO_NODES, mode_config("backfill")))
+        apply(cluster, join(job_pod("r1", 2, 100, **ON_A), job_pod("r2", 2, 300, **ON_A)))
+        apply(cluster, job_pod("big", 8, 1000, pc="high", **ON_A))
+        apply(cluster, job_pod("long", 2, 500, **PREFER_A))
+        pod = cluster.get("pods", ["long"])[0]
+        assert (pod["spec"].get("nodeName"), start(cluster, "long")) == ("node-b", 0.0)
+        cluster.advance(300)
+        assert (cluster.get("pods", ["big"])[0]["spec"]["nodeName"], start(cluster, "big")) == \
+            ("node-a", 300.0)
+
+
+def test_default_mode_prefers_the_reserved_node(tmp_path):
+    """The same pods without backfill: ``long`` takes node-a (its preference)."""
+    with Cluster.open(str(tmp_path / "two.db")) as cluster:
+        apply(cluster, TWO_NODES)
+        apply(cluster, join(job_pod("r1", 2, 100, **ON_A), job_pod("r2", 2, 300, **ON_A)))
+        apply(cluster, job_pod("big", 8, 1000, pc="high", **ON_A))
+        apply(cluster, job_pod("long", 2, 500, **PREFER_A))
+        assert cluster.get("pods", ["long"])[0]["spec"].get("nodeName") == "node-a"
