@@ -5,8 +5,10 @@ The only module in gpusched that imports the ``kubernetes`` package. The schedul
 embedded cluster); this module talks to the API server:
 
 1. (``--leader-elect``) acquire the coordination.k8s.io/v1 Lease ``<namespace>/<name>`` before
-   doing anything, renew it while running, and stop when it is lost (as kube-scheduler does). A
-   server without leases (404 on create) gets a warning and the scheduler runs unelected.
+   doing anything, renew it while running, stop when it is lost (as kube-scheduler does), and
+   release it on a clean stop (``ReleaseOnCancel``). A server without leases (404 "the server
+   could not find the requested resource" on create) gets a warning and the scheduler runs
+   unelected; a missing namespace is logged and retried.
 2. List nodes, pods and ConfigMaps (raw JSON: every field survives), then watch each kind from
    the list's resourceVersion on its own thread; a 410 Gone relists that kind.
 3. After every batch of watch events, act on ``SchedulerState.decisions()``:
@@ -19,7 +21,8 @@ embedded cluster); this module talks to the API server:
    - preempt: each victim gets the DisruptionTarget condition and a ``Preempted`` event and is
      deleted; the preemptor gets ``status.nominatedNodeName``.
    Events are core/v1 Events with ``source.component`` and ``reportingComponent`` ``gpusched``.
-4. SIGTERM (or Ctrl-C) sets the stop flag; the loop returns after the current batch.
+4. SIGTERM (or Ctrl-C) sets the stop flag; the loop returns after the current batch and, when
+   leading, releases the lease so a standby replica takes over at once.
 
 Wall-clock time enters only here, through the ``clock`` argument (event and condition
 timestamps, lease expiry), which the CLI sets to ``time.time``.
@@ -236,16 +239,32 @@ def watch_kind(api: KubeApi, kind: str, resource_version: str, events: queue.Que
 
 # ---- leader election ------------------------------------------------------------------------
 
+NO_SUCH_RESOURCE = "the server could not find the requested resource"
+
+
 class LeaderElector:
-    """A coordination.k8s.io/v1 Lease held by ``identity`` (kube-scheduler's defaults: 15 s
-    lease, renewed every 2 s, retried every 2 s)."""
+    """A coordination.k8s.io/v1 Lease held by ``identity``, as client-go's leaderelection does.
+
+    Timing (kube-scheduler's defaults with the 15 s lease): the leader renews every
+    ``retry_seconds`` (2 s) and gives up when it could not renew within ``renew_deadline``
+    (two thirds of the lease, 10 s), before any follower may take over; followers try every
+    ``retry_seconds`` and take the lease once ``renewTime + leaseDurationSeconds`` has passed
+    or its holder is empty. :meth:`release` (client-go's ``ReleaseOnCancel``) clears the holder
+    and sets ``leaseDurationSeconds: 1``, so a follower takes over at its next try. Every write
+    is a PUT carrying the resourceVersion read, so of two candidates only one wins (409 for the
+    other). Expiry compares the holder's ``renewTime`` with this process's clock: replicas on
+    hosts with skewed clocks need a lease longer than the skew.
+    """
 
     def __init__(self, api: KubeApi, namespace: str, name: str, identity: str,
-                 lease_seconds: int = 15, renew_seconds: float = 2.0) -> None:
+                 lease_seconds: int = 15, retry_seconds: float | None = None) -> None:
         self.api, self.namespace, self.name, self.identity = api, namespace, name, identity
-        self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
+        self.lease_seconds = lease_seconds
+        self.retry_seconds = retry_seconds if retry_seconds is not None else min(2.0, lease_seconds / 3)
+        self.renew_deadline = lease_seconds * 2 / 3
         self.supported = True
         self.renewed_at = float("-inf")
+        self.leading = False
 
     def _spec(self, now: float, transitions: int, acquired: str | None) -> dict:
         stamp = timestamp(now, micro=True)
@@ -253,50 +272,66 @@ class LeaderElector:
                 "acquireTime": acquired or stamp, "renewTime": stamp,
                 "leaseTransitions": transitions}
 
+    def _read(self) -> dict | None:
+        try:
+            return _raw(self.api.coordination.read_namespaced_lease(
+                self.name, self.namespace, _preload_content=False))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return None
+
+    def _write(self, lease: dict, create: bool) -> bool:
+        """Create or replace (with the resourceVersion read); False when another write won."""
+        coord, body = self.api.coordination, client.V1Lease.from_dict(lease)
+        try:
+            if create:
+                coord.create_namespaced_lease(self.namespace, body, _preload_content=False)
+            else:
+                coord.replace_namespaced_lease(self.name, self.namespace, body,
+                                               _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:           # AlreadyExists / Conflict: someone else wrote first
+                return False
+            if exc.status == 404 and NO_SUCH_RESOURCE not in str(exc.body or ""):
+                log.error("lease %s/%s: %s; retrying", self.namespace, self.name,
+                          _message(exc))    # e.g. namespaces "kube-system" not found
+                return False
+            raise
+        return True
+
     def try_acquire(self) -> bool:
         """One attempt to take or renew the lease; True when this process holds it."""
         if not self.supported:
             return True
-        coord, now = self.api.coordination, self.api.clock()
-        try:
-            lease = _raw(coord.read_namespaced_lease(self.name, self.namespace,
-                                                     _preload_content=False))
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            body = client.V1Lease.from_dict({
-                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace},
-                "spec": self._spec(now, 0, None)})
+        now = self.api.clock()
+        lease = self._read()
+        if lease is None:
+            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                     "metadata": {"name": self.name, "namespace": self.namespace},
+                     "spec": self._spec(now, 0, None)}
             try:
-                coord.create_namespaced_lease(self.namespace, body, _preload_content=False)
-            except ApiException as create_exc:
-                if create_exc.status == 404:
-                    log.warning("the server has no coordination.k8s.io/v1 leases: running "
-                                "without leader election")
-                    self.supported = False
-                    return True
-                if create_exc.status == 409:
-                    return False
-                raise
-            self.renewed_at = now
-            return True
-        spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
-        if holder and holder != self.identity and not self._expired(spec, now):
-            return False
-        transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
-        lease["spec"] = self._spec(now, transitions,
-                                   spec.get("acquireTime") if holder == self.identity else None)
-        try:
-            coord.replace_namespaced_lease(self.name, self.namespace,
-                                           client.V1Lease.from_dict(lease), _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 409:      # someone else wrote it first
+                won = self._write(lease, create=True)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                log.warning("the server has no coordination.k8s.io/v1 leases: running "
+                            "without leader election")
+                self.supported = False
+                return True
+        else:
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity") or ""
+            if holder and holder != self.identity and not self._expired(spec, now):
+                self.leading = False
                 return False
-            raise
-        self.renewed_at = now
-        return True
+            transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
+            lease["spec"] = self._spec(now, transitions,
+                                       spec.get("acquireTime") if holder == self.identity else None)
+            won = self._write(lease, create=False)
+        if won:
+            self.renewed_at, self.leading = now, True
+        return won
 
     def _expired(self, spec: dict, now: float) -> bool:
         renew = spec.get("renewTime") or spec.get("acquireTime")
@@ -311,20 +346,51 @@ class LeaderElector:
             if self.try_acquire():
                 log.info("acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
                 return True
-            stop.wait(self.renew_seconds)
+            stop.wait(self.retry_seconds)
         return False
 
     def keep(self) -> bool:
-        """Renew when due; False once the lease could not be renewed within its duration."""
+        """Renew when due; False once the lease could not be renewed within the renew deadline."""
         now = self.api.clock()
-        if not self.supported or now - self.renewed_at < self.renew_seconds:
+        if not self.supported or now - self.renewed_at < self.retry_seconds:
             return True
         try:
             if self.try_acquire():
                 return True
         except ApiException as exc:
             log.warning("lease renewal failed: %s %s", exc.status, exc.reason)
-        return now - self.renewed_at < self.lease_seconds
+        if not self.leading:        # someone else holds it now
+            return False
+        return now - self.renewed_at < self.renew_deadline
+
+    def release(self) -> bool:
+        """Give the lease up (holder cleared) if this process holds it; True when released."""
+        if not self.supported or not self.leading:
+            return False
+        self.leading = False
+        try:
+            lease = self._read()
+            spec = (lease or {}).get("spec") or {}
+            if lease is None or spec.get("holderIdentity") != self.identity:
+                return False
+            stamp = timestamp(self.api.clock(), micro=True)
+            lease["spec"] = {"holderIdentity": "", "leaseDurationSeconds": 1,
+                             "acquireTime": stamp, "renewTime": stamp,
+                             "leaseTransitions": int(spec.get("leaseTransitions") or 0)}
+            released = self._write(lease, create=False)
+        except ApiException as exc:
+            log.warning("lease release failed: %s %s", exc.status, exc.reason)
+            return False
+        if released:
+            log.info("released lease %s/%s", self.namespace, self.name)
+        return released
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
+    except (TypeError, ValueError):
+        return str(exc.reason)
 
 
 # ---- the loop -------------------------------------------------------------------------------
@@ -332,9 +398,20 @@ class LeaderElector:
 def run(api: KubeApi, state: SchedulerState, stop: threading.Event, once: bool = False,
         elector: LeaderElector | None = None) -> int:
     """List, schedule, then watch and schedule until ``stop``; see the module docstring.
-    Returns the exit code (1 when leadership was lost)."""
-    if elector is not None and not elector.acquire(stop):
+    Returns the exit code (1 when leadership was lost). A held lease is released on the way
+    out, however the loop ended (a lost lease is no longer held, so nothing is written)."""
+    if elector is None:
+        return _serve(api, state, stop, once, None)
+    if not elector.acquire(stop):
         return 0
+    try:
+        return _serve(api, state, stop, once, elector)
+    finally:
+        elector.release()
+
+
+def _serve(api: KubeApi, state: SchedulerState, stop: threading.Event, once: bool,
+           elector: LeaderElector | None) -> int:
     versions = {}
     for kind in KINDS:
         items, versions[kind] = api.list(kind)

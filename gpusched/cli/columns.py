@@ -268,6 +268,11 @@ def _nodepool_cells(obj: dict, clock: Clock) -> Row:
             _age(obj, clock)]
 
 
+def _lease_cells(obj: dict, clock: Clock) -> Row:
+    """kubectl's printLease: NAME, HOLDER (blank when released), AGE."""
+    return [_name(obj), str(_spec(obj).get("holderIdentity") or ""), _age(obj, clock)]
+
+
 def _generic_cells(obj: dict, clock: Clock) -> Row:
     return [_name(obj), _age(obj, clock)]
 
@@ -298,6 +303,7 @@ COLUMNS: dict[str, Columns] = {
                                       "STORAGECLASS", "AGE"), _pvc_cells),
     "Event": Columns(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), _event_cells),
     "NodePool": Columns(("NAME", "NODES", "GPU-MODEL", "GPUS-PER-NODE", "AGE"), _nodepool_cells),
+    "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),
 }
 
 

@@ -3,13 +3,17 @@
 ::
 
     gpusched scheduler --kubeconfig ~/.kube/config [--scheduler-name gpusched]
-                       [--config profile.yaml] [--once] [--leader-elect] [--seed N]
+                       [--config profile.yaml] [--once] [--seed N]
+                       [--leader-elect [--lease-namespace NS] [--lease-name NAME]
+                                       [--lease-duration SECONDS]]
 
 Pods with ``spec.schedulerName`` equal to a served profile's name are scheduled (no
 ``--config``: the default profile under ``--scheduler-name``; with ``--config``: the
 KubeSchedulerConfiguration's profiles, a profile without ``schedulerName`` taking
 ``--scheduler-name``). ``--once`` schedules what is pending and exits. SIGTERM and Ctrl-C stop it
-cleanly. The kube client is imported only when the command runs.
+cleanly (a held lease is released). ``--leader-elect``: replicas share the Lease
+``<lease-namespace>/<lease-name>`` (default ``kube-system/<scheduler-name>``); each replica's
+identity is ``<hostname>_<pid>``. The kube client is imported only when the command runs.
 
 Neighbours: ``backends.kube`` (API, loop), ``backends.secondary`` (state); registered in
 ``cli.main``.
@@ -42,6 +46,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="hold a coordination.k8s.io Lease before scheduling (for replicas)")
     p.add_argument("--lease-namespace", default="kube-system", help="namespace of the Lease")
     p.add_argument("--lease-name", default=None, help="name of the Lease (default: the scheduler name)")
+    p.add_argument("--lease-duration", type=int, default=15, metavar="SECONDS",
+                   help="how long a standby waits after the leader's last renewal before taking "
+                        "over (default 15; renewed every min(2, SECONDS/3) s)")
     p.add_argument("--seed", type=int, default=0, help="seed for breaking score ties")
 
 
@@ -60,7 +67,10 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
     from gpusched.backends.kube import KubeApi, LeaderElector, connect, run
     from gpusched.backends.secondary import SchedulerState
+    from gpusched.errors import UsageError
 
+    if args.lease_duration < 1:
+        raise UsageError(f"--lease-duration must be at least 1 second, not {args.lease_duration}")
     profiles = profiles_for(args.config, args.scheduler_name)
     api = KubeApi(connect(args.kubeconfig), clock=time.time)
     state = SchedulerState(profiles, np.random.default_rng(args.seed), clock=time.monotonic)
@@ -71,5 +81,5 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     if args.leader_elect:
         identity = f"{socket.gethostname()}_{os.getpid()}"
         elector = LeaderElector(api, args.lease_namespace, args.lease_name or args.scheduler_name,
-                                identity)
+                                identity, lease_seconds=args.lease_duration)
     return run(api, state, stop, once=args.once, elector=elector)

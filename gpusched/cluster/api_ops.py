@@ -14,6 +14,8 @@ nothing even when several requests share one transaction (the server's group com
   onto the pod, as kube-apiserver does (a secondary scheduler passes its device assignment so).
 - :func:`evict` (``pods/eviction``): ``controllers.node_lifecycle.evict`` (429 under a PDB).
 - :func:`record_event` (POST events): core/v1 and events.k8s.io/v1 shapes.
+- :data:`UNSETTLED_KINDS` (Lease): writes of these kinds skip the settle (the caller passes
+  ``settle=needs_settle(info)``).
 
 Neighbours: called by ``server`` through ``Cluster.write``; uses ``cluster.apply``,
 ``cluster.admission``, ``cluster.controllers``.
@@ -32,12 +34,21 @@ from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, No
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
 
+# Kinds that neither controllers nor the scheduler read: writing one needs no settle (leader
+# election renews its Lease every few seconds; each renewal stays a plain store write).
+UNSETTLED_KINDS = frozenset({"Lease"})
+
 SERVER_METADATA = ("uid", "creationTimestamp", "generation", "resourceVersion", "managedFields",
                    "deletionTimestamp", "selfLink")
 
 
 class BadRequestError(GpuschedError):
     """400 BadRequest: a body that does not fit the request (wrong kind, namespace, JSON)."""
+
+
+def needs_settle(info: KindInfo) -> bool:
+    """False for kinds no controller or the scheduler reads (their writes skip the settle)."""
+    return info.kind not in UNSETTLED_KINDS
 
 
 def _plural(info: KindInfo) -> str:

@@ -46,6 +46,7 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
     KindInfo("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", ("pc",), False),
     KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("pdb",), True),
     KindInfo("NodePool", "gpusched.io/v1alpha1", "nodepools", ("np",), False),
+    KindInfo("Lease", "coordination.k8s.io/v1", "leases", (), True),
 )}
 
 # apiVersions accepted on input per kind (older group versions still seen in tutorials).

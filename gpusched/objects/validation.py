@@ -26,6 +26,8 @@ Per kind (PodSpec rules are in ``objects.podspec``):
 - PodDisruptionBudget: exactly one of minAvailable / maxUnavailable (an integer or a percent).
 - ConfigMap: keys are config keys, ``data`` values strings.
 - Node: taints, capacity/allocatable quantities. PersistentVolumeClaim: requested storage.
+- Lease (``coordination.k8s.io/v1``): holderIdentity a string, leaseDurationSeconds > 0,
+  leaseTransitions >= 0, acquireTime/renewTime RFC 3339 (MicroTime).
 - NodePool (``gpusched.io/v1alpha1``, cluster-scoped), gpusched's compact node definition::
 
       spec:
@@ -439,6 +441,28 @@ def _node_pool(obj: dict, e: Errors) -> None:
         e.string(spec, field, f"spec.{field}")
 
 
+# ----------------------------------------------------------------------------------------------
+# Leases (coordination.k8s.io/v1): leader election records, validated as lightly as upstream
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
+
+
+def _lease(obj: dict, e: Errors) -> None:
+    """``spec.holderIdentity`` a string, ``leaseDurationSeconds`` > 0, ``leaseTransitions`` >= 0,
+    ``acquireTime``/``renewTime`` RFC 3339 (MicroTime: ``2024-01-01T00:00:00.000000Z``)."""
+    spec = _spec(obj, e)
+    e.string(spec, "holderIdentity", "spec.holderIdentity")
+    duration = e.integer(spec, "leaseDurationSeconds", "spec.leaseDurationSeconds")
+    if duration is not None and duration <= 0:
+        e.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0")
+    e.integer(spec, "leaseTransitions", "spec.leaseTransitions", minimum=0)
+    for field in ("acquireTime", "renewTime"):
+        value = spec.get(field)
+        if value is not None and not (isinstance(value, str) and _RFC3339.match(value)):
+            e.invalid(f"spec.{field}", value,
+                      "must be an RFC 3339 time with microseconds (2006-01-02T15:04:05.000000Z)")
+
+
 _VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
     "Pod": _pod,
     "Deployment": _deployment,
@@ -453,4 +477,5 @@ _VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
     "Node": _node,
     "PersistentVolumeClaim": _pvc,
     "NodePool": _node_pool,
+    "Lease": _lease,
 }

@@ -190,7 +190,8 @@ def _operation(info: KindInfo, verb: str, action: str) -> dict:
 def _schema_name(info: KindInfo) -> str:
     group, _, version = info.api_version.rpartition("/")
     prefix = {"": "io.k8s.api.core", "apps": "io.k8s.api.apps", "batch": "io.k8s.api.batch",
-              "scheduling.k8s.io": "io.k8s.api.scheduling", "policy": "io.k8s.api.policy"}
+              "scheduling.k8s.io": "io.k8s.api.scheduling", "policy": "io.k8s.api.policy",
+              "coordination.k8s.io": "io.k8s.api.coordination"}
     return f"{prefix.get(group, 'io.gpusched')}.{version}.{info.kind}"
 
 

@@ -15,7 +15,8 @@ accepted and every item is returned (no ``continue`` tokens). ``?watch=true`` is
 
 Deletion is immediate (the grace period elapses at once, as in the embedded cluster);
 ``propagationPolicy`` is accepted, dependents are garbage-collected in the background either
-way. ``dryRun`` is refused (400): nothing here can undo a settled write.
+way. ``dryRun`` is refused (400): nothing here can undo a settled write. Writes of
+``api_ops.UNSETTLED_KINDS`` (Leases) commit without running controllers and the scheduler.
 
 Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``server.tables``,
 ``server.watch``, ``cluster.api_ops``.
@@ -118,7 +119,7 @@ class ResourceApi:
             body = patch.parse_body(req.body, "application/json")
             ns = t.namespace or ""
             result = self.worker.write(lambda view: api_ops.replace(
-                view, t.info, ns, t.name, body, t.subresource))
+                view, t.info, ns, t.name, body, t.subresource), api_ops.needs_settle(t.info))
             return json_response(result)
         if method == "PATCH":
             return self.patch(req, t)
@@ -184,7 +185,8 @@ class ResourceApi:
                 if isinstance(body, dict) else "default"
         else:
             ns = t.namespace or ""
-        result = self.worker.write(lambda view: api_ops.create(view, t.info, ns, body))
+        result = self.worker.write(lambda view: api_ops.create(view, t.info, ns, body),
+                                   api_ops.needs_settle(t.info))
         return json_response(result, 201)
 
     def patch(self, req: Request, t: Target) -> Response:
@@ -204,7 +206,7 @@ class ResourceApi:
             new = patch.apply_patch(old, body, kind)
             return 200, api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
 
-        code, result = self.worker.write(write)
+        code, result = self.worker.write(write, api_ops.needs_settle(t.info))
         return json_response(result, code)
 
     def delete(self, t: Target) -> Response:
@@ -217,7 +219,7 @@ class ResourceApi:
                 last = copy.deepcopy(body)
                 cluster.delete_in(view, info, t.name, ns or "default")
                 return last
-            return cluster.write(in_view)
+            return cluster.write(in_view, api_ops.needs_settle(info))
 
         return json_response(self.worker.cluster_call(delete))
 

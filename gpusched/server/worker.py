@@ -7,7 +7,8 @@ Group commit: writes queued while the worker was busy run in one transaction, on
 commit (a burst of 1,000 pod creations costs a few dozen transactions, not 1,000). Each write
 checks everything before it changes the view (``cluster.api_ops``), so a rejected one fails
 alone; an unexpected exception (a bug) rolls the batch back and the writes are retried one by
-one, so only the failing one fails.
+one, so only the failing one fails. A batch made only of unsettled writes (``write(fn,
+settle=False)``: Leases, which neither controllers nor the scheduler read) skips the settle.
 
 Real time: unless ``virtual_clock``, the cluster's clock follows the real elapsed time
 (``time.monotonic``, the only clock read, here and nowhere else): every ``tick`` seconds the
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.25
 MAX_BATCH = 200
+WRITE, WRITE_UNSETTLED = "write", "write-unsettled"
 
 
 class ClusterWorker:
@@ -69,9 +71,11 @@ class ClusterWorker:
         """``fn(view)`` in a read transaction on the worker thread; returns its result."""
         return self._call("read", fn)
 
-    def write(self, fn: Callable[[Any], Any]) -> Any:
-        """``fn(view)`` in a (possibly shared) settled write transaction; returns its result."""
-        return self._call("write", fn)
+    def write(self, fn: Callable[[Any], Any], settle: bool = True) -> Any:
+        """``fn(view)`` in a (possibly shared) settled write transaction; returns its result.
+        ``settle=False`` for writes no controller or the scheduler reads (Leases): a batch of
+        only such writes commits without settling."""
+        return self._call(WRITE if settle else WRITE_UNSETTLED, fn)
 
     def cluster_call(self, fn: Callable[[Cluster], Any]) -> Any:
         """``fn(cluster)`` alone on the worker thread (facade methods: drain, explain, ...)."""
@@ -124,7 +128,7 @@ class ClusterWorker:
 
     def _serve(self, cluster: Cluster, first: tuple) -> None:
         mode, fn, future = first
-        if mode != "write":
+        if mode not in (WRITE, WRITE_UNSETTLED):
             _run_into(future, lambda: cluster.read(fn) if mode == "read" else fn(cluster))
             if mode == "cluster":
                 self.on_commit()
@@ -135,7 +139,7 @@ class ClusterWorker:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is None or item[0] != "write":
+            if item is None or item[0] not in (WRITE, WRITE_UNSETTLED):
                 self._queue.put(item)   # handled after this batch (order among reads is kept)
                 break
             batch.append(item)
@@ -144,6 +148,7 @@ class ClusterWorker:
 
     def _write_batch(self, cluster: Cluster, batch: list) -> None:
         results: list[tuple[bool, Any]] = []
+        settle = any(mode == WRITE for mode, _fn, _future in batch)
 
         def run_all(view: Any) -> None:
             for _mode, fn, _future in batch:
@@ -153,14 +158,14 @@ class ClusterWorker:
                     results.append((False, err))
 
         try:
-            cluster.write(run_all)
+            cluster.write(run_all, settle)
         except Exception:
             if len(batch) == 1:
-                _run_into(batch[0][2], lambda: cluster.write(batch[0][1]))
+                _run_into(batch[0][2], lambda: cluster.write(batch[0][1], settle))
                 return
             log.debug("group commit failed; retrying the writes one by one", exc_info=True)
-            for _mode, fn, future in batch:
-                _run_into(future, lambda fn=fn: cluster.write(fn))
+            for mode, fn, future in batch:
+                _run_into(future, lambda fn=fn, mode=mode: cluster.write(fn, mode == WRITE))
             return
         for (ok, value), (_mode, _fn, future) in zip(results, batch):
             if ok:

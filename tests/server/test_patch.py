@@ -62,9 +62,13 @@ def test_bad_patches(patch_type, patch, error):
     ("/api/v1/nodes/n1", ("Node", None, "n1", "")),
     ("/apis/apps/v1/namespaces/d/deployments/web", ("Deployment", "d", "web", "")),
     ("/apis/gpusched.io/v1alpha1/nodepools", ("NodePool", None, "", "")),
-    ("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/x", None),
+    ("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/x",
+     ("Lease", "kube-node-lease", "x", "")),
+    ("/apis/coordination.k8s.io/v1/leases/x", None),
+    ("/apis/policy/v1/namespaces/a/leases/x", None),
     ("/api/v1/pods/p", None),
-], ids=["all-pods", "pod-status", "namespace", "node", "deployment", "nodepool", "lease", "pod-without-ns"])
+], ids=["all-pods", "pod-status", "namespace", "node", "deployment", "nodepool", "lease",
+        "lease-without-ns", "lease-wrong-group", "pod-without-ns"])
 def test_parse_target(path, expected):
     target = parse_target(path)
     got = None if target is None else (target.info.kind, target.namespace, target.name, target.subresource)
