@@ -2,7 +2,8 @@
 
 - ``GET /`` -> ``server/static/index.html``; ``GET /static/<name>`` -> a file of that directory
   (names only, no sub-paths: nothing outside it can be read);
-- ``GET /gpusched/v1/summary`` -> ``summary.summary(view)`` plus ``history`` (the ring buffer);
+- ``GET /gpusched/v1/summary`` -> ``summary.summary(view)`` plus ``history`` (the ring buffer,
+  filled by ``recorder.HistoryRecorder`` whenever the cluster changes, and by this request);
 - ``GET /gpusched/v1/explain/<namespace>/<name>`` -> ``gpusched explain`` as JSON (``to_json``)
   plus the rendered table in ``text``.
 
@@ -39,6 +40,7 @@ class WebRoutes:
                  call: Callable[[Callable[[Any], Any]], Any]) -> None:
         self.read, self.call = read, call
         self.history = History()
+        self.recorder: Any = None          # set by mount(): records history between requests
 
     def serves(self, path: str) -> bool:
         return (path in ("/", "/index.html", SUMMARY_PATH) or path.startswith("/static/")
@@ -87,8 +89,12 @@ def static_file(name: str) -> Response:
 
 
 def mount(server: Any) -> WebRoutes:
-    """Register the page's routes on an ``ApiServer`` (``register_route``); returns them."""
+    """Register the page's routes on an ``ApiServer`` (``register_route``) and start recording
+    the chart's history on its change feed (``recorder.HistoryRecorder``); returns the routes."""
+    from gpusched.server.web.recorder import HistoryRecorder
+
     web = WebRoutes(server.worker.read, server.worker.cluster_call)
+    web.recorder = HistoryRecorder(server.feed, server.worker.read, web.history).start()
     for prefix in ("/", "/static", "/gpusched/v1"):
         server.register_route("GET", prefix, web.handle)
     return web

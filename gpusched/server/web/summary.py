@@ -14,7 +14,8 @@
 - pending pods with their PodScheduled=False message (kube-scheduler's FitError text).
 
 :class:`History` is a ring buffer of (clock, allocation, fragmentation) kept by the server
-process, one point per store change (resourceVersion) seen by a summary request.
+process, at most one point per store change (resourceVersion): ``web.recorder`` records one
+after changes (throttled), a summary request records the state it read.
 
 Neighbours: ``cluster.scheduling.build_snapshot`` (devices with holders); served by
 ``server.web.routes``.
@@ -128,4 +129,9 @@ class History:
                 self._last_rv = data["resourceVersion"]
                 self._points.append({"clock": data["clock"], "allocation": data["allocation"],
                                      "fragmentation": data["fragmentation"]})
+            return list(self._points)
+
+    def points(self) -> list[dict[str, Any]]:
+        """The recorded points, oldest first (records nothing)."""
+        with self._lock:
             return list(self._points)
