@@ -11,7 +11,11 @@
   Schemas are open objects (unknown fields are accepted; ``fieldValidation`` is honoured as
   Ignore).
 
-Every kind of ``objects.kinds.KINDS`` is served, in its group version.
+Every kind of ``objects.kinds.KINDS`` is served, in its group version, Leases
+(``coordination.k8s.io/v1``, for leader election) included. There are no node heartbeat Leases
+(no kubelets): ``kubectl describe node`` GETs ``kube-node-lease/leases/<node>``, gets a 404
+NotFound Status, and prints ``Lease: Failed to get lease: leases.coordination.k8s.io "<node>"
+not found`` (exit 0), as for a real node whose kubelet never registered a lease.
 
 Neighbours: ``server.app`` routes here; ``objects.kinds`` is the table of kinds.
 """

@@ -150,3 +150,4 @@ def test_kubectl_get_leases_and_describe_node(serve):
     # and the 404 is what kubectl expects then.
     described = serve.kubectl("describe", "node", "n1").stdout
     assert "Name:               n1" in described
+    assert 'Failed to get lease: leases.coordination.k8s.io "n1" not found' in described
