@@ -43,7 +43,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from gpusched.backends.secondary import BIND, KINDS, PREEMPT, UNSCHEDULABLE, Decision, SchedulerState
-from gpusched.cluster.scheduling import PREEMPT_MESSAGE, _set_condition
+from gpusched.cluster.scheduling import PREEMPT_MESSAGE, set_condition
 from gpusched.devices.node import assignment_annotation
 from gpusched.errors import UsageError
 
@@ -137,7 +137,7 @@ class KubeApi:
     def set_condition(self, pod: dict, condition: dict, **fields: Any) -> None:
         """Replace one condition (others kept) and set other status fields (None deletes)."""
         status = {"conditions": list((pod.get("status") or {}).get("conditions") or [])}
-        _set_condition(status, {**condition, "lastTransitionTime": timestamp(self.clock())})
+        set_condition(status, {**condition, "lastTransitionTime": timestamp(self.clock())})
         status.update(fields)
         self.patch_status(pod, status)
 

@@ -251,7 +251,7 @@ def bind(view: View, pod: dict, node: str, assignment: DeviceAssignment) -> None
     status = new.setdefault("status", {})
     status["phase"] = "Pending"
     status.pop("nominatedNodeName", None)
-    _set_condition(status, {"type": "PodScheduled", "status": "True",
+    set_condition(status, {"type": "PodScheduled", "status": "True",
                             "lastTransitionTime": view.timestamp()})
     view.update(new)
     meta = pod["metadata"]
@@ -267,7 +267,7 @@ def record_failure(view: View, pod: dict, message: str, nominated: str) -> None:
         status["nominatedNodeName"] = nominated
     else:
         status.pop("nominatedNodeName", None)
-    _set_condition(status, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+    set_condition(status, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                             "message": message, "lastTransitionTime": view.timestamp()})
     view.update(new)
     view.record_event(new, "FailedScheduling", message, "Warning", SCHEDULER_NAME)
@@ -281,7 +281,7 @@ def preempt(view: View, pod: dict, result) -> None:
         body = view.copy("Pod", victim.name, victim.namespace)
         if body is None:
             continue
-        _set_condition(body.setdefault("status", {}), {
+        set_condition(body.setdefault("status", {}), {
             "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
             "message": PREEMPT_MESSAGE, "lastTransitionTime": view.timestamp()})
         view.update(body)
@@ -300,7 +300,9 @@ def preempt(view: View, pod: dict, result) -> None:
     record_failure(view, current, result.message, nominated=node)
 
 
-def _set_condition(status: dict, condition: dict) -> None:
+def set_condition(status: dict, condition: dict) -> None:
+    """Put ``condition`` into ``status.conditions``, replacing the one of the same type; its
+    lastTransitionTime is kept when the status did not change (as the API server does)."""
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
     old = next((c for c in status.get("conditions") or [] if c.get("type") == condition["type"]), None)
     if old is not None and old.get("status") == condition["status"]:
