@@ -129,7 +129,7 @@ class ApiServer:
         if path == "/metrics":
             return self._metrics()
         if path.startswith("/openapi"):
-            return self._openapi(path)
+            return self._openapi(path, req.accept)
         if path in ("/api", "/apis"):
             tag = discovery.aggregated_tag(req.accept)
             if tag is not None:
@@ -150,7 +150,11 @@ class ApiServer:
             return self.resources.handle(req, target)
         return status_response(404, "the server could not find the requested resource", "NotFound")
 
-    def _openapi(self, path: str) -> Response:
+    def _openapi(self, path: str, accept: str = "") -> Response:
+        if path == "/openapi/v2":
+            if "protobuf" in accept:
+                return Response(200, discovery.openapi_v2_protobuf(), "application/octet-stream")
+            return json_response(discovery.openapi_v2_json())
         if path == "/openapi/v3":
             return json_response(discovery.openapi_root())
         prefix = "/openapi/v3/"

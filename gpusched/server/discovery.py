@@ -8,6 +8,11 @@
 - ``/openapi/v3`` and one document per group version, each path's operations carrying
   ``x-kubernetes-group-version-kind`` and the ``fieldValidation`` parameter, which is what
   kubectl needs to use server-side field validation instead of the protobuf ``/openapi/v2``.
+- ``/openapi/v2``: a minimal Swagger 2.0 document without definitions, as protobuf when the
+  client accepts ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf`` (kubectl 1.20;
+  answered as ``application/octet-stream`` like kube-openapi, since Go's mime parser rejects the
+  ``@``) or as JSON. kubectl's client-side validation skips kinds the document does not define, so kubectl
+  1.20 applies manifests without ``--validate=false`` and the server validates them.
   Schemas are open objects (unknown fields are accepted; ``fieldValidation`` is honoured as
   Ignore).
 
@@ -224,3 +229,24 @@ def openapi_document(group_version: str) -> dict | None:
                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes (gpusched)", "version": GIT_VERSION},
             "paths": paths, "components": {"schemas": schemas}}
+
+
+def _proto_string(field_number: int, text: str) -> bytes:
+    """One length-delimited protobuf field (wire type 2); lengths here are < 128 bytes."""
+    data = text.encode()
+    return bytes([field_number << 3 | 2, len(data)]) + data
+
+
+def openapi_v2_protobuf() -> bytes:
+    r"""gnostic ``openapi_v2.Document{swagger: "2.0", info: {title, version}}`` in protobuf.
+
+    >>> openapi_v2_protobuf()[:5]
+    b'\n\x032.0'
+    """
+    info = _proto_string(1, "Kubernetes (gpusched)") + _proto_string(2, GIT_VERSION)
+    return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
+
+
+def openapi_v2_json() -> dict:
+    return {"swagger": "2.0", "info": {"title": "Kubernetes (gpusched)", "version": GIT_VERSION},
+            "paths": {}, "definitions": {}}

@@ -31,7 +31,9 @@ def _ip(prefix: str, text: str, octets: int) -> str:
 
 
 def node_ip(name: str) -> str:
-    """>>> node_ip("gpu-node-1").startswith("10.")
+    """The simulated InternalIP of a node, stable for its name.
+
+    >>> node_ip("gpu-node-1") == node_ip("gpu-node-1") != node_ip("gpu-node-2")
     True
     """
     return _ip("10", name, 3)
