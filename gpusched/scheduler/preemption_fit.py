@@ -51,19 +51,16 @@ class FrameworkFitCheck:
     def __init__(self, framework: Any, snapshot) -> None:
         self.framework, self.snapshot = framework, snapshot
         names = [p.name for p in framework.filter]
-        self.resources_fit = None
-        if (RESOURCES_FIT in names and set(names[: names.index(RESOURCES_FIT)]) <= POD_BLIND_FILTERS
-                and all(p.name in POD_BLIND_PRE_FILTER_VERDICT for p in framework.pre_filter)):
-            self.resources_fit = framework.filter[names.index(RESOURCES_FIT)]
-        if self.resources_fit is None:
-            self.precheck = None
-        self.short_with = None
-        if RESOURCES_FIT in names:
-            self.resources_fit_any = framework.filter[names.index(RESOURCES_FIT)]
-            self.short_with = self._short_with
-        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        blind = [p.name in POD_BLIND_FILTERS for p in framework.filter] + [False]
+        blind = [name in POD_BLIND_FILTERS for name in names] + [False]
         self.checked_filters = tuple(framework.filter[blind.index(False):])
+        self.resources_fit = framework.filter[names.index(RESOURCES_FIT)] if RESOURCES_FIT in names else None
+        exact = (self.resources_fit is not None
+                 and set(names[: names.index(RESOURCES_FIT)]) <= POD_BLIND_FILTERS
+                 and all(p.name in POD_BLIND_PRE_FILTER_VERDICT for p in framework.pre_filter))
+        # the shortcuts callers look up (None = not available for this profile)
+        self.precheck = self._precheck if exact else None
+        self.short_with = self._short_with if self.resources_fit is not None else None
+        self._last: tuple[PodInfo, np.ndarray, np.ndarray] | None = None   # pod, request vector, checked columns
 
     def __call__(self, pod: PodInfo, node: int) -> tuple[str, ...]:
         snapshot, state = self.snapshot, CycleState()
@@ -88,15 +85,16 @@ class FrameworkFitCheck:
         """Would NodeResourcesFit reject ``node`` for ``pod`` once ``other`` is added to it?
         (Any filter rejecting means no fit, so this needs no order among the filters.)"""
         snapshot = self.snapshot
-        cached = self._columns.get(pod.uid)
-        if cached is None or len(cached[0]) != len(snapshot.resource_names):
+        if self._last is None or self._last[0] is not pod or len(self._last[1]) != len(snapshot.resource_names):
             vec = snapshot.request_vector(pod)
-            cached = self._columns[pod.uid] = (vec, self.resources_fit_any._checked(snapshot, vec))
-        vec, cols = cached
-        free = snapshot.free[node] - snapshot.request_vector(other)
+            self._last = (pod, vec, self.resources_fit._checked(snapshot, vec))
+        _, vec, cols = self._last
+        other_vec = snapshot.request_vector(other)
+        free = snapshot.free[node].copy()
+        free[: len(other_vec)] -= other_vec
         return bool(free[PODS] < 1 or (free[cols] < vec[cols]).any())
 
-    def precheck(self, pod: PodInfo, nodes: np.ndarray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    def _precheck(self, pod: PodInfo, nodes: np.ndarray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
         """Per node of ``nodes``: -1 when the pod would fit its resources with every lower-priority
         pod gone, else an index into the returned list of NodeResourcesFit reason tuples."""
         snapshot = self.snapshot
