@@ -179,7 +179,7 @@ class Scheduler:
         skipped = state.read(SKIPPED_FILTERS_KEY) or ()
         rejections: list[Rejection] = []
         alive = candidates
-        rejected_any = np.zeros(snapshot.num_nodes, dtype=bool)
+        rejected_any = None if stop_at_first else np.zeros(snapshot.num_nodes, dtype=bool)
         for plugin in framework.filter:
             if plugin.name in skipped:
                 continue
@@ -188,11 +188,10 @@ class Scheduler:
             found = plugin.filter(state, pod, snapshot, alive)
             if not found:
                 continue
-            bad = np.zeros(snapshot.num_nodes, dtype=bool)
             for rejection in found:
                 rejections.append(Rejection(rejection.nodes, rejection.reason, rejection.code,
                                             plugin.name))
-                bad |= rejection.nodes
+            bad = found[0].nodes if len(found) == 1 else np.logical_or.reduce([r.nodes for r in found])
             if stop_at_first:
                 alive = alive[~bad[alive]]
             else:
