@@ -162,7 +162,7 @@ def schedule_in_order(view: View, config: ModeConfig, pending: list[dict], todo:
                       ) -> None:
     """One pass in ``backfill`` or ``strict`` mode; see the module docstring."""
     snapshot, order = scheduling.build_snapshot(view)
-    scheduler = scheduling.make_scheduler(snapshot, view)
+    scheduler = scheduling.make_scheduler(snapshot, view, order)
     now = view.now()
     todo_uids = {p["metadata"]["uid"] for p in todo}
     infos = [pod_info(p, order.get(p["metadata"]["uid"], 0)) for p in pending]

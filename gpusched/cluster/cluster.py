@@ -292,7 +292,7 @@ class Cluster:
             snapshot, order = scheduling.build_snapshot(view)
             if pod["metadata"]["uid"] in snapshot.pod_node:
                 snapshot.remove_pod(pod["metadata"]["uid"])
-            scheduler = scheduling.make_scheduler(snapshot, view)
+            scheduler = scheduling.make_scheduler(snapshot, view, order)
             return explain(scheduler, pod_info(pod, order.get(pod["metadata"]["uid"], 0)))
 
     def write(self, fn: Any, settle: bool = True) -> Any:

@@ -144,9 +144,11 @@ def kubelet_admission_error(view: View):
 
 # ---- scheduling --------------------------------------------------------------------------------
 
-def make_scheduler(snapshot, view: View):
+def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):
     """The default profile(s) over ``snapshot``, seeded from (seed, resourceVersion), with the
-    PodDisruptionBudgets handed to DefaultPreemption."""
+    PodDisruptionBudgets handed to DefaultPreemption. With ``order`` (from ``build_snapshot``),
+    pending pods that carry ``status.nominatedNodeName`` are registered as nominated, so they
+    count on that node for pods of equal or lower priority, as upstream's nominator does."""
     from gpusched.scheduler.preemption import PdbInfo
     from gpusched.scheduler.runner import Scheduler
     rng = np.random.default_rng([view.seed, view.rv])
@@ -160,6 +162,11 @@ def make_scheduler(snapshot, view: View):
         plugin = framework.plugins.get("DefaultPreemption")
         if plugin is not None and hasattr(plugin, "set_pdbs"):
             plugin.set_pdbs(pdbs)
+    if order is not None:
+        for pod in pending_pods(view):
+            node = (pod.get("status") or {}).get("nominatedNodeName", "")
+            if node:
+                scheduler.set_nominated(pod_info(pod, order.get(pod["metadata"]["uid"], 0)), node)
     return scheduler
 
 
@@ -188,7 +195,7 @@ def schedule_pending(view: View) -> None:
         schedule_in_order(view, mode, pending, todo)
         return
     snapshot, order = build_snapshot(view)
-    scheduler = make_scheduler(snapshot, view)
+    scheduler = make_scheduler(snapshot, view, order)
     for pod in todo:
         info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
         started = time.perf_counter()     # the one real timer: attempt latency for /metrics

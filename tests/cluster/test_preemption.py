@@ -3,6 +3,8 @@ the preemptor nominated then bound within the same settle."""
 
 from __future__ import annotations
 
+import copy
+
 import yaml
 
 from .builders import apply, join, node_of, pod, pool, priority_class
@@ -82,3 +84,24 @@ def test_explain_and_node_devices(cluster):
     assert explanation.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
     running = cluster.explain("a")                 # a bound pod is explained as if pending
     assert running.feasible == ("gpu-1",)
+
+
+def test_pending_nominated_pods_are_registered_with_the_scheduler(cluster):
+    """A pending pod's status.nominatedNodeName (e.g. set by a secondary scheduler through the
+    API) is handed to the scheduler, so it counts on that node for equal/lower-priority pods."""
+    from gpusched.cluster import scheduling
+
+    apply(cluster, join(pool(count=1, gpus=8), pod("waiting", gpus=8, nodeSelector={"x": "y"})))
+
+    def nominate(view):
+        body = copy.deepcopy(view.get("Pod", "waiting", "default"))
+        body["status"]["nominatedNodeName"] = "gpu-1"
+        view.update(body)
+    cluster.write(nominate, settle=False)
+
+    view = cluster.view()
+    snapshot, order = scheduling.build_snapshot(view)
+    with_order = scheduling.make_scheduler(snapshot, view, order)
+    assert [p.name for p in with_order.nominated.values()] == ["waiting"]
+    assert next(iter(with_order.nominated.values())).nominated_node == "gpu-1"
+    assert not scheduling.make_scheduler(snapshot, view).nominated
