@@ -48,11 +48,8 @@ PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priorit
 # ---- devices ---------------------------------------------------------------------------------
 
 def node_devices_for(node: dict, configmaps: list[dict]) -> Any:
-    """The node's ``NodeDevices`` (None for a CPU-only node or before the devices layer lands)."""
-    try:
-        from gpusched.devices.advertise import node_device_state
-    except ImportError:
-        return None
+    """The node's ``NodeDevices``, as the device plugin advertises them (``devices.advertise``)."""
+    from gpusched.devices.advertise import node_device_state
     return node_device_state(node, configmaps).devices
 
 

@@ -167,10 +167,7 @@ class ApiServer:
         return status_response(404, "the server could not find the requested resource", "NotFound")
 
     def _metrics(self) -> Response:
-        try:
-            from gpusched.metrics.exposition import render_cluster   # the monitoring module
-        except ImportError:
-            return status_response(404, "the server could not find the requested resource", "NotFound")
+        from gpusched.metrics.exposition import render_cluster   # imported on first scrape
         content_type, body = self.worker.cluster_call(render_cluster)
         return Response(200, body, content_type)
 

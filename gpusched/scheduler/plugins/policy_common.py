@@ -38,34 +38,12 @@ class NodeArrays:
     model_names: list[str]
 
 
-def _cpu_column(snapshot) -> int:
-    for attr in ("resource_index", "resource_columns", "columns"):
-        table = getattr(snapshot, attr, None)
-        if isinstance(table, Mapping) and "cpu" in table:
-            return int(table["cpu"])
-    resources = getattr(snapshot, "resources", None)
-    if resources is not None and "cpu" in list(resources):
-        return list(resources).index("cpu")
-    return 0
-
-
-def _model_names(snapshot) -> list[str]:
-    for attr in ("gpu_models", "gpu_model_names", "model_names"):
-        names = getattr(snapshot, attr, None)
-        if names is not None:
-            return list(names)
-    return []
-
-
 def node_arrays(snapshot) -> NodeArrays:
-    """Read the policy inputs from a Snapshot (a private adapter over its column layout)."""
-    col = _cpu_column(snapshot)
-    cpu_free = np.asarray(snapshot.allocatable[:, col] - snapshot.requested[:, col], dtype=np.int64)
+    """Read the policy inputs from a Snapshot."""
+    cpu_free = np.asarray(snapshot.free[:, snapshot.resources["cpu"]], dtype=np.int64)
     gpu_left = np.asarray(snapshot.gpu_free_milli, dtype=np.int64)
-    if gpu_left.ndim == 1:
-        gpu_left = gpu_left[:, None]
     return NodeArrays(cpu_free, gpu_left, np.asarray(snapshot.gpu_model_id, dtype=np.int64),
-                      _model_names(snapshot))
+                      list(snapshot.gpu_models))
 
 
 def pod_gpu(pod: PodInfo) -> tuple[int, int]:

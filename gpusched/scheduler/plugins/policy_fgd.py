@@ -38,8 +38,8 @@ class PolicyFGD:
         self._generation: object = None
 
     def _state(self, snapshot) -> FragState:
-        generation = getattr(snapshot, "generation", None)
-        if self.frag is not None and generation is not None and generation == self._generation:
+        generation = snapshot.generation
+        if self.frag is not None and generation == self._generation:
             return self.frag                     # nothing changed since the previous cycle
         arrays = node_arrays(snapshot)
         if self.frag is None or len(self.frag.model_id) != len(arrays.model_id):
