@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, node_arrays,
-                                                       pod_gpu, write_best_fit)
+from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
+                                                       gpu_left_total)
 
 NAME = "PolicyBestFit"
 
@@ -32,19 +32,12 @@ def min_max(scores: np.ndarray) -> np.ndarray:
     return (scores - low) * 100 // (high - low)
 
 
-class PolicyBestFit:
+class PolicyBestFit(BestFitPolicy):
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
-        pass
-
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
-        arrays = node_arrays(snapshot)
-        share, count = pod_gpu(pod)
-        write_best_fit(state, arrays.gpu_left, nodes, pod)
-        left_total = np.clip(arrays.gpu_left[nodes], 0, None).sum(axis=1)
-        return best_fit_scores(arrays.cpu_free[nodes], left_total, int(pod.requests.get("cpu", 0)),
-                               share * count)
+    def node_scores(self, arrays, nodes, pod, share, count) -> np.ndarray:
+        return best_fit_scores(arrays.cpu_free[nodes], gpu_left_total(arrays, nodes),
+                               int(pod.requests.get("cpu", 0)), share * count)
 
     def normalize(self, state, pod, nodes: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return min_max(scores)

@@ -107,3 +107,32 @@ def write_best_fit(state, gpu_left: np.ndarray, nodes: np.ndarray, pod: PodInfo)
     share, count = pod_gpu(pod)
     if count:
         state.write(GPU_SELECTION_KEY, GpuSelection(nodes, best_fit_gpus(gpu_left[nodes], share, count)))
+
+
+class BestFitPolicy:
+    """Base of the baselines whose GPU choice is best fit (DotProd, GpuPacking, BestFit).
+
+    ``score`` records the best-fit GPUs for GpuDevices' Reserve and leaves the node scores to
+    ``node_scores(arrays, nodes, pod, share, count)`` (free CPU, free milli per GPU of the
+    candidate rows; the pod's per-GPU milli and GPU count).
+    """
+
+    name = ""
+
+    def __init__(self, args: dict | None = None) -> None:
+        pass
+
+    def score(self, state, pod: PodInfo, snapshot, nodes: np.ndarray) -> np.ndarray:
+        arrays = node_arrays(snapshot)
+        write_best_fit(state, arrays.gpu_left, nodes, pod)
+        share, count = pod_gpu(pod)
+        return self.node_scores(arrays, nodes, pod, share, count)
+
+    def node_scores(self, arrays: NodeArrays, nodes: np.ndarray, pod: PodInfo, share: int,
+                    count: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+def gpu_left_total(arrays: NodeArrays, nodes: np.ndarray) -> np.ndarray:
+    """Free GPU milli summed over each candidate node's GPUs."""
+    return np.clip(arrays.gpu_left[nodes], 0, None).sum(axis=1)

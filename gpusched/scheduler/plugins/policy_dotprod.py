@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, node_arrays,
-                                                       pod_gpu, write_best_fit)
+from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
+                                                       gpu_left_total)
 
 NAME = "PolicyDotProduct"
 
@@ -26,18 +26,11 @@ def dot_product_scores(cpu_left: np.ndarray, gpu_left_total: np.ndarray, cpu_req
     return np.where(cpu_left < cpu_req, 0, scores)
 
 
-class PolicyDotProduct:
+class PolicyDotProduct(BestFitPolicy):
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
-        pass
-
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
-        arrays = node_arrays(snapshot)
-        share, count = pod_gpu(pod)
-        left = arrays.gpu_left[nodes]
-        write_best_fit(state, arrays.gpu_left, nodes, pod)
-        return dot_product_scores(arrays.cpu_free[nodes], np.clip(left, 0, None).sum(axis=1),
+    def node_scores(self, arrays, nodes, pod, share, count) -> np.ndarray:
+        return dot_product_scores(arrays.cpu_free[nodes], gpu_left_total(arrays, nodes),
                                   int(pod.requests.get("cpu", 0)), share * count)
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import (MILLI, best_fit_gpus, node_arrays, pod_gpu,
-                                                       write_best_fit)
+from gpusched.scheduler.plugins.policy_common import MILLI, BestFitPolicy, best_fit_gpus
 
 NAME = "PolicyGpuPacking"
 
@@ -38,16 +37,10 @@ def packing_scores(gpu_left: np.ndarray, share: int, count: int) -> np.ndarray:
     return np.where((chosen < 0).any(axis=1), 0, scores).astype(np.int64)
 
 
-class PolicyGpuPacking:
+class PolicyGpuPacking(BestFitPolicy):
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
-        pass
-
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
-        arrays = node_arrays(snapshot)
-        share, count = pod_gpu(pod)
-        write_best_fit(state, arrays.gpu_left, nodes, pod)
+    def node_scores(self, arrays, nodes, pod, share, count) -> np.ndarray:
         return packing_scores(arrays.gpu_left[nodes], share, count)
 
 
