@@ -36,7 +36,7 @@ snapshot and runner, cluster admission and controllers, trace loaders.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from gpusched.errors import FieldError, InvalidError
 from gpusched.objects.quantity import QuantityError, canonical
@@ -118,25 +118,37 @@ def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
                     lambda: _container_requests(container, "resources"))
 
 
-def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+def _container_limits(container: Any, path: str) -> dict[str, int]:
+    resources = container.get("resources") if isinstance(container, dict) else None
+    return _resource_list(resources.get("limits"), f"{path}.resources.limits") \
+        if isinstance(resources, dict) else {}
+
+
+def _containers_total(spec: Mapping[str, Any],
+                      per_container: Callable[[Any, str], dict[str, int]]) -> dict[str, int]:
+    """kube-scheduler's rule over ``per_container(container, path)`` amounts: the sum over
+    containers and restartable (sidecar) init containers, then the max with each regular init
+    container plus the sidecars started before it. Overhead is left to the caller."""
     total: dict[str, int] = {}
-    containers = spec.get("containers") or ()
-    for i, container in enumerate(containers if isinstance(containers, list) else ()):
-        _add(total, _container_requests(container, f"spec.containers[{i}]"))
-    init_containers = spec.get("initContainers") or ()
-    if init_containers and isinstance(init_containers, list):
-        sidecars: dict[str, int] = {}
-        init_peak: dict[str, int] = {}
-        for i, container in enumerate(init_containers):
-            reqs = _container_requests(container, f"spec.initContainers[{i}]")
-            if isinstance(container, dict) and container.get("restartPolicy") == "Always":
-                _add(total, reqs)
-                _add(sidecars, reqs)
-                reqs = dict(sidecars)
-            else:
-                _add(reqs, sidecars)
-            _max(init_peak, reqs)
-        _max(total, init_peak)
+    for i, container in enumerate(_list(spec.get("containers"))):
+        _add(total, per_container(container, f"spec.containers[{i}]"))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, container in enumerate(_list(spec.get("initContainers"))):
+        amounts = per_container(container, f"spec.initContainers[{i}]")
+        if isinstance(container, dict) and container.get("restartPolicy") == "Always":
+            _add(total, amounts)
+            _add(sidecars, amounts)
+            amounts = dict(sidecars)
+        else:
+            _add(amounts, sidecars)
+        _max(init_peak, amounts)
+    _max(total, init_peak)
+    return total
+
+
+def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    total = _containers_total(spec, _container_requests)
     overhead = spec.get("overhead")
     if overhead:
         _add(total, _resource_list(overhead, "spec.overhead"))
@@ -144,26 +156,7 @@ def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
-    def limits_of(container: Any, path: str) -> dict[str, int]:
-        resources = container.get("resources") if isinstance(container, dict) else None
-        return _resource_list(resources.get("limits"), f"{path}.resources.limits") \
-            if isinstance(resources, dict) else {}
-
-    total: dict[str, int] = {}
-    for i, container in enumerate(_list(spec.get("containers"))):
-        _add(total, limits_of(container, f"spec.containers[{i}]"))
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for i, container in enumerate(_list(spec.get("initContainers"))):
-        lims = limits_of(container, f"spec.initContainers[{i}]")
-        if isinstance(container, dict) and container.get("restartPolicy") == "Always":
-            _add(total, lims)
-            _add(sidecars, lims)
-            lims = dict(sidecars)
-        else:
-            _add(lims, sidecars)
-        _max(init_peak, lims)
-    _max(total, init_peak)
+    total = _containers_total(spec, _container_limits)
     overhead = _resource_list(spec.get("overhead"), "spec.overhead")
     for name, amount in overhead.items():   # overhead only adds to resources that have a limit
         if name in total:
