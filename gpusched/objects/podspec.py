@@ -20,7 +20,7 @@ Neighbours: fieldcheck (Errors), names, duration, types; used by objects.validat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from gpusched.errors import UsageError
 from gpusched.objects.duration import parse_duration
@@ -162,6 +162,19 @@ def _weight(item: dict, p: str, e: Errors) -> None:
         e.invalid(f"{p}.weight", weight, "must be in the range 1-100")
 
 
+def _preferred(raw: dict, p: str, e: Errors, field: str,
+               check_term: Callable[[Any, str], None]) -> None:
+    """``preferredDuringSchedulingIgnoredDuringExecution``: objects with a weight and a term under
+    ``field`` (``preference`` or ``podAffinityTerm``), the term checked by ``check_term``."""
+    pp = f"{p}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, item in enumerate(e.items_of(raw, "preferredDuringSchedulingIgnoredDuringExecution", pp) or ()):
+        if not isinstance(item, dict):
+            e.invalid(f"{pp}[{i}]", item, "must be an object")
+            continue
+        _weight(item, f"{pp}[{i}]", e)
+        check_term(item.get(field), f"{pp}[{i}].{field}")
+
+
 def _node_affinity(raw: dict, p: str, e: Errors) -> None:
     required = e.mapping(raw, "requiredDuringSchedulingIgnoredDuringExecution",
                          f"{p}.requiredDuringSchedulingIgnoredDuringExecution")
@@ -172,13 +185,8 @@ def _node_affinity(raw: dict, p: str, e: Errors) -> None:
             e.required(rp, "must have at least one node selector term")
         for i, term in enumerate(terms or ()):
             _node_selector_term(term, f"{rp}[{i}]", e)
-    pp = f"{p}.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, item in enumerate(e.items_of(raw, "preferredDuringSchedulingIgnoredDuringExecution", pp) or ()):
-        if not isinstance(item, dict):
-            e.invalid(f"{pp}[{i}]", item, "must be an object")
-            continue
-        _weight(item, f"{pp}[{i}]", e)
-        _node_selector_term(item.get("preference") or {}, f"{pp}[{i}].preference", e)
+    _preferred(raw, p, e, "preference",
+               lambda term, path: _node_selector_term(term or {}, path, e))
 
 
 def _pod_affinity_term(term: Any, p: str, e: Errors) -> None:
@@ -201,13 +209,7 @@ def _pod_affinity(raw: dict, p: str, e: Errors) -> None:
     rp = f"{p}.requiredDuringSchedulingIgnoredDuringExecution"
     for i, term in enumerate(e.items_of(raw, "requiredDuringSchedulingIgnoredDuringExecution", rp) or ()):
         _pod_affinity_term(term, f"{rp}[{i}]", e)
-    pp = f"{p}.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, item in enumerate(e.items_of(raw, "preferredDuringSchedulingIgnoredDuringExecution", pp) or ()):
-        if not isinstance(item, dict):
-            e.invalid(f"{pp}[{i}]", item, "must be an object")
-            continue
-        _weight(item, f"{pp}[{i}]", e)
-        _pod_affinity_term(item.get("podAffinityTerm"), f"{pp}[{i}].podAffinityTerm", e)
+    _preferred(raw, p, e, "podAffinityTerm", lambda term, path: _pod_affinity_term(term, path, e))
 
 
 # ----------------------------------------------------------------------------------------------
