@@ -16,6 +16,7 @@ from gpusched.devices.plugin_config import parse_config
 from gpusched.objects.quantity import canonical
 from gpusched.objects.types import (NodeInfo, NodeSelectorTerm, PodInfo, PreferredTerm,
                                     Requirement, Taint, Toleration)
+from gpusched.scheduler.framework import SKIP, Code, CycleState
 from gpusched.scheduler.runner import Scheduler
 from gpusched.scheduler.snapshot import Snapshot
 
@@ -66,6 +67,42 @@ def snapshot_of(*nodes: tuple[NodeInfo, NodeDevices | None]) -> Snapshot:
     for info, devices in nodes:
         snap.add_node(info, devices)
     return snap
+
+
+def labelled_snapshot(nodes: dict[str, dict[str, str]],
+                      placed: dict[str, list[PodInfo]] | None = None) -> Snapshot:
+    """Roomy CPU nodes with the given labels, and pods already placed on them by node name."""
+    snap = Snapshot()
+    for name, labels in nodes.items():
+        snap.add_node(NodeInfo(name, {"cpu": 64000, "memory": 2**40}, {}, labels=labels))
+    for node, pods in (placed or {}).items():
+        for pod in pods:
+            snap.add_pod(pod, node)
+    return snap
+
+
+def filter_outcome(plugin, snap: Snapshot, pod: PodInfo) -> dict[str, tuple[str, Code]]:
+    """PreFilter + Filter of one plugin over every node: node name -> (reason, code) for the
+    rejected ones ({} when PreFilter skips). A node must get only its first failing rule."""
+    state = CycleState()
+    if plugin.pre_filter(state, pod, snap) == SKIP:
+        return {}
+    out: dict[str, tuple[str, Code]] = {}
+    for rejection in plugin.filter(state, pod, snap, snap.all_nodes()):
+        for row in np.flatnonzero(rejection.nodes):
+            assert snap.names[row] not in out, "a node gets only its first failing rule"
+            out[snap.names[row]] = (rejection.reason, rejection.code)
+    return out
+
+
+def score_outcome(plugin, snap: Snapshot, pod: PodInfo) -> dict[str, int]:
+    """PreScore + Score + NormalizeScore of one plugin: node name -> normalized score."""
+    state = CycleState()
+    nodes = snap.all_nodes()
+    if plugin.pre_score(state, pod, snap, nodes) == SKIP:
+        return {}
+    raw = plugin.score(state, pod, snap, nodes)
+    return dict(zip(snap.names, plugin.normalize(state, pod, nodes, raw).tolist()))
 
 
 def scheduler_of(*nodes: tuple[NodeInfo, NodeDevices | None], profiles=None, seed: int = 0) -> Scheduler:

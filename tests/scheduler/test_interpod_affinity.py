@@ -3,15 +3,16 @@ pods' anti-affinity, namespaces, and preferred-term scoring."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from gpusched.objects.types import (
-    LabelSelector, NodeInfo, PodAffinityTerm, PodInfo, WeightedPodAffinityTerm,
+    LabelSelector, PodAffinityTerm, PodInfo, WeightedPodAffinityTerm,
 )
-from gpusched.scheduler.framework import Code, CycleState, SKIP
+from gpusched.scheduler.framework import Code
 from gpusched.scheduler.plugins import inter_pod_affinity as ipa
 from gpusched.scheduler.snapshot import Snapshot
+
+from .builders import filter_outcome, labelled_snapshot, score_outcome
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -32,16 +33,6 @@ def make_pod(app: str = "", ns: str = "default", **kw) -> PodInfo:
     return PodInfo(ns, f"p{n}", f"uid-{n}", {}, labels={"app": app} if app else {}, **kw)
 
 
-def make_snapshot(nodes: dict[str, dict[str, str]], placed: dict[str, list[PodInfo]] = {}) -> Snapshot:
-    snap = Snapshot()
-    for name, labels in nodes.items():
-        snap.add_node(NodeInfo(name, {"cpu": 64000, "memory": 2**40}, {}, labels=labels))
-    for node, pods in placed.items():
-        for p in pods:
-            snap.add_pod(p, node)
-    return snap
-
-
 NODES = {"a1": {ZONE: "a"}, "a2": {ZONE: "a"}, "b1": {ZONE: "b"}, "x": {}}
 
 AFF = (ipa.REASON_AFFINITY, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -50,16 +41,7 @@ EXISTING = (ipa.REASON_EXISTING_ANTI_AFFINITY, Code.UNSCHEDULABLE)
 
 
 def run_filter(snap: Snapshot, pod: PodInfo) -> dict[str, tuple[str, Code]]:
-    plugin = ipa.new()
-    state = CycleState()
-    if plugin.pre_filter(state, pod, snap) == SKIP:
-        return {}
-    out = {}
-    for r in plugin.filter(state, pod, snap, snap.all_nodes()):
-        for row in np.flatnonzero(r.nodes):
-            assert snap.names[row] not in out, "a node gets only its first failing rule"
-            out[snap.names[row]] = (r.reason, r.code)
-    return out
+    return filter_outcome(ipa.new(), snap, pod)
 
 
 FILTER_CASES = [
@@ -95,17 +77,11 @@ FILTER_CASES = [
 
 @pytest.mark.parametrize("placed,pod,expected", [c[1:] for c in FILTER_CASES], ids=[c[0] for c in FILTER_CASES])
 def test_filter(placed, pod, expected):
-    assert run_filter(make_snapshot(NODES, placed), pod) == expected
+    assert run_filter(labelled_snapshot(NODES, placed), pod) == expected
 
 
 def run_score(snap: Snapshot, pod: PodInfo) -> dict[str, int]:
-    plugin = ipa.new()
-    state = CycleState()
-    nodes = snap.all_nodes()
-    if plugin.pre_score(state, pod, snap, nodes) == SKIP:
-        return {}
-    raw = plugin.score(state, pod, snap, nodes)
-    return dict(zip(snap.names, plugin.normalize(state, pod, nodes, raw).tolist()))
+    return score_outcome(ipa.new(), snap, pod)
 
 
 def weighted(w: int, app: str, key: str = ZONE) -> WeightedPodAffinityTerm:
@@ -131,4 +107,4 @@ SCORE_CASES = [
 
 @pytest.mark.parametrize("placed,pod,expected", [c[1:] for c in SCORE_CASES], ids=[c[0] for c in SCORE_CASES])
 def test_score(placed, pod, expected):
-    assert run_score(make_snapshot(NODES, placed), pod) == expected
+    assert run_score(labelled_snapshot(NODES, placed), pod) == expected

@@ -3,27 +3,18 @@ rules (namespace, nodeSelector), and ScheduleAnyway scoring."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from gpusched.objects.types import LabelSelector, NodeInfo, PodInfo, TopologySpreadConstraint
+from gpusched.objects.types import LabelSelector, PodInfo, TopologySpreadConstraint
 from gpusched.scheduler.framework import Code, CycleState, SKIP
 from gpusched.scheduler.plugins import pod_topology_spread as pts
 from gpusched.scheduler.snapshot import Snapshot
 
+from .builders import filter_outcome, labelled_snapshot, score_outcome
+
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 WEB = LabelSelector(match_labels=(("app", "web"),))
-
-
-def make_snapshot(nodes: dict[str, dict[str, str]], placed: dict[str, list[PodInfo]] = {}) -> Snapshot:
-    snap = Snapshot()
-    for name, labels in nodes.items():
-        snap.add_node(NodeInfo(name, {"cpu": 64000, "memory": 2**40}, {}, labels=labels))
-    for node, pods in placed.items():
-        for p in pods:
-            snap.add_pod(p, node)
-    return snap
 
 
 _seq = iter(range(10**6))
@@ -51,16 +42,7 @@ THREE_ZONED = {"a1": {ZONE: "a"}, "a2": {ZONE: "a"}, "b1": {ZONE: "b"}}
 
 
 def run_filter(snap: Snapshot, pod: PodInfo) -> dict[str, tuple[str, Code]]:
-    plugin = pts.new()
-    state = CycleState()
-    status = plugin.pre_filter(state, pod, snap)
-    if status == SKIP:
-        return {}
-    out = {}
-    for r in plugin.filter(state, pod, snap, snap.all_nodes()):
-        for row in np.flatnonzero(r.nodes):
-            out[snap.names[row]] = (r.reason, r.code)
-    return out
+    return filter_outcome(pts.new(), snap, pod)
 
 
 SKEWED = (pts.REASON_CONSTRAINTS, Code.UNSCHEDULABLE)
@@ -99,22 +81,16 @@ FILTER_CASES = [
 @pytest.mark.parametrize("nodes,placed,pod,expected", [c[1:] for c in FILTER_CASES],
                          ids=[c[0] for c in FILTER_CASES])
 def test_filter(nodes, placed, pod, expected):
-    assert run_filter(make_snapshot(nodes, placed), pod) == expected
+    assert run_filter(labelled_snapshot(nodes, placed), pod) == expected
 
 
 def test_pod_without_constraints_skips():
-    snap = make_snapshot(THREE_ZONED)
+    snap = labelled_snapshot(THREE_ZONED)
     assert pts.new().pre_filter(CycleState(), make_pod(), snap) == SKIP
 
 
 def run_score(snap: Snapshot, pod: PodInfo) -> dict[str, int]:
-    plugin = pts.new()
-    state = CycleState()
-    nodes = snap.all_nodes()
-    if plugin.pre_score(state, pod, snap, nodes) == SKIP:
-        return {}
-    raw = plugin.score(state, pod, snap, nodes)
-    return dict(zip(snap.names, plugin.normalize(state, pod, nodes, raw).tolist()))
+    return score_outcome(pts.new(), snap, pod)
 
 
 SCORE_CASES = [
@@ -133,4 +109,4 @@ SCORE_CASES = [
 @pytest.mark.parametrize("nodes,placed,pod,expected", [c[1:] for c in SCORE_CASES],
                          ids=[c[0] for c in SCORE_CASES])
 def test_score(nodes, placed, pod, expected):
-    assert run_score(make_snapshot(nodes, placed), pod) == expected
+    assert run_score(labelled_snapshot(nodes, placed), pod) == expected
