@@ -86,14 +86,18 @@ def dumps(body: dict) -> str:
 
 
 class Store:
-    """One SQLite connection to the state file; transactions via :meth:`immediate`."""
+    """One SQLite connection to the state file; transactions via :meth:`immediate`.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``shared=True`` lets several threads use the connection; the caller serialises them (the
+    API server's change feed does, with a lock).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], shared: bool = False) -> None:
         self.path = Path(path)
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
-                                    isolation_level=None)
+                                    isolation_level=None, check_same_thread=not shared)
         self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -128,8 +132,13 @@ class Store:
 
     # ---- raw reads (inside a transaction) ---------------------------------------------------
 
-    def read_meta(self) -> dict[str, str]:
-        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+    def read_meta(self, *keys: str) -> dict[str, str]:
+        """The meta table, or only ``keys`` (pollers skip the large ``stats`` value)."""
+        if not keys:
+            return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+        marks = ", ".join("?" * len(keys))
+        return dict(self.conn.execute(f"SELECT key, value FROM meta WHERE key IN ({marks})",
+                                      keys).fetchall())
 
     def read_objects(self) -> Iterator[tuple[str, str, str, dict]]:
         for kind, ns, name, body in self.conn.execute(
@@ -146,6 +155,22 @@ class Store:
         return self.conn.execute(
             "SELECT rv, kind, namespace, name, type FROM changes WHERE rv > ? ORDER BY rv",
             (rv,)).fetchall()
+
+    def object_version(self, kind: str, ns: str, name: str) -> tuple[int, str] | None:
+        """(resourceVersion, JSON body) of one stored object, or None; the body is left unparsed
+        so a caller that only wanted the version pays nothing for it."""
+        row = self.conn.execute("SELECT resource_version, body FROM objects WHERE kind=? AND "
+                                "namespace=? AND name=?", (kind, ns, name)).fetchone()
+        return (int(row[0]), row[1]) if row else None
+
+    def events_since(self, seq: int) -> list[tuple[str, str, int, str]]:
+        """Events stored after ``seq``: (namespace, name, seq, JSON body), oldest first."""
+        return self.conn.execute("SELECT namespace, name, seq, body FROM events WHERE seq > ? "
+                                 "ORDER BY seq", (seq,)).fetchall()
+
+    def compact_changes(self, rv: int) -> None:
+        """Drop the change log up to ``rv`` (watch resumes from older versions get 410)."""
+        self.conn.execute("DELETE FROM changes WHERE rv <= ?", (rv,))
 
     # ---- raw writes (inside an immediate transaction) ---------------------------------------
 

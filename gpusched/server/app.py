@@ -27,7 +27,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from gpusched.cluster.store import Store
 from gpusched.errors import GpuschedError
 from gpusched.server import discovery
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
@@ -50,7 +49,6 @@ class ApiServer:
                  virtual_clock: bool = False, columns: ColumnSource | None = None,
                  watch_capacity: int = DEFAULT_CAPACITY) -> None:
         self.token = token
-        Store(state_path).close()          # creates the file and its tables for the feed
         self.feed = ChangeFeed(state_path, watch_capacity)
         self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke)
         self.resources = ResourceApi(self.worker, self.feed, columns)

@@ -35,6 +35,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpusched.cluster.store import Store
+
 log = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 10_000
@@ -94,8 +96,7 @@ class ChangeFeed:
         self.resets = 0
         self._poll_lock = threading.Lock()
         self.clock = 0.0      # the cluster's virtual clock at the last poll (table AGE columns)
-        self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
-                                     check_same_thread=False)
+        self._store = Store(self.path, shared=True)   # its own connection: other writers show up
         self._thread: threading.Thread | None = None
         self._load()
 
@@ -103,22 +104,16 @@ class ChangeFeed:
 
     def _load(self) -> None:
         """Start from the current state: everything now stored is known, nothing is history."""
-        conn = self._conn
-        conn.execute("BEGIN")
-        try:
+        store = self._store
+        with store.reading():
             objects, events = self.streams[OBJECTS], self.streams[EVENTS]
-            objects.state = {(k, ns, n): json.loads(b) for k, ns, n, b in conn.execute(
-                "SELECT kind, namespace, name, body FROM objects")}
-            row = conn.execute("SELECT value FROM meta WHERE key='rv'").fetchone()
-            objects.cursor = objects.floor = int(row[0]) if row else 0
+            objects.state = {(k, ns, n): body for k, ns, n, body in store.read_objects()}
+            objects.cursor = objects.floor = int(store.read_meta("rv").get("rv", 0))
             events.state = {}
-            for ns, name, seq, body in conn.execute(
-                    "SELECT namespace, name, seq, body FROM events ORDER BY seq"):
-                events.state[("Event", ns, name)] = _stamp(json.loads(body), seq)
+            for ns, name, seq, body in store.read_events():
+                events.state[("Event", ns, name)] = _stamp(body, seq)
                 events.cursor = max(events.cursor, seq)
             events.floor = events.cursor
-        finally:
-            conn.execute("ROLLBACK")
 
     def start(self) -> "ChangeFeed":
         self._thread = threading.Thread(target=self._run, name="gpusched-feed", daemon=True)
@@ -132,7 +127,7 @@ class ChangeFeed:
         if self._thread is not None:
             self._thread.join(timeout=5)
         with self._poll_lock:
-            self._conn.close()
+            self._store.close()
 
     def poke(self) -> None:
         """Poll now (called after the server's own writes) instead of at the next interval."""
@@ -162,27 +157,15 @@ class ChangeFeed:
     def poll(self) -> None:
         """Read what was committed since the last poll and append it to the streams (callers
         hold ``_poll_lock``: the connection is shared by the feed thread and :meth:`sync`)."""
-        conn = self._conn
-        conn.execute("BEGIN")
-        try:
-            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('rv', 'clock')"))
+        store = self._store
+        with store.reading():
+            meta = store.read_meta("rv", "clock")
             store_rv = int(meta.get("rv", 0))
             self.clock = float(meta.get("clock", self.clock))
-            object_rows = conn.execute(
-                "SELECT rv, kind, namespace, name, type FROM changes WHERE rv > ? ORDER BY rv",
-                (self.streams[OBJECTS].cursor,)).fetchall()
-            bodies = {}
-            for rv, kind, ns, name, typ in object_rows:
-                if typ != "DELETED":
-                    found = conn.execute(
-                        "SELECT resource_version, body FROM objects WHERE kind=? AND "
-                        "namespace=? AND name=?", (kind, ns, name)).fetchone()
-                    bodies[rv] = found
-            event_rows = conn.execute(
-                "SELECT namespace, name, seq, body FROM events WHERE seq > ? ORDER BY seq",
-                (self.streams[EVENTS].cursor,)).fetchall()
-        finally:
-            conn.execute("ROLLBACK")
+            object_rows = store.changes_since(self.streams[OBJECTS].cursor)
+            bodies = {rv: store.object_version(kind, ns, name)
+                      for rv, kind, ns, name, typ in object_rows if typ != "DELETED"}
+            event_rows = store.events_since(self.streams[EVENTS].cursor)
         with self.cond:
             if store_rv < self.streams[OBJECTS].cursor:
                 self._reset()
@@ -215,7 +198,7 @@ class ChangeFeed:
                     stream.emit(Change(rv, "DELETED", kind, ns, name, _stamp(last, rv)))
                 continue
             found = bodies.get(rv)
-            if found is None or int(found[0]) != rv:
+            if found is None or found[0] != rv:
                 continue   # deleted or changed again since: a later row has the state
             body = json.loads(found[1])
             change = "MODIFIED" if key in stream.state else "ADDED"
@@ -236,7 +219,7 @@ class ChangeFeed:
 
     def _compact(self, floor: int) -> None:
         try:
-            self._conn.execute("DELETE FROM changes WHERE rv <= ?", (floor,))
+            self._store.compact_changes(floor)
         except sqlite3.OperationalError:   # busy: the next trim tries again
             log.debug("change feed: compaction deferred", exc_info=True)
 
