@@ -29,11 +29,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from gpusched.devices.catalog import GpuModel, lookup_model
+from gpusched.devices.catalog import GpuModel
 from gpusched.devices.gfd import gfd_labels
 from gpusched.devices.mig import (ALL_DISABLED, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL,
                                   MigConfigEntry, layout_for, parse_mig_parted_config)
 from gpusched.devices.node import NodeDevices
+from gpusched.devices.user_models import (ANN_MODEL_SPEC, MODELS_CONFIGMAP, MODELS_KEY,
+                                          generic_model, model_of_annotation, resolve,
+                                          user_models)
 from gpusched.devices.plugin_config import (DevicePluginConfigError, default_key_of,
                                             find_device_plugin_configmap, select_config)
 from gpusched.errors import GpuschedError, UsageError
@@ -62,6 +65,7 @@ class NodeDeviceState:
     error: str | None = None
     config_key: str = ""                                      # the device-plugin config key used
     model: GpuModel | None = None
+    warning: str | None = None                                # e.g. an unknown GPU product
 
 
 def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
@@ -73,11 +77,11 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
     labels = dict(meta.get("labels") or {})
     annotations = dict(meta.get("annotations") or {})
     try:
-        model, count = node_gpus(node)
+        model, count, warning = node_gpus(node, user_models(configmaps))
     except GpuschedError as err:
         return NodeDeviceState(NodeDevices.build(name, None, 0), error=str(err))
     if model is None or count == 0:
-        return NodeDeviceState(NodeDevices.build(name, None, 0))
+        return NodeDeviceState(NodeDevices.build(name, None, 0), warning=warning)
     base = {"nvidia.com/gpu.present": "true", LABEL_GPU_MODEL: model.name,
             LABEL_GPU_COUNT: str(count)}
     mig_name = labels.get(MIG_CONFIG_LABEL, "") or ALL_DISABLED
@@ -100,22 +104,35 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
     out = {**base, **gfd_labels(model, count, config, layout, devices.mig_strategy)}
     if model.mig_capable and MIG_CONFIG_LABEL in labels:
         out[MIG_CONFIG_STATE_LABEL] = "success"
-    return NodeDeviceState(devices, dict(sorted(out.items())), devices.advertised, None, key, model)
+    return NodeDeviceState(devices, dict(sorted(out.items())), devices.advertised, None, key, model,
+                           warning)
 
 
-def node_gpus(node: Mapping[str, Any]) -> tuple[GpuModel | None, int]:
-    """The node's GPU model and physical GPU count (see step 1 of the module docstring)."""
+def node_gpus(node: Mapping[str, Any], extra: Mapping[str, GpuModel] | None = None
+              ) -> tuple[GpuModel | None, int, str | None]:
+    """The node's GPU model, physical GPU count and a warning (see step 1 of the module
+    docstring). ``extra``: user-defined models (``devices.user_models``). A product no catalog
+    knows gives ``user_models.generic_model`` and a warning, never a node without GPUs."""
     meta = node.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     name = meta.get("name", "")
     model_name = annotations.get(ANN_GPU_MODEL) or labels.get(LABEL_GPU_MODEL)
-    if model_name:
-        model = lookup_model(str(model_name).split("|")[0])
-    elif labels.get("nvidia.com/gpu.product"):
-        model = lookup_model(_base_product(str(labels["nvidia.com/gpu.product"])))
+    product = str(labels.get("nvidia.com/gpu.product") or "")
+    warning = None
+    if annotations.get(ANN_MODEL_SPEC):
+        model = model_of_annotation(str(annotations[ANN_MODEL_SPEC]), name)
+    elif model_name or product:
+        wanted = str(model_name).split("|")[0] if model_name else _base_product(product)
+        try:
+            model = resolve(wanted, extra or {})
+        except GpuschedError:
+            model = generic_model(wanted, labels)
+            warning = (f'GPU product "{wanted}" is not in gpusched\'s catalog: advertising the '
+                       f"node's GPUs as {wanted} with {model.memory_mib} MiB and no MIG; describe "
+                       f"it in ConfigMap kube-system/{MODELS_CONFIGMAP} (key {MODELS_KEY})")
     else:
-        return None, 0
+        return None, 0, None
     raw = annotations.get(ANN_GPU_COUNT) or labels.get(LABEL_GPU_COUNT)
     if raw is None:
         raw = ((node.get("status") or {}).get("capacity") or {}).get("nvidia.com/gpu", 0)
@@ -125,7 +142,7 @@ def node_gpus(node: Mapping[str, Any]) -> tuple[GpuModel | None, int]:
         raise UsageError(f'node {name}: invalid GPU count "{raw}"') from None
     if count < 0:
         raise UsageError(f'node {name}: invalid GPU count "{raw}"')
-    return model, count
+    return model, count, warning
 
 
 def _base_product(product: str) -> str:

@@ -55,6 +55,7 @@ class GpuModel:
     architecture: str = ""         # "Ampere", "Hopper", ...
     aliases: tuple[str, ...] = ()
     trace_model: bool = False      # a model name from the Alibaba trace (G2, V100M16, ...)
+    nvml_name: str = ""            # what nvidia-smi prints, e.g. "NVIDIA A100-SXM4-80GB"
 
     @property
     def mig_capable(self) -> bool:
@@ -67,10 +68,23 @@ class GpuModel:
 
 def _model(name: str, product: str, memory_mib: int, cc: tuple[int, int], architecture: str,
            mig: MigGeometry | None = None, aliases: tuple[str, ...] = (),
-           trace: bool = False) -> GpuModel:
+           trace: bool = False, nvml: str = "") -> GpuModel:
     family = family_of(*cc) if cc[0] else "undefined"
     return GpuModel(name, product, memory_mib, family, cc[0], cc[1], mig, architecture, aliases,
-                    trace)
+                    trace, nvml or nvml_name_of(product))
+
+
+def nvml_name_of(product: str) -> str:
+    """The NVML device name behind a GFD product label (GFD turned its spaces into ``-``):
+    ``NVIDIA-A100-SXM4-80GB`` -> ``NVIDIA A100-SXM4-80GB``, ``Tesla-T4`` -> ``Tesla T4``.
+    Only the first ``-`` (after the vendor word) is a space for data-centre parts; names with
+    more words are given explicitly in the catalog.
+
+    >>> nvml_name_of("NVIDIA-A100-SXM4-80GB"), nvml_name_of("Tesla-V100-SXM2-16GB")
+    ('NVIDIA A100-SXM4-80GB', 'Tesla V100-SXM2-16GB')
+    """
+    vendor, _, rest = product.partition("-")
+    return f"{vendor} {rest}" if rest else vendor
 
 
 _MODELS = (
@@ -88,14 +102,25 @@ _MODELS = (
     _model("L40S", "NVIDIA-L40S", 46068, (8, 9), "Ada Lovelace"),
     _model("T4", "Tesla-T4", 15360, (7, 5), "Turing"),
     _model("H100-80GB", "NVIDIA-H100-80GB-HBM3", 81559, (9, 0), "Hopper", mig_profiles.H100_80GB,
-           aliases=("H100", "NVIDIA-H100-PCIe")),
-    _model("H100-NVL", "NVIDIA-H100-NVL", 95830, (9, 0), "Hopper", mig_profiles.H100_NVL),
+           aliases=("H100", "H100-SXM", "H100-SXM5-80GB"), nvml="NVIDIA H100 80GB HBM3"),
+    _model("H100-PCIE", "NVIDIA-H100-PCIe", 81559, (9, 0), "Hopper", mig_profiles.H100_80GB,
+           aliases=("H100-PCIE-80GB",), nvml="NVIDIA H100 PCIe"),
+    _model("H100-NVL", "NVIDIA-H100-NVL", 95830, (9, 0), "Hopper", mig_profiles.H100_NVL,
+           nvml="NVIDIA H100 NVL"),
     _model("H200-141GB", "NVIDIA-H200", 143771, (9, 0), "Hopper", mig_profiles.H200_141GB,
            aliases=("H200", "NVIDIA-H200-NVL")),
     _model("B200", "NVIDIA-B200", 183359, (10, 0), "Blackwell", mig_profiles.B200),
+    _model("GB200", "NVIDIA-GB200", 189471, (10, 0), "Blackwell", mig_profiles.GB200),
+    # DGX Spark: 128 GB unified memory shared with the CPU (no MIG).
+    _model("GB10", "NVIDIA-GB10", 131072, (12, 1), "Blackwell"),
+    _model("A10G", "NVIDIA-A10G", 23028, (8, 6), "Ampere"),
+    _model("RTX-6000-ADA", "NVIDIA-RTX-6000-Ada-Generation", 49140, (8, 9), "Ada Lovelace",
+           aliases=("RTX6000-Ada",), nvml="NVIDIA RTX 6000 Ada Generation"),
+    _model("RTX-4090", "NVIDIA-GeForce-RTX-4090", 24564, (8, 9), "Ada Lovelace",
+           aliases=("RTX4090",), nvml="NVIDIA GeForce RTX 4090"),
     # Alibaba trace models (A10 and T4 above are shared with the trace).
-    _model("G2", "Alibaba-G2", 20000, (0, 0), "", trace=True),
-    _model("G3", "Alibaba-G3", 30000, (0, 0), "", trace=True),
+    _model("G2", "Alibaba-G2", 20000, (0, 0), "", trace=True, nvml="Alibaba G2"),
+    _model("G3", "Alibaba-G3", 30000, (0, 0), "", trace=True, nvml="Alibaba G3"),
     _model("P100", "Tesla-P100-PCIE-16GB", 16384, (6, 0), "Pascal", trace=True),
     _model("V100M16", "Tesla-V100-SXM2-16GB", 16384, (7, 0), "Volta", trace=True),
     _model("V100M32", "Tesla-V100-SXM2-32GB", 32768, (7, 0), "Volta", trace=True),

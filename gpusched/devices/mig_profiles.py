@@ -16,6 +16,7 @@ profiles; ``devices.gfd`` reads SMs, slices and engines for the MIG labels. Impo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Placements shared by every 8-memory-slice / 7-compute-slice part (A100, H100, H200, B200):
@@ -76,6 +77,58 @@ class MigGeometry:
         return tuple(p.name for p in self.profiles)
 
 
+_ROLES_8X7 = {  # role: (g, nvidia-smi id, size in memory slices, starts, max instances)
+    "1g": (1, 19, 1, _STARTS_1, 7),
+    "1g+me": (1, 20, 1, _STARTS_1, 1),
+    "1g2": (1, 15, 2, (0, 2, 4, 6), 4),
+    "2g": (2, 14, 2, (0, 2, 4), 3),
+    "3g": (3, 9, 4, (0, 4), 2),
+    "4g": (4, 5, 4, (0,), 1),
+    "7g": (7, 0, 8, (0,), 1),
+}
+_PROFILE_NAME = re.compile(r"^([1-7])g\.(\d+)gb(\+me)?$")
+
+
+def geometry_from_names(names: list[str]) -> MigGeometry:
+    """An 8-memory / 7-compute geometry (A100/H100/H200/B200 placements) from profile names
+    as nvidia-smi writes them, for a GPU model a user defines (memory = the name's GB x 1024,
+    SMs and engines as H100 SXM). Of the 1g profiles without ``+me`` the smaller is the
+    1-slice one and the larger the 2-memory-slice one. Raises ``ValueError`` naming the profile.
+
+    >>> g = geometry_from_names(["1g.24gb", "2g.48gb", "4g.96gb", "1g.12gb"])
+    >>> [(p.name, p.memory_slices, p.starts) for p in g.profiles][:2]
+    [('1g.12gb', 1, (0, 1, 2, 3, 4, 5, 6)), ('1g.24gb', 2, (0, 2, 4, 6))]
+    """
+    parsed = []
+    for name in names:
+        match = _PROFILE_NAME.match(str(name))
+        if not match:
+            raise ValueError(f'invalid MIG profile "{name}": expected <g>g.<memory>gb[+me]')
+        parsed.append((int(match.group(1)), int(match.group(2)), bool(match.group(3)), str(name)))
+    if len({p[3] for p in parsed}) != len(parsed):
+        raise ValueError("duplicate MIG profile names")
+    plain_1g = sorted({mem for g, mem, me, _ in parsed if g == 1 and not me})
+    if len(plain_1g) > 2:
+        raise ValueError("at most two 1g profiles without +me (1 and 2 memory slices)")
+    profiles = []
+    for g, mem, me, name in sorted(parsed, key=lambda p: (p[0], p[1], p[2])):
+        role = "1g+me" if me else f"{g}g" if g != 1 or mem == plain_1g[0] else "1g2"
+        if role not in _ROLES_8X7 or (me and g != 1):
+            raise ValueError(f'invalid MIG profile "{name}": no {g}g{"+me" if me else ""} '
+                             f"profile on an 8-slice GPU")
+        _g, pid, size, starts, max_inst = _ROLES_8X7[role]
+        copy, dec, jpg, ofa = _H100_ENGINES[role]
+        profiles.append(MigProfile(name, pid, g, size, starts, max_inst, mem * 1024,
+                                   _H100_SMS[role], copy, dec, 0, jpg, ofa))
+    by_g = {p.compute_slices: p.name for p in profiles if "+" not in p.name}
+    smallest = min((p for p in profiles if p.compute_slices == 1 and p.memory_slices == 1
+                    and "+" not in p.name), key=lambda p: p.memory_mib, default=None)
+    balanced: tuple[str, ...] = ()
+    if 3 in by_g and 2 in by_g and smallest is not None:
+        balanced = (by_g[3], by_g[2], smallest.name, smallest.name)
+    return MigGeometry(8, 7, tuple(profiles), balanced)
+
+
 def _geometry_8x7(mem_gb: dict[str, str], mem_mib: dict[str, int], sms: dict[str, int],
                   engines: dict[str, tuple[int, int, int, int]]) -> MigGeometry:
     """An 8-memory / 7-compute geometry from per-role names, memory, SMs and engines.
@@ -84,15 +137,7 @@ def _geometry_8x7(mem_gb: dict[str, str], mem_mib: dict[str, int], sms: dict[str
     ``7g``. ``mem_gb`` gives the "<mem>gb" part of each role's name; engines are
     (copy, decoders, jpeg, ofa).
     """
-    table = {  # role: (g, id, size, starts, max instances)
-        "1g": (1, 19, 1, _STARTS_1, 7),
-        "1g+me": (1, 20, 1, _STARTS_1, 1),
-        "1g2": (1, 15, 2, (0, 2, 4, 6), 4),
-        "2g": (2, 14, 2, (0, 2, 4), 3),
-        "3g": (3, 9, 4, (0, 4), 2),
-        "4g": (4, 5, 4, (0,), 1),
-        "7g": (7, 0, 8, (0,), 1),
-    }
+    table = _ROLES_8X7
     profiles = []
     for role, (g, pid, size, starts, max_inst) in table.items():
         suffix = "+me" if role == "1g+me" else ""
@@ -136,6 +181,10 @@ H200_141GB = _geometry_8x7(_gb_names(18, 35, 71, 141), _mib(18432, 35840, 72704,
                            _H100_SMS, _H100_ENGINES)
 B200 = _geometry_8x7(_gb_names(23, 45, 90, 180), _mib(23552, 46080, 92160, 184320),
                      _H100_SMS, _H100_ENGINES)
+# GB200 (186 GB per GPU): mig-parted config-default.yaml names 1g.23gb .. 7g.186gb; memory is
+# "profile GB x 1024" and SMs as H100 SXM (unverified upstream, as for B200).
+GB200 = _geometry_8x7(_gb_names(23, 47, 93, 186), _mib(23552, 48128, 95232, 190464),
+                      _H100_SMS, _H100_ENGINES)
 
 # A30: 4 memory slices, 4 compute slices; 1g {0,1,2,3}:1, 2g {0,2}:2, 4g {0}:4.
 A30 = MigGeometry(4, 4, (

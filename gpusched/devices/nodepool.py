@@ -8,7 +8,8 @@ metadata: {name: a100}
 spec:
   count: 2                 # nodes <namePrefix>-1 .. <namePrefix>-<count>; or `names: [...]`
   namePrefix: gpu-node     # default: the pool name
-  gpu: {model: A100-40GB, count: 8}     # omit for CPU-only nodes
+  gpu: {model: A100-40GB, count: 8}     # omit for CPU-only nodes; model may be a user model
+  # gpu: {count: 4, define: {name: RTX-PRO-6000, product: ..., memory: 96Gi, architecture: ...}}
   cpu: "96"                # default "8"
   memory: 1Ti              # default "32Gi"
   pods: 110                # default 110
@@ -32,10 +33,11 @@ controller.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from gpusched.devices.advertise import ANN_GPU_COUNT, ANN_MIG_STRATEGY
-from gpusched.devices.catalog import CATALOG, lookup_model
+from gpusched.devices.catalog import CATALOG, GpuModel
+from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolve, spec_annotation
 from gpusched.devices.mig import MIG_CONFIG_LABEL
 from gpusched.devices.plugin_config import MIG_STRATEGIES
 from gpusched.errors import GpuschedError, UsageError
@@ -47,8 +49,11 @@ DEFAULTS = {"cpu": "8", "memory": "32Gi", "pods": 110, "ephemeral-storage": "100
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-def expand_nodepool(pool: dict[str, Any]) -> list[dict[str, Any]]:
-    """The Node dicts of a NodePool, in name order of the spec (``names`` order or 1..count)."""
+def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None = None
+                    ) -> list[dict[str, Any]]:
+    """The Node dicts of a NodePool, in name order of the spec (``names`` order or 1..count).
+    ``extra``: user-defined models (``devices.user_models``) ``gpu.model`` may name; a model
+    defined inline (``gpu.define``) is written to each node as ``gpusched.io/gpu-model-spec``."""
     pool_name = str((pool.get("metadata") or {}).get("name", ""))
     spec = pool.get("spec") or {}
 
@@ -58,12 +63,20 @@ def expand_nodepool(pool: dict[str, Any]) -> list[dict[str, Any]]:
     names = _node_names(pool_name, spec, fail)
     gpu = spec.get("gpu") or {}
     model = None
-    if gpu:
+    spec_annotation_value = ""
+    if gpu and gpu.get("define") is not None:
+        if gpu.get("model"):
+            raise fail("gpu.define", "give either gpu.model or gpu.define, not both")
+        model = model_from_spec(gpu["define"], f'NodePool "{pool_name}": spec.gpu.define')
+        spec_annotation_value = spec_annotation(gpu["define"])
+    elif gpu:
         try:
-            model = lookup_model(str(gpu.get("model", "")))
+            model = resolve(str(gpu.get("model", "")), extra or {})
         except GpuschedError:
+            known = ", ".join([*CATALOG, *(extra or {})])
             raise fail("gpu.model", f'unknown GPU model "{gpu.get("model", "")}"; known models: '
-                                    f'{", ".join(CATALOG)}') from None
+                                    f'{known} (or define one: spec.gpu.define)') from None
+    if gpu:
         count = gpu.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise fail("gpu.count", f'invalid value "{count}": must be a positive integer')
@@ -83,6 +96,8 @@ def expand_nodepool(pool: dict[str, Any]) -> list[dict[str, Any]]:
         annotations = {}
         if model is not None:
             annotations = {ANN_GPU_MODEL: model.name, ANN_GPU_COUNT: str(gpu.get("count", 1))}
+            if spec_annotation_value:
+                annotations[ANN_MODEL_SPEC] = spec_annotation_value
             if spec.get("migConfig"):
                 node_labels[MIG_CONFIG_LABEL] = str(spec["migConfig"])
             if strategy:

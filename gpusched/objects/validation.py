@@ -430,7 +430,8 @@ def _node_pool(obj: dict, e: Errors) -> None:
     if gpu is not None:
         model = e.string(gpu, "model", "spec.gpu.model")
         count = e.integer(gpu, "count", "spec.gpu.count", minimum=0)
-        if not model and (count or 0) > 0 and "model" not in gpu:
+        defined = e.mapping(gpu, "define", "spec.gpu.define")
+        if not model and (count or 0) > 0 and "model" not in gpu and defined is None:
             e.required("spec.gpu.model")
     for field in ("cpu", "memory", "pods", "ephemeral-storage"):
         if spec.get(field) is not None:

@@ -8,7 +8,9 @@ writes them into the Node (``nvidia.com/*`` labels replaced, except the two user
 /allocatable entry replaced). A changed ConfigMap or label therefore re-advertises the node as a plugin restart
 would; running pods keep their devices (their assignment annotations are untouched; the
 scheduler's device view is rebuilt from them, see ``cluster.scheduling``). A config error is
-recorded as a Warning event on the node and advertises nothing new.
+recorded as a Warning event on the node and advertises nothing new. A GPU product gpusched does
+not know (``devices.user_models``) is advertised with the node's GPU count and a Warning event
+``UnknownGPUModel`` recorded when the node's labels change.
 
 Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
 """
@@ -46,4 +48,5 @@ def reconcile(view: View) -> None:
                       if not k.startswith(GPU_PREFIXES)}
             values.update({k: str(v) for k, v in dict(state.capacity).items()})
             status[field] = values
-        view.update(new)
+        if view.update(new) and state.warning:
+            view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)

@@ -19,8 +19,14 @@ def reconcile(view: View) -> None:
     if not pools:
         return
     from gpusched.devices.nodepool import expand_nodepool
+    from gpusched.devices.user_models import user_models
+    from gpusched.errors import GpuschedError
+    try:
+        extra = user_models(view.list("ConfigMap"))
+    except GpuschedError:
+        extra = {}          # the device-plugin controller reports a broken models ConfigMap
     for pool in pools:
-        wanted = expand_nodepool(pool)
+        wanted = expand_nodepool(pool, extra)
         names = {n["metadata"]["name"] for n in wanted}
         uid = pool["metadata"]["uid"]
         for node in wanted:
