@@ -23,6 +23,10 @@ shifts the rows after it). Columns:
   ``requested_below(p, rows)`` - what removing every pod of priority < p would free - is a sum
   of a few gathers. Preemption's resource pre-check reads it.
 - label columns, built lazily per key: ``label_ids(key) -> (ids, vocab)``.
+- a journal of touched rows: every mutation bumps ``generation`` and notes its row, so a cache
+  derived from per-node state (FGD's per-node fragmentation) asks ``rows_touched_since(mark)``
+  instead of comparing whole arrays. Removing a node shifts rows, so it starts a new journal
+  epoch and a mark from before it answers None ("resync everything").
 
 Per node it keeps the ``NodeInfo``, the ``NodeDevices`` (or None) and the pods on it; per pod only
 its row (``pod_node``) and its ``DeviceAssignment`` (``assignments``); PodInfo objects are shared,
@@ -77,6 +81,8 @@ class Snapshot:
         self._prio_req_buf: dict[int, np.ndarray] = {}   # priority -> (capacity x resources) requests
         self._prio_pods: dict[int, int] = {}              # priority -> pods of that priority
         self.generation = 0                  # bumped by every mutation
+        self._journal: list[int] = []        # rows touched, one entry per mutation of a row
+        self._journal_epoch = 0              # bumped when rows shift or the journal is trimmed
         self._n = 0
         self._allocate_buffers(capacity=16, resources=len(BASE_RESOURCES), gpus=1)
 
@@ -141,6 +147,28 @@ class Snapshot:
         if rows > cap or resources > r or gpus > g:
             self._allocate_buffers(max(cap * 2 if rows > cap else cap, rows),
                                    max(r, resources), max(g, gpus))
+
+    # ---- journal of touched rows ---------------------------------------------------------
+
+    JOURNAL_LIMIT = 1 << 16
+
+    def _touch(self, row: int) -> None:
+        self.generation += 1
+        if len(self._journal) >= self.JOURNAL_LIMIT:     # bound memory: old marks resync
+            self._journal.clear()
+            self._journal_epoch += 1
+        self._journal.append(row)
+
+    def journal_mark(self) -> tuple[int, int]:
+        """An opaque position in the journal for ``rows_touched_since``."""
+        return self._journal_epoch, len(self._journal)
+
+    def rows_touched_since(self, mark: tuple[int, int] | None) -> np.ndarray | None:
+        """Rows mutated since ``mark`` (sorted, unique), or None when the caller must resync all
+        rows (no mark, or rows shifted / the journal was trimmed since)."""
+        if mark is None or mark[0] != self._journal_epoch:
+            return None
+        return np.unique(np.asarray(self._journal[mark[1]:], dtype=np.int64))
 
     def resource_column(self, resource: str) -> int:
         """The column of ``resource``, registering it (arrays widen) on first sight."""
@@ -303,6 +331,8 @@ class Snapshot:
         self._label_numbers.clear()
         self._refresh_views()
         self.generation += 1
+        self._journal.clear()
+        self._journal_epoch += 1
         return pods
 
     def _clear_row(self, row: int) -> None:
@@ -345,7 +375,7 @@ class Snapshot:
             ids[row] = -1 if value is None else vocab.setdefault(value, len(vocab))
         self._plain_buf[row] = _plain_devices(devices)
         self._refresh_gpu_row(row)
-        self.generation += 1
+        self._touch(row)
 
     def _update_gpu_row(self, row: int, assignment: DeviceAssignment, taken: bool) -> None:
         """After hold/release: on plain nodes update the touched GPUs in place (exactly what
@@ -397,7 +427,7 @@ class Snapshot:
         if devices is not None and not assignment.empty:
             devices.hold(pod.uid, assignment)
             self._update_gpu_row(row, assignment, taken=True)
-        self.generation += 1
+        self._touch(row)
         return row
 
     def remove_pod(self, uid: str) -> tuple[int, DeviceAssignment]:
@@ -423,7 +453,7 @@ class Snapshot:
         if devices is not None and not assignment.empty:
             devices.release(uid)
             self._update_gpu_row(row, assignment, taken=False)
-        self.generation += 1
+        self._touch(row)
         return row, assignment
 
     def add_pods(self, placed: Iterable[tuple[PodInfo, int | str, DeviceAssignment]]) -> None:

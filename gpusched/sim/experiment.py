@@ -137,12 +137,14 @@ def run(spec: RunSpec) -> RunResult:
     amount = np.zeros(len(sequence))
     idle = np.zeros(len(sequence))
     arrived_milli = used_milli = failed = 0
+    mark = snapshot.journal_mark()
     for i, (pod, name) in enumerate(sequence):
         arrived_milli += pod.total_gpu_milli
         if scheduler.schedule_one(pod_info(pod, i, name)).scheduled:
             used_milli += pod.total_gpu_milli
             arrays = node_arrays(snapshot)
-            frag.observe(arrays.gpu_left, arrays.cpu_free)
+            frag.observe(arrays.gpu_left, arrays.cpu_free, snapshot.rows_touched_since(mark))
+            mark = snapshot.journal_mark()
         else:
             failed += 1
         arrived[i], used[i], amount[i], idle[i] = arrived_milli, used_milli, frag.amount, frag.idle

@@ -24,8 +24,9 @@ class ClusterFragmentation:
         self.tables = FragTables(shapes, model_names)
         self.state = FragState(self.tables, np.asarray(model_id))
 
-    def observe(self, gpu_left: np.ndarray, cpu_free: np.ndarray) -> None:
-        self.state.sync(np.asarray(gpu_left, dtype=np.int64), np.asarray(cpu_free, dtype=np.int64))
+    def observe(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Recompute the nodes that changed; ``rows`` (optional) are the only candidates."""
+        self.state.sync(np.asarray(gpu_left, dtype=np.int64), np.asarray(cpu_free, dtype=np.int64), rows)
 
     @property
     def amount(self) -> float:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from gpusched.scheduler.framework import CycleState
 from gpusched.scheduler.plugins.gpu_saturated_first import GpuSaturatedFirst
+from gpusched.scheduler.plugins.policy_common import GPU_SELECTION_KEY
 from gpusched.scheduler.plugins.policy_fgd import PolicyFGD
 from gpusched.scheduler.plugins.policy_fgdlevels import PolicyFGDLevels
 from gpusched.scheduler.plugins.policy_fragmentation import TargetShape
@@ -115,3 +118,54 @@ def test_levels_100_is_fgd():
 class _State(dict):
     def write(self, key, value):
         self[key] = value
+
+
+# ---- the per-node, per-shape score cache of PolicyFGD --------------------------------------
+
+POD_SHAPES = [(250, 1, 2000), (500, 1, 4000), (1000, 1, 4000), (1000, 2, 8000), (0, 0, 2000)]
+
+
+def fgd_scores(plugin: PolicyFGD, snap, placed) -> tuple[list[float], list[tuple[int, ...]]]:
+    state = CycleState()
+    nodes = snap.all_nodes()
+    deltas = plugin.deltas(state, placed, snap, nodes)
+    selection = state.read(GPU_SELECTION_KEY)
+    gpus = [selection.get(int(n), ()) for n in nodes] if selection is not None else []
+    return deltas.tolist(), gpus
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(POD_SHAPES) - 1), st.booleans()), min_size=1, max_size=30))
+def test_cached_fgd_scores_equal_fresh_ones(steps):
+    """Whatever sequence of placements and removals, the cached plugin scores every node exactly
+    as a fresh plugin (no cache) does, GPU choice included."""
+    snap = build_snapshot([node("a", 4), node("b", 2), node("c", 8, model="V100M16"), node("cpu", 0)])
+    cached = PolicyFGD({"target_workload": SHAPES})
+    placed_uids: list[str] = []
+    for seq, (shape_index, remove) in enumerate(steps):
+        milli, gpus, cpu = POD_SHAPES[shape_index]
+        candidate = pod_info(pod(f"p{seq}", milli, gpus, cpu), seq)
+        assert fgd_scores(cached, snap, candidate) == fgd_scores(
+            PolicyFGD({"target_workload": SHAPES}), snap, candidate)
+        if remove and placed_uids:
+            snap.remove_pod(placed_uids.pop(0))
+            continue
+        for row in range(snap.num_nodes):
+            devices = snap.devices[row]
+            assignment = devices.allocate(candidate) if devices is not None else None
+            if assignment is not None and int(snap.free[row, 0]) >= cpu:
+                snap.add_pod(candidate, row, assignment)
+                placed_uids.append(candidate.uid)
+                break
+
+
+def test_snapshot_journal_names_touched_rows_and_resyncs_after_row_shift():
+    snap = build_snapshot([node("a"), node("b"), node("c")])
+    mark = snap.journal_mark()
+    one = pod_info(pod("one", 500), 0)
+    snap.add_pod(one, "c", snap.devices[2].allocate(one))
+    assert snap.rows_touched_since(mark).tolist() == [2]
+    assert snap.rows_touched_since(snap.journal_mark()).tolist() == []
+    later = snap.journal_mark()
+    snap.remove_node("a")                       # rows shift: every cache must resync
+    assert snap.rows_touched_since(later) is None and snap.rows_touched_since(None) is None

@@ -12,11 +12,16 @@ truncated: unchanged fragmentation -> 50, +1 GPU of fragmentation -> 26.
 
 Args: ``target_workload`` (list of ``TargetShape``; required). Per-node sums are cached in a
 ``FragState`` and only nodes whose free CPU or GPUs changed since the previous cycle are
-recomputed, whoever changed them.
+recomputed, whoever changed them. A node's delta (and GPU choice) for a pod depends only on that
+node's state and the pod's shape (cpu, per-GPU share, GPU count), so it is cached per shape and
+node (``ShapeScores``) and recomputed only for nodes whose ``FragState.version`` moved: in a
+fill-only run that is the one node the previous pod went to.
 Neighbours: ``policy_fragmentation`` (measure), ``policy_common``; ``sim.experiment`` builds it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +33,20 @@ from gpusched.scheduler.plugins.policy_fragmentation import (FragState, FragTabl
 NAME = "PolicyFGD"
 
 
+@dataclass
+class ShapeScores:
+    """Per node, for one pod shape: the delta, the chosen GPU (shares) and the node version
+    they were computed at (-1: never)."""
+
+    delta: np.ndarray
+    best_gpu: np.ndarray
+    version: np.ndarray
+
+    @classmethod
+    def empty(cls, nodes: int) -> "ShapeScores":
+        return cls(np.zeros(nodes), np.zeros(nodes, dtype=np.int64), np.full(nodes, -1, dtype=np.int64))
+
+
 class PolicyFGD:
     name = NAME
 
@@ -36,16 +55,21 @@ class PolicyFGD:
         self.shapes: list[TargetShape] = list(shapes)
         self.frag: FragState | None = None
         self._generation: object = None
+        self._scores: dict[tuple[int, int, int], ShapeScores] = {}
+        self._mark: tuple[int, int] | None = None
 
     def _state(self, snapshot) -> FragState:
         generation = snapshot.generation
         if self.frag is not None and generation == self._generation:
             return self.frag                     # nothing changed since the previous cycle
         arrays = node_arrays(snapshot)
+        rows = snapshot.rows_touched_since(self._mark)
         if self.frag is None or len(self.frag.model_id) != len(arrays.model_id):
             self.frag = FragState(FragTables(self.shapes, arrays.model_names), arrays.model_id)
-        self.frag.sync(arrays.gpu_left, arrays.cpu_free)
-        self._generation = generation
+            self._scores.clear()
+            rows = None
+        self.frag.sync(arrays.gpu_left, arrays.cpu_free, rows)
+        self._generation, self._mark = generation, snapshot.journal_mark()
         return self.frag
 
     def deltas(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
@@ -53,14 +77,29 @@ class PolicyFGD:
         frag = self._state(snapshot)
         cpu = int(pod.requests.get("cpu", 0))
         share, count = pod_gpu(pod)
+        sharing = count == 1 and share < 1000
+        cached = self._scores.get((cpu, share, count))
+        if cached is None:
+            cached = self._scores[(cpu, share, count)] = ShapeScores.empty(len(frag.version))
+        stale = nodes[cached.version[nodes] != frag.version[nodes]]
+        if stale.size:
+            self._rescore(frag, cached, stale, cpu, share, count, sharing)
+        if sharing:
+            state.write(GPU_SELECTION_KEY, GpuSelection(nodes, cached.best_gpu[nodes][:, None]))
+        return cached.delta[nodes]
+
+    def _rescore(self, frag: FragState, cached: ShapeScores, nodes: np.ndarray, cpu: int,
+                 share: int, count: int, sharing: bool) -> None:
         before = frag.frag[nodes]
-        if count == 1 and share < 1000:
+        if sharing:
             after, valid = frag.after_share(nodes, cpu, share)
             delta = np.where(valid, before[:, None] - after, -np.inf)
             best = self.pick_gpu(delta, frag.gpu_left[nodes])
-            state.write(GPU_SELECTION_KEY, GpuSelection(nodes, best[:, None]))
-            return np.take_along_axis(delta, best[:, None], axis=1)[:, 0]
-        return before - frag.after_whole(nodes, cpu, share, count)
+            cached.best_gpu[nodes] = best
+            cached.delta[nodes] = np.take_along_axis(delta, best[:, None], axis=1)[:, 0]
+        else:
+            cached.delta[nodes] = before - frag.after_whole(nodes, cpu, share, count)
+        cached.version[nodes] = frag.version[nodes]
 
     def pick_gpu(self, delta: np.ndarray, left: np.ndarray | None = None) -> np.ndarray:
         """Per node, the first GPU with the best *integer* score (the reference's rule);

@@ -119,7 +119,9 @@ class FragState:
     """Per-node sums for one target workload, updated only where a node's state changed.
 
     ``sync(gpu_left, cpu_free)`` compares with the copy it holds and recomputes the changed rows;
-    then ``frag`` (N,) holds F_n(M) for every node.
+    then ``frag`` (N,) holds F_n(M) for every node, and ``version`` (N,) has been bumped for each
+    recomputed row, so a caller can cache anything derived from one node's state (the score of a
+    pod shape on that node) and recompute only the rows whose version moved.
     """
 
     def __init__(self, tables: FragTables, model_id: np.ndarray) -> None:
@@ -129,7 +131,9 @@ class FragState:
         self.gpu_left: np.ndarray | None = None
         self.cpu_free: np.ndarray | None = None
 
-    def sync(self, gpu_left: np.ndarray, cpu_free: np.ndarray) -> None:
+    def sync(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Bring the sums up to date with ``gpu_left``/``cpu_free``; ``rows``, when given, are the
+        only rows that may have changed since the previous sync (a snapshot journal's answer)."""
         if self.gpu_left is None or self.gpu_left.shape != gpu_left.shape:
             changed = np.arange(gpu_left.shape[0])
             self.gpu_left, self.cpu_free = gpu_left.copy(), cpu_free.copy()
@@ -138,9 +142,15 @@ class FragState:
             self.fits = np.zeros((n, k), dtype=np.int64)
             self.idle = np.zeros(n, dtype=np.int64)
             self.frag = np.zeros(n, dtype=np.float64)
+            self.version = np.zeros(n, dtype=np.int64)
         else:
-            diff = (self.gpu_left != gpu_left).any(axis=1) | (self.cpu_free != cpu_free)
-            changed = np.flatnonzero(diff)
+            if rows is None:
+                diff = (self.gpu_left != gpu_left).any(axis=1) | (self.cpu_free != cpu_free)
+                changed = np.flatnonzero(diff)
+            else:
+                diff = (self.gpu_left[rows] != gpu_left[rows]).any(axis=1) | \
+                    (self.cpu_free[rows] != cpu_free[rows])
+                changed = rows[diff]
             if not changed.size:
                 return
             self.gpu_left[changed] = gpu_left[changed]
@@ -155,6 +165,7 @@ class FragState:
         self.idle[rows] = np.clip(left, 0, None).sum(axis=1)
         self.frag[rows] = fragmentation(self.tables, self.small[rows], self.fits[rows],
                                         self.idle[rows], self.cpu_free[rows], self.model_row[rows])
+        self.version[rows] += 1
 
     # ---- hypothetical placements ---------------------------------------------------------
 
