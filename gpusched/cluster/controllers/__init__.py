@@ -31,4 +31,4 @@ CONTROLLERS = (
 # pod_lifecycle.reconcile runs after these, with the kubelet's device admission check
 # (cluster.scheduling.kubelet_admission_error); then quotas are refreshed and the scheduler runs.
 
-TIMED = (pod_lifecycle.next_time, job.next_time, node_lifecycle.next_time)
+TIMED = (pod_lifecycle.next_time, job.next_time, node_lifecycle.next_time, deployment.next_time)

@@ -33,6 +33,21 @@ def is_running(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running"
 
 
+def is_active(pod: dict) -> bool:
+    """``controller.IsPodActive``: not Succeeded/Failed and not being deleted."""
+    return not is_terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+def is_ready(pod: dict) -> bool:
+    """``podutil.IsPodReady``: the Ready condition is True (Running pods without conditions
+    count as ready)."""
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True" and status.get("phase") == "Running"
+    return status.get("phase") == "Running"
+
+
 def labels_of(body: dict) -> dict[str, str]:
     return dict((body.get("metadata") or {}).get("labels") or {})
 
