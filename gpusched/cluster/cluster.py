@@ -29,6 +29,7 @@ from gpusched.cluster.controllers import CONTROLLERS, TIMED, pod_lifecycle
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, taint
 from gpusched.cluster.store import Store, default_state_path
+from gpusched.cluster.timers import Timeline
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
@@ -129,12 +130,14 @@ class Cluster:
         with self._write() as view:
             self._settle(view)
             target = view.clock + float(seconds)
+            timeline = Timeline.build(view, TIMED)
             for _ in range(MAX_ADVANCE_STEPS):
-                due = [t for t in (f(view) for f in TIMED) if t is not None and t > view.clock]
-                if not due or min(due) > target:
+                due = timeline.next_after(view.clock)
+                if due is None or due > target:
                     break
-                view.clock = min(due)
+                view.clock = due
                 self._settle(view)
+                timeline.sync(view)
             view.clock = target
 
     def now(self) -> float:

@@ -77,6 +77,9 @@ class View:
     _deleted_rv: dict[Key, int] = field(default_factory=dict)
     _event_index: dict[tuple, tuple[str, str]] = field(default_factory=dict)
     _by_kind: dict[str, dict[tuple[str, str], dict]] = field(default_factory=dict)
+    _touched: set[Key] = field(default_factory=set)   # changed since take_touched (timers)
+    # Per-view caches of pure derivations (never persisted; a reload starts empty).
+    memo: dict[str, dict] = field(default_factory=dict)
 
     # ---- loading and writing ----------------------------------------------------------------
 
@@ -185,6 +188,7 @@ class View:
         meta["generation"] = 1
         meta["resourceVersion"] = str(self.next_rv())
         self._put(key, body)
+        self._touched.add(key)
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
         if kind == "Node":
@@ -212,6 +216,7 @@ class View:
         meta["generation"] = generation
         meta["resourceVersion"] = str(self.next_rv())
         self._put(key, body)
+        self._touched.add(key)
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
         if key[0] == "Node":
@@ -228,10 +233,16 @@ class View:
         del self._by_kind[kind][key[1:]]
         self._deleted_rv[key] = self.next_rv()
         self._dirty[key] = "DELETED"
+        self._touched.add(key)
         self.mutations += 1
         if kind in ("Pod", "Node"):
             self.epoch += 1
         return body
+
+    def take_touched(self) -> set[Key]:
+        """The keys created, changed or deleted since the last call (``cluster.timers``)."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     # ---- events ------------------------------------------------------------------------------
 
@@ -282,6 +293,8 @@ class View:
         self._event_index.clear()
         self._dirty.clear()
         self._dirty_events.clear()
+        self._touched.clear()
+        self.memo.clear()
         self.attempts.clear()
         self.stats = {}
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0

@@ -1,8 +1,8 @@
 """Controllers: each module reconciles one kind; ``CONTROLLERS`` is the order ``settle`` runs them.
 
 Every controller is ``reconcile(view) -> None`` (changes go through the View); timed ones also
-have ``next_time(view) -> float | None``, the next virtual time at which they have work, used by
-``Cluster.advance`` to step through time in order.
+have per-object timers ``due(view, body) -> float | None`` listed by kind in ``TIMED``: the
+event heap of ``cluster.timers`` orders them so ``Cluster.advance`` steps through time in order.
 
 Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.admission`` and
 ``cluster.view``.
@@ -31,4 +31,9 @@ CONTROLLERS = (
 # pod_lifecycle.reconcile runs after these, with the kubelet's device admission check
 # (cluster.scheduling.kubelet_admission_error); then quotas are refreshed and the scheduler runs.
 
-TIMED = (pod_lifecycle.next_time, job.next_time, node_lifecycle.next_time, deployment.next_time)
+# kind -> per-object timers (``cluster.timers``); add a controller's due function here.
+TIMED = {
+    "Pod": (pod_lifecycle.completion_due, node_lifecycle.eviction_due),
+    "Job": (job.deadline_due,),
+    "Deployment": (deployment.progress_due,),
+}

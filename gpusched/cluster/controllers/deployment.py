@@ -633,14 +633,17 @@ def _timed_out(view: View, deploy: dict, status: dict) -> bool:
 def next_time(view: View) -> float | None:
     """The next progress deadline of a Deployment still rolling out (the first whole second
     strictly after lastUpdateTime + progressDeadlineSeconds)."""
-    times = []
-    for deploy in view.list("Deployment"):
-        status = deploy.get("status") or {}
-        cond = _condition(status, "Progressing")
-        deadline = _progress_deadline(deploy)
-        if (deadline is None or cond is None or cond.get("status") != "True"
-                or cond.get("reason") == "NewReplicaSetAvailable" or _complete(deploy, status)
-                or not cond.get("lastUpdateTime")):
-            continue
-        times.append(seconds_of(cond["lastUpdateTime"]) + deadline + 1)
+    times = [t for t in (progress_due(view, d) for d in view.list("Deployment")) if t is not None]
     return min(times) if times else None
+
+
+def progress_due(view: View, deploy: dict) -> float | None:
+    """Timer (``cluster.timers``): this Deployment's progress deadline, as ``next_time``."""
+    status = deploy.get("status") or {}
+    cond = _condition(status, "Progressing")
+    deadline = _progress_deadline(deploy)
+    if (deadline is None or cond is None or cond.get("status") != "True"
+            or cond.get("reason") == "NewReplicaSetAvailable" or _complete(deploy, status)
+            or not cond.get("lastUpdateTime")):
+        return None
+    return seconds_of(cond["lastUpdateTime"]) + deadline + 1

@@ -31,22 +31,37 @@ USER_LABELS = frozenset({"nvidia.com/device-plugin.config", "nvidia.com/mig.conf
 
 def reconcile(view: View) -> None:
     configmaps = view.list("ConfigMap")
+    # What is advertised is a pure function of the node and the ConfigMaps: a node whose
+    # resourceVersion and the ConfigMaps' versions are those of the last pass is skipped (this
+    # pass runs at every settle round; re-deriving 1,000 nodes each time dominated `advance`).
+    seen = view.memo.setdefault("device-plugin", {})
+    cm_versions = tuple(c["metadata"].get("resourceVersion") for c in configmaps)
     for node in view.list("Node"):
-        state = node_device_state(node, configmaps)
-        new = copy.deepcopy(node)
-        if getattr(state, "error", ""):
-            view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
-                              COMPONENT)
-        labels = new.setdefault("metadata", {}).setdefault("labels", {})
-        for key in [k for k in labels if k.startswith("nvidia.com/") and k not in USER_LABELS
-                    and k not in state.labels]:
-            del labels[key]          # GFD labels of the previous config go with it
-        labels.update(dict(state.labels))
-        status = new.setdefault("status", {})
-        for field in ("capacity", "allocatable"):
-            values = {k: v for k, v in (status.get(field) or {}).items()
-                      if not k.startswith(GPU_PREFIXES)}
-            values.update({k: str(v) for k, v in dict(state.capacity).items()})
-            status[field] = values
-        if view.update(new) and state.warning:
-            view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)
+        name = node["metadata"]["name"]
+        version = (node["metadata"].get("resourceVersion"), cm_versions)
+        if seen.get(name) == version:
+            continue
+        _reconcile_node(view, node, configmaps)
+        current = view.get("Node", name)
+        seen[name] = (current["metadata"].get("resourceVersion"), cm_versions) if current else None
+
+
+def _reconcile_node(view: View, node: dict, configmaps: list[dict]) -> None:
+    state = node_device_state(node, configmaps)
+    new = copy.deepcopy(node)
+    if getattr(state, "error", ""):
+        view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
+                          COMPONENT)
+    labels = new.setdefault("metadata", {}).setdefault("labels", {})
+    for key in [k for k in labels if k.startswith("nvidia.com/") and k not in USER_LABELS
+                and k not in state.labels]:
+        del labels[key]          # GFD labels of the previous config go with it
+    labels.update(dict(state.labels))
+    status = new.setdefault("status", {})
+    for field in ("capacity", "allocatable"):
+        values = {k: v for k, v in (status.get(field) or {}).items()
+                  if not k.startswith(GPU_PREFIXES)}
+        values.update({k: str(v) for k, v in dict(state.capacity).items()})
+        status[field] = values
+    if view.update(new) and state.warning:
+        view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)

@@ -39,14 +39,13 @@ def _finished(job: dict) -> bool:
                for c in (job.get("status") or {}).get("conditions") or [])
 
 
-def next_time(view: View) -> float | None:
-    times = []
-    for job in view.list("Job"):
-        deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
-        start = (job.get("status") or {}).get("startTime")
-        if deadline is not None and start and not _finished(job):
-            times.append(seconds_of(start) + float(deadline))
-    return min(times) if times else None
+def deadline_due(view: View, job: dict) -> float | None:
+    """Timer (``cluster.timers``): when this unfinished Job's activeDeadlineSeconds expires."""
+    deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
+    start = (job.get("status") or {}).get("startTime")
+    if deadline is None or not start or _finished(job):
+        return None
+    return seconds_of(start) + float(deadline)
 
 
 def reconcile(view: View) -> None:

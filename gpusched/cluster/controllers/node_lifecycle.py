@@ -56,15 +56,25 @@ def _eviction_time(view: View, pod: dict, node: dict) -> float | None:
 
 
 def _bound_pods(view: View) -> list[tuple[dict, dict]]:
-    nodes = {n["metadata"]["name"]: n for n in view.list("Node")}
+    """Unfinished pods bound to a node that has a NoExecute taint, with that node."""
+    nodes = {n["metadata"]["name"]: n for n in view.list("Node") if _has_no_execute(n)}
+    if not nodes:
+        return []
     return [(pod, nodes[pod["spec"]["nodeName"]]) for pod in view.list("Pod")
             if not is_terminal(pod) and (pod.get("spec") or {}).get("nodeName") in nodes]
 
 
-def next_time(view: View) -> float | None:
-    times = [t for t in (_eviction_time(view, p, n) for p, n in _bound_pods(view))
-             if t is not None and t > view.now()]
-    return min(times) if times else None
+def eviction_due(view: View, pod: dict) -> float | None:
+    """Timer (``cluster.timers``): when a NoExecute taint on the pod's node evicts it."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    node = view.get("Node", node_name) if node_name else None
+    if node is None or is_terminal(pod) or not _has_no_execute(node):
+        return None
+    return _eviction_time(view, pod, node)
+
+
+def _has_no_execute(node: dict) -> bool:
+    return any(t.get("effect") == "NoExecute" for t in (node.get("spec") or {}).get("taints") or [])
 
 
 def reconcile(view: View) -> None:

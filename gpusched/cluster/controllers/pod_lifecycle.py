@@ -19,6 +19,7 @@ their devices.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 
 from gpusched.cluster.controllers.common import is_running
@@ -35,10 +36,7 @@ def run_time(pod: dict) -> float | None:
     """Seconds the pod runs, or None for "until deleted"."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     if ANN_DURATION in annotations:
-        try:
-            return parse_duration(annotations[ANN_DURATION])
-        except GpuschedError:
-            return None
+        return _annotated_duration(str(annotations[ANN_DURATION]))
     longest = None
     for container in (pod.get("spec") or {}).get("containers") or []:
         words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
@@ -51,6 +49,14 @@ def run_time(pod: dict) -> float | None:
                 continue
             longest = seconds if longest is None else max(longest, seconds)
     return longest
+
+
+@functools.lru_cache(maxsize=4096)
+def _annotated_duration(text: str) -> float | None:
+    try:
+        return parse_duration(text)
+    except GpuschedError:
+        return None
 
 
 def start_time(pod: dict) -> float | None:
@@ -67,9 +73,9 @@ def end_time(pod: dict) -> float | None:
     return start + duration
 
 
-def next_time(view: View) -> float | None:
-    times = [t for t in (end_time(p) for p in view.list("Pod")) if t is not None]
-    return min(times) if times else None
+def completion_due(view: View, pod: dict) -> float | None:
+    """Timer (``cluster.timers``): when this running pod's run time is up."""
+    return end_time(pod)
 
 
 def reconcile(view: View, admission_error=None) -> None:
