@@ -26,10 +26,13 @@ DEFAULT_NAMESPACE = "default"
 
 
 @contextmanager
-def open_cluster(args: argparse.Namespace) -> Iterator["object"]:
+def open_cluster(args: argparse.Namespace, dry_run: str = "none") -> Iterator["object"]:
+    """The cluster of ``--state``; with ``dry_run`` ``client`` or ``server`` every write is
+    validated and admitted, then rolled back (``Cluster.dry_run``)."""
     from gpusched.cluster.cluster import Cluster
 
     with Cluster.open(args.state) as cluster:
+        cluster.dry_run = dry_run in ("client", "server")
         yield cluster
 
 
@@ -60,81 +63,95 @@ def load(paths: list[str]) -> list:
     return load_manifests(paths, stdin_text=stdin_text)
 
 
+def dry_run_suffix(args: argparse.Namespace) -> str:
+    """`` (dry run)`` / `` (server dry run)`` after kubectl's success lines."""
+    mode = getattr(args, "dry_run", "none") or "none"
+    return {"client": " (dry run)", "server": " (server dry run)"}.get(mode, "")
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
+    """kubectl apply: each object on its own (in file order, documents in order), one line each,
+    the cluster settling between them; ``--atomic`` applies all or none."""
     manifests = load(args.filename)
-    with open_cluster(args) as cluster:
-        outcomes = cluster.apply(manifests)
-    for outcome in outcomes:
+    suffix = dry_run_suffix(args)
+    failed = 0
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
+        if args.dry_run == "client":
+            outcomes = [cluster.apply_preview(m) for m in manifests]
+            results = [(m, o, None) for m, o in zip(manifests, outcomes)]
+        elif args.atomic:
+            results = [(m, o, None) for m, o in zip(manifests, cluster.apply(manifests))]
+        else:
+            results = []
+            for manifest in manifests:
+                try:
+                    results.append((manifest, cluster.apply([manifest])[0], None))
+                except GpuschedError as error:
+                    results.append((manifest, None, error))
+    for manifest, outcome, error in results:
+        if error is not None:
+            failed += 1
+            print(f"error: {_with_source(error.message, manifest)}", file=sys.stderr, flush=True)
+            continue
         info = resolve_kind(outcome.kind)
-        print(f"{resource_name(info)}/{outcome.name} {outcome.action}")
-    return 0
+        if args.output == "name":
+            print(f"{resource_name(info)}/{outcome.name}")
+        elif args.output in ("json", "yaml"):
+            with open_cluster(args) as cluster:
+                obj = cluster.get(info.kind, names=(outcome.name,), namespace=outcome.namespace or None)[0] \
+                    if args.dry_run == "none" else manifest.obj
+            print(to_json(obj) if args.output == "json" else to_yaml(obj))
+        else:
+            print(f"{resource_name(info)}/{outcome.name} {outcome.action}{suffix}", flush=True)
+    return 1 if failed else 0
+
+
+def _with_source(message: str, manifest) -> str:
+    """kubectl names the file of a refused object (``error when creating "x.yaml": ...``)."""
+    return message if message.startswith(manifest.source) else \
+        f'error when creating "{manifest.source}": {message}'
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    suffix = dry_run_suffix(args)
     if args.filename:
         if args.kind:
             raise UsageError("there is no need to specify a resource type as a separate argument "
                              "when passing arguments in resource/name form (e.g. 'gpusched delete -f FILE')")
         manifests = load(args.filename)
-        with open_cluster(args) as cluster:
+        with open_cluster(args, dry_run=args.dry_run) as cluster:
             lines = cluster.delete_manifests(manifests)
         for line in lines:
-            print(line)
+            print(line + suffix)
         return 0
     if not args.kind:
         raise UsageError("You must provide one or more resources by argument or filename.")
     info, names = split_kind_name(args.kind, args.names)
-    if not names:
+    if names and (args.all or args.selector):
+        raise UsageError("name cannot be provided when a selector is specified" if args.selector
+                         else "cannot set --all and names at the same time")
+    if not names and not (args.all or args.selector):
         raise UsageError("resource(s) were provided, but no name was specified")
-    with open_cluster(args) as cluster:
-        for name in names:
-            print(cluster.delete(info.kind, name, namespace=namespace_of(args)))
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
+        if not names:
+            objects = cluster.get(info.kind, namespace=namespace_of(args),
+                                  all_namespaces=bool(args.all_namespaces), selector=args.selector)
+            if not objects:
+                namespaced = info.namespaced and not args.all_namespaces
+                print("No resources found" + (f" in {namespace_of(args)} namespace." if namespaced else ""),
+                      file=sys.stderr)
+                return 0
+            targets = [((o.get("metadata") or {}).get("name", ""),
+                        (o.get("metadata") or {}).get("namespace") or namespace_of(args)) for o in objects]
+        else:
+            targets = [(name, namespace_of(args)) for name in names]
+        lines = cluster.delete_many(info.kind, targets)
+    for line in lines:
+        print(line + suffix)
     return 0
 
 
-# ---- get / events ---------------------------------------------------------------------------
-
-
-def print_objects(kind: KindInfo, objects: list[dict], output: str | None, clock: Clock,
-                  single: bool, with_namespace: bool, namespace: str,
-                  label_columns: tuple[str, ...] = ()) -> None:
-    """Print ``objects`` of one kind in the requested format (table when ``output`` is None/wide)."""
-    if output in ("json", "yaml"):
-        document = objects[0] if single and len(objects) == 1 else as_list(objects)
-        print(to_json(document) if output == "json" else to_yaml(document))
-        return
-    if not objects:
-        where = f" in {namespace} namespace" if kind.namespaced and not with_namespace else ""
-        print(f"No resources found{where}.", file=sys.stderr)
-        return
-    if output == "name":
-        for obj in objects:
-            print(object_ref({**obj, "kind": kind.kind}))
-        return
-    header, rows = table_rows(kind.kind, objects, clock, output == "wide", with_namespace)
-    for key in label_columns:  # kubectl -L: header is the key's last path segment, upper-cased
-        header.append(key.rsplit("/", 1)[-1].upper())
-        for obj, row in zip(objects, rows):
-            row.append(str(((obj.get("metadata") or {}).get("labels") or {}).get(key, "")))
-    print(render_table(header, rows))
-
-
-def cmd_get(args: argparse.Namespace) -> int:
-    info, names = split_kind_name(args.kind, args.names)
-    all_ns = bool(args.all_namespaces) and info.namespaced
-    if all_ns and names:
-        raise UsageError("a resource cannot be retrieved by name across all namespaces")
-    with open_cluster(args) as cluster:  # -A wins over -n, as in kubectl
-        objects = cluster.get(info.kind, names=tuple(names), namespace=namespace_of(args),
-                              all_namespaces=all_ns, selector=args.selector,
-                              field_selector=args.field_selector)
-        clock = Clock(cluster.timestamp())
-    if info.kind == "Event":
-        objects = sorted(objects, key=lambda e: event_time(e) or "")
-    label_columns = tuple(k for spec in args.label_columns for k in spec.split(",") if k)
-    print_objects(info, objects, args.output, clock, single=len(names) == 1,
-                  with_namespace=all_ns, namespace=namespace_of(args), label_columns=label_columns)
-    return 0
+# ---- events -------------------------------------------------------------------------------
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -189,9 +206,9 @@ def cmd_label(args: argparse.Namespace) -> int:
     if not specs:
         raise UsageError("at least one label update is required")
     namespace = namespace_of(args) if info.namespaced else None
-    with open_cluster(args) as cluster:
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
         print(cluster.label(info.kind, name, parse_label_changes(specs), namespace=namespace,
-                            overwrite=args.overwrite))
+                            overwrite=args.overwrite) + dry_run_suffix(args))
     return 0
 
 
@@ -216,8 +233,8 @@ def cmd_taint(args: argparse.Namespace) -> int:
     if not specs:
         raise UsageError("at least one taint update is required")
     add, remove = parse_taint_specs(specs)
-    with open_cluster(args) as cluster:
-        print(cluster.taint(name, add, remove, overwrite=args.overwrite))
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
+        print(cluster.taint(name, add, remove, overwrite=args.overwrite) + dry_run_suffix(args))
     return 0
 
 
@@ -263,8 +280,9 @@ def cmd_scale(args: argparse.Namespace) -> int:
         raise UsageError("resource(s) were provided, but no name was specified")
     if args.replicas < 0:
         raise UsageError("The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0")
-    with open_cluster(args) as cluster:
-        print(cluster.scale(info.kind, names[0], args.replicas, namespace=namespace_of(args)))
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
+        print(cluster.scale(info.kind, names[0], args.replicas, namespace=namespace_of(args))
+              + dry_run_suffix(args))
     return 0
 
 
@@ -274,8 +292,13 @@ def cmd_scale(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from gpusched.scheduler import explain
 
+    info, names = split_kind_name(args.kind, [args.name] if args.name else [])
+    if info.kind != "Pod":
+        raise UsageError(f"explain takes a pod, not {args.kind}")
+    if len(names) != 1:
+        raise UsageError("explain takes one pod name")
     with open_cluster(args) as cluster:
-        explanation = cluster.explain(args.name, namespace=namespace_of(args))
+        explanation = cluster.explain(names[0], namespace=namespace_of(args))
     if args.output == "json":
         rendered = explain.to_json(explanation)
         print(rendered if isinstance(rendered, str) else to_json(rendered))

@@ -4,11 +4,13 @@
 ``cli.top``, ``cli.demo``) and turns every expected failure into one line on stderr:
 
 - ``GpuschedError`` (bad manifest, unknown kind, not found, forbidden, ...) -> ``error: <message>``, exit 1;
-- usage mistakes -> argparse's message, exit 2;
+- usage mistakes -> the command's own usage, ``error: <what>`` and where help is, exit 1 (as kubectl);
 - Ctrl-C and a closed pipe (``gpusched get pods | head``) -> a quiet exit.
 
-Global options come before the command: ``--state PATH`` (else ``$GPUSCHED_STATE``, else the
-per-user default chosen by ``Cluster.open``) and ``-v`` (repeat for debug logging). Heavy modules
+Global options may stand anywhere on the line, as kubectl's do (``normalize_argv``): ``--state
+PATH`` (else ``$GPUSCHED_STATE``, else the per-user default chosen by ``Cluster.open``) and
+``-n NAMESPACE``; ``-v`` (repeat for debug logging) comes before the command. Every command's
+help ends with an "Examples:" block (``EXAMPLES``, ``polish``). Heavy modules
 (NumPy, the scheduler) are imported inside the commands that need them, so ``gpusched version``
 and ``--help`` start fast.
 
@@ -25,11 +27,13 @@ from typing import Callable, Sequence
 
 from gpusched.errors import GpuschedError
 
-OUTPUT_FORMATS = ("wide", "json", "yaml", "name")
+OUTPUT_FORMATS = ("wide", "json", "yaml", "name", "jsonpath=...", "custom-columns=...")
+USAGE_EXIT = 1   # kubectl exits 1 on usage errors too
 
 
 class CommandParser(argparse.ArgumentParser):
-    """Lets options and names mix as kubectl allows (``get pods -n team-a train-1``).
+    """Lets options and names mix as kubectl allows (``get pods -n team-a train-1``); a usage
+    error prints this (sub)command's usage, the error and where to find help, then exits 1.
 
     argparse's intermixed parsing cannot handle parsers that have sub-commands (the sim layer's
     ``experiment fgd``); those fall back to ordinary parsing.
@@ -46,16 +50,51 @@ class CommandParser(argparse.ArgumentParser):
         finally:
             self._intermixing = False
 
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_EXIT, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
+
 
 def _namespace_options(parser: argparse.ArgumentParser, all_namespaces: bool = True) -> None:
-    parser.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
+    parser.add_argument("-n", "--namespace", default=None,
+                        help="The namespace of the objects (default: default)")
     if all_namespaces:
         parser.add_argument("-A", "--all-namespaces", action="store_true",
-                            help="list across all namespaces")
+                            help="List across all namespaces")
+
+
+def _dry_run_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", nargs="?", const="client", default="none",
+                        choices=("none", "client", "server"), metavar="none|client|server",
+                        help="client: only print what would be sent; server: run validation and "
+                             "admission, then roll back")
+
+
+def _get_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kind", help="Kind, plural or short name (po, no, deploy, ...), KIND1,KIND2, "
+                                "all, or KIND/NAME")
+    p.add_argument("names", nargs="*", help="Object names")
+    _namespace_options(p)
+    p.add_argument("-l", "--selector", default="", help="Label selector, e.g. gpu-type=a100")
+    p.add_argument("--field-selector", default="",
+                   help="Field selector, e.g. spec.nodeName=gpu-node-1")
+    p.add_argument("-L", "--label-columns", action="append", default=[], metavar="KEY",
+                   help="Add a column with the value of this label (repeatable, or comma-separated)")
+    p.add_argument("-o", "--output", default=None, metavar="FORMAT",
+                   help="One of: " + ", ".join(OUTPUT_FORMATS))
+    p.add_argument("--show-labels", action="store_true",
+                   help="Show all labels as the last column")
+    p.add_argument("--sort-by", default="", metavar="JSONPATH",
+                   help="Sort the rows by this field, e.g. .metadata.name")
+    p.add_argument("--no-headers", action="store_true", help="Print no header line")
+    p.add_argument("-w", "--watch", action="store_true",
+                   help="After listing, print a line for every change (Ctrl-C ends)")
+    p.add_argument("--watch-only", action="store_true",
+                   help="Print only the changes, not the current list (Ctrl-C ends)")
 
 
 def _add_commands(sub: argparse._SubParsersAction) -> None:
-    from gpusched.cli import commands, describe, top  # light modules: no NumPy at import
+    from gpusched.cli import commands, create, describe, get, top  # light: no NumPy at import
 
     def command(name: str, handler: Callable, help_text: str, **kwargs) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=help_text, description=help_text, **kwargs)
@@ -64,55 +103,64 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = command("apply", commands.cmd_apply, "Create or update objects from manifest files")
     p.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
-                   help="file, directory or - for stdin (repeatable)")
+                   help="File, directory or - for stdin (repeatable)")
+    p.add_argument("--atomic", action="store_true",
+                   help="All or nothing: one failing object applies none of them")
+    p.add_argument("-o", "--output", choices=("json", "yaml", "name"), default=None)
+    _dry_run_option(p)
 
-    p = command("get", commands.cmd_get, "List objects of one kind")
-    p.add_argument("kind", help="kind, plural or short name (po, no, deploy, ...), or KIND/NAME")
-    p.add_argument("names", nargs="*", help="object names")
-    _namespace_options(p)
-    p.add_argument("-l", "--selector", default="", help="label selector, e.g. gpu-type=a100")
-    p.add_argument("--field-selector", default="", help="field selector, e.g. spec.nodeName=gpu-node-1")
-    p.add_argument("-L", "--label-columns", action="append", default=[], metavar="KEY",
-                   help="add a column with the value of this label (repeatable, or comma-separated)")
-    p.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default=None)
+    _get_options(command("get", get.cmd_get, "List objects of one or more kinds"))
+
+    create.add_commands(command("create", create.cmd_create,
+                                "Create one object from a file or from flags"), _dry_run_option)
 
     p = command("describe", describe.cmd_describe, "Show an object in detail, with its events")
-    p.add_argument("kind")
-    p.add_argument("names", nargs="*")
-    _namespace_options(p, all_namespaces=False)
+    p.add_argument("kind", help="Kind, or KIND/NAME")
+    p.add_argument("names", nargs="*", help="Object names (all of the kind when none)")
+    p.add_argument("-l", "--selector", default="", help="Label selector")
+    _namespace_options(p)
 
-    p = command("delete", commands.cmd_delete, "Delete objects by kind and name, or from manifests")
-    p.add_argument("kind", nargs="?")
-    p.add_argument("names", nargs="*")
-    p.add_argument("-f", "--filename", action="append", metavar="PATH")
-    _namespace_options(p, all_namespaces=False)
+    p = command("delete", commands.cmd_delete, "Delete objects by kind and name, label, or manifests")
+    p.add_argument("kind", nargs="?", help="Kind, or KIND/NAME")
+    p.add_argument("names", nargs="*", help="Object names")
+    p.add_argument("-f", "--filename", action="append", metavar="PATH",
+                   help="Delete the objects of these manifests")
+    p.add_argument("-l", "--selector", default="", help="Delete the objects matching this label selector")
+    p.add_argument("--all", action="store_true", help="Delete every object of the kind in the namespace")
+    _namespace_options(p)
+    _dry_run_option(p)
 
     p = command("label", commands.cmd_label, "Add (k=v) or remove (k-) labels")
-    p.add_argument("kind")
+    p.add_argument("kind", help="Kind, or KIND/NAME")
     p.add_argument("args", nargs="+", metavar="NAME k=v|k-")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="Replace a label that has a value")
     _namespace_options(p, all_namespaces=False)
+    _dry_run_option(p)
 
-    p = command("taint", commands.cmd_taint, "Add (key=value:Effect) or remove (key:Effect-, key-) node taints")
-    p.add_argument("kind", metavar="node")
+    p = command("taint", commands.cmd_taint,
+                "Add (key=value:Effect) or remove (key:Effect-, key-) node taints")
+    p.add_argument("kind", metavar="node", help="node, or node/NAME")
     p.add_argument("args", nargs="+", metavar="NAME TAINT")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="Replace a taint with the same key and effect")
+    _dry_run_option(p)
 
     for name, handler, text in (("cordon", commands.cmd_cordon, "Mark a node unschedulable"),
                                 ("uncordon", commands.cmd_uncordon, "Mark a node schedulable")):
-        command(name, handler, text).add_argument("node")
+        command(name, handler, text).add_argument("node", help="Node name, or node/NAME")
 
     p = command("drain", commands.cmd_drain, "Cordon a node and evict its pods (honours PDBs)")
-    p.add_argument("node")
-    p.add_argument("--ignore-daemonsets", action="store_true")
-    p.add_argument("--delete-emptydir-data", action="store_true")
-    p.add_argument("--force", action="store_true")
+    p.add_argument("node", help="Node name, or node/NAME")
+    p.add_argument("--ignore-daemonsets", action="store_true", help="Leave DaemonSet pods in place")
+    p.add_argument("--delete-emptydir-data", action="store_true",
+                   help="Evict pods with emptyDir volumes too (their data is lost)")
+    p.add_argument("--force", action="store_true", help="Delete pods no controller owns too")
 
-    p = command("scale", commands.cmd_scale, "Set the replicas of a Deployment (or ReplicaSet)")
+    p = command("scale", commands.cmd_scale, "Set the replicas of a Deployment or ReplicaSet")
     p.add_argument("kind", help="deployment, or deployment/NAME")
-    p.add_argument("name", nargs="?")
-    p.add_argument("--replicas", type=int, required=True)
+    p.add_argument("name", nargs="?", help="Object name")
+    p.add_argument("--replicas", type=int, required=True, help="The new number of replicas")
     _namespace_options(p, all_namespaces=False)
+    _dry_run_option(p)
 
     p = command("events", commands.cmd_events, "List events, oldest first")
     _namespace_options(p)
@@ -124,13 +172,16 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = command("explain", commands.cmd_explain,
                 "Explain why a pod is (not) scheduled: per node, per plugin, and what would fix it")
-    p.add_argument("kind", choices=("pod", "pods", "po"))
-    p.add_argument("name")
+    p.add_argument("kind", help="pod, or pod/NAME")
+    p.add_argument("name", nargs="?", help="Pod name")
     _namespace_options(p, all_namespaces=False)
     p.add_argument("-o", "--output", choices=("json",), default=None)
 
     p = command("advance", commands.cmd_advance, "Move the virtual clock forward (e.g. 30m, 1h30m)")
-    p.add_argument("duration")
+    p.add_argument("duration", help="How far, e.g. 90s, 30m, 1h30m")
+
+    p = command("completion", _run_completion, "Print a shell completion script")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"))
 
     command("reset", commands.cmd_reset, "Empty the cluster state")
     command("demo", _run_demo, "Walk through the GPU-scheduling examples in a temporary cluster")
@@ -142,6 +193,13 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     add_slurm_commands(sub)
 
 
+def _run_completion(args: argparse.Namespace) -> int:
+    from gpusched.cli.completion import script
+
+    print(script(args.shell, build_parser(["--help"])))
+    return 0
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from gpusched.cli.demo import run_demo
 
@@ -149,6 +207,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 SIM_COMMANDS = ("experiment", "import")
+GLOBAL_WITH_VALUE = ("--state",)
+NAMESPACE_FLAGS = ("-n", "--namespace")
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -156,23 +216,74 @@ def _command_word(argv: Sequence[str]) -> str | None:
     words = list(argv)
     while words:
         word = words.pop(0)
-        if word == "--state":
+        if word in GLOBAL_WITH_VALUE:
             words = words[1:]
         elif not word.startswith("-"):
             return word
     return None
 
 
+def _take_flag(words: list[str], i: int, names: Sequence[str]) -> tuple[list[str], int] | None:
+    """If ``words[i]`` is one of ``names`` (``--x V``, ``--x=V``, or ``-nV`` for a short name),
+    return the tokens it spans and how many; else None."""
+    word = words[i]
+    for name in names:
+        if word == name:
+            return words[i:i + 2], 2
+        if word.startswith(name + "=") or (len(name) == 2 and word.startswith(name) and len(word) > 2
+                                           and not word.startswith("--")):
+            return [word], 1
+    return None
+
+
+def normalize_argv(argv: Sequence[str]) -> list[str]:
+    """Accept kubectl's global flags anywhere on the line.
+
+    ``--state PATH`` moves to the front wherever it stands; ``-n/--namespace NS`` written before
+    the command moves just after it. Nothing after a ``--`` is touched (``exec ... -- cmd``).
+
+    >>> normalize_argv(["get", "pods", "--state", "s.db"])
+    ['--state', 's.db', 'get', 'pods']
+    >>> normalize_argv(["-n", "team-a", "--state=s.db", "get", "pods", "--", "-n", "x"])
+    ['--state=s.db', 'get', '-n', 'team-a', 'pods', '--', '-n', 'x']
+    """
+    words, front, moved, rest = list(argv), [], [], []
+    i, seen_command = 0, False
+    while i < len(words):
+        if words[i] == "--":
+            rest.extend(words[i:])
+            break
+        state = _take_flag(words, i, GLOBAL_WITH_VALUE)
+        if state:
+            front.extend(state[0])
+            i += state[1]
+            continue
+        namespace = None if seen_command else _take_flag(words, i, NAMESPACE_FLAGS)
+        if namespace:
+            moved.extend(namespace[0])
+            i += namespace[1]
+            continue
+        if not seen_command and not words[i].startswith("-"):
+            seen_command = True
+            rest.extend([words[i], *moved])
+            moved = []
+        else:
+            rest.append(words[i])
+        i += 1
+    return front + rest + moved
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The full parser. The sim layer's commands (``experiment``, ``import``) pull in NumPy and
     the scheduler, so they are registered only when asked for (or for ``--help``)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="gpusched",
-        description="A GPU scheduler with Kubernetes semantics, driven like kubectl.")
+        description="A GPU scheduler with Kubernetes semantics, driven like kubectl.",
+        epilog=EXAMPLES["gpusched"], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--state", default=None, metavar="PATH",
-                        help="cluster state file (default: $GPUSCHED_STATE, else a per-user file)")
+                        help="Cluster state file (default: $GPUSCHED_STATE, else a per-user file)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log to stderr (-v info, -vv debug)")
+                        help="Log to stderr (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=CommandParser)
     _add_commands(sub)
@@ -181,11 +292,32 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from gpusched.cli.scheduler_cmd import add_commands as add_scheduler_commands
     add_scheduler_commands(sub)   # gpusched scheduler (secondary scheduler of a real cluster)
     word = _command_word(argv)
-    if word in SIM_COMMANDS or word is None:
+    if word in SIM_COMMANDS or word is None or word == "completion":
         from gpusched.sim.commands import add_commands
 
         add_commands(sub)
+    polish(parser)
     return parser
+
+
+def polish(parser: argparse.ArgumentParser, name: str = "gpusched") -> None:
+    """One style for every command's help, whichever module registered it: each help text starts
+    with a capital letter, and each command shows an "Examples:" block."""
+    for action in parser._actions:
+        if action.help and action.help is not argparse.SUPPRESS:
+            action.help = action.help[:1].upper() + action.help[1:]
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if choice.help:
+                    choice.help = choice.help[:1].upper() + choice.help[1:]
+            for sub_name, sub_parser in action.choices.items():
+                full = f"{name} {sub_name}"
+                if sub_parser.description:
+                    sub_parser.description = sub_parser.description[:1].upper() + sub_parser.description[1:]
+                if not sub_parser.epilog:
+                    sub_parser.epilog = EXAMPLES.get(full) or f"Examples:\n  {full} --help"
+                sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+                polish(sub_parser, full)
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -193,12 +325,24 @@ def _configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse; words no option claims are reported by the command's own parser (its usage)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
+                owner = action.choices[args.command]
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the process exit code (0 success, 1 error, 2 usage)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run one command; returns the process exit code (0 success, 1 error or usage error)."""
+    argv = normalize_argv(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(argv)
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as exit_:  # argparse already printed usage and its one-line message
         return int(exit_.code or 0)
     if args.state is None and os.environ.get("GPUSCHED_STATE"):
@@ -225,3 +369,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: internal error: {type(error).__name__}: {error} (rerun with -vv for the traceback)",
               file=sys.stderr)
         return 1
+
+
+def _examples(*lines: str) -> str:
+    return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+EXAMPLES: dict[str, str] = {
+    "gpusched": _examples("gpusched apply -f examples/cluster.yaml",
+                          "gpusched get pods -o wide", "gpusched explain pod train-1"),
+    "gpusched apply": _examples(
+        "# Apply every manifest of a folder, one object at a time (as kubectl apply -f DIR)",
+        "gpusched apply -f examples/team-quota/",
+        "# All or nothing: a failing object applies none of them",
+        "gpusched apply --atomic -f examples/cluster.yaml -f examples/priority-classes.yaml",
+        "# Check what admission would say, changing nothing",
+        "gpusched apply -f pod.yaml --dry-run=server"),
+    "gpusched get": _examples(
+        "gpusched get pods -o wide", "gpusched get pods,nodes", "gpusched get all -A",
+        "gpusched get nodes -L nvidia.com/gpu.product --show-labels",
+        "gpusched get pods -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.nodeName}{\"\\n\"}{end}'",
+        "gpusched get pods -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by=.metadata.name",
+        "gpusched get pods -w"),
+    "gpusched create": _examples(
+        "gpusched create namespace team-a",
+        "gpusched create deployment web --image=nginx --replicas=2",
+        "gpusched create job train --image=pytorch -- python train.py",
+        "gpusched create priorityclass high --value=1000",
+        "gpusched create quota team-a --hard=requests.nvidia.com/gpu=4 -n team-a",
+        "gpusched create configmap settings --from-literal=mode=fast",
+        "gpusched create -f pod.yaml"),
+    "gpusched describe": _examples("gpusched describe node gpu-node-1", "gpusched describe pod/train-1",
+                                   "gpusched describe quota -n team-a"),
+    "gpusched delete": _examples("gpusched delete pod train-1", "gpusched delete pods -l app=web",
+                                 "gpusched delete pods --all -n team-a", "gpusched delete -f pod.yaml",
+                                 "gpusched delete pod train-1 --dry-run=server"),
+    "gpusched label": _examples("gpusched label node gpu-node-1 team=a",
+                                "gpusched label node gpu-node-1 team-",
+                                "gpusched label pod train-1 stage=eval --overwrite"),
+    "gpusched taint": _examples("gpusched taint node gpu-node-1 dedicated=ml:NoSchedule",
+                                "gpusched taint node gpu-node-1 dedicated:NoSchedule-"),
+    "gpusched cordon": _examples("gpusched cordon gpu-node-1"),
+    "gpusched uncordon": _examples("gpusched uncordon gpu-node-1"),
+    "gpusched drain": _examples("gpusched drain gpu-node-1 --ignore-daemonsets"),
+    "gpusched scale": _examples("gpusched scale deployment llm-inference --replicas=5"),
+    "gpusched events": _examples("gpusched events", "gpusched events -A -o yaml"),
+    "gpusched top": _examples("gpusched top nodes", "gpusched top pods -A"),
+    "gpusched explain": _examples("gpusched explain pod train-1", "gpusched explain pod/train-1 -o json"),
+    "gpusched advance": _examples("gpusched advance 30m", "gpusched advance 1h30m"),
+    "gpusched completion": _examples("source <(gpusched completion bash)",
+                                     "gpusched completion zsh > \"${fpath[1]}/_gpusched\"",
+                                     "gpusched completion fish > ~/.config/fish/completions/gpusched.fish"),
+    "gpusched reset": _examples("gpusched reset"),
+    "gpusched demo": _examples("gpusched demo"),
+    "gpusched version": _examples("gpusched version"),
+    "gpusched serve": _examples("gpusched serve --port 8080",
+                                "gpusched kubeconfig > kubeconfig && KUBECONFIG=kubeconfig kubectl get nodes"),
+    "gpusched kubeconfig": _examples("gpusched kubeconfig --port 8080 > kubeconfig"),
+}

@@ -20,21 +20,32 @@ from gpusched.objects.duration import format_duration as human_duration
 from gpusched.objects.kinds import KindInfo, resolve_kind
 
 COLUMN_GAP = 3
+MIN_CELL = 6     # kubectl's tabwriter: minwidth 6, padding 3 (cli-runtime GetNewTabWriter)
 
 
-def render_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """Align ``rows`` under ``header`` the way kubectl does (3-space gaps, last column unpadded).
+def cell_width(text_width: int) -> int:
+    """The width a column of ``text_width``-wide cells takes, its gap included."""
+    return max(text_width + COLUMN_GAP, MIN_CELL)
+
+
+def render_table(header: Sequence[str], rows: Iterable[Sequence[Any]], headers: bool = True) -> str:
+    """Align ``rows`` under ``header`` the way kubectl does (3-space gaps, columns at least 6
+    wide, last column unpadded); ``headers=False`` is ``--no-headers`` (widths from the rows).
 
     >>> print(render_table(["NAME", "AGE"], [["a", "5s"], ["longer", "10m"]]))
     NAME     AGE
     a        5s
     longer   10m
+    >>> print(render_table(["N", "X"], [["a", "1"]], headers=False))
+    a     1
     """
-    table = [list(map(str, header))] + [[str(cell) for cell in row] for row in rows]
+    table = ([list(map(str, header))] if headers else []) + [[str(cell) for cell in row] for row in rows]
+    if not table:
+        return ""
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = []
     for row in table:
-        cells = [cell.ljust(widths[i] + COLUMN_GAP) for i, cell in enumerate(row[:-1])]
+        cells = [cell.ljust(cell_width(widths[i])) for i, cell in enumerate(row[:-1])]
         lines.append(("".join(cells) + row[-1]).rstrip())
     return "\n".join(lines)
 

@@ -49,6 +49,10 @@ class ApplyOutcome:
     action: str      # created | configured | unchanged
 
 
+class _RolledBack(Exception):
+    """Ends a dry-run write: the transaction rolls back, the caller sees success."""
+
+
 def qualified_plural(info: KindInfo) -> str:
     """``pods``, ``deployments.apps``: how kubectl names a resource in messages."""
     return f"{info.plural}.{info.group}" if info.group else info.plural
@@ -65,6 +69,7 @@ class Cluster:
         self.store = store
         self._view: View | None = None
         self._version: int | None = None
+        self.dry_run = False     # True: every write runs (validation, admission, settle), then rolls back
 
     @classmethod
     def open(cls, path: str | None = None) -> "Cluster":
@@ -96,7 +101,11 @@ class Cluster:
                 yield view
                 if settle:
                     self._settle(view)
+                if self.dry_run:
+                    raise _RolledBack()
                 view.write(self.store)
+        except _RolledBack:
+            self._view = None
         except BaseException:
             self._view = None
             raise
@@ -164,6 +173,31 @@ class Cluster:
                 kind, name, ns, action = apply_one(view, manifest)
                 outcomes.append(ApplyOutcome(kind, name, ns, action))
         return outcomes
+
+    def apply_preview(self, manifest: Any) -> ApplyOutcome:
+        """What ``apply`` would say for one manifest (``--dry-run=client``): validated, compared
+        with the stored object, nothing admitted or written."""
+        from gpusched.cluster.apply import LAST_APPLIED, validated
+        from gpusched.cluster.store import dumps
+
+        body = validated(manifest)
+        info = resolve_kind(str(body.get("kind", "")))
+        name = str((body.get("metadata") or {}).get("name", ""))
+        ns = object_namespace(info.kind, body)
+        with self._read() as view:
+            old = view.get(info.kind, name, ns)
+        if old is None:
+            return ApplyOutcome(info.kind, name, ns, "created")
+        last = ((old.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+        return ApplyOutcome(info.kind, name, ns, "unchanged" if last == dumps(manifest.obj) else "configured")
+
+    def delete_many(self, kind: str, targets: Sequence[tuple[str, str]]) -> list[str]:
+        """Delete (name, namespace) pairs of one kind in one transaction; kubectl's lines."""
+        info = resolve_kind(kind)
+        with self._write() as view:
+            for name, namespace in targets:
+                self._delete(view, info, name, namespace or "default")
+        return [f'{qualified_singular(info)} "{name}" deleted' for name, _ in targets]
 
     def get(self, kind: str, names: Sequence[str] = (), namespace: str | None = "default",
             all_namespaces: bool = False, selector: str = "",
