@@ -191,6 +191,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
 
     from gpusched.cli.slurm_cmd import add_commands as add_slurm_commands  # sbatch, squeue, slurm ...
     add_slurm_commands(sub)
+    from gpusched.cli.container_cmd import add_commands as add_container_commands  # exec, logs
+    add_container_commands(sub)
 
 
 def _run_completion(args: argparse.Namespace) -> int:

@@ -11,7 +11,8 @@ Routing, in order:
 4. resources (``server.resources``); anything else is a 404 Status.
 
 Paths are normalised (kr8s sends trailing slashes). Responses use HTTP/1.1 keep-alive; watch
-streams use chunked transfer encoding. No endpoint executes anything.
+streams use chunked transfer encoding; ``pods/exec`` switches the connection to WebSocket
+(``server.container``). No endpoint executes anything: exec answers are simulated.
 
 Neighbours: ``server.worker`` (the cluster thread), ``server.feed`` (watch), ``server.resources``,
 ``server.discovery``, ``server.security`` (TLS); started by ``cli.serve``.
@@ -144,6 +145,10 @@ class ApiServer:
             if group is not None:
                 return json_response(group)
         target = parse_target(path)
+        if target is not None and target.info.kind == "Pod" and target.subresource in (
+                "exec", "log", "attach"):
+            from gpusched.server.container import handle_container   # pods/exec, pods/log
+            return handle_container(self.worker, req, target)
         if target is not None:
             return self.resources.handle(req, target)
         return status_response(404, "the server could not find the requested resource", "NotFound")
@@ -196,7 +201,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length > MAX_BODY_BYTES:
             raise GpuschedError(f"the request body is larger than {MAX_BODY_BYTES} bytes")
         body = self.rfile.read(length) if length else b""
-        return Request(self.command, path, query, headers, body)
+        return Request(self.command, path, query, headers, body, self.path.partition("?")[2])
 
     def _handle(self) -> None:
         try:
@@ -212,6 +217,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _send(self, response: Response) -> None:
+        if response.upgrade is not None:          # exec over WebSocket (server.container)
+            self.send_response_only(response.status)
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.flush()
+            try:
+                response.upgrade(self.connection, self.rfile, self.wfile)
+            finally:
+                self.close_connection = True
+            return
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
         for name, value in response.headers.items():

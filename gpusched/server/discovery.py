@@ -72,6 +72,8 @@ def subresources(info: KindInfo) -> list[tuple[str, str, str, list[str]]]:
     if info.kind == "Pod":
         out.append(("binding", "", "Binding", ["create"]))
         out.append(("eviction", "policy", "Eviction", ["create"]))
+        out.append(("exec", "", "PodExecOptions", ["create", "get"]))
+        out.append(("log", "", "Pod", ["get"]))
     if info.kind in ("Deployment", "ReplicaSet"):
         out.append(("scale", "autoscaling", "Scale", ["get", "patch", "update"]))
     return out

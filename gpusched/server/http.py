@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs
 
 from gpusched.errors import GpuschedError, InvalidError
@@ -31,6 +31,7 @@ class Request:
     query: dict[str, str]           # last value of each parameter
     headers: dict[str, str]         # lower-case names
     body: bytes = b""
+    raw_query: str = ""             # as sent (repeated parameters such as exec's ``command``)
 
     @property
     def accept(self) -> str:
@@ -48,6 +49,9 @@ class Response:
     content_type: str = JSON
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterator[bytes] | None = None
+    # A protocol switch (status 101): called with the connection's socket, its buffered reader
+    # and writer once the headers are sent; the connection closes when it returns.
+    upgrade: Callable[[Any, Any, Any], None] | None = None
 
 
 Handler = Callable[[Request], Response]
