@@ -208,7 +208,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
-SIM_COMMANDS = ("experiment", "import")
+SIM_COMMANDS = ("experiment", "sweep", "import")
 GLOBAL_WITH_VALUE = ("--state",)
 NAMESPACE_FLAGS = ("-n", "--namespace")
 

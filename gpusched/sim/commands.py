@@ -1,4 +1,4 @@
-"""CLI commands of the sim layer: ``experiment fgd`` and ``import alibaba``.
+"""CLI commands of the sim layer: ``experiment fgd``, ``sweep`` and ``import alibaba``.
 
 ``add_commands(subparsers)`` registers both on the CLI's top-level subparsers (``cli.main``
 wires it in); each subparser's ``handler`` takes the argparse namespace and returns an exit code.
@@ -38,6 +38,26 @@ def add_commands(subparsers) -> None:
     fgd.add_argument("--out", required=True, help="output folder")
     fgd.set_defaults(handler=run_experiment_fgd)
 
+    sweep = subparsers.add_parser(
+        "sweep", help="run a sweep file (workloads x policies x seeds x variants) locally or on Ray",
+        description="Run every run of a sweep file (see docs/experiments.md), reusing cached results.",
+        epilog="Examples:\n  gpusched sweep sweep.yaml --out results/sweep --jobs 2\n"
+               "  gpusched sweep sweep.yaml --out results/sweep --executor ray --address 10.0.0.5:6379",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("file", help="sweep YAML file")
+    sweep.add_argument("--out", required=True, help="output folder (CSVs, plots)")
+    sweep.add_argument("--executor", default="local", choices=("local", "ray"),
+                       help="local process pool (default) or a Ray cluster")
+    sweep.add_argument("--jobs", type=int, default=1, help="local executor: parallel processes")
+    sweep.add_argument("--address", default=None,
+                       help="ray executor: address of a running cluster (host:port or auto); "
+                            "default: a private local Ray instance")
+    sweep.add_argument("--cache", default=None,
+                       help="result cache folder (default OUT/cache); --cache '' disables it")
+    sweep.add_argument("--published", default=str(PUBLISHED_DIR), help="folder of published tables")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sweep.set_defaults(handler=run_sweep_file)
+
     importer = subparsers.add_parser("import", help="convert traces to manifests")
     sources = importer.add_subparsers(dest="import_kind", required=True)
     ali = sources.add_parser("alibaba", help="Alibaba GPU trace CSVs -> Node and Pod manifests")
@@ -61,6 +81,23 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
              for policy in parse_policies(args.policies) for seed in parse_seeds(args.seeds)]
     results = run_all(specs, jobs=args.jobs, progress=not args.no_progress)
     out = Path(args.out)
+    paths = write_csvs(results, out) + write_plots(results, out)
+    print_summary(summary_rows(results, load_published(args.published)))
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def run_sweep_file(args: argparse.Namespace) -> int:
+    from gpusched.sim.report import load_published, print_summary, summary_rows, write_csvs, write_plots
+    from gpusched.sim.sweep import load_sweep, run_sweep
+
+    if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
+        raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
+    runs = load_sweep(args.file)
+    out = Path(args.out)
+    cache = out / "cache" if args.cache is None else (args.cache or None)
+    results = run_sweep(runs, args.executor, args.jobs, args.address, cache, not args.no_progress)
     paths = write_csvs(results, out) + write_plots(results, out)
     print_summary(summary_rows(results, load_published(args.published)))
     for path in paths:
