@@ -25,6 +25,8 @@ import copy
 
 from gpusched.cluster.resources import (container_resources, format_amount, pod_limits,
                                         pod_requests)
+from gpusched.cluster.kinds_admission import (admit_service, default_storage_class,
+                                              default_toleration_seconds, label_namespace)
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import FieldError, ForbiddenError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KINDS
@@ -41,6 +43,14 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
     kind = body.get("kind", "")
     body = copy.deepcopy(body)
     ensure_namespace(view, kind, body)
+    if kind == "Pod":
+        default_toleration_seconds(body)            # DefaultTolerationSeconds (create, update)
+    elif kind == "PersistentVolumeClaim" and old is None:
+        default_storage_class(view, body)           # DefaultStorageClass
+    elif kind == "Service":
+        admit_service(view, body, old)              # ClusterIP / NodePort allocation
+    elif kind == "Namespace":
+        label_namespace(body)
     if kind == "PriorityClass":
         admit_priority_class(view, body, old)
     elif kind == "LimitRange":

@@ -29,6 +29,7 @@ from gpusched.cluster.admission import admit
 from gpusched.cluster.apply import check_pod_update
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
+from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.view import View
 from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, NotFoundError
 from gpusched.objects.kinds import KindInfo
@@ -135,6 +136,7 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
                 new.pop("status", None)
     new = validate_object(new)
     if info.kind == "Pod" and subresource != "status":
+        default_toleration_seconds(new)        # admission runs before the update is checked
         check_pod_update(old, new)
     admitted = admit(view, new, old)
     view.update(admitted)

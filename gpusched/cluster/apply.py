@@ -19,6 +19,7 @@ import copy
 import json
 
 from gpusched.cluster.admission import admit
+from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.store import dumps
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import FieldError, InvalidError, ManifestError
@@ -70,6 +71,7 @@ def apply_one(view: View, manifest) -> tuple[str, str, str, str]:
     merged = merge(old, body, json.loads(old_annotations.get(LAST_APPLIED) or "{}"))
     merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = applied
     if kind == "Pod":
+        default_toleration_seconds(merged)     # admission runs before the update is checked
         check_pod_update(old, merged)
     changed = view.update(admit(view, merged, old))
     return kind, name, ns, "configured" if changed else "unchanged"

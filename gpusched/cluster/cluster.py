@@ -27,6 +27,7 @@ from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers import CONTROLLERS, TIMED, pod_lifecycle
 from gpusched.cluster.controllers.common import delete_pod
+from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, taint
 from gpusched.cluster.store import Store, default_state_path
 from gpusched.cluster.timers import Timeline
@@ -112,8 +113,14 @@ class Cluster:
 
     @contextmanager
     def _read(self) -> Iterator[View]:
+        if not self._furnished():
+            self.settle()        # a fresh state file: the system namespaces etc. exist from the start
         with self.store.reading():
             yield self._load()
+
+    def _furnished(self) -> bool:
+        with self.store.reading():
+            return self._load().get("Namespace", "kube-system") is not None
 
     # ---- settle and time ---------------------------------------------------------------------
 
@@ -237,6 +244,7 @@ class Cluster:
         body = view.get(info.kind, name, ns)
         if body is None:
             raise NotFoundError(qualified_plural(info), name)
+        check_deletable(info.kind, name)
         if info.kind == "Pod":
             delete_pod(view, body)
             return

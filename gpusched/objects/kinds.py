@@ -47,6 +47,17 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
     KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("pdb",), True),
     KindInfo("NodePool", "gpusched.io/v1alpha1", "nodepools", ("np",), False),
     KindInfo("Lease", "coordination.k8s.io/v1", "leases", (), True),
+    KindInfo("Service", "v1", "services", ("svc",), True),
+    KindInfo("Endpoints", "v1", "endpoints", ("ep",), True),
+    KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", (), True),
+    KindInfo("ServiceAccount", "v1", "serviceaccounts", ("sa",), True),
+    KindInfo("Secret", "v1", "secrets", (), True),
+    KindInfo("PersistentVolume", "v1", "persistentvolumes", ("pv",), False),
+    KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", ("sc",), False),
+    KindInfo("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", ("netpol",), True),
+    KindInfo("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", ("hpa",), True),
+    KindInfo("VerticalPodAutoscaler", "autoscaling.k8s.io/v1", "verticalpodautoscalers", ("vpa",),
+             True),
 )}
 
 # apiVersions accepted on input per kind (older group versions still seen in tutorials).
@@ -55,6 +66,7 @@ ACCEPTED_API_VERSIONS: dict[str, frozenset[str]] = {
 }
 ACCEPTED_API_VERSIONS["Event"] = frozenset({"v1", "events.k8s.io/v1"})
 ACCEPTED_API_VERSIONS["PodDisruptionBudget"] = frozenset({"policy/v1", "policy/v1beta1"})
+ACCEPTED_API_VERSIONS["HorizontalPodAutoscaler"] = frozenset({"autoscaling/v2", "autoscaling/v1"})
 ACCEPTED_API_VERSIONS["PriorityClass"] = frozenset({"scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"})
 
 _ALIASES: dict[str, KindInfo] = {}

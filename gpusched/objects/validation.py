@@ -25,7 +25,9 @@ Per kind (PodSpec rules are in ``objects.podspec``):
   (``nvidia-gpu-stack.md`` 7.4) and the min <= defaultRequest <= default <= max order.
 - PodDisruptionBudget: exactly one of minAvailable / maxUnavailable (an integer or a percent).
 - ConfigMap: keys are config keys, ``data`` values strings.
-- Node: taints, capacity/allocatable quantities. PersistentVolumeClaim: requested storage.
+- Node: taints, capacity/allocatable quantities.
+- Service, Endpoints(Slice), ServiceAccount, Secret, StorageClass, PersistentVolume(Claim),
+  NetworkPolicy, HorizontalPodAutoscaler, VerticalPodAutoscaler: ``objects.validation_kinds``.
 - Lease (``coordination.k8s.io/v1``): holderIdentity a string, leaseDurationSeconds > 0,
   leaseTransitions >= 0, acquireTime/renewTime RFC 3339 (MicroTime).
 - NodePool (``gpusched.io/v1alpha1``, cluster-scoped), gpusched's compact node definition::
@@ -63,6 +65,7 @@ from gpusched.objects.podspec import (
     TAINT_EFFECTS, validate_label_selector, validate_labels, validate_pod_annotations, validate_pod_spec,
 )
 from gpusched.objects.selectors import matches, selector_from_dict
+from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
@@ -402,13 +405,6 @@ def _node(obj: dict, e: Errors) -> None:
             e.quantity(value, f"status.{field}[{name}]")
 
 
-def _pvc(obj: dict, e: Errors) -> None:
-    spec = _spec(obj, e)
-    resources = e.mapping(spec, "resources", "spec.resources") or {}
-    for name, value in sorted((e.mapping(resources, "requests", "spec.resources.requests") or {}).items()):
-        e.quantity(value, f"spec.resources.requests[{name}]")
-
-
 def _node_pool(obj: dict, e: Errors) -> None:
     spec = _spec(obj, e)
     has_count, has_names = spec.get("count") is not None, spec.get("names") is not None
@@ -476,7 +472,7 @@ _VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
     "PodDisruptionBudget": _pdb,
     "ConfigMap": _config_map,
     "Node": _node,
-    "PersistentVolumeClaim": _pvc,
     "NodePool": _node_pool,
     "Lease": _lease,
+    **CORE_KIND_VALIDATORS,       # Service, storage, Secret, NetworkPolicy, HPA/VPA ...
 }

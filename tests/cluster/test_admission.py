@@ -156,9 +156,12 @@ def test_limit_range_defaults_are_applied(cluster):
                          "requests": {"cpu": "2", "memory": "256Mi"}}
 
 
-def test_default_namespace_is_created_on_first_use(cluster):
+def test_system_namespaces_exist_from_the_start(cluster):
+    # a real cluster's API server creates default, kube-system, kube-public, kube-node-lease
+    assert [n["metadata"]["name"] for n in cluster.get("ns")] == [
+        "default", "kube-node-lease", "kube-public", "kube-system"]
     apply(cluster, pod("p"))
-    assert [n["metadata"]["name"] for n in cluster.get("ns")] == ["default"]
+    assert len(cluster.get("ns")) == 4
 
 
 def test_namespace_in_same_apply_is_usable(cluster):

@@ -39,7 +39,10 @@ def test_cluster_nodes_and_priority_classes(g):
     assert nodes["gpu-node-2"]["metadata"]["labels"]["gpu-type"] == "v100"
     classes = {c["metadata"]["name"]: c for c in g.json("get", "pc")["items"]}
     assert {n: c["value"] for n, c in classes.items()} == {"critical": 1000000, "high": 100000,
-                                                          "normal": 1000, "low": 100}
+                                                          "normal": 1000, "low": 100,
+                                                          # pkg/apis/scheduling SystemPriorityClasses
+                                                          "system-cluster-critical": 2000000000,
+                                                          "system-node-critical": 2000001000}
     assert classes["normal"]["globalDefault"] is True
     assert classes["low"]["preemptionPolicy"] == "Never"
 

@@ -247,7 +247,8 @@ GOOD = [
     ("nodepool", simple("NodePool", api="gpusched.io/v1alpha1", spec={
         "names": ["gpu-node-1"], "gpu": {"model": "A100-40GB", "count": 8}, "cpu": "64", "memory": "512Gi",
         "labels": {"gpu-type": "a100"}, "migLayout": "all-1g.5gb", "extra": {"kept": True}})),
-    ("pvc", simple("PersistentVolumeClaim", spec={"resources": {"requests": {"storage": "10Gi"}}})),
+    ("pvc", simple("PersistentVolumeClaim", spec={"accessModes": ["ReadWriteOnce"],
+                                                  "resources": {"requests": {"storage": "10Gi"}}})),
     ("event", simple("Event", involvedObject={"kind": "Pod", "name": "p"}, reason="Scheduled")),
 ]
 
@@ -301,7 +302,7 @@ def test_several_errors_joined():
 
 def test_validate_object_unknown_kind():
     with pytest.raises(ManifestError):
-        validate_object({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}})
+        validate_object({"apiVersion": "v1", "kind": "Ingress", "metadata": {"name": "x"}})
 
 
 def test_null_requests_get_the_limits():

@@ -10,13 +10,14 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 
 from __future__ import annotations
 
-from gpusched.cluster.controllers import (daemonset, deployment, device_plugin, job,
+from gpusched.cluster.controllers import (bootstrap, daemonset, deployment, device_plugin, job,
                                           node_lifecycle, node_status, nodepool, pod_lifecycle,
                                           replicaset, sbatch)
 from gpusched.cluster.controllers.common import collect_garbage
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
 CONTROLLERS = (
+    ("bootstrap", bootstrap.reconcile),
     ("nodepool", nodepool.reconcile),
     ("node-status", node_status.reconcile),
     ("device-plugin", device_plugin.reconcile),

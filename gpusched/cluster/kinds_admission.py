@@ -1,0 +1,222 @@
+"""Admission steps for the core kinds and the cluster's furniture.
+
+- DefaultTolerationSeconds (kubernetes ``plugin/pkg/admission/defaulttolerationseconds``,
+  ``Admit``): on create and update a pod without a toleration covering
+  ``node.kubernetes.io/not-ready:NoExecute`` (an empty key or an empty effect covers it) gets
+  ``{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute,
+  tolerationSeconds: 300}``, and the same for ``node.kubernetes.io/unreachable``.
+- DefaultStorageClass (``plugin/pkg/admission/storage/storageclass/setdefault``): a claim created
+  without ``spec.storageClassName`` (absent, not ``""``) gets the default class
+  (annotation ``storageclass.kubernetes.io/is-default-class: "true"``; with several, the newest,
+  then the name, as ``GetDefaultClass``); none -> left unset.
+- Service IP allocation (``pkg/registry/core/service/ipallocator``): ``spec.clusterIP`` from the
+  service CIDR ``10.96.0.0/12`` (kubeadm's default; ``10.96.0.1`` is the ``kubernetes``
+  Service's), chosen deterministically (hash of namespace/name, then the next free address) where
+  upstream picks at random; a requested IP must be in range and free; ``clusterIP: None`` makes a
+  headless Service; ``ExternalName`` gets none. NodePorts from 30000-32767 the same way. On
+  update the allocated IPs and ports are kept when the new body leaves them out (as ``kubectl
+  apply``'s merge keeps them) and may not change (``may not change once set``).
+- Undeletable objects: the namespaces ``default``, ``kube-system``, ``kube-public``
+  (NamespaceLifecycle: ``this namespace may not be deleted``) and the system PriorityClasses
+  (``pkg/registry/scheduling/priorityclass/storage``: ``this is a system priority class and
+  cannot be deleted``).
+
+Neighbours: called from ``cluster.admission.admit``, ``cluster.apply`` and ``Cluster._delete``;
+``cluster.controllers.bootstrap`` creates the furniture these protect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+
+from gpusched.cluster.view import View
+from gpusched.errors import FieldError, ForbiddenError, InvalidError
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+DEFAULT_TOLERATION_SECONDS = 300
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+BETA_DEFAULT_CLASS_ANNOTATION = "storageclass.beta.kubernetes.io/is-default-class"
+SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
+KUBERNETES_SERVICE_IP = "10.96.0.1"
+NODE_PORTS = (30000, 32767)
+IMMORTAL_NAMESPACES = ("default", "kube-public", "kube-system")
+SYSTEM_PRIORITY_CLASS_NAMES = ("system-cluster-critical", "system-node-critical")
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+# ---- DefaultTolerationSeconds ---------------------------------------------------------------
+
+def _covers(toleration: dict, key: str) -> bool:
+    return (toleration.get("key") in (key, "", None)
+            and toleration.get("effect") in ("NoExecute", "", None))
+
+
+def default_toleration_seconds(pod: dict) -> None:
+    """Add the not-ready/unreachable NoExecute tolerations a pod lacks (see module docstring)."""
+    spec = pod.setdefault("spec", {})
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = []
+    added = [{"key": key, "operator": "Exists", "effect": "NoExecute",
+              "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+             for key in (NOT_READY_TAINT, UNREACHABLE_TAINT)
+             if not any(isinstance(t, dict) and _covers(t, key) for t in tolerations)]
+    if added:
+        spec["tolerations"] = [*tolerations, *added]
+
+
+def label_namespace(namespace: dict) -> None:
+    """The API server labels every Namespace ``kubernetes.io/metadata.name=<name>`` (v1.21+)."""
+    meta = namespace.setdefault("metadata", {})
+    meta.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = meta.get("name", "")
+
+
+# ---- DefaultStorageClass --------------------------------------------------------------------
+
+def is_default_class(storage_class: dict) -> bool:
+    annotations = (storage_class.get("metadata") or {}).get("annotations") or {}
+    return "true" in (annotations.get(DEFAULT_CLASS_ANNOTATION),
+                      annotations.get(BETA_DEFAULT_CLASS_ANNOTATION))
+
+
+def default_class(view: View) -> dict | None:
+    """GetDefaultClass: the newest default class; equal ages -> the name sorting first."""
+    defaults = [sc for sc in view.list("StorageClass") if is_default_class(sc)]
+    defaults.sort(key=lambda sc: (sc["metadata"].get("creationTimestamp", ""),
+                                  _neg(sc["metadata"]["name"])), reverse=True)
+    return defaults[0] if defaults else None
+
+
+def _neg(name: str) -> tuple:
+    return tuple(-ord(c) for c in name)
+
+
+def default_storage_class(view: View, claim: dict) -> None:
+    spec = claim.setdefault("spec", {})
+    if spec.get("storageClassName") is not None:
+        return
+    chosen = default_class(view)
+    if chosen is not None:
+        spec["storageClassName"] = chosen["metadata"]["name"]
+
+
+# ---- Services -------------------------------------------------------------------------------
+
+def admit_service(view: View, service: dict, old: dict | None) -> None:
+    spec = service.setdefault("spec", {})
+    if old is not None:
+        _keep_allocations(spec, old.get("spec") or {}, service["metadata"]["name"])
+    if spec.get("type") == "ExternalName":
+        spec.pop("clusterIP", None)
+        spec.pop("clusterIPs", None)
+    elif old is None or not spec.get("clusterIP"):
+        _allocate_cluster_ip(view, service)
+    if spec.get("type") in ("NodePort", "LoadBalancer"):
+        _allocate_node_ports(view, service)
+
+
+def _keep_allocations(spec: dict, old_spec: dict, name: str) -> None:
+    old_ip = old_spec.get("clusterIP")
+    if old_ip and not spec.get("clusterIP"):
+        spec["clusterIP"] = old_ip
+        spec["clusterIPs"] = list(old_spec.get("clusterIPs") or [old_ip])
+    elif old_ip and spec.get("clusterIP") != old_ip and spec.get("type") != "ExternalName":
+        raise InvalidError("Service", name, [FieldError(
+            "spec.clusterIPs[0]", "Invalid value", spec["clusterIP"], "may not change once set")])
+    old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+                 for p in old_spec.get("ports") or [] if isinstance(p, dict)}
+    for port in spec.get("ports") or []:
+        key = (port.get("port"), port.get("protocol", "TCP"))
+        if not port.get("nodePort") and old_ports.get(key):
+            port["nodePort"] = old_ports[key]
+
+
+def _used_ips(view: View, skip: tuple[str, str]) -> set[str]:
+    used = set()
+    for svc in view.list("Service"):
+        meta = svc["metadata"]
+        if (meta.get("namespace"), meta["name"]) != skip:
+            used.update((svc.get("spec") or {}).get("clusterIPs") or [])
+    return used
+
+
+def _allocate_cluster_ip(view: View, service: dict) -> None:
+    spec, meta = service["spec"], service["metadata"]
+    requested = spec.get("clusterIP")
+    if requested == "None":
+        spec["clusterIPs"] = ["None"]
+        return
+    used = _used_ips(view, (meta.get("namespace", "default"), meta["name"]))
+    if requested:
+        problem = _requested_problem(str(requested), used)
+        if problem:
+            raise InvalidError("Service", meta["name"], [FieldError(
+                "spec.clusterIPs", "Invalid value", f'["{requested}"]',
+                f"failed to allocate IP {requested}: {problem}")])
+        chosen = str(requested)
+    else:
+        chosen = _free_address(f"{meta.get('namespace', 'default')}/{meta['name']}", used)
+    spec["clusterIP"] = chosen
+    spec["clusterIPs"] = [chosen]
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def _requested_problem(requested: str, used: set[str]) -> str:
+    try:
+        address = ipaddress.ip_address(requested)
+    except ValueError:
+        return "not a valid IP address"
+    if address not in SERVICE_CIDR or address in (SERVICE_CIDR.network_address,
+                                                   SERVICE_CIDR.broadcast_address):
+        return (f"the provided IP ({requested}) is not in the valid range. "
+                f"The range of valid IPs is {SERVICE_CIDR}")
+    if requested in used:
+        return "provided IP is already allocated"
+    return ""
+
+
+def _free_address(key: str, used: set[str]) -> str:
+    size = SERVICE_CIDR.num_addresses - 2
+    start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % size
+    for step in range(size):
+        candidate = str(SERVICE_CIDR.network_address + 1 + (start + step) % size)
+        if candidate not in used and candidate != KUBERNETES_SERVICE_IP:
+            return candidate
+    raise InvalidError("Service", key, [FieldError("spec.clusterIPs", "Invalid value", "[]",
+                                                   "failed to allocate IP: range is full")])
+
+
+def _allocate_node_ports(view: View, service: dict) -> None:
+    meta = service["metadata"]
+    used = {p.get("nodePort") for svc in view.list("Service")
+            if (svc["metadata"].get("namespace"), svc["metadata"]["name"])
+            != (meta.get("namespace", "default"), meta["name"])
+            for p in (svc.get("spec") or {}).get("ports") or [] if isinstance(p, dict)}
+    low, high = NODE_PORTS
+    for i, port in enumerate(service["spec"].get("ports") or []):
+        if port.get("nodePort"):
+            if port["nodePort"] in used:
+                raise InvalidError("Service", meta["name"], [FieldError(
+                    f"spec.ports[{i}].nodePort", "Invalid value", str(port["nodePort"]),
+                    "provided port is already allocated", quoted=False)])
+            used.add(port["nodePort"])
+            continue
+        key = f"{meta.get('namespace', 'default')}/{meta['name']}/{i}"
+        start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+        span = high - low + 1
+        port["nodePort"] = next(low + (start + s) % span for s in range(span)
+                                if low + (start + s) % span not in used)
+        used.add(port["nodePort"])
+
+
+# ---- undeletable objects --------------------------------------------------------------------
+
+def check_deletable(kind: str, name: str) -> None:
+    if kind == "Namespace" and name in IMMORTAL_NAMESPACES:
+        raise ForbiddenError("namespaces", name, "this namespace may not be deleted")
+    if kind == "PriorityClass" and name in SYSTEM_PRIORITY_CLASS_NAMES:
+        raise ForbiddenError("priorityclasses.scheduling.k8s.io", name,
+                             "this is a system priority class and cannot be deleted")
