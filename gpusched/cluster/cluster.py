@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 from gpusched.cluster import scheduling
 from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
-from gpusched.cluster.controllers import CONTROLLERS, TIMED, pod_lifecycle
+from gpusched.cluster.controllers import CONTROLLERS, TIMED, bootstrap, pod_lifecycle
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, taint
@@ -99,6 +99,8 @@ class Cluster:
         try:
             with self.store.immediate():
                 view = self._load()
+                if settle:
+                    bootstrap.reconcile(view)    # the furniture exists before the command runs
                 yield view
                 if settle:
                     self._settle(view)

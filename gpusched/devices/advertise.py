@@ -12,7 +12,11 @@
    or its only key), which replaces the built-in names it defines.
 3. Device-plugin config: ``plugin_config.find_device_plugin_configmap`` and ``select_config``
    (node label ``nvidia.com/device-plugin.config``, the default key, or the only key).
-4. MIG strategy: the config's ``flags.migStrategy``, else the node annotation
+4. Node-wide GFD labels: driver/CUDA versions from the annotation ``gpusched.io/driver-version``
+   (default ``gfd.DEFAULT_DRIVER_VERSION``; a malformed one is GFD's error and leaves only the
+   base labels), ``gpu.machine`` from ``gpusched.io/machine-type`` or the label
+   ``node.kubernetes.io/instance-type`` (else ``unknown``), ``gpu.mode`` from the model.
+5. MIG strategy: the config's ``flags.migStrategy``, else the node annotation
    ``gpusched.io/mig-strategy`` (set by NodePools), else ``mig_strategy_default``.
 
 A config or layout error does not raise: the plugin would crash-loop, so the state carries
@@ -30,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from gpusched.devices.catalog import GpuModel
-from gpusched.devices.gfd import gfd_labels
+from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, driver_version_problem, gfd_labels,
+                                  machine_label, mode_label, version_labels)
 from gpusched.devices.mig import (ALL_DISABLED, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL,
                                   MigConfigEntry, layout_for, parse_mig_parted_config)
 from gpusched.devices.node import NodeDevices
@@ -47,6 +52,9 @@ log = logging.getLogger(__name__)
 
 ANN_GPU_COUNT = "gpusched.io/gpu-count"
 ANN_MIG_STRATEGY = "gpusched.io/mig-strategy"
+ANN_DRIVER_VERSION = "gpusched.io/driver-version"    # default gfd.DEFAULT_DRIVER_VERSION
+ANN_MACHINE_TYPE = "gpusched.io/machine-type"        # what /sys/class/dmi/id/product_name would hold
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 LABEL_GPU_MODEL = ANN_GPU_MODEL            # same key, written as a label
 LABEL_GPU_COUNT = ANN_GPU_COUNT
 MIG_PARTED_CONFIGMAP_NAMES = ("custom-mig-parted-config", "mig-parted-config",
@@ -101,7 +109,15 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
     except GpuschedError as err:
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
                                f"node {name}: {err}", "", model)
-    out = {**base, **gfd_labels(model, count, config, layout, devices.mig_strategy)}
+    driver = annotations.get(ANN_DRIVER_VERSION) or DEFAULT_DRIVER_VERSION
+    problem = driver_version_problem(driver)
+    if problem:        # GFD exits; the device plugin still advertises
+        return NodeDeviceState(devices, base, devices.advertised, f"node {name}: {problem}", key,
+                               model, warning)
+    out = {**base, **gfd_labels(model, count, config, layout, devices.mig_strategy),
+           **version_labels(driver), **mode_label(model),
+           **machine_label(annotations.get(ANN_MACHINE_TYPE)
+                           or labels.get(INSTANCE_TYPE_LABEL, ""))}
     if model.mig_capable and MIG_CONFIG_LABEL in labels:
         out[MIG_CONFIG_STATE_LABEL] = "success"
     return NodeDeviceState(devices, dict(sorted(out.items())), devices.advertised, None, key, model,

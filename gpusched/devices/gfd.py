@@ -157,3 +157,83 @@ def _mixed_labels(model: GpuModel, layout: list[list[str] | None],
         labels.update(_mig_set(f"nvidia.com/mig-{profile.dotted}", model, profile, count,
                                profile.resource, config))
     return labels
+
+
+# ---- node-wide labelers: versions, machine type, GPU mode (internal/lm/nvml.go, machine-type.go)
+
+DEFAULT_DRIVER_VERSION = "570.172.08"
+# The CUDA driver API version NVML reports per driver branch (CUDA release notes, table 3).
+CUDA_OF_DRIVER_BRANCH = {535: (12, 2), 550: (12, 4), 560: (12, 6), 565: (12, 7), 570: (12, 8),
+                         575: (12, 9), 580: (13, 0)}
+
+
+def version_labels(driver_version: str) -> dict[str, str]:
+    """``newVersionLabeler``: the deprecated ``cuda.driver.*``/``cuda.runtime.*`` and the new
+    ``cuda.driver-version.*``/``cuda.runtime-version.*`` labels for a driver ``X.Y[.Z]``
+    (``rev`` empty without ``Z``). The CUDA version is the branch's (the newest branch at or
+    below ``X`` in ``CUDA_OF_DRIVER_BRANCH``).
+
+    >>> version_labels("550.107")["nvidia.com/cuda.driver.rev"], version_labels("550.107")["nvidia.com/cuda.runtime-version.full"]
+    ('', '12.4')
+    """
+    parts = driver_version.split(".")
+    major, minor = parts[0], parts[1]
+    rev = parts[2] if len(parts) > 2 else ""
+    branch = max((b for b in CUDA_OF_DRIVER_BRANCH if b <= int(major)), default=min(CUDA_OF_DRIVER_BRANCH))
+    cuda_major, cuda_minor = (str(v) for v in CUDA_OF_DRIVER_BRANCH[branch])
+    return {
+        "nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor,
+        "nvidia.com/cuda.driver.rev": rev,
+        "nvidia.com/cuda.runtime.major": cuda_major, "nvidia.com/cuda.runtime.minor": cuda_minor,
+        "nvidia.com/cuda.driver-version.major": major, "nvidia.com/cuda.driver-version.minor": minor,
+        "nvidia.com/cuda.driver-version.revision": rev,
+        "nvidia.com/cuda.driver-version.full": driver_version,
+        "nvidia.com/cuda.runtime-version.major": cuda_major,
+        "nvidia.com/cuda.runtime-version.minor": cuda_minor,
+        "nvidia.com/cuda.runtime-version.full": f"{cuda_major}.{cuda_minor}",
+    }
+
+
+def driver_version_problem(driver_version: str) -> str:
+    """GFD's refusal of a malformed driver version (``newVersionLabeler``), or ``""``."""
+    parts = driver_version.split(".")
+    if not 2 <= len(parts) <= 3 or not parts[0].isdigit():
+        return (f'error getting driver version: Version "{driver_version}" does not match '
+                'format "X.Y[.Z]"')
+    return ""
+
+
+def machine_label(machine_type: str) -> dict[str, str]:
+    """``newMachineTypeLabeler``: spaces -> ``-``; ``unknown`` when there is none."""
+    return {"nvidia.com/gpu.machine": (machine_type.strip() or "unknown").replace(" ", "-")}
+
+
+def mode_label(model: GpuModel) -> dict[str, str]:
+    """``newGPUModeLabeler``: PCI class 0x030200 (3D controller: data-centre GPUs) -> ``compute``,
+    0x030000 (VGA: GeForce and workstation RTX boards) -> ``graphics``."""
+    graphics = any(word in model.product for word in ("GeForce", "RTX"))
+    return {"nvidia.com/gpu.mode": "graphics" if graphics else "compute"}
+
+
+# ---- which node labels GFD (and the operator's stand-ins) own ---------------------------------
+
+# Written by users or the operator's ClusterPolicy, never by GFD: kept whatever GFD computes.
+USER_SET_LABELS = frozenset({"nvidia.com/device-plugin.config", "nvidia.com/mig.config"})
+_OWNED_EXACT = frozenset({"nvidia.com/gfd.timestamp", "nvidia.com/mig.capable",
+                          "nvidia.com/mig.strategy", "nvidia.com/mps.capable",
+                          "nvidia.com/gpu.present", "nvidia.com/mig.config.state"})
+_OWNED_PREFIXES = ("nvidia.com/cuda.", "nvidia.com/vgpu.")
+_GPU_OWNED = re.compile(r"^nvidia\.com/(gpu|mig-[0-9a-z.+-]+)\."
+                        r"(count|replicas|sharing-strategy|product|memory|family|machine|mode|"
+                        r"compute\.(major|minor)|multiprocessors|slices\.(gi|ci)|clique|"
+                        r"engines\.(copy|decoder|encoder|jpeg|ofa))$")
+
+
+def is_gfd_label(key: str) -> bool:
+    """A label key GFD writes (``internal/lm``), as opposed to one a user or the operator sets.
+
+    >>> [is_gfd_label(k) for k in ("nvidia.com/gpu.product", "nvidia.com/gpu", "nvidia.com/mig.config",
+    ...                            "nvidia.com/mig-1g.5gb.count", "nvidia.com/gpu.deploy.dcgm")]
+    [True, False, False, True, False]
+    """
+    return key in _OWNED_EXACT or key.startswith(_OWNED_PREFIXES) or bool(_GPU_OWNED.match(key))

@@ -77,9 +77,10 @@ def bound_node(served: Served, name: str) -> str:
 
 @pytest.fixture
 def elected(lab_serve: Served, tmp_path: Path):
-    """The lab cluster with kube-system (every real cluster has it) and a way to start replicas."""
-    lab_serve.json("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": "kube-system"}})
+    """The lab cluster (kube-system exists from the start, as on every real cluster) and a way
+    to start replicas."""
+    status, _ = lab_serve.request("GET", "/api/v1/namespaces/kube-system")
+    assert status == 200
     replicas: list[Replica] = []
 
     def start(name: str, lease_seconds: int) -> Replica:

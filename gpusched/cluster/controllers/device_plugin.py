@@ -3,9 +3,11 @@
 For every node, ``devices.advertise.node_device_state(node, configmaps)`` computes, from the
 node's GPU model/count labels, its ``nvidia.com/device-plugin.config`` and ``nvidia.com/mig.config``
 labels and the device-plugin ConfigMap(s), the GFD labels and the GPU resources. This controller
-writes them into the Node (``nvidia.com/*`` labels replaced, except the two users set:
-``nvidia.com/device-plugin.config`` and ``nvidia.com/mig.config``; every ``nvidia.com/*`` capacity
-/allocatable entry replaced). A changed ConfigMap or label therefore re-advertises the node as a plugin restart
+writes them into the Node: only the labels GFD owns are replaced (those NFD's annotation
+``nfd.node.kubernetes.io/feature-labels`` lists from the last write; ``gfd.is_gfd_label`` on a node
+never labelled); labels and annotations users set (``nvidia.com/gpu=true``,
+``nvidia.com/device-plugin.config``, ``nvidia.com/mig.config``) are never removed; every
+``nvidia.com/*`` capacity/allocatable entry is replaced. A changed ConfigMap or label therefore re-advertises the node as a plugin restart
 would; running pods keep their devices (their assignment annotations are untouched; the
 scheduler's device view is rebuilt from them, see ``cluster.scheduling``). A config error is
 recorded as a Warning event on the node and advertises nothing new. A GPU product gpusched does
@@ -19,14 +21,17 @@ from __future__ import annotations
 
 import copy
 import logging
+from datetime import datetime, timezone
 
 from gpusched.cluster.view import View
 from gpusched.devices.advertise import node_device_state
+from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
 
 log = logging.getLogger(__name__)
 COMPONENT = "nvidia-device-plugin"
 GPU_PREFIXES = ("nvidia.com/", "gpusched.io/")
-USER_LABELS = frozenset({"nvidia.com/device-plugin.config", "nvidia.com/mig.config"})
+FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
+TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"
 
 
 def reconcile(view: View) -> None:
@@ -52,11 +57,7 @@ def _reconcile_node(view: View, node: dict, configmaps: list[dict]) -> None:
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
                           COMPONENT)
-    labels = new.setdefault("metadata", {}).setdefault("labels", {})
-    for key in [k for k in labels if k.startswith("nvidia.com/") and k not in USER_LABELS
-                and k not in state.labels]:
-        del labels[key]          # GFD labels of the previous config go with it
-    labels.update(dict(state.labels))
+    write_gfd_labels(new, dict(state.labels), view.timestamp())
     status = new.setdefault("status", {})
     for field in ("capacity", "allocatable"):
         values = {k: v for k, v in (status.get(field) or {}).items()
@@ -65,3 +66,43 @@ def _reconcile_node(view: View, node: dict, configmaps: list[dict]) -> None:
         status[field] = values
     if view.update(new) and state.warning:
         view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)
+
+
+def owned_labels(node: dict) -> set[str]:
+    """The labels GFD wrote last time: NFD's ``feature-labels`` annotation (labels NFD created
+    for GFD's features), or, on a node GFD never labelled, the keys GFD writes
+    (``gfd.is_gfd_label``). A user's ``nvidia.com/gpu=true`` is in neither."""
+    meta = node.get("metadata") or {}
+    listed = (meta.get("annotations") or {}).get(FEATURE_LABELS)
+    if listed is not None:
+        return {key for key in listed.split(",") if key}
+    return {key for key in meta.get("labels") or {} if is_gfd_label(key)}
+
+
+def write_gfd_labels(node: dict, computed: dict[str, str], now: str) -> None:
+    """Replace the GFD-owned labels of ``node`` with ``computed`` (user labels and annotations
+    untouched). ``nvidia.com/gfd.timestamp`` (Unix seconds of the virtual clock) changes only
+    when another GFD label does, so settling reaches a fixpoint."""
+    meta = node.setdefault("metadata", {})
+    labels = meta.setdefault("labels", {})
+    owned = owned_labels(node) - USER_SET_LABELS
+    gfd = {k: v for k, v in computed.items() if is_gfd_label(k)}
+    previous = {k: labels[k] for k in owned if k in labels and k != TIMESTAMP_LABEL}
+    stamp = labels.get(TIMESTAMP_LABEL) if previous == gfd else None
+    for key in owned:
+        labels.pop(key, None)
+    labels.update(computed)
+    annotations = meta.setdefault("annotations", {})
+    if gfd:
+        labels[TIMESTAMP_LABEL] = stamp or _unix_seconds(now)
+        annotations[FEATURE_LABELS] = ",".join(sorted([*gfd, TIMESTAMP_LABEL]))
+    else:
+        annotations.pop(FEATURE_LABELS, None)
+    for field in ("labels", "annotations"):
+        if not meta[field]:
+            del meta[field]
+
+
+def _unix_seconds(rfc3339: str) -> str:
+    return str(int(datetime.strptime(rfc3339, "%Y-%m-%dT%H:%M:%SZ")
+                   .replace(tzinfo=timezone.utc).timestamp()))
