@@ -69,23 +69,35 @@ def dry_run_suffix(args: argparse.Namespace) -> str:
     return {"client": " (dry run)", "server": " (server dry run)"}.get(mode, "")
 
 
+def validation_mode(value: str) -> str:
+    """kubectl's ``--validate`` (strict|true, warn, ignore|false) -> the API's fieldValidation."""
+    modes = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
+    mode = modes.get(value.lower())
+    if mode is None:
+        raise UsageError(f'invalid - validate option "{value}"; must be one of: strict (or true), warn, '
+                         "ignore (or false)")
+    return mode
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     """kubectl apply: each object on its own (in file order, documents in order), one line each,
-    the cluster settling between them; ``--atomic`` applies all or none."""
+    the cluster settling between them; ``--atomic`` applies all or none. ``--validate`` is the
+    fieldValidation mode (Strict by default); Warn's findings print as ``Warning: ...``."""
+    mode = validation_mode(getattr(args, "validate", "strict"))
     manifests = load(args.filename)
     suffix = dry_run_suffix(args)
     failed = 0
     with open_cluster(args, dry_run=args.dry_run) as cluster:
         if args.dry_run == "client":
-            outcomes = [cluster.apply_preview(m) for m in manifests]
+            outcomes = [cluster.apply_preview(m, field_validation=mode) for m in manifests]
             results = [(m, o, None) for m, o in zip(manifests, outcomes)]
         elif args.atomic:
-            results = [(m, o, None) for m, o in zip(manifests, cluster.apply(manifests))]
+            results = [(m, o, None) for m, o in zip(manifests, cluster.apply(manifests, field_validation=mode))]
         else:
             results = []
             for manifest in manifests:
                 try:
-                    results.append((manifest, cluster.apply([manifest])[0], None))
+                    results.append((manifest, cluster.apply([manifest], field_validation=mode)[0], None))
                 except GpuschedError as error:
                     results.append((manifest, None, error))
     for manifest, outcome, error in results:
@@ -93,6 +105,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             failed += 1
             print(f"error: {_with_source(error.message, manifest)}", file=sys.stderr, flush=True)
             continue
+        for warning in outcome.warnings:
+            print(f"Warning: {warning}", file=sys.stderr, flush=True)
         info = resolve_kind(outcome.kind)
         if args.output == "name":
             print(f"{resource_name(info)}/{outcome.name}")

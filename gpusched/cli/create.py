@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from typing import Callable
 
-from gpusched.cli.commands import dry_run_suffix, load, namespace_of, open_cluster
+from gpusched.cli.commands import dry_run_suffix, load, namespace_of, open_cluster, validation_mode
 from gpusched.cli.output import resource_name, to_json, to_yaml
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.kinds import resolve_kind
@@ -168,8 +169,13 @@ def _print(obj: dict, args: argparse.Namespace, action: str = "created") -> None
 
 
 def _create(args: argparse.Namespace, bodies: list[tuple[str, dict]]) -> int:
-    """Create each body in its own transaction; a refusal is one ``error:`` line (exit 1)."""
+    """Create each body in its own transaction; a refusal is one ``error:`` line (exit 1).
+
+    Each body is decoded first under ``--validate`` (objects.strict), as the API server does."""
     from gpusched.cluster import api_ops
+    from gpusched.objects.strict import decode_with_mode
+
+    mode = validation_mode(getattr(args, "validate", "strict"))
 
     failed = 0
     with open_cluster(args, dry_run=args.dry_run) as cluster:
@@ -177,11 +183,14 @@ def _create(args: argparse.Namespace, bodies: list[tuple[str, dict]]) -> int:
             info = resolve_kind(str(body.get("kind", "")))
             namespace = (body.get("metadata") or {}).get("namespace") or namespace_of(args)
             try:
-                created = cluster.write(lambda view, b=body: api_ops.create(view, info, namespace, b))
+                decoded, warnings = decode_with_mode(body, mode)
+                for warning in warnings:
+                    print(f"Warning: {warning}", file=sys.stderr)
+                created = cluster.write(lambda view, b=decoded: api_ops.create(view, info, namespace, b))
             except GpuschedError as error:
                 failed += 1
                 where = f'error when creating "{source}": ' if source else ""
-                print(f"error: {where}{error.message}", file=__import__("sys").stderr)
+                print(f"error: {where}{error.message}", file=sys.stderr)
                 continue
             _print(created or body, args)
     return 1 if failed else 0

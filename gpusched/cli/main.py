@@ -70,6 +70,12 @@ def _dry_run_option(parser: argparse.ArgumentParser) -> None:
                              "admission, then roll back")
 
 
+def _validate_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--validate", nargs="?", const="strict", default="strict", metavar="MODE",
+                        help="strict (or true): unknown or duplicate fields fail; warn: print a warning "
+                             "for each and go on; ignore (or false): drop them silently (default strict)")
+
+
 def _get_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", help="Kind, plural or short name (po, no, deploy, ...), KIND1,KIND2, "
                                 "all, or KIND/NAME")
@@ -108,11 +114,13 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
                    help="All or nothing: one failing object applies none of them")
     p.add_argument("-o", "--output", choices=("json", "yaml", "name"), default=None)
     _dry_run_option(p)
+    _validate_option(p)
 
     _get_options(command("get", get.cmd_get, "List objects of one or more kinds"))
 
-    create.add_commands(command("create", create.cmd_create,
-                                "Create one object from a file or from flags"), _dry_run_option)
+    p = command("create", create.cmd_create, "Create one object from a file or from flags")
+    create.add_commands(p, _dry_run_option)
+    _validate_option(p)
 
     p = command("describe", describe.cmd_describe, "Show an object in detail, with its events")
     p.add_argument("kind", help="Kind, or KIND/NAME")

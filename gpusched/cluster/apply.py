@@ -1,5 +1,8 @@
 """``apply`` of one document: validate, merge with the stored object, admit, store.
 
+- Decoding first: ``objects.strict`` checks the document against its kind's schema under the
+  fieldValidation mode (Strict by default, as kubectl; unknown and duplicate fields fail it, Warn
+  returns them as warnings, Ignore drops them); the object goes on without unknown fields.
 - Validation is ``objects.validation.validate(manifest)`` (field paths, Kubernetes wording).
 - Create: admission (``cluster.admission.admit``) then ``View.create`` -> ``created``.
 - Update: like ``kubectl apply``, the manifest is kept in the annotation
@@ -24,6 +27,8 @@ from gpusched.cluster.store import dumps
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.kinds import KINDS
+from gpusched.objects.manifest import Manifest
+from gpusched.objects.strict import STRICT, decode_with_mode
 from gpusched.objects.validation import validate
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -36,14 +41,15 @@ POD_SPEC_FORBIDDEN = (
     "to 1 if it was previously negative)")
 
 
-def validated(manifest) -> dict:
-    """The defaulted object of a manifest (``objects.validation.validate``)."""
-    return validate(manifest)
+def validated(manifest, field_validation: str = STRICT) -> tuple[dict, list[str]]:
+    """(the decoded, defaulted object of a manifest, decoding warnings); see the module doc."""
+    decoded, warnings = decode_with_mode(manifest.obj, field_validation, manifest.where)
+    return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
 
 
-def apply_one(view: View, manifest) -> tuple[str, str, str, str]:
-    """Apply one manifest; returns (kind, name, namespace, action)."""
-    body = validated(manifest)
+def apply_one(view: View, manifest, field_validation: str = STRICT) -> tuple[str, str, str, str, list[str]]:
+    """Apply one manifest; returns (kind, name, namespace, action, warnings)."""
+    body, warnings = validated(manifest, field_validation)
     kind = body.get("kind", "")
     if kind not in KINDS:
         raise ManifestError(manifest.source, manifest.index, "kind", f'unknown kind "{kind}"')
@@ -64,17 +70,17 @@ def apply_one(view: View, manifest) -> tuple[str, str, str, str]:
     if old is None:
         meta.setdefault("annotations", {})[LAST_APPLIED] = applied
         view.create(admit(view, body, None))
-        return kind, name, ns, "created"
+        return kind, name, ns, "created", warnings
     old_annotations = (old.get("metadata") or {}).get("annotations") or {}
     if old_annotations.get(LAST_APPLIED) == applied:
-        return kind, name, ns, "unchanged"
+        return kind, name, ns, "unchanged", warnings
     merged = merge(old, body, json.loads(old_annotations.get(LAST_APPLIED) or "{}"))
     merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = applied
     if kind == "Pod":
         default_toleration_seconds(merged)     # admission runs before the update is checked
         check_pod_update(old, merged)
     changed = view.update(admit(view, merged, old))
-    return kind, name, ns, "configured" if changed else "unchanged"
+    return kind, name, ns, ("configured" if changed else "unchanged"), warnings
 
 
 def _merge_map(old: dict | None, new: dict | None, last: dict | None) -> dict:

@@ -48,6 +48,7 @@ class ApplyOutcome:
     name: str
     namespace: str
     action: str      # created | configured | unchanged
+    warnings: tuple[str, ...] = ()   # fieldValidation=Warn findings: 'unknown field "spec.x"'
 
 
 class _RolledBack(Exception):
@@ -174,31 +175,35 @@ class Cluster:
 
     # ---- objects -----------------------------------------------------------------------------
 
-    def apply(self, manifests: list) -> list[ApplyOutcome]:
-        """Validate, admit and store every document as one transaction (all or nothing)."""
+    def apply(self, manifests: list, field_validation: str = "Strict") -> list[ApplyOutcome]:
+        """Decode, validate, admit and store every document as one transaction (all or nothing).
+
+        ``field_validation`` is kubectl's ``--validate`` as the API's mode: Strict, Warn, Ignore.
+        """
         outcomes = []
         with self._write() as view:
             for manifest in manifests:
-                kind, name, ns, action = apply_one(view, manifest)
-                outcomes.append(ApplyOutcome(kind, name, ns, action))
+                kind, name, ns, action, warnings = apply_one(view, manifest, field_validation)
+                outcomes.append(ApplyOutcome(kind, name, ns, action, tuple(warnings)))
         return outcomes
 
-    def apply_preview(self, manifest: Any) -> ApplyOutcome:
-        """What ``apply`` would say for one manifest (``--dry-run=client``): validated, compared
-        with the stored object, nothing admitted or written."""
+    def apply_preview(self, manifest: Any, field_validation: str = "Strict") -> ApplyOutcome:
+        """What ``apply`` would say for one manifest (``--dry-run=client``): decoded, validated,
+        compared with the stored object, nothing admitted or written."""
         from gpusched.cluster.apply import LAST_APPLIED, validated
         from gpusched.cluster.store import dumps
 
-        body = validated(manifest)
+        body, warnings = validated(manifest, field_validation)
         info = resolve_kind(str(body.get("kind", "")))
         name = str((body.get("metadata") or {}).get("name", ""))
         ns = object_namespace(info.kind, body)
         with self._read() as view:
             old = view.get(info.kind, name, ns)
         if old is None:
-            return ApplyOutcome(info.kind, name, ns, "created")
+            return ApplyOutcome(info.kind, name, ns, "created", tuple(warnings))
         last = ((old.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
-        return ApplyOutcome(info.kind, name, ns, "unchanged" if last == dumps(manifest.obj) else "configured")
+        return ApplyOutcome(info.kind, name, ns, "unchanged" if last == dumps(manifest.obj) else "configured",
+                            tuple(warnings))
 
     def delete_many(self, kind: str, targets: Sequence[tuple[str, str]]) -> list[str]:
         """Delete (name, namespace) pairs of one kind in one transaction; kubectl's lines."""

@@ -1,5 +1,8 @@
 """The kinds gpusched stores, with the names kubectl knows them by.
 
+gpusched emulates Kubernetes ``KUBERNETES_VERSION`` (v1.35): ``/version``, the nodes'
+``kubeletVersion`` and the field schemas (``objects.schema``) all say so.
+
 One table, ``KINDS``: kind -> KindInfo (apiVersion, plural, short names, namespaced).
 ``resolve_kind("po")``, ``resolve_kind("pods")``, ``resolve_kind("Pod")`` all give Pod's entry.
 
@@ -11,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusched.errors import UsageError
+
+
+KUBERNETES_VERSION = "v1.35.0"
 
 
 @dataclass(frozen=True, slots=True)

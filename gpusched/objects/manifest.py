@@ -37,6 +37,7 @@ import yaml
 
 from gpusched.errors import GpuschedError, ManifestError
 from gpusched.objects.kinds import ACCEPTED_API_VERSIONS
+from gpusched.objects.strict import DuplicateKeys, mapping_from_pairs
 
 MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
 STDIN = "STDIN"
@@ -53,6 +54,28 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
 }
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[DuplicateKeys]:
+    """A YAML mapping as a dict, a ``DuplicateKeys`` when the text repeats a key (not via ``<<``)."""
+    data = DuplicateKeys()      # plain again in _jsonable when no key repeats
+    yield data
+    keys = [loader.construct_object(k, deep=True) for k, _ in node.value if k.tag != MERGE_TAG]
+    marked = mapping_from_pairs((k, None) for k in keys if _hashable(k))
+    data.update(loader.construct_mapping(node, deep=True))
+    data.duplicates = getattr(marked, "duplicates", ())
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
 
 class PathNotFoundError(ManifestError):
@@ -94,7 +117,10 @@ class Manifest:
 def _jsonable(value: Any, source: str, index: int) -> Any:
     """Deep copy into JSON types: string keys, lists, ISO dates; refuse what JSON cannot hold."""
     if isinstance(value, dict):
-        out = {}
+        marked = isinstance(value, DuplicateKeys) and bool(value.duplicates)
+        out: dict = DuplicateKeys() if marked else {}
+        if marked:
+            out.duplicates = tuple((pos, _key_text(key)) for pos, key in value.duplicates)  # type: ignore[attr-defined]
         for key, item in value.items():
             if isinstance(key, bool):
                 key = "true" if key else "false"
@@ -117,6 +143,12 @@ def _jsonable(value: Any, source: str, index: int) -> Any:
                         f"{type(value).__name__}")
 
 
+def _key_text(key: Any) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return "null" if key is None else str(key)
+
+
 def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
     index = 0
     try:
@@ -131,7 +163,7 @@ def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
 
 
 def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=mapping_from_pairs)
     pos, index = 0, 0
     while True:
         while pos < len(text) and text[pos].isspace():

@@ -1,6 +1,6 @@
 """Discovery and OpenAPI documents: how clients learn which resources the server has.
 
-- ``/version``: ``gitVersion`` ``v1.30.0-gpusched``.
+- ``/version``: ``gitVersion`` ``v1.35.0-gpusched`` (``objects.kinds.KUBERNETES_VERSION``).
 - Legacy discovery: ``/api`` (APIVersions), ``/apis`` (APIGroupList), ``/api/v1`` and
   ``/apis/<group>/<version>`` (APIResourceList, subresources as ``pods/status``...).
 - Aggregated discovery (``apidiscovery.k8s.io`` v2 / v2beta1), chosen by the Accept header:
@@ -30,9 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from gpusched.objects.kinds import KINDS, KindInfo
+from gpusched.objects.kinds import KINDS, KUBERNETES_VERSION, KindInfo
 
-GIT_VERSION = "v1.30.0-gpusched"
+GIT_VERSION = f"{KUBERNETES_VERSION}-gpusched"
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 STATUS_KINDS = ("Pod", "Node", "Deployment", "ReplicaSet", "DaemonSet", "Job", "ResourceQuota",
                 "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "NodePool")
@@ -43,9 +43,10 @@ CATEGORIES = {"Pod": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"], "Dae
 
 
 def version() -> dict:
-    return {"major": "1", "minor": "30", "gitVersion": GIT_VERSION,
+    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    return {"major": major, "minor": minor, "gitVersion": GIT_VERSION,
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.0", "compiler": "gc",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.5", "compiler": "gc",
             "platform": "linux/amd64"}
 
 

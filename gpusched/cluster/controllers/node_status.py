@@ -16,8 +16,9 @@ import copy
 import zlib
 
 from gpusched.cluster.view import View
+from gpusched.objects.kinds import KUBERNETES_VERSION
 
-KUBELET_VERSION = "v1.30.0-gpusched"
+KUBELET_VERSION = f"{KUBERNETES_VERSION}-gpusched"
 _PRESSURE = (("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
              ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
              ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))

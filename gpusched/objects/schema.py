@@ -1,0 +1,119 @@
+"""The field schemas of every kind gpusched serves: Kubernetes v1.35's OpenAPI, plus gpusched's own.
+
+Two sources, both data files beside this module:
+
+- ``schemas/kubernetes.json``: the definitions of the official OpenAPI spec of the emulated
+  release (``api/openapi-spec/swagger.json`` of kubernetes/kubernetes ``release-1.35``), trimmed to
+  the kinds gpusched serves by ``scripts/gen_openapi_schemas.py``; never edited by hand. It keeps
+  every ``x-kubernetes-*`` extension (patch strategy and merge key, list type, int-or-string).
+- ``schemas/own/*.yaml``: one small file per kind that is not in that spec (gpusched's NodePool,
+  CRD kinds such as the VerticalPodAutoscaler or NVIDIA's ClusterPolicy), each holding the
+  kind's ``apiVersion``, ``kind`` and ``schema`` (an OpenAPI v3 object schema, as a CRD's
+  ``openAPIV3Schema``). ``apiVersion``, ``kind`` and ``metadata`` (ObjectMeta) are added as the
+  API server adds them to a CRD. Adding an own kind is adding one file.
+
+``schema_for("apps/v1", "Deployment")`` gives a :class:`KindSchema` (its definition name, root
+node, whether it is a built-in type or a custom resource); ``resolve(node)`` follows ``$ref``.
+Older apiVersions gpusched still accepts (``policy/v1beta1`` ...) use the current version's schema.
+
+Neighbours: used by objects.strict (decoding), server.discovery (``/openapi/v3``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass
+
+import yaml
+
+SCHEMA_DIR = os.path.join(os.path.dirname(__file__), "schemas")
+KUBERNETES_SCHEMAS = os.path.join(SCHEMA_DIR, "kubernetes.json")
+OWN_SCHEMAS = os.path.join(SCHEMA_DIR, "own")
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+# apiVersions accepted on input that the v1.35 spec no longer has: decoded as the current version.
+OLDER_VERSIONS = {"policy/v1beta1": "policy/v1", "scheduling.k8s.io/v1beta1": "scheduling.k8s.io/v1"}
+
+
+@dataclass(frozen=True, slots=True)
+class KindSchema:
+    api_version: str
+    kind: str
+    name: str          # definition name, e.g. io.k8s.api.apps.v1.Deployment
+    custom: bool       # a custom resource (own kind / CRD): validated as apiextensions does
+
+
+@dataclass(frozen=True)
+class Schemas:
+    release: str
+    source: str
+    definitions: dict       # name -> OpenAPI (v2-style "#/definitions/" refs) schema
+    kinds: dict             # "apiVersion Kind" -> KindSchema
+
+
+def _definition_name(api_version: str, kind: str) -> str:
+    """A CRD's schema name as the API server publishes it: the group reversed, then version, kind.
+
+    >>> _definition_name("nvidia.com/v1", "ClusterPolicy")
+    'com.nvidia.v1.ClusterPolicy'
+    """
+    group, _, version = api_version.rpartition("/")
+    return ".".join([*reversed(group.split(".")), version, kind])
+
+
+def _own_kind(path: str) -> tuple[KindSchema, dict]:
+    with open(path, encoding="utf-8") as handle:
+        doc = yaml.safe_load(handle)
+    api_version, kind = doc["apiVersion"], doc["kind"]
+    group, _, version = api_version.rpartition("/")
+    schema = dict(doc["schema"])
+    properties = {"apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema "
+                                 "of this representation of an object."},
+                  "kind": {"type": "string", "description": "Kind is a string value representing the REST "
+                           "resource this object represents."},
+                  "metadata": {"$ref": f"#/definitions/{OBJECT_META}",
+                               "description": "Standard object's metadata."}}
+    properties.update(schema.get("properties") or {})
+    schema["properties"] = properties
+    schema["x-kubernetes-group-version-kind"] = [{"group": group, "version": version, "kind": kind}]
+    name = _definition_name(api_version, kind)
+    return KindSchema(api_version, kind, name, True), schema
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> Schemas:
+    """The schemas, read once."""
+    with open(KUBERNETES_SCHEMAS, encoding="utf-8") as handle:
+        data = json.load(handle)
+    definitions = dict(data["definitions"])
+    kinds = {}
+    for key, name in data["kinds"].items():
+        api_version, kind = key.split(" ")
+        kinds[key] = KindSchema(api_version, kind, name, False)
+    for file in sorted(os.listdir(OWN_SCHEMAS)):
+        if file.endswith((".yaml", ".yml")):
+            info, schema = _own_kind(os.path.join(OWN_SCHEMAS, file))
+            kinds[f"{info.api_version} {info.kind}"] = info
+            definitions[info.name] = schema
+    return Schemas(data["release"], data["source"], definitions, kinds)
+
+
+def schema_for(api_version: str, kind: str) -> KindSchema | None:
+    schemas = load()
+    api_version = OLDER_VERSIONS.get(api_version, api_version)
+    return schemas.kinds.get(f"{api_version} {kind}")
+
+
+def resolve(node: dict) -> dict:
+    """Follow ``$ref`` (possibly repeatedly) to the definition it names."""
+    definitions = load().definitions
+    while "$ref" in node:
+        node = definitions[node["$ref"].rpartition("/")[2]]
+    return node
+
+
+def ref_name(node: dict) -> str:
+    """The definition name a node refers to (``""`` when it is inline)."""
+    ref = node.get("$ref")
+    return ref.rpartition("/")[2] if isinstance(ref, str) else ""

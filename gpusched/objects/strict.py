@@ -1,0 +1,339 @@
+"""Decoding a manifest against its kind's schema, as kube-apiserver decodes a request body.
+
+``decode(obj, mode)`` walks the object along ``objects.schema`` and returns a :class:`Decoded`:
+the object as the API server would keep it (unknown fields dropped, the last of duplicate keys
+kept) and the strict findings, in the order the decoder meets them:
+
+- ``unknown field "spec.containers[0].resource"``: a key the schema does not have (every one is
+  reported, with its full path: ``.`` between field names and map keys, ``[i]`` for list items);
+- ``duplicate field "spec.replicas"``: a key given twice in one YAML/JSON object (the loaders
+  mark such mappings with :class:`DuplicateKeys`).
+
+What happens next is the ``fieldValidation`` mode (kubectl's ``--validate``):
+
+- ``Strict``: any finding fails the request (400 BadRequest)::
+
+      Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.x"
+
+  as ``runtime.NewStrictDecodingError`` (apimachinery ``pkg/runtime/error.go``) wrapped by the API
+  server's ``transformDecodeError`` (apiserver ``pkg/endpoints/handlers/rest.go``); at most 100
+  findings, each once (sigs.k8s.io/json ``saveStrictError``).
+- ``Warn``: the findings become warnings (the API server's ``Warning: 299`` headers, which kubectl
+  prints as ``Warning: unknown field "spec.x"``) and the cleaned object is stored.
+- ``Ignore``: the cleaned object is stored silently.
+
+A value of the wrong JSON type fails in every mode, as the Go decoder does: for built-in kinds
+``json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32``
+(encoding/json ``UnmarshalTypeError``: the struct holding the field, the field names from the
+root, the Go type), a bad quantity with ``resource.Quantity``'s ``quantities must match the
+regular expression ...``; for custom kinds (gpusched's own, CRDs) a 422 ``Invalid value`` per field
+as apiextensions' schema validation says it (``spec.count in body must be of type integer``).
+Custom kinds report unknown fields sorted by path, as CRD pruning finds them.
+
+Neighbours: objects.schema (the schemas), objects.manifest (marks duplicate keys), used by
+cluster.apply (the CLI's apply), the API server's writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from gpusched.errors import FieldError, GpuschedError, InvalidError
+from gpusched.objects.quantity import QuantityError, parse_quantity
+from gpusched.objects.schema import KindSchema, ref_name, resolve, schema_for
+
+IGNORE, WARN, STRICT = "Ignore", "Warn", "Strict"
+MODES = (IGNORE, WARN, STRICT)
+MAX_FINDINGS = 100
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+QUANTITY_ERROR = ("quantities must match the regular expression "
+                  "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+INT_RANGES = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+
+
+class DuplicateKeys(dict):
+    """A mapping whose source text gave some keys more than once (the last value is kept).
+
+    ``duplicates`` holds ``(position, key)``: ``position`` is how many distinct keys came before
+    the repeated one, so the decoder reports it where it met it.
+    """
+
+    duplicates: tuple[tuple[int, str], ...] = ()
+
+
+def mapping_from_pairs(pairs: Iterable[tuple[Any, Any]]) -> dict:
+    """A dict from (key, value) pairs in order, a :class:`DuplicateKeys` if a key repeats.
+
+    >>> m = mapping_from_pairs([("a", 1), ("b", 2), ("a", 3)])
+    >>> m, m.duplicates
+    ({'a': 3, 'b': 2}, ((2, 'a'),))
+    """
+    out: dict = {}
+    duplicates = []
+    for key, value in pairs:
+        if key in out:
+            duplicates.append((len(out), key))
+        out[key] = value
+    if not duplicates:
+        return out
+    marked = DuplicateKeys(out)
+    marked.duplicates = tuple(duplicates)
+    return marked
+
+
+def normalise_mode(value: str | None, default: str = STRICT) -> str:
+    """kubectl's ``--validate`` values and the API's ``fieldValidation`` values -> a mode.
+
+    >>> [normalise_mode(v) for v in ("true", "false", "warn", "Strict", "ignore", None)]
+    ['Strict', 'Ignore', 'Warn', 'Strict', 'Ignore', 'Strict']
+    """
+    if value is None or value == "":
+        return default
+    mode = {"true": STRICT, "false": IGNORE}.get(value.lower(), value.lower().capitalize())
+    if mode not in MODES:
+        raise GpuschedError(f'invalid fieldValidation value "{value}": must be one of Ignore, Warn or Strict')
+    return mode
+
+
+class StrictDecodingError(GpuschedError):
+    """400 BadRequest: the body does not decode into its kind (strict findings or a type error)."""
+
+    code = 400
+    reason = "BadRequest"
+
+    def __init__(self, kind: str, api_version: str, detail: str, where: str = "") -> None:
+        self.kind, self.detail = kind, detail
+        version = api_version.rpartition("/")[2]
+        body = f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}'
+        super().__init__(f"{where}: {body}" if where else body)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    obj: dict
+    findings: tuple[str, ...] = ()          # 'unknown field "x"', 'duplicate field "y"'
+
+
+@dataclass
+class _Walk:
+    custom: bool
+    findings: list[str] = field(default_factory=list)
+    unknown_custom: list[str] = field(default_factory=list)
+    type_error: str | None = None
+    invalid: list[FieldError] = field(default_factory=list)
+
+    def finding(self, text: str) -> None:
+        if len(self.findings) < MAX_FINDINGS and text not in self.findings:
+            self.findings.append(text)
+
+    def unknown(self, path: str) -> None:
+        if self.custom:
+            self.unknown_custom.append(path)
+        else:
+            self.finding(f'unknown field "{path}"')
+
+    def wrong_type(self, node: dict, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> None:
+        if self.custom:
+            want = resolve(node).get("type", "object")
+            got = json_type(value)
+            self.invalid.append(FieldError(path, "Invalid value", got,
+                                           f'{path} in body must be of type {want}: "{got}"'))
+        elif self.type_error is None:
+            self.type_error = (f"json: cannot unmarshal {json_type(value, node)} into Go struct field "
+                               f"{struct}.{'.'.join(fields)} of type {go_type(node)}")
+
+    # ---- the walk: returns the decoded value ---------------------------------------------------
+
+    def value(self, node: dict, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
+        if value is None:
+            return None
+        name = ref_name(node)
+        if name == QUANTITY:
+            return self.quantity(value, path)
+        resolved = resolve(node)
+        if name == INT_OR_STRING or resolved.get("x-kubernetes-int-or-string"):
+            if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+                return value
+            self.wrong_type({"type": "integer", "format": "int32"}, value, path, struct, fields)
+            return None
+        kind = resolved.get("type")
+        if kind == "object" or "properties" in resolved:
+            return self.object(resolved, name, value, path, struct, fields)
+        if kind == "array":
+            if not isinstance(value, list):
+                self.wrong_type(node, value, path, struct, fields)
+                return None
+            items = resolved.get("items") or {}
+            return [self.value(items, item, f"{path}[{i}]", struct, fields) for i, item in enumerate(value)]
+        if kind is None:
+            return self.free(value, path)
+        if not scalar_fits(resolved, value):
+            self.wrong_type(node, value, path, struct, fields)
+            return None
+        return value
+
+    def object(self, node: dict, name: str, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
+        if not isinstance(value, dict):
+            self.wrong_type(node if not name else {"$ref": f"#/definitions/{name}"}, value, path, struct, fields)
+            return None
+        properties = node.get("properties")
+        extra = node.get("additionalProperties")
+        preserve = bool(node.get("x-kubernetes-preserve-unknown-fields"))
+        if properties is None and not isinstance(extra, dict):
+            return self.free(value, path)
+        inner = name.rpartition(".")[2] if name else struct
+        duplicates = list(getattr(value, "duplicates", ()))
+        out = {}
+        for position, (key, item) in enumerate(value.items()):
+            child = f"{path}.{key}" if path else str(key)
+            if properties is not None and key in properties:
+                out[key] = self.value(properties[key], item, child, inner, (*fields, key))
+            elif isinstance(extra, dict):
+                out[key] = self.value(extra, item, child, struct, fields)
+            elif preserve:
+                out[key] = self.free(item, child)
+            else:
+                self.unknown(child)
+                self.free(item, child)
+            while duplicates and duplicates[0][0] == position + 1:
+                self.finding(f'duplicate field "{_join(path, duplicates.pop(0)[1])}"')
+        return out
+
+    def free(self, value: Any, path: str) -> Any:
+        """A value the schema leaves open: copied, duplicate keys still reported."""
+        if isinstance(value, dict):
+            duplicates = list(getattr(value, "duplicates", ()))
+            out = {}
+            for position, (key, item) in enumerate(value.items()):
+                out[key] = self.free(item, _join(path, key))
+                while duplicates and duplicates[0][0] == position + 1:
+                    self.finding(f'duplicate field "{_join(path, duplicates.pop(0)[1])}"')
+            return out
+        if isinstance(value, list):
+            return [self.free(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return value
+
+    def quantity(self, value: Any, path: str) -> Any:
+        ok = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+        if ok:
+            try:
+                parse_quantity(value)
+            except QuantityError:
+                ok = False
+        if ok:
+            return value
+        if self.custom:
+            self.invalid.append(FieldError(path, "Invalid value", json_type(value), QUANTITY_ERROR))
+        elif self.type_error is None:
+            self.type_error = QUANTITY_ERROR
+        return None
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def json_type(value: Any, node: dict | None = None) -> str:
+    """How encoding/json names a JSON value in a type error (``number 1.5`` for a bad integer)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        if node is not None and resolve(node).get("type") == "integer":
+            return f"number {value}"
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def scalar_fits(node: dict, value: Any) -> bool:
+    kind = node.get("type")
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if kind == "integer":
+        if isinstance(value, float) and not value.is_integer():
+            return False
+        low, high = INT_RANGES.get(node.get("format", "int64"), INT_RANGES["int64"])
+        return low <= value <= high
+    return True
+
+
+def go_type(node: dict) -> str:
+    """The Go type a schema node stands for, as ``reflect.Type.String()`` prints it."""
+    name = ref_name(node)
+    if name == QUANTITY:
+        return "resource.Quantity"
+    if name == INT_OR_STRING:
+        return "intstr.IntOrString"
+    if name:
+        package, _, type_name = name.rpartition(".")
+        return f"{package.rpartition('.')[2]}.{type_name}"
+    kind, fmt = node.get("type"), node.get("format", "")
+    if kind == "string":
+        return "[]uint8" if fmt == "byte" else "string"
+    if kind == "integer":
+        return fmt if fmt in INT_RANGES else "int64"
+    if kind == "number":
+        return "float64"
+    if kind == "boolean":
+        return "bool"
+    if kind == "array":
+        return "[]" + go_type(node.get("items") or {})
+    if isinstance(node.get("additionalProperties"), dict):
+        return "map[string]" + go_type(node["additionalProperties"])
+    return "map[string]interface {}"
+
+
+def decode(obj: dict, where: str = "") -> Decoded:
+    """Decode ``obj`` against its kind's schema; raise on a type error (see the module doc).
+
+    A kind without a schema decodes as it is.
+    """
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    info = schema_for(api_version, kind)
+    if info is None:
+        return Decoded(_plain(obj))
+    walk = _Walk(custom=info.custom)
+    out = walk.value({"$ref": f"#/definitions/{info.name}"}, obj, "", kind, ())
+    _raise_type_errors(info, walk, out if isinstance(out, dict) else obj, where)
+    findings = walk.findings
+    if info.custom:
+        findings = [f'unknown field "{p}"' for p in sorted(set(walk.unknown_custom))][:MAX_FINDINGS] + findings
+    return Decoded(out, tuple(findings))
+
+
+def _raise_type_errors(info: KindSchema, walk: _Walk, obj: dict, where: str) -> None:
+    if walk.type_error is not None:
+        raise StrictDecodingError(info.kind, info.api_version, walk.type_error, where)
+    if walk.invalid:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        name = str(meta.get("name") or meta.get("generateName") or "")
+        raise InvalidError(info.kind, name, walk.invalid, where=where)
+
+
+def decode_with_mode(obj: dict, mode: str, where: str = "") -> tuple[dict, list[str]]:
+    """(decoded object, warnings) under a fieldValidation mode; Strict raises on any finding."""
+    decoded = decode(obj, where)
+    if not decoded.findings or mode == IGNORE:
+        return decoded.obj, []
+    if mode == STRICT:
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        raise StrictDecodingError(kind, api_version, "strict decoding error: " + ", ".join(decoded.findings),
+                                  where)
+    return decoded.obj, list(decoded.findings)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
