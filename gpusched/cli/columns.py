@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from gpusched.cli.columns_kinds import KIND_COLUMNS
 from gpusched.cli.output import Clock, human_duration, parse_timestamp
 from gpusched.objects.kinds import resolve_kind
 
@@ -226,19 +227,6 @@ def _namespace_cells(obj: dict, clock: Clock) -> Row:
     return [_name(obj), str(_status(obj).get("phase", "Active")), _age(obj, clock)]
 
 
-_ACCESS_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
-                 "ReadWriteOncePod": "RWOP"}
-
-
-def _pvc_cells(obj: dict, clock: Clock) -> Row:
-    spec, status = _spec(obj), _status(obj)
-    modes = status.get("accessModes") or spec.get("accessModes") or []
-    capacity = (status.get("capacity") or {}).get("storage", "")
-    return [_name(obj), str(status.get("phase", "Pending")), spec.get("volumeName", ""), capacity,
-            ",".join(_ACCESS_MODES.get(m, m) for m in modes), spec.get("storageClassName") or NONE,
-            _age(obj, clock)]
-
-
 def event_time(event: dict) -> str | None:
     """The timestamp an event is ordered and aged by (last seen, else first seen, else created)."""
     return (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
@@ -299,11 +287,10 @@ COLUMNS: dict[str, Columns] = {
                                     "AGE"), _pdb_cells),
     "ConfigMap": Columns(("NAME", "DATA", "AGE"), _configmap_cells),
     "Namespace": Columns(("NAME", "STATUS", "AGE"), _namespace_cells),
-    "PersistentVolumeClaim": Columns(("NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES",
-                                      "STORAGECLASS", "AGE"), _pvc_cells),
     "Event": Columns(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), _event_cells),
     "NodePool": Columns(("NAME", "NODES", "GPU-MODEL", "GPUS-PER-NODE", "AGE"), _nodepool_cells),
     "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),
+    **{kind: Columns(*spec) for kind, spec in KIND_COLUMNS.items()},   # Service, storage, ...
 }
 
 

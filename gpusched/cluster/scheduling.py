@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.view import View
 from gpusched.objects.node import node_info
@@ -155,10 +156,14 @@ def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):
                     int((pdb.get("status") or {}).get("disruptionsAllowed", 0)),
                     pdb["metadata"]["name"])
             for pdb in view.list("PodDisruptionBudget")]
+    claims = volumes.claim_infos(view)
     for framework in scheduler.frameworks.values():
         plugin = framework.plugins.get("DefaultPreemption")
         if plugin is not None and hasattr(plugin, "set_pdbs"):
             plugin.set_pdbs(pdbs)
+        binding = framework.plugins.get("VolumeBinding")
+        if binding is not None and hasattr(binding, "set_claims"):
+            binding.set_claims(claims)
     if order is not None:
         for pod in pending_pods(view):
             node = (pod.get("status") or {}).get("nominatedNodeName", "")
@@ -258,6 +263,7 @@ def bind(view: View, pod: dict, node: str, assignment: DeviceAssignment) -> None
     set_condition(status, {"type": "PodScheduled", "status": "True",
                             "lastTransitionTime": view.timestamp()})
     view.update(new)
+    volumes.prebind(view, new, node)      # VolumeBinding PreBind: delayed claims follow the pod
     meta = pod["metadata"]
     view.record_event(new, "Scheduled", f"Successfully assigned {meta['namespace']}/"
                       f"{meta['name']} to {node}", "Normal", SCHEDULER_NAME)

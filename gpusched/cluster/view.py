@@ -28,6 +28,8 @@ from gpusched.cluster.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
+# Kinds whose changes can make a pending pod schedulable (the scheduler retries its pods).
+EPOCH_KINDS = frozenset({"Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
 
 # k8s.io/apimachinery/pkg/util/rand: consonants and digits without vowels or look-alikes.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -191,7 +193,7 @@ class View:
         self._touched.add(key)
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
-        if kind == "Node":
+        if kind in EPOCH_KINDS:
             self.epoch += 1
         return body
 
@@ -219,7 +221,7 @@ class View:
         self._touched.add(key)
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
-        if key[0] == "Node":
+        if key[0] in EPOCH_KINDS:
             self.epoch += 1
         return True
 
@@ -235,7 +237,7 @@ class View:
         self._dirty[key] = "DELETED"
         self._touched.add(key)
         self.mutations += 1
-        if kind in ("Pod", "Node"):
+        if kind == "Pod" or kind in EPOCH_KINDS:
             self.epoch += 1
         return body
 

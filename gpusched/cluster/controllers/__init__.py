@@ -10,9 +10,9 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 
 from __future__ import annotations
 
-from gpusched.cluster.controllers import (bootstrap, daemonset, deployment, device_plugin, job,
-                                          node_lifecycle, node_status, nodepool, pod_lifecycle,
-                                          replicaset, sbatch)
+from gpusched.cluster.controllers import (bootstrap, daemonset, deployment, device_plugin,
+                                          endpoints, job, node_lifecycle, node_status, nodepool,
+                                          pod_lifecycle, replicaset, sbatch, volumes)
 from gpusched.cluster.controllers.common import collect_garbage
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
@@ -21,6 +21,8 @@ CONTROLLERS = (
     ("nodepool", nodepool.reconcile),
     ("node-status", node_status.reconcile),
     ("device-plugin", device_plugin.reconcile),
+    ("persistentvolume", volumes.reconcile),
+    ("endpoints", endpoints.reconcile),
     ("garbage-collector", collect_garbage),
     ("deployment", deployment.reconcile),
     ("replicaset", replicaset.reconcile),

@@ -10,8 +10,12 @@ to those nodes. Upstream's messages:
   StorageClass binds immediately -> ``pod has unbound immediate PersistentVolumeClaims``.
 - Filter: a node outside a bound volume's node affinity ->
   ``node(s) had volume node affinity conflict``, UnschedulableAndUnresolvable.
-- Unbound ``WaitForFirstConsumer`` claims (``bound=False, immediate=False``) do not restrict
-  nodes (dynamic provisioning is assumed to succeed on the chosen node).
+- Unbound ``WaitForFirstConsumer`` claims (``bound=False, immediate=False``): with
+  ``candidate_terms=None`` the class provisions, so any node will do; otherwise (a
+  ``kubernetes.io/no-provisioner`` class: local volumes) a node must be selected by the node
+  affinity of one of the volumes that could bind (``None`` in the tuple: a volume without
+  affinity), else ``node(s) didn't find available persistent volumes to bind``
+  (``ErrReasonBindConflict``), UnschedulableAndUnresolvable.
 
 **How claims reach the plugin.** The caller describes each claim as a ``ClaimInfo`` and passes
 them either as plugin args (``{"claims": [ClaimInfo, ...]}`` in the profile's pluginConfig) or,
@@ -36,6 +40,7 @@ from gpusched.scheduler.plugins.pod_topology_spread import terms_mask
 NAME = "VolumeBinding"
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 _PRE_FILTER_KEY = "PreFilter" + NAME
 
 
@@ -46,6 +51,8 @@ class ClaimInfo:
     ``node_name``: the single node of a local volume (``""`` = not pinned to one node);
     ``node_terms``: the bound PV's ``spec.nodeAffinity.required.nodeSelectorTerms`` (ORed;
     None = no node affinity). ``bound=False`` with ``immediate=True`` blocks scheduling.
+    ``candidate_terms``: for an unbound delayed claim, the node affinities of the static
+    volumes that could bind it (None = it is provisioned, any node).
     """
 
     namespace: str
@@ -54,6 +61,7 @@ class ClaimInfo:
     node_terms: tuple[NodeSelectorTerm, ...] | None = None
     bound: bool = True
     immediate: bool = False
+    candidate_terms: tuple[tuple[NodeSelectorTerm, ...] | None, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -89,6 +97,8 @@ class VolumeBinding:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_UNBOUND_IMMEDIATE,))
             if claim.bound and (claim.node_name or claim.node_terms is not None):
                 restricting.append(claim)
+            if not claim.bound and claim.candidate_terms is not None:
+                restricting.append(claim)
         if not restricting:
             return SKIP
         state.write(_PRE_FILTER_KEY, tuple(restricting))
@@ -100,16 +110,34 @@ class VolumeBinding:
         if not restricting:
             return []
         allowed = np.ones(snapshot.num_nodes, dtype=bool)
+        bindable = np.ones(snapshot.num_nodes, dtype=bool)
         names = np.asarray(snapshot.names, dtype=object)
         for claim in restricting:
+            if not claim.bound:
+                bindable &= _any_volume_mask(snapshot, claim.candidate_terms or ())
+                continue
             if claim.node_name:
                 allowed &= names == claim.node_name
             if claim.node_terms is not None:
                 allowed &= terms_mask(snapshot, claim.node_terms)
+        rejections = []
         conflict = candidates & ~allowed
-        if not conflict.any():
-            return []
-        return [Rejection(conflict, REASON_NODE_CONFLICT, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]
+        if conflict.any():
+            rejections.append(Rejection(conflict, REASON_NODE_CONFLICT,
+                                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
+        unbindable = candidates & allowed & ~bindable
+        if unbindable.any():
+            rejections.append(Rejection(unbindable, REASON_BIND_CONFLICT,
+                                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
+        return rejections
+
+
+def _any_volume_mask(snapshot, candidates) -> np.ndarray:
+    """Nodes where at least one candidate volume's node affinity holds."""
+    mask = np.zeros(snapshot.num_nodes, dtype=bool)
+    for terms in candidates:
+        mask |= np.ones(snapshot.num_nodes, dtype=bool) if terms is None else terms_mask(snapshot, terms)
+    return mask
 
 
 def new(args: Mapping | None = None) -> VolumeBinding:

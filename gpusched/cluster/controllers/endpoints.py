@@ -1,0 +1,186 @@
+"""Endpoints and EndpointSlices of Services with a selector, from the pods they select.
+
+As kube-controller-manager's endpoint controller (``pkg/controller/endpoint``) and
+EndpointSlice controller (``pkg/controller/endpointslice``) do:
+
+- the pods are the Service's namespace's pods matching ``spec.selector`` that have a ``podIP``
+  and are not terminal or being deleted; a pod whose ``Ready`` condition is True (or, as gpusched
+  records it, phase Running without a Ready condition) is ready;
+- ``Endpoints/<service>``: one subset, ``addresses`` (ready) and ``notReadyAddresses`` (each
+  ``ip``, ``nodeName``, ``targetRef`` to the pod), ``ports`` (the service port's name, the
+  resolved target port, protocol); no pods -> no subsets; labels copied from the Service;
+  annotation ``endpoints.kubernetes.io/last-change-trigger-time``;
+- ``EndpointSlice/<service>-<suffix>`` (``discovery.k8s.io/v1``, ``addressType: IPv4``): labels
+  ``kubernetes.io/service-name`` and ``endpointslice.kubernetes.io/managed-by:
+  endpointslice-controller.k8s.io``, one endpoint per pod with ``conditions`` ready / serving /
+  terminating, owned by the Service;
+- a named ``targetPort`` resolves to the container port of that name (pods without it are left
+  out of that port, as upstream's per-port-set subsets would); a number is used as is;
+- Services without a selector (``kubernetes``, ExternalName) are left alone; the objects of a
+  deleted Service are deleted.
+
+Neighbours: ``cluster.controllers`` runs :func:`reconcile`; ``objects.selectors`` matches.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from gpusched.cluster.controllers.common import is_terminal
+from gpusched.cluster.view import View
+from gpusched.objects.selectors import matches, selector_from_dict
+
+TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+MANAGED_BY = "endpointslice-controller.k8s.io"
+
+
+def reconcile(view: View) -> None:
+    services = {(s["metadata"].get("namespace", "default"), s["metadata"]["name"]): s
+                for s in view.list("Service")}
+    for key, service in sorted(services.items()):
+        selector = (service.get("spec") or {}).get("selector")
+        if selector and (service.get("spec") or {}).get("type") != "ExternalName":
+            _sync(view, service)
+    _delete_orphans(view, services)
+
+
+def _pods_of(view: View, service: dict) -> list[dict]:
+    selector = selector_from_dict({"matchLabels": service["spec"]["selector"]})
+    return [p for p in view.list("Pod", service["metadata"].get("namespace", "default"))
+            if matches(selector, p["metadata"].get("labels") or {})
+            and (p.get("status") or {}).get("podIP") and not is_terminal(p)
+            and not p["metadata"].get("deletionTimestamp")]
+
+
+def is_ready(pod: dict) -> bool:
+    status = pod.get("status") or {}
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    if ready:
+        return ready[0].get("status") == "True"
+    return status.get("phase") == "Running"
+
+
+def _target_port(pod: dict, port: dict) -> int | None:
+    target = port.get("targetPort", port.get("port"))
+    if isinstance(target, int):
+        return target
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for declared in container.get("ports") or []:
+            if declared.get("name") == target:
+                return int(declared.get("containerPort", 0)) or None
+    return None
+
+
+def _ports(service: dict, pods: list[dict]) -> list[dict]:
+    out = []
+    for port in service["spec"].get("ports") or []:
+        resolved = next((n for n in (_target_port(p, port) for p in pods) if n), None)
+        if resolved is None and not isinstance(port.get("targetPort", port.get("port")), int):
+            continue
+        entry = {"port": resolved or port.get("targetPort", port.get("port")),
+                 "protocol": port.get("protocol", "TCP")}
+        if port.get("name"):
+            entry = {"name": port["name"], **entry}
+        out.append(entry)
+    return out
+
+
+def _target_ref(pod: dict) -> dict:
+    meta = pod["metadata"]
+    return {"kind": "Pod", "namespace": meta.get("namespace", "default"), "name": meta["name"],
+            "uid": meta.get("uid", "")}
+
+
+def _sync(view: View, service: dict) -> None:
+    pods = sorted(_pods_of(view, service), key=lambda p: p["status"]["podIP"])
+    ports = _ports(service, pods)
+    _write_endpoints(view, service, pods, ports)
+    _write_slice(view, service, pods, ports)
+
+
+def _write_endpoints(view: View, service: dict, pods: list[dict], ports: list[dict]) -> None:
+    meta = service["metadata"]
+    ns = meta.get("namespace", "default")
+    old = view.get("Endpoints", meta["name"], ns)
+    addresses = [{"ip": p["status"]["podIP"], "nodeName": p["spec"].get("nodeName", ""),
+                  "targetRef": _target_ref(p)} for p in pods]
+    ready = [a for a, p in zip(addresses, pods) if is_ready(p)]
+    not_ready = [a for a, p in zip(addresses, pods) if not is_ready(p)]
+    body = {"apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": meta["name"], "namespace": ns}}
+    if meta.get("labels"):
+        body["metadata"]["labels"] = dict(meta["labels"])
+    subset: dict = {}
+    if ready:
+        subset["addresses"] = ready
+    if not_ready:
+        subset["notReadyAddresses"] = not_ready
+    if subset and ports:
+        subset["ports"] = ports
+        body["subsets"] = [subset]
+    if old is not None:
+        new = copy.deepcopy(old)
+        new["metadata"]["labels"] = body["metadata"].get("labels", {})
+        if not new["metadata"]["labels"]:
+            del new["metadata"]["labels"]
+        new.pop("subsets", None)
+        if "subsets" in body:
+            new["subsets"] = body["subsets"]
+        if new != old:
+            new["metadata"].setdefault("annotations", {})[TRIGGER_ANNOTATION] = view.timestamp()
+            view.update(new)
+        return
+    body["metadata"]["annotations"] = {TRIGGER_ANNOTATION: view.timestamp()}
+    view.create(body)
+
+
+def _slice_of(view: View, service: dict) -> dict | None:
+    meta = service["metadata"]
+    for candidate in view.list("EndpointSlice", meta.get("namespace", "default")):
+        labels = candidate["metadata"].get("labels") or {}
+        if labels.get(SERVICE_NAME_LABEL) == meta["name"] and labels.get(MANAGED_BY_LABEL) == MANAGED_BY:
+            return candidate
+    return None
+
+
+def _write_slice(view: View, service: dict, pods: list[dict], ports: list[dict]) -> None:
+    meta = service["metadata"]
+    ns = meta.get("namespace", "default")
+    endpoints = [{"addresses": [p["status"]["podIP"]],
+                  "conditions": {"ready": is_ready(p), "serving": is_ready(p), "terminating": False},
+                  "nodeName": p["spec"].get("nodeName", ""), "targetRef": _target_ref(p)}
+                 for p in pods]
+    labels = {**(meta.get("labels") or {}), SERVICE_NAME_LABEL: meta["name"],
+              MANAGED_BY_LABEL: MANAGED_BY}
+    old = _slice_of(view, service)
+    if old is None:
+        body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": f"{meta['name']}-{view.random_suffix()}", "namespace": ns,
+                             "generateName": f"{meta['name']}-", "labels": labels,
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Service",
+                                                  "name": meta["name"], "uid": meta.get("uid", ""),
+                                                  "controller": True, "blockOwnerDeletion": True}]},
+                "addressType": "IPv4", "endpoints": endpoints, "ports": ports}
+        view.create(body)
+        return
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = labels
+    new["endpoints"] = endpoints
+    new["ports"] = ports
+    view.update(new)
+
+
+def _delete_orphans(view: View, services: dict) -> None:
+    for endpoints in view.list("Endpoints"):
+        meta = endpoints["metadata"]
+        if (meta.get("namespace", "default"), meta["name"]) not in services and \
+                TRIGGER_ANNOTATION in (meta.get("annotations") or {}):
+            view.delete("Endpoints", meta["name"], meta.get("namespace", "default"))
+    for endpoint_slice in view.list("EndpointSlice"):
+        meta = endpoint_slice["metadata"]
+        labels = meta.get("labels") or {}
+        if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and \
+                (meta.get("namespace", "default"), labels.get(SERVICE_NAME_LABEL)) not in services:
+            view.delete("EndpointSlice", meta["name"], meta.get("namespace", "default"))
