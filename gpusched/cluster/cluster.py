@@ -335,8 +335,11 @@ class Cluster:
             return scheduling.node_devices(view, node)
 
     def explain(self, name: str, namespace: str = "default") -> Any:
-        from gpusched.scheduler.explain import explain
+        import dataclasses
+
+        from gpusched.cluster import explain_facts
         from gpusched.objects.pod import pod_info
+        from gpusched.scheduler.explain import Finishing, explain
         with self._read() as view:
             pod = view.get("Pod", name, namespace)
             if pod is None:
@@ -345,7 +348,10 @@ class Cluster:
             if pod["metadata"]["uid"] in snapshot.pod_node:
                 snapshot.remove_pod(pod["metadata"]["uid"])
             scheduler = scheduling.make_scheduler(snapshot, view, order)
-            return explain(scheduler, pod_info(pod, order.get(pod["metadata"]["uid"], 0)))
+            info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+            finishing = Finishing(explain_facts.finish_times(view), view.now(), view.timestamp)
+            result = explain(scheduler, info, finishing)
+            return dataclasses.replace(result, facts=tuple(explain_facts.facts(view, pod, info, result.message, result.suggestions)))
 
     def write(self, fn: Any, settle: bool = True) -> Any:
         """Run ``fn(view)`` as one write transaction (settled unless told otherwise); returns

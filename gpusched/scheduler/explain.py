@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -54,6 +54,16 @@ class Suggestion:
     change: str          # what to change, in words
     nodes: tuple[str, ...] = ()    # where the pod would then fit
     pods: tuple[str, ...] = ()     # pods to remove (preemption / finishing)
+    at: float | None = None        # finishing: virtual seconds when the room is free
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One thing a person needs to know at a glance, with the same facts as JSON fields."""
+
+    kind: str            # unknown-resource | too-large | not-offered | cordoned | not-ready | running | ...
+    text: str
+    fields: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,7 @@ class Explanation:
     message: str                          # FailedScheduling text, "" when it fits
     nodes: tuple[NodeVerdict, ...]
     suggestions: tuple[Suggestion, ...] = ()
+    facts: tuple[Fact, ...] = ()          # the cluster layer's diagnosis (``cluster.explain_facts``)
 
     @property
     def feasible(self) -> tuple[str, ...]:
@@ -159,32 +170,57 @@ def _preemption(scheduler, framework, pod: PodInfo, failed) -> Suggestion | None
                       (result.nominated_node,), tuple(v.key for v in result.victims))
 
 
-def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray) -> Suggestion | None:
+@dataclass(frozen=True)
+class Finishing:
+    """When running pods end on their own (``cluster.explain_facts.finish_times``): pod key ->
+    virtual seconds; ``now`` and ``stamp`` (seconds -> RFC 3339) word the suggestion."""
+
+    times: Mapping[str, float]
+    now: float
+    stamp: Callable[[float], str]
+
+
+def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray,
+               finishing: Finishing | None = None) -> Suggestion | None:
+    """The earliest room from pods that will finish (only those in ``finishing.times`` when
+    given): per node, the smallest set of such pods whose leaving lets the pod fit."""
     snapshot = scheduler.snapshot
     fits = preemption.framework_fit_check(framework, snapshot)
-    best: tuple[int, int, list[PodInfo]] | None = None
+    best: tuple[float, int, int, list[PodInfo]] | None = None
     for row in np.flatnonzero(~unresolvable):
-        if best is not None and best[0] == 1:
-            break                                   # one pod is the smallest possible set
         running = sorted(snapshot.pods_on(int(row)), key=preemption.importance_key)
+        if finishing is not None:   # reprieve the latest finishers first: the room comes soonest
+            running = sorted((p for p in running if p.key in finishing.times),
+                             key=lambda p: -finishing.times[p.key])
         if not running:
             continue
         gone, reasons = preemption.minimal_removal(snapshot, pod, int(row), running, (running,), fits)
         if reasons or not gone:
             continue
-        if best is None or len(gone) < best[0]:
-            best = (len(gone), int(row), gone)
+        when = max((finishing.times[p.key] for p in gone), default=0.0) if finishing else 0.0
+        candidate = (when, len(gone), int(row), gone)
+        if best is None or candidate[:2] < best[:2]:
+            best = candidate
     if best is None:
         return None
-    return Suggestion("finishing", f"room frees up on {snapshot.names[best[1]]} when {best[0]} pod(s) finish",
-                      (snapshot.names[best[1]],), tuple(p.key for p in best[2]))
+    when, count, row, gone = best
+    node = snapshot.names[row]
+    if finishing is None:
+        return Suggestion("finishing", f"room frees up on {node} when {count} pod(s) finish",
+                          (node,), tuple(p.key for p in gone))
+    from gpusched.objects.duration import format_duration
+
+    text = (f"room frees up on {node} in {format_duration(max(0.0, when - finishing.now))} "
+            f"(at {finishing.stamp(when)}) when {count} pod(s) finish")
+    return Suggestion("finishing", text, (node,), tuple(p.key for p in gone), when)
 
 
 # ---- the entry point ------------------------------------------------------------------------------
 
 
-def explain(scheduler, pod: PodInfo) -> Explanation:
-    """Per node reasons and scores for ``pod``, plus suggestions when it fits nowhere."""
+def explain(scheduler, pod: PodInfo, finishing: Finishing | None = None) -> Explanation:
+    """Per node reasons and scores for ``pod``, plus suggestions when it fits nowhere;
+    ``finishing`` limits the "room frees up" suggestion to pods that will end on their own."""
     framework = scheduler.framework_for(pod) or next(iter(scheduler.frameworks.values()))
     snapshot = scheduler.snapshot
     failed = scheduler.failure(pod)
@@ -211,7 +247,8 @@ def explain(scheduler, pod: PodInfo) -> Explanation:
                    if (s := _try(scheduler, framework, kind, change, changed))]
     for found in (_fewer_gpus(scheduler, framework, pod),
                   _preemption(scheduler, framework, pod, failed),
-                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(failed.diagnosis))):
+                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(failed.diagnosis),
+                             finishing)):
         if found:
             suggestions.append(found)
     return Explanation(pod.key, message, tuple(verdicts), tuple(suggestions))
@@ -221,7 +258,9 @@ def explain(scheduler, pod: PodInfo) -> Explanation:
 
 
 def render_table(expl: Explanation) -> str:
-    """NODE | RESULT | REASONS/SCORE, then the message and the suggestions."""
+    """The facts first (one line each), then NODE | RESULT | REASONS/SCORE, the message and the
+    suggestions."""
+    head = [fact.text for fact in expl.facts]
     rows = [("NODE", "RESULT", "REASONS/SCORE")]
     for v in expl.nodes:
         if v.feasible:
@@ -231,6 +270,8 @@ def render_table(expl: Explanation) -> str:
             rows.append((v.node, "rejected", "; ".join(f"{p}: {r}" if p else r for p, r in v.reasons)))
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
     lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in rows]
+    if head:
+        lines = head + [""] + lines
     if expl.message:
         lines += ["", expl.message]
     if expl.suggestions:
@@ -253,6 +294,8 @@ def to_json(expl: Explanation) -> dict[str, Any]:
         "nodes": [{"node": v.node, "feasible": v.feasible,
                    "reasons": [{"plugin": p, "reason": r} for p, r in v.reasons],
                    "scores": {p: s for p, s in v.scores}, "total": v.total} for v in expl.nodes],
-        "suggestions": [{"kind": s.kind, "change": s.change, "nodes": list(s.nodes), "pods": list(s.pods)}
+        "suggestions": [{"kind": s.kind, "change": s.change, "nodes": list(s.nodes), "pods": list(s.pods),
+                         **({"at": s.at} if s.at is not None else {})}
                         for s in expl.suggestions],
+        "facts": [{"kind": f.kind, "text": f.text, **dict(f.fields)} for f in expl.facts],
     }

@@ -1,0 +1,269 @@
+"""What ``explain`` says before its per-node table: the facts a person needs at one glance.
+
+``facts(view, pod)`` looks at the pod and the cluster (not only at the scheduler's filters) and
+returns ``scheduler.explain.Fact`` items, each a sentence and the same facts as JSON fields:
+
+- ``running``: where a bound pod runs and which devices it holds (``GPU 0 (GPU-...) whole``);
+- ``unknown-resource``: ``no node offers nvidia.com/gpus; did you mean nvidia.com/gpu?`` (the
+  closest advertised resource by edit distance, at most ``MAX_TYPO`` edits);
+- ``not-offered``: a node that would offer the resource with the device plugin's defaults (no
+  config, MIG disabled) but does not now, and why, naming the object to change: a failed MIG
+  layout (``nvidia.com/mig.config.state=failed``), a MIG layout splitting the GPUs, a
+  device-plugin ConfigMap renaming or replacing the resource (time-slicing ``renameByDefault``,
+  ``migStrategy``), a config error;
+- ``too-large``: ``the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16``;
+- ``cordoned`` / ``not-ready``: a node big enough for the pod that takes no pods now;
+- ``no-finishing``: room is held only by pods that run without end (no ``gpusched.io/duration``,
+  no ``sleep N``, no Job or pod deadline): it frees up only when they are deleted.
+
+``finish_times(view)``: pod key -> virtual seconds when each running pod ends on its own (its run
+time, its own ``activeDeadlineSeconds``, its Job's deadline, the earliest), for the "room frees
+up" suggestion of ``scheduler.explain``.
+
+Neighbours: ``cluster.cluster.Cluster.explain`` calls both; ``devices.advertise`` tells what a
+node would offer; ``controllers.pod_lifecycle`` / ``controllers.job`` give the end times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpusched.cluster.controllers.job import deadline_due
+from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
+from gpusched.cluster.view import View
+from gpusched.objects.quantity import QuantityError, canonical, format_quantity
+from gpusched.objects.types import PodInfo
+from gpusched.scheduler.explain import Fact
+
+MAX_TYPO = 3
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def _amounts(values: dict | None) -> dict[str, int]:
+    out = {}
+    for resource, value in (values or {}).items():
+        try:
+            out[resource] = canonical(resource, value)
+        except (QuantityError, TypeError, ValueError):
+            continue
+    return out
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance.
+
+    >>> edit_distance("nvidia.com/gpus", "nvidia.com/gpu"), edit_distance("gpu", "cpu")
+    (1, 1)
+    """
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def closest(name: str, candidates: set[str]) -> str | None:
+    """The advertised resource nearest to ``name`` (ties by name), None if none is near."""
+    scored = sorted((edit_distance(name, c), c) for c in candidates if c != name)
+    if scored and scored[0][0] <= MAX_TYPO:
+        return scored[0][1]
+    return None
+
+
+# ---- finish times ---------------------------------------------------------------------------
+
+
+def finish_times(view: View) -> dict[str, float]:
+    """Pod key -> when the running pod ends on its own (see the module docstring)."""
+    jobs = {(_meta(j).get("namespace", ""), _meta(j).get("name", "")): deadline_due(view, j)
+            for j in view.list("Job")}
+    out: dict[str, float] = {}
+    for pod in view.list("Pod"):
+        if (pod.get("status") or {}).get("phase") != "Running":
+            continue
+        meta = _meta(pod)
+        ends = [end_time(pod)]
+        own = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+        started = start_time(pod)
+        if own is not None and started is not None:
+            ends.append(started + float(own))
+        for owner in meta.get("ownerReferences") or []:
+            if owner.get("kind") == "Job":
+                ends.append(jobs.get((meta.get("namespace", ""), owner.get("name", ""))))
+        known = [t for t in ends if t is not None]
+        if known:
+            out[f"{meta.get('namespace', '')}/{meta.get('name', '')}"] = min(known)
+    return out
+
+
+# ---- running pods -----------------------------------------------------------------------------
+
+
+def _slot(row: Any) -> str:
+    if row.profile:
+        return row.profile
+    if row.replica >= 0:
+        return f"replica {row.replica}"
+    if row.milli and row.milli < 1000:
+        return f"{row.milli}m share"
+    return "whole"
+
+
+def running_fact(view: View, pod: dict) -> Fact:
+    from gpusched.cluster.scheduling import node_devices
+
+    node = (pod.get("spec") or {}).get("nodeName", "")
+    uid = _meta(pod).get("uid", "")
+    devices = node_devices(view, node)
+    rows = [r for r in (devices.rows() if devices is not None else []) if r.holder == uid]
+    held = [{"gpu": r.gpu_index, "device": r.device_id, "resource": r.resource, "slot": _slot(r)}
+            for r in rows]
+    phase = (pod.get("status") or {}).get("phase", "Pending")
+    verb = "runs" if phase == "Running" else "is bound"
+    if held:
+        text = f"{verb} on {node}; holds " + ", ".join(
+            f"GPU {h['gpu']} ({h['device']}, {h['resource']}, {h['slot']})" for h in held)
+    else:
+        text = f"{verb} on {node}; holds no GPU devices"
+    return Fact("running", text, (("node", node), ("phase", phase), ("devices", held)))
+
+
+# ---- pending pods -------------------------------------------------------------------------------
+
+
+def _default_offer(node: dict) -> dict[str, int]:
+    """What the node's GPUs would advertise with no device-plugin config and MIG disabled."""
+    from gpusched.devices.advertise import node_device_state
+
+    plain = {**node, "metadata": {**_meta(node), "labels": {
+        k: v for k, v in (_meta(node).get("labels") or {}).items()
+        if k not in (MIG_CONFIG, "nvidia.com/device-plugin.config")}}}
+    return node_device_state(plain, []).capacity
+
+
+def _why_not_offered(view: View, node: dict, resource: str) -> tuple[str, str]:
+    """(why the node does not offer ``resource`` now, the object to change)."""
+    from gpusched.devices.advertise import node_device_state
+    from gpusched.devices.plugin_config import find_device_plugin_configmap
+
+    name = _meta(node).get("name", "")
+    labels = _meta(node).get("labels") or {}
+    configmaps = view.list("ConfigMap")
+    state = node_device_state(node, configmaps)
+    configmap = find_device_plugin_configmap(configmaps)
+    cm_ref = (f"ConfigMap {_meta(configmap).get('namespace', '')}/{_meta(configmap).get('name', '')}"
+              if configmap else "")
+    key = f" (key {state.config_key})" if state.config_key else ""
+    mig = labels.get(MIG_CONFIG, "")
+    if state.labels.get(MIG_STATE) == "failed" or labels.get(MIG_STATE) == "failed":
+        return (f"{MIG_STATE}=failed: MIG layout {mig} cannot be applied "
+                f"({state.error or 'mig-manager failed'})",
+                f"label {MIG_CONFIG} on node {name}")
+    if state.error:
+        return f"the device plugin does not start: {state.error}", cm_ref or f"node {name}"
+    offered = ", ".join(f"{r}={n}" for r, n in sorted(state.capacity.items())) or "no GPU resources"
+    if any(r.startswith("nvidia.com/mig-") for r in state.capacity) or (
+            mig and mig != "all-disabled" and state.devices.mig_strategy == "single"):
+        where = f"label {MIG_CONFIG}={mig} on node {name}"
+        if state.devices.mig_strategy and cm_ref:
+            where += f", migStrategy {state.devices.mig_strategy} in {cm_ref}{key}"
+        return f"its MIG layout {mig} splits the GPUs: it offers {offered}", where
+    if cm_ref and f"{resource}.shared" in state.capacity:
+        return (f"time-slicing with renameByDefault in {cm_ref}{key} renames it to "
+                f"{resource}.shared ({offered})", f"{cm_ref}{key}")
+    if cm_ref:
+        return (f"the device-plugin config in {cm_ref}{key} makes it offer {offered}",
+                f"{cm_ref}{key}")
+    return f"it offers {offered}", f"node {name}"
+
+
+def _not_offered_facts(view: View, resource: str, want: int, offering: dict) -> list[Fact]:
+    out = []
+    for node in view.list("Node"):
+        name = _meta(node).get("name", "")
+        if name in offering:
+            continue
+        could = _default_offer(node).get(resource, 0)
+        if could <= 0:
+            continue
+        why, change = _why_not_offered(view, node, resource)
+        out.append(Fact("not-offered",
+                        f"{name} could offer {could} {resource} but does not: {why}; change {change}",
+                        (("node", name), ("resource", resource), ("could", could), ("reason", why),
+                         ("change", change))))
+    return out
+
+
+def _node_state_facts(view: View, wants: dict[str, int]) -> list[Fact]:
+    """Cordoned or NotReady nodes that are big enough for the pod."""
+    out = []
+    for node in view.list("Node"):
+        name = _meta(node).get("name", "")
+        alloc = _amounts((node.get("status") or {}).get("allocatable"))
+        if any(alloc.get(r, 0) < n for r, n in wants.items()):
+            continue
+        if (node.get("spec") or {}).get("unschedulable"):
+            out.append(Fact("cordoned", f"{name} has room but is cordoned (spec.unschedulable); "
+                                        f"change: gpusched uncordon {name}",
+                            (("node", name), ("change", f"gpusched uncordon {name}"))))
+        ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+        if ready and ready[0].get("status") != "True":
+            reason = ready[0].get("reason") or ready[0].get("status")
+            out.append(Fact("not-ready", f"{name} has room but is NotReady (Ready={ready[0].get('status')}, "
+                                         f"{reason}); it takes pods again when its kubelet reports Ready",
+                            (("node", name), ("reason", str(reason)))))
+    return out
+
+
+def pending_facts(view: View, info: PodInfo) -> list[Fact]:
+    nodes = view.list("Node")
+    allocs = {_meta(n).get("name", ""): _amounts((n.get("status") or {}).get("allocatable")) for n in nodes}
+    advertised = {r for alloc in allocs.values() for r, n in alloc.items() if n > 0}
+    wants = {r: n for r, n in sorted(info.requests.items()) if n > 0 and r != "pods"}
+    out: list[Fact] = []
+    for resource, want in wants.items():
+        offering = {name: alloc[resource] for name, alloc in allocs.items() if alloc.get(resource, 0) > 0}
+        not_offered = _not_offered_facts(view, resource, want, offering)
+        if not offering and not not_offered:
+            near = closest(resource, advertised)
+            text = f"no node offers {resource}" + (f"; did you mean {near}?" if near else "")
+            out.append(Fact("unknown-resource", text, (("resource", resource), ("suggestion", near))))
+            continue
+        if not offering:
+            out.append(Fact("unknown-resource", f"no node offers {resource} now",
+                            (("resource", resource), ("suggestion", None))))
+        elif max(offering.values()) < want:
+            largest = max(offering.items(), key=lambda kv: kv[1])   # first of the largest, by name
+            out.append(Fact("too-large",
+                            f"the largest node ({largest[0]}) has {format_quantity(resource, largest[1])} "
+                            f"{resource}; this pod asks for {format_quantity(resource, want)}",
+                            (("resource", resource), ("node", largest[0]), ("has", largest[1]),
+                             ("asks", want))))
+        out.extend(fact for fact in not_offered if fact.fields[2][1] >= want or not offering)
+    out.extend(_node_state_facts(view, wants))
+    return out
+
+
+NO_FINISHING = ("no pod holding room will finish on its own (none has a gpusched.io/duration, a "
+                "sleep command or a deadline); room frees up only when one is deleted")
+
+
+def facts(view: View, pod: dict, info: PodInfo, message: str = "", suggestions: tuple = ()) -> list[Fact]:
+    """The facts about ``pod``; ``message`` and ``suggestions`` are the scheduler's (to say
+    when none of the room a pending pod lacks will free up on its own)."""
+    status = pod.get("status") or {}
+    if (pod.get("spec") or {}).get("nodeName"):
+        return [running_fact(view, pod)]
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return [Fact("finished", f"finished: {status['phase']}", (("phase", status["phase"]),))]
+    found = pending_facts(view, info)
+    if not found and "Insufficient" in message and not any(s.kind == "finishing" for s in suggestions):
+        found.append(Fact("no-finishing", NO_FINISHING))
+    return found

@@ -1,0 +1,188 @@
+"""``gpusched explain``: the facts line(s) above the node table, with their exact wording, and
+the same facts as ``-o json`` fields (``cluster.explain_facts``).
+
+Each case builds a cluster through the console script, applies one pod and checks the first
+lines of ``explain`` word for word. Upstream references for what the facts describe: the NVIDIA
+device plugin's config (``sharing.timeSlicing.renameByDefault`` -> ``<resource>.shared``,
+``flags.migStrategy``), mig-manager's ``nvidia.com/mig.config`` / ``mig.config.state=failed``
+labels, kubectl cordon (``spec.unschedulable``), the node lifecycle controller's
+``node.kubernetes.io/not-ready`` taint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from tests.cli.runner import Gpusched
+
+
+def pod(name: str, resources: dict, annotations: dict | None = None, **spec) -> str:
+    limits = ", ".join(f"{k}: {v}" for k, v in resources.items())
+    notes = ", ".join(f"{k}: {v!r}" for k, v in (annotations or {}).items())
+    extra = "".join(f"\n  {k}: {v}" for k, v in spec.items())
+    return (f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, annotations: {{{notes}}}}}\n"
+            f"spec:{extra}\n  containers:\n  - name: c\n    image: busybox\n"
+            f"    resources: {{limits: {{{limits}}}}}\n")
+
+
+RENAME_CONFIG = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config-all}
+data:
+  any: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        renameByDefault: true
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 4
+"""
+
+NOT_READY_NODE = """apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-node-9
+  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+spec:
+  taints: [{key: node.kubernetes.io/not-ready, effect: NoSchedule}]
+status:
+  capacity: {cpu: "32", memory: 256Gi, nvidia.com/gpu: "4", pods: "110"}
+  allocatable: {cpu: "32", memory: 256Gi, nvidia.com/gpu: "4", pods: "110"}
+  conditions:
+  - {type: Ready, status: "False", reason: KubeletNotReady, message: container runtime is down}
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    setup: tuple[tuple[str, ...], ...]      # gpusched commands before the pod
+    manifest: str
+    first_lines: tuple[str, ...]
+    fields: dict                             # expected keys/values of the first -o json fact
+
+
+CLUSTER = ("apply", "-f", "examples/cluster.yaml", "-f", "examples/priority-classes.yaml")
+MIG = ("apply", "-f", "examples/mig-mixed/1-mig-node.yaml")
+WHOLE = pod("whole", {"nvidia.com/gpu": 1})
+KNOWN_MIG = ("all-disabled, all-enabled, all-balanced, all-1g.5gb, all-1g.5gb.me, all-1g.10gb, "
+             "all-2g.10gb, all-3g.20gb, all-4g.20gb, all-7g.40gb")
+
+CASES = [
+    Case("typo-in-resource-name", (CLUSTER,), pod("typo", {"nvidia.com/gpus": 1}),
+         ("no node offers nvidia.com/gpus; did you mean nvidia.com/gpu?",),
+         {"kind": "unknown-resource", "resource": "nvidia.com/gpus", "suggestion": "nvidia.com/gpu"}),
+    Case("resource-nobody-has-nor-near", (CLUSTER,), pod("fpga", {"example.com/fpga": 1}),
+         ("no node offers example.com/fpga",),
+         {"kind": "unknown-resource", "suggestion": None}),
+    Case("larger-than-any-node", (CLUSTER,), pod("big", {"nvidia.com/gpu": 16}),
+         ("the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16",),
+         {"kind": "too-large", "node": "gpu-node-1", "has": 8, "asks": 16}),
+    Case("mig-layout-splits-the-gpus", (MIG,), WHOLE,
+         ("no node offers nvidia.com/gpu now",
+          "mig-node-1 could offer 1 nvidia.com/gpu but does not: its MIG layout all-balanced splits "
+          "the GPUs: it offers nvidia.com/mig-1g.5gb=2, nvidia.com/mig-2g.10gb=1, "
+          "nvidia.com/mig-3g.20gb=1; change label nvidia.com/mig.config=all-balanced on node mig-node-1"),
+         {"kind": "unknown-resource", "resource": "nvidia.com/gpu"}),
+    Case("failed-mig-config-state",
+         (MIG, ("label", "node", "mig-node-1", "nvidia.com/mig.config=bogus", "--overwrite")), WHOLE,
+         ("no node offers nvidia.com/gpu now",
+          "mig-node-1 could offer 1 nvidia.com/gpu but does not: nvidia.com/mig.config.state=failed: "
+          "MIG layout bogus cannot be applied (node mig-node-1: nvidia.com/mig.config=bogus: unknown "
+          f'MIG config "bogus" for A100-40GB; known configs: {KNOWN_MIG}); change label '
+          "nvidia.com/mig.config on node mig-node-1"),
+         {"kind": "unknown-resource"}),
+    Case("time-slicing-renames-the-resource", (CLUSTER, ("apply", "-f", "-", RENAME_CONFIG)), WHOLE,
+         ("no node offers nvidia.com/gpu now",
+          "gpu-node-1 could offer 8 nvidia.com/gpu but does not: time-slicing with renameByDefault in "
+          "ConfigMap default/time-slicing-config-all (key any) renames it to nvidia.com/gpu.shared "
+          "(nvidia.com/gpu.shared=32); change ConfigMap default/time-slicing-config-all (key any)"),
+         {"kind": "unknown-resource"}),
+    Case("cordoned-node-with-room",
+         (CLUSTER, ("cordon", "gpu-node-1"), ("cordon", "gpu-node-2"), ("cordon", "gpu-node-3")),
+         WHOLE,
+         ("gpu-node-1 has room but is cordoned (spec.unschedulable); change: gpusched uncordon gpu-node-1",
+          "gpu-node-2 has room but is cordoned (spec.unschedulable); change: gpusched uncordon gpu-node-2"),
+         {"kind": "cordoned", "node": "gpu-node-1", "change": "gpusched uncordon gpu-node-1"}),
+    Case("not-ready-node-with-room", (("apply", "-f", "-", NOT_READY_NODE),), WHOLE,
+         ("gpu-node-9 has room but is NotReady (Ready=False, KubeletNotReady); it takes pods again "
+          "when its kubelet reports Ready",),
+         {"kind": "not-ready", "node": "gpu-node-9", "reason": "KubeletNotReady"}),
+]
+
+
+def _run_setup(g: Gpusched, setup: tuple[tuple[str, ...], ...]) -> None:
+    for command in setup:
+        if command[:3] == ("apply", "-f", "-"):
+            g.ok("apply", "-f", "-", stdin=command[3])
+        else:
+            g.ok(*command)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_explain_states_the_blocking_fact_word_for_word(tmp_path, case):
+    g = Gpusched(tmp_path)
+    _run_setup(g, case.setup)
+    g.ok("apply", "-f", "-", stdin=case.manifest)
+    name = case.manifest.split("name: ", 1)[1].split(",", 1)[0]
+    lines = g.ok("explain", "pod", name).lines
+    assert tuple(lines[:len(case.first_lines)]) == case.first_lines
+    fact = g.json("explain", f"pod/{name}")["facts"][0]
+    assert fact["text"] == case.first_lines[0]
+    assert {k: fact[k] for k in case.fields} == case.fields
+
+
+def test_running_pod_says_where_and_which_devices(tmp_path):
+    g = Gpusched(tmp_path)
+    g.cluster()
+    g.ok("apply", "-f", "-", stdin=pod("two", {"nvidia.com/gpu": 2}, nodeSelector="{gpu-type: t4}"))
+    devices = g.json("get", "pod", "two")["metadata"]["annotations"]["gpusched.io/assigned-devices"]
+    first, second = devices.split(",")
+    assert g.ok("explain", "pod", "two").lines[0] == (
+        f"runs on gpu-node-3; holds GPU 0 ({first}, nvidia.com/gpu, whole), "
+        f"GPU 1 ({second}, nvidia.com/gpu, whole)")
+    fact = g.json("explain", "pod", "two")["facts"][0]
+    assert fact["node"] == "gpu-node-3" and [d["gpu"] for d in fact["devices"]] == [0, 1]
+
+
+def test_room_from_pods_that_finish_is_dated_on_the_virtual_clock(tmp_path):
+    """Only pods that end on their own count: run1 (30m duration) frees gpu-node-1; forever
+    (no duration) on gpu-node-2 never does. A Job deadline (10m) is earlier than a 1h run."""
+    g = Gpusched(tmp_path)
+    g.cluster()
+    g.ok("apply", "-f", "-", stdin=pod("run1", {"nvidia.com/gpu": 8}, {"gpusched.io/duration": "30m"})
+         + "---\n" + pod("forever", {"nvidia.com/gpu": 4}))
+    g.ok("advance", "5m")
+    g.ok("apply", "-f", "-", stdin=pod("wait8", {"nvidia.com/gpu": 8}))
+    assert ("  - room frees up on gpu-node-1 in 25m (at 2026-01-01T00:30:00Z) when 1 pod(s) finish "
+            "(default/run1) -> fits on gpu-node-1") in g.ok("explain", "pod", "wait8").lines
+    suggestion = [s for s in g.json("explain", "pod", "wait8")["suggestions"] if s["kind"] == "finishing"]
+    assert suggestion[0]["at"] == 1800.0 and suggestion[0]["pods"] == ["default/run1"]
+    g.ok("apply", "-f", "-", stdin=pod("wait4", {"nvidia.com/gpu": 4}, nodeSelector="{gpu-type: v100}"))
+    lines = g.ok("explain", "pod", "wait4").lines
+    assert lines[0] == ("no pod holding room will finish on its own (none has a gpusched.io/duration, "
+                        "a sleep command or a deadline); room frees up only when one is deleted")
+    assert not [s for s in g.json("explain", "pod", "wait4")["suggestions"] if s["kind"] == "finishing"]
+
+
+def test_job_deadline_counts_as_finishing(tmp_path):
+    """train-resnet runs 1h but its Job's activeDeadlineSeconds is 600: its GPU frees at 10m
+    (finetune-bert, 5m, frees at 5m wherever it runs)."""
+    g = Gpusched(tmp_path)
+    g.cluster()
+    g.ok("apply", "-f", "examples/training-job/jobs.yaml")
+    pods = g.pods()
+    job_pod = next(n for n in pods if n.startswith("train-resnet"))
+    node = pods[job_pod]["spec"]["nodeName"]
+    ends = {f"default/{n}": (600.0 if n.startswith("train-resnet") else 300.0)
+            for n, p in pods.items() if p["spec"].get("nodeName") == node}
+    free = {"gpu-node-1": 8, "gpu-node-2": 4, "gpu-node-3": 2}[node] - len(ends)
+    here = f"{{kubernetes.io/hostname: {node}}}"
+    g.ok("apply", "-f", "-", stdin=(pod("fill", {"nvidia.com/gpu": free}, nodeSelector=here) if free else "")
+         + "---\n" + pod("want", {"nvidia.com/gpu": 1}, nodeSelector=here))
+    found = [s for s in g.json("explain", "pod", "want")["suggestions"] if s["kind"] == "finishing"]
+    assert found[0]["at"] == min(ends.values())
+    assert found[0]["pods"] == [min(ends, key=ends.get)]
