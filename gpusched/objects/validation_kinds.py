@@ -431,20 +431,21 @@ def _scale_target(spec: dict, field: str, e: Errors) -> None:
 
 
 def _hpa(obj: dict, e: Errors) -> None:
+    """validateHorizontalPodAutoscalerSpec's order: minReplicas, maxReplicas, scaleTargetRef."""
     spec = _spec(obj, e)
-    _scale_target(spec, "scaleTargetRef", e)
+    if "minReplicas" not in spec:
+        spec["minReplicas"] = 1                     # SetDefaults_HorizontalPodAutoscaler
     minimum = e.integer(spec, "minReplicas", "spec.minReplicas")
-    if minimum is None and "minReplicas" not in spec:
-        spec["minReplicas"] = minimum = 1
     maximum = e.integer(spec, "maxReplicas", "spec.maxReplicas")
+    if minimum is not None and minimum < 1:
+        e.invalid("spec.minReplicas", minimum, "must be greater than or equal to 1")
     if "maxReplicas" not in spec:
         e.required("spec.maxReplicas")
     elif maximum is not None and maximum < 1:
         e.invalid("spec.maxReplicas", maximum, "must be greater than 0")
-    if minimum is not None and minimum < 1:
-        e.invalid("spec.minReplicas", minimum, "must be greater than or equal to 1")
-    elif minimum is not None and maximum is not None and minimum > maximum:
-        e.invalid("spec.minReplicas", minimum, "must be less than or equal to maxReplicas")
+    if minimum is not None and maximum is not None and maximum < minimum:
+        e.invalid("spec.maxReplicas", maximum, "must be greater than or equal to `minReplicas`")
+    _scale_target(spec, "scaleTargetRef", e)
     if obj.get("apiVersion") == "autoscaling/v1":
         e.integer(spec, "targetCPUUtilizationPercentage", "spec.targetCPUUtilizationPercentage",
                   minimum=1)

@@ -308,6 +308,8 @@ def _reclaim(view: View, volume: dict) -> None:
 
 def _bind(view: View, volume: dict, claim: dict, by_controller: bool) -> None:
     meta = claim["metadata"]
+    claim = view.get("PersistentVolumeClaim", meta["name"], meta.get("namespace", "default")) or claim
+    meta = claim["metadata"]
     new_volume = copy.deepcopy(volume)
     new_volume["spec"]["claimRef"] = {
         "kind": "PersistentVolumeClaim", "namespace": meta.get("namespace", "default"),
@@ -327,9 +329,7 @@ def _bind(view: View, volume: dict, claim: dict, by_controller: bool) -> None:
     if by_controller:
         annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
     view.update(new_claim)
-    _set_claim_phase(view, view.get("PersistentVolumeClaim", meta["name"],
-                                    meta.get("namespace", "default")) or new_claim,
-                     "Bound", volume)
+    _set_claim_phase(view, new_claim, "Bound", volume)
 
 
 def _phase(obj: dict) -> str:
@@ -338,7 +338,10 @@ def _phase(obj: dict) -> str:
 
 def _set_claim_phase(view: View, claim: dict, phase: str, volume: dict | None) -> None:
     """updateClaimStatus: phase, plus capacity and access modes from the volume (or none)."""
-    new = copy.deepcopy(claim)
+    meta = claim["metadata"]
+    new = view.copy("PersistentVolumeClaim", meta["name"], meta.get("namespace", "default"))
+    if new is None:
+        return
     status = new.setdefault("status", {})
     status["phase"] = phase
     if volume is None:
