@@ -241,6 +241,11 @@ class View:
             self.epoch += 1
         return body
 
+    def touch(self, body: dict) -> None:
+        """Have the timers re-derive an object that did not change (a controller's in-memory
+        record behind its due time did, e.g. a Job's pod-failure back-off)."""
+        self._touched.add(key_of(body))
+
     def take_touched(self) -> set[Key]:
         """The keys created, changed or deleted since the last call (``cluster.timers``)."""
         touched, self._touched = self._touched, set()

@@ -91,7 +91,9 @@ def test_job_completes_after_its_pods_finish(cluster):
     assert (status["succeeded"], status["active"]) == (2, 1)
     cluster.advance(600)
     status = cluster.get("jobs", ["train"])[0]["status"]
-    assert status["succeeded"] == 3 and status["conditions"][0]["type"] == "Complete"
+    # job_controller.go (v1.35, delayTerminalCondition): SuccessCriteriaMet, then Complete
+    assert status["succeeded"] == 3
+    assert [c["type"] for c in status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
     assert status["completionTime"] == "2026-01-01T00:20:00Z"
 
 
@@ -101,19 +103,23 @@ def test_job_deadline_exceeded_kills_pods(cluster):
     assert cluster.get("jobs", ["train"])[0]["status"]["active"] == 1
     cluster.advance(1)
     status = cluster.get("jobs", ["train"])[0]["status"]
-    cond = status["conditions"][0]
+    # job_controller.go: the interim FailureTarget, then Failed with the same reason/message
+    assert [c["type"] for c in status["conditions"]] == ["FailureTarget", "Failed"]
+    cond = status["conditions"][-1]
     assert (cond["type"], cond["reason"], cond["message"]) == (
         "Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-    assert status["active"] == 0 and cluster.get("pods") == []
+    assert status.get("active", 0) == 0 and status["failed"] == 1 and cluster.get("pods") == []
 
 
 def test_job_backoff_limit_exceeded(cluster):
     # failRequestsGreaterThanOne makes every pod of this job fail kubelet admission
     apply(cluster, join(pool(count=1, gpus=1, model="T4"), time_slicing_configmap(fail=True),
                         job(gpus=2, backoff=1)))
+    assert cluster.get("jobs", ["train"])[0]["status"]["failed"] == 1
+    cluster.advance(10)   # backoff_utils.go: the second pod waits 10 s after the first failure
     status = cluster.get("jobs", ["train"])[0]["status"]
     assert status["failed"] == 2
-    cond = status["conditions"][0]
+    cond = status["conditions"][-1]
     assert (cond["type"], cond["reason"]) == ("Failed", "BackoffLimitExceeded")
 
 

@@ -10,9 +10,10 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 
 from __future__ import annotations
 
-from gpusched.cluster.controllers import (bootstrap, daemonset, deployment, device_plugin,
-                                          endpoints, job, node_lifecycle, node_status, nodepool,
-                                          pod_lifecycle, replicaset, sbatch, volumes)
+from gpusched.cluster.controllers import (bootstrap, containers, daemonset, deployment,
+                                          device_plugin, endpoints, job, node_lifecycle,
+                                          node_status, nodepool, pod_lifecycle, replicaset,
+                                          sbatch, volumes)
 from gpusched.cluster.controllers.common import collect_garbage
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
@@ -30,13 +31,14 @@ CONTROLLERS = (
     ("job", job.reconcile),
     ("daemonset", daemonset.reconcile),
     ("node-lifecycle", node_lifecycle.reconcile),
+    ("containers", containers.reconcile),
 )
 # pod_lifecycle.reconcile runs after these, with the kubelet's device admission check
 # (cluster.scheduling.kubelet_admission_error); then quotas are refreshed and the scheduler runs.
 
 # kind -> per-object timers (``cluster.timers``); add a controller's due function here.
 TIMED = {
-    "Pod": (pod_lifecycle.completion_due, node_lifecycle.eviction_due),
-    "Job": (job.deadline_due,),
+    "Pod": (pod_lifecycle.completion_due, node_lifecycle.eviction_due, containers.restart_due),
+    "Job": (job.due,),
     "Deployment": (deployment.progress_due,),
 }

@@ -100,6 +100,8 @@ def create_from_template(view: View, owner: dict, template: dict, name: str,
             "ownerReferences": [owner_reference(owner)]}
     if tmeta.get("annotations"):
         meta["annotations"] = dict(tmeta["annotations"])
+    if tmeta.get("finalizers"):
+        meta["finalizers"] = list(tmeta["finalizers"])
     spec = copy.deepcopy(template.get("spec") or {})
     spec.update(spec_patch or {})
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
@@ -115,16 +117,69 @@ def create_from_template(view: View, owner: dict, template: dict, name: str,
 
 
 def delete_pod(view: View, pod: dict, component: str = "", owner: dict | None = None) -> None:
-    """Delete a pod; the grace period elapses at once (virtual time), running ones get Killing."""
+    """Delete a pod; the grace period elapses at once (virtual time), running ones get Killing.
+
+    A pod with finalizers (a Job's ``batch.kubernetes.io/job-tracking``) is not removed yet:
+    it gets ``deletionTimestamp`` and, when it had not finished, the kubelet's end state for a
+    killed pod (phase Failed, containers terminated with exit code 137), and goes once its
+    finalizers are removed (:func:`remove_finalizer`), as the API server does.
+    """
     meta = pod["metadata"]
     if is_running(pod):
         for container in (pod.get("spec") or {}).get("containers") or []:
             view.record_event(pod, "Killing", f"Stopping container {container.get('name', '')}",
                               "Normal", "kubelet")
-    view.delete("Pod", meta["name"], meta.get("namespace", "default"))
+    if meta.get("finalizers"):
+        _mark_deleted(view, pod)
+    else:
+        view.delete("Pod", meta["name"], meta.get("namespace", "default"))
     if owner is not None:
         view.record_event(owner, "SuccessfulDelete", f"Deleted pod: {meta['name']}", "Normal",
                           component)
+
+
+def _mark_deleted(view: View, pod: dict) -> None:
+    new = copy.deepcopy(pod)
+    new["metadata"].setdefault("deletionTimestamp", view.timestamp())
+    new["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+    status = new.setdefault("status", {})
+    if not is_terminal(pod):
+        now = view.timestamp()
+        status["phase"] = "Failed"
+        status["containerStatuses"] = [
+            {"name": c.get("name", ""), "image": c.get("image", ""), "ready": False,
+             "restartCount": _restart_count(pod, c.get("name", "")), "started": False,
+             "state": {"terminated": {"exitCode": 137, "reason": "Error",
+                                      "startedAt": status.get("startTime", now),
+                                      "finishedAt": now}}}
+            for c in (pod.get("spec") or {}).get("containers") or []]
+        for cond in status.get("conditions") or []:
+            if cond.get("type") in ("Ready", "ContainersReady"):
+                cond.update(status="False", reason="PodFailed")
+    view.update(new)
+    view.epoch += 1
+
+
+def _restart_count(pod: dict, name: str) -> int:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if cs.get("name") == name:
+            return int(cs.get("restartCount", 0) or 0)
+    return 0
+
+
+def remove_finalizer(view: View, pod: dict, finalizer: str) -> None:
+    """Drop one finalizer; a pod being deleted with none left is removed."""
+    current = view.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace", "default"))
+    if current is None or finalizer not in (current["metadata"].get("finalizers") or []):
+        return
+    new = copy.deepcopy(current)
+    new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != finalizer]
+    if not new["metadata"]["finalizers"]:
+        del new["metadata"]["finalizers"]
+        if new["metadata"].get("deletionTimestamp"):
+            view.delete("Pod", new["metadata"]["name"], new["metadata"].get("namespace", "default"))
+            return
+    view.update(new)
 
 
 def set_status(view: View, body: dict, status: dict) -> dict:

@@ -1,124 +1,513 @@
-"""Job controller: parallelism, completions, backoffLimit, activeDeadlineSeconds.
+"""Job controller, as kube-controller-manager's (pkg/controller/job/job_controller.go).
 
-- ``completions`` (default 1 unless only parallelism is set) and ``parallelism`` (default 1):
-  active pods = min(parallelism, completions - succeeded); pods ``<job>-<5 chars>`` labelled
-  ``job-name`` / ``batch.kubernetes.io/job-name`` and ``controller-uid``.
-- A Failed pod counts toward ``backoffLimit`` (default 6); more failures than the limit ->
-  condition Failed reason ``BackoffLimitExceeded`` ("Job has reached the specified backoff
-  limit"). Retries are immediate (the exponential back-off delay is not modelled).
-- ``activeDeadlineSeconds`` past ``status.startTime`` -> condition Failed reason
-  ``DeadlineExceeded`` message ``Job was active longer than specified deadline``; active pods
-  are deleted.
-- Done: ``succeeded >= completions`` -> condition Complete, ``completionTime``.
-Status keeps ``active``, ``succeeded``, ``failed``, ``startTime``, ``completionTime``.
+- Pods: ``<job>-<5 chars>`` (Indexed: ``<job>-<index>-<5 chars>``, hostname ``<job>-<index>``,
+  the ``batch.kubernetes.io/job-completion-index`` annotation and label and the
+  ``JOB_COMPLETION_INDEX`` env var), labelled ``job-name`` / ``batch.kubernetes.io/job-name``
+  and ``controller-uid``, and carrying the ``batch.kubernetes.io/job-tracking`` finalizer: a
+  pod deleted, evicted or preempted before it finished stays (phase Failed) until this
+  controller has counted it, then goes (``trackJobStatusAndRemoveFinalizers``).
+- Active pods = min(parallelism, completions - succeeded) (``manageJob``); ``completions``
+  unset: done once a pod succeeded and none is active. ``suspend`` deletes the active pods
+  (uncounted) and sets the Suspended condition; resuming resets ``startTime``.
+- Failures: a Failed pod (or one deleted before it finished) counts toward ``backoffLimit``
+  (default 6) unless a ``podFailurePolicy`` rule says Ignore (``matchPodFailurePolicy``: rules in
+  order, ``onExitCodes`` In/NotIn on non-zero exit codes, ``onPodConditions`` such as
+  DisruptionTarget); FailJob fails the Job (reason PodFailurePolicy). With ``restartPolicy:
+  OnFailure`` the containers' restartCounts count instead (``pastBackoffLimitOnFailure``).
+- Back-off (``backoff_utils.go``): after a failure the next pod waits 10 s, doubling per
+  failure since the last success, capped at 6 min; the record lives in ``view.stats``.
+- Finishing (JobManagedBy/JobPodReplacementPolicy on, as in v1.35): the interim
+  FailureTarget (BackoffLimitExceeded "Job has reached the specified backoff limit",
+  DeadlineExceeded "Job was active longer than specified deadline", PodFailurePolicy) or
+  SuccessCriteriaMet (CompletionsReached "Reached expected number of succeeded pods")
+  condition first, the active pods are deleted, and once none is terminating Failed or
+  Complete follows with the same reason and message.
+- ``ttlSecondsAfterFinished`` (the ttlafterfinished controller): the Job (and so its pods)
+  is deleted that long after it finished.
+``due`` (the timer) is the earliest deadline, back-off expiry or TTL expiry.
 
-Neighbours: pods finish in ``controllers.pod_lifecycle``.
+Neighbours: pods finish in ``controllers.pod_lifecycle`` (``controllers.containers`` for exit
+codes and in-place restarts); ``controllers.sbatch`` holds and releases suspended Jobs.
 """
 
 from __future__ import annotations
 
 import copy
-from datetime import datetime
 
-from gpusched.cluster.controllers.common import (create_from_template, delete_pod, is_terminal,
-                                                 owned_pods)
-from gpusched.cluster.store import EPOCH
+from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
+                                                 is_active, is_terminal, owned_pods,
+                                                 remove_finalizer)
+from gpusched.cluster.controllers.deployment import seconds_of
 from gpusched.cluster.view import View
 
 COMPONENT = "job-controller"
+FINALIZER = "batch.kubernetes.io/job-tracking"
+INDEX_KEY = "batch.kubernetes.io/job-completion-index"
+BACKOFF_BASE = 10.0      # DefaultJobPodFailureBackOff
+BACKOFF_MAX = 360.0      # MaxJobPodFailureBackOff
+_BACKOFF_STATS = "job_backoff"
+COMPLETE_REASON = ("CompletionsReached", "Reached expected number of succeeded pods")
 
 
-def seconds_of(timestamp: str) -> float:
-    """RFC 3339 virtual timestamp -> virtual seconds (inverse of ``store.rfc3339``)."""
-    when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=EPOCH.tzinfo)
-    return (when - EPOCH).total_seconds()
+# ---- reading a Job -----------------------------------------------------------------------------
+
+def _conditions(job: dict) -> list[dict]:
+    return list((job.get("status") or {}).get("conditions") or [])
 
 
-def _finished(job: dict) -> bool:
-    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or [])
+def has_condition(job: dict, type_: str) -> dict | None:
+    return next((c for c in _conditions(job) if c.get("type") == type_
+                 and c.get("status") == "True"), None)
 
 
-def deadline_due(view: View, job: dict) -> float | None:
-    """Timer (``cluster.timers``): when this unfinished Job's activeDeadlineSeconds expires."""
-    deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
-    start = (job.get("status") or {}).get("startTime")
-    if deadline is None or not start or _finished(job):
-        return None
-    return seconds_of(start) + float(deadline)
+def finished(job: dict) -> dict | None:
+    """``IsJobFinished``: the Complete or Failed condition, if any."""
+    return has_condition(job, "Complete") or has_condition(job, "Failed")
 
+
+def completions_of(spec: dict) -> int | None:
+    """Defaulting: completions 1 unless only parallelism is set."""
+    if spec.get("completions") is not None:
+        return int(spec["completions"])
+    return None if "parallelism" in spec else 1
+
+
+def indexed(spec: dict) -> bool:
+    return spec.get("completionMode") == "Indexed"
+
+
+def completion_index(pod: dict) -> int | None:
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(INDEX_KEY)
+    return int(text) if text is not None and str(text).isdigit() else None
+
+
+# ---- podFailurePolicy (pod_failure_policy.go) --------------------------------------------------
+
+def match_pod_failure_policy(policy: dict | None, pod: dict) -> tuple[str | None, bool, str | None]:
+    """``matchPodFailurePolicy``: (FailJob message or None, count the failure?, action)."""
+    meta = pod.get("metadata") or {}
+    for index, rule in enumerate((policy or {}).get("rules") or []):
+        action = rule.get("action", "")
+        if rule.get("onExitCodes") is not None:
+            status = _match_exit_codes(pod, rule["onExitCodes"])
+            if status is None:
+                continue
+            code = status["state"]["terminated"]["exitCode"]
+            message = (f"Container {status.get('name', '')} for pod {meta.get('namespace', '')}/"
+                       f"{meta.get('name', '')} failed with exit code {code} matching {action} "
+                       f"rule at index {index}")
+        elif rule.get("onPodConditions") is not None:
+            cond = _match_conditions(pod, rule["onPodConditions"])
+            if cond is None:
+                continue
+            message = (f"Pod {meta.get('namespace', '')}/{meta.get('name', '')} has condition "
+                       f"{cond.get('type')} matching {action} rule at index {index}")
+        else:
+            continue
+        if action == "Ignore":
+            return None, False, action
+        if action == "FailJob":
+            return message, True, action
+        return None, True, action
+    return None, True, None
+
+
+def _match_exit_codes(pod: dict, requirement: dict) -> dict | None:
+    status = pod.get("status") or {}
+    values = {int(v) for v in requirement.get("values") or []}
+    operator = requirement.get("operator", "In")
+    name = requirement.get("containerName")
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        terminated = (cs.get("state") or {}).get("terminated")
+        if terminated is None or (name and cs.get("name") != name):
+            continue
+        code = int(terminated.get("exitCode", 0))
+        if code != 0 and ((operator == "In") == (code in values)):
+            return cs
+    return None
+
+
+def _match_conditions(pod: dict, patterns: list[dict]) -> dict | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        for pattern in patterns:
+            if cond.get("type") == pattern.get("type") and \
+                    cond.get("status") == pattern.get("status", "True"):
+                return cond
+    return None
+
+
+def is_pod_failed(pod: dict, job: dict) -> bool:
+    """``isPodFailed``: Failed, or (without a podFailurePolicy) deleted before it succeeded."""
+    phase = (pod.get("status") or {}).get("phase")
+    if phase == "Failed" or (job.get("spec") or {}).get("podFailurePolicy") is not None:
+        return phase == "Failed"
+    return bool(pod["metadata"].get("deletionTimestamp")) and phase != "Succeeded"
+
+
+# ---- back-off (backoff_utils.go) ---------------------------------------------------------------
+
+def backoff_delay(failures: int) -> float:
+    """10 s doubling per failure after the first, capped at 6 min (``getRemainingTime``)."""
+    if failures <= 0:
+        return 0.0
+    delay = BACKOFF_BASE
+    for _ in range(1, failures):
+        delay *= 2
+        if delay >= BACKOFF_MAX:
+            return BACKOFF_MAX
+    return delay
+
+
+def _finish_time(pod: dict, now: float) -> float:
+    """``getFinishedTime``: the latest container finish, else the deletion time, else now."""
+    times = [seconds_of(t["finishedAt"]) for cs in (pod.get("status") or {}).get(
+        "containerStatuses") or [] for t in [(cs.get("state") or {}).get("terminated") or {}]
+        if t.get("finishedAt")]
+    if times:
+        return max(times)
+    deleted = pod["metadata"].get("deletionTimestamp")
+    return seconds_of(deleted) if deleted else now
+
+
+def _backoff_record(view: View, job: dict) -> list[float]:
+    return list(view.stats.get(_BACKOFF_STATS, {}).get(job["metadata"]["uid"], [0, 0.0]))
+
+
+def _update_backoff(view: View, job: dict, succeeded: list[dict], failed: list[dict]) -> None:
+    """``newBackoffRecord``: failures since the last success and the last failure's time."""
+    if not succeeded and not failed:
+        return
+    count, last = _backoff_record(view, job)
+    now = view.now()
+    if not succeeded:
+        count, last = count + len(failed), max(_finish_time(p, now) for p in failed)
+    else:
+        success = max(_finish_time(p, now) for p in succeeded)
+        after = [_finish_time(p, now) for p in failed if _finish_time(p, now) > success]
+        count, last = len(after), max(after, default=0.0)
+    view.stats.setdefault(_BACKOFF_STATS, {})[job["metadata"]["uid"]] = [count, last]
+    view.touch(job)
+
+
+def backoff_remaining(view: View, job: dict) -> float:
+    count, last = _backoff_record(view, job)
+    if count <= 0:
+        return 0.0
+    return max(0.0, backoff_delay(int(count)) - (view.now() - last))
+
+
+# ---- the sync ----------------------------------------------------------------------------------
 
 def reconcile(view: View) -> None:
+    jobs = {j["metadata"]["uid"] for j in view.list("Job") if not finished(j)}
+    for pod in view.list("Pod"):
+        if FINALIZER in (pod["metadata"].get("finalizers") or []) and \
+                (controller_of(pod) or {}).get("uid") not in jobs:
+            remove_finalizer(view, pod, FINALIZER)   # orphan or finished Job: nothing to count
     for job in view.list("Job"):
-        if not _finished(job):
-            reconcile_one(view, job)
+        if finished(job):
+            _expire(view, job)
+        else:
+            sync_job(view, job)
 
 
-def reconcile_one(view: View, job: dict) -> None:
+def sync_job(view: View, job: dict) -> None:
     spec = job.get("spec") or {}
-    meta = job["metadata"]
-    if spec.get("suspend") and not owned_pods(view, job):
-        return   # suspended (e.g. an sbatch job held by its dependency): no pods, no startTime
     status = copy.deepcopy(job.get("status") or {})
-    status.setdefault("startTime", view.timestamp())
-    parallelism = int(spec.get("parallelism", 1))
-    completions = spec.get("completions")
-    completions = int(completions) if completions is not None else (
-        None if "parallelism" in spec else 1)
     pods = owned_pods(view, job)
-    active = [p for p in pods if not is_terminal(p)]
-    succeeded = sum(1 for p in pods if p["status"].get("phase") == "Succeeded")
-    failed = sum(1 for p in pods if p["status"].get("phase") == "Failed")
-    deadline = spec.get("activeDeadlineSeconds")
-    condition = None
-    if failed > int(spec.get("backoffLimit", 6)):
-        condition = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
-    elif deadline is not None and view.now() >= seconds_of(status["startTime"]) + float(deadline):
-        condition = ("DeadlineExceeded", "Job was active longer than specified deadline")
-    now = view.timestamp()
+    new_succeeded, new_failed = _new_finished(job, pods)
+    counted_failed = [p for p in new_failed
+                      if match_pod_failure_policy(spec.get("podFailurePolicy"), p)[1]]
+    status["succeeded"] = int(status.get("succeeded", 0)) + len(new_succeeded)
+    status["failed"] = int(status.get("failed", 0)) + len(counted_failed)
+    if indexed(spec):
+        done = _indexes(status.get("completedIndexes", "")) | {
+            i for i in (completion_index(p) for p in new_succeeded)
+            if i is not None and i < int(completions_of(spec) or 0)}
+        status["completedIndexes"] = _format_indexes(done)
+        status["succeeded"] = len(done)
+    _update_backoff(view, job, new_succeeded, new_failed)
+    for pod in new_succeeded + new_failed:
+        remove_finalizer(view, pod, FINALIZER)
+    if status.get("startTime") is None and not spec.get("suspend"):
+        status["startTime"] = view.timestamp()
+    pods = owned_pods(view, job)
+    active = [p for p in pods if is_active(p)]
+    condition = _finish_condition(view, job, status, pods)
     if condition is not None:
         for pod in active:
-            delete_pod(view, pod, COMPONENT, job)
-        status.update(active=0, failed=failed + len(active), succeeded=succeeded)
-        status["conditions"] = [{"type": "Failed", "status": "True", "reason": condition[0],
-                                 "message": condition[1], "lastProbeTime": now,
-                                 "lastTransitionTime": now}]
-        view.record_event(job, condition[0], condition[1], "Warning", COMPONENT)
-        _write(view, job, status)
-        return
-    if completions is not None and succeeded >= completions:
-        status.update(active=0, succeeded=succeeded, failed=failed, completionTime=now)
-        status["conditions"] = [{"type": "Complete", "status": "True", "lastProbeTime": now,
-                                 "lastTransitionTime": now}]
-        view.record_event(job, "Completed", "Job completed", "Normal", COMPONENT)
-        _write(view, job, status)
-        return
-    want = parallelism if completions is None else min(parallelism, completions - succeeded)
-    if completions is None and succeeded > 0:
-        want = 0
+            delete_pod(view, pod, COMPONENT, job)   # keeps the finalizer: counted as failed
+        _count_deleted(view, job, status, active)
+        active = []
+    elif not has_condition(job, "SuccessCriteriaMet"):
+        active = _manage(view, job, status, active)
+        condition = _success_condition(view, spec, status, active)
+    _write_status(view, job, status, active, condition, owned_pods(view, job))
+
+
+def _new_finished(job: dict, pods: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Pods still carrying the tracking finalizer that have finished (``getNewFinishedPods``)."""
+    succeeded, failed = [], []
+    for pod in pods:
+        if FINALIZER not in (pod["metadata"].get("finalizers") or []):
+            continue
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            succeeded.append(pod)
+        elif is_pod_failed(pod, job):
+            failed.append(pod)
+    return succeeded, failed
+
+
+def _count_deleted(view: View, job: dict, status: dict, deleted: list[dict]) -> None:
+    """Active pods deleted because the Job failed count as failed (finalizers then go)."""
+    for pod in deleted:
+        current = view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+        if current is not None and FINALIZER in (current["metadata"].get("finalizers") or []):
+            status["failed"] = int(status.get("failed", 0)) + 1
+            remove_finalizer(view, current, FINALIZER)
+
+
+def _finish_condition(view: View, job: dict, status: dict, pods: list[dict]) -> tuple | None:
+    """(reason, message) when the Job fails now or already has FailureTarget."""
+    spec = job.get("spec") or {}
+    target = has_condition(job, "FailureTarget")
+    if target is not None:
+        return target.get("reason", ""), target.get("message", "")
+    if has_condition(job, "SuccessCriteriaMet"):
+        return None
+    if spec.get("podFailurePolicy") is not None:
+        for pod in pods:
+            if (pod.get("status") or {}).get("phase") == "Failed":
+                message = match_pod_failure_policy(spec["podFailurePolicy"], pod)[0]
+                if message is not None:
+                    return "PodFailurePolicy", message
+    if int(status.get("failed", 0)) > int(spec.get("backoffLimit", 6)) or \
+            _past_backoff_limit_on_failure(job, pods):
+        return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and status.get("startTime") and not spec.get("suspend") and \
+            view.now() >= seconds_of(status["startTime"]) + float(deadline):
+        return "DeadlineExceeded", "Job was active longer than specified deadline"
+    return None
+
+
+def _past_backoff_limit_on_failure(job: dict, pods: list[dict]) -> bool:
+    """``pastBackoffLimitOnFailure``: restartCounts of Pending/Running pods under OnFailure."""
+    spec = job.get("spec") or {}
+    if ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") != "OnFailure":
+        return False
+    restarts = sum(int(cs.get("restartCount", 0) or 0) for pod in pods
+                   if (pod.get("status") or {}).get("phase") in ("Pending", "Running")
+                   for cs in ((pod.get("status") or {}).get("initContainerStatuses") or [])
+                   + ((pod.get("status") or {}).get("containerStatuses") or []))
+    limit = int(spec.get("backoffLimit", 6))
+    return restarts > 0 if limit == 0 else restarts >= limit
+
+
+def _success_condition(view: View, spec: dict, status: dict, active: list[dict]) -> tuple | None:
+    completions = completions_of(spec)
+    succeeded = int(status.get("succeeded", 0))
+    done = succeeded > 0 if completions is None else succeeded >= completions
+    return ("success",) if done and not active else None
+
+
+# ---- manageJob ---------------------------------------------------------------------------------
+
+def _manage(view: View, job: dict, status: dict, active: list[dict]) -> list[dict]:
+    """``manageJob``: suspend, surplus removal, back-off, and pod creation."""
+    spec = job.get("spec") or {}
+    if spec.get("suspend"):
+        for pod in active:
+            remove_finalizer(view, pod, FINALIZER)       # deleteJobPods: not a failure
+            delete_pod(view, view.get("Pod", pod["metadata"]["name"],
+                                      pod["metadata"]["namespace"]) or pod, COMPONENT, job)
+        return []
+    parallelism = int(spec.get("parallelism", 1))
+    completions = completions_of(spec)
+    succeeded = int(status.get("succeeded", 0))
+    if completions is None:
+        want = len(active) if succeeded > 0 else parallelism
+    else:
+        want = max(0, min(parallelism, completions - succeeded))
+    if len(active) > want:
+        from gpusched.cluster.controllers.replicaset import pods_to_delete
+        for pod in pods_to_delete(active, active, len(active) - want, view.now()):
+            remove_finalizer(view, pod, FINALIZER)
+            delete_pod(view, view.get("Pod", pod["metadata"]["name"],
+                                      pod["metadata"]["namespace"]) or pod, COMPONENT, job)
+        return [p for p in owned_pods(view, job) if is_active(p)]
+    if len(active) < want and backoff_remaining(view, job) <= 0:
+        for index in _indexes_to_create(spec, status, active, want - len(active)):
+            created = _create_pod(view, job, index)
+            if created is not None:
+                active.append(created)
+    return active
+
+
+def _indexes_to_create(spec: dict, status: dict, active: list[dict], count: int) -> list:
+    if not indexed(spec):
+        return [None] * count
+    busy = _indexes(status.get("completedIndexes", "")) | {
+        i for i in (completion_index(p) for p in active) if i is not None}
+    free = [i for i in range(int(completions_of(spec) or 0)) if i not in busy]
+    return free[:count]
+
+
+def _create_pod(view: View, job: dict, index: int | None) -> dict | None:
+    meta = job["metadata"]
     name = meta["name"]
     labels = {"batch.kubernetes.io/controller-uid": meta["uid"],
               "batch.kubernetes.io/job-name": name, "controller-uid": meta["uid"],
               "job-name": name}
-    template = spec.get("template") or {}
-    for _ in range(want - len(active)):
-        created = create_from_template(view, job, template, f"{name}-{view.random_suffix()}",
-                                       COMPONENT, labels)
-        if created is not None:
-            active.append(created)
-    if completions is None and succeeded > 0 and not active:
-        status.update(active=0, succeeded=succeeded, failed=failed, completionTime=now)
-        status["conditions"] = [{"type": "Complete", "status": "True", "lastProbeTime": now,
-                                 "lastTransitionTime": now}]
-        _write(view, job, status)
-        return
-    status.update(active=len(active), succeeded=succeeded, failed=failed)
-    _write(view, job, status)
+    template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+    template.setdefault("metadata", {})["finalizers"] = [FINALIZER]
+    pod_name = f"{name}-{view.random_suffix()}"
+    patch = None
+    if index is not None:
+        labels[INDEX_KEY] = str(index)
+        template["metadata"].setdefault("annotations", {})[INDEX_KEY] = str(index)
+        pod_name = f"{name}-{index}-{view.random_suffix()}"
+        tspec = template.get("spec") or {}
+        containers = copy.deepcopy(tspec.get("containers") or [])
+        for container in containers:
+            container["env"] = [*(container.get("env") or []),
+                                {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                                    "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}}]
+        patch = {"containers": containers, "hostname": f"{name}-{index}"}
+    return create_from_template(view, job, template, pod_name, COMPONENT, labels, patch)
 
 
-def _write(view: View, job: dict, status: dict) -> None:
+def _indexes(text: str) -> set[int]:
+    """``1,3-5`` -> {1, 3, 4, 5} (status.completedIndexes)."""
+    out: set[int] = set()
+    for part in filter(None, (text or "").split(",")):
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return out
+
+
+def _format_indexes(indexes: set[int]) -> str:
+    """{1, 3, 4, 5} -> ``1,3-5`` and {0, 1} -> ``0,1`` (``orderedIntervals.String``: a run of
+    two is written with a comma)."""
+    parts, ordered = [], sorted(indexes)
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        if i == j:
+            parts.append(str(ordered[i]))
+        else:
+            parts.append(f"{ordered[i]}{',' if j == i + 1 else '-'}{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+# ---- status, conditions, TTL -------------------------------------------------------------------
+
+def _condition(view: View, type_: str, reason: str = "", message: str = "",
+               status: str = "True") -> dict:
+    now = view.timestamp()
+    cond = {"type": type_, "status": status, "lastProbeTime": now, "lastTransitionTime": now}
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    return cond
+
+
+def _ensure_condition(conditions: list[dict], cond: dict) -> bool:
+    """``ensureJobConditionStatus``: add, or update a condition whose status changed."""
+    for i, current in enumerate(conditions):
+        if current.get("type") == cond["type"]:
+            if current.get("status") == cond["status"]:
+                return False
+            conditions[i] = cond
+            return True
+    conditions.append(cond)
+    return True
+
+
+def _write_status(view: View, job: dict, status: dict, active: list[dict],
+                  condition: tuple | None, pods: list[dict]) -> None:
+    spec = job.get("spec") or {}
+    terminating = sum(1 for p in pods if p["metadata"].get("deletionTimestamp")
+                      and not is_terminal(p))
+    conditions = status.setdefault("conditions", [])
+    if condition is None and not has_condition(job, "SuccessCriteriaMet"):
+        _suspend_condition(view, job, status, conditions)
+    elif condition == ("success",) or has_condition(job, "SuccessCriteriaMet"):
+        _ensure_condition(conditions, _condition(view, "SuccessCriteriaMet", *COMPLETE_REASON))
+        if terminating == 0 and _ensure_condition(conditions,
+                                                  _condition(view, "Complete", *COMPLETE_REASON)):
+            status["completionTime"] = view.timestamp()
+            view.record_event(job, "Completed", "Job completed", "Normal", COMPONENT)
+    else:
+        reason, message = condition
+        _ensure_condition(conditions, _condition(view, "FailureTarget", reason, message))
+        if terminating == 0 and _ensure_condition(conditions,
+                                                  _condition(view, "Failed", reason, message)):
+            view.record_event(job, reason, message, "Warning", COMPONENT)
+    if not conditions:
+        del status["conditions"]
+    status["active"] = len(active)
+    status["ready"] = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
+    status["terminating"] = terminating
+    status["uncountedTerminatedPods"] = {}
+    for key in ("active", "succeeded", "failed"):
+        if not status.get(key):
+            status.pop(key, None)
+    if indexed(spec) and not status.get("completedIndexes"):
+        status.pop("completedIndexes", None)
     current = view.get("Job", job["metadata"]["name"], job["metadata"]["namespace"]) or job
     if current.get("status") != status:
         new = copy.deepcopy(current)
         new["status"] = status
         view.update(new)
+
+
+def _suspend_condition(view: View, job: dict, status: dict, conditions: list[dict]) -> None:
+    """Suspended True (JobSuspended) while suspended; False (JobResumed) once resumed, which
+    also resets startTime (the deadline counts from the resume)."""
+    if (job.get("spec") or {}).get("suspend"):
+        if _ensure_condition(conditions, _condition(view, "Suspended", "JobSuspended",
+                                                    "Job suspended")):
+            view.record_event(job, "Suspended", "Job suspended", "Normal", COMPONENT)
+    elif any(c.get("type") == "Suspended" for c in conditions):
+        if _ensure_condition(conditions, _condition(view, "Suspended", "JobResumed",
+                                                    "Job resumed", "False")):
+            view.record_event(job, "Resumed", "Job resumed", "Normal", COMPONENT)
+            status["startTime"] = view.timestamp()
+
+
+def _finished_at(job: dict) -> float | None:
+    cond = finished(job)
+    return seconds_of(cond["lastTransitionTime"]) if cond and cond.get("lastTransitionTime") else None
+
+
+def _expire(view: View, job: dict) -> None:
+    """The TTL-after-finished controller: delete the Job once its TTL has passed."""
+    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    at = _finished_at(job)
+    if ttl is not None and at is not None and view.now() >= at + float(ttl):
+        view.delete("Job", job["metadata"]["name"], job["metadata"]["namespace"])
+
+
+def due(view: View, job: dict) -> float | None:
+    """Timer (``cluster.timers``): this Job's earliest active deadline, back-off expiry or TTL
+    expiry. A back-off record change touches the Job (``View.touch``) so this is re-derived."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    if finished(job):
+        at = _finished_at(job)
+        if spec.get("ttlSecondsAfterFinished") is None or at is None:
+            return None
+        return at + float(spec["ttlSecondsAfterFinished"])
+    if spec.get("suspend"):
+        return None
+    times = []
+    if spec.get("activeDeadlineSeconds") is not None and status.get("startTime"):
+        times.append(seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"]))
+    remaining = backoff_remaining(view, job)
+    if remaining > 0:
+        times.append(view.now() + remaining)
+    return min(times) if times else None

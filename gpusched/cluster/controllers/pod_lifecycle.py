@@ -10,7 +10,8 @@
   ``sleep N`` (also ``sh -c "sleep N"``); without either the pod runs until deleted. At
   ``start + duration`` the pod is Succeeded (containers terminated, reason Completed). Every pod
   with a run time finishes this way, also under restartPolicy Always (documented simplification:
-  gpusched models work that ends, not container restarts).
+  gpusched models work that ends, not container restarts), unless it has a non-zero
+  ``gpusched.io/exit-code``: then ``controllers.containers`` fails it or restarts it in place.
 
 Neighbours: ``controllers.job`` counts the Succeeded/Failed pods; ``cluster.scheduling`` frees
 their devices.
@@ -22,6 +23,7 @@ import copy
 import functools
 import re
 
+from gpusched.cluster.controllers import containers
 from gpusched.cluster.controllers.common import is_running
 from gpusched.cluster.controllers.node_status import node_ip, pod_ip
 from gpusched.cluster.view import View
@@ -134,6 +136,8 @@ def start(view: View, pod: dict) -> None:
 
 
 def finish(view: View, pod: dict, end: float) -> None:
+    if containers.end_run(view, pod, end):   # a non-zero exit code: restartPolicy decides
+        return
     new = copy.deepcopy(pod)
     status = new["status"]
     started = status.get("startTime", view.timestamp())
