@@ -8,7 +8,8 @@
                                        [--lease-duration SECONDS]]
 
 Pods with ``spec.schedulerName`` equal to a served profile's name are scheduled (no
-``--config``: the default profile under ``--scheduler-name``; with ``--config``: the
+``--config``: the default profile under ``--scheduler-name``, or gpusched's GPU-scoring profile
+when that name is ``gpusched-binpack`` / ``gpusched-spread``; with ``--config``: the
 KubeSchedulerConfiguration's profiles, a profile without ``schedulerName`` taking
 ``--scheduler-name``). ``--once`` schedules what is pending and exits. SIGTERM and Ctrl-C stop it
 cleanly (a held lease is released). ``--leader-elect``: replicas share the Lease
@@ -54,8 +55,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def profiles_for(config_path: str | None, scheduler_name: str) -> list:
     """The profiles to serve (see the module docstring)."""
-    from gpusched.scheduler.profile import DEFAULT_SCHEDULER_NAME, default_profile, load_config
+    from gpusched.scheduler.profile import (DEFAULT_SCHEDULER_NAME, GPUSCHED_PROFILES, default_profile,
+                                            load_config, resolve_profile)
     if config_path is None:
+        if scheduler_name in GPUSCHED_PROFILES:      # gpusched's own GPU-scoring profiles
+            return [resolve_profile(GPUSCHED_PROFILES[scheduler_name], 0, 0)]
         return [default_profile(scheduler_name)]
     config = load_config(config_path)
     return [dataclasses.replace(p, scheduler_name=scheduler_name)

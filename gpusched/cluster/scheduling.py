@@ -43,6 +43,9 @@ from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 
 log = logging.getLogger(__name__)
 SCHEDULER_NAME = "default-scheduler"
+# The embedded scheduler serves the default profile and gpusched's named GPU-scoring profiles
+# (scheduler.profile.GPUSCHED_PROFILES: spec.schedulerName gpusched-binpack / gpusched-spread).
+SERVED_NAMES = (SCHEDULER_NAME, "gpusched-binpack", "gpusched-spread")
 PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod"
 
 
@@ -172,7 +175,7 @@ def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):
     return scheduler
 
 
-def pending_pods(view: View, scheduler_names: tuple[str, ...] = (SCHEDULER_NAME,)) -> list[dict]:
+def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict]:
     """Unbound, unfinished pods for these schedulers, in queue order. Pods naming another
     scheduler are left alone, as upstream kube-scheduler leaves them to that scheduler."""
     pods = [p for p in view.list("Pod")

@@ -304,6 +304,20 @@ def _disruption_reason(status: Mapping[str, Any]) -> str:
     return ""
 
 
+def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    """The (hostIP, protocol, hostPort) of the containers' ports with a hostPort > 0 (upstream
+    NodePorts ``getContainerPorts``: regular containers only; hostIP defaults to 0.0.0.0 and
+    protocol to TCP)."""
+    found = []
+    for container in spec.get("containers") or ():
+        for port in (container.get("ports") or ()) if isinstance(container, dict) else ():
+            host_port = port.get("hostPort") if isinstance(port, dict) else None
+            if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port > 0:
+                found.append((str(port.get("hostIP") or "0.0.0.0"), str(port.get("protocol") or "TCP"),
+                              host_port))
+    return tuple(found)
+
+
 def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
     """Build the scheduler's view of a (validated) Pod dict; ``seq`` is its creation order."""
     meta = pod.get("metadata") or _EMPTY
@@ -352,4 +366,5 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
         owner_name=owner_name,
         terminating=bool(meta.get("deletionTimestamp")),
         disruption_reason=_disruption_reason(status),
+        host_ports=_host_ports(spec),
     )

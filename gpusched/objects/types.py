@@ -138,6 +138,7 @@ class PodInfo:
     owner_name: str = ""
     terminating: bool = False                   # metadata.deletionTimestamp set (graceful deletion)
     disruption_reason: str = ""                 # reason of a DisruptionTarget=True condition, e.g. "PreemptionByScheduler"
+    host_ports: tuple[tuple[str, str, int], ...] = ()   # (hostIP or "0.0.0.0", protocol, hostPort) of containers[].ports
 
     @property
     def key(self) -> str:

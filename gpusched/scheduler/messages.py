@@ -10,16 +10,20 @@ Format (``../shared/docs/nvidia-gpu-stack.md`` section 7.2)::
 Reasons are counted per reason, not per node (a node failing two resources adds one to each), and
 the sort is a plain string sort, so ``"10 Insufficient cpu"`` sorts before ``"2 Insufficient cpu"``.
 
-Taint text depends on the Kubernetes version. ``TAINT_TEXT`` selects it:
-``TAINT_TEXT_WITH_KEY`` (default; releases before v1.35 and the text issue 3 quotes:
-``node(s) had untolerated taint {dedicated: gpu}``) or ``TAINT_TEXT_V1_35``
-(``node(s) had untolerated taint(s)``). Change it with ``set_taint_text(...)`` before scheduling.
+Taint text depends on the Kubernetes version. gpusched emulates v1.35, whose TaintToleration
+reason is ``node(s) had untolerated taint(s)`` (kubernetes PR #134740, cherry-picked to 1.34 in
+#135023, dropped the taint's key and value from pod status). ``TAINT_TEXT`` selects the style:
+``TAINT_TEXT_V1_35`` (the default) or ``TAINT_TEXT_WITH_KEY`` (releases before it:
+``node(s) had untolerated taint {dedicated: gpu}``), the older wording kept only behind this
+option: ``set_taint_text(TAINT_TEXT_WITH_KEY)`` before scheduling, or the environment variable
+``GPUSCHED_TAINT_TEXT=with-key`` read at import.
 
 Neighbours: reads ``framework.Diagnosis``; used by ``runner``, plugins, ``preemption``, ``explain``.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import numpy as np
@@ -33,10 +37,12 @@ NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 GPU_MODEL_MISMATCH = "node(s) didn't match Pod's GPU model"       # gpusched's own plugin
+NODE_PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"   # nodeports.ErrReason
 
 TAINT_TEXT_WITH_KEY = "node(s) had untolerated taint {{{key}: {value}}}"
 TAINT_TEXT_V1_35 = "node(s) had untolerated taint(s)"
-TAINT_TEXT = TAINT_TEXT_WITH_KEY
+TAINT_TEXT_STYLES = {"v1.35": TAINT_TEXT_V1_35, "with-key": TAINT_TEXT_WITH_KEY}
+TAINT_TEXT = TAINT_TEXT_STYLES.get(os.environ.get("GPUSCHED_TAINT_TEXT", ""), TAINT_TEXT_V1_35)
 
 
 def insufficient(resource: str) -> str:
@@ -47,8 +53,9 @@ def insufficient(resource: str) -> str:
 def untolerated_taint(taint: Taint) -> str:
     """The TaintToleration reason for ``taint`` in the selected ``TAINT_TEXT`` style.
 
-    >>> untolerated_taint(Taint("dedicated", "gpu", "NoSchedule"))
-    'node(s) had untolerated taint {dedicated: gpu}'
+    >>> untolerated_taint(Taint("dedicated", "gpu", "NoSchedule")) in (
+    ...     "node(s) had untolerated taint(s)", "node(s) had untolerated taint {dedicated: gpu}")
+    True
     """
     return TAINT_TEXT.format(key=taint.key, value=taint.value)
 

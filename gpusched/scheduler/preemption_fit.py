@@ -27,7 +27,11 @@ POD_BLIND_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration
 # PreFilters whose verdict does not depend on the pods in the snapshot (they passed in the cycle).
 POD_BLIND_PRE_FILTER_VERDICT = frozenset({
     "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "GpuDevices",
-    "NodeAffinity", "TaintToleration", "NodeName", "NodeUnschedulable"})
+    "NodeAffinity", "TaintToleration", "NodeName", "NodeUnschedulable", "NodePorts",
+    "DynamicResources"})
+# Filters that depend on other pods only for pods that use them: NodePorts is skipped (PreFilter
+# Skip) for a pod without host ports, so it does not spoil the pre-check for such a pod.
+SKIPPED_WITHOUT_HOST_PORTS = "NodePorts"
 RESOURCES_FIT = "NodeResourcesFit"
 
 
@@ -43,7 +47,8 @@ class FrameworkFitCheck:
     question the what-if would ask NodeResourcesFit: does the pod fit the node's free resources
     plus everything its strictly-lower-priority pods request? It is exact - a node failing it
     fails the what-if with the same reasons - when NodeResourcesFit is a Filter preceded only by
-    ``POD_BLIND_FILTERS`` and every PreFilter is in ``POD_BLIND_PRE_FILTER_VERDICT``.
+    ``POD_BLIND_FILTERS`` (and NodePorts, for a pod without host ports, which skips it) and every
+    PreFilter is in ``POD_BLIND_PRE_FILTER_VERDICT``.
     Devices (GpuDevices) come later in the filter order, so they are left to the what-if; whole
     GPUs (``nvidia.com/gpu``) and MIG/shared resources are extended resources and are checked here.
     """
@@ -51,11 +56,13 @@ class FrameworkFitCheck:
     def __init__(self, framework: Any, snapshot) -> None:
         self.framework, self.snapshot = framework, snapshot
         names = [p.name for p in framework.filter]
+        self.port_sensitive = (RESOURCES_FIT in names
+                               and SKIPPED_WITHOUT_HOST_PORTS in names[: names.index(RESOURCES_FIT)])
         blind = [name in POD_BLIND_FILTERS for name in names] + [False]
         self.checked_filters = tuple(framework.filter[blind.index(False):])
         self.resources_fit = framework.filter[names.index(RESOURCES_FIT)] if RESOURCES_FIT in names else None
         exact = (self.resources_fit is not None
-                 and set(names[: names.index(RESOURCES_FIT)]) <= POD_BLIND_FILTERS
+                 and set(names[: names.index(RESOURCES_FIT)]) <= POD_BLIND_FILTERS | {SKIPPED_WITHOUT_HOST_PORTS}
                  and all(p.name in POD_BLIND_PRE_FILTER_VERDICT for p in framework.pre_filter))
         # the shortcuts callers look up (None = not available for this profile)
         self.precheck = self._precheck if exact else None
@@ -98,6 +105,8 @@ class FrameworkFitCheck:
         """Per node of ``nodes``: -1 when the pod would fit its resources with every lower-priority
         pod gone, else an index into the returned list of NodeResourcesFit reason tuples."""
         snapshot = self.snapshot
+        if self.port_sensitive and pod.host_ports:      # NodePorts might reject first: no shortcut
+            return np.full(len(nodes), -1, dtype=np.int64), []
         vec = snapshot.request_vector(pod)
         free = snapshot.free[nodes]
         free[:, : len(snapshot.resource_names)] += snapshot.requested_below(pod.priority, nodes)

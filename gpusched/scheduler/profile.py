@@ -15,9 +15,25 @@
       - name: NodeResourcesFit
         args: {scoringStrategy: {type: MostAllocated}}
 
-Resolution follows upstream's multiPoint expansion. The default profile is the multiPoint list
-``DEFAULT_PLUGINS`` (upstream's defaults and weights, plus gpusched's ``GpuDevices``; entries whose
-plugin is not registered yet are left out). ``plugins.multiPoint`` edits that list; each
+Resolution follows upstream's multiPoint expansion. The default profile is kube-scheduler
+v1.35's: the multiPoint list ``DEFAULT_PLUGINS`` is upstream's ``getDefaultPlugins`` with
+``applyFeatureGates`` applied (``pkg/scheduler/apis/config/v1/default_plugins.go``; the in-tree
+EBS/GCE PD/Azure disk limit plugins left the defaults in v1.31, kubernetes PR #124500; DRA is GA,
+so DynamicResources sits before DefaultPreemption), same order, same weights. Entries gpusched
+does not model (``NOT_MODELLED``, with the reason each changes no outcome here) are left out.
+Scoring is therefore upstream's: NodeResourcesFit LeastAllocated over cpu and memory (weights
+1/1) - GPUs are not scored.
+
+gpusched's own plugin ``GpuDevices`` (device-level fit of MIG/shared/fractional GPUs and, at
+Reserve, the device plugin's choice of devices) is appended to every profile's multiPoint list
+with its PreScore/Score disabled by default (``DEFAULT_DISABLED``, upstream's default
+``Disabled`` set mechanism), so it never ranks nodes unless a profile enables it at ``score``.
+GPU-aware scoring is opt-in: ``build_frameworks`` adds gpusched's named profiles
+``GPUSCHED_PROFILES`` - ``gpusched-binpack`` (GpuDevices scores, strategy binpack) and
+``gpusched-spread`` - which pods select with ``spec.schedulerName``; a configuration that names
+one of them itself replaces it.
+
+``plugins.multiPoint`` edits the multiPoint list; each
 extension point then takes the multiPoint plugins that implement it, and its own
 ``enabled``/``disabled`` apply on top: per point, plugins enabled at the point and also in
 multiPoint come first (their weight wins), then the other multiPoint plugins, then plugins
@@ -48,22 +64,57 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_BASE = 50
 
-# Upstream's default multiPoint list, in its order, with score weights (0 = not a score plugin).
-DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
+# kube-scheduler v1.35's default multiPoint list, in its order, with score weights (0 = no
+# weight given): pkg/scheduler/apis/config/v1/default_plugins.go getDefaultPlugins +
+# applyFeatureGates (DynamicResourceAllocation on by default since v1.34).
+UPSTREAM_DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
+    ("SchedulingGates", 0),
     ("PrioritySort", 0),
     ("NodeUnschedulable", 0),
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
+    ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0),
+    ("NodeVolumeLimits", 0),
     ("VolumeBinding", 0),
+    ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("GpuDevices", 1),
+    ("DynamicResources", 0),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", 0),
 )
+# Upstream defaults gpusched leaves out, and why no scheduling outcome here depends on them.
+NOT_MODELLED: Mapping[str, str] = {
+    "SchedulingGates": "PreEnqueue: gated pods are held by the caller (never queued)",
+    "VolumeRestrictions": "no in-tree/CSI volume sources are modelled (PVC binding is VolumeBinding's)",
+    "NodeVolumeLimits": "no CSINode attach limits are modelled",
+    "VolumeZone": "PersistentVolumes carry no zone labels here",
+    "ImageLocality": "nodes report no images, so upstream scores every node 0",
+    "DefaultBinder": "Bind: the caller binds (store or API) after Reserve/Permit",
+}
+GPU_DEVICES = "GpuDevices"
+# Every profile's multiPoint list: upstream's defaults gpusched implements, then GpuDevices.
+DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = tuple(
+    (n, w) for n, w in UPSTREAM_DEFAULT_PLUGINS if n not in NOT_MODELLED) + ((GPU_DEVICES, 1),)
+# Per extension point, the multiPoint plugins disabled unless a profile enables them there.
+DEFAULT_DISABLED: Mapping[str, tuple[str, ...]] = {"preScore": (GPU_DEVICES,), "score": (GPU_DEVICES,)}
 DEFAULT_WEIGHTS = {name: weight for name, weight in DEFAULT_PLUGINS if weight}
+
+# gpusched's own named profiles (opt in with spec.schedulerName): GPU-aware device scoring.
+GPUSCHED_BINPACK = "gpusched-binpack"
+GPUSCHED_SPREAD = "gpusched-spread"
+GPUSCHED_PROFILES: Mapping[str, Mapping[str, Any]] = {
+    name: {"schedulerName": name,
+           "plugins": {"preScore": {"enabled": [{"name": GPU_DEVICES}]},
+                       "score": {"enabled": [{"name": GPU_DEVICES, "weight": 1}]}},
+           "pluginConfig": [{"name": GPU_DEVICES, "args": {"strategy": strategy}}]}
+    for name, strategy in ((GPUSCHED_BINPACK, "binpack"), (GPUSCHED_SPREAD, "spread"))
+}
 
 # extension point (config key) -> the method a plugin needs to serve it, in cycle order.
 POINTS: dict[str, str] = {
@@ -213,7 +264,7 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int) -> 
                                  f'"{spec.name}": plugin does not extend {point}')
         point_disabled = _specs(cfg.get("disabled"), f"{where}.plugins.{point}.disabled")
         drop_all = any(s.name == "*" for s in point_disabled)
-        drop = {s.name for s in point_disabled}
+        drop = {s.name for s in point_disabled} | set(DEFAULT_DISABLED.get(point, ()))
         from_multi = [] if drop_all else [s for s in multi if _implements(s.name, point)
                                           and s.name not in drop]
         explicit = {s.name for s in enabled}
@@ -276,6 +327,15 @@ def load_config(path: str) -> list[ProfileConfig]:
     return parse_config(text)
 
 
+def gpusched_profiles(percentage: int = 0) -> list[ProfileConfig]:
+    """gpusched's named GPU-scoring profiles (``GPUSCHED_PROFILES``), resolved."""
+    return [resolve_profile(p, i, percentage) for i, p in enumerate(GPUSCHED_PROFILES.values())]
+
+
 def build_frameworks(configs: list[ProfileConfig] | None = None) -> dict[str, Framework]:
-    """Scheduler name -> Framework; ``None`` gives the default profile."""
-    return {c.scheduler_name: Framework(c) for c in (configs or [default_profile()])}
+    """Scheduler name -> Framework; ``None`` gives the default profile. gpusched's named
+    profiles are added after the given ones unless a given profile already has their name."""
+    configs = list(configs or [default_profile()])
+    names = {c.scheduler_name for c in configs}
+    configs += [c for c in gpusched_profiles() if c.scheduler_name not in names]
+    return {c.scheduler_name: Framework(c) for c in configs}

@@ -9,7 +9,9 @@
    it is the only feasible node.
 3. Filter, vectorised: each plugin sees the surviving candidate rows and returns Rejections; the
    candidates narrow after each plugin (a node stops at its first failing plugin, as upstream).
-4. No feasible node: PostFilter plugins (preemption) run with the Diagnosis; the result carries
+4. No feasible node: PostFilter plugins run with the Diagnosis (DynamicResources, then
+   DefaultPreemption; their reasons are joined with ", " as upstream's ``RunPostFilterPlugins``
+   builds one Status, an UnschedulableAndUnresolvable one ending the loop alone); the result carries
    ``messages.fit_error(diagnosis)`` and, when preemption found room, the nominated node and the
    victims (the caller evicts them; the pod is retried later).
 
@@ -340,17 +342,19 @@ class Scheduler:
         if post_filter_ran:
             state.write(SCHEDULER_KEY, self)
             state.write(FRAMEWORK_KEY, framework)
-            for plugin in framework.post_filter:
+            for plugin in framework.post_filter:     # upstream RunPostFilterPlugins
                 result = plugin.post_filter(state, pod, self.snapshot, diagnosis)
                 if result.status.ok:
                     nominated, victims = result.nominated_node, result.victims
                     post_messages = []
                     break
-                if result.status.message:
-                    post_messages.append(result.status.message)
-                if result.status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                if result.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    post_messages = list(result.status.reasons)    # returned alone, at once
                     break
-        diagnosis.post_filter_message = " ".join(post_messages)
+                post_messages.extend(result.status.reasons)
+                if result.status.code != Code.UNSCHEDULABLE:
+                    break
+        diagnosis.post_filter_message = ", ".join(post_messages)   # Status.Message() joins with ", "
         code = status.code if status.code != Code.SUCCESS else Code.UNSCHEDULABLE
         result = ScheduleResult(pod, status=Status(code, status.reasons, status.plugin),
                                 message=messages.fit_error(diagnosis), nominated_node=nominated,
@@ -389,9 +393,10 @@ _INELIGIBLE = (f"preemption: {preemption.MSG_POLICY_NEVER}", f"preemption: {pree
 
 
 def _ineligible(result: ScheduleResult) -> bool:
-    """The PostFilter declined to preempt (upstream leaves the nomination as it is then)."""
+    """The PostFilter declined to preempt (upstream leaves the nomination as it is then); other
+    PostFilter reasons (DynamicResources') may precede the preemption part."""
     diagnosis = result.diagnosis
-    return diagnosis is not None and diagnosis.post_filter_message in _INELIGIBLE
+    return diagnosis is not None and diagnosis.post_filter_message.endswith(_INELIGIBLE)
 
 
 def _no_profile(pod: PodInfo) -> ScheduleResult:

@@ -58,7 +58,7 @@ def test_binds_only_its_own_pods_and_counts_the_others(cluster):
         (BIND, "mine-1", "a-1"), (UNSCHEDULABLE, "mine-2", "")]
     assert decisions[0].assignment.gpu_indices == (1,)          # GPU 0 is held by "theirs"
     assert decisions[1].message == ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
-                                    "preemption: 0/1 nodes are available: 1 No preemption "
+                                    "no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption "
                                     "victims found for incoming pod.")
     assert state.decisions() == []                               # nothing changed: no retry
 

@@ -203,7 +203,7 @@ def test_configmap_change_readvertises_and_keeps_running_pods_devices(cluster):
     assert "a" in running and len(running) == 8      # 2 GPUs x 4 replicas, one kept by "a"
     pending = [p for p in cluster.get("pods") if p["status"]["phase"] == "Pending"]
     assert [p["status"]["conditions"][0]["message"] for p in pending] == [
-        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are "
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/1 nodes are "
         "available: 1 No preemption victims found for incoming pod."]
 
 

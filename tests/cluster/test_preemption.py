@@ -48,7 +48,7 @@ def test_never_policy_pod_does_not_preempt(cluster):
     apply(cluster, pod("polite", gpus=2, priority_class="never"))
     assert node_of(cluster, "polite") == ""
     message = cluster.get("pods", ["polite"])[0]["status"]["conditions"][0]["message"]
-    assert message == ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: not "
+    assert message == ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: not "
                        "eligible due to preemptionPolicy=Never.")
     assert all(p["status"]["phase"] == "Running" for p in cluster.get("pods", selector="app=low"))
 

@@ -72,7 +72,7 @@ def test_preemption_policy_never_does_not_preempt(g):
     assert node_of(pods["t4-job-1"]) == node_of(pods["t4-job-2"]) == "gpu-node-3"
     message = waiting_message(pods["polite-training"])
     assert message == ("0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't "
-                       "match Pod's node affinity/selector. preemption: not eligible due to "
+                       "match Pod's node affinity/selector. no new claims to deallocate, preemption: not eligible due to "
                        "preemptionPolicy=Never.")
     assert not [e for e in g.json("get", "events")["items"] if e["reason"] == "Preempted"]
 
@@ -83,7 +83,7 @@ def test_node_selector(g):
     assert node_of(pods["v100-job"]) == "gpu-node-2"
     assert waiting_message(pods["h100-job"]) == (
         "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector. "
-        f"preemption: 0/4 nodes are available: 4 {NOT_HELPFUL}.")
+        f"no new claims to deallocate, preemption: 0/4 nodes are available: 4 {NOT_HELPFUL}.")
 
 
 def test_node_affinity_prefers_a100_then_v100(g):
@@ -93,8 +93,8 @@ def test_node_affinity_prefers_a100_then_v100(g):
                                                                    "gpu-node-2"]
     assert waiting_message(pods["a100-only"]) == (
         "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't match Pod's node "
-        "affinity/selector. preemption: 0/4 nodes are available: 1 No preemption victims found for "
-        f"incoming pod, 3 {NOT_HELPFUL}.")
+        "affinity/selector. no new claims to deallocate, preemption: 0/4 nodes are available: "
+        f"1 No preemption victims found for incoming pod, 3 {NOT_HELPFUL}.")
 
 
 def test_taint_keeps_intolerant_pods_off(g):

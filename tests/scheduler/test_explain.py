@@ -67,7 +67,7 @@ def test_all_plugins_reported_per_node_and_message():
     expl = ex.explain(sched, make_pod("p", 5000, 10, node_selector={"zone": "a"}))
     by_node = {v.node: v.reasons for v in expl.nodes}
     assert set(by_node["tainted"]) == {
-        ("TaintToleration", "node(s) had untolerated taint {dedicated: gpu}"),
+        ("TaintToleration", "node(s) had untolerated taint(s)"),
         ("NodeAffinity", "node(s) didn't match Pod's node affinity/selector"),
         ("NodeResourcesFit", "Insufficient cpu")}
     assert by_node["zone-a"] == (("NodeResourcesFit", "Insufficient cpu"),)
@@ -99,13 +99,13 @@ def test_explain_leaves_the_snapshot_unchanged():
 
 RUNNER_CASES = [
     ("high-priority-preempts-low", make_pod("p", 2000, 10), "zone-a", ("default/low",),
-     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."),
+     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."),
     ("never-does-not-preempt", make_pod("p", 2000, 10, preemption_policy="Never"), "", (),
-     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
-     "preemption: not eligible due to preemptionPolicy=Never."),
+     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
+     "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."),
     ("equal-priority-no-victims", make_pod("p", 2000, 1), "", (),
-     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
-     "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+     "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
+     "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
      "1 Preemption is not helpful for scheduling."),
 ]
 
@@ -149,8 +149,8 @@ def test_explain_message_with_a_nominated_pod_counted():
     sched = make_scheduler()
     sched.set_nominated(make_pod("nominee", 4000, 10), "zone-a")
     message = _assert_explain_message_is_schedule_ones(sched, make_pod("p", 1000, 5))
-    assert message == ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint "
-                       "{dedicated: gpu}. preemption: 0/2 nodes are available: 1 No preemption victims "
+    assert message == ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated "
+                       "taint(s). no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims "
                        "found for incoming pod, 1 Preemption is not helpful for scheduling.")
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from gpusched.scheduler import messages
 from gpusched.scheduler.framework import Code, CycleState
 from gpusched.scheduler.plugins import (gpu_devices, node_affinity, node_name, node_resources_fit,
                                         node_unschedulable, taint_toleration)
@@ -50,13 +51,30 @@ TAINT_CASES = [
 ]
 
 
+@pytest.fixture(params=["v1.35", "with-key"])
+def taint_style(request):
+    """Both taint wordings: v1.35's default ``node(s) had untolerated taint(s)`` (tainttoleration
+    ``ErrReasonNotMatch`` since kubernetes PR #134740) and the older keyed one, kept behind
+    ``messages.set_taint_text``."""
+    previous = messages.TAINT_TEXT
+    messages.set_taint_text(messages.TAINT_TEXT_STYLES[request.param])
+    yield request.param
+    messages.set_taint_text(previous)
+
+
 @pytest.mark.parametrize("taints,tolerations,expected", [c[1:] for c in TAINT_CASES],
                          ids=[c[0] for c in TAINT_CASES])
-def test_taint_toleration_filter(taints, tolerations, expected):
+def test_taint_toleration_filter(taints, tolerations, expected, taint_style):
     got, codes = run_filter(taint_toleration.new(), make_pod(tolerations=tolerations),
                             make_node("n", taints=taints), make_node("clean"))
+    if taint_style == "v1.35":
+        expected = {n: [messages.TAINT_TEXT_V1_35] for n in expected}
     assert got == expected
     assert codes <= {Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+
+
+def test_taint_text_defaults_to_v1_35():
+    assert messages.TAINT_TEXT == messages.TAINT_TEXT_V1_35 == "node(s) had untolerated taint(s)"
 
 
 # ---- NodeAffinity ---------------------------------------------------------------------------
@@ -99,24 +117,51 @@ def test_node_affinity_match_fields_metadata_name():
 
 # ---- NodeResourcesFit -----------------------------------------------------------------------
 
+# pkg/scheduler/framework/plugins/noderesources/fit.go fitsRequest/Filter: a request above the
+# node's whole allocatable sets InsufficientResource.Unresolvable, which makes the node's status
+# UnschedulableAndUnresolvable (preemption: "Preemption is not helpful for scheduling").
+U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 FIT_CASES = [
-    ("fits", dict(cpu="1", memory="1Gi"), {}),
-    ("cpu", dict(cpu="40"), {"n": ["Insufficient cpu"]}),
-    ("cpu-and-memory", dict(cpu="40", memory="1Ti"), {"n": ["Insufficient cpu", "Insufficient memory"]}),
-    ("gpu-not-advertised", dict(gpus=1), {"n": ["Insufficient nvidia.com/gpu"]}),
-    ("extended-missing", dict(extra={"example.com/foo": 1}), {"n": ["Insufficient example.com/foo"]}),
-    ("zero-request-not-checked", dict(extra={"example.com/foo": 0}), {}),
-    ("extended-present", dict(extra={"example.com/bar": 2}), {}),
-    ("extended-too-many", dict(extra={"example.com/bar": 3}), {"n": ["Insufficient example.com/bar"]}),
+    ("fits", dict(cpu="1", memory="1Gi"), {}, set()),
+    ("cpu-above-allocatable", dict(cpu="40"), {"n": ["Insufficient cpu"]}, {UU}),
+    ("cpu-and-memory", dict(cpu="40", memory="1Ti"), {"n": ["Insufficient cpu", "Insufficient memory"]}, {UU}),
+    ("gpu-not-advertised", dict(gpus=1), {"n": ["Insufficient nvidia.com/gpu"]}, {UU}),
+    ("extended-missing", dict(extra={"example.com/foo": 1}), {"n": ["Insufficient example.com/foo"]}, {UU}),
+    ("zero-request-not-checked", dict(extra={"example.com/foo": 0}), {}, set()),
+    ("extended-present", dict(extra={"example.com/bar": 2}), {}, set()),
+    ("extended-too-many", dict(extra={"example.com/bar": 3}), {"n": ["Insufficient example.com/bar"]}, {UU}),
 ]
 
 
-@pytest.mark.parametrize("pod_fields,expected", [c[1:] for c in FIT_CASES], ids=[c[0] for c in FIT_CASES])
-def test_node_resources_fit_filter(pod_fields, expected):
+@pytest.mark.parametrize("pod_fields,expected,codes_expected", [c[1:] for c in FIT_CASES],
+                         ids=[c[0] for c in FIT_CASES])
+def test_node_resources_fit_filter(pod_fields, expected, codes_expected):
     got, codes = run_filter(node_resources_fit.new(), make_pod(**pod_fields),
                             make_node("n", cpu="32", memory="256Gi", extra={"example.com/bar": 2}))
     assert got == expected
-    assert codes <= {Code.UNSCHEDULABLE}
+    assert codes == codes_expected
+
+
+# fit.go Filter: one unresolvable resource makes every reason of that node unresolvable; a
+# shortage removing pods could cure stays Unschedulable; "Too many pods" is never unresolvable.
+FIT_CODE_CASES = [
+    ("used-cpu-resolvable", 10, dict(cpu="3"), dict(cpu="2"), {"Insufficient cpu": U}),
+    ("used-cpu-plus-gpu-above-allocatable", 10, dict(cpu="3"), dict(cpu="2", gpus=1),
+     {"Insufficient cpu": UU, "Insufficient nvidia.com/gpu": UU}),
+    ("too-many-pods-resolvable", 1, dict(), dict(), {"Too many pods": U}),
+    ("too-many-pods-with-unresolvable-gpu", 1, dict(), dict(gpus=1),
+     {"Too many pods": UU, "Insufficient nvidia.com/gpu": UU}),
+]
+
+
+@pytest.mark.parametrize("pods,running,pod_fields,expected", [c[1:] for c in FIT_CODE_CASES],
+                         ids=[c[0] for c in FIT_CODE_CASES])
+def test_node_resources_fit_unresolvable_per_node(pods, running, pod_fields, expected):
+    snap = snapshot_of(make_node("n", cpu="4", pods=pods))
+    snap.add_pod(make_pod(name="running", **running), "n")
+    plugin, state, pod = node_resources_fit.new(), CycleState(), make_pod(**pod_fields)
+    plugin.pre_filter(state, pod, snap)
+    assert {r.reason: r.code for r in plugin.filter(state, pod, snap, snap.all_nodes())} == expected
 
 
 def test_node_resources_fit_counts_used_and_pods():

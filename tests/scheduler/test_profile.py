@@ -16,10 +16,12 @@ def weights(config):
 
 
 def test_default_profile_has_upstream_weights_and_gpu_plugin():
+    # full comparison with default_plugins.go: tests/scheduler/test_default_profile.py
     config = default_profile()
     w = weights(config)
     assert (w["NodeResourcesFit"], w["NodeResourcesBalancedAllocation"], w["NodeAffinity"],
-            w["TaintToleration"], w["GpuDevices"]) == (1, 1, 2, 3, 1)
+            w["TaintToleration"]) == (1, 1, 2, 3)
+    assert "GpuDevices" not in w
     assert names(config, "filter")[:4] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"]
     assert names(config, "queueSort") == ["PrioritySort"]
     assert names(config, "reserve") == ["GpuDevices"]

@@ -29,7 +29,7 @@ def test_ninth_time_sliced_pod_with_preemption_message():
     for _ in range(8):
         assert sched.schedule_one(make_pod(gpus=1)).scheduled
     result = sched.schedule_one(make_pod(gpus=1))
-    assert result.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: ")
+    assert result.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: ")
 
 
 def test_mixed_reasons_message():
@@ -39,7 +39,7 @@ def test_mixed_reasons_message():
     pod = make_pod(gpus=2, node_selector={"kubernetes.io/hostname": "small"}, )
     result = sched.schedule_one(pod)
     assert result.message == ("0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match "
-                              "Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, "
+                              "Pod's node affinity/selector, 1 node(s) had untolerated taint(s), "
                               "1 node(s) were unschedulable.")
 
 
@@ -104,8 +104,8 @@ def test_run_filters_all_plugins_mode_reports_every_reason():
     upstream = sched.run_filters(None, pod)
     everything = sched.run_filters(None, pod, stop_at_first=False)
     assert upstream.feasible.tolist() == everything.feasible.tolist() == [1]
-    assert upstream.diagnosis.node_reasons(0) == ["node(s) had untolerated taint {k: v}"]
-    assert everything.diagnosis.node_reasons(0) == ["node(s) had untolerated taint {k: v}", "Insufficient cpu"]
+    assert upstream.diagnosis.node_reasons(0) == ["node(s) had untolerated taint(s)"]
+    assert everything.diagnosis.node_reasons(0) == ["node(s) had untolerated taint(s)", "Insufficient cpu"]
 
 
 def test_run_filters_after_remove_pod_sees_freed_room():

@@ -43,8 +43,11 @@ def test_secondary_scheduler_binds_its_pods_and_leaves_the_others(lab_serve):
         assert condition(mine, "PodScheduled")["status"] == "True"
         too_big = wait_for(lambda: condition(p := served.pod("too-big"), "PodScheduled") and p,
                            "too-big marked unschedulable")
-        message = ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes "
-                   "are available: 4 No preemption victims found for incoming pod.")
+        # 16 GPUs exceed every node's allocatable: NodeResourcesFit marks the nodes Unresolvable
+        # (noderesources/fit.go), so preemption finds them "not helpful" (v1.35).
+        message = ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. no new claims to "
+                   "deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful "
+                   "for scheduling.")
         assert condition(too_big, "PodScheduled") == {
             **condition(too_big, "PodScheduled"), "status": "False", "reason": "Unschedulable",
             "message": message}

@@ -16,8 +16,8 @@ from typing import Any, Callable
 from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_affinity, node_name,
                                         node_resources_fit, node_unschedulable, prioritysort,
                                         taint_toleration)
-from gpusched.scheduler.plugins import (default_preemption, inter_pod_affinity, pod_topology_spread,
-                                        volume_binding)
+from gpusched.scheduler.plugins import (default_preemption, dynamic_resources, inter_pod_affinity,
+                                        node_ports, pod_topology_spread, volume_binding)
 from gpusched.scheduler.plugins import (gpu_saturated_first, node_order, policy_bestfit,
                                         policy_dotprod, policy_fgd, policy_fgdlevels,
                                         policy_fgdplus, policy_fgdtight, policy_gpuclustering,
@@ -33,6 +33,8 @@ REGISTRY: dict[str, Factory] = {
     balanced_allocation.NAME: balanced_allocation.new,
     node_affinity.NAME: node_affinity.new,
     taint_toleration.NAME: taint_toleration.new,
+    node_ports.NAME: node_ports.new,
+    dynamic_resources.NAME: dynamic_resources.new,
     gpu_devices.NAME: gpu_devices.new,
     pod_topology_spread.NAME: pod_topology_spread.new,
     inter_pod_affinity.NAME: inter_pod_affinity.new,

@@ -6,7 +6,12 @@ pods; then, for every resource the pod requests (> 0) - cpu, memory, ephemeral-s
 extended resource such as ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, ``nvidia.com/mig-1g.5gb``
 - ``Insufficient <resource>`` when ``request > allocatable - requested``. A node that does not
 advertise the resource has allocatable 0, so it is insufficient too. Code Unschedulable (removing
-pods may help). ``ignoredResources`` / ``ignoredResourceGroups`` args skip resources, as upstream.
+pods may help), except on a node where some requested resource exceeds the node's whole
+allocatable (upstream ``InsufficientResource.Unresolvable``, ``fit.go`` ``fitsRequest``/``Filter``):
+every reason on that node is then UnschedulableAndUnresolvable, so preemption counts the node as
+``Preemption is not helpful for scheduling`` (e.g. 16 GPUs asked of an 8-GPU node, or a GPU asked
+of a node without GPUs). ``ignoredResources`` / ``ignoredResourceGroups`` args skip resources, as
+upstream.
 
 Score (``scoringStrategy.type``; ``resources`` default cpu and memory with weight 1; requested =
 node requested + pod request, with upstream's non-zero defaults 100m cpu / 200Mi memory for cpu and
@@ -84,17 +89,25 @@ class NodeResourcesFit:
                        free: np.ndarray) -> list[Rejection]:
         """Filter's verdict given ``free`` (rows aligned with ``candidates``); preemption's
         pre-check passes ``free`` plus what removing the lower-priority pods would free."""
-        rejections = []
         too_many = free[:, PODS] < 1
-        if too_many.any():
-            rejections.append(Rejection(snapshot.mask(candidates, too_many), messages.TOO_MANY_PODS))
         cols = self._checked(snapshot, vec)
+        short = free[:, cols] < vec[cols] if len(cols) else np.zeros((len(candidates), 0), dtype=bool)
+        failing = too_many | short.any(axis=1)
+        if not failing.any():
+            return []
+        unresolvable = np.zeros(len(candidates), dtype=bool)
         if len(cols):
-            short = free[:, cols] < vec[cols]
-            if short.any():
-                for j in np.flatnonzero(short.any(axis=0)):
-                    rejections.append(Rejection(snapshot.mask(candidates, short[:, j]),
-                                                messages.insufficient(snapshot.resource_names[cols[j]])))
+            rows = candidates[failing]
+            unresolvable[failing] = (snapshot.allocatable[np.ix_(rows, cols)] < vec[cols]).any(axis=1)
+        reasons = [(too_many, messages.TOO_MANY_PODS)] + [
+            (short[:, j], messages.insufficient(snapshot.resource_names[cols[j]]))
+            for j in np.flatnonzero(short.any(axis=0))]
+        rejections = []
+        for hit, reason in reasons:
+            for code, part in ((Code.UNSCHEDULABLE, hit & ~unresolvable),
+                               (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, hit & unresolvable)):
+                if part.any():
+                    rejections.append(Rejection(snapshot.mask(candidates, part), reason, code))
         return rejections
 
     # ---- Score ----------------------------------------------------------------------------
