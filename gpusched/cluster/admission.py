@@ -1,41 +1,57 @@
 """Admission: what the API server's admission chain does before an object reaches the store.
 
-Order for a create or update (each step may mutate the object or reject it, with Kubernetes'
-wording; see nvidia-gpu-stack.md 7.3-7.5):
+Upstream order for a create (kube-apiserver: decode and defaulting, mutating admission, then
+validation of the *mutated* object, then validating admission; plugin order as
+``pkg/kubeapiserver/options/plugins.go`` ``AllOrderedPlugins``):
 
-1. NamespaceLifecycle: a namespaced object needs its Namespace (``namespaces "x" not found``);
-   ``default`` exists implicitly and is created on first use.
-2. PriorityClass: one ``globalDefault``; ``value`` and ``preemptionPolicy`` immutable.
-3. Pod priority: ``spec.priorityClassName`` resolved to ``spec.priority`` and
-   ``spec.preemptionPolicy`` (the default class's name and value written when none is given).
-4. LimitRanger: LimitRange objects defaulted when written; pods get defaults, then min / max /
-   maxLimitRequestRatio checks for Container and Pod.
-5. ResourceQuota (last): charged at creation; ``status.used`` is recomputed by
-   :func:`refresh_quotas` after every change.
+1. mutating admission
+   - NamespaceLifecycle: a namespaced object needs its Namespace (``namespaces "x" not found``);
+     ``default`` exists implicitly and is created on first use;
+   - LimitRanger ``Admit`` (``plugin/pkg/admission/limitranger``): Container defaults
+     (``default``/``defaultRequest``) into containers that lack them, noted in the annotation
+     ``kubernetes.io/limit-ranger``;
+   - Priority (``plugin/pkg/admission/priority``): ``spec.priorityClassName`` resolved to
+     ``spec.priority``/``spec.preemptionPolicy`` (the globalDefault class written when none);
+     PriorityClass objects: one ``globalDefault``, ``value``/``preemptionPolicy`` immutable;
+   - RuntimeClass ``Admit`` (``plugin/pkg/admission/runtimeclass``): ``spec.overhead`` from
+     ``overhead.podFixed``, ``scheduling.nodeSelector`` merged (a conflicting key is refused) and
+     ``scheduling.tolerations`` merged (``MergeTolerations``);
+   - gpusched: a new pod's ``gpusched.io/assigned-*`` annotations are dropped and an update
+     keeps the stored ones: device holdings are the cluster's own state (``cluster.kubelet``).
+2. validation of the mutated pod (``objects.validation``), so a LimitRange default that leaves
+   an extended resource's request unequal to its limit fails as upstream's validation does;
+3. validating admission: LimitRanger ``Validate`` (min, max, maxLimitRequestRatio for
+   Container and Pod), RuntimeClass ``Validate`` (overhead must come from the RuntimeClass),
+   ResourceQuota last (``cluster.quota``: scopes, scopeSelector, what upstream tracks).
 
 A rejection raises a :mod:`gpusched.errors` type; the caller's transaction rolls back, so a
 rejected apply changes nothing.
 
-Neighbours: called by ``cluster.cluster`` (apply) and the controllers that create pods.
+Neighbours: called by ``cluster.apply``, ``cluster.api_ops`` and the controllers that create
+pods; ``cluster.quota`` (ResourceQuota), ``cluster.resources`` (pod totals).
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
-from gpusched.cluster.resources import (container_resources, format_amount, pod_limits,
-                                        pod_requests)
 from gpusched.cluster.kinds_admission import (admit_service, default_storage_class,
                                               default_toleration_seconds, label_namespace)
+from gpusched.cluster.quota import check_quota, refresh_quotas
+from gpusched.cluster.resources import (container_resources, format_amount,
+                                        limit_range_pod_limits, limit_range_pod_requests)
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import FieldError, ForbiddenError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.quantity import canonical
+from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_START_TIME
 
+__all__ = ["admit", "check_quota", "refresh_quotas"]
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000,
                            "system-node-critical": 2000001000}
-QUOTA_CPU_MEMORY = ("cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu",
-                    "limits.memory")
+CLUSTER_ANNOTATIONS = (ANN_ASSIGNED_GPUS, ANN_ASSIGNED_DEVICES, ANN_START_TIME)
+LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 
 
 def admit(view: View, body: dict, old: dict | None) -> dict:
@@ -55,12 +71,52 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
         admit_priority_class(view, body, old)
     elif kind == "LimitRange":
         default_limit_range(body)
-    elif kind == "Pod" and old is None:
-        resolve_priority(view, body)
-        apply_limit_ranges(view, body)
+    elif kind == "Pod":
+        if old is None:
+            _admit_new_pod(view, body)
+        else:
+            keep_cluster_annotations(old, body)
     if old is None:
         check_quota(view, body)
     return body
+
+
+def _admit_new_pod(view: View, pod: dict) -> None:
+    from gpusched.objects.validation import validate_object
+    drop_cluster_annotations(pod)
+    default_limit_ranges(view, pod)
+    resolve_priority(view, pod)
+    runtime_class = lookup_runtime_class(view, pod)
+    set_runtime_class(pod, runtime_class)
+    validated = validate_object(pod)          # the mutated object, as upstream validates it
+    pod.clear()
+    pod.update(validated)
+    validate_limit_ranges(view, pod)
+    validate_overhead(pod, runtime_class)
+
+
+# ---- cluster-owned annotations ------------------------------------------------------------------
+
+def drop_cluster_annotations(pod: dict) -> None:
+    """A user's ``gpusched.io/assigned-*``/``start-time`` never become device holdings."""
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    if not annotations:
+        return
+    for key in CLUSTER_ANNOTATIONS:
+        annotations.pop(key, None)
+
+
+def keep_cluster_annotations(old: dict, new: dict) -> None:
+    """On update the stored holdings win over whatever the request carried."""
+    old_annotations = (old.get("metadata") or {}).get("annotations") or {}
+    annotations = new.setdefault("metadata", {}).setdefault("annotations", {})
+    for key in CLUSTER_ANNOTATIONS:
+        if key in old_annotations:
+            annotations[key] = old_annotations[key]
+        else:
+            annotations.pop(key, None)
+    if not annotations:
+        new["metadata"].pop("annotations")
 
 
 # ---- 1. namespaces -----------------------------------------------------------------------------
@@ -145,7 +201,7 @@ def resolve_priority(view: View, pod: dict) -> None:
     spec["preemptionPolicy"] = policy
 
 
-# ---- 4. LimitRange -----------------------------------------------------------------------------
+# ---- LimitRanger --------------------------------------------------------------------------------
 
 def default_limit_range(body: dict) -> None:
     """SetDefaults_LimitRangeItem for type Container: default <- max, defaultRequest <- default|min."""
@@ -166,34 +222,72 @@ def default_limit_range(body: dict) -> None:
             del item["defaultRequest"]
 
 
-def apply_limit_ranges(view: View, pod: dict) -> None:
-    ns = object_namespace("Pod", pod)
-    ranges = view.list("LimitRange", ns)
-    if not ranges:
-        return
+def _containers(spec: dict) -> list[tuple[str, dict]]:
+    return ([("container", c) for c in spec.get("containers") or []]
+            + [("init container", c) for c in spec.get("initContainers") or []])
+
+
+def default_limit_ranges(view: View, pod: dict) -> None:
+    """``PodMutateLimitFunc``/``mergeContainerResources``: per LimitRange, its Container
+    defaults fill the limits and requests a container lacks; the annotation lists what was set
+    (``LimitRanger plugin set: cpu, memory request for container c; cpu limit for container c``)."""
     spec = pod.setdefault("spec", {})
-    for lr in ranges:
+    notes: list[str] = []
+    for lr in view.list("LimitRange", object_namespace("Pod", pod)):
+        limits: dict[str, Any] = {}
+        requests: dict[str, Any] = {}
         for item in (lr.get("spec") or {}).get("limits") or []:
-            if item.get("type") != "Container":
-                continue
-            for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
-                resources = container.setdefault("resources", {})
-                for res, value in (resources.get("limits") or {}).items():   # API defaulting
-                    resources.setdefault("requests", {}).setdefault(res, value)
-                for field_name, defaults in (("limits", item.get("default")),
-                                             ("requests", item.get("defaultRequest"))):
-                    for res, value in (defaults or {}).items():
-                        resources.setdefault(field_name, {}).setdefault(res, value)
+            if item.get("type") == "Container":
+                requests.update(item.get("defaultRequest") or {})
+                limits.update(item.get("default") or {})
+        if not limits and not requests:
+            continue
+        for prefix, container in _containers(spec):
+            notes += _merge_defaults(container, prefix, limits, requests)
+    if notes:
+        annotations = pod.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[LIMIT_RANGER_ANNOTATION] = "LimitRanger plugin set: " + "; ".join(notes)
+
+
+def _merge_defaults(container: dict, prefix: str, limits: dict, requests: dict) -> list[str]:
+    resources = container.setdefault("resources", {})
+    current_limits = resources.setdefault("limits", {})
+    current_requests = resources.setdefault("requests", {})
+    for res, value in current_limits.items():          # API defaulting ran before admission
+        current_requests.setdefault(res, value)
+    set_limits = sorted(r for r in limits if r not in current_limits)
+    set_requests = sorted(r for r in requests if r not in current_requests)
+    for res in set_limits:
+        current_limits[res] = limits[res]
+    for res in set_requests:
+        current_requests[res] = requests[res]
+    for field_name in ("limits", "requests"):
+        if not resources[field_name]:
+            del resources[field_name]
+    notes = []
+    name = container.get("name", "")
+    if set_requests:
+        notes.append(f"{', '.join(set_requests)} request for {prefix} {name}")
+    if set_limits:
+        notes.append(f"{', '.join(set_limits)} limit for {prefix} {name}")
+    return notes
+
+
+def validate_limit_ranges(view: View, pod: dict) -> None:
+    """``PodValidateLimitFunc``: Container items against every container and init container,
+    Pod items against ``podRequests``/``podLimits`` (no overhead); errors aggregated."""
+    spec = pod.get("spec") or {}
     errors: list[str] = []
-    for lr in ranges:
+    for lr in view.list("LimitRange", object_namespace("Pod", pod)):
         for item in (lr.get("spec") or {}).get("limits") or []:
             kind = item.get("type")
             if kind == "Container":
-                for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
+                for _, container in _containers(spec):
                     req, lim = container_resources(container)
                     errors += _limit_errors(item, "Container", req, lim)
             elif kind == "Pod":
-                errors += _limit_errors(item, "Pod", pod_requests(pod), pod_limits(pod))
+                errors += _limit_errors(item, "Pod", limit_range_pod_requests(pod),
+                                        limit_range_pod_limits(pod))
     if errors:
         detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
         raise ForbiddenError("pods", pod["metadata"]["name"], detail)
@@ -235,129 +329,104 @@ def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, in
     return out
 
 
-# ---- 5. ResourceQuota --------------------------------------------------------------------------
+# ---- RuntimeClass -------------------------------------------------------------------------------
 
-# Object counts upstream tracks under a bare name besides ``count/<resource>``.
-BARE_COUNT_KEYS = {"Pod": "pods", "ConfigMap": "configmaps",
-                   "PersistentVolumeClaim": "persistentvolumeclaims"}
-
-
-def object_usage(body: dict, keys: list[str]) -> dict[str, int]:
-    """What one object charges against the quota keys ``keys`` (keys it does not touch omitted)."""
-    kind = body.get("kind", "")
-    info = KINDS.get(kind)
-    count_key = ""
-    if info is not None:
-        count_key = f"count/{info.plural}" + (f".{info.group}" if info.group else "")
-    usage: dict[str, int] = {}
-    for key in keys:
-        if kind == "Pod":
-            amount = _pod_usage(body, key) if _pod_counts(body) else 0
-        else:
-            amount = 1 if key in (count_key, BARE_COUNT_KEYS.get(kind)) else 0
-        if amount:
-            usage[key] = amount
-    return usage
+def lookup_runtime_class(view: View, pod: dict) -> dict | None:
+    """``prepareObjects``: the pod's RuntimeClass (``pod rejected: RuntimeClass "x" not found``)."""
+    name = (pod.get("spec") or {}).get("runtimeClassName")
+    if not name:
+        return None
+    found = view.get("RuntimeClass", name)
+    if found is None:
+        raise ForbiddenError("pods", pod["metadata"]["name"],
+                             f'pod rejected: RuntimeClass "{name}" not found')
+    return found
 
 
-def _pod_counts(pod: dict) -> bool:
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+def _overhead_of(runtime_class: dict | None) -> dict[str, int] | None:
+    fixed = ((runtime_class or {}).get("overhead") or {}).get("podFixed")
+    if fixed is None:
+        return None
+    return {str(k): canonical(str(k), v) for k, v in fixed.items()}
 
 
-def _pod_usage(pod: dict, key: str) -> int:
-    if key in ("pods", "count/pods"):
-        return 1
-    if key in ("cpu", "memory"):
-        return pod_requests(pod).get(key, 0)
-    scope, _, res = key.partition(".")
-    if scope == "requests":
-        return pod_requests(pod).get(res, 0)
-    if scope == "limits" and res in ("cpu", "memory", "ephemeral-storage"):
-        return pod_limits(pod).get(res, 0)     # limits.<extended> is accepted, never enforced
-    return 0
+def _pod_overhead(pod: dict) -> dict[str, int] | None:
+    overhead = (pod.get("spec") or {}).get("overhead")
+    if overhead is None:
+        return None
+    return {str(k): canonical(str(k), v) for k, v in overhead.items()}
 
 
-def quota_used(view: View, quota: dict) -> dict[str, int]:
-    ns = object_namespace("ResourceQuota", quota)
-    keys = sorted(((quota.get("spec") or {}).get("hard") or {}).keys())
-    used = {k: 0 for k in keys}
-    for (kind, obj_ns, _), body in sorted(view.objects.items()):
-        if obj_ns != ns:
-            continue
-        for k, v in object_usage(body, keys).items():
-            used[k] += v
-    return used
+OVERHEAD_MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
 
 
-def _resource_of(key: str) -> str:
-    for prefix in ("requests.", "limits."):
-        if key.startswith(prefix):
-            return key[len(prefix):]
-    return key
-
-
-def format_amount_for_key(key: str, amount: int) -> str:
-    return format_amount(_resource_of(key), amount)
-
-
-def check_quota(view: View, body: dict) -> None:
-    """Reject a create that would exceed a quota of its namespace (``used + requested <= hard``)."""
-    kind = body.get("kind", "")
-    info = KINDS.get(kind)
-    if info is None or not info.namespaced or kind == "Event":
+def set_runtime_class(pod: dict, runtime_class: dict | None) -> None:
+    """``setOverhead`` then ``setScheduling`` (plugin/pkg/admission/runtimeclass/admission.go)."""
+    if runtime_class is None:
         return
-    ns = object_namespace(kind, body)
-    name = body["metadata"]["name"]
-    plural = info.plural if not info.group else f"{info.plural}.{info.group}"
-    for quota in view.list("ResourceQuota", ns):
-        qname = quota["metadata"]["name"]
-        hard_raw = (quota.get("spec") or {}).get("hard") or {}
-        keys = sorted(hard_raw)
-        if kind == "Pod":
-            missing = _missing_cpu_memory(body, keys)
-            if missing:
-                raise ForbiddenError(plural, name,
-                                     f"failed quota: {qname}: must specify {','.join(missing)}")
-        requested = object_usage(body, keys)
-        if not requested:
+    spec = pod.setdefault("spec", {})
+    name = pod["metadata"]["name"]
+    fixed = _overhead_of(runtime_class)
+    if fixed is not None:
+        current = _pod_overhead(pod)
+        if current is not None and current != fixed:
+            raise ForbiddenError("pods", name, OVERHEAD_MISMATCH)
+        spec["overhead"] = copy.deepcopy(runtime_class["overhead"]["podFixed"])
+    scheduling = runtime_class.get("scheduling")
+    if not scheduling:
+        return
+    selector = dict(spec.get("nodeSelector") or {})
+    for key, value in (scheduling.get("nodeSelector") or {}).items():
+        if key in selector and selector[key] != value:
+            raise ForbiddenError("pods", name, f"conflict: runtimeClass.scheduling.nodeSelector"
+                                 f"[{key}] = {value}; pod.spec.nodeSelector[{key}] = {selector[key]}")
+        selector[key] = value
+    if selector:
+        spec["nodeSelector"] = selector
+    merged = merge_tolerations(list(spec.get("tolerations") or []),
+                               list(scheduling.get("tolerations") or []))
+    if merged:
+        spec["tolerations"] = merged
+
+
+def validate_overhead(pod: dict, runtime_class: dict | None) -> None:
+    """``validateOverhead``: a pod's overhead must be its RuntimeClass's."""
+    fixed = _overhead_of(runtime_class)
+    current = _pod_overhead(pod)
+    name = pod["metadata"]["name"]
+    if fixed is not None:
+        if current != fixed:
+            raise ForbiddenError("pods", name, OVERHEAD_MISMATCH)
+    elif current is not None:
+        raise ForbiddenError("pods", name, "pod rejected: Pod Overhead set without corresponding "
+                             "RuntimeClass defined Overhead")
+
+
+def _is_superset(big: dict, small: dict) -> bool:
+    """``isSuperset`` (pkg/util/tolerations/tolerations.go): ``big`` tolerates all ``small`` does."""
+    if big.get("effect") and big.get("effect") != small.get("effect"):
+        return False
+    if big.get("key") != small.get("key") and not (
+            not big.get("key") and big.get("operator") == "Exists"):
+        return False
+    if (big.get("operator") or "Equal") == "Equal":
+        if (small.get("operator") or "Equal") != "Equal" or big.get("value") != small.get("value"):
+            return False
+    if big.get("effect") == "NoExecute":
+        big_s, small_s = big.get("tolerationSeconds"), small.get("tolerationSeconds")
+        if big_s is not None and (small_s is None or small_s > big_s):
+            return False
+    return True
+
+
+def merge_tolerations(first: list[dict], second: list[dict]) -> list[dict]:
+    """``MergeTolerations``: both lists, a toleration dropped when another covers it."""
+    every = first + second
+    merged: list[dict] = []
+    for i, toleration in enumerate(every):
+        if any(_is_superset(kept, toleration) for kept in merged):
             continue
-        used = quota_used(view, quota)
-        exceeded = [k for k in keys if k in requested
-                    and used[k] + requested[k] > canonical(_resource_of(k), hard_raw[k])]
-        if exceeded:
-            def pairs(values: dict[str, int]) -> str:
-                return ",".join(f"{k}={format_amount_for_key(k, values[k])}" for k in exceeded)
-            hard = {k: canonical(_resource_of(k), hard_raw[k]) for k in exceeded}
-            raise ForbiddenError(plural, name, f"exceeded quota: {qname}, requested: "
-                                 f"{pairs(requested)}, used: {pairs(used)}, limited: {pairs(hard)}")
-
-
-def _missing_cpu_memory(pod: dict, keys: list[str]) -> list[str]:
-    """Quota keys on cpu/memory that some container of the pod does not declare."""
-    missing = []
-    containers = (pod.get("spec") or {}).get("containers") or []
-    for key in keys:
-        if key not in QUOTA_CPU_MEMORY:
+        if any(other != toleration and _is_superset(other, toleration) for other in every[i + 1:]):
             continue
-        field_name = "limits" if key.startswith("limits.") else "requests"
-        res = _resource_of(key)
-        for container in containers:
-            req, lim = container_resources(container)
-            if res not in (lim if field_name == "limits" else req):
-                missing.append(key)
-                break
-    return sorted(missing)
-
-
-def refresh_quotas(view: View) -> None:
-    """Keep every ResourceQuota's ``status.hard`` and ``status.used`` current."""
-    for quota in view.list("ResourceQuota"):
-        hard_raw = (quota.get("spec") or {}).get("hard") or {}
-        used = quota_used(view, quota)
-        status = {"hard": {k: format_amount_for_key(k, canonical(_resource_of(k), v))
-                           for k, v in sorted(hard_raw.items())},
-                  "used": {k: format_amount_for_key(k, v) for k, v in sorted(used.items())}}
-        if quota.get("status") != status:
-            new = copy.deepcopy(quota)
-            new["status"] = status
-            view.update(new)
+        merged.append(toleration)
+    return merged

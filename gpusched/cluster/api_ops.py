@@ -27,6 +27,7 @@ import copy
 
 from gpusched.cluster.admission import admit
 from gpusched.cluster.apply import check_pod_update
+from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
 from gpusched.cluster.kinds_admission import default_toleration_seconds
@@ -97,7 +98,11 @@ def create(view: View, info: KindInfo, namespace: str, body: object) -> dict:
         meta.pop(field, None)
     if info.kind == "Event":
         return record_event(view, namespace, body)
-    valid = validate_object(body)
+    if info.kind == "Pod":           # request/limit rules after mutating admission (admit)
+        with admission_pending():
+            valid = validate_object(body)
+    else:
+        valid = validate_object(body)
     name = valid["metadata"]["name"]
     if view.get(info.kind, name, namespace) is not None:
         raise AlreadyExistsError(_plural(info), name)

@@ -29,6 +29,7 @@ from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.strict import STRICT, decode_with_mode
+from gpusched.objects.podspec import admission_pending
 from gpusched.objects.validation import validate
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -42,8 +43,13 @@ POD_SPEC_FORBIDDEN = (
 
 
 def validated(manifest, field_validation: str = STRICT) -> tuple[dict, list[str]]:
-    """(the decoded, defaulted object of a manifest, decoding warnings); see the module doc."""
+    """(the decoded, defaulted object of a manifest, decoding warnings); see the module doc.
+    A Pod's request/limit rules wait for admission, which validates the mutated pod (upstream
+    order)."""
     decoded, warnings = decode_with_mode(manifest.obj, field_validation, manifest.where)
+    if isinstance(decoded, dict) and decoded.get("kind") == "Pod":
+        with admission_pending():
+            return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
     return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
 
 
@@ -69,7 +75,11 @@ def apply_one(view: View, manifest, field_validation: str = STRICT) -> tuple[str
     old = view.get(kind, name, ns)
     if old is None:
         meta.setdefault("annotations", {})[LAST_APPLIED] = applied
-        view.create(admit(view, body, None))
+        try:
+            admitted = admit(view, body, None)
+        except InvalidError as err:        # the mutated pod's validation: name the document
+            raise InvalidError(err.kind, err.name, err.errors, where=manifest.where) from None
+        view.create(admitted)
         return kind, name, ns, "created", warnings
     old_annotations = (old.get("metadata") or {}).get("annotations") or {}
     if old_annotations.get(LAST_APPLIED) == applied:

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from gpusched.cluster import scheduling
+from gpusched.cluster import kubelet, scheduling
 from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers import CONTROLLERS, TIMED, bootstrap, pod_lifecycle
@@ -132,7 +132,8 @@ class Cluster:
             before = view.mutations
             for _name, reconcile in CONTROLLERS:
                 reconcile(view)
-            pod_lifecycle.reconcile(view, scheduling.kubelet_admission_error(view))
+            kubelet.admit_bound_pods(view)
+            pod_lifecycle.reconcile(view)
             refresh_quotas(view)
             scheduling.schedule_pending(view)
             if view.mutations == before:

@@ -1,15 +1,22 @@
-"""Resource arithmetic on raw pod dicts, for admission and quota (canonical integer units).
+"""Resource arithmetic on raw pod dicts for admission, in canonical integer units.
 
-A container's request for a resource given only as a limit is the limit (API defaulting). A pod's
-requests (and limits) are ``max(sum over containers, max over init containers) + overhead``, the
-rule kube-scheduler and the quota evaluator use.
+One computation, ``objects.pod.pod_resource_totals`` (containers, restartable "sidecar" init
+containers, then regular init containers, as ``resourcehelper.PodRequests``/``PodLimits`` in
+kubernetes ``pkg/api/v1/resource/helpers.go``), read the way each admission plugin reads it:
 
-Neighbours: used by ``cluster.admission`` and the controllers; ``objects.pod`` computes the same
-totals for the scheduler's PodInfo.
+- ResourceQuota (``pkg/quota/v1/evaluator/core/pods.go`` ``PodUsageFunc``): with ``spec.overhead``
+  (added to every request, to a limit only where the pod has that limit), zero amounts kept;
+- LimitRanger type Pod (``plugin/pkg/admission/limitranger/limitranger.go`` ``podRequests``/
+  ``podLimits``): the same rule without overhead, zero amounts kept;
+- one container (``container_resources``): its requests and limits, a limit alone setting the
+  request (API defaulting, ``SetDefaults_Container``... ``pkg/apis/core/v1/defaults.go``).
+
+Neighbours: used by ``cluster.admission``; the scheduler reads ``objects.pod.pod_info``.
 """
 
 from __future__ import annotations
 
+from gpusched.objects.pod import pod_resource_totals
 from gpusched.objects.quantity import canonical, format_quantity
 
 
@@ -27,27 +34,24 @@ def container_resources(container: dict) -> tuple[dict[str, int], dict[str, int]
     return requests, limits
 
 
-def _pod_total(pod: dict, which: int) -> dict[str, int]:
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for res, value in container_resources(container)[which].items():
-            total[res] = total.get(res, 0) + value
-    for container in spec.get("initContainers") or []:
-        for res, value in container_resources(container)[which].items():
-            total[res] = max(total.get(res, 0), value)
-    for res, value in _amounts(spec.get("overhead")).items():
-        total[res] = total.get(res, 0) + value
-    return total
+def quota_requests(pod: dict) -> dict[str, int]:
+    """``resourcehelper.PodRequests`` as quota charges it, e.g. ``{"cpu": 1500, "nvidia.com/gpu": 2}``."""
+    return pod_resource_totals(pod, keep_zero=True)
 
 
-def pod_requests(pod: dict) -> dict[str, int]:
-    """Effective pod requests, e.g. ``{"cpu": 1500, "nvidia.com/gpu": 2}``."""
-    return _pod_total(pod, 0)
+def quota_limits(pod: dict) -> dict[str, int]:
+    """``resourcehelper.PodLimits`` as quota charges it."""
+    return pod_resource_totals(pod, limits=True, keep_zero=True)
 
 
-def pod_limits(pod: dict) -> dict[str, int]:
-    return _pod_total(pod, 1)
+def limit_range_pod_requests(pod: dict) -> dict[str, int]:
+    """LimitRanger's ``podRequests`` (no overhead)."""
+    return pod_resource_totals(pod, overhead=False, keep_zero=True)
+
+
+def limit_range_pod_limits(pod: dict) -> dict[str, int]:
+    """LimitRanger's ``podLimits`` (no overhead)."""
+    return pod_resource_totals(pod, limits=True, overhead=False, keep_zero=True)
 
 
 def format_amount(resource: str, amount: int) -> str:

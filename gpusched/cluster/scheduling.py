@@ -126,23 +126,6 @@ def node_devices(view: View, node_name: str) -> Any:
     return snapshot.devices[snapshot.index[node_name]]
 
 
-def kubelet_admission_error(view: View):
-    """A function pod -> kubelet's Allocate error message or None (failRequestsGreaterThanOne)."""
-    configmaps = view.list("ConfigMap")
-    cache: dict[str, Any] = {}
-
-    def check(pod: dict) -> str | None:
-        name = pod["spec"]["nodeName"]
-        if name not in cache:
-            node = view.get("Node", name)
-            cache[name] = node_devices_for(node, configmaps) if node else None
-        devices = cache[name]
-        if devices is None:
-            return None
-        return devices.fail_requests_greater_than_one(pod_info(pod))
-    return check
-
-
 # ---- scheduling --------------------------------------------------------------------------------
 
 def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):

@@ -64,6 +64,7 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
     KindInfo("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", ("hpa",), True),
     KindInfo("VerticalPodAutoscaler", "autoscaling.k8s.io/v1", "verticalpodautoscalers", ("vpa",),
              True),
+    KindInfo("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", (), False),
 )}
 
 # apiVersions accepted on input per kind (older group versions still seen in tutorials).

@@ -147,21 +147,20 @@ def _containers_total(spec: Mapping[str, Any],
     return total
 
 
+def _pod_totals(spec: Mapping[str, Any], limits: bool, overhead: bool, keep_zero: bool) -> dict[str, int]:
+    """``resourcehelper.PodRequests`` / ``PodLimits`` (pkg/api/v1/resource/helpers.go): the
+    containers/sidecars/init rule, then ``spec.overhead`` (added to every request; to a limit
+    only where the pod has that limit). ``keep_zero`` keeps zero amounts, as those helpers do."""
+    total = _containers_total(spec, _container_limits if limits else _container_requests)
+    if overhead and spec.get("overhead"):
+        for name, amount in _resource_list(spec.get("overhead"), "spec.overhead").items():
+            if not limits or name in total:
+                total[name] = total.get(name, 0) + amount
+    return total if keep_zero else {name: amount for name, amount in total.items() if amount}
+
+
 def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    total = _containers_total(spec, _container_requests)
-    overhead = spec.get("overhead")
-    if overhead:
-        _add(total, _resource_list(overhead, "spec.overhead"))
-    return {name: amount for name, amount in total.items() if amount}
-
-
-def _pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
-    total = _containers_total(spec, _container_limits)
-    overhead = _resource_list(spec.get("overhead"), "spec.overhead")
-    for name, amount in overhead.items():   # overhead only adds to resources that have a limit
-        if name in total:
-            total[name] += amount
-    return {name: amount for name, amount in total.items() if amount}
+    return _pod_totals(spec, limits=False, overhead=True, keep_zero=False)
 
 
 def _checked(kind: str, name: str, compute):  # type: ignore[no-untyped-def]
@@ -183,7 +182,21 @@ def pod_resource_requests(pod: Mapping[str, Any]) -> dict[str, int]:
 
 def pod_resource_limits(pod: Mapping[str, Any]) -> dict[str, int]:
     """Effective pod limits: the same rule over limits only; overhead adds where a limit exists."""
-    return _checked("Pod", _name(pod), lambda: _pod_limits(pod.get("spec") or _EMPTY))
+    return pod_resource_totals(pod, limits=True)
+
+
+def pod_resource_totals(pod: Mapping[str, Any], limits: bool = False, overhead: bool = True,
+                        keep_zero: bool = False) -> dict[str, int]:
+    """The pod's requests (or ``limits``) by the containers/sidecars/init rule.
+
+    - quota (``pkg/quota/v1/evaluator/core/pods.go`` ``PodUsageFunc``): ``overhead=True,
+      keep_zero=True`` (a zero request is still a request);
+    - LimitRanger type Pod (``plugin/pkg/admission/limitranger/limitranger.go`` ``podRequests``,
+      ``podLimits``): ``overhead=False, keep_zero=True``;
+    - the scheduler: ``overhead=True, keep_zero=False`` (``pod_resource_requests``).
+    """
+    return _checked("Pod", _name(pod), lambda: _pod_totals(pod.get("spec") or _EMPTY, limits,
+                                                           overhead, keep_zero))
 
 
 # ----------------------------------------------------------------------------------------------

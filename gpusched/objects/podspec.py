@@ -12,6 +12,10 @@ topology spread, overhead, priority fields, volumes. Rules follow
   (``must be equal to nvidia.com/gpu limit of 1``), a request needs a limit (``Required value:
   Limit must be set for non overcommitable resources``); cpu/memory requests <= limits.
 
+The request/limit comparisons of a Pod are deferred under ``admission_pending()``: upstream
+validates a pod after mutating admission (a LimitRange default may supply the missing limit),
+so ``cluster.admission`` checks them on the mutated pod.
+
 Also ``validate_label_selector`` (metav1.LabelSelector), ``validate_labels`` and
 ``validate_pod_annotations`` (gpusched's own annotations), used by ``objects.validation``.
 
@@ -20,7 +24,9 @@ Neighbours: fieldcheck (Errors), names, duration, types; used by objects.validat
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
 
 from gpusched.errors import UsageError
 from gpusched.objects.duration import parse_duration
@@ -32,6 +38,17 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+_DEFER_REQUEST_LIMIT_RULES: ContextVar[bool] = ContextVar("defer_request_limit_rules", default=False)
+
+
+@contextmanager
+def admission_pending() -> Iterator[None]:
+    """Skip the request-vs-limit rules (checked again after mutating admission)."""
+    token = _DEFER_REQUEST_LIMIT_RULES.set(True)
+    try:
+        yield
+    finally:
+        _DEFER_REQUEST_LIMIT_RULES.reset(token)
 
 
 def is_extended_resource(name: str) -> bool:
@@ -318,6 +335,8 @@ def _container_resources(container: dict, path: str, e: Errors) -> None:
         if amount is None:
             continue
         text = quantity_text(requests[name])
+        if _DEFER_REQUEST_LIMIT_RULES.get():
+            continue
         if name in limits:
             if name not in parsed_limits:
                 continue

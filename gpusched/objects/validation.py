@@ -63,6 +63,7 @@ from gpusched.objects.names import (
 )
 from gpusched.objects.podspec import (
     TAINT_EFFECTS, validate_label_selector, validate_labels, validate_pod_annotations, validate_pod_spec,
+    validate_tolerations,
 )
 from gpusched.objects.selectors import matches, selector_from_dict
 from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
@@ -460,7 +461,32 @@ def _lease(obj: dict, e: Errors) -> None:
                       "must be an RFC 3339 time with microseconds (2006-01-02T15:04:05.000000Z)")
 
 
+# ----------------------------------------------------------------------------------------------
+# RuntimeClass (node.k8s.io/v1), pkg/apis/node/validation/validation.go ValidateRuntimeClass
+
+
+def _runtime_class(obj: dict, e: Errors) -> None:
+    """``handler`` a DNS-1123 label; ``overhead.podFixed`` quantities; ``scheduling.nodeSelector``
+    labels and ``scheduling.tolerations`` as a pod's."""
+    handler = obj.get("handler")
+    if not isinstance(handler, str):
+        e.invalid("handler", handler if handler is not None else "", "must be a string") \
+            if handler is not None else e.required("handler")
+    else:
+        for msg in dns1123_label_errors(handler):
+            e.invalid("handler", handler, msg)
+    overhead = e.mapping(obj, "overhead", "overhead") or {}
+    for name, value in sorted((e.mapping(overhead, "podFixed", "overhead.podFixed") or {}).items()):
+        e.quantity(value, f"overhead.podFixed[{name}]")
+    scheduling = e.mapping(obj, "scheduling", "scheduling") or {}
+    validate_labels(e.string_map(scheduling, "nodeSelector", "scheduling.nodeSelector"),
+                    "scheduling.nodeSelector", e)
+    validate_tolerations(e.items_of(scheduling, "tolerations", "scheduling.tolerations") or [],
+                         "scheduling.tolerations", e)
+
+
 _VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
+    "RuntimeClass": _runtime_class,
     "Pod": _pod,
     "Deployment": _deployment,
     "ReplicaSet": _deployment,

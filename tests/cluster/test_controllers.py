@@ -178,8 +178,9 @@ def test_fail_requests_greater_than_one_fails_admission(cluster):
     body = cluster.get("pods", ["p"])[0]
     assert body["status"]["phase"] == "Failed"
     assert body["status"]["reason"] == "UnexpectedAdmissionError"
+    # pkg/kubelet/kubelet.go rejectPod prefixes "Pod was rejected: " to the admit message
     assert body["status"]["message"] == (
-        "Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for "
+        "Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for "
         '"nvidia.com/gpu": invalid request: maximum request size for shared resources is 1; '
         "found 2, which is unexpected")
     assert "UnexpectedAdmissionError" in reasons(cluster)

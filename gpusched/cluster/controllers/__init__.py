@@ -33,8 +33,8 @@ CONTROLLERS = (
     ("node-lifecycle", node_lifecycle.reconcile),
     ("containers", containers.reconcile),
 )
-# pod_lifecycle.reconcile runs after these, with the kubelet's device admission check
-# (cluster.scheduling.kubelet_admission_error); then quotas are refreshed and the scheduler runs.
+# After these, the kubelet admits the pods bound to each node (cluster.kubelet), then
+# pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs.
 
 # kind -> per-object timers (``cluster.timers``); add a controller's due function here.
 TIMED = {

@@ -1,0 +1,325 @@
+"""Kubelet admission: what each node's kubelet does with the pods bound to it before they run.
+
+Upstream (``pkg/kubelet/kubelet.go`` ``HandlePodAdditions``/``canAdmitPod``/``rejectPod``) admits
+the pods bound to a node one at a time, oldest ``creationTimestamp`` first, against the pods it
+has already admitted. The admit handlers run in the order ``NewMainKubelet`` registers them:
+
+1. the device manager (``pkg/kubelet/cm/devicemanager/manager.go`` ``devicesToAllocate``, wrapped
+   by ``pkg/kubelet/cm/admission/errors.go`` as ``UnexpectedAdmissionError`` / ``Allocate failed
+   due to <err>, which is unexpected``): ``requested number of devices unavailable for <res>.
+   Requested: <n>, Available: <m>``; the NVIDIA plugin's ``failRequestsGreaterThanOne`` refusal
+   (``devices.node.NodeDevices.fail_requests_greater_than_one``) comes back through the same path.
+   Only resources the device plugin advertises are allocated (``isDevicePluginResource``).
+2. the predicate handler (``pkg/kubelet/lifecycle/predicate.go`` ``Admit``/``generalFilter``):
+   extended resources the node does not list in allocatable are dropped
+   (``removeMissingExtendedResources``: upstream's caveat, such a pod is admitted); then
+   ``scheduler.AdmissionCheck`` (NodeResourcesFit: pods, cpu, memory, ephemeral-storage, then
+   other resources by name; NodeAffinity: nodeSelector and required node affinity) and the
+   NoExecute taints (TaintToleration). The first failure decides: ``OutOf<resource>`` with
+   ``Node didn't have enough resource: <res>, requested: <n>, used: <n>, capacity: <n>``, or the
+   plugin name with ``Predicate <plugin> failed: <reason>``.
+
+A rejected pod gets phase Failed, the reason, ``Pod was rejected: <message>`` and a Warning event
+of that reason from the kubelet (``rejectPod``). It is not retried.
+
+Device holdings are the cluster's own: a pod's ``gpusched.io/assigned-*`` annotations are written
+only by the scheduler's bind and by this module (admission strips a user's, see
+``cluster.admission``). Before new pods are admitted, the holdings of the pods already running
+are re-checked against what the device plugin advertises now (a re-advertisement after a config
+change, a MIG layout change, fewer time-slicing replicas), oldest start first: a pod whose
+devices are gone keeps running on an equivalent free device of the *same* GPUs (its containers
+still use those GPUs; the annotations are rewritten), and when there is none it is failed as the
+kubelet fails it when re-admitting it after a device-plugin restart: ``previously allocated
+devices are no longer healthy; cannot allocate unhealthy devices <res>``. So no device, replica or
+MIG instance is ever held by two live pods, and no node is over-committed.
+
+gpusched's differences: devices are allocated per pod (upstream: per container, so a two-container
+pod's message names one container's count); critical pods do not preempt at the kubelet
+(``CriticalPodAdmissionHandler``); fractional shares (``gpusched.io/gpu-milli``) are gpusched's own
+and report ``requested number of devices unavailable for gpusched.io/gpu-milli. Requested: <milli>,
+Available: <largest free milli>``.
+
+Neighbours: ``cluster.scheduling`` (node devices, bind), ``controllers.pod_lifecycle`` (starts the
+pods admitted here); run by ``cluster.cluster`` in every settle round before the pod lifecycle.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from gpusched.cluster.controllers.common import creation_order, is_terminal
+from gpusched.cluster.view import View
+from gpusched.errors import UsageError
+from gpusched.objects.node import node_info
+from gpusched.objects.pod import pod_info
+from gpusched.objects.selectors import map_matches, node_selector_matches
+from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_START_TIME,
+                                    NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, NodeInfo,
+                                    PodInfo)
+
+log = logging.getLogger(__name__)
+UNEXPECTED = "UnexpectedAdmissionError"
+NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
+OUT_OF = {"cpu": "OutOfcpu", "memory": "OutOfmemory",
+          "ephemeral-storage": "OutOfephemeral-storage", "pods": "OutOfpods"}
+NODE_AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
+TAINT_REASON = "node(s) had taints that the pod didn't tolerate"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A kubelet admission failure: ``reason`` (``OutOfcpu``, ``NodeAffinity`` ...) and message."""
+
+    reason: str
+    message: str
+
+
+def admit_bound_pods(view: View) -> None:
+    """Re-check running pods' devices, then admit or reject the pods waiting on each node."""
+    from gpusched.cluster.scheduling import node_devices_for
+    configmaps = view.list("ConfigMap")
+    by_node: dict[str, list[dict]] = {}
+    for pod in view.list("Pod"):
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name and not is_terminal(pod):
+            by_node.setdefault(node_name, []).append(pod)
+    for node_name, pods in sorted(by_node.items()):
+        node = view.get("Node", node_name)
+        if node is None:
+            continue                 # no kubelet for it: the pod waits, as upstream
+        devices = node_devices_for(node, configmaps)
+        _NodeKubelet(view, node_info(node), devices).run(pods)
+
+
+def _admitted(pod: dict) -> bool:
+    """The kubelet admitted the pod once it started (phase Running or a start time)."""
+    status = pod.get("status") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return status.get("phase") == "Running" or ANN_START_TIME in annotations
+
+
+def _start_order(pod: dict) -> tuple:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    try:
+        started = float(annotations.get(ANN_START_TIME, "inf"))
+    except ValueError:
+        started = float("inf")
+    return (started, *creation_order(pod))
+
+
+class _NodeKubelet:
+    """One node's kubelet for one pass: its devices, what its admitted pods use."""
+
+    def __init__(self, view: View, node: NodeInfo, devices: Any) -> None:
+        self.view, self.node, self.devices = view, node, devices
+        self.used: dict[str, int] = {}
+        self.pod_count = 0
+
+    def run(self, pods: list[dict]) -> None:
+        for pod in sorted((p for p in pods if _admitted(p)), key=_start_order):
+            rejection = self._keep_devices(pod)
+            if rejection is not None:
+                reject(self.view, pod, rejection)
+        for pod in sorted((p for p in pods if not _admitted(p)), key=creation_order):
+            rejection = self._admit(pod)
+            if rejection is not None:
+                reject(self.view, pod, rejection)
+
+    def _charge(self, info: PodInfo) -> None:
+        for name, amount in info.requests.items():
+            self.used[name] = self.used.get(name, 0) + amount
+        self.pod_count += 1
+
+    # ---- running pods: re-check holdings after a re-advertisement ----------------------------
+
+    def _keep_devices(self, pod: dict) -> Rejection | None:
+        info = pod_info(pod)
+        if self.devices is None:
+            self._charge(info)
+            return None
+        current = _assignment(pod, info)
+        if self._try_hold(info.uid, current):
+            self._charge(info)
+            return None
+        remapped = self._equivalent(info, current)
+        if remapped is None:
+            return Rejection(UNEXPECTED, allocate_failed(
+                "previously allocated devices are no longer healthy; cannot allocate unhealthy "
+                f"devices {_first_resource(info)}"))
+        self.devices.hold(info.uid, remapped)
+        _write_assignment(self.view, pod, remapped)
+        log.info("pod %s keeps running on %s after re-advertising", info.key,
+                 ",".join(remapped.device_ids))
+        self._charge(info)
+        return None
+
+    def _try_hold(self, uid: str, assignment: DeviceAssignment) -> bool:
+        try:
+            self.devices.hold(uid, assignment)
+        except UsageError:
+            return False
+        return True
+
+    def _equivalent(self, info: PodInfo, current: DeviceAssignment) -> DeviceAssignment | None:
+        """Free devices of the same GPUs serving the pod's request, or None."""
+        if current.empty or not current.gpu_indices:
+            return None
+        try:
+            found = self.devices.allocate(info, gpus=tuple(current.gpu_indices))
+        except UsageError:
+            return None
+        if found is None or found.empty or set(found.gpu_indices) - set(current.gpu_indices):
+            return None
+        return found
+
+    # ---- new pods ----------------------------------------------------------------------------
+
+    def _admit(self, pod: dict) -> Rejection | None:
+        info = pod_info(pod)
+        assignment, rejection = self._allocate(pod, info)
+        if rejection is None:
+            rejection = self._predicates(pod, info)
+        if rejection is not None:
+            if assignment is not None:
+                self.devices.release(info.uid)
+            return rejection
+        if assignment is not None and assignment != _assignment(pod, info):
+            _write_assignment(self.view, pod, assignment)
+        self._charge(info)
+        return None
+
+    def _allocate(self, pod: dict, info: PodInfo) -> tuple[DeviceAssignment | None, Rejection | None]:
+        """The device manager's admit handler: hold the scheduler's choice when it is still
+        free, else allocate from the free devices (the kubelet picks devices itself)."""
+        devices = self.devices
+        if devices is None or not _plugin_request(devices, info):
+            return None, None
+        refusal = devices.fail_requests_greater_than_one(info)
+        if refusal:
+            return None, Rejection(UNEXPECTED, refusal)
+        chosen = _assignment(pod, info)
+        if not chosen.empty and self._try_hold(info.uid, chosen):
+            return chosen, None
+        try:
+            found = devices.allocate(info)
+        except UsageError:
+            found = None
+        if found is None:
+            return None, Rejection(UNEXPECTED, allocate_failed(_unavailable(devices, info)))
+        devices.hold(info.uid, found)
+        return found, None
+
+    def _predicates(self, pod: dict, info: PodInfo) -> Rejection | None:
+        """``generalFilter``: resources, node affinity, then NoExecute taints."""
+        short = self._insufficient(info)
+        if short is not None:
+            return short
+        node = self.node
+        if not (map_matches(info.node_selector, node.labels) and (
+                info.required_terms is None
+                or node_selector_matches(info.required_terms, node.labels, node.name))):
+            return Rejection("NodeAffinity", f"Predicate NodeAffinity failed: {NODE_AFFINITY_REASON}")
+        for taint in node.taints:
+            if taint.effect == "NoExecute" and not any(t.tolerates(taint) for t in info.tolerations):
+                return Rejection("TaintToleration",
+                                 f"Predicate TaintToleration failed: {TAINT_REASON}")
+        return None
+
+    def _insufficient(self, info: PodInfo) -> Rejection | None:
+        """NodeResourcesFit's ``fitsRequest`` order: pods, cpu, memory, ephemeral-storage, then
+        the other resources by name (upstream iterates a map; sorted here to be deterministic).
+        Device-plugin resources were settled by the device manager; extended resources the node
+        does not list are dropped (``removeMissingExtendedResources``)."""
+        allocatable = self.node.allocatable
+        if "pods" in allocatable and self.pod_count + 1 > allocatable["pods"]:
+            return _out_of("pods", 1, self.pod_count, allocatable["pods"])
+        advertised = self.devices.advertised if self.devices is not None else {}
+        names = [n for n in NATIVE_ORDER if info.requests.get(n)]
+        names += sorted(n for n, v in info.requests.items()
+                        if v and n not in NATIVE_ORDER and n != "pods" and n not in advertised
+                        and n in allocatable)
+        for name in names:
+            need, used, capacity = info.requests[name], self.used.get(name, 0), allocatable.get(name, 0)
+            if need > capacity - used:
+                return _out_of(name, need, used, capacity)
+        return None
+
+
+def _out_of(resource: str, requested: int, used: int, capacity: int) -> Rejection:
+    return Rejection(OUT_OF.get(resource, f"OutOf{resource}"),
+                     f"Node didn't have enough resource: {resource}, requested: {requested}, "
+                     f"used: {used}, capacity: {capacity}")
+
+
+def allocate_failed(error: str) -> str:
+    """``unexpectedAdmissionError.Error()`` (pkg/kubelet/cm/admission/errors.go)."""
+    return f"Allocate failed due to {error}, which is unexpected"
+
+
+def _plugin_request(devices: Any, info: PodInfo) -> bool:
+    """Whether the pod asks for a resource the device plugin serves (``isDevicePluginResource``)."""
+    from gpusched.devices.node import device_requests
+    if info.gpu_milli > 0:
+        return True
+    advertised = devices.advertised
+    return any(resource in advertised for resource in device_requests(info))
+
+
+def _unavailable(devices: Any, info: PodInfo) -> str:
+    """``devicesToAllocate``'s message for the first resource that is short."""
+    from gpusched.devices.node import device_requests
+    if info.gpu_milli > 0:
+        free = max((int(m) for m in devices.free_milli()), default=0)
+        return (f"requested number of devices unavailable for {RESOURCE_GPU_MILLI}. "
+                f"Requested: {info.gpu_milli}, Available: {free}")
+    requests = device_requests(info)
+    for resource, count in requests.items():
+        free = sum(1 for row in devices.rows() if row.resource == resource and not row.holder)
+        if count > free or resource == next(reversed(requests)):
+            return (f"requested number of devices unavailable for {resource}. "
+                    f"Requested: {count}, Available: {free}")
+    return "requested number of devices unavailable"
+
+
+def _first_resource(info: PodInfo) -> str:
+    from gpusched.devices.node import device_requests
+    if info.gpu_milli > 0:
+        return RESOURCE_GPU_MILLI
+    return next(iter(device_requests(info)), "nvidia.com/gpu")
+
+
+def _assignment(pod: dict, info: PodInfo) -> DeviceAssignment:
+    from gpusched.devices.node import assignment_from_annotations, assignment_resource
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    try:
+        return assignment_from_annotations(assignment_resource(info), annotations)
+    except UsageError:
+        return NO_DEVICES
+
+
+def _write_assignment(view: View, pod: dict, assignment: DeviceAssignment) -> None:
+    from gpusched.devices.node import assignment_annotation
+    new = copy.deepcopy(view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod)
+    annotations = new["metadata"].setdefault("annotations", {})
+    annotations.pop(ANN_ASSIGNED_GPUS, None)
+    annotations.pop(ANN_ASSIGNED_DEVICES, None)
+    annotations.update(assignment_annotation(assignment))
+    view.update(new)
+
+
+def reject(view: View, pod: dict, rejection: Rejection) -> None:
+    """``rejectPod``: phase Failed, the reason, ``Pod was rejected: <message>``, a Warning event."""
+    new = copy.deepcopy(view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod)
+    status = new.setdefault("status", {})
+    status.update({"phase": "Failed", "reason": rejection.reason,
+                   "message": f"Pod was rejected: {rejection.message}"})
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in ("Ready", "ContainersReady") and condition.get("status") == "True":
+            condition.update({"status": "False", "reason": "PodFailed",
+                              "lastTransitionTime": view.timestamp()})
+    view.update(new)
+    view.epoch += 1
+    view.record_event(new, rejection.reason, rejection.message, "Warning", "kubelet")
