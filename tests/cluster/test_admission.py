@@ -172,3 +172,191 @@ def test_namespace_in_same_apply_is_usable(cluster):
                                         "metadata": {"name": "team-a"}}),
                         pod("p", namespace="team-a")))
     assert [p["metadata"]["name"] for p in cluster.get("pods", namespace="team-a")] == ["p"]
+
+
+# ---- upstream order: mutate, validate the mutated pod, validating admission ---------------------
+
+def runtime_class(name: str = "kata", overhead: dict | None = None, node_selector: dict | None = None,
+                  tolerations: list | None = None) -> str:
+    body: dict = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                  "metadata": {"name": name}, "handler": name}
+    if overhead:
+        body["overhead"] = {"podFixed": overhead}
+    if node_selector or tolerations:
+        body["scheduling"] = {k: v for k, v in (("nodeSelector", node_selector),
+                                                 ("tolerations", tolerations)) if v}
+    return yaml.safe_dump(body)
+
+
+ORDER_CASES = [
+    # pkg/apis/core/validation ValidateResourceRequirements runs on the LimitRanger-mutated pod:
+    # the default limit leaves the GPU request unequal to its limit
+    ("limitrange-default-then-validation",
+     limit_range([{"type": "Container", "default": {"nvidia.com/gpu": "1"}}]),
+     pod_with("p", requests={"nvidia.com/gpu": "2"}),
+     'test.yaml: document 0: The Pod "p" is invalid: spec.containers[0].resources.requests'
+     '[nvidia.com/gpu]: Invalid value: "2": must be equal to nvidia.com/gpu limit of 1'),
+    # the same rule without a LimitRange: a GPU request needs a limit
+    ("gpu-request-without-limit", "", pod_with("p", requests={"nvidia.com/gpu": "1"}),
+     'test.yaml: document 0: The Pod "p" is invalid: spec.containers[0].resources.limits'
+     "[nvidia.com/gpu]: Required value: Limit must be set for non overcommitable resources"),
+    # plugin/pkg/admission/runtimeclass/admission.go validateOverhead
+    ("overhead-without-runtimeclass", "", pod_with("p", overhead={"cpu": "250m"}),
+     'pods "p" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass '
+     "defined Overhead"),
+    # runtimeclass/admission.go setOverhead
+    ("overhead-differs-from-runtimeclass", runtime_class(overhead={"cpu": "250m"}),
+     pod_with("p", runtimeClassName="kata", overhead={"cpu": "100m"}),
+     "pods \"p\" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined "
+     "Overhead"),
+    # runtimeclass/admission.go prepareObjects
+    ("runtimeclass-not-found", "", pod_with("p", runtimeClassName="nope"),
+     'pods "p" is forbidden: pod rejected: RuntimeClass "nope" not found'),
+    # runtimeclass/admission.go setScheduling
+    ("runtimeclass-nodeselector-conflict", runtime_class(node_selector={"sandbox": "kata"}),
+     pod_with("p", runtimeClassName="kata", nodeSelector={"sandbox": "gvisor"}),
+     'pods "p" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] = kata; '
+     "pod.spec.nodeSelector[sandbox] = gvisor"),
+    # LimitRanger Validate on the Pod type: podRequests without overhead, sidecars added
+    # (plugin/pkg/admission/limitranger/limitranger.go podRequests)
+    ("limitrange-pod-counts-sidecars",
+     join(limit_range([{"type": "Pod", "max": {"cpu": "2"}}]), runtime_class(overhead={"cpu": "5"})),
+     yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+         "runtimeClassName": "kata",
+         "initContainers": [{"name": "side", "image": "x", "restartPolicy": "Always",
+                             "resources": {"limits": {"cpu": "1500m"}}}],
+         "containers": [{"name": "c", "image": "x", "resources": {"limits": {"cpu": "1"}}}]}}),
+     'pods "p" is forbidden: maximum cpu usage per Pod is 2, but limit is 2500m'),
+    # limitranger.go minConstraint over podRequests: a zero request is a request (kept)
+    ("limitrange-pod-zero-request-kept",
+     limit_range([{"type": "Pod", "min": {"cpu": "100m"}}]), pod_with("p", requests={"cpu": "0"}),
+     'pods "p" is forbidden: minimum cpu usage per Pod is 100m, but request is 0'),
+]
+
+
+@pytest.mark.parametrize("setup,document,message", [c[1:] for c in ORDER_CASES],
+                         ids=[c[0] for c in ORDER_CASES])
+def test_admission_order_rejections(cluster, setup, document, message):
+    apply(cluster, pool(count=1))
+    if setup:
+        apply(cluster, setup)
+    before = cluster.view().snapshot()
+    with pytest.raises(GpuschedError) as err:
+        apply(cluster, document)
+    assert str(err.value) == message
+    assert cluster.view().snapshot() == before
+
+
+def test_limitrange_default_supplies_gpu_limit(cluster):
+    """Validation after LimitRanger (upstream order): the default limit makes the pod valid."""
+    apply(cluster, join(pool(count=1), limit_range([{"type": "Container", "default": {"nvidia.com/gpu": "1"}}])))
+    apply(cluster, pod_with("p", requests={"nvidia.com/gpu": "1"}))
+    body = cluster.get("pods", ["p"])[0]
+    assert body["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    # limitranger.go mergePodResourceRequirements annotation
+    assert body["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: nvidia.com/gpu limit for container c")
+    assert body["status"]["phase"] == "Running"
+
+
+def test_runtimeclass_sets_overhead_and_scheduling(cluster):
+    """runtimeclass/admission.go setOverhead, setScheduling (MergeTolerations)."""
+    apply(cluster, join(pool(count=1, labels={"sandbox": "kata"}), runtime_class(
+        overhead={"cpu": "250m", "memory": "120Mi"}, node_selector={"sandbox": "kata"},
+        tolerations=[{"key": "kata", "operator": "Exists"}])))
+    apply(cluster, pod_with("p", limits={"cpu": "1"}, runtimeClassName="kata",
+                            tolerations=[{"key": "kata", "operator": "Exists"},
+                                         {"key": "x", "operator": "Equal", "value": "y"}]))
+    spec = cluster.get("pods", ["p"])[0]["spec"]
+    assert spec["overhead"] == {"cpu": "250m", "memory": "120Mi"}
+    assert spec["nodeSelector"] == {"sandbox": "kata"}
+    assert spec["tolerations"] == [{"key": "kata", "operator": "Exists"},
+                                   {"key": "x", "operator": "Equal", "value": "y"}]
+    assert spec["nodeName"] == "gpu-1"
+
+
+# ---- ResourceQuota scopes and what upstream tracks ----------------------------------------------
+
+def scoped_quota(name: str, hard: dict, scopes: list | None = None, selector: list | None = None) -> str:
+    spec: dict = {"hard": hard}
+    if scopes:
+        spec["scopes"] = scopes
+    if selector:
+        spec["scopeSelector"] = {"matchExpressions": selector}
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ResourceQuota",
+                           "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+
+
+GPU_POD = pod_with("g", limits={"nvidia.com/gpu": "1"})                     # BestEffort: no cpu/memory
+CPU_POD = pod_with("c", limits={"cpu": "1", "nvidia.com/gpu": "1"})         # Guaranteed
+DEADLINE_POD = pod_with("d", limits={"cpu": "1"}, activeDeadlineSeconds=60)  # Terminating
+
+# pkg/quota/v1/evaluator/core/pods.go podMatchesScopeFunc, generic.Matches (scopes ANDed)
+SCOPE_CASES = [
+    ("besteffort-counts-gpu-only-pod", ["BestEffort"], None, {"pods": "5"}, {"pods": "1"}),
+    ("notbesteffort", ["NotBestEffort"], None, {"pods": "5", "requests.nvidia.com/gpu": "5"},
+     {"pods": "3", "requests.nvidia.com/gpu": "1"}),
+    ("terminating", ["Terminating"], None, {"pods": "5"}, {"pods": "1"}),
+    ("notterminating-and-notbesteffort", ["NotTerminating", "NotBestEffort"], None,
+     {"pods": "5"}, {"pods": "2"}),
+    ("priorityclass-in", None, [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}],
+     {"pods": "5"}, {"pods": "1"}),
+    ("priorityclass-doesnotexist", None, [{"scopeName": "PriorityClass", "operator": "DoesNotExist"}],
+     {"pods": "5"}, {"pods": "3"}),
+    # count/pods tracks every pod in storage; configmaps are not pods: a scoped quota skips them
+    ("unscoped-tracks-counts", None, None, {"count/pods": "9", "configmaps": "9"},
+     {"count/pods": "4", "configmaps": "0"}),
+]
+
+
+@pytest.mark.parametrize("scopes,selector,hard,used", [c[1:] for c in SCOPE_CASES],
+                         ids=[c[0] for c in SCOPE_CASES])
+def test_quota_scopes(cluster, scopes, selector, hard, used):
+    apply(cluster, join(pool(count=1), priority_class("high", 1000), scoped_quota("q", hard, scopes, selector)))
+    apply(cluster, join(GPU_POD, CPU_POD, DEADLINE_POD))
+    high = yaml.safe_load(DEADLINE_POD)
+    high["metadata"]["name"] = "h"
+    high["spec"]["priorityClassName"] = "high"
+    del high["spec"]["activeDeadlineSeconds"]
+    apply(cluster, yaml.safe_dump(high))
+    assert cluster.get("quota", ["q"])[0]["status"]["used"] == used
+
+
+def test_scoped_quota_rejects_only_matching_pods(cluster):
+    apply(cluster, join(pool(count=1), scoped_quota("be", {"pods": "0"}, ["BestEffort"])))
+    apply(cluster, CPU_POD)                    # NotBestEffort: not charged
+    with pytest.raises(GpuschedError) as err:
+        apply(cluster, GPU_POD)
+    assert str(err.value) == ('pods "g" is forbidden: exceeded quota: be, requested: pods=1, '
+                              "used: pods=0, limited: pods=0")
+
+
+# pods.go PodUsageFunc: resourcehelper.PodRequests (sidecars added, overhead added, zeros kept),
+# PodLimits (overhead only onto a limit the pod has)
+USAGE_CASES = [
+    ("sidecar-adds-to-containers",
+     {"initContainers": [{"name": "s", "image": "x", "restartPolicy": "Always",
+                          "resources": {"requests": {"cpu": "500m"}}}],
+      "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
+     {"requests.cpu": "1500m"}),
+    ("init-container-max",
+     {"initContainers": [{"name": "i", "image": "x", "resources": {"requests": {"cpu": "3"}}}],
+      "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
+     {"requests.cpu": "3"}),
+    ("overhead-on-requests-and-set-limits",
+     {"runtimeClassName": "kata",
+      "containers": [{"name": "c", "image": "x", "resources": {"limits": {"cpu": "1"}}}]},
+     {"requests.cpu": "1250m", "limits.cpu": "1250m"}),
+    ("zero-request-kept",
+     {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "0"}}}]},
+     {"requests.cpu": "0"}),
+]
+
+
+@pytest.mark.parametrize("spec,used", [c[1:] for c in USAGE_CASES], ids=[c[0] for c in USAGE_CASES])
+def test_quota_pod_usage(cluster, spec, used):
+    apply(cluster, join(pool(count=1), runtime_class(overhead={"cpu": "250m"}),
+                        quota("q", {key: "10" for key in used})))
+    apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                   "spec": spec}))
+    assert cluster.get("quota", ["q"])[0]["status"]["used"] == used

@@ -1,0 +1,239 @@
+"""Kubelet admission (cluster/kubelet.py): pods bound past the scheduler, cluster-owned device
+holdings, and re-advertising under running pods. Each case cites the upstream source it follows."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gpusched.cluster.scheduling import node_devices
+
+from .builders import apply, join, phase, pod, pool
+
+ASSIGNED = ("gpusched.io/assigned-gpus", "gpusched.io/assigned-devices")
+
+
+def bound_pod(name: str, node: str = "gpu-1", gpus: int = 0, cpu: str = "", **spec) -> str:
+    """A pod bound by the user through spec.nodeName (no scheduler involved)."""
+    body = yaml.safe_load(pod(name, gpus=gpus, cpu=cpu, **spec))
+    body["spec"]["nodeName"] = node
+    return yaml.safe_dump(body)
+
+
+def status_of(cluster, name: str) -> tuple[str, str, str]:
+    status = cluster.get("pods", [name])[0]["status"]
+    return status.get("phase", ""), status.get("reason", ""), status.get("message", "")
+
+
+CASES = [
+    # pkg/kubelet/cm/devicemanager/manager.go devicesToAllocate + cm/admission/errors.go
+    ("device-manager-gpus-short", pool(count=1, gpus=2, model="T4"),
+     [bound_pod("a", gpus=2), bound_pod("b", gpus=1)], "b",
+     ("Failed", "UnexpectedAdmissionError",
+      "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+      "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")),
+    # pkg/kubelet/lifecycle/predicate.go InsufficientResourceError, reason OutOfcpu
+    ("predicate-out-of-cpu", pool(count=1, gpus=0, cpu="4"),
+     [bound_pod("a", cpu="3"), bound_pod("b", cpu="2")], "b",
+     ("Failed", "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu, "
+      "requested: 2000, used: 3000, capacity: 4000")),
+    # predicate.go: OutOfpods ("Too many pods" is the scheduler's wording; the kubelet's message)
+    ("predicate-out-of-pods", pool(count=1, gpus=0, pods=1),
+     [bound_pod("a"), bound_pod("b")], "b",
+     ("Failed", "OutOfpods", "Pod was rejected: Node didn't have enough resource: pods, "
+      "requested: 1, used: 1, capacity: 1")),
+    # predicate.go generalFilter -> scheduler.AdmissionCheck nodeaffinity.ErrReasonPod
+    ("predicate-node-affinity", pool(count=1, gpus=0),
+     [bound_pod("a", nodeSelector={"zone": "b"})], "a",
+     ("Failed", "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed: node(s) "
+      "didn't match Pod's node affinity/selector")),
+    # predicate.go generalFilter ignores NoSchedule taints: the kubelet runs the pod
+    ("noschedule-taint-admitted", pool(count=1, gpus=0,
+                                       taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+     [bound_pod("a")], "a", ("Running", "", "")),
+    # predicate.go removeMissingExtendedResources: an extended resource the node does not
+    # list is dropped, so the pod is admitted (upstream's documented caveat)
+    ("missing-extended-resource-admitted", pool(count=1, gpus=0),
+     [bound_pod("a", gpus=1)], "a", ("Running", "", "")),
+    # kubelet.go HandlePodAdditions: oldest first; the device manager runs before predicates,
+    # so a pod short of GPUs and of affinity reports the device manager's error
+    ("device-manager-before-predicates", pool(count=1, gpus=1, model="T4"),
+     [bound_pod("a", gpus=1), bound_pod("b", gpus=1, nodeSelector={"zone": "b"})], "b",
+     ("Failed", "UnexpectedAdmissionError",
+      "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+      "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")),
+]
+
+
+def test_case_ids_are_unique():
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("nodes,pods,name,want", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_kubelet_admission(cluster, nodes, pods, name, want):
+    apply(cluster, nodes)
+    for text in pods:
+        apply(cluster, text)
+    assert status_of(cluster, name) == want
+    if want[0] == "Failed":
+        events = [e for e in cluster.events() if e["reason"] == want[1]]
+        assert events and events[-1]["message"] == want[2].removeprefix("Pod was rejected: ")
+        assert events[-1]["source"]["component"] == "kubelet"
+
+
+@pytest.mark.parametrize("effect,tolerated,want", [
+    # predicate.go generalFilter: FindMatchingUntoleratedTaint over NoExecute taints only
+    ("NoExecute", False, ("TaintToleration", "Predicate TaintToleration failed: node(s) had "
+                          "taints that the pod didn't tolerate")),
+    ("NoExecute", True, None),
+    ("NoSchedule", False, None),
+], ids=["noexecute-untolerated", "noexecute-tolerated", "noschedule-ignored"])
+def test_taint_predicate(effect, tolerated, want):
+    """Unit level: in a cluster the NoExecute taint manager evicts such a pod as well."""
+    from gpusched.cluster.kubelet import _NodeKubelet
+    from gpusched.objects.node import node_info
+    from gpusched.objects.pod import pod_info
+    node = {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "value": "v", "effect": effect}]},
+            "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}
+    body = yaml.safe_load(bound_pod("a", node="n"))
+    if tolerated:
+        body["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    rejection = _NodeKubelet(None, node_info(node), None)._predicates(body, pod_info(body))
+    assert (None if rejection is None else (rejection.reason, rejection.message)) == want
+
+
+def test_admitted_pods_never_overcommit_gpus(cluster):
+    apply(cluster, pool(count=1, gpus=2, model="T4"))
+    apply(cluster, join(*(bound_pod(f"p{i}", gpus=1) for i in range(4))))
+    running = [p for p in cluster.get("pods") if p["status"]["phase"] == "Running"]
+    assert [p["metadata"]["name"] for p in running] == ["p0", "p1"]
+    held = [p["metadata"]["annotations"]["gpusched.io/assigned-devices"] for p in running]
+    assert len(set(held)) == 2
+
+
+@pytest.mark.parametrize("annotations", [
+    {"gpusched.io/assigned-gpus": "0", "gpusched.io/assigned-devices": "GPU-forged"},
+    {"gpusched.io/start-time": "0.0"},
+], ids=["assignment", "start-time"])
+def test_user_written_holdings_are_ignored(cluster, annotations):
+    """gpusched's own rule: device holdings are the cluster's state, never a user's annotation."""
+    apply(cluster, join(pool(count=1, gpus=1, model="T4"), pod("a", gpus=1)))
+    held = cluster.get("pods", ["a"])[0]["metadata"]["annotations"]["gpusched.io/assigned-devices"]
+    body = yaml.safe_load(bound_pod("b", gpus=1))
+    body["metadata"]["annotations"] = dict(annotations)
+    if "gpusched.io/assigned-devices" in annotations:
+        annotations["gpusched.io/assigned-devices"] = held
+        body["metadata"]["annotations"] = dict(annotations)
+    apply(cluster, yaml.safe_dump(body))
+    assert status_of(cluster, "b")[:2] == ("Failed", "UnexpectedAdmissionError")
+    rows = [r for r in node_devices(cluster.view(), "gpu-1").rows() if r.holder]
+    assert len(rows) == 1
+
+
+def test_update_cannot_rewrite_holdings(cluster):
+    apply(cluster, join(pool(count=1, gpus=2, model="T4"), pod("a", gpus=1), pod("b", gpus=1)))
+    a, b = (cluster.get("pods", [n])[0] for n in ("a", "b"))
+    forged = yaml.safe_load(pod("a", gpus=1))
+    forged["metadata"]["annotations"] = {k: b["metadata"]["annotations"][k] for k in ASSIGNED}
+    apply(cluster, yaml.safe_dump(forged))
+    after = cluster.get("pods", ["a"])[0]["metadata"]["annotations"]
+    assert {k: after[k] for k in ASSIGNED} == {k: a["metadata"]["annotations"][k] for k in ASSIGNED}
+
+
+# ---- re-advertising under running pods ---------------------------------------------------------
+
+def time_slicing(replicas: int) -> str:
+    config = {"version": "v1", "sharing": {"timeSlicing": {
+        "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}]}}}
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "time-slicing-config", "namespace": "default"},
+                           "data": {"any": yaml.safe_dump(config)}})
+
+
+def test_shrinking_replicas_fails_pods_that_lost_their_replica(cluster):
+    """devicemanager/manager.go devicesToAllocate: ``previously allocated devices are no longer
+    healthy; cannot allocate unhealthy devices <res>``, as when the kubelet re-admits after a
+    device-plugin restart."""
+    apply(cluster, join(pool(count=1, gpus=1, model="T4"), time_slicing(4)))
+    apply(cluster, join(*(pod(f"p{i}", gpus=1) for i in range(4))))
+    assert [phase(cluster, f"p{i}") for i in range(4)] == ["Running"] * 4
+    apply(cluster, time_slicing(2))
+    phases = [status_of(cluster, f"p{i}") for i in range(4)]
+    assert [p[0] for p in phases].count("Running") == 2
+    failed = [p for p in phases if p[0] == "Failed"]
+    assert failed == [("Failed", "UnexpectedAdmissionError",
+                       "Pod was rejected: Allocate failed due to previously allocated devices are "
+                       "no longer healthy; cannot allocate unhealthy devices nvidia.com/gpu, which "
+                       "is unexpected")] * 2
+    assert_no_double_holding(cluster)
+
+
+def test_mig_layout_change_fails_whole_gpu_holder(cluster):
+    apply(cluster, pool(count=1, gpus=1, model="A100-40GB", migStrategy="mixed"))
+    apply(cluster, pod("a", gpus=1))
+    assert phase(cluster, "a") == "Running"
+    cluster.label("node", "gpu-1", {"nvidia.com/mig.config": "all-1g.5gb"})
+    assert status_of(cluster, "a")[:2] == ("Failed", "UnexpectedAdmissionError")
+    assert_no_double_holding(cluster)
+
+
+def assert_no_double_holding(cluster) -> None:
+    """Every live pod's devices exist on its node, and no device has two live holders."""
+    view = cluster.view()
+    seen: dict[tuple[str, str], str] = {}
+    for body in view.list("Pod"):
+        if body["status"].get("phase") not in ("Running", "Pending") or not body["spec"].get("nodeName"):
+            continue
+        ids = (body["metadata"].get("annotations") or {}).get("gpusched.io/assigned-devices", "")
+        node = body["spec"]["nodeName"]
+        devices = node_devices(view, node)
+        known = {r.device_id for r in devices.rows()} if devices is not None else set()
+        for device in filter(None, ids.split(",")):
+            assert device in known, f"{body['metadata']['name']} holds vanished {device}"
+            key = (node, device)
+            assert key not in seen, f"{device} held by {seen.get(key)} and {body['metadata']['name']}"
+            seen[key] = body["metadata"]["name"]
+
+
+CHURN = st.lists(st.one_of(
+    st.tuples(st.just("replicas"), st.integers(1, 4)),
+    st.tuples(st.just("plain"), st.just(0)),
+    st.tuples(st.just("pods"), st.integers(1, 4)),
+    st.tuples(st.just("bound"), st.integers(1, 2)),
+    st.tuples(st.just("delete"), st.integers(0, 9)),
+), min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=CHURN)
+def test_config_churn_never_double_holds(tmp_path_factory, steps):
+    """Property: random device-plugin config churn (time-slicing replicas up and down, back to
+    plain GPUs) under running and user-bound pods never leaves a device held twice, and a node's
+    live pods never hold more devices than it advertises."""
+    from gpusched.cluster.cluster import Cluster
+    with Cluster.open(str(tmp_path_factory.mktemp("churn") / "c.db")) as cluster:
+        apply(cluster, pool(count=1, gpus=2, model="T4"))
+        made = 0
+        for kind, n in steps:
+            if kind == "replicas":
+                apply(cluster, time_slicing(n))
+            elif kind == "plain":
+                cluster.delete("configmap", "time-slicing-config") if cluster.get("configmap") else None
+            elif kind == "pods":
+                apply(cluster, join(*(pod(f"p{made + i}", gpus=1) for i in range(n))))
+                made += n
+            elif kind == "bound":
+                apply(cluster, bound_pod(f"p{made}", gpus=n))
+                made += 1
+            elif kind == "delete" and n < made and cluster.get("pods", namespace="default"):
+                names = [p["metadata"]["name"] for p in cluster.get("pods")]
+                if f"p{n}" in names:
+                    cluster.delete("pod", f"p{n}")
+            assert_no_double_holding(cluster)
+            view = cluster.view()
+            devices = node_devices(view, "gpu-1")
+            live = [p for p in view.list("Pod") if p["status"].get("phase") == "Running"]
+            held = sum(len(list(filter(None, (p["metadata"].get("annotations") or {}).get(
+                "gpusched.io/assigned-devices", "").split(",")))) for p in live)
+            assert held <= sum(devices.advertised.values())
