@@ -50,7 +50,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from gpusched.cluster.controllers.common import creation_order, is_terminal
+from gpusched.cluster.controllers.common import TERMINAL, creation_order
 from gpusched.cluster.view import View
 from gpusched.errors import UsageError
 from gpusched.objects.node import node_info
@@ -62,6 +62,7 @@ from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN
 
 log = logging.getLogger(__name__)
 UNEXPECTED = "UnexpectedAdmissionError"
+_EMPTY: dict = {}
 NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
 OUT_OF = {"cpu": "OutOfcpu", "memory": "OutOfmemory",
           "ephemeral-storage": "OutOfephemeral-storage", "pods": "OutOfpods"}
@@ -82,16 +83,32 @@ def admit_bound_pods(view: View) -> None:
     from gpusched.cluster.scheduling import node_devices_for
     configmaps = view.list("ConfigMap")
     by_node: dict[str, list[dict]] = {}
+    newest: dict[str, int] = {}
     for pod in view.list("Pod"):
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if node_name and not is_terminal(pod):
-            by_node.setdefault(node_name, []).append(pod)
+        node_name = (pod.get("spec") or _EMPTY).get("nodeName")
+        if not node_name or (pod.get("status") or _EMPTY).get("phase") in TERMINAL:
+            continue
+        by_node.setdefault(node_name, []).append(pod)
+        version = int(pod["metadata"].get("resourceVersion") or 0)
+        if version > newest.get(node_name, 0):
+            newest[node_name] = version
+    # A node whose object, ConfigMaps and bound pods are those of the last pass has nothing new
+    # to admit or re-check (this runs at every settle round; see controllers.device_plugin).
+    # The key changes iff one of them changed: every create or update takes a resourceVersion
+    # above all others, and a pod leaving the node (deleted, terminal) lowers the count.
+    seen = view.memo.setdefault("kubelet", {})
+    cm_versions = tuple(c["metadata"].get("resourceVersion") for c in configmaps)
     for node_name, pods in sorted(by_node.items()):
         node = view.get("Node", node_name)
         if node is None:
             continue                 # no kubelet for it: the pod waits, as upstream
+        key = (node["metadata"].get("resourceVersion"), cm_versions, len(pods), newest[node_name])
+        if seen.get(node_name) == key:
+            continue
+        before = view.mutations
         devices = node_devices_for(node, configmaps)
         _NodeKubelet(view, node_info(node), devices).run(pods)
+        seen[node_name] = key if view.mutations == before else None
 
 
 def _admitted(pod: dict) -> bool:

@@ -22,7 +22,7 @@ def bound_pod(name: str, node: str = "gpu-1", gpus: int = 0, cpu: str = "", **sp
 
 
 def status_of(cluster, name: str) -> tuple[str, str, str]:
-    status = cluster.get("pods", [name])[0]["status"]
+    status = cluster.get("pods", [name])[0].get("status") or {}
     return status.get("phase", ""), status.get("reason", ""), status.get("message", "")
 
 
@@ -237,3 +237,12 @@ def test_config_churn_never_double_holds(tmp_path_factory, steps):
             held = sum(len(list(filter(None, (p["metadata"].get("annotations") or {}).get(
                 "gpusched.io/assigned-devices", "").split(",")))) for p in live)
             assert held <= sum(devices.advertised.values())
+
+
+def test_pod_bound_to_missing_node_stays_pending(cluster):
+    """No kubelet watches a node that does not exist: the pod stays Pending (upstream)."""
+    apply(cluster, pool(count=1, gpus=0))
+    apply(cluster, bound_pod("a", node="nowhere"))
+    assert status_of(cluster, "a")[0] in ("", "Pending")
+    cluster.advance(3600)
+    assert status_of(cluster, "a")[0] in ("", "Pending")

@@ -1,11 +1,10 @@
 """Pod lifecycle (the kubelet's part): bound pods start, run for their duration, and finish.
 
-- A pod bound to a node (``spec.nodeName``) and still Pending passes kubelet admission and is
+- A pod bound to an existing node (``spec.nodeName``) and still Pending has passed kubelet
+  admission (``cluster.kubelet`` runs just before, failing those the kubelet rejects) and is
   Running at once: ``status.startTime``, the annotation ``gpusched.io/start-time`` (virtual
-  seconds), containerStatuses, conditions PodScheduled/Initialized/ContainersReady/Ready.
-- Kubelet admission fails for a pod asking for more than one replica of a shared GPU whose
-  plugin config sets ``failRequestsGreaterThanOne`` (nvidia-gpu-stack.md 1.6/1.9): phase Failed,
-  reason ``UnexpectedAdmissionError``, a Warning event with the kubelet's message. Not retried.
+  seconds), containerStatuses, conditions PodScheduled/Initialized/ContainersReady/Ready. A pod
+  bound to a node that does not exist has no kubelet and stays Pending, as upstream.
 - Run time: the annotation ``gpusched.io/duration`` (``30m``), else a container command
   ``sleep N`` (also ``sh -c "sleep N"``); without either the pod runs until deleted. At
   ``start + duration`` the pod is Succeeded (containers terminated, reason Completed). Every pod
@@ -88,7 +87,8 @@ def reconcile(view: View, admission_error=None) -> None:
     """
     for pod in view.list("Pod"):
         phase = (pod.get("status") or {}).get("phase", "Pending")
-        if phase == "Pending" and (pod.get("spec") or {}).get("nodeName"):
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if phase == "Pending" and node_name and view.get("Node", node_name) is not None:
             error = admission_error(pod) if admission_error else ""
             if error:
                 fail_admission(view, pod, error)
