@@ -270,8 +270,14 @@ def test_runtimeclass_sets_overhead_and_scheduling(cluster):
     spec = cluster.get("pods", ["p"])[0]["spec"]
     assert spec["overhead"] == {"cpu": "250m", "memory": "120Mi"}
     assert spec["nodeSelector"] == {"sandbox": "kata"}
-    assert spec["tolerations"] == [{"key": "kata", "operator": "Exists"},
-                                   {"key": "x", "operator": "Equal", "value": "y"}]
+    # DefaultTolerationSeconds runs before RuntimeClass (AllOrderedPlugins); the RuntimeClass's
+    # toleration equal to the pod's is merged away (pkg/util/tolerations MergeTolerations)
+    assert spec["tolerations"] == [
+        {"key": "kata", "operator": "Exists"}, {"key": "x", "operator": "Equal", "value": "y"},
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300}]
     assert spec["nodeName"] == "gpu-1"
 
 
