@@ -79,7 +79,9 @@ def trim(node: object) -> object:
     for key, value in node.items():
         if key == "properties":
             out[key] = {prop: trim(schema) for prop, schema in value.items()}
-        elif key in KEEP or key.startswith("x-kubernetes-"):
+        elif key.startswith("x-kubernetes-"):
+            out[key] = value          # extension values are data (group-version-kind maps), kept whole
+        elif key in KEEP:
             out[key] = trim(value)
     return out
 

@@ -143,6 +143,11 @@ def _jsonable(value: Any, source: str, index: int) -> Any:
                         f"{type(value).__name__}")
 
 
+def yaml_load(text: str) -> Any:
+    """One YAML document as the manifest loader reads it (duplicate keys marked), for API bodies."""
+    return yaml.load(text, Loader=_Loader)
+
+
 def _key_text(key: Any) -> str:
     if isinstance(key, bool):
         return "true" if key else "false"

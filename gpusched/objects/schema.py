@@ -52,10 +52,10 @@ class Schemas:
     kinds: dict             # "apiVersion Kind" -> KindSchema
 
 
-def _definition_name(api_version: str, kind: str) -> str:
+def own_definition_name(api_version: str, kind: str) -> str:
     """A CRD's schema name as the API server publishes it: the group reversed, then version, kind.
 
-    >>> _definition_name("nvidia.com/v1", "ClusterPolicy")
+    >>> own_definition_name("nvidia.com/v1", "ClusterPolicy")
     'com.nvidia.v1.ClusterPolicy'
     """
     group, _, version = api_version.rpartition("/")
@@ -77,7 +77,7 @@ def _own_kind(path: str) -> tuple[KindSchema, dict]:
     properties.update(schema.get("properties") or {})
     schema["properties"] = properties
     schema["x-kubernetes-group-version-kind"] = [{"group": group, "version": version, "kind": kind}]
-    name = _definition_name(api_version, kind)
+    name = own_definition_name(api_version, kind)
     return KindSchema(api_version, kind, name, True), schema
 
 
@@ -111,6 +111,46 @@ def resolve(node: dict) -> dict:
     while "$ref" in node:
         node = definitions[node["$ref"].rpartition("/")[2]]
     return node
+
+
+def closure(names: list[str]) -> list[str]:
+    """The named definitions and every definition they refer to, sorted."""
+    definitions = load().definitions
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(_refs(definitions[name]) - seen)
+    return sorted(seen)
+
+
+def _refs(node: object) -> set[str]:
+    if isinstance(node, list):
+        return set().union(*map(_refs, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    found = {node["$ref"].rpartition("/")[2]} if isinstance(node.get("$ref"), str) else set()
+    for value in node.values():
+        found |= _refs(value)
+    return found
+
+
+def openapi_v3(node: object) -> object:
+    """A definition as OpenAPI v3 publishes it: refs to ``#/components/schemas/``, and a ref with
+    siblings (a description) wrapped in ``allOf``, as kube-openapi's v3 builder does."""
+    if isinstance(node, list):
+        return [openapi_v3(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: openapi_v3(value) for key, value in node.items() if key != "$ref"}
+    if isinstance(node.get("$ref"), str):
+        ref = {"$ref": "#/components/schemas/" + node["$ref"].rpartition("/")[2]}
+        if not out:
+            return ref
+        out["allOf"] = [ref]
+    return out
 
 
 def ref_name(node: dict) -> str:

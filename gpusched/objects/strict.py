@@ -331,6 +331,17 @@ def decode_with_mode(obj: dict, mode: str, where: str = "") -> tuple[dict, list[
     return decoded.obj, list(decoded.findings)
 
 
+def duplicate_findings(value: Any) -> list[str]:
+    """``duplicate field "..."`` for every repeated key of a parsed body (a patch, say).
+
+    >>> duplicate_findings(mapping_from_pairs([("spec", mapping_from_pairs([("a", 1), ("a", 2)]))]))
+    ['duplicate field "spec.a"']
+    """
+    walk = _Walk(custom=False)
+    walk.free(value, "")
+    return walk.findings
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}

@@ -32,7 +32,7 @@ from gpusched.errors import GpuschedError
 from gpusched.server import discovery
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
-                                  normalise_path, status_response)
+                                  normalise_path, status_response, warning_header)
 from gpusched.server.resources import ResourceApi, parse_target
 from gpusched.server.tables import ColumnSource
 from gpusched.server.worker import ClusterWorker
@@ -232,6 +232,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", response.content_type)
         for name, value in response.headers.items():
             self.send_header(name, value)
+        for text in response.warnings:
+            self.send_header("Warning", warning_header(text))
         if response.stream is None:
             self.send_header("Content-Length", str(len(response.body)))
             self.end_headers()

@@ -7,14 +7,15 @@
   kubectl 1.32 asks for it and then skips the per-group-version requests.
 - ``/openapi/v3`` and one document per group version, each path's operations carrying
   ``x-kubernetes-group-version-kind`` and the ``fieldValidation`` parameter, which is what
-  kubectl needs to use server-side field validation instead of the protobuf ``/openapi/v2``.
+  kubectl needs to use server-side field validation instead of the protobuf ``/openapi/v2``;
+  ``components.schemas`` holds the kinds' schemas of Kubernetes v1.35 (``objects.schema``, the
+  same ones the server decodes with), so ``kubectl explain pod.spec.containers.resources`` works.
 - ``/openapi/v2``: a minimal Swagger 2.0 document without definitions, as protobuf when the
   client accepts ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf`` (kubectl 1.20;
   answered as ``application/octet-stream`` like kube-openapi, since Go's mime parser rejects the
   ``@``) or as JSON. kubectl's client-side validation skips kinds the document does not define, so kubectl
   1.20 applies manifests without ``--validate=false`` and the server validates them.
-  Schemas are open objects (unknown fields are accepted; ``fieldValidation`` is honoured as
-  Ignore).
+  Its definitions stay empty; the v3 documents carry the schemas.
 
 Every kind of ``objects.kinds.KINDS`` is served, in its group version, Leases
 (``coordination.k8s.io/v1``, for leader election) included. There are no node heartbeat Leases
@@ -27,9 +28,11 @@ Neighbours: ``server.app`` routes here; ``objects.kinds`` is the table of kinds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 
+from gpusched.objects import schema
 from gpusched.objects.kinds import KINDS, KUBERNETES_VERSION, KindInfo
 
 GIT_VERSION = f"{KUBERNETES_VERSION}-gpusched"
@@ -181,8 +184,13 @@ def openapi_root() -> dict:
     paths = {}
     for gv in group_versions():
         key = "api/v1" if gv == "v1" else f"apis/{gv}"
-        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_hash(json.dumps(openapi_document(gv), sort_keys=True)).upper()}"}
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_document_hash(gv)}"}
     return {"paths": paths}
+
+
+@functools.lru_cache(maxsize=None)
+def _document_hash(group_version: str) -> str:
+    return _hash(json.dumps(openapi_document(group_version), sort_keys=True)).upper()
 
 
 def _operation(info: KindInfo, verb: str, action: str) -> dict:
@@ -201,19 +209,30 @@ def _operation(info: KindInfo, verb: str, action: str) -> dict:
 
 
 def _schema_name(info: KindInfo) -> str:
+    """The kind's definition name in the v1.35 schemas (``objects.schema``)."""
+    found = schema.schema_for(info.api_version, info.kind)
+    if found is not None:
+        return found.name
+    return schema.own_definition_name(info.api_version, info.kind)
+
+
+def _open_schema(info: KindInfo) -> dict:
     group, _, version = info.api_version.rpartition("/")
-    prefix = {"": "io.k8s.api.core", "apps": "io.k8s.api.apps", "batch": "io.k8s.api.batch",
-              "scheduling.k8s.io": "io.k8s.api.scheduling", "policy": "io.k8s.api.policy",
-              "coordination.k8s.io": "io.k8s.api.coordination"}
-    return f"{prefix.get(group, 'io.gpusched')}.{version}.{info.kind}"
+    return {"type": "object", "description": f"{info.kind} ({info.api_version})",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": info.kind}]}
 
 
+@functools.lru_cache(maxsize=None)
 def openapi_document(group_version: str) -> dict | None:
+    """The OpenAPI v3 document of one group version: its paths, and the schemas of its kinds (from
+    ``objects.schema``, every definition they refer to included), which ``kubectl explain`` reads."""
     kinds = group_versions().get(group_version)
     if kinds is None:
         return None
     base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-    paths, schemas = {}, {}
+    paths: dict = {}
+    named, opened = [], {}
     for info in kinds:
         scope = f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
         paths[scope] = {"get": _operation(info, "list", "list"),
@@ -222,16 +241,14 @@ def openapi_document(group_version: str) -> dict | None:
                                       "put": _operation(info, "replace", "put"),
                                       "patch": _operation(info, "patch", "patch"),
                                       "delete": _operation(info, "delete", "delete")}
-        group, _, version = info.api_version.rpartition("/")
-        schemas[_schema_name(info)] = {
-            "type": "object", "description": f"{info.kind} ({info.api_version})",
-            "x-kubernetes-preserve-unknown-fields": True,
-            "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": info.kind}],
-            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                           "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                           "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                           "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (gpusched)", "version": GIT_VERSION},
+        if schema.schema_for(info.api_version, info.kind) is None:
+            opened[_schema_name(info)] = _open_schema(info)
+        else:
+            named.append(_schema_name(info))
+    definitions = schema.load().definitions
+    schemas = {name: schema.openapi_v3(definitions[name]) for name in schema.closure(named)}
+    schemas.update(opened)
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION},
             "paths": paths, "components": {"schemas": schemas}}
 
 

@@ -52,6 +52,9 @@ class Response:
     # A protocol switch (status 101): called with the connection's socket, its buffered reader
     # and writer once the headers are sent; the connection closes when it returns.
     upgrade: Callable[[Any, Any, Any], None] | None = None
+    # Warning headers (RFC 7234 ``299 - "<text>"``, one header each), as kube-apiserver sends
+    # fieldValidation=Warn findings; kubectl prints each as ``Warning: <text>``.
+    warnings: tuple[str, ...] = ()
 
 
 Handler = Callable[[Request], Response]
@@ -67,6 +70,16 @@ def normalise_path(raw: str) -> tuple[str, dict[str, str]]:
     path = "/" + "/".join(part for part in path.split("/") if part)
     params = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
     return path, params
+
+
+def warning_header(text: str) -> str:
+    r"""The value of one ``Warning`` header (apiserver pkg/warning: code 299, agent ``-``, Go-quoted text).
+
+    >>> warning_header('unknown field "spec.x"')
+    '299 - "unknown field \\"spec.x\\""'
+    """
+    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{quoted}"'
 
 
 def json_response(obj: object, status: int = 200, content_type: str = JSON) -> Response:

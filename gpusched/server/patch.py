@@ -29,6 +29,8 @@ import yaml
 
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import FieldError, InvalidError
+from gpusched.objects.manifest import yaml_load
+from gpusched.objects.strict import mapping_from_pairs
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -47,12 +49,13 @@ DIRECTIVES = ("$retainKeys", "$setElementOrder", "$deleteFromPrimitiveList")
 
 
 def parse_body(raw: bytes, content_type: str) -> Any:
-    """JSON, or YAML for apply patches; a malformed body is 400 BadRequest."""
+    """JSON, or YAML for apply patches; a malformed body is 400 BadRequest. Repeated keys are
+    marked (``objects.strict.DuplicateKeys``) for field validation."""
     text = raw.decode("utf-8", errors="replace")
     try:
         if content_type == APPLY or content_type.endswith("yaml"):
-            return yaml.safe_load(text)
-        return json.loads(text)
+            return yaml_load(text)
+        return json.loads(text, object_pairs_hook=mapping_from_pairs)
     except (ValueError, yaml.YAMLError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise BadRequestError(f"the body of the request could not be decoded: {first}") from None

@@ -33,7 +33,7 @@ from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import GpuschedError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
-from gpusched.server import discovery, patch
+from gpusched.server import decoding, discovery, patch
 from gpusched.server.http import (Request, Response, error_response, json_response,
                                   status_response, success_status)
 from gpusched.server.tables import ColumnSource, build_table, wants_table
@@ -116,11 +116,12 @@ class ResourceApi:
         if t.info.kind == "Event":
             return status_response(405, "events are recorded by the cluster and cannot be changed")
         if method == "PUT":
-            body = patch.parse_body(req.body, "application/json")
+            mode = decoding.mode_of(req.query)
+            body, warnings = decoding.decode_body(t.info, patch.parse_body(req.body, "application/json"), mode)
             ns = t.namespace or ""
             result = self.worker.write(lambda view: api_ops.replace(
                 view, t.info, ns, t.name, body, t.subresource), api_ops.needs_settle(t.info))
-            return json_response(result)
+            return with_warnings(json_response(result), warnings)
         if method == "PATCH":
             return self.patch(req, t)
         if method == "DELETE":
@@ -179,7 +180,9 @@ class ResourceApi:
     # ---- writes ------------------------------------------------------------------------------
 
     def create(self, req: Request, t: Target) -> Response:
-        body = patch.parse_body(req.body, req.content_type or "application/json")
+        mode = decoding.mode_of(req.query)
+        body, warnings = decoding.decode_body(
+            t.info, patch.parse_body(req.body, req.content_type or "application/json"), mode)
         if t.info.namespaced and t.namespace is None:
             ns = str(((body or {}).get("metadata") or {}).get("namespace") or "default") \
                 if isinstance(body, dict) else "default"
@@ -187,27 +190,32 @@ class ResourceApi:
             ns = t.namespace or ""
         result = self.worker.write(lambda view: api_ops.create(view, t.info, ns, body),
                                    api_ops.needs_settle(t.info))
-        return json_response(result, 201)
+        return with_warnings(json_response(result, 201), warnings)
 
     def patch(self, req: Request, t: Target) -> Response:
         kind = req.content_type
         if kind not in patch.PATCH_TYPES:
             return status_response(415, f'the body of the request was in an unknown format - '
                                    f'accepted media types include: {", ".join(patch.PATCH_TYPES)}')
+        mode = decoding.mode_of(req.query)
         body = patch.parse_body(req.body, kind)
         ns = t.namespace or ""
+        warnings: list[str] = []
 
         def write(view: Any) -> tuple[int, dict]:
             old = view.get(t.info.kind, t.name, ns)
             if old is None and kind == patch.APPLY and not t.subresource:
-                return 201, api_ops.create(view, t.info, ns, body)
+                created, found = decoding.decode_body(t.info, body, mode)
+                warnings.extend(found)
+                return 201, api_ops.create(view, t.info, ns, created)
             if old is None:
                 raise NotFoundError(plural_name(t.info), t.name)
-            new = patch.apply_patch(old, body, kind)
+            new, found = decoding.decode_patched(t.info, old, patch.apply_patch(old, body, kind), body, mode)
+            warnings.extend(found)
             return 200, api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
 
         code, result = self.worker.write(write, api_ops.needs_settle(t.info))
-        return json_response(result, code)
+        return with_warnings(json_response(result, code), warnings)
 
     def delete(self, t: Target) -> Response:
         ns = t.namespace or ""
@@ -233,6 +241,12 @@ class ResourceApi:
         else:
             self.worker.write(lambda view: api_ops.evict(view, ns, t.name))
         return success_status(201)
+
+
+def with_warnings(response: Response, warnings: list[str]) -> Response:
+    """The response with fieldValidation=Warn findings as Warning headers (server.decoding)."""
+    response.warnings = tuple(warnings)
+    return response
 
 
 def stamp_event(view: Any, event: dict) -> dict:

@@ -1,0 +1,75 @@
+"""Field validation of request bodies: the ``fieldValidation`` query parameter of writes.
+
+kube-apiserver decodes every create, update and patch body strictly and then, by the request's
+``fieldValidation`` (apiserver pkg/endpoints/handlers/rest.go ``fieldValidation``; the API
+reference's "fieldValidation" parameter):
+
+- ``Strict`` (kubectl's default): unknown or duplicate fields fail the request, 400 BadRequest
+  ``Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "..."``;
+- ``Warn`` (the server's default when the parameter is absent, as the Python client and kubectl
+  1.20 send it): each finding comes back as a ``Warning: 299`` header, unknown fields are dropped;
+- ``Ignore``: unknown fields are dropped silently.
+
+Any other value is 400 (apimachinery ``ValidateFieldValidation``: ``Unsupported value``). The
+decoding itself is ``objects.strict``. For a patch, the patched object is decoded, and findings
+already present in the stored object are not blamed on the request; repeated keys of the patch
+body itself are findings too.
+
+Neighbours: server.resources (the write handlers), objects.strict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpusched.cluster.api_ops import BadRequestError
+from gpusched.errors import GpuschedError
+from gpusched.objects.kinds import KindInfo
+from gpusched.objects.strict import (
+    IGNORE, MODES, STRICT, WARN, StrictDecodingError, decode, duplicate_findings,
+)
+
+
+def mode_of(query: dict[str, str]) -> str:
+    """The request's fieldValidation mode (Warn when absent, as kube-apiserver)."""
+    value = query.get("fieldValidation", "")
+    if value == "":
+        return WARN
+    if value not in MODES:
+        raise BadRequestError(f'fieldValidation: Unsupported value: "{value}": supported values: "", '
+                              '"Ignore", "Strict", "Warn"')
+    return value
+
+
+def _typed(info: KindInfo, body: dict) -> dict:
+    return {**body, "apiVersion": body.get("apiVersion") or info.api_version, "kind": body.get("kind") or info.kind}
+
+
+def _outcome(info: KindInfo, body: dict, findings: list[str], mode: str) -> tuple[Any, list[str]]:
+    if not findings or mode == IGNORE:
+        return body, []
+    if mode == STRICT:
+        api_version = str(body.get("apiVersion") or info.api_version)
+        raise StrictDecodingError(info.kind, api_version, "strict decoding error: " + ", ".join(findings))
+    return body, findings
+
+
+def decode_body(info: KindInfo, body: Any, mode: str) -> tuple[Any, list[str]]:
+    """A create or update body -> (the body to store, warnings); raises as the module doc says."""
+    if not isinstance(body, dict) or body.get("kind", info.kind) != info.kind:
+        return body, []          # api_ops.check_body refuses it with its own message
+    decoded = decode(_typed(info, body))
+    return _outcome(info, decoded.obj, list(decoded.findings), mode)
+
+
+def decode_patched(info: KindInfo, old: dict, new: Any, patch_body: Any, mode: str) -> tuple[Any, list[str]]:
+    """A patched object -> (the object to store, warnings): only the request's own findings count."""
+    if not isinstance(new, dict):
+        return new, []
+    try:
+        known = set(decode(_typed(info, old)).findings)
+    except GpuschedError:       # a stored object that no longer decodes blames nothing on the request
+        known = set()
+    decoded = decode(_typed(info, new))
+    findings = duplicate_findings(patch_body) + [f for f in decoded.findings if f not in known]
+    return _outcome(info, decoded.obj, findings, mode)
