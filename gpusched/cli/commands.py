@@ -215,14 +215,30 @@ def target_and_specs(kind: str, args: list[str]) -> tuple[KindInfo, str, list[st
     return resolve_kind(kind), args[0], list(args[1:])
 
 
+def _selected(args: argparse.Namespace, verb: str) -> tuple[KindInfo, list[str], list[str]]:
+    """(kind, names, specs): ``KIND NAME spec...`` or, with ``-l``, every object it selects."""
+    if not getattr(args, "selector", ""):
+        info, name, specs = target_and_specs(args.kind, args.args)
+        return info, [name], specs
+    info = resolve_kind(args.kind)
+    namespace = namespace_of(args) if info.namespaced else None
+    with open_cluster(args) as cluster:
+        names = [o["metadata"]["name"] for o in cluster.get(info.kind, namespace=namespace,
+                                                             selector=args.selector)]
+    if not names:
+        raise UsageError(f"no objects passed to {verb}")
+    return info, names, list(args.args)
+
+
 def cmd_label(args: argparse.Namespace) -> int:
-    info, name, specs = target_and_specs(args.kind, args.args)
+    info, names, specs = _selected(args, "label")
     if not specs:
         raise UsageError("at least one label update is required")
     namespace = namespace_of(args) if info.namespaced else None
     with open_cluster(args, dry_run=args.dry_run) as cluster:
-        print(cluster.label(info.kind, name, parse_label_changes(specs), namespace=namespace,
-                            overwrite=args.overwrite) + dry_run_suffix(args))
+        for name in names:
+            print(cluster.label(info.kind, name, parse_label_changes(specs), namespace=namespace,
+                                overwrite=args.overwrite) + dry_run_suffix(args))
     return 0
 
 
@@ -241,14 +257,15 @@ def parse_taint_specs(specs: list[str]) -> tuple[list, list[tuple[str, str | Non
 
 
 def cmd_taint(args: argparse.Namespace) -> int:
-    info, name, specs = target_and_specs(args.kind, args.args)
+    info, names, specs = _selected(args, "taint")
     if info.kind != "Node":
         raise UsageError(f"invalid resource type {args.kind}, only node types are supported")
     if not specs:
         raise UsageError("at least one taint update is required")
     add, remove = parse_taint_specs(specs)
     with open_cluster(args, dry_run=args.dry_run) as cluster:
-        print(cluster.taint(name, add, remove, overwrite=args.overwrite) + dry_run_suffix(args))
+        for name in names:
+            print(cluster.taint(name, add, remove, overwrite=args.overwrite) + dry_run_suffix(args))
     return 0
 
 

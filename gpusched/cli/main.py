@@ -142,6 +142,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", help="Kind, or KIND/NAME")
     p.add_argument("args", nargs="+", metavar="NAME k=v|k-")
     p.add_argument("--overwrite", action="store_true", help="Replace a label that has a value")
+    p.add_argument("-l", "--selector", default="",
+                   help="Label the objects matching this selector (then every argument is an update)")
     _namespace_options(p, all_namespaces=False)
     _dry_run_option(p)
 
@@ -150,6 +152,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", metavar="node", help="node, or node/NAME")
     p.add_argument("args", nargs="+", metavar="NAME TAINT")
     p.add_argument("--overwrite", action="store_true", help="Replace a taint with the same key and effect")
+    p.add_argument("-l", "--selector", default="",
+                   help="Taint the nodes matching this selector (then every argument is a taint)")
     _dry_run_option(p)
 
     for name, handler, text in (("cordon", commands.cmd_cordon, "Mark a node unschedulable"),
@@ -418,6 +422,7 @@ EXAMPLES: dict[str, str] = {
                                 "gpusched label node gpu-node-1 team-",
                                 "gpusched label pod train-1 stage=eval --overwrite"),
     "gpusched taint": _examples("gpusched taint node gpu-node-1 dedicated=ml:NoSchedule",
+                                "gpusched taint nodes -l nvidia.com/gpu=true nvidia.com/gpu=true:NoSchedule",
                                 "gpusched taint node gpu-node-1 dedicated:NoSchedule-"),
     "gpusched cordon": _examples("gpusched cordon gpu-node-1"),
     "gpusched uncordon": _examples("gpusched uncordon gpu-node-1"),
