@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 
@@ -86,4 +88,14 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         identity = f"{socket.gethostname()}_{os.getpid()}"
         elector = LeaderElector(api, args.lease_namespace, args.lease_name or args.scheduler_name,
                                 identity, lease_seconds=args.lease_duration)
-    return run(api, state, stop, once=args.once, elector=elector)
+    code = run(api, state, stop, once=args.once, elector=elector)
+    if threading.active_count() > 1:
+        # Watch threads blocked in a socket read are daemons; letting the interpreter finalize
+        # while one of them wakes up and writes to stderr aborts the process (SIGABRT,
+        # "could not acquire lock for <_io.BufferedWriter name='<stderr>'>"), seen on a loaded
+        # machine. The lease is released and every write is done: flush and leave now.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
