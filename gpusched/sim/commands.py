@@ -81,7 +81,7 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
              for policy in parse_policies(args.policies) for seed in parse_seeds(args.seeds)]
     results = run_all(specs, jobs=args.jobs, progress=not args.no_progress)
     out = Path(args.out)
-    paths = write_csvs(results, out) + write_plots(results, out)
+    paths = write_csvs(results, out) + write_plots(results, out, args.published)
     print_summary(summary_rows(results, load_published(args.published)))
     for path in paths:
         print(f"wrote {path}")
@@ -98,7 +98,7 @@ def run_sweep_file(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cache = out / "cache" if args.cache is None else (args.cache or None)
     results = run_sweep(runs, args.executor, args.jobs, args.address, cache, not args.no_progress)
-    paths = write_csvs(results, out) + write_plots(results, out)
+    paths = write_csvs(results, out) + write_plots(results, out, args.published)
     print_summary(summary_rows(results, load_published(args.published)))
     for path in paths:
         print(f"wrote {path}")

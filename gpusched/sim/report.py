@@ -7,7 +7,9 @@
   (the published layout; ``total_gpus`` in every file here).
 - ``load_published(dir)`` / ``summary_rows(results, published)``: mean allocation at 100 % and
   130 % per (workload, policy) beside the published mean; ``print_summary`` renders it with rich.
-- ``write_plots(results, out)``: allocation and fragmentation vs arrived, one PNG each (Agg).
+- ``write_plots(results, out, published_dir)``: allocation and fragmentation vs arrived, PNG and
+  SVG: seed-spread band, published curve overlaid, a zoomed 85..130 % panel, lines told apart by
+  marker and dash as well as colour (Okabe-Ito palette), policy names as users say them.
 
 Neighbours: ``sim.experiment``; used by ``sim.commands`` and ``scripts/compare_fgd.py``.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import multiprocessing
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
@@ -72,15 +75,33 @@ def write_csvs(results: Iterable[RunResult], out: str | Path) -> list[Path]:
 
 def load_published(directory: str | Path) -> dict[tuple[str, str], dict[int, float]]:
     """(workload, sc_policy) -> {point: mean allocation over seeds} from analysis_allo_discrete.csv."""
-    path = Path(directory) / "analysis_allo_discrete.csv"
+    curves = load_published_curves(directory, "allocation")
+    return {key: {p: curve[p] for p in (100, 130)} for key, curve in curves.items()}
+
+
+PUBLISHED_FILES = {"allocation": "analysis_allo_discrete.csv",
+                   "fragmentation": "analysis_frag_discrete.csv"}
+
+
+def load_published_curves(directory: str | Path, field: str) -> dict[tuple[str, str], list[float]]:
+    """(workload, sc_policy) -> the published mean over seeds at every point 0..130 (nan where a
+    seed has no value); empty when the folder or file is missing."""
+    path = Path(directory) / PUBLISHED_FILES.get(field, "")
     if not path.is_file():
         return {}
-    sums: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    rows: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
     with open(path, newline="") as handle:
         for row in csv.DictReader(handle):
-            for point in (100, 130):
-                sums[(row["workload"], row["sc_policy"])][point].append(float(row[str(point)]))
-    return {key: {p: sum(v) / len(v) for p, v in points.items()} for key, points in sums.items()}
+            rows[(row["workload"], row["sc_policy"])].append(
+                [float(row[str(p)]) if row.get(str(p)) not in (None, "") else float("nan")
+                 for p in range(POINTS)])
+    return {key: [_nanmean([seed[p] for seed in seeds]) for p in range(POINTS)]
+            for key, seeds in rows.items()}
+
+
+def _nanmean(values: list[float]) -> float:
+    present = [v for v in values if v == v]
+    return sum(present) / len(present) if present else float("nan")
 
 
 def summary_rows(results: Iterable[RunResult], published: dict) -> list[dict]:
@@ -108,14 +129,37 @@ def print_summary(rows: list[dict]) -> None:
         table.add_row(row["workload"], row["policy"], str(row["seeds"]),
                       f"{row['alloc100']:.2f}", _maybe(row["published100"]),
                       f"{row['alloc130']:.2f}", _maybe(row["published130"]))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:          # redirected: never squeeze or cut the columns
+        console = Console(width=200)
+    console.print(table)
 
 
 def _maybe(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def write_plots(results: Iterable[RunResult], out: str | Path) -> list[Path]:
+# How users say the policies, and a style per policy that survives greyscale printing.
+POLICY_NAMES = {"01-Random": "Random", "02-DotProd": "DotProd", "03-GpuClustering": "GPU clustering",
+                "04-GpuPacking": "GPU packing", "05-BestFit": "Best fit", "06-FGD": "FGD"}
+# Okabe-Ito, the colour-blind-safe palette; markers and dashes tell lines apart without colour.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1)), (0, (1, 1)), (0, (8, 2)))
+ZOOM = (85, 130)                 # arrived % where the FGD policies differ
+PLOT_FIELDS = (("allocation", "GPU allocation (%)"), ("fragmentation", "fragmentation (% of GPUs)"))
+
+
+def policy_display_name(label: str) -> str:
+    """``"06-FGD"`` -> ``"FGD"``; gpusched's own labels lose their number the same way."""
+    return POLICY_NAMES.get(label, label.split("-", 1)[1] if label[:2].isdigit() and "-" in label else label)
+
+
+def write_plots(results: Iterable[RunResult], out: str | Path,
+                published_dir: str | Path | None = None) -> list[Path]:
+    """Per field, one figure (PNG and SVG): the mean over seeds with a band from the lowest to the
+    highest seed, the published mean as a thin dotted line of the same colour where a published
+    curve exists, and a zoomed panel over arrived 85..130 %."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,21 +167,57 @@ def write_plots(results: Iterable[RunResult], out: str | Path) -> list[Path]:
     import numpy as np
 
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for r in results:
         groups[(r.workload, r.policy)].append(r)
+    several_workloads = len({w for w, _ in groups}) > 1
     paths = []
-    for field, ylabel in (("allocation", "GPU allocation (%)"), ("fragmentation", "fragmentation (% of GPUs)")):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for (workload, policy), runs in sorted(groups.items()):
-            mean = np.nanmean(np.array([getattr(r, field) for r in runs]), axis=0)
-            ax.plot(range(POINTS), mean, label=f"{policy} ({workload})" if len({w for w, _ in groups}) > 1 else policy)
-        ax.set_xlabel("arrived GPU request (% of capacity)")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        path = out / f"{field}.png"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+    x = np.arange(POINTS)
+    for field, ylabel in PLOT_FIELDS:
+        published = load_published_curves(published_dir, field) if published_dir else {}
+        fig, (whole, zoom) = plt.subplots(1, 2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+        for k, ((workload, policy), runs) in enumerate(sorted(groups.items())):
+            values = np.array([getattr(r, field) for r in runs], dtype=float)
+            with warnings.catch_warnings():      # all-nan columns (points no run reached) stay nan
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean, low, high = np.nanmean(values, 0), np.nanmin(values, 0), np.nanmax(values, 0)
+            name = policy_display_name(policy) + (f" ({workload})" if several_workloads else "")
+            style = {"color": PALETTE[k % len(PALETTE)], "linestyle": DASHES[k % len(DASHES)],
+                     "marker": MARKERS[k % len(MARKERS)], "markevery": 10, "markersize": 4, "linewidth": 1.4}
+            ref = published.get((workload, policy))
+            for ax in (whole, zoom):
+                ax.plot(x, mean, label=f"{name} (n={len(runs)})", **style)
+                if len(runs) > 1:
+                    ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
+                if ref is not None:
+                    ax.plot(x, ref, color=style["color"], linestyle=(0, (1, 2)), linewidth=0.9,
+                            label=f"{name}, published" if ax is whole else None)
+        zoom.set_xlim(*ZOOM)
+        _fit_y(zoom, [line.get_ydata() for line in zoom.get_lines()], x, ZOOM)
+        for ax, title in ((whole, "arrived 0..130 %"), (zoom, f"zoom: arrived {ZOOM[0]}..{ZOOM[1]} %")):
+            ax.set_xlabel("arrived GPU request (% of capacity)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(title, fontsize=9)
+            ax.grid(alpha=0.3)
+        whole.legend(fontsize=7, loc="upper left")
+        fig.suptitle(f"{ylabel}: mean over seeds, band = lowest..highest seed", fontsize=10)
+        fig.tight_layout()
+        for suffix in ("png", "svg"):
+            path = out / f"{field}.{suffix}"
+            fig.savefig(path, dpi=130, bbox_inches="tight")
+            paths.append(path)
         plt.close(fig)
-        paths.append(path)
     return paths
+
+
+def _fit_y(ax, series, x, window: tuple[int, int]) -> None:
+    """Scale the zoomed panel's y axis to the data inside the window."""
+    import numpy as np
+
+    inside = (x >= window[0]) & (x <= window[1])
+    values = np.concatenate([np.asarray(s, dtype=float)[inside] for s in series]) if series else np.array([])
+    values = values[np.isfinite(values)]
+    if values.size:
+        pad = max((values.max() - values.min()) * 0.08, 0.5)
+        ax.set_ylim(values.min() - pad, values.max() + pad)

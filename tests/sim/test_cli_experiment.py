@@ -53,9 +53,16 @@ def test_experiment_fgd_writes_published_layout(small_trace, published_dir: Path
     with open(out / "allocation.csv", newline="") as handle:
         first = next(csv.DictReader(handle))
     assert float(first["0"]) < 5.0 < 50.0 < float(first["100"]) <= 100.0   # one pod ~ 0.5 % here
-    for plot in ("allocation.png", "fragmentation.png"):
-        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for plot in ("allocation", "fragmentation"):
+        assert (out / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        svg = (out / f"{plot}.svg").read_text()
+        # policy names as users say them, the seed count, the zoomed panel, the published overlay
+        for text in ("FGD (n=2)", "Best fit (n=2)", "zoom: arrived 85..130 %", "FGD, published",
+                     "band = lowest..highest seed"):
+            assert text in svg, text
     assert "06-FGD" in done.stdout and "95.23" in done.stdout      # published mean beside ours
+    # redirected output: the summary table keeps every column whole (no "…" truncation)
+    assert "published@130" in done.stdout and "…" not in done.stdout
     assert f"wrote {out / 'allocation.csv'}" in done.stdout
 
 
