@@ -26,7 +26,7 @@ from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import GpuschedError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.strict import (
-    IGNORE, MODES, STRICT, WARN, StrictDecodingError, decode, duplicate_findings,
+    IGNORE, MODES, STRICT, WARN, DuplicateKeys, StrictDecodingError, decode, duplicate_findings,
 )
 
 
@@ -42,7 +42,14 @@ def mode_of(query: dict[str, str]) -> str:
 
 
 def _typed(info: KindInfo, body: dict) -> dict:
-    return {**body, "apiVersion": body.get("apiVersion") or info.api_version, "kind": body.get("kind") or info.kind}
+    """The body with apiVersion and kind (from the URL when absent), its repeated keys still marked."""
+    if body.get("apiVersion") and body.get("kind"):
+        return body
+    out = DuplicateKeys(body)
+    out.duplicates = getattr(body, "duplicates", ())
+    out["apiVersion"] = body.get("apiVersion") or info.api_version
+    out["kind"] = body.get("kind") or info.kind
+    return out
 
 
 def _outcome(info: KindInfo, body: dict, findings: list[str], mode: str) -> tuple[Any, list[str]]:

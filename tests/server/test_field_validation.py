@@ -141,3 +141,45 @@ def test_kubectl_1_20_gets_the_servers_default_warn(serve, tmp_path):
     done = serve.kubectl("apply", "-f", str(manifest), binary=str(DEBIAN_KUBECTL))
     assert done.stdout.strip() == "pod/train created"
     assert done.stderr.strip() == 'Warning: unknown field "spec.containers[0].resource"'
+
+
+@pytest.mark.slow
+def test_strict_fuzz_through_serve(serve):
+    """Hypothesis over the schema (tests/fuzz_strict.py) through POST ?fieldValidation=Strict:
+    a 4xx Status with kube-apiserver's message each time, and the store's resourceVersion unchanged."""
+    from hypothesis import HealthCheck, given, settings
+
+    from gpusched.objects.kinds import KINDS
+    from tests.fuzz_strict import mutations
+
+    def collection(kind: str) -> str:
+        info = KINDS[kind]
+        base = "/api/v1" if info.api_version == "v1" else f"/apis/{info.api_version}"
+        return f"{base}/namespaces/default/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
+
+    def store_version() -> str:
+        return serve.json("/api/v1/namespaces")["metadata"]["resourceVersion"]
+
+    before = store_version()
+    runs: list[str] = []
+
+    @settings(max_examples=FUZZ_THROUGH_SERVE, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(mutations())
+    def check(mutation):
+        status, body, warnings = raw_request(serve, "POST", collection(mutation.kind) + "?fieldValidation=Strict",
+                                             mutation.text)
+        assert status in (400, 422) and body["kind"] == "Status" and warnings == [], (status, body)
+        if mutation.exact:
+            assert body["message"] == mutation.expected
+        else:
+            assert body["message"].startswith(mutation.expected), (body["message"], mutation.expected)
+        runs.append(mutation.kind)
+
+    check()
+    assert store_version() == before
+    assert len(runs) == FUZZ_THROUGH_SERVE
+    print(f"strict fuzz through serve: {len(runs)} cases")
+
+
+FUZZ_THROUGH_SERVE = 200
