@@ -256,6 +256,11 @@ def _nodepool_cells(obj: dict, clock: Clock) -> Row:
             _age(obj, clock)]
 
 
+def _clusterpolicy_cells(obj: dict, clock: Clock) -> Row:
+    """The CRD's printer columns: Status (.status.state), Age."""
+    return [_name(obj), str((obj.get("status") or {}).get("state", "")), _age(obj, clock)]
+
+
 def _lease_cells(obj: dict, clock: Clock) -> Row:
     """kubectl's printLease: NAME, HOLDER (blank when released), AGE."""
     return [_name(obj), str(_spec(obj).get("holderIdentity") or ""), _age(obj, clock)]
@@ -291,6 +296,7 @@ COLUMNS: dict[str, Columns] = {
     "NodePool": Columns(("NAME", "NODES", "GPU-MODEL", "GPUS-PER-NODE", "AGE"), _nodepool_cells),
     "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),
     **{kind: Columns(*spec) for kind, spec in KIND_COLUMNS.items()},   # Service, storage, ...
+    "ClusterPolicy": Columns(("NAME", "STATUS", "AGE"), _clusterpolicy_cells),
 }
 
 

@@ -130,7 +130,7 @@ def feasible_nodes(view: View, snapshot) -> "callable":
         if "scheduler" not in cache:
             from gpusched.scheduler.snapshot import Snapshot
             empty = Snapshot()
-            configmaps = view.list("ConfigMap")
+            configmaps = scheduling.device_inputs(view)
             for node in view.list("Node"):
                 empty.add_node(node_info(node), scheduling.node_devices_for(node, configmaps))
             cache["scheduler"] = scheduling.make_scheduler(empty, view)

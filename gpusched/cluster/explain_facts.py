@@ -155,8 +155,10 @@ def _why_not_offered(view: View, node: dict, resource: str) -> tuple[str, str]:
 
     name = _meta(node).get("name", "")
     labels = _meta(node).get("labels") or {}
-    configmaps = view.list("ConfigMap")
-    state = node_device_state(node, configmaps)
+    from gpusched.cluster.controllers.gpu_operator import device_inputs
+    inputs = device_inputs(view)
+    configmaps = inputs.for_node(name)
+    state = node_device_state(node, configmaps, policy=inputs.policy)
     configmap = find_device_plugin_configmap(configmaps)
     cm_ref = (f"ConfigMap {_meta(configmap).get('namespace', '')}/{_meta(configmap).get('name', '')}"
               if configmap else "")

@@ -80,8 +80,8 @@ class Rejection:
 
 def admit_bound_pods(view: View) -> None:
     """Re-check running pods' devices, then admit or reject the pods waiting on each node."""
-    from gpusched.cluster.scheduling import node_devices_for
-    configmaps = view.list("ConfigMap")
+    from gpusched.cluster.scheduling import device_inputs, node_devices_for
+    configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
     by_node: dict[str, list[dict]] = {}
     newest: dict[str, int] = {}
     for pod in view.list("Pod"):
@@ -97,12 +97,15 @@ def admit_bound_pods(view: View) -> None:
     # The key changes iff one of them changed: every create or update takes a resourceVersion
     # above all others, and a pod leaving the node (deleted, terminal) lowers the count.
     seen = view.memo.setdefault("kubelet", {})
-    cm_versions = tuple(c["metadata"].get("resourceVersion") for c in configmaps)
+    cm_versions = (tuple(c["metadata"].get("resourceVersion") for c in configmaps.configmaps),
+                   configmaps.policy_version)
     for node_name, pods in sorted(by_node.items()):
         node = view.get("Node", node_name)
         if node is None:
             continue                 # no kubelet for it: the pod waits, as upstream
-        key = (node["metadata"].get("resourceVersion"), cm_versions, len(pods), newest[node_name])
+        pin = repr(configmaps.pinned.get(node_name, "")) if node_name in configmaps.pinned else None
+        key = (node["metadata"].get("resourceVersion"), cm_versions, pin, len(pods),
+               newest[node_name])
         if seen.get(node_name) == key:
             continue
         before = view.mutations

@@ -34,6 +34,7 @@ import numpy as np
 
 from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
+from gpusched.cluster.controllers.gpu_operator import DeviceInputs, device_inputs
 from gpusched.cluster.view import View
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
@@ -51,10 +52,15 @@ PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priorit
 
 # ---- devices ---------------------------------------------------------------------------------
 
-def node_devices_for(node: dict, configmaps: list[dict]) -> Any:
-    """The node's ``NodeDevices``, as the device plugin advertises them (``devices.advertise``)."""
+def node_devices_for(node: dict, inputs: Any) -> Any:
+    """The node's ``NodeDevices``, as the device plugin advertises them (``devices.advertise``).
+    ``inputs``: ``device_inputs(view)`` (ConfigMaps, ClusterPolicy, the config each node's
+    plugin loaded), or a plain list of ConfigMaps (no GPU Operator)."""
     from gpusched.devices.advertise import node_device_state
-    return node_device_state(node, configmaps).devices
+    if not isinstance(inputs, DeviceInputs):
+        inputs = DeviceInputs(list(inputs))
+    name = (node.get("metadata") or {}).get("name", "")
+    return node_device_state(node, inputs.for_node(name), policy=inputs.policy).devices
 
 
 def pod_assignment(pod: dict, info: PodInfo) -> DeviceAssignment:
@@ -78,7 +84,7 @@ def build_snapshot(view: View):
     """A Snapshot of every node and every bound, unfinished pod (with its devices held)."""
     from gpusched.scheduler.snapshot import Snapshot
     snapshot = Snapshot()
-    configmaps = view.list("ConfigMap")
+    configmaps = device_inputs(view)
     for node in view.list("Node"):
         snapshot.add_node(node_info(node), node_devices_for(node, configmaps))
     order = {p["metadata"]["uid"]: i for i, p in enumerate(

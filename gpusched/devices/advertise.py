@@ -10,14 +10,16 @@
 2. MIG layout from the label ``nvidia.com/mig.config`` (default ``all-disabled``); custom
    layouts come from a mig-parted ConfigMap (``MIG_PARTED_CONFIGMAP_NAMES``, key ``config.yaml``
    or its only key), which replaces the built-in names it defines.
-3. Device-plugin config: ``plugin_config.find_device_plugin_configmap`` and ``select_config``
-   (node label ``nvidia.com/device-plugin.config``, the default key, or the only key).
+3. Device-plugin config: ``plugin_config.config_source`` (the ClusterPolicy's ConfigMap, else
+   gpusched's stand-in discovery) and ``select_config`` (node label
+   ``nvidia.com/device-plugin.config``, the default key, then config-manager's fallbacks).
 4. Node-wide GFD labels: driver/CUDA versions from the annotation ``gpusched.io/driver-version``
    (default ``gfd.DEFAULT_DRIVER_VERSION``; a malformed one is GFD's error and leaves only the
    base labels), ``gpu.machine`` from ``gpusched.io/machine-type`` or the label
    ``node.kubernetes.io/instance-type`` (else ``unknown``), ``gpu.mode`` from the model.
-5. MIG strategy: the config's ``flags.migStrategy``, else the node annotation
-   ``gpusched.io/mig-strategy`` (set by NodePools), else ``mig_strategy_default``.
+5. MIG strategy: the ClusterPolicy's ``mig.strategy``, else the config's ``flags.migStrategy``,
+   else the node annotation ``gpusched.io/mig-strategy`` (set by NodePools), else
+   ``mig_strategy_default``.
 
 A config or layout error does not raise: the plugin would crash-loop, so the state carries
 ``error`` and advertises no GPU resources (labels keep only ``gpu.present``, the gpusched model/
@@ -30,7 +32,7 @@ Neighbours: ``devices.catalog``, ``devices.mig``, ``devices.plugin_config``, ``d
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from gpusched.devices.catalog import GpuModel
@@ -42,8 +44,9 @@ from gpusched.devices.node import NodeDevices
 from gpusched.devices.user_models import (ANN_MODEL_SPEC, MODELS_CONFIGMAP, MODELS_KEY,
                                           generic_model, model_of_annotation, resolve,
                                           user_models)
-from gpusched.devices.plugin_config import (DevicePluginConfigError, default_key_of,
-                                            find_device_plugin_configmap, select_config)
+from gpusched.devices.operator import PolicyConfig
+from gpusched.devices.plugin_config import (DevicePluginConfigError, config_source,
+                                            select_config)
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_MODEL
@@ -78,8 +81,14 @@ class NodeDeviceState:
 
 def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
                       default_config_key: str | None = None,
-                      mig_strategy_default: str = "none") -> NodeDeviceState:
-    """The devices, labels and GPU capacity of ``node`` (see the module docstring)."""
+                      mig_strategy_default: str = "none",
+                      policy: PolicyConfig | None = None) -> NodeDeviceState:
+    """The devices, labels and GPU capacity of ``node`` (see the module docstring).
+
+    ``policy``: the GPU Operator's ClusterPolicy (``devices.operator.policy_config``): its
+    device-plugin ConfigMap, default key and ``empty`` fallback, its ``mig.strategy`` (which wins
+    over the config file's, as an environment variable does), its mig-parted ConfigMap; with
+    ``devicePlugin.enabled: false`` nothing is advertised (GFD's labels stay)."""
     meta = node.get("metadata") or {}
     name = str(meta.get("name", ""))
     labels = dict(meta.get("labels") or {})
@@ -94,17 +103,21 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
             LABEL_GPU_COUNT: str(count)}
     mig_name = labels.get(MIG_CONFIG_LABEL, "") or ALL_DISABLED
     try:
-        layout = layout_for(model, mig_name, count, _custom_mig_configs(configmaps))
+        layout = layout_for(model, mig_name, count, _custom_mig_configs(configmaps, policy))
     except GpuschedError as err:
         message = f"node {name}: {MIG_CONFIG_LABEL}={mig_name}: {err}"
         return NodeDeviceState(NodeDevices.build(name, None, 0),
                                {**base, MIG_CONFIG_STATE_LABEL: "failed"}, {}, message, "", model)
-    configmap = find_device_plugin_configmap(configmaps)
-    where = _where(configmap)
+    source = config_source(configmaps, policy, default_config_key)
+    if source.error:
+        return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
+                               f"node {name}: {source.error}", "", model)
     try:
-        key, config = select_config((configmap or {}).get("data") or {}, labels,
-                                    default_config_key or default_key_of(configmap), where)
+        key, config = select_config((source.configmap or {}).get("data") or {}, labels,
+                                    source.default_key, source.where, source.fallbacks)
         strategy = annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
+        if policy is not None and policy.mig_strategy:
+            config = replace(config, mig_strategy=policy.mig_strategy)
         devices = NodeDevices.build(name, model, count, config, layout, strategy)
     except GpuschedError as err:
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
@@ -120,7 +133,10 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
                            or labels.get(INSTANCE_TYPE_LABEL, ""))}
     if model.mig_capable and MIG_CONFIG_LABEL in labels:
         out[MIG_CONFIG_STATE_LABEL] = "success"
-    return NodeDeviceState(devices, dict(sorted(out.items())), devices.advertised, None, key, model,
+    capacity = devices.advertised
+    if policy is not None and not policy.is_enabled("devicePlugin"):
+        capacity = {}
+    return NodeDeviceState(devices, dict(sorted(out.items())), capacity, None, key, model,
                            warning)
 
 
@@ -166,18 +182,15 @@ def _base_product(product: str) -> str:
     return product.split("-MIG-")[0]
 
 
-def _where(configmap: dict | None) -> str:
-    if not configmap:
-        return ""
-    meta = configmap.get("metadata") or {}
-    return f"ConfigMap {meta.get('namespace', 'default')}/{meta.get('name', '')}"
-
-
-def _custom_mig_configs(configmaps: list[dict]) -> dict[str, list[MigConfigEntry]] | None:
+def _custom_mig_configs(configmaps: list[dict], policy: PolicyConfig | None = None
+                        ) -> dict[str, list[MigConfigEntry]] | None:
     by_place = {((cm.get("metadata") or {}).get("namespace", "default"),
                  (cm.get("metadata") or {}).get("name")): cm for cm in configmaps}
+    names = MIG_PARTED_CONFIGMAP_NAMES
+    if policy is not None and policy.mig_parted_config not in names:
+        names = (policy.mig_parted_config, *names)      # spec.migManager.config.name
     for namespace in MIG_PARTED_NAMESPACES:
-        for cm_name in MIG_PARTED_CONFIGMAP_NAMES:
+        for cm_name in names:
             cm = by_place.get((namespace, cm_name))
             if cm is None:
                 continue

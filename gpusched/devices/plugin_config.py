@@ -13,16 +13,19 @@ Which config a node gets (``select_config``), in this order:
 1. the ConfigMap key named by the node label ``nvidia.com/device-plugin.config``;
 2. the default key (Helm ``config.default``; gpusched reads it from the ConfigMap annotation
    ``gpusched.io/device-plugin-config-default`` or from the caller);
-3. if the ConfigMap has exactly one key, that key. This is what makes the tutorials' single-key
-   ConfigMaps (``time-slicing-config`` with key ``any``) work unchanged without patching a
-   ClusterPolicy;
+3. config-manager's fallbacks: without a ClusterPolicy the Helm chart's ``named,single`` (a key
+   called ``default``, else the only key; this is also what makes the tutorials' single-key
+   ConfigMaps such as ``time-slicing-config`` with key ``any`` work unchanged); with a
+   ClusterPolicy the operator's ``empty``;
 4. otherwise no config: whole GPUs, no sharing.
 
-Which ConfigMap gpusched reads (``find_device_plugin_configmap``): the ConfigMap annotated
-``gpusched.io/device-plugin-config: "true"`` (the stand-in for ClusterPolicy
-``devicePlugin.config.name``; several -> first by namespace/name), else the first existing of
-``DEVICE_PLUGIN_CONFIGMAP_NAMES`` searched in ``DEVICE_PLUGIN_NAMESPACES`` order (namespace
-first, then name order).
+Which ConfigMap gpusched reads (``config_source``): with a ClusterPolicy, its
+``devicePlugin.config.name`` in namespace ``gpu-operator``. Without one
+(``find_device_plugin_configmap``): the ConfigMap annotated ``gpusched.io/device-plugin-config:
+"true"`` (the stand-in for ClusterPolicy ``devicePlugin.config.name``; several -> first by
+namespace/name), else the first existing of ``DEVICE_PLUGIN_CONFIGMAP_NAMES`` searched in
+``DEVICE_PLUGIN_NAMESPACES`` order (namespace first, then name order), else the standalone Helm
+chart's own ConfigMap ``<release>-nvidia-device-plugin-configs`` (any namespace).
 
 Neighbours: used by ``devices.node`` (replicas, allocation policy), ``devices.gfd`` (labels),
 ``devices.advertise`` (selection); imports only ``gpusched.errors`` and PyYAML.
@@ -44,10 +47,16 @@ log = logging.getLogger(__name__)
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 CONFIGMAP_ANNOTATION = "gpusched.io/device-plugin-config"
 DEFAULT_KEY_ANNOTATION = "gpusched.io/device-plugin-config-default"
-DEVICE_PLUGIN_NAMESPACES = ("gpu-operator", "kube-system", "default")
+DEVICE_PLUGIN_NAMESPACES = ("gpu-operator", "kube-system", "nvidia-device-plugin", "default")
 DEVICE_PLUGIN_CONFIGMAP_NAMES = ("device-plugin-config", "nvidia-device-plugin-config",
                                  "time-slicing-config", "time-slicing-config-all",
-                                 "time-slicing-config-fine")
+                                 "time-slicing-config-fine", "nvidia-device-plugin",
+                                 "nvidia-plugin-configs")
+# The standalone Helm chart's own ConfigMap (``config.map``): "<fullname>-configs", where
+# fullname is the release name when it contains the chart name, else "<release>-nvidia-device-
+# plugin" (deployments/helm/nvidia-device-plugin/templates/_helpers.tpl ``configMapName``).
+HELM_CONFIGMAP_SUFFIX = "nvidia-device-plugin-configs"
+NAMED_FALLBACK = "default"        # config-manager's FallbackStrategyNamedConfig key
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 ALLOCATION_POLICIES = ("distributed", "packed")
@@ -285,7 +294,51 @@ def find_device_plugin_configmap(configmaps: list[dict]) -> dict | None:
         for name in DEVICE_PLUGIN_CONFIGMAP_NAMES:
             if (namespace, name) in by_place:
                 return by_place[(namespace, name)]
-    return None
+    helm = sorted(place for place in by_place if str(place[1]).endswith(HELM_CONFIGMAP_SUFFIX))
+    return by_place[helm[0]] if helm else None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """Where a node's device-plugin config comes from."""
+
+    configmap: dict | None
+    default_key: str | None
+    fallbacks: tuple[str, ...]
+    where: str = ""
+    error: str = ""
+
+
+def config_source(configmaps: list[dict], policy: Any = None,
+                  default_key: str | None = None) -> ConfigSource:
+    """The ConfigMap, default key and fallbacks of the device plugin.
+
+    With a ClusterPolicy (``devices.operator.PolicyConfig``): ``devicePlugin.config.name`` in the
+    operator's namespace, its ``default``, fallback ``empty``; no name -> no config. Without
+    one: :func:`find_device_plugin_configmap`, the default from the caller or the ConfigMap's
+    annotation, fallbacks ``named,single`` (the Helm chart's).
+    """
+    if policy is not None:
+        name = policy.device_plugin_config
+        if not name:
+            return ConfigSource(None, None, ("empty",))
+        namespace = "gpu-operator"
+        found = next((cm for cm in configmaps
+                      if (cm.get("metadata") or {}).get("name") == name
+                      and (cm.get("metadata") or {}).get("namespace") == namespace), None)
+        where = f"ConfigMap {namespace}/{name}"
+        if found is None:
+            return ConfigSource(None, None, ("empty",), where,
+                                f'ClusterPolicy {policy.name}: spec.devicePlugin.config.name: '
+                                f'configmap "{name}" not found in namespace {namespace}')
+        return ConfigSource(found, policy.device_plugin_default or None, ("empty",), where)
+    configmap = find_device_plugin_configmap(configmaps)
+    where = ""
+    if configmap:
+        meta = configmap.get("metadata") or {}
+        where = f"ConfigMap {meta.get('namespace', 'default')}/{meta.get('name', '')}"
+    return ConfigSource(configmap, default_key or default_key_of(configmap), ("named", "single"),
+                        where)
 
 
 def default_key_of(configmap: dict | None) -> str | None:
@@ -297,22 +350,36 @@ def default_key_of(configmap: dict | None) -> str | None:
 
 
 def select_config(configmap_data: Mapping[str, str] | None, node_labels: Mapping[str, str],
-                  default_key: str | None = None, where: str = "") -> tuple[str, DevicePluginConfig]:
-    """The (key, config) a node gets: node label, else default key, else the only key.
+                  default_key: str | None = None, where: str = "",
+                  fallbacks: tuple[str, ...] = ("named", "single")
+                  ) -> tuple[str, DevicePluginConfig]:
+    """The (key, config) a node gets, as config-manager's ``updateConfigName`` chooses: node
+    label, else default key, else the fallback strategies in order: ``named`` (a key called
+    ``default``), ``single`` (the only key), ``empty`` (no config). The standalone Helm chart
+    passes ``named,single``; the GPU Operator ``empty``.
 
     Returns ``("", DEFAULT_CONFIG)`` when nothing selects a key. A label or default naming a
     missing key raises ``DevicePluginConfigError`` (the config-manager would fail too).
     """
     data = dict(configmap_data or {})
     label = node_labels.get(CONFIG_LABEL, "")
+    key, origin = "", ""
     if label:
         key = label
         origin = f"node label {CONFIG_LABEL}={label}"
     elif default_key:
         key, origin = default_key, f"default config {default_key!r}"
-    elif len(data) == 1:
-        key, origin = next(iter(data)), ""
     else:
+        for fallback in fallbacks:
+            if fallback == "named" and NAMED_FALLBACK in data:
+                key = NAMED_FALLBACK
+                break
+            if fallback == "single" and len(data) == 1:
+                key = next(iter(data))
+                break
+            if fallback == "empty":
+                break
+    if not key:
         return "", DEFAULT_CONFIG
     if key not in data:
         known = ", ".join(sorted(data)) or "none"

@@ -32,7 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.scheduling import node_devices_for
+from gpusched.cluster.scheduling import device_inputs, node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.devices.node import gpu_uuid
@@ -167,7 +167,7 @@ class ClusterSource:
     def _build(self) -> list[tuple[GpuState, list[GpuSample]]]:
         if self._states is not None:
             return self._states
-        view, configmaps = self.view, self.view.list("ConfigMap")
+        view, configmaps = self.view, device_inputs(self.view)
         by_node: dict[str, list[tuple[dict, float | None]]] = defaultdict(list)
         for pod in view.list("Pod"):
             if (pod.get("status") or {}).get("phase") == "Running":

@@ -38,7 +38,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.scheduling import node_devices_for
+from gpusched.cluster.scheduling import device_inputs, node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics import gpu_model as gm
@@ -159,7 +159,7 @@ def build_view(view: View, pod: dict, container: str) -> ContainerView:
     env = _base_env(pod, container)
     if node is None or not ids:
         return ContainerView(pod, container, node_name, env=env)
-    devices = node_devices_for(node, view.list("ConfigMap"))
+    devices = node_devices_for(node, device_inputs(view))
     if devices is None or devices.model is None:
         return ContainerView(pod, container, node_name, env=env)
     by_id = {d.device_id: d for d in devices.devices}
@@ -465,6 +465,10 @@ def pod_log(view: View, pod: dict, container: str) -> str:
         after = next((i for i, line in enumerate(lines) if " Scheduled: " in line), 0)
         lines.insert(after + 1, allocated)
     lines += _termination(pod, container)
+    labels = meta.get("labels") or {}
+    if labels.get("app") == "nvidia-device-plugin-daemonset" and container == "nvidia-device-plugin" \
+            and (pod.get("status") or {}).get("phase") == "Running":
+        lines += ["[gpusched: simulated output of the device plugin]", *device_plugin_log(view, pod)]
     spec = next((c for c in (pod.get("spec") or {}).get("containers") or []
                  if c.get("name") == container), {})
     words = _unwrap_shell([str(w) for w in (spec.get("command") or []) + (spec.get("args") or [])])
@@ -474,6 +478,55 @@ def pod_log(view: View, pod: dict, container: str) -> str:
         if answer is not None:
             lines += [f"[gpusched: simulated output of `{' '.join(words)}`]", answer.stdout]
     return "\n".join(lines) + "\n"
+
+
+def _klog(view: View, pod: dict, source: str, text: str, level: str = "I") -> str:
+    """One klog line at the pod's start time: ``I0101 00:00:00.000000       1 main.go:1] text``."""
+    start = float(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME, 0))
+    when = datetime.fromtimestamp(EPOCH.timestamp() + start, tz=EPOCH.tzinfo)
+    return f"{level}{when:%m%d %H:%M:%S}.000000       1 {source}] {text}"
+
+
+def device_plugin_log(view: View, pod: dict) -> list[str]:
+    """What the device plugin logs at start (k8s-device-plugin cmd/nvidia-device-plugin/main.go
+    and internal/plugin/server.go messages): the config it loaded, one GRPC server and one
+    kubelet registration per advertised resource."""
+    import json as _json
+
+    import yaml as _yaml
+    from gpusched.devices.advertise import node_device_state
+
+    node = view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
+    if node is None:
+        return []
+    inputs = device_inputs(view)
+    state = node_device_state(node, inputs.for_node(node["metadata"]["name"]),
+                              policy=inputs.policy)
+    image = next((c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []), "")
+    lines = [_klog(view, pod, "main.go:235", f'"Starting NVIDIA Device Plugin" '
+                                           f'version="{image.rpartition(":")[2]}"'),
+             _klog(view, pod, "main.go:317", "Loading configuration.")]
+    if state.error:
+        return lines + [_klog(view, pod, "main.go:173", f"error starting plugins: {state.error}",
+                              "E")]
+    config: dict = {"version": "v1", "flags": {"migStrategy": state.devices.mig_strategy}}
+    for cm in inputs.for_node(node["metadata"]["name"]):
+        raw = (cm.get("data") or {}).get(state.config_key) if state.config_key else None
+        if raw:
+            loaded = _yaml.safe_load(raw) or {}
+            config = {**loaded, "flags": {**(loaded.get("flags") or {}),
+                                          "migStrategy": state.devices.mig_strategy}}
+            break
+    lines += [_klog(view, pod, "main.go:353", ""), "Running with config:",
+              _json.dumps(config, indent=2), _klog(view, pod, "main.go:356", "Retrieving plugins.")]
+    for resource in sorted(state.capacity):
+        sock = resource.replace("nvidia.com/", "nvidia-").replace("/", "-")
+        lines += [_klog(view, pod, "server.go:195", f"Starting GRPC server for '{resource}'"),
+                  _klog(view, pod, "server.go:139", f"Starting to serve '{resource}' on "
+                                                    f"/var/lib/kubelet/device-plugins/{sock}.sock"),
+                  _klog(view, pod, "server.go:146", f"Registered device plugin for '{resource}' "
+                                                    f"with Kubelet")]
+    return lines
 
 
 def _termination(pod: dict, container: str) -> list[str]:

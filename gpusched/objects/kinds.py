@@ -65,6 +65,7 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
     KindInfo("VerticalPodAutoscaler", "autoscaling.k8s.io/v1", "verticalpodautoscalers", ("vpa",),
              True),
     KindInfo("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", (), False),
+    KindInfo("ClusterPolicy", "nvidia.com/v1", "clusterpolicies", (), False),
 )}
 
 # apiVersions accepted on input per kind (older group versions still seen in tutorials).

@@ -440,6 +440,35 @@ def _node_pool(obj: dict, e: Errors) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# ClusterPolicy (nvidia.com/v1, the GPU Operator's CRD; NVIDIA/gpu-operator
+# api/nvidia/v1/clusterpolicy_types.go): the fields gpusched acts on, with the CRD's enums.
+
+_POLICY_SECTIONS = ("driver", "toolkit", "devicePlugin", "dcgmExporter", "dcgm", "gfd",
+                    "migManager", "validator", "nodeStatusExporter")
+
+
+def _cluster_policy(obj: dict, e: Errors) -> None:
+    spec = _spec(obj, e)
+    for section in _POLICY_SECTIONS:
+        body = e.mapping(spec, section, f"spec.{section}")
+        if body is not None:
+            e.boolean(body, "enabled", f"spec.{section}.enabled")
+            for field in ("repository", "image", "version"):
+                e.string(body, field, f"spec.{section}.{field}")
+    mig = e.mapping(spec, "mig", "spec.mig")
+    if mig is not None:
+        strategy = e.string(mig, "strategy", "spec.mig.strategy")
+        if strategy is not None and strategy not in ("none", "single", "mixed"):
+            e.unsupported("spec.mig.strategy", strategy, ["none", "single", "mixed"])
+    for section in ("devicePlugin", "migManager"):
+        config = e.mapping(spec.get(section) or {}, "config", f"spec.{section}.config") \
+            if isinstance(spec.get(section), dict) else None
+        if config is not None:
+            e.string(config, "name", f"spec.{section}.config.name")
+            e.string(config, "default", f"spec.{section}.config.default")
+
+
+# ----------------------------------------------------------------------------------------------
 # Leases (coordination.k8s.io/v1): leader election records, validated as lightly as upstream
 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
@@ -501,4 +530,5 @@ _VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
     "NodePool": _node_pool,
     "Lease": _lease,
     **CORE_KIND_VALIDATORS,       # Service, storage, Secret, NetworkPolicy, HPA/VPA ...
+    "ClusterPolicy": _cluster_policy,
 }

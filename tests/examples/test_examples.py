@@ -188,3 +188,28 @@ def test_inference_deployment_replicas(g):
     g.ok("delete", "pod", victim)
     after = g.pods()
     assert len(after) == 5 and victim not in after
+
+
+def test_gpu_operator_cluster_policy(g):
+    """examples/gpu-operator: the operands as DaemonSets with one pod per GPU node, the
+    time-slicing ConfigMap the policy names, and a changed ConfigMap applied only after the
+    device-plugin pods restart (NVIDIA's time-slicing guide)."""
+    g.ok("apply", "-f", "examples/gpu-operator/")
+    pods = g.pods("gpu-operator")
+    plugin = sorted(p["spec"]["nodeName"] for n, p in pods.items()
+                    if n.startswith("nvidia-device-plugin-daemonset-"))
+    assert plugin == ["gpu-node-1", "gpu-node-2", "gpu-node-3"]
+    assert [p["spec"]["nodeName"] for n, p in pods.items() if n.startswith("nvidia-mig-manager-")] \
+        == ["gpu-node-1"]
+    assert g.ok("get", "clusterpolicies").lines[1].split()[:2] == ["cluster-policy", "ready"]
+    allocatable = {n["metadata"]["name"]: n["status"]["allocatable"].get("nvidia.com/gpu")
+                   for n in g.json("get", "nodes")["items"]}
+    assert allocatable["gpu-node-1"] == "32"
+    log = g.ok("logs", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset").out
+    assert log.startswith("[gpusched: simulated log") and log.count("Running with config:") == 3
+    assert '"replicas": 4' in log
+    g.ok("apply", "-f", "-", stdin=open("examples/gpu-operator/2-time-slicing-config.yaml")
+         .read().replace("replicas: 4", "replicas: 8"))
+    assert g.json("get", "nodes", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "32"
+    g.ok("delete", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset")
+    assert g.json("get", "nodes", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "64"

@@ -11,7 +11,8 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 from __future__ import annotations
 
 from gpusched.cluster.controllers import (bootstrap, containers, daemonset, deployment,
-                                          device_plugin, endpoints, job, node_lifecycle,
+                                          device_plugin, endpoints, gpu_operator, job,
+                                          node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
                                           sbatch, volumes)
 from gpusched.cluster.controllers.common import collect_garbage
@@ -24,6 +25,7 @@ CONTROLLERS = (
     ("device-plugin", device_plugin.reconcile),
     ("persistentvolume", volumes.reconcile),
     ("endpoints", endpoints.reconcile),
+    ("gpu-operator", gpu_operator.reconcile),
     ("garbage-collector", collect_garbage),
     ("deployment", deployment.reconcile),
     ("replicaset", replicaset.reconcile),

@@ -12,7 +12,10 @@ would; running pods keep their devices (their assignment annotations are untouch
 scheduler's device view is rebuilt from them, see ``cluster.scheduling``). A config error is
 recorded as a Warning event on the node and advertises nothing new. A GPU product gpusched does
 not know (``devices.user_models``) is advertised with the node's GPU count and a Warning event
-``UnknownGPUModel`` recorded when the node's labels change.
+``UnknownGPUModel`` recorded when the node's labels change. With a ClusterPolicy its
+device-plugin ConfigMap, default and ``mig.strategy`` apply, and a node's plugin keeps the
+ConfigMap it loaded when its pod started (``controllers.gpu_operator``) until that pod is
+replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone.
 
 Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
 """
@@ -20,10 +23,12 @@ Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Nod
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from datetime import datetime, timezone
 
 from gpusched.cluster.view import View
+from gpusched.cluster.controllers.gpu_operator import device_inputs
 from gpusched.devices.advertise import node_device_state
 from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
 
@@ -35,24 +40,28 @@ TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"
 
 
 def reconcile(view: View) -> None:
-    configmaps = view.list("ConfigMap")
-    # What is advertised is a pure function of the node and the ConfigMaps: a node whose
-    # resourceVersion and the ConfigMaps' versions are those of the last pass is skipped (this
-    # pass runs at every settle round; re-deriving 1,000 nodes each time dominated `advance`).
+    inputs = device_inputs(view)
+    # What is advertised is a pure function of the node, the ConfigMaps, the ClusterPolicy and
+    # the config the node's plugin pod loaded: a node whose inputs have the versions of the last
+    # pass is skipped (this pass runs at every settle round; re-deriving 1,000 nodes each time
+    # dominated `advance`).
     seen = view.memo.setdefault("device-plugin", {})
-    cm_versions = tuple(c["metadata"].get("resourceVersion") for c in configmaps)
+    versions = (tuple(c["metadata"].get("resourceVersion") for c in inputs.configmaps),
+                inputs.policy_version)
     for node in view.list("Node"):
         name = node["metadata"]["name"]
-        version = (node["metadata"].get("resourceVersion"), cm_versions)
+        pin = json.dumps(inputs.pinned[name], sort_keys=True) if name in inputs.pinned else None
+        version = (node["metadata"].get("resourceVersion"), versions, pin)
         if seen.get(name) == version:
             continue
-        _reconcile_node(view, node, configmaps)
+        _reconcile_node(view, node, inputs.for_node(name), inputs.policy)
         current = view.get("Node", name)
-        seen[name] = (current["metadata"].get("resourceVersion"), cm_versions) if current else None
+        seen[name] = (current["metadata"].get("resourceVersion"), versions, pin) \
+            if current else None
 
 
-def _reconcile_node(view: View, node: dict, configmaps: list[dict]) -> None:
-    state = node_device_state(node, configmaps)
+def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None) -> None:
+    state = node_device_state(node, configmaps, policy=policy)
     new = copy.deepcopy(node)
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
