@@ -199,44 +199,67 @@ def assert_no_double_holding(cluster) -> None:
 CHURN = st.lists(st.one_of(
     st.tuples(st.just("replicas"), st.integers(1, 4)),
     st.tuples(st.just("plain"), st.just(0)),
+    st.tuples(st.just("mig"), st.sampled_from(["all-1g.5gb", "all-3g.20gb", "all-balanced",
+                                               "all-disabled"])),
     st.tuples(st.just("pods"), st.integers(1, 4)),
+    st.tuples(st.just("mig-pods"), st.integers(1, 3)),
     st.tuples(st.just("bound"), st.integers(1, 2)),
     st.tuples(st.just("delete"), st.integers(0, 9)),
 ), min_size=1, max_size=8)
 
 
+def mig_pod(name: str, profile: str) -> str:
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        "containers": [{"name": "c", "image": "x", "resources": {"limits": {profile: 1}}}]}})
+
+
+def churn_step(cluster, kind: str, n, made: int) -> int:
+    """Apply one churn step; returns how many pods exist by name p0..p<made-1>."""
+    if kind == "replicas":
+        apply(cluster, time_slicing(n))
+    elif kind == "plain" and cluster.get("configmap", namespace="default"):
+        names = [c["metadata"]["name"] for c in cluster.get("configmap", namespace="default")]
+        if "time-slicing-config" in names:
+            cluster.delete("configmap", "time-slicing-config")
+    elif kind == "mig":
+        cluster.label("node", "mig-1", {"nvidia.com/mig.config": n}, overwrite=True)
+    elif kind == "pods":
+        apply(cluster, join(*(pod(f"p{made + i}", gpus=1) for i in range(n))))
+        return made + n
+    elif kind == "mig-pods":
+        profiles = ["nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.20gb", "nvidia.com/gpu"]
+        apply(cluster, join(*(mig_pod(f"p{made + i}", profiles[(made + i) % 3]) for i in range(n))))
+        return made + n
+    elif kind == "bound":
+        apply(cluster, bound_pod(f"p{made}", node="gpu-1", gpus=n))
+        return made + 1
+    elif kind == "delete" and f"p{n}" in [p["metadata"]["name"] for p in cluster.get("pods")]:
+        cluster.delete("pod", f"p{n}")
+    return made
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=CHURN)
 def test_config_churn_never_double_holds(tmp_path_factory, steps):
-    """Property: random device-plugin config churn (time-slicing replicas up and down, back to
-    plain GPUs) under running and user-bound pods never leaves a device held twice, and a node's
-    live pods never hold more devices than it advertises."""
+    """Property: random device-plugin churn (time-slicing replicas up and down, back to plain
+    GPUs, MIG layouts changing) under running and user-bound pods never leaves a device held
+    twice, a live pod on a device that vanished, or more devices held than a node advertises."""
     from gpusched.cluster.cluster import Cluster
     with Cluster.open(str(tmp_path_factory.mktemp("churn") / "c.db")) as cluster:
-        apply(cluster, pool(count=1, gpus=2, model="T4"))
+        apply(cluster, join(pool(count=1, gpus=2, model="T4"),
+                            pool(name="mig", count=1, gpus=2, model="A100-40GB", migStrategy="mixed")))
         made = 0
         for kind, n in steps:
-            if kind == "replicas":
-                apply(cluster, time_slicing(n))
-            elif kind == "plain":
-                cluster.delete("configmap", "time-slicing-config") if cluster.get("configmap") else None
-            elif kind == "pods":
-                apply(cluster, join(*(pod(f"p{made + i}", gpus=1) for i in range(n))))
-                made += n
-            elif kind == "bound":
-                apply(cluster, bound_pod(f"p{made}", gpus=n))
-                made += 1
-            elif kind == "delete" and n < made and cluster.get("pods", namespace="default"):
-                names = [p["metadata"]["name"] for p in cluster.get("pods")]
-                if f"p{n}" in names:
-                    cluster.delete("pod", f"p{n}")
+            made = churn_step(cluster, kind, n, made)
             assert_no_double_holding(cluster)
             view = cluster.view()
-            devices = node_devices(view, "gpu-1")
-            live = [p for p in view.list("Pod") if p["status"].get("phase") == "Running"]
-            held = sum(len(list(filter(None, (p["metadata"].get("annotations") or {}).get(
-                "gpusched.io/assigned-devices", "").split(",")))) for p in live)
-            assert held <= sum(devices.advertised.values())
+            for node in ("gpu-1", "mig-1"):
+                devices = node_devices(view, node)
+                live = [p for p in view.list("Pod") if p["status"].get("phase") == "Running"
+                        and p["spec"].get("nodeName") == node]
+                held = sum(len(list(filter(None, (p["metadata"].get("annotations") or {}).get(
+                    "gpusched.io/assigned-devices", "").split(",")))) for p in live)
+                assert held <= sum(devices.advertised.values())
 
 
 def test_pod_bound_to_missing_node_stays_pending(cluster):
