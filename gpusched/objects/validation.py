@@ -21,7 +21,8 @@ Per kind (PodSpec rules are in ``objects.podspec``):
   non-negative, defaulted to 1/1/6 as upstream.
 - PriorityClass: ``value`` required, at most 1000000000 unless a known ``system-`` class;
   preemptionPolicy ``PreemptLowerPriority`` (default) or ``Never``.
-- ResourceQuota: ``spec.hard`` quantities. LimitRange: item types, quantities, object defaulting
+- ResourceQuota: ``spec.hard`` quantities; ``spec.scopes``/``scopeSelector`` (supported, not
+  conflicting, valid for the hard resources, operators). LimitRange: item types, quantities, object defaulting
   (``nvidia-gpu-stack.md`` 7.4) and the min <= defaultRequest <= default <= max order.
 - PodDisruptionBudget: exactly one of minAvailable / maxUnavailable (an integer or a percent).
 - ConfigMap: keys are config keys, ``data`` values strings.
@@ -53,7 +54,7 @@ import copy
 import re
 from typing import Any, Callable
 
-from gpusched.errors import InvalidError, ManifestError
+from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.fieldcheck import Errors, quantity_text
 from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, KINDS
 from gpusched.objects.manifest import Manifest
@@ -268,6 +269,94 @@ def _resource_quota(obj: dict, e: Errors) -> None:
             e.invalid(path, name, "must be a standard resource for quota")
             continue
         e.quantity(value, path)
+    _quota_scopes(spec, e)
+
+
+# ResourceQuota scopes, pkg/apis/core/validation/validation.go validateResourceQuotaScopes and
+# validateScopedResourceSelectorRequirement; values render as Go's %#v of the internal types.
+_QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity", "VolumeAttributesClass")
+_POD_COMPUTE_QUOTA = frozenset({"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu",
+                                "requests.memory"})
+_EXISTS_ONLY = ("BestEffort", "NotBestEffort", "Terminating", "NotTerminating", "CrossNamespacePodAffinity")
+_CONFLICTING = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
+
+
+def _scope_valid_for(scope: str, resource: str) -> bool:
+    """``IsResourceQuotaScopeValidForResource``."""
+    if scope in ("Terminating", "NotTerminating", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity"):
+        return resource == "pods" or resource in _POD_COMPUTE_QUOTA
+    if scope == "BestEffort":
+        return resource == "pods"
+    return True
+
+
+def _go_strings(type_name: str, values: list | None) -> str:
+    if values is None:
+        return f"[]{type_name}(nil)"
+    return f"[]{type_name}{{" + ", ".join(f'"{v}"' for v in values) + "}"
+
+
+def _go_selector(selector: dict) -> str:
+    reqs = ", ".join(
+        f'core.ScopedResourceSelectorRequirement{{ScopeName:"{r.get("scopeName", "")}", '
+        f'Operator:"{r.get("operator", "")}", Values:{_go_strings("string", r.get("values"))}}}'
+        for r in selector.get("matchExpressions") or [] if isinstance(r, dict))
+    return f"&core.ScopeSelector{{MatchExpressions:[]core.ScopedResourceSelectorRequirement{{{reqs}}}}}"
+
+
+def _invalid_go(e: Errors, path: str, go_value: str, detail: str) -> None:
+    e.items.append(FieldError(path, "Invalid value", go_value, detail, False))
+
+
+def _quota_scopes(spec: dict, e: Errors) -> None:
+    hard = sorted(k for k in (spec.get("hard") or {}) if isinstance(k, str))
+    standard = [k for k in hard if "/" not in k and (k in _QUOTA_STANDARD or k.startswith(("hugepages-", "requests.hugepages-")))]
+    scopes = e.items_of(spec, "scopes", "spec.scopes")
+    rendered = _go_strings("core.ResourceQuotaScope", scopes)
+    for scope in scopes or []:
+        if scope not in _QUOTA_SCOPES:
+            _invalid_go(e, "spec.scopes", rendered, "unsupported scope")
+        for key in standard:
+            if not _scope_valid_for(str(scope), key):
+                _invalid_go(e, "spec.scopes", rendered, "unsupported scope applied to resource")
+    for pair in _CONFLICTING:
+        if all(p in (scopes or []) for p in pair):
+            _invalid_go(e, "spec.scopes", rendered, "conflicting scopes")
+    selector = e.mapping(spec, "scopeSelector", "spec.scopeSelector")
+    if selector is None:
+        return
+    path = "spec.scopeSelector.matchExpressions"
+    names = []
+    for req in e.items_of(selector, "matchExpressions", path) or []:
+        if not isinstance(req, dict):
+            continue
+        name, operator, values = req.get("scopeName"), req.get("operator"), req.get("values") or []
+        names.append(name)
+        if name not in _QUOTA_SCOPES:
+            e.invalid(f"{path}.scopeName", name, "unsupported scope")
+        for key in standard:
+            if not _scope_valid_for(str(name), key):
+                _invalid_go(e, path, _go_selector(selector), "unsupported scope applied to resource")
+        if name in _EXISTS_ONLY and operator != "Exists":
+            e.invalid(f"{path}.operator", operator, "must be 'Exist' when scope is any of "
+                      "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
+                      "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+                      "ResourceQuotaScopeCrossNamespacePodAffinity")
+        if operator in ("In", "NotIn"):
+            if not values:
+                e.required(f"{path}.values", "must be at least one value when `operator` is 'In' "
+                           "or 'NotIn' for scope selector")
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                _invalid_go(e, f"{path}.values", _go_strings("string", values), "must be no value when "
+                          "`operator` is 'Exist' or 'DoesNotExist' for scope selector")
+        else:
+            e.invalid(f"{path}.operator", operator, "not a valid selector operator")
+    for pair in _CONFLICTING:
+        if all(p in names for p in pair):
+            _invalid_go(e, path, rendered, "conflicting scopes")
 
 
 _LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")

@@ -366,3 +366,35 @@ def test_quota_pod_usage(cluster, spec, used):
     apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                                    "spec": spec}))
     assert cluster.get("quota", ["q"])[0]["status"]["used"] == used
+
+
+# pkg/apis/core/validation/validation.go validateResourceQuotaScopes /
+# validateScopedResourceSelectorRequirement
+QUOTA_SCOPE_VALIDATION = [
+    ("conflicting-scopes", {"pods": "1"}, ["BestEffort", "NotBestEffort"], None,
+     'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort", "NotBestEffort"}: '
+     "conflicting scopes"),
+    ("besteffort-with-cpu", {"requests.cpu": "1"}, ["BestEffort"], None,
+     'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort"}: unsupported scope '
+     "applied to resource"),
+    ("unsupported-scope", {"pods": "1"}, ["Gpu"], None,
+     'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Gpu"}: unsupported scope'),
+    ("selector-in-without-values", {"pods": "1"}, None,
+     [{"scopeName": "PriorityClass", "operator": "In"}],
+     "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value "
+     "when `operator` is 'In' or 'NotIn' for scope selector"),
+    ("selector-besteffort-not-exists", {"pods": "1"}, None,
+     [{"scopeName": "BestEffort", "operator": "In", "values": ["x"]}],
+     "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' when "
+     "scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
+     "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+     "ResourceQuotaScopeCrossNamespacePodAffinity"),
+]
+
+
+@pytest.mark.parametrize("hard,scopes,selector,error", [c[1:] for c in QUOTA_SCOPE_VALIDATION],
+                         ids=[c[0] for c in QUOTA_SCOPE_VALIDATION])
+def test_quota_scope_validation(cluster, hard, scopes, selector, error):
+    with pytest.raises(GpuschedError) as err:
+        apply(cluster, scoped_quota("q", hard, scopes, selector))
+    assert str(err.value) == f'test.yaml: document 0: The ResourceQuota "q" is invalid: {error}'
