@@ -14,7 +14,7 @@
    gpusched's stand-in discovery) and ``select_config`` (node label
    ``nvidia.com/device-plugin.config``, the default key, then config-manager's fallbacks).
 4. Node-wide GFD labels: driver/CUDA versions from the annotation ``gpusched.io/driver-version``
-   (default ``gfd.DEFAULT_DRIVER_VERSION``; a malformed one is GFD's error and leaves only the
+   (else the ClusterPolicy's ``driver.version``, else ``gfd.DEFAULT_DRIVER_VERSION``; a malformed one is GFD's error and leaves only the
    base labels), ``gpu.machine`` from ``gpusched.io/machine-type`` or the label
    ``node.kubernetes.io/instance-type`` (else ``unknown``), ``gpu.mode`` from the model.
 5. MIG strategy: the ClusterPolicy's ``mig.strategy``, else the config's ``flags.migStrategy``,
@@ -122,7 +122,8 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
     except GpuschedError as err:
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
                                f"node {name}: {err}", "", model)
-    driver = annotations.get(ANN_DRIVER_VERSION) or DEFAULT_DRIVER_VERSION
+    driver = (annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
+              or DEFAULT_DRIVER_VERSION)
     problem = driver_version_problem(driver)
     if problem:        # GFD exits; the device plugin still advertises
         return NodeDeviceState(devices, base, devices.advertised, f"node {name}: {problem}", key,

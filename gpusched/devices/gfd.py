@@ -161,7 +161,7 @@ def _mixed_labels(model: GpuModel, layout: list[list[str] | None],
 
 # ---- node-wide labelers: versions, machine type, GPU mode (internal/lm/nvml.go, machine-type.go)
 
-DEFAULT_DRIVER_VERSION = "570.172.08"
+DEFAULT_DRIVER_VERSION = "550.54.15"     # the driver metrics.gpu_model (nvidia-smi, DCGM) models
 # The CUDA driver API version NVML reports per driver branch (CUDA release notes, table 3).
 CUDA_OF_DRIVER_BRANCH = {535: (12, 2), 550: (12, 4), 560: (12, 6), 565: (12, 7), 570: (12, 8),
                          575: (12, 9), 580: (13, 0)}

@@ -102,7 +102,7 @@ def error_response(error: GpuschedError) -> Response:
     """A gpusched error as Kubernetes Status (422 Invalid lists its field causes)."""
     details = None
     if isinstance(error, InvalidError):
-        details = {"name": error.name, "kind": error.kind.lower(),
+        details = {"name": error.name, "kind": error.kind,
                    "causes": [{"reason": "FieldValueInvalid" if e.type == "Invalid value" else
                                "FieldValue" + e.type.replace(" value", "").replace(" ", ""),
                                "message": str(e).partition(": ")[2], "field": e.path}

@@ -98,11 +98,11 @@ def test_gfd_writes_version_machine_and_mode_labels(cluster):
     labels = labels_of(cluster, "a100-1")
     # internal/lm/nvml.go newVersionLabeler, newGPUModeLabeler; machine-type.go
     expected = {
-        "nvidia.com/cuda.driver.major": "570", "nvidia.com/cuda.driver.minor": "172",
-        "nvidia.com/cuda.driver.rev": "08", "nvidia.com/cuda.driver-version.full": "570.172.08",
-        "nvidia.com/cuda.driver-version.revision": "08",
-        "nvidia.com/cuda.runtime.major": "12", "nvidia.com/cuda.runtime.minor": "8",
-        "nvidia.com/cuda.runtime-version.full": "12.8", "nvidia.com/gpu.machine": "unknown",
+        "nvidia.com/cuda.driver.major": "550", "nvidia.com/cuda.driver.minor": "54",
+        "nvidia.com/cuda.driver.rev": "15", "nvidia.com/cuda.driver-version.full": "550.54.15",
+        "nvidia.com/cuda.driver-version.revision": "15",
+        "nvidia.com/cuda.runtime.major": "12", "nvidia.com/cuda.runtime.minor": "4",
+        "nvidia.com/cuda.runtime-version.full": "12.4", "nvidia.com/gpu.machine": "unknown",
         "nvidia.com/gpu.mode": "compute", "nvidia.com/gpu.family": "ampere",
         "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0",
         "nvidia.com/mig.capable": "true", "nvidia.com/gpu.count": "8",
@@ -118,12 +118,12 @@ def test_driver_version_annotation_and_a_bad_one(cluster):
     node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "n1", "annotations": {"gpusched.io/gpu-model": "T4",
                                                        "gpusched.io/gpu-count": "1",
-                                                       "gpusched.io/driver-version": "550.54"}},
+                                                       "gpusched.io/driver-version": "570.86"}},
             "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
     apply(cluster, yaml.safe_dump(node))
     labels = labels_of(cluster, "n1")
     assert (labels["nvidia.com/cuda.driver.rev"], labels["nvidia.com/cuda.runtime-version.full"]) \
-        == ("", "12.4")
+        == ("", "12.8")
     node["metadata"]["annotations"]["gpusched.io/driver-version"] = "abc"
     apply(cluster, yaml.safe_dump(node))
     events = [e for e in cluster.get("events") if e["reason"] == "FailedDevicePluginConfig"]
@@ -173,3 +173,13 @@ def test_taint_and_selector_on_the_lab_label(cluster):
                                                         "value": "true", "effect": "NoSchedule"}])))
     assert cluster.get("pods", ["plain"])[0]["spec"]["nodeName"] == "cpu-1"
     assert cluster.get("pods", ["gpu-job"])[0]["spec"]["nodeName"] in ("t4-1", "t4-2")
+
+
+def test_cluster_policy_driver_version_reaches_the_gfd_labels(cluster):
+    """The GPU Operator installs driver.version; GFD reads it back from NVML."""
+    apply(cluster, join(pool("t4", count=1, model="T4", gpus=1), yaml.safe_dump({
+        "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+        "spec": {"driver": {"version": "570.124.06"}}})))
+    labels = labels_of(cluster, "t4-1")
+    assert (labels["nvidia.com/cuda.driver-version.full"], labels["nvidia.com/cuda.runtime-version.full"]) \
+        == ("570.124.06", "12.8")
