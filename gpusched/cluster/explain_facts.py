@@ -166,7 +166,7 @@ def _why_not_offered(view: View, node: dict, resource: str) -> tuple[str, str]:
     mig = labels.get(MIG_CONFIG, "")
     if state.labels.get(MIG_STATE) == "failed" or labels.get(MIG_STATE) == "failed":
         return (f"{MIG_STATE}=failed: MIG layout {mig} cannot be applied "
-                f"({state.error or 'mig-manager failed'})",
+                f"({'; '.join(state.mig_log) or state.error or 'mig-manager failed'})",
                 f"label {MIG_CONFIG} on node {name}")
     if state.error:
         return f"the device plugin does not start: {state.error}", cm_ref or f"node {name}"

@@ -7,9 +7,13 @@
    else the labels of the same names (written back by this function, so a re-advertised node
    keeps its physical count), else the label ``nvidia.com/gpu.product`` (``-MIG-...`` and
    ``-SHARED`` suffixes ignored) and capacity ``nvidia.com/gpu``.
-2. MIG layout from the label ``nvidia.com/mig.config`` (default ``all-disabled``); custom
-   layouts come from a mig-parted ConfigMap (``MIG_PARTED_CONFIGMAP_NAMES``, key ``config.yaml``
-   or its only key), which replaces the built-in names it defines.
+2. MIG layout: what mig-manager (``devices.mig_manager.reconfigure``) leaves on the GPUs for the
+   label ``nvidia.com/mig.config``, starting from the GPUs' current state (annotation
+   ``gpusched.io/mig-layout``; absent: MIG disabled), with ``nvidia.com/mig.config.state``
+   ``success`` or ``failed`` - an unknown or unparsable config leaves the GPUs as they were, a
+   layout the GPU cannot create clears that GPU. Custom layouts come from a mig-parted ConfigMap
+   (``MIG_PARTED_CONFIGMAP_NAMES``, key ``config.yaml`` or its only key), which replaces the
+   built-in file. Without the label, or on a GPU without MIG, mig-manager does not run.
 3. Device-plugin config: ``plugin_config.config_source`` (the ClusterPolicy's ConfigMap, else
    gpusched's stand-in discovery) and ``select_config`` (node label
    ``nvidia.com/device-plugin.config``, the default key, then config-manager's fallbacks).
@@ -21,9 +25,10 @@
    else the node annotation ``gpusched.io/mig-strategy`` (set by NodePools), else
    ``mig_strategy_default``.
 
-A config or layout error does not raise: the plugin would crash-loop, so the state carries
+A device-plugin config error does not raise: the plugin would crash-loop, so the state carries
 ``error`` and advertises no GPU resources (labels keep only ``gpu.present``, the gpusched model/
-count labels and ``nvidia.com/mig.config.state=failed`` for MIG errors).
+count labels and the MIG state label). A failed MIG reconfiguration is not a plugin error: the
+plugin advertises whatever layout the GPUs have; ``mig_log`` carries mig-manager's lines.
 
 Neighbours: ``devices.catalog``, ``devices.mig``, ``devices.plugin_config``, ``devices.gfd``,
 ``devices.node``; called by the cluster's device-plugin controller and by experiment loaders.
@@ -38,8 +43,10 @@ from typing import Any, Mapping
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, driver_version_problem, gfd_labels,
                                   machine_label, mode_label, version_labels)
-from gpusched.devices.mig import (ALL_DISABLED, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL,
-                                  MigConfigEntry, layout_for, parse_mig_parted_config)
+from gpusched.devices.mig import (MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MigConfigEntry,
+                                  parse_mig_parted_config)
+from gpusched.devices.mig_manager import (MIG_LAYOUT_ANNOTATION, MigOutcome, current_layout,
+                                          layout_annotation, reconfigure)
 from gpusched.devices.node import NodeDevices
 from gpusched.devices.user_models import (ANN_MODEL_SPEC, MODELS_CONFIGMAP, MODELS_KEY,
                                           generic_model, model_of_annotation, resolve,
@@ -77,6 +84,8 @@ class NodeDeviceState:
     config_key: str = ""                                      # the device-plugin config key used
     model: GpuModel | None = None
     warning: str | None = None                                # e.g. an unknown GPU product
+    annotations: dict[str, str] = field(default_factory=dict)  # the GPUs' MIG state (mig_manager)
+    mig_log: tuple[str, ...] = ()                             # mig-manager's error lines when failed
 
 
 def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
@@ -101,17 +110,18 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
         return NodeDeviceState(NodeDevices.build(name, None, 0), warning=warning)
     base = {"nvidia.com/gpu.present": "true", LABEL_GPU_MODEL: model.name,
             LABEL_GPU_COUNT: str(count)}
-    mig_name = labels.get(MIG_CONFIG_LABEL, "") or ALL_DISABLED
-    try:
-        layout = layout_for(model, mig_name, count, _custom_mig_configs(configmaps, policy))
-    except GpuschedError as err:
-        message = f"node {name}: {MIG_CONFIG_LABEL}={mig_name}: {err}"
-        return NodeDeviceState(NodeDevices.build(name, None, 0),
-                               {**base, MIG_CONFIG_STATE_LABEL: "failed"}, {}, message, "", model)
+    layout, mig = _mig_manager(model, count, labels, annotations, configmaps, policy)
+    if mig is not None:
+        base[MIG_CONFIG_STATE_LABEL] = mig.state
+    mig_log = tuple(mig.log) if mig is not None else ()
+    mig_annotations = ({MIG_LAYOUT_ANNOTATION: layout_annotation(layout)}
+                       if model.mig_capable and (mig is not None or MIG_LAYOUT_ANNOTATION in annotations)
+                       else {})
     source = config_source(configmaps, policy, default_config_key)
     if source.error:
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
-                               f"node {name}: {source.error}", "", model)
+                               f"node {name}: {source.error}", "", model, None, mig_annotations,
+                               mig_log)
     try:
         key, config = select_config((source.configmap or {}).get("data") or {}, labels,
                                     source.default_key, source.where, source.fallbacks)
@@ -121,24 +131,40 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
         devices = NodeDevices.build(name, model, count, config, layout, strategy)
     except GpuschedError as err:
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
-                               f"node {name}: {err}", "", model)
+                               f"node {name}: {err}", "", model, None, mig_annotations, mig_log)
     driver = (annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
               or DEFAULT_DRIVER_VERSION)
     problem = driver_version_problem(driver)
     if problem:        # GFD exits; the device plugin still advertises
         return NodeDeviceState(devices, base, devices.advertised, f"node {name}: {problem}", key,
-                               model, warning)
+                               model, warning, mig_annotations, mig_log)
     out = {**base, **gfd_labels(model, count, config, layout, devices.mig_strategy),
            **version_labels(driver), **mode_label(model),
            **machine_label(annotations.get(ANN_MACHINE_TYPE)
                            or labels.get(INSTANCE_TYPE_LABEL, ""))}
-    if model.mig_capable and MIG_CONFIG_LABEL in labels:
-        out[MIG_CONFIG_STATE_LABEL] = "success"
     capacity = devices.advertised
     if policy is not None and not policy.is_enabled("devicePlugin"):
         capacity = {}
     return NodeDeviceState(devices, dict(sorted(out.items())), capacity, None, key, model,
-                           warning)
+                           warning, mig_annotations, mig_log)
+
+
+def _mig_manager(model: GpuModel, count: int, labels: Mapping[str, str],
+                 annotations: Mapping[str, str], configmaps: list[dict],
+                 policy: PolicyConfig | None) -> tuple[list, MigOutcome | None]:
+    """The GPUs' MIG layout after mig-manager acted on ``nvidia.com/mig.config`` (``None`` outcome:
+    mig-manager does not run - a node without the label, or a GPU without MIG)."""
+    current = current_layout(annotations.get(MIG_LAYOUT_ANNOTATION), count)
+    if not model.mig_capable or MIG_CONFIG_LABEL not in labels:
+        return current, None
+    if policy is not None and not policy.is_enabled("migManager"):   # no mig-manager DaemonSet
+        return current, None
+    try:
+        custom, custom_error = _custom_mig_configs(configmaps, policy), None
+    except GpuschedError as err:
+        custom, custom_error = None, str(err)
+    outcome = reconfigure(model, count, str(labels[MIG_CONFIG_LABEL]), current, custom, custom_error)
+    return outcome.layout, outcome
 
 
 def node_gpus(node: Mapping[str, Any], extra: Mapping[str, GpuModel] | None = None

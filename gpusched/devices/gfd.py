@@ -10,9 +10,14 @@ section 2:
   ``mps.capable`` and ``mig.strategy`` (only when not ``none``);
 - a shared resource that keeps its name gets ``-SHARED`` on its product; with
   ``renameByDefault`` there is no suffix (the resource name carries ``.shared`` instead);
+- MIG none: MIG-enabled GPUs are labelled as whole GPUs without sharing (replicas 0, sharing
+  ``none``, no ``-SHARED``; GPUs of the model running without MIG override that with the sharing
+  config), no ``mig.strategy`` and no MIG labels (``internal/lm/mig-strategy.go``);
 - MIG single (valid): the ``gpu.*`` labels describe the MIG devices (count of MIG devices,
-  ``<product>-MIG-<profile>``, MIG memory, multiprocessors, slices, engines); invalid:
-  ``<product>-MIG-INVALID`` with count/replicas/memory 0 and an empty sharing strategy;
+  ``<product>-MIG-<profile>``, MIG memory, multiprocessors, slices, engines); invalid (a
+  MIG-enabled GPU without MIG devices, MIG-enabled and disabled GPUs together, or more than one
+  MIG profile; ``single_strategy_gfd_reason``): ``<product>-MIG-INVALID`` with count/replicas/memory
+  0 and an empty sharing strategy, over the full-GPU labels (family and compute stay);
 - MIG mixed: one ``nvidia.com/mig-<profile>.*`` set per profile present (``+`` as ``.``), and
   ``gpu.*`` still describes the GPUs (replicas 0 / sharing none when every GPU is MIG-enabled).
 
@@ -29,7 +34,7 @@ import re
 from collections import Counter
 
 from gpusched.devices.catalog import GpuModel
-from gpusched.devices.mig import profile_of, single_strategy_problem
+from gpusched.devices.mig import profile_of
 from gpusched.devices.mig_profiles import MigProfile
 from gpusched.devices.plugin_config import DEFAULT_CONFIG, DevicePluginConfig
 
@@ -70,8 +75,10 @@ def gfd_labels(model: GpuModel | None, gpu_count: int, config: DevicePluginConfi
         labels["nvidia.com/gpu.family"] = model.family
         labels["nvidia.com/gpu.compute.major"] = str(model.compute_major)
         labels["nvidia.com/gpu.compute.minor"] = str(model.compute_minor)
-    if strategy == "none" or not any_mig:
+    if not any_mig:
         labels.update(_full_gpu_labels(model, gpu_count, config))
+    elif strategy == "none":        # newGPULabelers only: MIG-enabled GPUs as whole, unshared GPUs
+        labels.update(_gpu_part(model, layout, config))
     elif strategy == "single":
         labels.update(_single_labels(model, layout, config))
     else:
@@ -125,7 +132,7 @@ def _mig_set(prefix: str, model: GpuModel, profile: MigProfile, count: int, reso
 
 def _single_labels(model: GpuModel, layout: list[list[str] | None],
                    config: DevicePluginConfig) -> dict[str, str]:
-    if single_strategy_problem(layout):
+    if single_strategy_gfd_reason(layout):
         return {
             "nvidia.com/gpu.count": "0",
             "nvidia.com/gpu.replicas": "0",
@@ -138,19 +145,50 @@ def _single_labels(model: GpuModel, layout: list[list[str] | None],
     return _mig_set("nvidia.com/gpu", model, profile, len(profiles), "nvidia.com/gpu", config)
 
 
-def _mixed_labels(model: GpuModel, layout: list[list[str] | None],
-                  config: DevicePluginConfig) -> dict[str, str]:
+def _gpu_part(model: GpuModel, layout: list[list[str] | None],
+              config: DevicePluginConfig) -> dict[str, str]:
+    """The ``nvidia.com/gpu.*`` labels of GFD's full-GPU labeler (``internal/lm/mig-strategy.go``
+    ``newGPULabelers``), run under every strategy: MIG-enabled GPUs are labelled without sharing
+    (``NewGPUResourceLabelerWithoutSharing``: replicas 0, sharing none, no ``-SHARED``); when GPUs
+    of the model also run without MIG, the full-GPU labeler overrides them with the sharing
+    config. ``count`` is every GPU of the model either way."""
     gpu_count = len(layout)
     if any(entry is None for entry in layout):
-        labels = _full_gpu_labels(model, gpu_count, config)
-    else:
-        labels = {
-            "nvidia.com/gpu.count": str(gpu_count),
-            "nvidia.com/gpu.replicas": "0",
-            "nvidia.com/gpu.sharing-strategy": "none",
-            "nvidia.com/gpu.product": model.product,
-            "nvidia.com/gpu.memory": str(model.memory_mib),
-        }
+        return _full_gpu_labels(model, gpu_count, config)
+    return {
+        "nvidia.com/gpu.count": str(gpu_count),
+        "nvidia.com/gpu.replicas": "0",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.product": model.product,
+        "nvidia.com/gpu.memory": str(model.memory_mib),
+    }
+
+
+def single_strategy_gfd_reason(layout: list[list[str] | None]) -> str | None:
+    """GFD's reason for the ``-MIG-INVALID`` labels under the single strategy, in its order of
+    checks (``newMigStrategySingleLabeler``; logged as ``Invalid configuration detected for
+    mig-strategy=single: <reason>``), or None when the node is valid or has no MIG-enabled GPU.
+
+    >>> single_strategy_gfd_reason([["1g.5gb"], [], None])
+    'at least one MIG device is enabled but empty'
+    >>> single_strategy_gfd_reason([["1g.5gb"], None])
+    'devices with MIG enabled and disable detected'
+    """
+    enabled = [entry for entry in layout if entry is not None]
+    if not enabled:
+        return None
+    if any(not entry for entry in enabled):
+        return "at least one MIG device is enabled but empty"
+    if len(enabled) != len(layout):
+        return "devices with MIG enabled and disable detected"
+    if len({p.replace("+", ".") for entry in enabled for p in entry}) != 1:
+        return "more than one MIG device type present on node"
+    return None
+
+
+def _mixed_labels(model: GpuModel, layout: list[list[str] | None],
+                  config: DevicePluginConfig) -> dict[str, str]:
+    labels = _gpu_part(model, layout, config)
     counts = Counter(profile_of(model, p).name for entry in layout for p in entry or ())
     for name, count in sorted(counts.items()):
         profile = profile_of(model, name)

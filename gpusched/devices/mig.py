@@ -277,8 +277,10 @@ def _parse_entry(name: str, entry: Any) -> MigConfigEntry:
 
 
 def _apply_entries(model: GpuModel, name: str, entries: list[MigConfigEntry],
-                   gpu_count: int) -> Layout:
-    """Later entries override earlier ones on the GPUs they select (mig-parted applies in order)."""
+                   gpu_count: int, resolve: bool = True) -> Layout:
+    """Later entries override earlier ones on the GPUs they select (mig-parted applies in order).
+    ``resolve=False`` keeps the profile names as written (mig-manager resolves them per GPU when
+    it applies them, ``devices.mig_manager``)."""
     layout: Layout = [None] * gpu_count
     for entry in entries:
         if entry.device_filter:
@@ -289,7 +291,7 @@ def _apply_entries(model: GpuModel, name: str, entries: list[MigConfigEntry],
         if entry.mig_enabled:
             profiles = []
             for profile, count in entry.mig_devices:
-                profiles += [profile_of(model, profile).name] * count
+                profiles += [profile_of(model, profile).name if resolve else profile] * count
         elif entry.mig_devices:
             raise UsageError(f"mig config {name}: mig-devices given with mig-enabled: false")
         for index in selected:

@@ -81,9 +81,60 @@ CASES = [
 ]
 
 
+# k8s-device-plugin internal/lm/mig-strategy.go newGPULabelers / newMigStrategySingleLabeler /
+# newInvalidMigStrategyLabeler; cases after internal/lm/mig-strategy_test.go
+# TestMigStrategyNoneLabels and TestMigStrategySingleLabels.
+INVALID = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID", "nvidia.com/gpu.count": "0",
+           "nvidia.com/gpu.replicas": "0", "nvidia.com/gpu.sharing-strategy": "",
+           "nvidia.com/gpu.memory": "0", "nvidia.com/mig.strategy": "single",
+           "nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.compute.major": "8",
+           "nvidia.com/gpu.multiprocessors": "<absent>"}
+CASES += [
+    # TestMigStrategyNoneLabels "sharing is not applied to multiple MIG device; replicas is zero"
+    ("none-mig-enabled-not-shared", gfd_labels(A100, 2, sharing_config(2), [["1g.5gb"], ["1g.5gb"]], "none"), {
+        "nvidia.com/gpu.count": "2", "nvidia.com/gpu.replicas": "0",
+        "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+        "nvidia.com/gpu.memory": "40960", "nvidia.com/mig.strategy": "<absent>",
+        "nvidia.com/mig-1g.5gb.count": "<absent>"}),
+    # TestMigStrategyNoneLabels "sharing is applied to MIG device and non-MIG device"
+    ("none-mig-and-full-gpu-shared", gfd_labels(A100, 2, sharing_config(2), [["1g.5gb"], None], "none"), {
+        "nvidia.com/gpu.count": "2", "nvidia.com/gpu.replicas": "2",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing",
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-SHARED"}),
+    # TestMigStrategySingleLabels "empty mig devices returns MIG invalid label"
+    ("single-invalid-enabled-but-empty", gfd_labels(A100, 2, None, [[], []], "single"), INVALID),
+    # "mixed mig config returns MIG invalid label"
+    ("single-invalid-two-profiles", gfd_labels(A100, 1, None, [["1g.5gb", "2g.10gb"]], "single"), INVALID),
+    # "mixed mig enabled and disabled returns invalid config"
+    ("single-invalid-enabled-and-disabled", gfd_labels(A100, 2, None, [["1g.5gb"], None], "single"), INVALID),
+    # "enabled, disabled, and empty returns invalid config"
+    ("single-invalid-enabled-disabled-empty", gfd_labels(A100, 3, sharing_config(2), [["1g.5gb"], None, []],
+                                                         "single"), INVALID),
+    # no MIG-enabled GPU under single: "equivalent to the none MIG strategy"
+    ("single-without-mig-is-none", gfd_labels(A100, 2, None, [None, None], "single"), {
+        "nvidia.com/gpu.count": "2", "nvidia.com/gpu.replicas": "1",
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/mig.strategy": "single"}),
+]
+
+
 @pytest.mark.parametrize("labels,expected", [(l, e) for _, l, e in CASES], ids=[i for i, _, _ in CASES])
 def test_gfd_labels(labels, expected):
     assert _subset(labels, expected) == expected
+
+
+GFD_REASONS = [   # newMigStrategySingleLabeler's order of checks
+    ("valid", [["1g.5gb"], ["1g.5gb"]], None),
+    ("no-mig", [None, None], None),
+    ("empty-first", [["1g.5gb", "2g.10gb"], [], None], "at least one MIG device is enabled but empty"),
+    ("enabled-and-disabled", [["1g.5gb"], ["2g.10gb"], None], "devices with MIG enabled and disable detected"),
+    ("two-types", [["1g.5gb"], ["2g.10gb"]], "more than one MIG device type present on node"),
+]
+
+
+@pytest.mark.parametrize("layout,reason", [c[1:] for c in GFD_REASONS], ids=[c[0] for c in GFD_REASONS])
+def test_single_strategy_gfd_reason(layout, reason):
+    from gpusched.devices.gfd import single_strategy_gfd_reason
+    assert single_strategy_gfd_reason(layout) == reason
 
 
 def test_cpu_node_has_no_labels():

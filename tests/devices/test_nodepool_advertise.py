@@ -119,15 +119,22 @@ def test_mig_pool_node_mixed():
 @pytest.mark.parametrize("node,cms,fragment", [
     (real_node(), [configmap({"any": "version: v9"})],
      'ConfigMap gpu-operator/time-slicing-config key \'any\': unknown version: v9'),
-    (real_node(labels={"nvidia.com/mig.config": "all-1g.5gb"}), [], "does not support MIG"),
     (real_node(product="NVIDIA-A100-SXM4-40GB", gpus="1", labels={"nvidia.com/mig.config": "all-2g.10gb"}),
      [configmap({"any": "version: v1\nflags: {migStrategy: single}\nsharing:\n  mps:\n    resources:\n"
                         "    - {name: gpu, replicas: 2}\n"})], "MPS"),
-], ids=["bad-config", "mig-on-t4", "mps-on-mig"])
+], ids=["bad-config", "mps-on-mig"])
 def test_errors_advertise_nothing(node, cms, fragment):
     state = node_device_state(node, cms)
     assert fragment in state.error
     assert state.capacity == {} and state.devices.advertised == {}
+
+
+def test_mig_label_on_a_gpu_without_mig_is_ignored():
+    # gpu-operator deploys mig-manager only on nodes labelled nvidia.com/mig.capable=true
+    # (nvidia.com/gpu.deploy.mig-manager): nothing acts on the label of a T4 node.
+    state = node_device_state(real_node(labels={"nvidia.com/mig.config": "all-1g.5gb"}), [])
+    assert state.error is None and state.capacity == {"nvidia.com/gpu": 2}
+    assert "nvidia.com/mig.config.state" not in state.labels and state.annotations == {}
 
 
 def test_custom_mig_parted_configmap():

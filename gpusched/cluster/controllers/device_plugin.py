@@ -15,7 +15,10 @@ not know (``devices.user_models``) is advertised with the node's GPU count and a
 ``UnknownGPUModel`` recorded when the node's labels change. With a ClusterPolicy its
 device-plugin ConfigMap, default and ``mig.strategy`` apply, and a node's plugin keeps the
 ConfigMap it loaded when its pod started (``controllers.gpu_operator``) until that pod is
-replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone.
+replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone. mig-manager's outcome
+(``devices.mig_manager``) is written back as the annotation ``gpusched.io/mig-layout`` (the GPUs'
+MIG state) and the label ``nvidia.com/mig.config.state``; a failure adds a Warning event
+``MigConfigFailed`` (source ``nvidia-mig-manager``) whose message is mig-manager's log lines.
 
 Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
 """
@@ -34,6 +37,8 @@ from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
 
 log = logging.getLogger(__name__)
 COMPONENT = "nvidia-device-plugin"
+MIG_MANAGER_COMPONENT = "nvidia-mig-manager"
+MIG_EVENT_REASON = "MigConfigFailed"     # gpusched's: mig-manager itself records no events
 GPU_PREFIXES = ("nvidia.com/", "gpusched.io/")
 FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
 TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"
@@ -67,14 +72,20 @@ def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None)
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
                           COMPONENT)
     write_gfd_labels(new, dict(state.labels), view.timestamp())
+    if state.annotations:           # the GPUs' MIG state after mig-manager (devices.mig_manager)
+        new.setdefault("metadata", {}).setdefault("annotations", {}).update(state.annotations)
     status = new.setdefault("status", {})
     for field in ("capacity", "allocatable"):
         values = {k: v for k, v in (status.get(field) or {}).items()
                   if not k.startswith(GPU_PREFIXES)}
         values.update({k: str(v) for k, v in dict(state.capacity).items()})
         status[field] = values
-    if view.update(new) and state.warning:
+    changed = view.update(new)
+    if changed and state.warning:
         view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)
+    if changed and state.mig_log:   # mig-manager only logs; gpusched shows its lines as an event
+        view.record_event(new, MIG_EVENT_REASON, "; ".join(state.mig_log), "Warning",
+                          MIG_MANAGER_COMPONENT)
 
 
 def owned_labels(node: dict) -> set[str]:
