@@ -18,6 +18,10 @@ model and the per-model physics):
   the parent GPU keeps temperature, power, energy and clocks but no ``DCGM_FI_DEV_GPU_UTIL``
   (NVML does not report it on MIG-enabled GPUs). Values the model does not produce (PCIe bytes,
   NVLink, vGPU licence, memory temperature on non-HBM parts) are omitted.
+- pods on a line: only those dcgm-exporter's pod mapper attributes (``dcgm.PodMapping``:
+  ``nvidia.com/gpu``, ``nvidia.com/mig-*`` and its ``--nvidia-resource-names``), with the flags
+  read from the cluster's dcgm-exporter DaemonSet (``exporter_mapping``); a renamed
+  ``nvidia.com/gpu.shared`` pod still loads the GPU but is not named on its line by default.
 - XID: the node annotation ``gpusched.io/gpu-xid: "<gpu>=<code>[,...]"`` injects the last XID
   error of a GPU (for alert drills); otherwise 0.
 
@@ -37,7 +41,7 @@ from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
-from gpusched.metrics.dcgm import GpuSample, PodRef, pci_bus_id
+from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     ANN_START_TIME)
 
@@ -61,6 +65,7 @@ class Holding:
     memory_mib: int
     fraction: float = 1.0  # share of the GPU it is billed for (1/replicas, milli/1000, MIG slices)
     priority_class: str = ""
+    resource: str = ""     # the device's resource name ("" for gpusched's fractional shares)
 
 
 @dataclass
@@ -128,12 +133,13 @@ def holdings_of(pod: dict, devices, end: float | None) -> list[Holding]:
             slices = profile.compute_slices / geometry.compute_slices
             out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, device.parent or
                                device.device_id.split("::")[0], float(start), end, util,
-                               slices, gm.pod_memory_mib(pod, profile.memory_mib), slices, klass))
+                               slices, gm.pod_memory_mib(pod, profile.memory_mib), slices, klass,
+                               device.resource))
             continue
         replicas = sum(1 for d in devices.devices if d.parent and d.parent == device.parent) or 1
         out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, "", float(start), end,
                            util, 1.0, gm.pod_memory_mib(pod, total // replicas), 1 / replicas,
-                           klass))
+                           klass, device.resource))
     return out
 
 
@@ -159,9 +165,10 @@ def integrate(physics: gm.Physics, holdings: list[Holding], since: float,
 class ClusterSource:
     """``GpuSource`` over a cluster ``View``; see the module docstring."""
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, mapping: PodMapping | None = None) -> None:
         self.view = view
         self.now = view.now()
+        self.mapping = mapping if mapping is not None else exporter_mapping(view)
         self._states: list[tuple[GpuState, list[GpuSample]]] | None = None
 
     def _build(self) -> list[tuple[GpuState, list[GpuSample]]]:
@@ -226,8 +233,7 @@ class ClusterSource:
                                "DCGM_FI_PROF_GR_ENGINE_ACTIVE": util / 100,
                                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": util / 200,
                                "DCGM_FI_PROF_DRAM_ACTIVE": util * 0.4 / 100})
-                pods = tuple(sorted({h.pod for h in live}, key=lambda p: (p.namespace, p.pod)))
-                samples.append(GpuSample(**base, values=values, pods=pods))
+                samples.append(GpuSample(**base, values=values, pods=self._pods(live, mig=False)))
             out.append((state, samples))
         return out
 
@@ -241,7 +247,7 @@ class ClusterSource:
             mine = [h for h in live if h.instance == instance_id]
             util = min(100.0, sum(h.util for h in mine))
             used = min(profile.memory_mib, sum(h.memory_mib for h in mine))
-            pods = tuple(sorted({h.pod for h in mine}, key=lambda p: (p.namespace, p.pod)))
+            pods = self._pods(mine, mig=True)
             samples.append(GpuSample(
                 **base, gpu_instance_profile=profile.name, gpu_instance_id=str(position),
                 pods=pods, values={"DCGM_FI_DEV_FB_USED": used,
@@ -249,11 +255,35 @@ class ClusterSource:
                                    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": util / 100}))
         return samples
 
+    def _pods(self, holdings: list[Holding], mig: bool) -> tuple[PodRef, ...]:
+        """The pods dcgm-exporter's pod mapper names on a line (``dcgm.PodMapping``);
+        gpusched's fractional shares (no device-plugin resource) are always named."""
+        mapped = {h.pod for h in holdings if not h.resource or self.mapping.maps(h.resource, mig)}
+        return tuple(sorted(mapped, key=lambda p: (p.namespace, p.pod)))
+
     def samples(self) -> list[GpuSample]:
         return [s for _, samples in self._build() for s in samples]
 
     def gpus(self) -> list[GpuState]:
         return [state for state, _ in self._build()]
+
+
+def exporter_mapping(view: View) -> PodMapping:
+    """The pod mapping of the cluster's dcgm-exporter: the first DaemonSet (by namespace, name)
+    with a container whose image or name contains ``dcgm-exporter`` - its args and env, as
+    ``dcgm.mapping_from_container`` reads them; none: dcgm-exporter's defaults."""
+    for ds in sorted(view.list("DaemonSet"), key=lambda d: (d["metadata"].get("namespace", ""),
+                                                              d["metadata"].get("name", ""))):
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for container in spec.get("containers") or ():
+            if not isinstance(container, dict):
+                continue
+            if "dcgm-exporter" in f'{container.get("image", "")} {container.get("name", "")}':
+                args = [*(container.get("command") or ()), *(container.get("args") or ())]
+                env = {str(e.get("name")): str(e.get("value") or "")
+                       for e in container.get("env") or () if isinstance(e, dict)}
+                return mapping_from_container([str(a) for a in args], env)
+    return PodMapping()
 
 
 def _xids(node: dict) -> dict[int, int]:

@@ -15,6 +15,18 @@ This renderer is used instead of ``prometheus_client``'s because ``prometheus_cl
 (``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` ...) keep their names; ``exposition`` appends the
 ``prometheus_client`` text of every other family to this one.
 
+Pod attribution (:class:`PodMapping`) follows dcgm-exporter's Kubernetes pod mapper
+(``internal/pkg/transformation/kubernetes.go`` ``toDeviceToPod``/``iterateGPUDevices``): a device
+the kubelet's pod-resources API lists for a container is mapped to the pod only when its resource
+name is ``nvidia.com/gpu`` (``appconfig.NvidiaResourceName``), starts with ``nvidia.com/mig-``
+(``NvidiaMigResourcePrefix``), or is listed in ``--nvidia-resource-names`` (env
+``NVIDIA_RESOURCE_NAMES``). Anything else - e.g. the ``nvidia.com/gpu.shared`` resource of
+time-slicing with ``renameByDefault`` - gets GPU lines **without** ``namespace``/``pod``/
+``container``. ``--kubernetes-gpu-id-type`` (env ``DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE``) is
+``uid`` (default: whole-GPU lines are keyed by GPU UUID, which is what NVIDIA's device plugin
+reports) or ``device-name`` (keyed by ``nvidia<N>``, which NVIDIA's device plugin never reports, so
+whole and time-sliced GPUs lose their pods; MIG lines are keyed by GPU and instance either way).
+
 Neighbours: ``nvml_source``, ``cluster_source`` produce samples; ``exposition`` and ``exporter``
 serve them.
 """
@@ -117,6 +129,71 @@ class GpuSample:
         if self.driver_version:
             labels.append(("DCGM_FI_DRIVER_VERSION", self.driver_version))
         return labels
+
+
+NVIDIA_RESOURCE_NAME = "nvidia.com/gpu"          # appconfig.NvidiaResourceName
+NVIDIA_MIG_RESOURCE_PREFIX = "nvidia.com/mig-"    # appconfig.NvidiaMigResourcePrefix
+GPU_ID_TYPES = ("uid", "device-name")             # appconfig.GPUUID, appconfig.DeviceName
+FLAG_RESOURCE_NAMES = "--nvidia-resource-names"   # pkg/cmd/app.go CLINvidiaResourceNames
+FLAG_GPU_ID_TYPE = "--kubernetes-gpu-id-type"     # pkg/cmd/app.go CLIKubernetesGPUIDType
+ENV_RESOURCE_NAMES = "NVIDIA_RESOURCE_NAMES"
+ENV_GPU_ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
+_MAX_FLAG_TEXT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class PodMapping:
+    """dcgm-exporter's pod mapping options (see the module docstring)."""
+
+    resource_names: tuple[str, ...] = ()
+    gpu_id_type: str = "uid"
+
+    def maps(self, resource: str, mig: bool) -> bool:
+        """Does the exporter attribute a device of ``resource`` (a MIG instance or not) to its pod?
+
+        >>> PodMapping().maps("nvidia.com/gpu", False), PodMapping().maps("nvidia.com/gpu.shared", False)
+        (True, False)
+        >>> PodMapping(("nvidia.com/gpu.shared",)).maps("nvidia.com/gpu.shared", False)
+        True
+        >>> PodMapping(gpu_id_type="device-name").maps("nvidia.com/gpu", False)
+        False
+        """
+        named = (resource == NVIDIA_RESOURCE_NAME or resource in self.resource_names
+                 or resource.startswith(NVIDIA_MIG_RESOURCE_PREFIX))
+        return named and (mig or self.gpu_id_type == "uid")
+
+
+def mapping_from_container(args: list[str], env: Mapping[str, str]) -> PodMapping:
+    """The mapping a dcgm-exporter container runs with: its flags, else its environment (urfave/cli
+    precedence). A string-slice flag may repeat and takes comma-separated values; an unknown
+    ``--kubernetes-gpu-id-type`` makes dcgm-exporter map nothing, as its ``GetIDOfType`` errors.
+
+    >>> mapping_from_container(["--nvidia-resource-names=nvidia.com/a100,nvidia.com/gpu.shared"], {})
+    PodMapping(resource_names=('nvidia.com/a100', 'nvidia.com/gpu.shared'), gpu_id_type='uid')
+    >>> mapping_from_container(["-k"], {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "device-name"}).gpu_id_type
+    'device-name'
+    """
+    names: list[str] = []
+    id_type: str | None = None
+    values = [str(a)[:_MAX_FLAG_TEXT] for a in args[:256]]
+    for i, arg in enumerate(values):
+        for flag in (FLAG_RESOURCE_NAMES, FLAG_GPU_ID_TYPE):
+            if arg == flag and i + 1 < len(values):
+                value = values[i + 1]
+            elif arg.startswith(flag + "="):
+                value = arg[len(flag) + 1:]
+            else:
+                continue
+            if flag == FLAG_RESOURCE_NAMES:
+                names += [n.strip() for n in value.split(",") if n.strip()]
+            else:
+                id_type = value.strip()
+    if not names:
+        names = [n.strip() for n in str(env.get(ENV_RESOURCE_NAMES, ""))[:_MAX_FLAG_TEXT].split(",")
+                 if n.strip()]
+    if id_type is None:
+        id_type = str(env.get(ENV_GPU_ID_TYPE) or "uid").strip()
+    return PodMapping(tuple(names), id_type)
 
 
 class GpuSource(Protocol):
