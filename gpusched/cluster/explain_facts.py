@@ -144,7 +144,9 @@ def _default_offer(node: dict) -> dict[str, int]:
 
     plain = {**node, "metadata": {**_meta(node), "labels": {
         k: v for k, v in (_meta(node).get("labels") or {}).items()
-        if k not in (MIG_CONFIG, "nvidia.com/device-plugin.config")}}}
+        if k not in (MIG_CONFIG, "nvidia.com/device-plugin.config")}, "annotations": {
+        k: v for k, v in (_meta(node).get("annotations") or {}).items()
+        if k != "gpusched.io/mig-layout"}}}        # the GPUs' MIG state (devices.mig_manager)
     return node_device_state(plain, []).capacity
 
 

@@ -68,8 +68,6 @@ class Case:
 CLUSTER = ("apply", "-f", "examples/cluster.yaml", "-f", "examples/priority-classes.yaml")
 MIG = ("apply", "-f", "examples/mig-mixed/1-mig-node.yaml")
 WHOLE = pod("whole", {"nvidia.com/gpu": 1})
-KNOWN_MIG = ("all-disabled, all-enabled, all-balanced, all-1g.5gb, all-1g.5gb.me, all-1g.10gb, "
-             "all-2g.10gb, all-3g.20gb, all-4g.20gb, all-7g.40gb")
 
 CASES = [
     Case("typo-in-resource-name", (CLUSTER,), pod("typo", {"nvidia.com/gpus": 1}),
@@ -90,9 +88,11 @@ CASES = [
     Case("failed-mig-config-state",
          (MIG, ("label", "node", "mig-node-1", "nvidia.com/mig.config=bogus", "--overwrite")), WHOLE,
          ("no node offers nvidia.com/gpu now",
+          # mig-parted reconfigure.go: validateMigConfig fails, the GPUs keep all-balanced
           "mig-node-1 could offer 1 nvidia.com/gpu but does not: nvidia.com/mig.config.state=failed: "
-          "MIG layout bogus cannot be applied (node mig-node-1: nvidia.com/mig.config=bogus: unknown "
-          f'MIG config "bogus" for A100-40GB; known configs: {KNOWN_MIG}); change label '
+          "MIG layout bogus cannot be applied (Error selecting MIG config: selected mig-config not "
+          "present: bogus; Error: failed to validate MIG configuration: exit status 1; Changing the "
+          "'nvidia.com/mig.config.state' node label to 'failed'); change label "
           "nvidia.com/mig.config on node mig-node-1"),
          {"kind": "unknown-resource"}),
     Case("time-slicing-renames-the-resource", (CLUSTER, ("apply", "-f", "-", RENAME_CONFIG)), WHOLE,
