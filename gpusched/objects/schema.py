@@ -153,6 +153,19 @@ def openapi_v3(node: object) -> object:
     return out
 
 
+def patch_strategy(definition: str, field: str) -> tuple[str, str]:
+    """(``x-kubernetes-patch-strategy``, ``x-kubernetes-patch-merge-key``) of one field, as the
+    strategic merge patch reads them from the Go struct tags (``""`` where there is none).
+
+    >>> patch_strategy("io.k8s.api.core.v1.PodSpec", "containers")
+    ('merge', 'name')
+    >>> patch_strategy("io.k8s.api.core.v1.Container", "volumeMounts")
+    ('merge', 'mountPath')
+    """
+    node = resolve({"$ref": f"#/definitions/{definition}"}).get("properties", {}).get(field, {})
+    return node.get("x-kubernetes-patch-strategy", ""), node.get("x-kubernetes-patch-merge-key", "")
+
+
 def ref_name(node: dict) -> str:
     """The definition name a node refers to (``""`` when it is inline)."""
     ref = node.get("$ref")
