@@ -36,7 +36,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gpusched.cluster.kinds_admission import (admit_service, default_storage_class,
+from gpusched.cluster.kinds_admission import (admit_claim_update, admit_service,
+                                              admit_volume_update, default_storage_class,
                                               default_toleration_seconds, label_namespace)
 from gpusched.cluster.quota import check_quota, refresh_quotas
 from gpusched.cluster.resources import (container_resources, format_amount,
@@ -63,6 +64,10 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
         default_toleration_seconds(body)            # DefaultTolerationSeconds (create, update)
     elif kind == "PersistentVolumeClaim" and old is None:
         default_storage_class(view, body)           # DefaultStorageClass
+    elif kind == "PersistentVolumeClaim":
+        admit_claim_update(body, old)
+    elif kind == "PersistentVolume" and old is not None:
+        admit_volume_update(body, old)
     elif kind == "Service":
         admit_service(view, body, old)              # ClusterIP / NodePort allocation
     elif kind == "Namespace":

@@ -102,6 +102,40 @@ def default_storage_class(view: View, claim: dict) -> None:
         spec["storageClassName"] = chosen["metadata"]["name"]
 
 
+# ---- claim and volume updates ----------------------------------------------------------------
+
+CLAIM_SERVER_FIELDS = ("volumeName", "storageClassName", "volumeMode")
+CLAIM_IMMUTABLE = ("spec is immutable after creation except resources.requests and "
+                   "volumeAttributesClassName for bound claims")
+
+
+def admit_claim_update(claim: dict, old: dict) -> None:
+    """Fields the controllers and admission wrote survive an apply that leaves them out; any
+    other spec change is refused as ValidatePersistentVolumeClaimUpdate does."""
+    spec, old_spec = claim.setdefault("spec", {}), old.get("spec") or {}
+    for key in CLAIM_SERVER_FIELDS:
+        if key in old_spec and key not in spec:
+            spec[key] = old_spec[key]
+    if _without_requests(spec) != _without_requests(old_spec):
+        raise InvalidError("PersistentVolumeClaim", claim["metadata"]["name"],
+                           [FieldError("spec", "Forbidden", None, CLAIM_IMMUTABLE)])
+
+
+def _without_requests(spec: dict) -> dict:
+    out = {k: v for k, v in spec.items() if k != "volumeAttributesClassName"}
+    resources = dict(out.get("resources") or {})
+    resources.pop("requests", None)
+    out["resources"] = resources
+    return out
+
+
+def admit_volume_update(volume: dict, old: dict) -> None:
+    """The controller's claimRef survives an apply that leaves it out."""
+    spec, old_spec = volume.setdefault("spec", {}), old.get("spec") or {}
+    if "claimRef" in old_spec and "claimRef" not in spec:
+        spec["claimRef"] = old_spec["claimRef"]
+
+
 # ---- Services -------------------------------------------------------------------------------
 
 def admit_service(view: View, service: dict, old: dict | None) -> None:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gpusched.cluster.controllers.volumes import find_best_match, volume_mismatch
+from gpusched.errors import InvalidError
 
 from .builders import apply, join, pool
 
@@ -303,3 +304,20 @@ def test_bound_claim_loses_its_volume(cluster):
     assert claim_of(cluster)["status"]["phase"] == "Lost"
     assert events_of(cluster, "claim")[-1] == (
         "Warning", "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+
+
+def test_reapplying_a_changed_claim_keeps_its_binding(cluster):
+    """apply's merge leaves out volumeName/storageClassName; the API server keeps them and
+    ValidatePersistentVolumeClaimUpdate refuses other spec changes."""
+    apply(cluster, dump(pv("v"), pvc()))
+    labelled = pvc()
+    labelled["metadata"]["labels"] = {"team": "a"}
+    apply(cluster, dump(labelled))
+    claim = claim_of(cluster)
+    assert claim["spec"]["volumeName"] == "v" and claim["status"]["phase"] == "Bound"
+    wider = pvc(modes=("ReadWriteMany",))
+    with pytest.raises(InvalidError) as err:
+        apply(cluster, dump(wider))
+    assert str(err.value) == ('The PersistentVolumeClaim "claim" is invalid: spec: Forbidden: spec is '
+                              "immutable after creation except resources.requests and "
+                              "volumeAttributesClassName for bound claims")
