@@ -241,39 +241,45 @@ class Cluster:
                 items = [b for b in items if field_matches(b, field_sel)]
             return copy.deepcopy(items)
 
-    def delete(self, kind: str, name: str, namespace: str | None = "default") -> str:
+    def delete(self, kind: str, name: str, namespace: str | None = "default",
+               grace: int | None = None) -> str:
+        """Delete one object; ``grace`` is DeleteOptions.gracePeriodSeconds (None: the pod's
+        own). The line is kubectl's: ``pod "x" deleted``, ``force deleted`` when grace is 0."""
         info = resolve_kind(kind)
         with self._write() as view:
-            self._delete(view, info, name, namespace or "default")
-        return f'{qualified_singular(info)} "{name}" deleted'
+            self._delete(view, info, name, namespace or "default", grace)
+        verb = "force deleted" if grace == 0 else "deleted"
+        return f'{qualified_singular(info)} "{name}" {verb}'
 
-    def _delete(self, view: View, info: KindInfo, name: str, namespace: str) -> None:
+    def _delete(self, view: View, info: KindInfo, name: str, namespace: str,
+                grace: int | None = None) -> None:
         ns = namespace if info.namespaced else ""
         body = view.get(info.kind, name, ns)
         if body is None:
             raise NotFoundError(qualified_plural(info), name)
         check_deletable(info.kind, name)
         if info.kind == "Pod":
-            delete_pod(view, body)
+            delete_pod(view, body, grace=grace)
             return
         view.delete(info.kind, name, ns)
         if info.kind == "Namespace":
             for (kind, obj_ns, obj_name), obj in sorted(view.objects.items()):
                 if obj_ns == name:
                     if kind == "Pod":
-                        delete_pod(view, obj)
+                        delete_pod(view, obj, grace=grace)
                     else:
                         view.delete(kind, obj_name, obj_ns)
 
-    def delete_manifests(self, manifests: list) -> list[str]:
+    def delete_manifests(self, manifests: list, grace: int | None = None) -> list[str]:
         lines = []
+        verb = "force deleted" if grace == 0 else "deleted"
         with self._write() as view:
             for manifest in manifests:
                 obj = manifest.obj
                 info = resolve_kind(str(obj.get("kind", "")))
                 name = str((obj.get("metadata") or {}).get("name", ""))
-                self._delete(view, info, name, object_namespace(info.kind, obj))
-                lines.append(f'{qualified_singular(info)} "{name}" deleted')
+                self._delete(view, info, name, object_namespace(info.kind, obj), grace)
+                lines.append(f'{qualified_singular(info)} "{name}" {verb}')
         return lines
 
     # ---- nodes and labels --------------------------------------------------------------------
@@ -373,9 +379,10 @@ class Cluster:
         """``with cluster.reading() as view:`` one read transaction, as :meth:`read`."""
         return self._read()
 
-    def delete_in(self, view: View, info: KindInfo, name: str, namespace: str) -> None:
+    def delete_in(self, view: View, info: KindInfo, name: str, namespace: str,
+                  grace: int | None = None) -> None:
         """``delete`` inside a caller's transaction (see :meth:`write`)."""
-        self._delete(view, info, name, namespace)
+        self._delete(view, info, name, namespace, grace)
 
     def view(self) -> View:
         """The current in-memory view (tests compare it with a reload from disk)."""

@@ -11,8 +11,10 @@ One scheduling pass (:func:`schedule_pending`):
    run ``Scheduler.schedule_one`` and apply the result:
    - bound: ``spec.nodeName``, assignment annotations, PodScheduled True, event ``Scheduled``;
    - preemption: victims get ``DisruptionTarget`` (PreemptionByScheduler), a ``Preempted``
-     event and are deleted at once (the virtual grace period elapses immediately); the preemptor
-     gets ``status.nominatedNodeName`` and is bound in a later pass of the same settle;
+     event and a graceful delete (Terminating for their ``terminationGracePeriodSeconds``,
+     holding their resources); the preemptor gets ``status.nominatedNodeName`` and waits
+     Pending until they are gone (``scheduler.preemption``: "not eligible due to a terminating
+     pod on the nominated node"), then binds in the pass after their deletion;
    - unschedulable: PodScheduled False reason Unschedulable with the FitError message and a
      Warning ``FailedScheduling`` event (a repeat of the same message bumps its count).
 

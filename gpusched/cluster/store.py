@@ -80,6 +80,17 @@ def rfc3339(seconds: float) -> str:
     return (EPOCH + timedelta(seconds=int(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def seconds_of(timestamp: str) -> float:
+    """``2026-01-01T00:00:05Z`` -> 5.0: an RFC 3339 timestamp on the cluster clock (inverse of
+    :func:`rfc3339`, whole seconds).
+
+    >>> seconds_of(rfc3339(3661.7))
+    3661.0
+    """
+    when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return (when - EPOCH).total_seconds()
+
+
 def dumps(body: dict) -> str:
     """Canonical JSON (sorted keys, no spaces): equal objects give equal text."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"))

@@ -77,5 +77,18 @@ def pod_names(cluster: Cluster, namespace: str = "default", selector: str = "") 
                                                          selector=selector)]
 
 
+def terminating_names(cluster: Cluster, namespace: str = "default") -> list[str]:
+    """Pods with metadata.deletionTimestamp (kubectl's STATUS ``Terminating``)."""
+    return [p["metadata"]["name"] for p in cluster.get("pods", namespace=namespace)
+            if p["metadata"].get("deletionTimestamp")]
+
+
+def live_names(cluster: Cluster, namespace: str = "default", selector: str = "") -> list[str]:
+    """Pods not being deleted (what a controller counts as active, if not finished)."""
+    return [p["metadata"]["name"] for p in cluster.get("pods", namespace=namespace,
+                                                         selector=selector)
+            if not p["metadata"].get("deletionTimestamp")]
+
+
 def reasons(cluster: Cluster, namespace: str | None = "default") -> list[str]:
     return [e["reason"] for e in cluster.events(namespace)]

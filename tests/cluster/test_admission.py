@@ -125,6 +125,11 @@ def test_quota_used_follows_pod_changes(cluster):
     used = cluster.get("quota", ["q"])[0]["status"]["used"]
     assert used == {"pods": "1", "requests.cpu": "500m", "requests.nvidia.com/gpu": "2"}
     cluster.delete("pod", "a")
+    # A Terminating pod is still charged until its grace period is over (kubernetes
+    # pkg/quota/v1/evaluator/core/pods.go, QuotaV1Pod); then it is gone.
+    used = cluster.get("quota", ["q"])[0]["status"]["used"]
+    assert used == {"pods": "1", "requests.cpu": "500m", "requests.nvidia.com/gpu": "2"}
+    cluster.advance(30)
     used = cluster.get("quota", ["q"])[0]["status"]["used"]
     assert used == {"pods": "0", "requests.cpu": "0", "requests.nvidia.com/gpu": "0"}
 

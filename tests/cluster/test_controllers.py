@@ -9,7 +9,8 @@ import yaml
 from gpusched.errors import GpuschedError
 from gpusched.objects.types import Taint
 
-from .builders import apply, join, node_of, phase, pod, pod_names, pool, reasons
+from .builders import (apply, join, live_names, node_of, phase, pod, pod_names, pool, reasons,
+                       terminating_names)
 
 
 def deployment(name: str = "web", replicas: int = 2, gpus: int = 0, image: str = "nginx",
@@ -51,6 +52,11 @@ def test_deployment_creates_replicaset_and_pods_and_scales(cluster):
     assert len(pods) == 3 and all(p["status"]["phase"] == "Running" for p in pods)
     assert all(p["metadata"]["ownerReferences"][0]["name"] == rs["metadata"]["name"] for p in pods)
     assert cluster.scale("deploy", "web", 1) == "deployment.apps/web scaled"
+    # Scaled-down pods are deleted gracefully: Terminating (not counted as active,
+    # pkg/controller/controller_utils.go IsPodActive) until their 30 s grace period ends.
+    assert len(live_names(cluster, selector="app=web")) == 1
+    assert len(terminating_names(cluster)) == 2
+    cluster.advance(30)
     assert len(pod_names(cluster, selector="app=web")) == 1
     status = cluster.get("deploy", ["web"])[0]["status"]
     assert (status["replicas"], status["readyReplicas"]) == (1, 1)
@@ -60,8 +66,12 @@ def test_deleted_pod_is_recreated(cluster):
     apply(cluster, join(pool(count=1, gpus=0), deployment(replicas=2)))
     before = pod_names(cluster)
     assert cluster.delete("pod", before[0]) == f'pod "{before[0]}" deleted'
-    after = pod_names(cluster)
+    # The replacement is created while the deleted pod is still Terminating (IsPodActive).
+    assert terminating_names(cluster) == [before[0]]
+    after = live_names(cluster)
     assert len(after) == 2 and before[0] not in after and before[1] in after
+    cluster.advance(30)
+    assert sorted(pod_names(cluster)) == sorted(after)
 
 
 def test_template_change_rolls_to_new_replicaset(cluster):
@@ -71,6 +81,7 @@ def test_template_change_rolls_to_new_replicaset(cluster):
     assert outcome[0].action == "configured"
     sets = {rs["metadata"]["name"]: rs["spec"]["replicas"] for rs in cluster.get("rs")}
     assert sets[old["metadata"]["name"]] == 0 and sorted(sets.values()) == [0, 2]
+    cluster.advance(30)       # the old pods' grace period
     images = {p["spec"]["containers"][0]["image"] for p in cluster.get("pods")}
     assert images == {"nginx:2"}
 
@@ -108,7 +119,10 @@ def test_job_deadline_exceeded_kills_pods(cluster):
     cond = status["conditions"][-1]
     assert (cond["type"], cond["reason"], cond["message"]) == (
         "Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-    assert status.get("active", 0) == 0 and status["failed"] == 1 and cluster.get("pods") == []
+    assert status.get("active", 0) == 0 and live_names(cluster) == []
+    cluster.advance(30)       # the killed pod's grace period (Terminating until then)
+    status = cluster.get("jobs", ["train"])[0]["status"]
+    assert status["failed"] == 1 and cluster.get("pods") == []
 
 
 def test_job_backoff_limit_exceeded(cluster):
@@ -252,11 +266,17 @@ def test_noexecute_taint_evicts_untolerating_pods(cluster):
     apply(cluster, join(pool(count=1, gpus=0), pod("plain"), pod("for-a-minute", tolerations=tolerate_60),
                         pod("forever", tolerations=tolerate)))
     assert cluster.taint("gpu-1", [Taint("maint", "", "NoExecute")], []) == "node/gpu-1 tainted"
-    assert pod_names(cluster) == ["for-a-minute", "forever"]
+    # pkg/controller/tainteviction/taint_eviction.go: evicted pods are deleted gracefully
+    # (Terminating for their 30 s default grace period), the others when tolerationSeconds end.
+    assert terminating_names(cluster) == ["plain"]
     assert "TaintManagerEviction" in reasons(cluster)
-    cluster.advance(59)
+    cluster.advance(30)
     assert pod_names(cluster) == ["for-a-minute", "forever"]
+    cluster.advance(29)
+    assert terminating_names(cluster) == []
     cluster.advance(1)
+    assert terminating_names(cluster) == ["for-a-minute"]
+    cluster.advance(30)
     assert pod_names(cluster) == ["forever"]
 
 
@@ -287,8 +307,10 @@ def test_drain_evicts_and_pods_come_back_elsewhere(cluster):
     assert "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)" in str(err.value)
     lines = cluster.drain(target, ignore_daemonsets=True)
     assert lines[0] == f"node/{target} already cordoned" and lines[-1] == f"node/{target} drained"
-    web = pod_names(cluster, selector="app=web")
+    web = live_names(cluster, selector="app=web")
     assert len(web) == 2 and all(node_of(cluster, n) not in ("", target) for n in web)
+    cluster.advance(30)       # the evicted pod's grace period
+    assert sorted(pod_names(cluster, selector="app=web")) == sorted(web)
 
 
 def test_label_overwrite_rules(cluster):

@@ -40,6 +40,9 @@ def test_delete_messages_and_namespace_cascade(cluster):
                         yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}}),
                         pod("z", namespace="b")))
     assert cluster.delete("ns", "b", namespace=None) == 'namespace "b" deleted'
+    [z] = cluster.get("pods", all_namespaces=True)        # Terminating: graceful, as kubectl's
+    assert z["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:30Z"
+    cluster.advance(30)
     assert cluster.get("pods", all_namespaces=True) == []
     with pytest.raises(NotFoundError):
         cluster.delete("pod", "z", namespace="b")

@@ -1,5 +1,5 @@
-"""Preemption applied end to end: victims marked, evented and deleted, owned ones recreated,
-the preemptor nominated then bound within the same settle."""
+"""Preemption applied end to end: victims marked, evented and deleted gracefully, owned ones
+recreated, the preemptor nominated, then bound once the victims' grace period is over."""
 
 from __future__ import annotations
 
@@ -27,6 +27,21 @@ def test_high_priority_pod_preempts_low_ones(cluster):
     apply(cluster, join(pool(count=1, gpus=2, model="T4"), CLASSES, low_deployment()))
     victims = {p["metadata"]["name"]: p["metadata"]["uid"] for p in cluster.get("pods")}
     apply(cluster, pod("urgent", gpus=2, priority_class="high"))
+    # pkg/scheduler/framework/preemption/preemption.go prepareCandidate: victims get the
+    # DisruptionTarget condition and a graceful delete; the preemptor waits Pending, nominated.
+    urgent = cluster.get("pods", ["urgent"])[0]
+    assert urgent["status"]["nominatedNodeName"] == "gpu-1" and "nodeName" not in urgent["spec"]
+    for name in victims:
+        body = cluster.get("pods", [name])[0]
+        assert body["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:30Z"
+        assert body["metadata"]["deletionGracePeriodSeconds"] == 30
+        cond = next(c for c in body["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        assert (cond["reason"], cond["message"]) == (
+            "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher "
+            "priority pod")
+    cluster.advance(29)
+    assert node_of(cluster, "urgent") == ""
+    cluster.advance(1)                     # the victims' grace period ends: they are gone
     urgent = cluster.get("pods", ["urgent"])[0]
     assert urgent["spec"]["nodeName"] == "gpu-1" and urgent["status"]["phase"] == "Running"
     events = cluster.events()
@@ -70,7 +85,10 @@ def test_preemption_prefers_node_without_pdb_violation(cluster):
                         pod("free", gpus=1, priority_class="low")))
     guarded_node = node_of(cluster, "guarded")
     apply(cluster, pod("urgent", gpus=1, priority_class="high"))
-    assert node_of(cluster, "urgent") != guarded_node
+    nominated = cluster.get("pods", ["urgent"])[0]["status"]["nominatedNodeName"]
+    assert nominated != guarded_node
+    cluster.advance(30)                    # the victim's grace period
+    assert node_of(cluster, "urgent") == nominated
     assert [p["metadata"]["name"] for p in cluster.get("pods")] == ["guarded", "urgent"]
 
 

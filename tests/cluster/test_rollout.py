@@ -142,6 +142,8 @@ def test_rollout_steps(cluster, replicas, gpus, strategy, expected_events):
     [old] = [rs["metadata"]["name"] for rs in cluster.get("rs")]
     before = len(cluster.events())
     apply(cluster, deploy(replicas=replicas, image="v2", strategy=strategy))
+    # Each old pod holds its GPUs for its 30 s grace period (Terminating) before a new one fits.
+    cluster.advance(30 * replicas)
     [new] = [rs["metadata"]["name"] for rs in cluster.get("rs") if rs["metadata"]["name"] != old]
     messages = [e["message"].replace(new, "NEW").replace(old, "OLD")
                 for e in cluster.events()[before:] if e["reason"] == "ScalingReplicaSet"]
@@ -154,6 +156,9 @@ def test_recreate_waits_for_old_pods_to_be_gone(cluster):
     # recreate.go oldPodsRunning: a new pod never starts while an old one still runs
     apply(cluster, join(pool(count=1, gpus=2), deploy(replicas=2, strategy={"type": "Recreate"})))
     apply(cluster, deploy(replicas=2, image="v2", strategy={"type": "Recreate"}))
+    # Terminating old pods still count as running: no new ReplicaSet during their grace period.
+    assert sets(cluster) == {"v1": (0, "1")}
+    cluster.advance(30)
     assert sets(cluster) == {"v1": (0, "1"), "v2": (2, "2")}
 
 
@@ -162,7 +167,9 @@ def test_undo_by_old_template_reuses_replicaset_with_next_revision(cluster):
     # the old set becomes revision 3 and remembers 1 in revision-history
     apply(cluster, join(pool(count=1, gpus=4), deploy(replicas=2)))
     apply(cluster, deploy(replicas=2, image="v2"))
+    cluster.advance(60)       # old pods' grace periods, one rolling step each
     apply(cluster, deploy(replicas=2, image="v1"))
+    cluster.advance(60)
     assert sets(cluster) == {"v1": (2, "3"), "v2": (0, "2")}
     v1 = next(rs for rs in cluster.get("rs") if rs["spec"]["replicas"] == 2)
     assert v1["metadata"]["annotations"][dc.ANN_REVISION_HISTORY] == "1"

@@ -51,11 +51,22 @@ def test_preemption_high_evicts_low(g):
     g.ok("apply", "-f", "examples/preemption/1-low-priority-batch.yaml")
     assert node_of(g.pods()["low-batch"]) == "gpu-node-1"
     g.ok("apply", "-f", "examples/preemption/2-high-priority-training.yaml")
-    urgent = g.pods()["urgent-training"]
-    assert node_of(urgent) == "gpu-node-1" or urgent["status"].get("nominatedNodeName") == "gpu-node-1"
-    g.ok("advance", "1m")
+    # pkg/scheduler/framework/preemption/preemption.go prepareCandidate: the victim gets
+    # DisruptionTarget and a graceful delete; the preemptor waits with nominatedNodeName.
     pods = g.pods()
-    assert "low-batch" not in pods or pods["low-batch"]["status"]["phase"] in ("Failed", "Succeeded")
+    urgent, victim = pods["urgent-training"], pods["low-batch"]
+    assert node_of(urgent) == "" and urgent["status"]["nominatedNodeName"] == "gpu-node-1"
+    assert victim["metadata"]["deletionTimestamp"] and victim["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert [c["reason"] for c in victim["status"]["conditions"]
+            if c["type"] == "DisruptionTarget"] == ["PreemptionByScheduler"]
+    wide = {line.split()[0]: line.split() for line in g.ok("get", "pods", "-o", "wide").lines[1:]}
+    assert wide["low-batch"][2] == "Terminating"
+    assert wide["urgent-training"][2] == "Pending" and "gpu-node-1" in wide["urgent-training"]
+    g.ok("advance", "29s")
+    assert node_of(g.pods()["urgent-training"]) == ""
+    g.ok("advance", "1s")          # the victim's 30 s grace period is over
+    pods = g.pods()
+    assert "low-batch" not in pods
     assert node_of(pods["urgent-training"]) == "gpu-node-1"
     assert pods["urgent-training"]["status"]["phase"] == "Running"
     events = g.json("get", "events")["items"]
@@ -186,6 +197,9 @@ def test_inference_deployment_replicas(g):
     assert g.ok("get", "deploy").lines[1].split()[1] == "5/5"
     victim = sorted(g.pods())[0]
     g.ok("delete", "pod", victim)
+    # The deleted pod is Terminating for its 30 s grace period; its replacement starts at once.
+    assert g.pods()[victim]["metadata"]["deletionTimestamp"]
+    g.ok("advance", "30s")
     after = g.pods()
     assert len(after) == 5 and victim not in after
 

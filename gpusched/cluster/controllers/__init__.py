@@ -40,7 +40,8 @@ CONTROLLERS = (
 
 # kind -> per-object timers (``cluster.timers``); add a controller's due function here.
 TIMED = {
-    "Pod": (pod_lifecycle.completion_due, node_lifecycle.eviction_due, containers.restart_due),
+    "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
+            node_lifecycle.eviction_due, containers.restart_due),
     "Job": (job.due,),
     "Deployment": (deployment.progress_due,),
 }

@@ -15,7 +15,7 @@ import hashlib
 import logging
 
 from gpusched.cluster.admission import admit
-from gpusched.cluster.store import dumps
+from gpusched.cluster.store import dumps, seconds_of
 from gpusched.cluster.view import NAME_ALPHABET, View, object_namespace
 from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
@@ -116,26 +116,87 @@ def create_from_template(view: View, owner: dict, template: dict, name: str,
     return created
 
 
-def delete_pod(view: View, pod: dict, component: str = "", owner: dict | None = None) -> None:
-    """Delete a pod; the grace period elapses at once (virtual time), running ones get Killing.
+DEFAULT_GRACE_SECONDS = 30   # SetDefaults_PodSpec: terminationGracePeriodSeconds
 
-    A pod with finalizers (a Job's ``batch.kubernetes.io/job-tracking``) is not removed yet:
-    it gets ``deletionTimestamp`` and, when it had not finished, the kubelet's end state for a
-    killed pod (phase Failed, containers terminated with exit code 137), and goes once its
-    finalizers are removed (:func:`remove_finalizer`), as the API server does.
-    """
+
+def grace_period(pod: dict, requested: int | None = None) -> int:
+    """The grace period a delete gives ``pod``, as ``CheckGracefulDelete`` in kubernetes
+    ``pkg/registry/core/pod/strategy.go`` decides it: the request's ``gracePeriodSeconds``, else
+    the pod's ``terminationGracePeriodSeconds`` (default 30); 0 for a pod never scheduled
+    (``spec.nodeName`` empty) or already Succeeded/Failed."""
+    spec = pod.get("spec") or {}
+    if requested is None:
+        requested = spec.get("terminationGracePeriodSeconds")
+    period = DEFAULT_GRACE_SECONDS if requested is None else max(0, int(requested))
+    if not spec.get("nodeName") or is_terminal(pod):
+        return 0
+    return period
+
+
+def is_terminating(pod: dict) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def delete_pod(view: View, pod: dict, component: str = "", owner: dict | None = None,
+               grace: int | None = None) -> bool:
+    """Delete a pod gracefully (``grace`` None = the pod's own period; 0 = at once).
+
+    A graceful delete sets ``metadata.deletionTimestamp`` (now + period) and
+    ``deletionGracePeriodSeconds`` and keeps the pod, still holding its node's resources and
+    devices, until the kubelet's part (``pod_lifecycle``) removes it at that time: watchers see
+    MODIFIED, then DELETED. A second delete may only shorten the period, moving the timestamp by
+    the difference (kubernetes ``staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go``
+    ``BeforeDelete``); anything else changes nothing. Returns True when the pod changed."""
     meta = pod["metadata"]
-    if is_running(pod):
+    period = grace_period(pod, grace)
+    deadline = view.now() + period
+    if is_terminating(pod):
+        old_period = int(meta.get("deletionGracePeriodSeconds") or 0)
+        if period >= old_period:
+            return False
+        deadline = seconds_of(meta["deletionTimestamp"]) - old_period + period
+    elif is_running(pod):
         for container in (pod.get("spec") or {}).get("containers") or []:
             view.record_event(pod, "Killing", f"Stopping container {container.get('name', '')}",
                               "Normal", "kubelet")
+    if period == 0 or deadline <= view.now():
+        end_termination(view, pod)
+    else:
+        new = copy.deepcopy(pod)
+        new["metadata"]["deletionTimestamp"] = view.timestamp(deadline)
+        new["metadata"]["deletionGracePeriodSeconds"] = period
+        view.update(new)
+    if owner is not None:
+        view.record_event(owner, "SuccessfulDelete", f"Deleted pod: {meta['name']}", "Normal",
+                          component)
+    return True
+
+
+def set_disruption_target(view: View, pod: dict, reason: str, message: str) -> dict:
+    """Add the ``DisruptionTarget`` condition (kubernetes ``pkg/apis/core/types.go``
+    ``DisruptionTarget``: PreemptionByScheduler, DeletionByTaintManager, EvictionByEvictionAPI,
+    DeletionByPodGC) before a disruptive delete; returns the updated pod."""
+    new = copy.deepcopy(pod)
+    status = new.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+    conditions.append({"type": "DisruptionTarget", "status": "True", "reason": reason,
+                       "message": message, "lastTransitionTime": view.timestamp()})
+    status["conditions"] = conditions
+    view.update(new)
+    return view.get("Pod", new["metadata"]["name"], new["metadata"].get("namespace", "default")) or new
+
+
+def end_termination(view: View, pod: dict) -> None:
+    """The kubelet has stopped the pod's containers: the pod is removed, or, while it has
+    finalizers (a Job's ``batch.kubernetes.io/job-tracking``), kept with ``deletionTimestamp``
+    and, when it had not finished, the kubelet's end state for a killed pod (phase Failed,
+    containers terminated with exit code 137) until they are removed (:func:`remove_finalizer`),
+    as the API server does."""
+    meta = pod["metadata"]
     if meta.get("finalizers"):
         _mark_deleted(view, pod)
     else:
         view.delete("Pod", meta["name"], meta.get("namespace", "default"))
-    if owner is not None:
-        view.record_event(owner, "SuccessfulDelete", f"Deleted pod: {meta['name']}", "Normal",
-                          component)
 
 
 def _mark_deleted(view: View, pod: dict) -> None:

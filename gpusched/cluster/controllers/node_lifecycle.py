@@ -1,24 +1,31 @@
 """Node lifecycle: NoExecute taint eviction, PodDisruptionBudget status, and the eviction API.
 
 - A pod bound to a node with a NoExecute taint it does not tolerate is deleted at once (event
-  ``TaintManagerEviction`` "Marking for deletion Pod <ns>/<name>"); one it tolerates with
+  ``TaintManagerEviction`` "Marking for deletion Pod <ns>/<name>", condition DisruptionTarget
+  reason DeletionByTaintManager, then a graceful delete: Terminating for its grace period); one
+  it tolerates with
   ``tolerationSeconds`` is deleted when the shortest of those expires, counted from the taint's
   ``timeAdded`` (set when the taint is added).
 - PDB status: ``currentHealthy`` (Running pods selected), ``desiredHealthy`` (from minAvailable
   or maxUnavailable, integers or percentages rounded up), ``disruptionsAllowed``,
   ``expectedPods``.
+- PodGC: deleting a Node (``kubectl delete node``, a NodePool shrinking) deletes its pods
+  (:func:`collect_orphans`).
 - :func:`evict` is the Eviction API used by ``drain``: refused with upstream's message when it
-  would violate a PDB.
+  would violate a PDB; else DisruptionTarget reason EvictionByEvictionAPI and a graceful delete.
+  Terminating pods are not healthy for a PDB (``pkg/controller/disruption``, countHealthyPods).
 
 Neighbours: ``cluster.cluster`` (cordon, taint, drain); ``controllers.job.seconds_of``.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
-from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal, labels_of,
-                                                 selector_matches, set_status)
+from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal,
+                                                 is_terminating, labels_of, selector_matches,
+                                                 set_disruption_target, set_status)
 from gpusched.cluster.controllers.daemonset import node_taints
 from gpusched.cluster.controllers.job import seconds_of
 from gpusched.cluster.view import View
@@ -27,6 +34,11 @@ from gpusched.objects.pod import pod_info
 
 COMPONENT = "taint-eviction-controller"
 PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
+# DisruptionTarget messages: pkg/controller/tainteviction/taint_eviction.go (addConditionAndDeletePod)
+# and pkg/registry/core/pod/storage/eviction.go (EvictionREST.Create).
+TAINT_MANAGER_MESSAGE = "Taint manager: deleting due to NoExecute taint"
+EVICTION_MESSAGE = "Eviction API: evicting"
+PODGC_MESSAGE = "PodGC: node no longer exists"
 
 
 class EvictionRefused(GpuschedError):
@@ -68,7 +80,7 @@ def eviction_due(view: View, pod: dict) -> float | None:
     """Timer (``cluster.timers``): when a NoExecute taint on the pod's node evicts it."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = view.get("Node", node_name) if node_name else None
-    if node is None or is_terminal(pod) or not _has_no_execute(node):
+    if node is None or is_terminal(pod) or is_terminating(pod) or not _has_no_execute(node):
         return None
     return _eviction_time(view, pod, node)
 
@@ -77,15 +89,36 @@ def _has_no_execute(node: dict) -> bool:
     return any(t.get("effect") == "NoExecute" for t in (node.get("spec") or {}).get("taints") or [])
 
 
+def collect_orphans(view: View) -> None:
+    """PodGC's ``gcOrphaned`` (kubernetes ``pkg/controller/podgc/gc_controller.go``): a pod
+    bound to a node that no longer exists is marked Failed with DisruptionTarget
+    DeletionByPodGC ("PodGC: node no longer exists") and deleted with grace period 0 (its
+    kubelet is gone). Upstream waits a 40 s quarantine first; here it happens at once."""
+    nodes = {n["metadata"]["name"] for n in view.list("Node")}
+    for pod in view.list("Pod"):
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or node_name in nodes:
+            continue
+        if not is_terminal(pod):
+            pod = set_disruption_target(view, pod, "DeletionByPodGC", PODGC_MESSAGE)
+            failed = copy.deepcopy(pod)
+            failed["status"]["phase"] = "Failed"
+            view.update(failed)
+            pod = failed
+        delete_pod(view, pod, grace=0)
+
+
 def reconcile(view: View) -> None:
+    collect_orphans(view)
     for pod, node in _bound_pods(view):
         when = _eviction_time(view, pod, node)
-        if when is not None and when <= view.now():
+        if when is not None and when <= view.now() and not is_terminating(pod):
             meta = pod["metadata"]
             view.record_event(pod, "TaintManagerEviction",
                               f"Marking for deletion Pod {meta['namespace']}/{meta['name']}",
                               "Normal", COMPONENT)
-            delete_pod(view, pod)
+            delete_pod(view, set_disruption_target(view, pod, "DeletionByTaintManager",
+                                                   TAINT_MANAGER_MESSAGE))
     refresh_pdbs(view)
 
 
@@ -107,7 +140,7 @@ def pdb_status(view: View, pdb: dict) -> dict:
     spec = pdb.get("spec") or {}
     pods = pdb_pods(view, pdb)
     expected = len(pods)
-    healthy = sum(1 for p in pods if is_running(p))
+    healthy = sum(1 for p in pods if is_running(p) and not is_terminating(p))
     if "minAvailable" in spec:
         desired = _count(spec["minAvailable"], expected)
     elif "maxUnavailable" in spec:
@@ -127,9 +160,11 @@ def refresh_pdbs(view: View) -> None:
 def evict(view: View, pod: dict) -> None:
     """The Eviction API: delete the pod unless a PDB covering it allows no disruption."""
     for pdb in view.list("PodDisruptionBudget", pod["metadata"]["namespace"]):
-        if pod in pdb_pods(view, pdb) and is_running(pod):
+        if pod in pdb_pods(view, pdb) and is_running(pod) and not is_terminating(pod):
             if pdb_status(view, pdb)["disruptionsAllowed"] < 1:
                 raise EvictionRefused(PDB_VIOLATION)
     view.record_event(pod, "Evicted", "Evicted by the Eviction API", "Normal", "kubectl")
+    if not is_terminating(pod):
+        pod = set_disruption_target(view, pod, "EvictionByEvictionAPI", EVICTION_MESSAGE)
     delete_pod(view, pod)
     refresh_pdbs(view)

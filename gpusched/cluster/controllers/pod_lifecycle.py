@@ -12,6 +12,11 @@
   gpusched models work that ends, not container restarts), unless it has a non-zero
   ``gpusched.io/exit-code``: then ``controllers.containers`` fails it or restarts it in place.
 
+- Graceful termination (the kubelet's side of ``controllers.common.delete_pod``): a pod with
+  ``metadata.deletionTimestamp`` is Terminating; it keeps its node's resources and devices and is
+  removed (DELETED) when that time comes, or as soon as its containers have exited (its run time
+  ends first, or it was already Succeeded/Failed). A Terminating pod is never started.
+
 Neighbours: ``controllers.job`` counts the Succeeded/Failed pods; ``cluster.scheduling`` frees
 their devices.
 """
@@ -23,7 +28,9 @@ import functools
 import re
 
 from gpusched.cluster.controllers import containers
-from gpusched.cluster.controllers.common import is_running
+from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
+                                                 is_terminating)
+from gpusched.cluster.store import seconds_of
 from gpusched.cluster.controllers.node_status import node_ip, pod_ip
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
@@ -76,7 +83,21 @@ def end_time(pod: dict) -> float | None:
 
 def completion_due(view: View, pod: dict) -> float | None:
     """Timer (``cluster.timers``): when this running pod's run time is up."""
-    return end_time(pod)
+    return None if is_terminating(pod) else end_time(pod)
+
+
+def termination_due(view: View, pod: dict) -> float | None:
+    """Timer (``cluster.timers``): when the kubelet removes this Terminating pod: at its
+    ``deletionTimestamp`` (the grace period ends), or earlier when its containers exit first."""
+    meta = pod.get("metadata") or {}
+    stamp = meta.get("deletionTimestamp")
+    if not stamp:
+        return None
+    if is_terminal(pod):      # containers stopped: gone now, or when its finalizers are removed
+        return None if meta.get("finalizers") else view.now()
+    deadline = seconds_of(stamp)
+    end = end_time(pod)
+    return deadline if end is None else min(deadline, end)
 
 
 def reconcile(view: View, admission_error=None) -> None:
@@ -88,7 +109,11 @@ def reconcile(view: View, admission_error=None) -> None:
     for pod in view.list("Pod"):
         phase = (pod.get("status") or {}).get("phase", "Pending")
         node_name = (pod.get("spec") or {}).get("nodeName")
-        if phase == "Pending" and node_name and view.get("Node", node_name) is not None:
+        if is_terminating(pod):
+            due = termination_due(view, pod)
+            if due is not None and due <= view.now():
+                end_termination(view, pod)
+        elif phase == "Pending" and node_name and view.get("Node", node_name) is not None:
             error = admission_error(pod) if admission_error else ""
             if error:
                 fail_admission(view, pod, error)
