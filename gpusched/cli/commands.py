@@ -126,15 +126,42 @@ def _with_source(message: str, manifest) -> str:
         f'error when creating "{manifest.source}": {message}'
 
 
+IMMEDIATE_DELETION_WARNING = ("Warning: Immediate deletion does not wait for confirmation that the "
+                              "running resource has been terminated. The resource may continue to "
+                              "run on the cluster indefinitely.")
+
+
+def delete_grace(args: argparse.Namespace) -> int | None:
+    """kubectl delete's --grace-period/--force/--now (staging/src/k8s.io/kubectl/pkg/cmd/delete/
+    delete.go, Complete and Validate): None = the pod's own period; prints kubectl's warning for
+    a forced immediate deletion."""
+    grace = int(getattr(args, "grace_period", -1))
+    force, now = bool(getattr(args, "force", False)), bool(getattr(args, "now", False))
+    if now:
+        if grace != -1:
+            raise UsageError("--now and --grace-period cannot be specified together")
+        grace = 1
+    if grace == 0 and not force:
+        grace = 1     # kubectl: --grace-period=0 means 1 unless --force
+    if force and grace < 0:
+        grace = 0
+    if force and grace > 0:
+        raise UsageError("--force and --grace-period greater than 0 cannot be specified together")
+    if force and grace == 0:
+        print(IMMEDIATE_DELETION_WARNING, file=sys.stderr)
+    return None if grace < 0 else grace
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     suffix = dry_run_suffix(args)
+    grace = delete_grace(args)
     if args.filename:
         if args.kind:
             raise UsageError("there is no need to specify a resource type as a separate argument "
                              "when passing arguments in resource/name form (e.g. 'gpusched delete -f FILE')")
         manifests = load(args.filename)
         with open_cluster(args, dry_run=args.dry_run) as cluster:
-            lines = cluster.delete_manifests(manifests)
+            lines = cluster.delete_manifests(manifests, grace)
         for line in lines:
             print(line + suffix)
         return 0
@@ -159,7 +186,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
                         (o.get("metadata") or {}).get("namespace") or namespace_of(args)) for o in objects]
         else:
             targets = [(name, namespace_of(args)) for name in names]
-        lines = cluster.delete_many(info.kind, targets)
+        lines = cluster.delete_many(info.kind, targets, grace)
     for line in lines:
         print(line + suffix)
     return 0

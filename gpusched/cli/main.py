@@ -135,6 +135,12 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
                    help="Delete the objects of these manifests")
     p.add_argument("-l", "--selector", default="", help="Delete the objects matching this label selector")
     p.add_argument("--all", action="store_true", help="Delete every object of the kind in the namespace")
+    p.add_argument("--grace-period", type=int, default=-1, metavar="SECONDS",
+                   help="Seconds a pod gets to terminate (Terminating until then); negative: the "
+                        "pod's terminationGracePeriodSeconds. 0 only with --force (else 1)")
+    p.add_argument("--force", action="store_true",
+                   help="Remove at once, bypassing graceful deletion (with --grace-period=0)")
+    p.add_argument("--now", action="store_true", help="Same as --grace-period=1")
     _namespace_options(p)
     _dry_run_option(p)
 

@@ -12,6 +12,8 @@ nothing even when several requests share one transaction (the server's group com
   spec is immutable (``apply.check_pod_update``).
 - :func:`bind` (``pods/binding``): sets ``spec.nodeName`` and copies the Binding's annotations
   onto the pod, as kube-apiserver does (a secondary scheduler passes its device assignment so).
+- :func:`delete_grace`: DeleteOptions.gracePeriodSeconds of a DELETE (graceful pod deletion,
+  ``controllers.common.delete_pod``).
 - :func:`evict` (``pods/eviction``): ``controllers.node_lifecycle.evict`` (429 under a PDB).
 - :func:`record_event` (POST events): core/v1 and events.k8s.io/v1 shapes.
 - :data:`UNSETTLED_KINDS` (Lease): writes of these kinds skip the settle (the caller passes
@@ -24,6 +26,7 @@ Neighbours: called by ``server`` through ``Cluster.write``; uses ``cluster.apply
 from __future__ import annotations
 
 import copy
+import json
 
 from gpusched.cluster.admission import admit
 from gpusched.cluster.apply import check_pod_update
@@ -187,6 +190,32 @@ def evict(view: View, namespace: str, name: str) -> None:
     if pod is None:
         raise NotFoundError("pods", name)
     evict_pod(view, pod)
+
+
+MAX_GRACE_SECONDS = 2**63 - 1     # DeleteOptions.gracePeriodSeconds is an int64
+
+
+def delete_grace(query: dict, body: bytes) -> int | None:
+    """DeleteOptions.gracePeriodSeconds from the query or the JSON body (kubectl sends the
+    body); None when absent. Negative values mean 1 (apimachinery ``rest.BeforeDelete``)."""
+    value: object = query.get("gracePeriodSeconds")
+    if body.strip():
+        try:
+            options = json.loads(body)
+        except ValueError:
+            raise BadRequestError("the body of a DELETE must be a DeleteOptions object") from None
+        if not isinstance(options, dict):
+            raise BadRequestError("the body of a DELETE must be a DeleteOptions object")
+        value = options.get("gracePeriodSeconds", value)
+    if value is None:
+        return None
+    try:
+        seconds = int(value) if not isinstance(value, (bool, float)) else None
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or seconds > MAX_GRACE_SECONDS:
+        raise BadRequestError(f"gracePeriodSeconds: invalid value {value!r}: must be an integer")
+    return 1 if seconds < 0 else seconds
 
 
 def record_event(view: View, namespace: str, body: dict) -> dict:

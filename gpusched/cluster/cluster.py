@@ -27,6 +27,7 @@ from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers import CONTROLLERS, TIMED, bootstrap, pod_lifecycle
 from gpusched.cluster.controllers.common import delete_pod
+from gpusched.cluster.controllers.node_lifecycle import collect_orphans
 from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, taint
 from gpusched.cluster.store import Store, default_state_path
@@ -206,13 +207,16 @@ class Cluster:
         return ApplyOutcome(info.kind, name, ns, "unchanged" if last == dumps(manifest.obj) else "configured",
                             tuple(warnings))
 
-    def delete_many(self, kind: str, targets: Sequence[tuple[str, str]]) -> list[str]:
-        """Delete (name, namespace) pairs of one kind in one transaction; kubectl's lines."""
+    def delete_many(self, kind: str, targets: Sequence[tuple[str, str]],
+                    grace: int | None = None) -> list[str]:
+        """Delete (name, namespace) pairs of one kind in one transaction; kubectl's lines
+        (``force deleted`` when ``grace`` is 0, as kubectl's PrintObj)."""
         info = resolve_kind(kind)
         with self._write() as view:
             for name, namespace in targets:
-                self._delete(view, info, name, namespace or "default")
-        return [f'{qualified_singular(info)} "{name}" deleted' for name, _ in targets]
+                self._delete(view, info, name, namespace or "default", grace)
+        verb = "force deleted" if grace == 0 else "deleted"
+        return [f'{qualified_singular(info)} "{name}" {verb}' for name, _ in targets]
 
     def get(self, kind: str, names: Sequence[str] = (), namespace: str | None = "default",
             all_namespaces: bool = False, selector: str = "",
@@ -262,6 +266,8 @@ class Cluster:
             delete_pod(view, body, grace=grace)
             return
         view.delete(info.kind, name, ns)
+        if info.kind == "Node":
+            collect_orphans(view)     # before a NodePool may bring a node of that name back
         if info.kind == "Namespace":
             for (kind, obj_ns, obj_name), obj in sorted(view.objects.items()):
                 if obj_ns == name:

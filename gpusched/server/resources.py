@@ -125,7 +125,7 @@ class ResourceApi:
         if method == "PATCH":
             return self.patch(req, t)
         if method == "DELETE":
-            return self.delete(t)
+            return self.delete(t, api_ops.delete_grace(req.query, req.body))
         return status_response(405, "the server does not allow this method on the requested resource")
 
     # ---- reads -------------------------------------------------------------------------------
@@ -217,7 +217,9 @@ class ResourceApi:
         code, result = self.worker.write(write, api_ops.needs_settle(t.info))
         return with_warnings(json_response(result, code), warnings)
 
-    def delete(self, t: Target) -> Response:
+    def delete(self, t: Target, grace: int | None = None) -> Response:
+        """DELETE: the deleted object, or the Terminating pod (deletionTimestamp set) when the
+        deletion is graceful; kubectl then waits for it to go (its ``--wait``)."""
         ns = t.namespace or ""
         info = t.info
 
@@ -225,8 +227,9 @@ class ResourceApi:
             def in_view(view: Any) -> dict:
                 body = api_ops.get_existing(view, info, ns, t.name)
                 last = copy.deepcopy(body)
-                cluster.delete_in(view, info, t.name, ns or "default")
-                return last
+                cluster.delete_in(view, info, t.name, ns or "default", grace)
+                current = view.get(info.kind, t.name, ns if info.namespaced else "")
+                return copy.deepcopy(current) if current is not None else last
             return cluster.write(in_view, api_ops.needs_settle(info))
 
         return json_response(self.worker.cluster_call(delete))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.server.conftest import DEBIAN_KUBECTL
+from tests.server.conftest import DEBIAN_KUBECTL, REPO_ROOT, wait_for
 
 WAIT_SECONDS = 30
 
@@ -72,6 +72,12 @@ def test_lab_walkthrough(serve, binary, apply_flags):
             "apply", *apply_flags, "-f", "examples/preemption/1-low-priority-batch.yaml").stdout
         _wait_for(watch_out, lambda t: "low-batch" in t and "Running" in t, "low-batch Running")
         k("apply", *apply_flags, "-f", "examples/preemption/2-high-priority-training.yaml")
+        # the victim is Terminating (MODIFIED with deletionTimestamp) for its 30 s grace period
+        # (virtual here: the CLI advances the served clock); then DELETED, and the preemptor runs
+        _wait_for(watch_out, lambda t: any(
+            line.startswith("MODIFIED") and "low-batch" in line and "Terminating" in line
+            for line in t.splitlines()), "low-batch Terminating")
+        serve.cli("advance", "30s")
         text = _wait_for(watch_out, lambda t: any(
             "urgent-training" in line and "Running" in line for line in t.splitlines())
             and any(line.startswith("DELETED") and "low-batch" in line for line in t.splitlines()),
@@ -115,7 +121,19 @@ def test_lab_walkthrough(serve, binary, apply_flags):
     assert k("cordon", "gpu-node-2").stdout.strip() == "node/gpu-node-2 cordoned"
     assert "SchedulingDisabled" in _rows(k("get", "nodes").stdout)["gpu-node-2"][1]
 
-    drained = k("drain", "gpu-node-1", "--ignore-daemonsets", "--force").stdout
+    # kubectl drain waits for the evicted pods to be gone: their grace period runs on the
+    # served (virtual) clock, so the drain finishes once the CLI advances it past 30 s.
+    drain = subprocess.Popen([binary, "drain", "gpu-node-1", "--ignore-daemonsets", "--force"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=serve.kubectl_env(), cwd=REPO_ROOT)
+    try:
+        wait_for(lambda: serve.pod("urgent-training")["metadata"].get("deletionTimestamp"),
+                 "urgent-training evicted (Terminating)")
+        serve.cli("advance", "30s")
+        drained = drain.communicate(timeout=60)[0]
+    finally:
+        drain.kill()
+    assert drain.returncode == 0, drained
     assert "node/gpu-node-1 cordoned" in drained and "pod/urgent-training evicted" in drained
     assert drained.strip().splitlines()[-1] in ("node/gpu-node-1 drained",
                                                 "node/gpu-node-1 evicted")   # 1.20 says evicted
