@@ -130,6 +130,9 @@ def test_label_taint_cordon_drain_scale_delete(g):
     assert g.ok("scale", "deployment", "llm-inference", "--replicas", "2").out.strip() == \
         "deployment.apps/llm-inference scaled"
     g.ok("scale", "deployment/llm-inference", "--replicas", "1")
+    # scaled-down pods stay Terminating for their 30 s grace period (graceful deletion)
+    assert len([p for p in g.pods().values() if "deletionTimestamp" not in p["metadata"]]) == 1
+    g.ok("advance", "30s")
     assert len(g.pods()) == 1
     drained = g.ok("drain", "gpu-node-1").out
     assert "node/gpu-node-1 cordoned" in drained and "drained" in drained
@@ -228,4 +231,5 @@ def test_namespaces_intermixed_options_and_quota_describe(g):
     assert quota[2].split() == ["Resource", "Used", "Hard"]
     assert ["requests.nvidia.com/gpu", "4", "4"] in [l.split() for l in quota]
     assert g.ok("delete", "pod/train-1", "-n", "team-a").out.strip() == 'pod "train-1" deleted'
+    g.ok("advance", "30s")           # train-1's grace period
     assert sorted(g.pods("team-a")) == ["train-2"]
