@@ -267,7 +267,7 @@ class Cluster:
             return
         view.delete(info.kind, name, ns)
         if info.kind == "Node":
-            collect_orphans(view)     # before a NodePool may bring a node of that name back
+            collect_orphans(view)     # before a NodePool brings a node of that name back
         if info.kind == "Namespace":
             for (kind, obj_ns, obj_name), obj in sorted(view.objects.items()):
                 if obj_ns == name:

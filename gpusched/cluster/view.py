@@ -80,6 +80,7 @@ class View:
     _event_index: dict[tuple, tuple[str, str]] = field(default_factory=dict)
     _by_kind: dict[str, dict[tuple[str, str], dict]] = field(default_factory=dict)
     _touched: set[Key] = field(default_factory=set)   # changed since take_touched (timers)
+    _deleted_nodes: set[str] = field(default_factory=set)   # for PodGC (take_deleted_nodes)
     # Per-view caches of pure derivations (never persisted; a reload starts empty).
     memo: dict[str, dict] = field(default_factory=dict)
 
@@ -236,6 +237,8 @@ class View:
         self._deleted_rv[key] = self.next_rv()
         self._dirty[key] = "DELETED"
         self._touched.add(key)
+        if kind == "Node":
+            self._deleted_nodes.add(name)
         self.mutations += 1
         if kind == "Pod" or kind in EPOCH_KINDS:
             self.epoch += 1
@@ -250,6 +253,11 @@ class View:
         """The keys created, changed or deleted since the last call (``cluster.timers``)."""
         touched, self._touched = self._touched, set()
         return touched
+
+    def take_deleted_nodes(self) -> set[str]:
+        """Names of the Nodes deleted since the last call (``controllers.node_lifecycle``)."""
+        gone, self._deleted_nodes = self._deleted_nodes, set()
+        return gone
 
     # ---- events ------------------------------------------------------------------------------
 
@@ -301,6 +309,7 @@ class View:
         self._dirty.clear()
         self._dirty_events.clear()
         self._touched.clear()
+        self._deleted_nodes.clear()
         self.memo.clear()
         self.attempts.clear()
         self.stats = {}

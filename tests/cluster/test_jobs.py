@@ -185,11 +185,14 @@ def test_ignored_failure_is_replaced_without_counting(cluster):
     assert phases == ["Failed", "Running"]
 
 
-@pytest.mark.parametrize("policy, failed", [
-    pytest.param(None, 1, id="preempted-pod-counts-as-failed"),
-    pytest.param(_policy(DISRUPTION_IGNORE), 0, id="DisruptionTarget-Ignore-does-not-count"),
+@pytest.mark.parametrize("policy, failed, replaced_after", [
+    pytest.param(None, 1, 10, id="preempted-pod-counts-as-failed"),
+    # a podFailurePolicy makes podReplacementPolicy Failed: no replacement while the victim is
+    # terminating (job_controller.go manageJob / onlyReplaceFailedPods); it fails when its 30 s
+    # grace period ends, and the 10 s back-off counts from then (getFinishedTime)
+    pytest.param(_policy(DISRUPTION_IGNORE), 0, 40, id="DisruptionTarget-Ignore-does-not-count"),
 ])
-def test_preempted_job_pod(cluster, policy, failed):
+def test_preempted_job_pod(cluster, policy, failed, replaced_after):
     # job_controller.go: a pod deleted before it finished keeps the job-tracking finalizer
     # until counted (isPodFailed / trackJobStatusAndRemoveFinalizers)
     extra = {"podFailurePolicy": policy} if policy else {}
@@ -200,7 +203,9 @@ def test_preempted_job_pod(cluster, policy, failed):
     assert all(not p["metadata"].get("finalizers") for p in job_pods(cluster)
                if p["status"]["phase"] == "Failed")
     assert "active" not in status(cluster)    # the replacement waits the 10 s back-off
-    cluster.advance(10)
+    cluster.advance(replaced_after - 1)
+    assert "active" not in status(cluster)
+    cluster.advance(1)
     assert status(cluster)["active"] == 1
 
 
@@ -217,10 +222,15 @@ def test_deleting_a_running_job_pod_counts_it_failed_and_removes_it(cluster):
     apply(cluster, join(pool(gpus=0), job(duration="1h")))
     [name] = [p["metadata"]["name"] for p in job_pods(cluster)]
     cluster.delete("pod", name)
-    assert [p["metadata"]["name"] for p in job_pods(cluster)] == []
+    # Terminating for its 30 s grace period, already counted failed (isPodFailed: deleted
+    # before it succeeded); the back-off counts from the delete (getFinishTimeFromDeletionTimestamp)
+    assert [p["metadata"]["name"] for p in job_pods(cluster)
+            if not p["metadata"].get("deletionTimestamp")] == []
     assert status(cluster)["failed"] == 1
     cluster.advance(10)
     assert status(cluster)["active"] == 1
+    cluster.advance(20)
+    assert name not in [p["metadata"]["name"] for p in job_pods(cluster)]
 
 
 # ---- completions, parallelism, Indexed, suspend, TTL -------------------------------------------
@@ -271,7 +281,10 @@ def test_suspend_and_resume(cluster):
     assert conditions(cluster) == [("Suspended", "False", "JobResumed")]
     assert status(cluster)["startTime"] == "2026-01-01T00:08:20Z" and len(job_pods(cluster)) == 1
     apply(cluster, job(suspend=True, activeDeadlineSeconds=100))
-    assert job_pods(cluster) == [] and "failed" not in status(cluster)   # deleteJobPods: uncounted
+    assert "failed" not in status(cluster)                                # deleteJobPods: uncounted
+    assert all(p["metadata"].get("deletionTimestamp") for p in job_pods(cluster))   # Terminating
+    cluster.advance(30)
+    assert job_pods(cluster) == [] and "failed" not in status(cluster)
 
 
 def test_ttl_seconds_after_finished_deletes_job_and_pods(cluster):

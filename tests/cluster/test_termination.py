@@ -128,3 +128,12 @@ def test_deleting_a_node_deletes_its_pods(cluster):
     pod_changes = [change for _rv, kind, _ns, name, change in cluster.store.changes_since(rv)
                    if kind == "Pod" and name == "a"]
     assert pod_changes[-1] == "DELETED"
+
+
+def test_nodepool_shrinking_deletes_the_pods_of_its_removed_nodes(cluster):
+    apply(cluster, join(pool(count=2, gpus=0), pod("a", nodeName="gpu-1"), pod("b", nodeName="gpu-2")))
+    apply(cluster, pool(count=1, gpus=0))
+    assert [n["metadata"]["name"] for n in cluster.get("nodes")] == ["gpu-1"]
+    assert pod_names(cluster) == ["a"]
+    gc = [e for e in cluster.events() if e["involvedObject"]["name"] == "b"]
+    assert gc == [] or all(e["reason"] != "Killing" for e in gc)    # force: no grace, no Killing

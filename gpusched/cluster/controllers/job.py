@@ -165,8 +165,9 @@ def _finish_time(pod: dict, now: float) -> float:
         if t.get("finishedAt")]
     if times:
         return max(times)
-    deleted = pod["metadata"].get("deletionTimestamp")
-    return seconds_of(deleted) if deleted else now
+    deleted = pod["metadata"].get("deletionTimestamp")      # getFinishTimeFromDeletionTimestamp:
+    grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)   # minus the grace
+    return seconds_of(deleted) - grace if deleted else now
 
 
 def _backoff_record(view: View, job: dict) -> list[float]:
@@ -336,12 +337,22 @@ def _manage(view: View, job: dict, status: dict, active: list[dict]) -> list[dic
             delete_pod(view, view.get("Pod", pod["metadata"]["name"],
                                       pod["metadata"]["namespace"]) or pod, COMPONENT, job)
         return [p for p in owned_pods(view, job) if is_active(p)]
+    if _only_replace_failed(spec):
+        # podReplacementPolicy Failed (the default with a podFailurePolicy): a replacement only
+        # once a terminating pod is fully terminated (job_controller.go manageJob, terminating)
+        want -= sum(1 for p in owned_pods(view, job) if p["metadata"].get("deletionTimestamp")
+                    and not is_terminal(p))
     if len(active) < want and backoff_remaining(view, job) <= 0:
         for index in _indexes_to_create(spec, status, active, want - len(active)):
             created = _create_pod(view, job, index)
             if created is not None:
                 active.append(created)
     return active
+
+
+def _only_replace_failed(spec: dict) -> bool:
+    """``onlyReplaceFailedPods``: podReplacementPolicy Failed, or a podFailurePolicy set."""
+    return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
 
 
 def _indexes_to_create(spec: dict, status: dict, active: list[dict], count: int) -> list:
@@ -493,6 +504,14 @@ def _expire(view: View, job: dict) -> None:
         view.delete("Job", job["metadata"]["name"], job["metadata"]["namespace"])
 
 
+def deadline_due(view: View, job: dict) -> float | None:
+    """When this unfinished Job's activeDeadlineSeconds expires (``cluster.explain_facts``)."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    if finished(job) or spec.get("activeDeadlineSeconds") is None or not status.get("startTime"):
+        return None
+    return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
+
+
 def due(view: View, job: dict) -> float | None:
     """Timer (``cluster.timers``): this Job's earliest active deadline, back-off expiry or TTL
     expiry. A back-off record change touches the Job (``View.touch``) so this is re-derived."""
@@ -505,8 +524,9 @@ def due(view: View, job: dict) -> float | None:
     if spec.get("suspend"):
         return None
     times = []
-    if spec.get("activeDeadlineSeconds") is not None and status.get("startTime"):
-        times.append(seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"]))
+    deadline = deadline_due(view, job)
+    if deadline is not None:
+        times.append(deadline)
     remaining = backoff_remaining(view, job)
     if remaining > 0:
         times.append(view.now() + remaining)

@@ -90,14 +90,19 @@ def _has_no_execute(node: dict) -> bool:
 
 
 def collect_orphans(view: View) -> None:
-    """PodGC's ``gcOrphaned`` (kubernetes ``pkg/controller/podgc/gc_controller.go``): a pod
-    bound to a node that no longer exists is marked Failed with DisruptionTarget
-    DeletionByPodGC ("PodGC: node no longer exists") and deleted with grace period 0 (its
-    kubelet is gone). Upstream waits a 40 s quarantine first; here it happens at once."""
-    nodes = {n["metadata"]["name"] for n in view.list("Node")}
+    """PodGC's ``gcOrphaned`` (kubernetes ``pkg/controller/podgc/gc_controller.go``) for the
+    nodes deleted in this command (``View.deleted_nodes``): their pods are marked Failed with
+    DisruptionTarget DeletionByPodGC ("PodGC: node no longer exists") and deleted with grace
+    period 0 (their kubelet is gone). Upstream waits a 40 s quarantine first and also collects
+    pods bound to a node that never existed; here deletion is at once and only for deleted
+    nodes (a pod bound to an unknown node stays Pending)."""
+    gone = view.take_deleted_nodes()
+    if not gone:
+        return
+    live = {n["metadata"]["name"] for n in view.list("Node")}
     for pod in view.list("Pod"):
         node_name = (pod.get("spec") or {}).get("nodeName")
-        if not node_name or node_name in nodes:
+        if node_name not in gone or node_name in live:
             continue
         if not is_terminal(pod):
             pod = set_disruption_target(view, pod, "DeletionByPodGC", PODGC_MESSAGE)
