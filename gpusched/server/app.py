@@ -14,6 +14,17 @@ Paths are normalised (kr8s sends trailing slashes). Responses use HTTP/1.1 keep-
 streams use chunked transfer encoding; ``pods/exec`` switches the connection to WebSocket
 (``server.container``). No endpoint executes anything: exec answers are simulated.
 
+Connections: the TLS handshake runs in the connection's own thread with a deadline, never in
+the accept loop, so a client that connects and sends nothing delays nobody; a connection idle
+(or sending its headers or body slower) than ``idle_timeout`` is closed; the listen backlog is
+1,024. Bodies: kube-apiserver's 3 MiB write limit (413 ``Request entity too large: limit is
+3145728``), ``Content-Length`` must be a non-negative integer (else 400), chunked uploads are
+read up to the same limit. Browsers: a write carrying a foreign ``Origin`` or a content type a
+cross-site form can send (``text/plain``, ``application/x-www-form-urlencoded``,
+``multipart/form-data``) is refused, and on a loopback bind the ``Host`` header must name this
+machine (``localhost``, ``127.0.0.1``, ``::1``), so neither a cross-site request nor DNS
+rebinding can write to the cluster.
+
 Neighbours: ``server.worker`` (the cluster thread), ``server.feed`` (watch), ``server.resources``,
 ``server.discovery``, ``server.security`` (TLS); started by ``cli.serve``.
 """
@@ -38,8 +49,13 @@ from gpusched.server.tables import ColumnSource
 from gpusched.server.worker import ClusterWorker
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_BODY_BYTES = 3 * 1024 * 1024        # kube-apiserver's MaxRequestBodyBytes for writes
 HEALTH = ("/healthz", "/readyz", "/livez")
+IDLE_TIMEOUT_S = 60.0                   # per read/write on a connection, handshake included
+LISTEN_BACKLOG = 1024
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
 class ApiServer:
@@ -48,7 +64,7 @@ class ApiServer:
     def __init__(self, state_path: str, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, tls: ssl.SSLContext | None = None,
                  virtual_clock: bool = False, columns: ColumnSource | None = None,
-                 watch_capacity: int = DEFAULT_CAPACITY) -> None:
+                 watch_capacity: int = DEFAULT_CAPACITY, idle_timeout: float = IDLE_TIMEOUT_S) -> None:
         self.token = token
         self.feed = ChangeFeed(state_path, watch_capacity)
         self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke)
@@ -56,8 +72,9 @@ class ApiServer:
         self.routes: list[tuple[str, str, Handler]] = []
         self.httpd = _Server((host, port), _RequestHandler)
         self.httpd.app = self
-        if tls is not None:
-            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        self.httpd.tls = tls                   # handshakes happen per connection (_Server)
+        self.httpd.idle_timeout = idle_timeout
+        self.loopback = _is_loopback(host)
         self.scheme = "https" if tls is not None else "http"
         self._thread: threading.Thread | None = None
 
@@ -100,7 +117,29 @@ class ApiServer:
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
                                                                   self.token.encode())
 
+    def refuse_browser_writes(self, req: Request) -> Response | None:
+        """403/415 for requests a foreign web page (or a DNS-rebound name) could make; None if fine."""
+        host = _host_name(req.headers.get("host", ""))
+        if self.loopback and host and host not in LOOPBACK_HOSTS + (str(self.httpd.server_address[0]),):
+            return status_response(403, f'forbidden: the Host header "{req.headers.get("host")}" does not '
+                                        "name this server (use localhost or 127.0.0.1)", "Forbidden")
+        if req.method not in WRITE_METHODS:
+            return None
+        origin = req.headers.get("origin")
+        if origin is not None and _host_name(origin.partition("://")[2]) != host:
+            return status_response(403, f'forbidden: cross-origin write from "{origin}" refused',
+                                   "Forbidden")
+        if req.content_type in FORM_CONTENT_TYPES:
+            return status_response(415, f'the body of the request was in an unknown format - '
+                                        f'accepted media types include: application/json, '
+                                        f'application/yaml, application/vnd.kubernetes.protobuf',
+                                   "UnsupportedMediaType")
+        return None
+
     def handle(self, req: Request) -> Response:
+        refused = self.refuse_browser_writes(req)
+        if refused is not None:
+            return refused
         if not self.authorized(req.headers):
             return status_response(401, "Unauthorized", "Unauthorized")
         for method, prefix, handler in self.routes:
@@ -175,16 +214,59 @@ class ApiServer:
         return Response(200, body, content_type)
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        import ipaddress
+
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _host_name(host_header: str) -> str:
+    """``127.0.0.1:6443`` -> ``127.0.0.1``; ``[::1]:6443`` -> ``::1``; lower case."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
     app: ApiServer
+    tls: ssl.SSLContext | None = None
+    idle_timeout: float = IDLE_TIMEOUT_S
 
     def server_bind(self) -> None:
         if ":" in str(self.server_address[0]):
             self.address_family = socket.AF_INET6
             self.socket = socket.socket(self.address_family, self.socket_type)
         super().server_bind()
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """In the connection's thread: the TLS handshake (bounded by the idle timeout), then HTTP."""
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(self.idle_timeout)
+        try:
+            secure = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError) as err:        # silent, slow or not TLS at all
+            log.debug("TLS handshake with %s failed: %s", client_address, err)
+            return
+        try:
+            super().finish_request(secure, client_address)
+        finally:
+            try:
+                secure.close()
+            except OSError:
+                pass
+
+
+class _TooLarge(Exception):
+    """The request body is over MAX_BODY_BYTES (answered 413, connection closed)."""
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -194,18 +276,57 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 (stdlib signature)
         log.debug("%s %s", self.address_string(), format % args)
 
+    def setup(self) -> None:
+        self.timeout = self.server.idle_timeout      # applied to the socket by StreamRequestHandler
+        super().setup()
+
     def _request(self) -> Request:
         path, query = normalise_path(self.path)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        length = int(headers.get("content-length") or 0)
-        if length > MAX_BODY_BYTES:
-            raise GpuschedError(f"the request body is larger than {MAX_BODY_BYTES} bytes")
-        body = self.rfile.read(length) if length else b""
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body = self._read_chunked()
+        else:
+            raw = headers.get("content-length")
+            if raw is not None and not raw.strip().isdigit():
+                self.close_connection = True
+                raise GpuschedError(f'invalid Content-Length "{raw}": must be a non-negative integer')
+            length = int(raw or 0)
+            if length > MAX_BODY_BYTES:
+                self.close_connection = True             # the body stays unread
+                raise _TooLarge()
+            body = self.rfile.read(length) if length else b""
         return Request(self.command, path, query, headers, body, self.path.partition("?")[2])
+
+    def _read_chunked(self) -> bytes:
+        """A chunked request body (RFC 9112 7.1), refused past the body limit."""
+        parts, total = [], 0
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";")[0].strip(), 16)
+            except ValueError:
+                self.close_connection = True
+                raise GpuschedError("invalid chunked request body") from None
+            if size < 0:
+                self.close_connection = True
+                raise GpuschedError("invalid chunked request body")
+            total += size
+            if total > MAX_BODY_BYTES:
+                self.close_connection = True
+                raise _TooLarge()
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass                                # trailers
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(1024)                   # the CRLF after each chunk
 
     def _handle(self) -> None:
         try:
             response = self.server.app.handle(self._request())
+        except _TooLarge:
+            response = status_response(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
+                                       "RequestEntityTooLarge")
         except GpuschedError as err:
             response = error_response(err)
         except Exception as err:   # a bug: a 500 Status, the traceback in the log
