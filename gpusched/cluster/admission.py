@@ -39,7 +39,7 @@ from typing import Any
 from gpusched.cluster.kinds_admission import (admit_claim_update, admit_service,
                                               admit_volume_update, default_storage_class,
                                               default_toleration_seconds, label_namespace)
-from gpusched.cluster.quota import check_quota, refresh_quotas
+from gpusched.cluster.quota import check_quota, pod_qos, refresh_quotas
 from gpusched.cluster.resources import (container_resources, format_amount,
                                         limit_range_pod_limits, limit_range_pod_requests)
 from gpusched.cluster.view import View, object_namespace
@@ -89,6 +89,7 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
 def _admit_new_pod(view: View, pod: dict) -> None:
     from gpusched.objects.validation import validate_object
     drop_cluster_annotations(pod)
+    pod.pop("status", None)                   # PodStrategy.PrepareForCreate: status is the cluster's
     default_limit_ranges(view, pod)
     resolve_priority(view, pod)
     runtime_class = lookup_runtime_class(view, pod)
@@ -98,6 +99,7 @@ def _admit_new_pod(view: View, pod: dict) -> None:
     pod.update(validated)
     validate_limit_ranges(view, pod)
     validate_overhead(pod, runtime_class)
+    pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
 
 
 # ---- cluster-owned annotations ------------------------------------------------------------------

@@ -33,8 +33,8 @@ kubelet fails it when re-admitting it after a device-plugin restart: ``previousl
 devices are no longer healthy; cannot allocate unhealthy devices <res>``. So no device, replica or
 MIG instance is ever held by two live pods, and no node is over-committed.
 
-gpusched's differences: devices are allocated per pod (upstream: per container, so a two-container
-pod's message names one container's count); critical pods do not preempt at the kubelet
+gpusched's differences: devices are allocated per pod (upstream: per container; the message is
+worked out per container as upstream's, see ``_unavailable``); critical pods do not preempt at the kubelet
 (``CriticalPodAdmissionHandler``); fractional shares (``gpusched.io/gpu-milli``) are gpusched's own
 and report ``requested number of devices unavailable for gpusched.io/gpu-milli. Requested: <milli>,
 Available: <largest free milli>``.
@@ -228,7 +228,7 @@ class _NodeKubelet:
         except UsageError:
             found = None
         if found is None:
-            return None, Rejection(UNEXPECTED, allocate_failed(_unavailable(devices, info)))
+            return None, Rejection(UNEXPECTED, allocate_failed(_unavailable(devices, info, pod)))
         devices.hold(info.uid, found)
         return found, None
 
@@ -288,20 +288,37 @@ def _plugin_request(devices: Any, info: PodInfo) -> bool:
     return any(resource in advertised for resource in device_requests(info))
 
 
-def _unavailable(devices: Any, info: PodInfo) -> str:
-    """``devicesToAllocate``'s message for the first resource that is short."""
+def _unavailable(devices: Any, info: PodInfo, pod: dict) -> str:
+    """``devicesToAllocate``'s message for the first container and resource that is short.
+
+    The kubelet allocates container by container, init containers first
+    (``resourceAllocator.Admit``); devices an init container got are reused by the later
+    containers, so only app containers use up what is free. Worked example: 1 GPU free, two
+    containers asking 1 each: the first gets it, the second reads ``Requested: 1, Available: 0``.
+    """
     from gpusched.devices.node import device_requests
     if info.gpu_milli > 0:
         free = max((int(m) for m in devices.free_milli()), default=0)
         return (f"requested number of devices unavailable for {RESOURCE_GPU_MILLI}. "
                 f"Requested: {info.gpu_milli}, Available: {free}")
-    requests = device_requests(info)
-    for resource, count in requests.items():
-        free = sum(1 for row in devices.rows() if row.resource == resource and not row.holder)
-        if count > free or resource == next(reversed(requests)):
-            return (f"requested number of devices unavailable for {resource}. "
-                    f"Requested: {count}, Available: {free}")
-    return "requested number of devices unavailable"
+    wanted = device_requests(info)
+    available = {r: sum(1 for row in devices.rows() if row.resource == r and not row.holder)
+                 for r in wanted}
+    spec = pod.get("spec") or _EMPTY
+    containers = [(True, c) for c in spec.get("initContainers") or []]
+    containers += [(False, c) for c in spec.get("containers") or []]
+    for init, container in containers:
+        limits = ((container.get("resources") or _EMPTY).get("limits") or _EMPTY)
+        for resource in wanted:
+            need = int(limits.get(resource, 0) or 0)
+            if need > available[resource]:
+                return (f"requested number of devices unavailable for {resource}. "
+                        f"Requested: {need}, Available: {available[resource]}")
+            if not init:
+                available[resource] -= need
+    resource, count = next(iter(wanted.items()))
+    return (f"requested number of devices unavailable for {resource}. "
+            f"Requested: {count}, Available: {available[resource]}")
 
 
 def _first_resource(info: PodInfo) -> str:

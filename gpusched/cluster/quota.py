@@ -88,14 +88,32 @@ def scope_selectors(quota: dict) -> list[dict]:
     return selectors + list((spec.get("scopeSelector") or {}).get("matchExpressions") or [])
 
 
-def is_best_effort(pod: dict) -> bool:
-    """``qos.GetPodQOS`` == BestEffort: no positive cpu/memory request or limit anywhere."""
+def pod_qos(pod: dict) -> str:
+    """``qos.GetPodQOS`` (pkg/apis/core/helper/qos): BestEffort when no container or init
+    container has a positive cpu/memory request or limit; Guaranteed when every one limits both
+    cpu and memory and the summed requests equal the summed limits; else Burstable."""
     spec = pod.get("spec") or {}
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    guaranteed = True
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        requests, limits = container_resources(container)
-        if any(requests.get(r, 0) > 0 or limits.get(r, 0) > 0 for r in ("cpu", "memory")):
-            return False
-    return True
+        container_requests, container_limits = container_resources(container)
+        for name in ("cpu", "memory"):
+            if container_requests.get(name, 0) > 0:
+                requests[name] = requests.get(name, 0) + container_requests[name]
+            if container_limits.get(name, 0) > 0:
+                limits[name] = limits.get(name, 0) + container_limits[name]
+        if not all(container_limits.get(name, 0) > 0 for name in ("cpu", "memory")):
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and requests == limits:
+        return "Guaranteed"
+    return "Burstable"
+
+
+def is_best_effort(pod: dict) -> bool:
+    return pod_qos(pod) == "BestEffort"
 
 
 def _is_terminating(pod: dict) -> bool:

@@ -33,6 +33,16 @@ CASES = [
      ("Failed", "UnexpectedAdmissionError",
       "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
       "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")),
+    # devicemanager allocates per container (resourceAllocator.Admit): the second container
+    # of a two-container pod finds none left
+    ("device-manager-per-container", pool(count=1, gpus=1, model="T4"),
+     [yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two"}, "spec": {
+         "nodeName": "gpu-1", "containers": [
+             {"name": n, "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+             for n in ("a", "b")]}})], "two",
+     ("Failed", "UnexpectedAdmissionError",
+      "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+      "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")),
     # pkg/kubelet/lifecycle/predicate.go InsufficientResourceError, reason OutOfcpu
     ("predicate-out-of-cpu", pool(count=1, gpus=0, cpu="4"),
      [bound_pod("a", cpu="3"), bound_pod("b", cpu="2")], "b",
@@ -269,3 +279,30 @@ def test_pod_bound_to_missing_node_stays_pending(cluster):
     assert status_of(cluster, "a")[0] in ("", "Pending")
     cluster.advance(3600)
     assert status_of(cluster, "a")[0] in ("", "Pending")
+
+
+def test_user_written_status_is_the_clusters(cluster):
+    """pkg/registry/core/pod/strategy.go PrepareForCreate: a new pod's status is reset (phase
+    Pending, qosClass), so a manifest cannot claim ``Running`` past kubelet admission."""
+    apply(cluster, pool(count=1, gpus=1, model="T4"))
+    apply(cluster, bound_pod("a", gpus=1))
+    body = yaml.safe_load(bound_pod("b", gpus=1))
+    body["status"] = {"phase": "Running"}
+    apply(cluster, yaml.safe_dump(body))
+    assert status_of(cluster, "b")[:2] == ("Failed", "UnexpectedAdmissionError")
+
+
+@pytest.mark.parametrize("resources,qos", [
+    ({}, "BestEffort"),
+    ({"limits": {"nvidia.com/gpu": 1}}, "BestEffort"),     # GPUs do not count for QoS
+    ({"requests": {"cpu": "1"}}, "Burstable"),
+    ({"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+    ({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}, "Burstable"),
+], ids=["empty", "gpu-only", "cpu-request", "limits-equal-requests", "request-below-limit"])
+def test_qos_class(cluster, resources, qos):
+    """pkg/apis/core/helper/qos GetPodQOS, written at creation."""
+    apply(cluster, pool(count=1, gpus=1, model="T4"))
+    apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                   "spec": {"containers": [{"name": "c", "image": "x",
+                                                            "resources": resources}]}}))
+    assert cluster.get("pods", ["p"])[0]["status"]["qosClass"] == qos
