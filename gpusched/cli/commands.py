@@ -374,6 +374,8 @@ def cmd_advance(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         cluster.advance(seconds)
         now = cluster.timestamp()
+        from gpusched.cli.slurm_cmd import write_job_outputs   # sbatch jobs' slurm-%j.out
+        write_job_outputs(cluster)
     print(f"clock advanced by {format_duration(seconds)}, now {now}")
     return 0
 

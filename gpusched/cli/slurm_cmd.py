@@ -36,7 +36,14 @@ def add_commands(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the Job, create nothing")
     p.set_defaults(handler=cmd_sbatch)
     p = subparsers.add_parser("squeue", help="Slurm-style queue of the embedded cluster")
+    p.add_argument("-u", "--user", default="", help="users (namespaces), comma-separated")
+    p.add_argument("--me", action="store_true", help="jobs of the current user (namespace default)")
+    p.add_argument("-p", "--partition", default="", help="partitions, comma-separated")
+    p.add_argument("-t", "--states", default="", help="states: PD,R,CD,TO,F or names, or all")
     p.set_defaults(handler=cmd_squeue)
+    p = subparsers.add_parser("sacct", help="Slurm-style accounting of the embedded cluster's "
+                                            "sbatch jobs (COMPLETED, TIMEOUT, FAILED ...)")
+    p.set_defaults(handler=cmd_sacct)
     p = subparsers.add_parser("scancel", help="Cancel sbatch jobs of the embedded cluster")
     p.add_argument("job_ids", nargs="+", metavar="ID")
     p.set_defaults(handler=cmd_scancel)
@@ -62,15 +69,36 @@ def cmd_sbatch(args: argparse.Namespace) -> int:
     from gpusched.objects.sbatch import parse_sbatch
 
     job = parse_sbatch(_read_script(args.script), args.script)
+    workdir = os.path.abspath(job.chdir or os.getcwd())
     with open_cluster(args) as cluster:
         if args.dry_run:
             from gpusched.cli.output import to_yaml
             with cluster.reading() as view:     # read transaction: nothing is created
                 print(to_yaml(batch.job_manifest(view, job, batch.next_job_id(view))).rstrip())
             return 0
-        job_id = batch.submit(cluster, job)
+        job_id = batch.submit(cluster, job, workdir=workdir)
+        write_job_outputs(cluster)
     print(f"Submitted batch job {job_id}")
     return 0
+
+
+def write_job_outputs(cluster) -> None:
+    """Write the output files (``slurm-%j.out``) of sbatch jobs that started or timed out since
+    the last call (``metrics.slurm_output``); a file that cannot be written is one warning."""
+    from gpusched.metrics.slurm_output import ANN_OUTPUT_STATE, pending_outputs
+
+    with cluster.writing(settle=False) as view:
+        for write in pending_outputs(view):
+            try:
+                if write.text or not write.append:
+                    with open(write.path, "a" if write.append else "w", encoding="utf-8") as out:
+                        out.write(write.text)
+            except OSError as err:
+                print(f"warning: cannot write {write.path}: {err.strerror}", file=sys.stderr)
+            pod = view.copy("Pod", write.pod, write.namespace)
+            if pod is not None:
+                pod["metadata"].setdefault("annotations", {})[ANN_OUTPUT_STATE] = write.state
+                view.update(pod)
 
 
 def format_squeue(rows: Sequence) -> str:
@@ -87,14 +115,77 @@ def _fixed(cells: Sequence[str]) -> str:
     return " ".join(parts + [str(cells[-1])])
 
 
+STATE_NAMES = {"PD": "PENDING", "R": "RUNNING", "CD": "COMPLETED", "TO": "TIMEOUT",
+               "F": "FAILED", "CA": "CANCELLED"}
+DEFAULT_STATES = ("PD", "R")
+
+
+def _states(text: str) -> set[str]:
+    """``-t``: short codes or names, comma-separated, or ``all`` (squeue's ``--states``)."""
+    if not text:
+        return set(DEFAULT_STATES)
+    wanted = set()
+    by_name = {v: k for k, v in STATE_NAMES.items()}
+    for item in (i.strip().upper() for i in text.split(",") if i.strip()):
+        if item == "ALL":
+            return set(STATE_NAMES)
+        if item in STATE_NAMES:
+            wanted.add(item)
+        elif item in by_name:
+            wanted.add(by_name[item])
+        else:
+            raise UsageError(f"Invalid job state specified: {item} (valid: "
+                             f"{', '.join(f'{k} ({v})' for k, v in STATE_NAMES.items())}, all)")
+    return wanted
+
+
 def cmd_squeue(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
     from gpusched.cluster import batch
 
+    states = _states(args.states)
+    users = {u for u in args.user.split(",") if u} | ({"default"} if args.me else set())
+    partitions = {p for p in args.partition.split(",") if p}
     with open_cluster(args) as cluster:
+        write_job_outputs(cluster)
         with cluster.reading() as view:
-            rows = batch.squeue_rows(view)
+            rows = batch.squeue_rows(view, finished=bool(states - set(DEFAULT_STATES)))
+    rows = [r for r in rows if r.state in states and (not users or r.user in users)
+            and (not partitions or r.partition in partitions)]
     print(format_squeue(rows))
+    return 0
+
+
+SACCT_HEADER = ("JobID", "JobName", "Partition", "Account", "AllocCPUS", "State", "ExitCode")
+SACCT_WIDTHS = (12, 10, 10, 10, 10, 10, 8)
+
+
+def format_sacct(rows: Sequence) -> str:
+    """sacct's default format: JobID left-aligned, the rest right-aligned, each cell cut to its
+    width (sacct marks a cut with ``+``), a dashed rule under the header."""
+    def cell(value: str, width: int, left: bool) -> str:
+        text = value if len(value) <= width else value[:width - 1] + "+"
+        return text.ljust(width) if left else text.rjust(width)
+
+    def line(values: Sequence[str]) -> str:
+        return " ".join(cell(str(v), w, i == 0) for i, (v, w) in
+                        enumerate(zip(values, SACCT_WIDTHS))) + " "
+
+    out = [line(SACCT_HEADER), " ".join("-" * w for w in SACCT_WIDTHS) + " "]
+    out += [line((r.job_id, r.job_name, r.partition, r.account, str(r.alloc_cpus), r.state,
+                  r.exit_code)) for r in rows]
+    return "\n".join(out)
+
+
+def cmd_sacct(args: argparse.Namespace) -> int:
+    from gpusched.cli.commands import open_cluster
+    from gpusched.cluster import batch
+
+    with open_cluster(args) as cluster:
+        write_job_outputs(cluster)
+        with cluster.reading() as view:
+            rows = batch.sacct_rows(view)
+    print(format_sacct(rows))
     return 0
 
 

@@ -40,22 +40,32 @@ from gpusched.errors import UsageError
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_resource_requests
-from gpusched.objects.sbatch import (DEFAULT_PARTITION, PURPOSE_LABEL, SbatchJob, gres_type,
-                                     hostlist, partition_names, partitions_by_purpose)
+from gpusched.objects.sbatch import (DEFAULT_ARRAY_OUTPUT, DEFAULT_OUTPUT, DEFAULT_PARTITION,
+                                     PURPOSE_LABEL, SbatchJob, gres_type, hostlist,
+                                     partition_names, partitions_by_purpose)
 from gpusched.objects.types import ANN_DURATION, ANN_GPU_MODEL, ANN_START_TIME
 
 COUNTER = "gpusched-sbatch"
 ANN_ARRAY = "gpusched.io/slurm-array"        # the array's task ids, "0,1,2,3"
+ANN_WORKDIR = "gpusched.io/slurm-workdir"    # absolute submit directory (sbatch's cwd or --chdir)
+ANN_OUTPUT = "gpusched.io/slurm-output"      # the --output pattern
+ANN_SCRIPT = "gpusched.io/slurm-script"      # on the pod: nothing (the script is the command)
 
 
 # ---- submission --------------------------------------------------------------------------------
 
-def submit(cluster, job: SbatchJob, namespace: str = "default") -> int:
-    """Create the Job for ``job`` and return its id (see the module docstring)."""
+def submit(cluster, job: SbatchJob, namespace: str = "default", workdir: str = "") -> int:
+    """Create the Job for ``job`` and return its id (see the module docstring). ``workdir``:
+    the absolute submit directory, where the job's output file is written."""
     # The id and the Job are written in one store transaction (the facade's write context).
     with cluster.writing() as view:
         job_id = next_job_id(view, namespace)
         body = job_manifest(view, job, job_id, namespace)
+        annotations = body["metadata"]["annotations"]
+        if workdir:
+            annotations[ANN_WORKDIR] = workdir
+        annotations[ANN_OUTPUT] = job.output or (DEFAULT_ARRAY_OUTPUT if job.array
+                                                 else DEFAULT_OUTPUT)
         apply_one(view, Manifest(job.source, 0, {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": COUNTER, "namespace": namespace},
@@ -127,11 +137,21 @@ def _catalog_by_gres() -> dict[str, str]:
     return {gres_type(name): name for name in CATALOG}
 
 
+def cluster_gres_types(view: View) -> list[str]:
+    """The GRES types of the cluster's GPU nodes (what ``--gres=gpu:TYPE:N`` may name)."""
+    return sorted({gres_type(node_info(n).gpu_model) for n in view.list("Node")
+                   if node_info(n).gpu_model})
+
+
 def _model_constraint(view: View, job: SbatchJob) -> str:
     by_gres = _catalog_by_gres()
-    if job.gpu_type and job.gpu_type not in by_gres:
+    by_gres.update({t: node_info(n).gpu_model for n in view.list("Node")
+                    for t in [gres_type(node_info(n).gpu_model)] if node_info(n).gpu_model})
+    valid = cluster_gres_types(view)
+    if job.gpu_type and (job.gpu_type not in by_gres or job.gpu_type not in valid):
         raise UsageError(f"Batch job submission failed: Invalid generic resource (gres) "
-                         f'specification (unknown GPU type "{job.gpu_type}")')
+                         f'specification (unknown GPU type "{job.gpu_type}"; valid types: '
+                         f'{", ".join(valid) or "none: the cluster has no GPU nodes"})')
     nodes = view.list("Node")
     partitions = {p for n in nodes for p in partition_names(n, partitions_by_purpose(nodes))}
     if job.partition and job.partition not in partitions:
@@ -199,12 +219,35 @@ def slurm_elapsed(seconds: float) -> str:
     return f"{minutes}:{secs:02d}"
 
 
-def squeue_rows(view: View) -> list[QueueRow]:
+STATE_CODES = {"PENDING": "PD", "RUNNING": "R", "COMPLETED": "CD", "TIMEOUT": "TO",
+               "FAILED": "F", "CANCELLED": "CA"}
+
+
+def finished_state(pod: dict) -> tuple[str, int]:
+    """Slurm's state and exit code of a finished sbatch pod: COMPLETED (Succeeded), TIMEOUT
+    (Failed with reason DeadlineExceeded: its --time limit), FAILED (any other failure)."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return "COMPLETED", 0
+    if status.get("reason") == "DeadlineExceeded":
+        return "TIMEOUT", 0
+    code = 1
+    for cs in status.get("containerStatuses") or []:
+        terminated = (cs.get("state") or {}).get("terminated") or {}
+        if terminated.get("exitCode") is not None:
+            code = int(terminated["exitCode"])
+    return "FAILED", code
+
+
+def squeue_rows(view: View, finished: bool = False) -> list[QueueRow]:
     """Pending and running work, one row per pod (array tasks ``<id>_<n>``); held and not yet
-    created tasks as pending rows. Sorted by job id (numeric, sbatch jobs first), then name."""
+    created tasks as pending rows; with ``finished`` also sbatch pods that ended (``CD``,
+    ``TO``, ``F``). Sorted by job id (numeric, sbatch jobs first), then name."""
     node_partition = _node_partitions(view)
     rows: list[QueueRow] = []
     jobs = {j["metadata"]["uid"]: j for j in view.list("Job")}
+    if finished:
+        rows.extend(_finished_rows(view, jobs, node_partition))
     waiting = [p for p in view.list("Pod")
                if not is_terminal(p) and not (p.get("spec") or {}).get("nodeName")]
     waiting.sort(key=lambda p: (-int(p["spec"].get("priority") or 0),
@@ -229,6 +272,36 @@ def squeue_rows(view: View) -> list[QueueRow]:
     for job in jobs.values():
         rows.extend(_unstarted_rows(view, job))
     return sorted(rows, key=_row_order)
+
+
+def _finished_rows(view: View, jobs: dict, node_partition: dict[str, str]) -> list[QueueRow]:
+    rows = []
+    for pod in view.list("Pod"):
+        owner = jobs.get((controller_of(pod) or {}).get("uid", ""))
+        if not is_terminal(pod) or owner is None or \
+                LABEL_JOB_ID not in (owner["metadata"].get("labels") or {}):
+            continue
+        job_id, name, partition = _identity(view, pod, owner, node_partition)
+        state, _code = finished_state(pod)
+        annotations = pod["metadata"].get("annotations") or {}
+        started = float(annotations.get(ANN_START_TIME, view.now()))
+        ended = run_end(view, pod)
+        rows.append(QueueRow(job_id, partition, name, pod["metadata"].get("namespace", ""),
+                             STATE_CODES[state], slurm_elapsed(max(0.0, ended - started)), 1,
+                             pod["spec"].get("nodeName", ""), int(pod["spec"].get("priority") or 0)))
+    return rows
+
+
+def run_end(view: View, pod: dict) -> float:
+    """Virtual seconds at which a finished pod's run ended (its start + run time, capped by its
+    time limit), the current time when that is unknown."""
+    from gpusched.cluster.controllers.pod_lifecycle import run_time
+    annotations = pod["metadata"].get("annotations") or {}
+    if ANN_START_TIME not in annotations:
+        return view.now()
+    start = float(annotations[ANN_START_TIME])
+    duration = run_time(pod)
+    return start + duration if duration is not None else view.now()
 
 
 def _row_order(row: QueueRow) -> tuple:
@@ -353,3 +426,52 @@ def sinfo_rows(view: View, per_node: bool = False) -> list[InfoRow]:
         else:
             rows.append(InfoRow(label, "up", "infinite", len(names), state, hostlist(names)))
     return rows
+
+
+# ---- sacct -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AcctRow:
+    job_id: str
+    job_name: str
+    partition: str
+    account: str
+    alloc_cpus: int
+    state: str
+    exit_code: str        # "<code>:<signal>"
+
+
+def sacct_rows(view: View) -> list[AcctRow]:
+    """``sacct``'s default view of the sbatch jobs: one line per job (array task) and one per
+    batch step once it started. A job stopped at its time limit is TIMEOUT (exit ``0:0``) with
+    its batch step CANCELLED by signal 15 (``0:15``), as Slurm accounts it."""
+    rows: list[AcctRow] = []
+    node_partition = _node_partitions(view)
+    for job in view.list("Job"):
+        labels = job["metadata"].get("labels") or {}
+        if LABEL_JOB_ID not in labels:
+            continue
+        annotations = job["metadata"].get("annotations") or {}
+        name = annotations.get(ANN_JOB_NAME, job["metadata"]["name"])
+        partition = annotations.get(ANN_PARTITION, DEFAULT_PARTITION)
+        account = job["metadata"].get("namespace", "")
+        pods = owned_pods(view, job)
+        if not pods:
+            rows.append(AcctRow(labels[LABEL_JOB_ID], name, partition, account, 0, "PENDING", "0:0"))
+        for pod in pods:
+            job_id, _, _ = _identity(view, pod, job, node_partition)
+            cpus = max(1, pod_resource_requests(pod).get("cpu", 1000) // 1000)
+            if not (pod.get("spec") or {}).get("nodeName"):
+                rows.append(AcctRow(job_id, name, partition, account, 0, "PENDING", "0:0"))
+                continue
+            if not is_terminal(pod):
+                rows += [AcctRow(job_id, name, partition, account, cpus, "RUNNING", "0:0"),
+                         AcctRow(f"{job_id}.batch", "batch", "", account, cpus, "RUNNING", "0:0")]
+                continue
+            state, code = finished_state(pod)
+            step_state, step_exit = (("CANCELLED", "0:15") if state == "TIMEOUT"
+                                     else (state, f"{code}:0"))
+            rows += [AcctRow(job_id, name, partition, account, cpus, state, f"{code}:0"),
+                     AcctRow(f"{job_id}.batch", "batch", "", account, cpus, step_state, step_exit)]
+    return sorted(rows, key=lambda r: _row_order(QueueRow(r.job_id.split(".")[0], "", "", "", "",
+                                                          "", 0, "")) + (r.job_id,))

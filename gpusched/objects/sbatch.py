@@ -17,12 +17,19 @@ line that is neither blank nor a comment; each carries options in the command-li
 ``--array``, ``-a``                    ``0-3``, ``1,3,5``, ``0-7:2``, with an optional ``%N`` limit
 ``--dependency=afterok:ID[:ID]``, -d   held until those jobs completed successfully
 ``--nodes=1``/``-N 1``, ``--ntasks=1``/``-n 1``  accepted (gpusched jobs are one pod on one node)
-``--output``/``-o``, ``--error``/``-e`` accepted and ignored (the embedded cluster keeps no files)
+``--output``/``-o``                    the output file pattern (default ``slurm-%j.out``,
+                                       arrays ``slurm-%A_%a.out``; ``%j %x %A %a %N %u %%``)
+``--error``/``-e``                     accepted (stderr goes to the output file)
+``--chdir``/``-D``                     the job's working directory (where the output file goes)
 =====================================  =============================================================
 
 Anything else raises ``UsageError``: ``unsupported #SBATCH option --mail-type (job.sh line 4)``.
-The body's ``sleep N`` lines (coreutils suffixes s/m/h/d) add up to the job's run time on the
-virtual clock.
+
+Run time on the virtual clock (:func:`run_seconds`): the body's ``sleep N`` lines (coreutils
+suffixes s/m/h/d) add up; a body without ``sleep`` runs ``DEFAULT_COMMAND_SECONDS`` (2 s) per
+command line (``nvidia-smi``, ``hostname``, ``python x.py`` ...), at least one; a body that runs
+until killed (``sleep infinity``, ``while true``/``while :``, ``tail -f``) has no run time of its
+own: it ends at its ``--time`` limit (Slurm's TIMEOUT) or when cancelled.
 
 Slurm names shared with ``backends.slurm`` (the config generator) and ``cluster.batch``:
 :func:`gres_type` turns a catalog GPU model name into a Slurm-safe GRES type (``A100-40GB`` ->
@@ -50,10 +57,16 @@ CPU_PARTITION = "cpu"
 
 _SHORT = {"-G": "--gpus", "-c": "--cpus-per-task", "-t": "--time", "-p": "--partition",
           "-q": "--qos", "-J": "--job-name", "-a": "--array", "-d": "--dependency",
-          "-N": "--nodes", "-n": "--ntasks", "-o": "--output", "-e": "--error"}
+          "-N": "--nodes", "-n": "--ntasks", "-o": "--output", "-e": "--error", "-D": "--chdir"}
 SUPPORTED = ("--gres", "--gpus", "--cpus-per-task", "--mem", "--time", "--partition", "--qos",
-             "--job-name", "--array", "--dependency", "--nodes", "--ntasks", "--output", "--error")
-_SLEEP = re.compile(r"^\s*sleep\s+(\d+(?:\.\d+)?)([smhd]?)\s*(?:[;#].*)?$")
+             "--job-name", "--array", "--dependency", "--nodes", "--ntasks", "--output", "--error",
+             "--chdir")
+_SLEEP = re.compile(r"^\s*(?:srun\s+)?sleep\s+(\d+(?:\.\d+)?)([smhd]?)\s*(?:[;#].*)?$")
+_FOREVER = re.compile(r"^\s*(?:srun\s+)?(?:sleep\s+inf(?:inity)?\b|while\s+(?:true|:)\b|"
+                      r"tail\s+-f\b)")
+DEFAULT_COMMAND_SECONDS = 2.0
+DEFAULT_OUTPUT = "slurm-%j.out"
+DEFAULT_ARRAY_OUTPUT = "slurm-%A_%a.out"
 _SLEEP_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
@@ -75,8 +88,10 @@ class SbatchJob:
     array: tuple[int, ...] = ()
     array_limit: int | None = None        # the ``%N`` of --array
     dependencies: tuple[str, ...] = ()    # job ids of afterok dependencies
-    run_seconds: float | None = None      # sum of the body's ``sleep N``; None = no sleep found
+    run_seconds: float | None = None      # see :func:`run_seconds`; None = runs until killed
     options: tuple[tuple[str, str], ...] = field(default=())   # (option, value) as read
+    output: str = ""                      # --output pattern ("" = Slurm's default)
+    chdir: str = ""                       # --chdir
 
 
 def gres_type(name: str) -> str:
@@ -256,17 +271,33 @@ def _split(words: list[str], where: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def command_lines(script: str) -> list[str]:
+    """The body's command lines: not blank, not comments (``#SBATCH`` lines included)."""
+    return [line.strip() for line in script.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
 def run_seconds(script: str) -> float | None:
-    """Sum of the body's ``sleep N`` lines (None when there is none).
+    """The body's run time: the sum of its ``sleep N`` lines; without any, 2 s per command
+    line (at least one); None when it runs until killed.
 
     >>> run_seconds("#!/bin/sh\\nsleep 30\\necho hi\\nsleep 2m\\n")
     150.0
+    >>> run_seconds("#!/bin/bash\\n#SBATCH --gres=gpu:1\\nnvidia-smi\\nnvidia-smi -L\\n")
+    4.0
+    >>> run_seconds("#!/bin/sh\\npython serve.py &\\nsleep infinity\\n") is None
+    True
     """
+    lines = command_lines(script)
+    if any(_FOREVER.match(line) for line in lines):
+        return None
     total = None
-    for line in script.splitlines():
+    for line in lines:
         match = _SLEEP.match(line)
         if match:
             total = (total or 0.0) + float(match.group(1)) * _SLEEP_UNITS[match.group(2)]
+    if total is None:
+        total = DEFAULT_COMMAND_SECONDS * max(1, len(lines))
     return total
 
 
@@ -320,8 +351,12 @@ def _option(name: str, value: str) -> dict[str, Any]:
     if name in ("--nodes", "--ntasks"):
         _one(value)
         return {}
-    if not value:                               # --output / --error
+    if not value:                               # --output / --error / --chdir
         raise ValueError("expected a file name")
+    if name == "--output":
+        return {"output": value}
+    if name == "--chdir":
+        return {"chdir": value}
     return {}
 
 

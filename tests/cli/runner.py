@@ -32,10 +32,11 @@ class Gpusched:
     def __init__(self, tmp_path: Path) -> None:
         self.state = str(tmp_path / "state.db")
         self.exe = gpusched_executable()
+        self.cwd = REPO_ROOT      # where commands run (sbatch writes its slurm-%j.out here)
 
     def run(self, *args: str, stdin: str | None = None, state: bool = True) -> Result:
         argv = [self.exe, *(("--state", self.state) if state else ()), *args]
-        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=REPO_ROOT,
+        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=self.cwd,
                               timeout=120)
         return Result(proc.returncode, proc.stdout, proc.stderr)
 

@@ -12,6 +12,7 @@ def g(tmp_path):
     cli = Gpusched(tmp_path)
     cli.cluster()
     cli.tmp = tmp_path
+    cli.cwd = tmp_path        # the submit directory: slurm-%j.out files land here
     return cli
 
 
