@@ -173,8 +173,9 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
                    help="Evict pods with emptyDir volumes too (their data is lost)")
     p.add_argument("--force", action="store_true", help="Delete pods no controller owns too")
 
-    p = command("scale", commands.cmd_scale, "Set the replicas of a Deployment or ReplicaSet")
-    p.add_argument("kind", help="deployment, or deployment/NAME")
+    p = command("scale", commands.cmd_scale,
+                "Set the replicas of a Deployment or ReplicaSet, or the parallelism of a Job")
+    p.add_argument("kind", help="deployment, replicaset or job, or KIND/NAME")
     p.add_argument("name", nargs="?", help="Object name")
     p.add_argument("--replicas", type=int, required=True, help="The new number of replicas")
     _namespace_options(p, all_namespaces=False)
@@ -209,6 +210,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
 
     from gpusched.cli.slurm_cmd import add_commands as add_slurm_commands  # sbatch, squeue, slurm ...
     add_slurm_commands(sub)
+    from gpusched.cli.rollout import add_commands as add_rollout_commands   # rollout ...
+    add_rollout_commands(sub)
     from gpusched.cli.container_cmd import add_commands as add_container_commands  # exec, logs
     add_container_commands(sub)
 
@@ -433,7 +436,8 @@ EXAMPLES: dict[str, str] = {
     "gpusched cordon": _examples("gpusched cordon gpu-node-1"),
     "gpusched uncordon": _examples("gpusched uncordon gpu-node-1"),
     "gpusched drain": _examples("gpusched drain gpu-node-1 --ignore-daemonsets"),
-    "gpusched scale": _examples("gpusched scale deployment llm-inference --replicas=5"),
+    "gpusched scale": _examples("gpusched scale deployment llm-inference --replicas=5",
+                                "gpusched scale job/train --replicas=4"),
     "gpusched events": _examples("gpusched events", "gpusched events -A -o yaml"),
     "gpusched top": _examples("gpusched top nodes", "gpusched top pods -A"),
     "gpusched explain": _examples("gpusched explain pod train-1", "gpusched explain pod/train-1 -o json"),

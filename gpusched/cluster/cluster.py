@@ -321,17 +321,21 @@ class Cluster:
         return lines
 
     def scale(self, kind: str, name: str, replicas: int, namespace: str | None = "default") -> str:
+        """kubectl scale: ``spec.replicas`` of a Deployment/ReplicaSet, ``spec.parallelism`` of
+        a Job."""
         info = resolve_kind(kind)
-        if info.kind not in ("Deployment", "ReplicaSet"):
-            raise UsageError(f'cannot scale a {info.kind}: only deployments and replicasets scale')
+        if info.kind not in ("Deployment", "ReplicaSet", "Job"):
+            raise UsageError(f"cannot scale a {info.kind}: only deployments, replicasets and "
+                             "jobs scale")
         if replicas < 0:
             raise UsageError("The --replicas=COUNT flag is required, and COUNT must be greater "
                              "than or equal to 0")
+        field = "parallelism" if info.kind == "Job" else "replicas"
         with self._write() as view:
             body = view.copy(info.kind, name, namespace or "default")
             if body is None:
                 raise NotFoundError(qualified_plural(info), name)
-            body.setdefault("spec", {})["replicas"] = int(replicas)
+            body.setdefault("spec", {})[field] = int(replicas)
             view.update(body)
         return f"{qualified_singular(info)}/{name} scaled"
 

@@ -48,6 +48,7 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
     KindInfo("Deployment", "apps/v1", "deployments", ("deploy",), True),
     KindInfo("ReplicaSet", "apps/v1", "replicasets", ("rs",), True),
     KindInfo("DaemonSet", "apps/v1", "daemonsets", ("ds",), True),
+    KindInfo("ControllerRevision", "apps/v1", "controllerrevisions", (), True),
     KindInfo("Job", "batch/v1", "jobs", (), True),
     KindInfo("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", ("pc",), False),
     KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("pdb",), True),

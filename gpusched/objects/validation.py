@@ -212,11 +212,29 @@ def _replicas(spec: dict, e: Errors) -> None:
 
 
 def _deployment(obj: dict, e: Errors) -> None:
-    _replicas(_selector_and_template(obj, e, ("Always",), selector_required=True), e)
+    spec = _selector_and_template(obj, e, ("Always",), selector_required=True)
+    _replicas(spec, e)
+    _strategy_defaults(spec, "strategy", {"maxUnavailable": "25%", "maxSurge": "25%"})
+    spec.setdefault("progressDeadlineSeconds", 600)
 
 
 def _daemonset(obj: dict, e: Errors) -> None:
-    _selector_and_template(obj, e, ("Always",), selector_required=True)
+    spec = _selector_and_template(obj, e, ("Always",), selector_required=True)
+    _strategy_defaults(spec, "updateStrategy", {"maxUnavailable": 1, "maxSurge": 0})
+
+
+def _strategy_defaults(spec: dict, field: str, rolling: dict) -> None:
+    """apps/v1 defaults.go SetDefaults_Deployment / SetDefaults_DaemonSet: RollingUpdate with
+    its limits, revisionHistoryLimit 10 (kubectl rollout status reads the strategy type)."""
+    if not isinstance(spec, dict):
+        return
+    strategy = spec.setdefault(field, {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate" and isinstance(strategy.setdefault("rollingUpdate", {}), dict):
+            for key, value in rolling.items():
+                strategy["rollingUpdate"].setdefault(key, value)
+    spec.setdefault("revisionHistoryLimit", 10)
 
 
 def _job(obj: dict, e: Errors) -> None:

@@ -5,7 +5,8 @@ Paths (``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` other
     <plural>                                    list (all namespaces) / create (cluster-scoped)
     namespaces/<ns>/<plural>                    list / create
     [namespaces/<ns>/]<plural>/<name>           get / put / patch / delete
-    [namespaces/<ns>/]<plural>/<name>/<sub>     status (get/put/patch), binding, eviction (post)
+    [namespaces/<ns>/]<plural>/<name>/<sub>     status (get/put/patch), binding, eviction (post),
+                                                scale (get/put/patch; deployments, replicasets)
 
 Reads run on the cluster worker in a read transaction; writes go through
 ``cluster.api_ops`` inside one (group-committed, settled) write transaction. Lists honour
@@ -32,13 +33,15 @@ from gpusched.cluster import api_ops
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import GpuschedError, NotFoundError
 from gpusched.objects.kinds import KindInfo
-from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
+from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
+                                        parse_selector, selector_from_dict, selector_to_string)
 from gpusched.server import decoding, discovery, patch
 from gpusched.server.http import (Request, Response, error_response, json_response,
                                   status_response, success_status)
 from gpusched.server.tables import ColumnSource, build_table, wants_table
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
+SCALE_KINDS = ("Deployment", "ReplicaSet")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,8 @@ class ResourceApi:
             if method != "POST":
                 return status_response(405, "the server does not allow this method on the requested resource")
             return self.post_subresource(req, t)
+        if t.subresource == "scale" and t.info.kind in SCALE_KINDS:
+            return self.scale(req, t)
         if t.subresource not in ("", "status"):
             return status_response(404, f'{plural_name(t.info)} "{t.name}" has no subresource '
                                    f'"{t.subresource}" in gpusched', "NotFound")
@@ -234,6 +239,40 @@ class ResourceApi:
 
         return json_response(self.worker.cluster_call(delete))
 
+    def scale(self, req: Request, t: Target) -> Response:
+        """The ``scale`` subresource (autoscaling/v1 Scale) of Deployments and ReplicaSets:
+        GET, PUT and PATCH change ``spec.replicas`` (what ``kubectl scale`` patches)."""
+        ns = t.namespace or ""
+        if req.method == "GET":
+            body = self.worker.read(lambda view: copy.deepcopy(view.get(t.info.kind, t.name, ns)))
+            if body is None:
+                raise NotFoundError(plural_name(t.info), t.name)
+            return json_response(scale_of(body))
+        if req.method not in ("PUT", "PATCH"):
+            return status_response(405, "the server does not allow this method on the requested resource")
+        kind = req.content_type if req.method == "PATCH" else "application/json"
+        if req.method == "PATCH" and kind not in patch.PATCH_TYPES:
+            return status_response(415, f'the body of the request was in an unknown format - '
+                                   f'accepted media types include: {", ".join(patch.PATCH_TYPES)}')
+        sent = patch.parse_body(req.body, kind or "application/json")
+
+        def write(view: Any) -> dict:
+            old = view.get(t.info.kind, t.name, ns)
+            if old is None:
+                raise NotFoundError(plural_name(t.info), t.name)
+            wanted = patch.apply_patch(scale_of(old), sent, kind) if req.method == "PATCH" else sent
+            replicas = ((wanted or {}).get("spec") or {}).get("replicas") \
+                if isinstance(wanted, dict) else None
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise BadRequestError(f'Scale.autoscaling "{t.name}" is invalid: spec.replicas: '
+                                      f"Invalid value: {replicas}: must be greater than or equal to 0")
+            new = copy.deepcopy(old)
+            new.setdefault("spec", {})["replicas"] = replicas
+            view.update(new)
+            return scale_of(view.get(t.info.kind, t.name, ns))
+
+        return json_response(self.worker.write(write))
+
     def post_subresource(self, req: Request, t: Target) -> Response:
         if t.info.kind != "Pod":
             raise NotFoundError(plural_name(t.info), t.name)
@@ -250,6 +289,18 @@ def with_warnings(response: Response, warnings: list[str]) -> Response:
     """The response with fieldValidation=Warn findings as Warning headers (server.decoding)."""
     response.warnings = tuple(warnings)
     return response
+
+
+def scale_of(body: dict) -> dict:
+    """autoscaling/v1 Scale of a Deployment/ReplicaSet (``status.selector`` as a string)."""
+    meta = body.get("metadata") or {}
+    selector = selector_to_string(selector_from_dict((body.get("spec") or {}).get("selector")))
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                             "creationTimestamp") if k in meta},
+            "spec": {"replicas": int((body.get("spec") or {}).get("replicas", 1))},
+            "status": {"replicas": int((body.get("status") or {}).get("replicas", 0)),
+                       "selector": selector}}
 
 
 def stamp_event(view: Any, event: dict) -> dict:

@@ -64,7 +64,7 @@ def test_scheduled_event_is_a_kubernetes_event(cluster):
 @pytest.mark.parametrize("call,message", [
     (lambda c: c.advance(-1), "cannot advance the clock by a negative duration (-1s)"),
     (lambda c: c.scale("deploy", "nope", 1), 'deployments.apps "nope" not found'),
-    (lambda c: c.scale("po", "x", 1), "cannot scale a Pod: only deployments and replicasets scale"),
+    (lambda c: c.scale("po", "x", 1), "cannot scale a Pod: only deployments, replicasets and jobs scale"),
     (lambda c: c.cordon("nope"), 'nodes "nope" not found'),
     (lambda c: c.taint("gpu-1", [], [("nope", "NoSchedule")]), 'taint "nope:NoSchedule" not found'),
 ], ids=["negative-advance", "scale-missing", "scale-pod", "cordon-missing", "untaint-missing"])

@@ -259,3 +259,62 @@ def test_scale_down_deletes_the_pending_pod_first(cluster):
     cluster.scale("deploy", "web", 2)
     names = [p["metadata"]["name"] for p in cluster.get("pods")]
     assert len(names) == 2 and pending[0] not in names
+
+
+# ---- DaemonSet updates (pkg/controller/daemon/update.go) ----------------------------------------
+
+def daemonset(image: str = "a1", strategy: dict | None = None) -> str:
+    body = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                     "template": {"metadata": {"labels": {"app": "agent"}},
+                                  "spec": {"containers": [{"name": "a", "image": image}]}}}}
+    if strategy is not None:
+        body["spec"]["updateStrategy"] = strategy
+    return yaml.safe_dump(body)
+
+
+def agent_images(cluster) -> list[str]:
+    return sorted(p["spec"]["containers"][0]["image"] for p in cluster.get("pods")
+                  if p["metadata"]["labels"].get("app") == "agent")
+
+
+def revisions(cluster) -> dict[str, int]:
+    return {r["data"]["spec"]["template"]["spec"]["containers"][0]["image"]: r["revision"]
+            for r in cluster.get("controllerrevisions")}
+
+
+@pytest.mark.parametrize("strategy, images_after", [
+    pytest.param(None, ["a2", "a2", "a2"], id="RollingUpdate-default-replaces-every-pod"),
+    pytest.param({"type": "OnDelete"}, ["a1", "a1", "a1"], id="OnDelete-keeps-old-pods"),
+])
+def test_daemonset_template_change(cluster, strategy, images_after):
+    apply(cluster, join(pool(count=3, gpus=0), daemonset(strategy=strategy)))
+    before = {p["metadata"]["name"] for p in cluster.get("pods")}
+    apply(cluster, daemonset("a2", strategy=strategy))
+    assert agent_images(cluster) == images_after
+    assert revisions(cluster) == {"a1": 1, "a2": 2}
+    status = cluster.get("ds", ["agent"])[0]["status"]
+    assert status.get("updatedNumberScheduled", 0) == images_after.count("a2")
+    if images_after[0] == "a2":
+        assert not before & {p["metadata"]["name"] for p in cluster.get("pods")}
+
+
+def test_daemonset_rollback_raises_the_old_revision(cluster):
+    # update.go constructHistory/dedupCurHistories: an equal template reuses its revision object
+    apply(cluster, join(pool(count=2, gpus=0), daemonset()))
+    apply(cluster, daemonset("a2"))
+    apply(cluster, daemonset("a1"))
+    assert revisions(cluster) == {"a1": 3, "a2": 2}
+    pod_hashes = {p["metadata"]["labels"]["controller-revision-hash"] for p in cluster.get("pods")}
+    [a1] = [r for r in cluster.get("controllerrevisions") if r["revision"] == 3]
+    assert pod_hashes == {a1["metadata"]["labels"]["controller-revision-hash"]}
+
+
+def test_daemonset_rollout_restart_recreates_every_pod(cluster):
+    # objectrestarter.go: kubectl.kubernetes.io/restartedAt on the template (the operator's hook)
+    from gpusched.cluster import rollout
+    apply(cluster, join(pool(count=2, gpus=0), daemonset()))
+    before = {p["metadata"]["uid"] for p in cluster.get("pods")}
+    cluster.write(lambda view: rollout.restart(view, view.get("DaemonSet", "agent", "default")))
+    after = {p["metadata"]["uid"] for p in cluster.get("pods")}
+    assert len(after) == 2 and not before & after

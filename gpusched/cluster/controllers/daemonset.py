@@ -6,7 +6,20 @@ its NoSchedule/NoExecute taints are tolerated (the DaemonSet's default toleratio
 their pod). Each pod is created with a required node affinity on ``metadata.name`` (upstream's
 default since 1.12) and bound by the scheduler. Pods on nodes no longer eligible are deleted.
 Status: desiredNumberScheduled, currentNumberScheduled, numberReady, numberAvailable,
-numberMisscheduled.
+numberMisscheduled, updatedNumberScheduled, numberUnavailable (zero counters omitted but the
+four the API requires).
+
+Updates (pkg/controller/daemon/update.go): each template is recorded in a ControllerRevision
+``<ds>-<hash>`` (``data`` = the template as a replacing strategic-merge patch, ``revision`` = next
+number; a template equal to an old one raises that revision: a rollback), pods carry
+``controller-revision-hash``; with ``updateStrategy`` RollingUpdate (default, ``maxUnavailable``
+1) out-of-date pods are deleted and re-created node by node; OnDelete leaves them.
+
+Hook for device-plugin style DaemonSets: ``gpusched rollout restart daemonset X`` (or kubectl's)
+patches the template annotation ``kubectl.kubernetes.io/restartedAt`` (:data:`RESTARTED_AT`), so
+every pod of the DaemonSet is deleted and created anew (new name, new uid, ``Started`` events),
+exactly as on a real cluster; a controller that models what a restarted pod re-reads (the
+device plugin's config) reacts to the new pod, e.g. by its ``creationTimestamp``/uid.
 
 Neighbours: ``controllers.common``; ``cluster.scheduling`` binds the pods.
 """
@@ -15,14 +28,19 @@ from __future__ import annotations
 
 import copy
 
-from gpusched.cluster.controllers.common import (create_from_template, delete_pod, is_running,
-                                                 is_terminal, owned_pods, set_status)
+from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
+                                                 is_active, is_ready, labels_of, owned_pods,
+                                                 owner_reference, set_status, template_hash)
+from gpusched.cluster.controllers.deployment import canonical, scaled_value
+from gpusched.cluster.store import dumps
 from gpusched.cluster.view import View
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import map_matches, node_selector_matches
 from gpusched.objects.types import Taint
 
 COMPONENT = "daemonset-controller"
+HASH_LABEL = "controller-revision-hash"
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"   # what ``rollout restart`` patches
 DEFAULT_TOLERATIONS = [
     {"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": e}
     for k, e in (("not-ready", "NoExecute"), ("unreachable", "NoExecute"),
@@ -58,7 +76,11 @@ def reconcile(view: View) -> None:
 
 def reconcile_one(view: View, ds: dict) -> None:
     spec = ds.get("spec") or {}
+    revision = sync_history(view, ds)
+    hash_ = revision["metadata"]["labels"][HASH_LABEL]
     template = copy.deepcopy(spec.get("template") or {})
+    template.setdefault("metadata", {}).setdefault("labels", {}).update({
+        HASH_LABEL: hash_, "pod-template-generation": str(ds["metadata"].get("generation", 1))})
     tspec = template.setdefault("spec", {})
     tolerations = tspec.setdefault("tolerations", [])
     for default in DEFAULT_TOLERATIONS:
@@ -68,7 +90,7 @@ def reconcile_one(view: View, ds: dict) -> None:
              "spec": tspec}
     pods_by_node: dict[str, list[dict]] = {}
     for pod in owned_pods(view, ds):
-        if not is_terminal(pod):
+        if is_active(pod):
             target = _target_node(pod)
             pods_by_node.setdefault(target, []).append(pod)
     nodes = view.list("Node")
@@ -84,14 +106,97 @@ def reconcile_one(view: View, ds: dict) -> None:
         extra = pods if node_name not in wanted else pods[1:]
         for pod in extra:
             delete_pod(view, pod, COMPONENT, ds)
-    current = [p for p in owned_pods(view, ds) if not is_terminal(p)]
-    ready = sum(1 for p in current if is_running(p))
+    _rolling_update(view, ds, hash_, wanted)
+    current = [p for p in owned_pods(view, ds) if is_active(p)]
+    ready = sum(1 for p in current if is_ready(p))
     scheduled = sum(1 for p in current if (p.get("spec") or {}).get("nodeName"))
-    set_status(view, view.get("DaemonSet", name, ds["metadata"]["namespace"]) or ds, {
-        "desiredNumberScheduled": len(wanted), "currentNumberScheduled": scheduled,
-        "numberReady": ready, "numberAvailable": ready, "numberMisscheduled": 0,
-        "updatedNumberScheduled": scheduled,
-        "observedGeneration": ds["metadata"].get("generation", 1)})
+    updated = sum(1 for p in current if (p.get("spec") or {}).get("nodeName")
+                  and labels_of(p).get(HASH_LABEL) == hash_)
+    status = {"desiredNumberScheduled": len(wanted), "currentNumberScheduled": scheduled,
+              "numberReady": ready, "numberMisscheduled": 0,
+              "observedGeneration": ds["metadata"].get("generation", 1)}
+    extra_counts = {"numberAvailable": ready, "updatedNumberScheduled": updated,
+                    "numberUnavailable": max(0, len(wanted) - ready)}
+    status.update({k: v for k, v in extra_counts.items() if v})
+    set_status(view, view.get("DaemonSet", name, ds["metadata"]["namespace"]) or ds, status)
+
+
+def _rolling_update(view: View, ds: dict, hash_: str, wanted: list[str]) -> None:
+    """``rollingUpdate`` (update.go): delete out-of-date pods while at most ``maxUnavailable``
+    (default 1) of the wanted nodes lack an available pod; OnDelete deletes nothing."""
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return
+    value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    most = scaled_value(value, len(wanted), True)
+    most = 1 if most is None else most
+    pods = [p for p in owned_pods(view, ds) if is_active(p)]
+    by_node = {_target_node(p): p for p in pods}
+    unavailable = sum(1 for node in wanted if node not in by_node or not is_ready(by_node[node]))
+    for node in wanted:
+        pod = by_node.get(node)
+        if pod is None or labels_of(pod).get(HASH_LABEL) == hash_:
+            continue
+        if is_ready(pod) and unavailable >= most:
+            break
+        if is_ready(pod):
+            unavailable += 1
+        delete_pod(view, pod, COMPONENT, ds)
+
+
+# ---- ControllerRevisions (pkg/controller/daemon/update.go constructHistory) ---------------------
+
+def revision_data(ds: dict) -> dict:
+    """``getPatch``: the template as a strategic-merge patch that replaces it (what ``kubectl
+    rollout undo`` applies back)."""
+    template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
+    template["$patch"] = "replace"
+    return {"spec": {"template": template}}
+
+
+def revisions(view: View, ds: dict) -> list[dict]:
+    """This DaemonSet's ControllerRevisions, by revision number."""
+    uid = ds["metadata"]["uid"]
+    owned = [r for r in view.list("ControllerRevision", ds["metadata"]["namespace"])
+             if (controller_of(r) or {}).get("uid") == uid]
+    return sorted(owned, key=lambda r: int(r.get("revision", 0)))
+
+
+def sync_history(view: View, ds: dict) -> dict:
+    """The ControllerRevision of the current template, created with the next revision number,
+    or an old one with an equal template raised to it (a rollback); old revisions beyond
+    ``revisionHistoryLimit`` (default 10) that no pod uses are deleted."""
+    meta = ds["metadata"]
+    data = revision_data(ds)
+    history = revisions(view, ds)
+    top = max((int(r.get("revision", 0)) for r in history), default=0)
+    current = next((r for r in history if dumps(canonical(r.get("data")))
+                    == dumps(canonical(data))), None)
+    if current is None:
+        hash_ = template_hash(canonical(data))
+        labels = {**labels_of((ds.get("spec") or {}).get("template") or {}), HASH_LABEL: hash_}
+        current = view.create({
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": f"{meta['name']}-{hash_}", "namespace": meta["namespace"],
+                         "labels": labels, "annotations": dict(meta.get("annotations") or {}),
+                         "ownerReferences": [owner_reference(ds)]},
+            "data": data, "revision": top + 1})
+    elif int(current.get("revision", 0)) < top:
+        raised = copy.deepcopy(current)
+        raised["revision"] = top + 1
+        view.update(raised)
+        current = raised
+    _cleanup_history(view, ds, current)
+    return current
+
+
+def _cleanup_history(view: View, ds: dict, current: dict) -> None:
+    limit = int((ds.get("spec") or {}).get("revisionHistoryLimit", 10))
+    live = {labels_of(p).get(HASH_LABEL) for p in owned_pods(view, ds) if is_active(p)}
+    old = [r for r in revisions(view, ds) if r["metadata"]["name"] != current["metadata"]["name"]
+           and labels_of(r).get(HASH_LABEL) not in live]
+    for rev in old[:max(0, len(old) - limit)]:
+        view.delete("ControllerRevision", rev["metadata"]["name"], rev["metadata"]["namespace"])
 
 
 def _target_node(pod: dict) -> str:

@@ -141,8 +141,20 @@ def owned_sets(view: View, deploy: dict) -> list[dict]:
                                         rs["metadata"]["name"]))
 
 
+def canonical(value: object, key: str = "") -> object:
+    """A template as the API server would hold it typed: quantities as strings (``1`` and
+    ``"1"`` are one quantity), null fields dropped (``creationTimestamp: null``)."""
+    if isinstance(value, dict):
+        quantities = key in ("limits", "requests", "overhead")
+        return {k: (str(v) if quantities and isinstance(v, (int, float)) and not isinstance(v, bool)
+                    else canonical(v, k)) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [canonical(v, key) for v in value]
+    return value
+
+
 def template_without_hash(template: dict) -> dict:
-    template = copy.deepcopy(template or {})
+    template = canonical(copy.deepcopy(template or {}))
     labels = (template.get("metadata") or {}).get("labels")
     if labels is not None:
         labels.pop(HASH_LABEL, None)
@@ -387,7 +399,7 @@ def _create_new_set(view: View, deploy: dict, old: list[dict]) -> dict:
     """``getNewReplicaSet`` with createIfNotExisted: name, hash label, revision, annotations."""
     meta, spec = deploy["metadata"], deploy.get("spec") or {}
     template = copy.deepcopy(spec.get("template") or {})
-    hash_ = template_hash(template)
+    hash_ = template_hash(canonical(template))
     template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = hash_
     selector = copy.deepcopy(spec.get("selector") or {})
     selector.setdefault("matchLabels", {})[HASH_LABEL] = hash_

@@ -505,9 +505,11 @@ def _expire(view: View, job: dict) -> None:
 
 
 def deadline_due(view: View, job: dict) -> float | None:
-    """When this unfinished Job's activeDeadlineSeconds expires (``cluster.explain_facts``)."""
+    """When this unfinished, unsuspended Job's activeDeadlineSeconds expires (``explain`` dates
+    the room its pods free with it)."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
-    if finished(job) or spec.get("activeDeadlineSeconds") is None or not status.get("startTime"):
+    if finished(job) or spec.get("suspend") or spec.get("activeDeadlineSeconds") is None \
+            or not status.get("startTime"):
         return None
     return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
 
@@ -515,7 +517,7 @@ def deadline_due(view: View, job: dict) -> float | None:
 def due(view: View, job: dict) -> float | None:
     """Timer (``cluster.timers``): this Job's earliest active deadline, back-off expiry or TTL
     expiry. A back-off record change touches the Job (``View.touch``) so this is re-derived."""
-    spec, status = job.get("spec") or {}, job.get("status") or {}
+    spec = job.get("spec") or {}
     if finished(job):
         at = _finished_at(job)
         if spec.get("ttlSecondsAfterFinished") is None or at is None:
@@ -523,10 +525,7 @@ def due(view: View, job: dict) -> float | None:
         return at + float(spec["ttlSecondsAfterFinished"])
     if spec.get("suspend"):
         return None
-    times = []
-    deadline = deadline_due(view, job)
-    if deadline is not None:
-        times.append(deadline)
+    times = [t for t in (deadline_due(view, job),) if t is not None]
     remaining = backoff_remaining(view, job)
     if remaining > 0:
         times.append(view.now() + remaining)
