@@ -291,6 +291,7 @@ def test_daemonset_template_change(cluster, strategy, images_after):
     apply(cluster, join(pool(count=3, gpus=0), daemonset(strategy=strategy)))
     before = {p["metadata"]["name"] for p in cluster.get("pods")}
     apply(cluster, daemonset("a2", strategy=strategy))
+    cluster.advance(30)   # replaced pods terminate for their 30 s grace period
     assert agent_images(cluster) == images_after
     assert revisions(cluster) == {"a1": 1, "a2": 2}
     status = cluster.get("ds", ["agent"])[0]["status"]
@@ -304,6 +305,7 @@ def test_daemonset_rollback_raises_the_old_revision(cluster):
     apply(cluster, join(pool(count=2, gpus=0), daemonset()))
     apply(cluster, daemonset("a2"))
     apply(cluster, daemonset("a1"))
+    cluster.advance(30)
     assert revisions(cluster) == {"a1": 3, "a2": 2}
     pod_hashes = {p["metadata"]["labels"]["controller-revision-hash"] for p in cluster.get("pods")}
     [a1] = [r for r in cluster.get("controllerrevisions") if r["revision"] == 3]
@@ -316,5 +318,6 @@ def test_daemonset_rollout_restart_recreates_every_pod(cluster):
     apply(cluster, join(pool(count=2, gpus=0), daemonset()))
     before = {p["metadata"]["uid"] for p in cluster.get("pods")}
     cluster.write(lambda view: rollout.restart(view, view.get("DaemonSet", "agent", "default")))
+    cluster.advance(30)
     after = {p["metadata"]["uid"] for p in cluster.get("pods")}
     assert len(after) == 2 and not before & after

@@ -63,6 +63,7 @@ def test_rollout_and_scale_match_kubectl(serve, tmp_path):
         if who in ("both", "gpusched"):
             done = serve.gpusched(*args)
             assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), args
+    serve.gpusched("advance", "1m")   # replaced pods finish their 30 s grace period
     pods = serve.kubectl("get", "pods", "-l", "app=web", "-o", "name").stdout.split()
     assert len(pods) == 1
     errors = serve.kubectl("rollout", "undo", "deployment/web", "--to-revision=99", check=False)
