@@ -228,7 +228,7 @@ def record_attempt(view: View, scheduler, result, seconds: float) -> None:
     framework = scheduler.framework_for(result.pod)
     diagnosis = result.diagnosis
     if (outcome == "unschedulable" and framework is not None and framework.post_filter
-            and diagnosis is not None and diagnosis.pre_filter_status is None):
+            and diagnosis is not None):     # PostFilter runs after PreFilter rejections too
         stats["preemption_attempts"] = stats.get("preemption_attempts", 0) + 1
         if result.nominated_node:
             _observe(stats.setdefault("victims", {}), "", float(len(result.victims)),

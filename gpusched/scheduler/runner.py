@@ -338,7 +338,10 @@ class Scheduler:
     def _unschedulable(self, framework: Framework, state: CycleState, pod: PodInfo,
                        diagnosis: Diagnosis, status: Status, track: bool = True) -> ScheduleResult:
         nominated, victims, post_messages = "", (), []
-        post_filter_ran = bool(framework.post_filter) and diagnosis.pre_filter_status is None
+        # upstream runs PostFilter after any FitError, a PreFilter rejection included (every node
+        # then carries the PreFilter's status: "pod has unbound immediate PersistentVolumeClaims.
+        # preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+        post_filter_ran = bool(framework.post_filter)
         if post_filter_ran:
             state.write(SCHEDULER_KEY, self)
             state.write(FRAMEWORK_KEY, framework)

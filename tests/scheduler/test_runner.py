@@ -89,7 +89,11 @@ def test_prefilter_rejection_gives_prefilter_message():
     framework = sched.frameworks["default-scheduler"]
     framework.pre_filter = (Refuse(),) + framework.pre_filter
     result = sched.schedule_one(make_pod())
-    assert result.message == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    # schedule_one.go: PostFilter runs after the PreFilter's FitError too; every node carries the
+    # UnschedulableAndUnresolvable PreFilter status, so preemption finds none helpful
+    assert result.message == ("0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+                              "no new claims to deallocate, preemption: 0/2 nodes are available: "
+                              "2 Preemption is not helpful for scheduling.")
 
 
 def test_unknown_scheduler_name_is_an_error_result():
