@@ -179,7 +179,12 @@ def test_job_deadline_counts_as_finishing(tmp_path):
     node = pods[job_pod]["spec"]["nodeName"]
     ends = {f"default/{n}": (600.0 if n.startswith("train-resnet") else 300.0)
             for n, p in pods.items() if p["spec"].get("nodeName") == node}
-    free = {"gpu-node-1": 8, "gpu-node-2": 4, "gpu-node-3": 2}[node] - len(ends)
+    # where the Jobs land follows the v1.35 default scoring (cpu/memory LeastAllocated), so count
+    # the GPUs the node's pods hold rather than assuming one per pod
+    used = sum(int(c["resources"]["limits"].get("nvidia.com/gpu", 0))
+               for n, p in pods.items() if p["spec"].get("nodeName") == node
+               for c in p["spec"]["containers"])
+    free = {"gpu-node-1": 8, "gpu-node-2": 4, "gpu-node-3": 2}[node] - used
     here = f"{{kubernetes.io/hostname: {node}}}"
     g.ok("apply", "-f", "-", stdin=(pod("fill", {"nvidia.com/gpu": free}, nodeSelector=here) if free else "")
          + "---\n" + pod("want", {"nvidia.com/gpu": 1}, nodeSelector=here))
