@@ -139,6 +139,7 @@ def test_deleting_the_policy_removes_the_operands(gpu_cluster):
     apply(gpu_cluster, policy())
     gpu_cluster.delete("clusterpolicies", "cluster-policy")
     assert gpu_cluster.get("daemonsets", namespace="gpu-operator") == []
+    gpu_cluster.advance(60)                     # the pods' termination grace period
     assert gpu_cluster.get("pods", namespace="gpu-operator") == []
 
 
