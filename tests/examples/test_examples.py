@@ -227,3 +227,21 @@ def test_gpu_operator_cluster_policy(g):
     assert g.json("get", "nodes", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "32"
     g.ok("delete", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset")
     assert g.json("get", "nodes", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "64"
+
+
+def test_gpu_operator_rollout_restart_rereads_the_config(g):
+    """`rollout restart daemonset nvidia-device-plugin-daemonset -n gpu-operator` replaces the
+    plugin pods, which read the edited ConfigMap (NVIDIA's time-slicing guide)."""
+    g.ok("apply", "-f", "examples/gpu-operator/")
+    g.ok("apply", "-f", "-", stdin=open("examples/gpu-operator/2-time-slicing-config.yaml")
+         .read().replace("replicas: 4", "replicas: 2"))
+    assert g.json("get", "nodes", "gpu-node-3")["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    before = {n for n in g.pods("gpu-operator") if n.startswith("nvidia-device-plugin-daemonset-")}
+    assert "restarted" in g.ok("rollout", "restart", "daemonset", "nvidia-device-plugin-daemonset",
+                               "-n", "gpu-operator").out
+    g.ok("advance", "2m")                        # the old pods' grace periods, one node at a time
+    after = {n for n in g.pods("gpu-operator") if n.startswith("nvidia-device-plugin-daemonset-")}
+    assert len(after) == 3 and not before & after
+    gpus = {n["metadata"]["name"]: n["status"]["allocatable"].get("nvidia.com/gpu")
+            for n in g.json("get", "nodes")["items"]}
+    assert (gpus["gpu-node-1"], gpus["gpu-node-3"]) == ("16", "4")

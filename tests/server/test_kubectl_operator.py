@@ -85,6 +85,22 @@ def test_changed_config_applies_after_the_plugin_pods_restart(operator):
     wait_until(lambda: allocatable(operator, "gpu-node-1") == "64", "the new config")
 
 
+def test_rollout_restart_rereads_the_config(operator):
+    text = (REPO_ROOT / "examples/gpu-operator/2-time-slicing-config.yaml").read_text()
+    changed = operator.home / "ts2.yaml"
+    changed.write_text(text.replace("replicas: 4", "replicas: 2"))
+    operator.kubectl("apply", "-f", str(changed))
+    assert allocatable(operator, "gpu-node-3") == "8"
+    out = operator.kubectl("rollout", "restart", "daemonset", "nvidia-device-plugin-daemonset",
+                           "-n", "gpu-operator").stdout
+    assert out == "daemonset.apps/nvidia-device-plugin-daemonset restarted\n"
+    # real time: the old pods' 30 s grace periods pass before the last node is replaced
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline and allocatable(operator, "gpu-node-1") != "16":
+        time.sleep(0.5)
+    assert allocatable(operator, "gpu-node-1") == "16"
+
+
 def test_sbatch_then_cat_output(realtime_serve, tmp_path):
     serve = realtime_serve
     serve.kubectl("apply", "-f", "examples/cluster.yaml")
