@@ -342,7 +342,13 @@ def test_mig_config_label_readvertises_and_back(cluster):
     assert len(set(devices)) == 14 and all(d.startswith("MIG-") for d in devices)
     for p in bound:
         cluster.delete("pod", p["metadata"]["name"])
+    # mig-parted cmd/nvidia-mig-manager/main.go SyncableMigConfig.Set: a removed label (value "")
+    # wakes nobody, so the GPUs keep their MIG devices; all-disabled turns MIG off
     cluster.label("node", "gpu-1", {"nvidia.com/mig.config": None})
+    node = cluster.get("nodes")[0]
+    assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "14"
+    cluster.label("node", "gpu-1", {"nvidia.com/mig.config": "all-disabled"})
     node = cluster.get("nodes")[0]
     assert not any(k.startswith("nvidia.com/mig-1g") for k in node["metadata"]["labels"])
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+    assert node["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
