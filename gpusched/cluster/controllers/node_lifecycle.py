@@ -9,6 +9,12 @@
 - PDB status: ``currentHealthy`` (Running pods selected), ``desiredHealthy`` (from minAvailable
   or maxUnavailable, integers or percentages rounded up), ``disruptionsAllowed``,
   ``expectedPods``.
+- Node taints the node lifecycle controller keeps (:func:`taint_nodes`): a cordoned node
+  (``spec.unschedulable``) gets ``node.kubernetes.io/unschedulable:NoSchedule``; a node whose
+  Ready condition is False gets ``node.kubernetes.io/not-ready`` and one whose Ready is Unknown
+  ``node.kubernetes.io/unreachable``, each as NoSchedule and NoExecute (``timeAdded`` now), so
+  pods without a toleration are evicted at once and those with the 300 s tolerations the
+  DefaultTolerationSeconds admission adds after 300 s. Uncordon / Ready=True removes them.
 - PodGC: deleting a Node (``kubectl delete node``, a NodePool shrinking) deletes its pods
   (:func:`collect_orphans`).
 - :func:`evict` is the Eviction API used by ``drain``: refused with upstream's message when it
@@ -115,6 +121,7 @@ def collect_orphans(view: View) -> None:
 
 def reconcile(view: View) -> None:
     collect_orphans(view)
+    taint_nodes(view)
     for pod, node in _bound_pods(view):
         when = _eviction_time(view, pod, node)
         if when is not None and when <= view.now() and not is_terminating(pod):
@@ -173,3 +180,57 @@ def evict(view: View, pod: dict) -> None:
         pod = set_disruption_target(view, pod, "EvictionByEvictionAPI", EVICTION_MESSAGE)
     delete_pod(view, pod)
     refresh_pdbs(view)
+
+
+# ---- taints from node state (pkg/controller/nodelifecycle/node_lifecycle_controller.go) -------
+
+UNSCHEDULABLE_KEY = "node.kubernetes.io/unschedulable"
+NOT_READY_KEY = "node.kubernetes.io/not-ready"
+UNREACHABLE_KEY = "node.kubernetes.io/unreachable"
+_MANAGED = (UNSCHEDULABLE_KEY, NOT_READY_KEY, UNREACHABLE_KEY)
+
+
+def ready_status(node: dict) -> str:
+    """The Ready condition's status: True, False or Unknown (True when not reported yet)."""
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return str(cond.get("status") or "Unknown")
+    return "True"
+
+
+def wanted_taints(node: dict) -> list[tuple[str, str]]:
+    """(key, effect) the node lifecycle controller keeps on a node: ``unschedulable:NoSchedule``
+    for a cordoned node (doNoScheduleTaintingPass, UnschedulableTaintTemplate); for Ready False
+    ``not-ready`` and for Ready Unknown ``unreachable``, each NoSchedule (taint by condition) and
+    NoExecute (markNodeForTainting, taint-based eviction)."""
+    out = []
+    if (node.get("spec") or {}).get("unschedulable"):
+        out.append((UNSCHEDULABLE_KEY, "NoSchedule"))
+    key = {"False": NOT_READY_KEY, "Unknown": UNREACHABLE_KEY}.get(ready_status(node))
+    if key:
+        out += [(key, "NoSchedule"), (key, "NoExecute")]
+    return out
+
+
+def taint_nodes(view: View) -> None:
+    """Add and remove the controller's taints; a kept taint keeps its ``timeAdded``."""
+    for node in view.list("Node"):
+        current = list((node.get("spec") or {}).get("taints") or [])
+        wanted = wanted_taints(node)
+        kept = [t for t in current if t.get("key") not in _MANAGED
+                or (t.get("key"), t.get("effect")) in wanted]
+        present = {(t.get("key"), t.get("effect")) for t in kept}
+        for key, effect in wanted:
+            if (key, effect) not in present:
+                entry = {"key": key, "effect": effect}
+                if effect == "NoExecute":
+                    entry["timeAdded"] = view.timestamp()
+                kept.append(entry)
+        if kept == current:
+            continue
+        new = copy.deepcopy(node)
+        if kept:
+            new.setdefault("spec", {})["taints"] = kept
+        else:
+            new.setdefault("spec", {}).pop("taints", None)
+        view.update(new)
