@@ -128,6 +128,29 @@ def merge(old: dict, body: dict, last: dict) -> dict:
 
 
 def check_pod_update(old: dict, new: dict) -> None:
-    if dumps(old.get("spec") or {}) != dumps(new.get("spec") or {}):
+    """ValidatePodUpdate (pkg/apis/core/validation): the spec may change only in container
+    images and by additions to tolerations (ValidateTolerationsInPodUpdate: every existing
+    toleration stays); the other mutable fields are compared as they are."""
+    munged = _munged_pod_spec(old.get("spec") or {}, copy.deepcopy(new.get("spec") or {}))
+    if dumps(old.get("spec") or {}) != dumps(munged):
         raise InvalidError("Pod", old["metadata"]["name"],
                            [FieldError("spec", "Forbidden", None, POD_SPEC_FORBIDDEN)])
+
+
+def _munged_pod_spec(old: dict, new: dict) -> dict:
+    """``new`` with the fields an update may change set back to ``old``'s (upstream's
+    mungedPodSpec): images by container index, tolerations when none is removed."""
+    for field in ("containers", "initContainers"):
+        olds, news = old.get(field) or [], new.get(field) or []
+        if len(olds) == len(news):
+            for before, after in zip(olds, news):
+                if isinstance(before, dict) and isinstance(after, dict) and "image" in before:
+                    after["image"] = before["image"]
+    old_tolerations = old.get("tolerations") or []
+    new_tolerations = new.get("tolerations") or []
+    if all(t in new_tolerations for t in old_tolerations):
+        if old_tolerations:
+            new["tolerations"] = old_tolerations
+        else:
+            new.pop("tolerations", None)
+    return new

@@ -5,12 +5,9 @@ Pure functions from (stored object, patch) to the new object; the caller then st
 
 - ``application/merge-patch+json`` (RFC 7386): objects merge, ``null`` deletes, lists replace.
 - ``application/json-patch+json`` (RFC 6902): add, remove, replace, move, copy, test.
-- ``application/strategic-merge-patch+json``: like merge patch, but the lists kubectl patches
-  merge by key as upstream's patch strategy says: containers, initContainers, env, volumes,
-  volumeMounts (name), ports (containerPort), tolerations (key+effect), conditions (type),
-  imagePullSecrets (name); node taints replace (upstream has no strategy for them);
-  ``$patch: delete`` in a keyed element removes it, ``$patch: replace`` replaces a map; the
-  ``$retainKeys``/``$setElementOrder`` directives are dropped.
+- ``application/strategic-merge-patch+json``: each field as its OpenAPI patch strategy and merge
+  key say, with the ``$patch``, ``$retainKeys``, ``$setElementOrder`` and
+  ``$deleteFromPrimitiveList`` directives (``server.strategic``); built-in kinds only.
 - ``application/apply-patch+yaml`` (server-side apply, simplified): the applied configuration is
   strategic-merged into the stored object (fields it does not mention stay; field managers are
   not tracked, so fields a manager stops sending are not removed). A missing object is created.
@@ -31,6 +28,7 @@ from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import FieldError, InvalidError
 from gpusched.objects.manifest import yaml_load
 from gpusched.objects.strict import mapping_from_pairs
+from gpusched.server import strategic
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -38,14 +36,6 @@ STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (MERGE, JSON_PATCH, STRATEGIC, APPLY)
 
-# Upstream's patchMergeKey per list field name (k8s.io/api struct tags).
-MERGE_KEYS: dict[str, tuple[str, ...]] = {
-    "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),
-    "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",),
-    "ports": ("containerPort",), "tolerations": ("key", "effect"), "conditions": ("type",),
-    "imagePullSecrets": ("name",), "ownerReferences": ("uid",), "finalizers": (),
-}
-DIRECTIVES = ("$retainKeys", "$setElementOrder", "$deleteFromPrimitiveList")
 
 
 def parse_body(raw: bytes, content_type: str) -> Any:
@@ -89,59 +79,23 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def strategic_merge(target: Any, patch: Any, field: str = "") -> Any:
-    """Strategic merge for the fields kubectl patches (see the module docstring).
+def strategic_merge(old: dict, patch: dict) -> dict:
+    """Strategic merge patch with the patch metadata of ``old``'s kind (``server.strategic``).
 
-    >>> strategic_merge({"containers": [{"name": "a", "image": "x"}, {"name": "b"}]},
-    ...                 {"containers": [{"name": "a", "image": "y"}]})
-    {'containers': [{'name': 'a', 'image': 'y'}, {'name': 'b'}]}
+    >>> pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"tolerations": [{"key": "a"}],
+    ...        "containers": [{"name": "a", "image": "x"}, {"name": "b"}]}}
+    >>> strategic_merge(pod, {"spec": {"tolerations": [{"key": "b"}],
+    ...                                "containers": [{"name": "a", "image": "y"}]}})["spec"]
+    {'tolerations': [{'key': 'b'}], 'containers': [{'name': 'a', 'image': 'y'}, {'name': 'b'}]}
     """
-    if isinstance(patch, list):
-        if field in MERGE_KEYS and MERGE_KEYS[field] and isinstance(target, list):
-            return _merge_keyed(target, patch, MERGE_KEYS[field])
-        return [_strip(p) for p in patch]
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    if patch.get("$patch") == "replace":
-        return _strip(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if key == "$patch" or key.startswith(DIRECTIVES):
-            continue
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = strategic_merge(out.get(key), value, key)
-    return out
+    node = strategic.root_node(str(old.get("apiVersion", "")), str(old.get("kind", "")))
+    return strategic.strategic_merge_patch(old, patch, node)
 
 
-def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items()
-                if k != "$patch" and not k.startswith(DIRECTIVES)}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return copy.deepcopy(value)
-
-
-def _merge_keyed(target: list, patch: list, keys: tuple[str, ...]) -> list:
-    def key_of(item: Any) -> tuple:
-        return tuple(item.get(k) for k in keys) if isinstance(item, dict) else (item,)
-
-    out = [copy.deepcopy(item) for item in target]
-    for item in patch:
-        if isinstance(item, dict) and item.get("$patch") == "replace":
-            return [_strip(i) for i in patch if i is not item]
-        index = next((i for i, old in enumerate(out) if key_of(old) == key_of(item)), None)
-        if isinstance(item, dict) and item.get("$patch") == "delete":
-            if index is not None:
-                del out[index]
-            continue
-        if index is None:
-            out.append(_strip(item))
-        else:
-            out[index] = strategic_merge(out[index], item)
-    return out
+def strategic_supported(api_version: str, kind: str) -> bool:
+    """Strategic merge patch exists for built-in kinds only; kube-apiserver answers 415 for
+    custom resources (apiextensions-apiserver's crdHandler offers JSON, merge and apply)."""
+    return strategic.root_node(api_version, kind) is not None
 
 
 # ---- RFC 6902 ---------------------------------------------------------------------------------

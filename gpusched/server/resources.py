@@ -202,6 +202,9 @@ class ResourceApi:
         if kind not in patch.PATCH_TYPES:
             return status_response(415, f'the body of the request was in an unknown format - '
                                    f'accepted media types include: {", ".join(patch.PATCH_TYPES)}')
+        if kind == patch.STRATEGIC and not patch.strategic_supported(t.info.api_version, t.info.kind):
+            return status_response(415, "the body of the request was in an unknown format - accepted "
+                                   f"media types include: {patch.JSON_PATCH}, {patch.MERGE}, {patch.APPLY}")
         mode = decoding.mode_of(req.query)
         body = patch.parse_body(req.body, kind)
         ns = t.namespace or ""

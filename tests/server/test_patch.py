@@ -10,7 +10,7 @@ from gpusched.server.http import normalise_path
 from gpusched.server.patch import JSON_PATCH, MERGE, STRATEGIC, apply_patch
 from gpusched.server.resources import parse_target
 
-POD = {"spec": {"containers": [{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]},
+POD = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]},
                                {"name": "b", "image": "y"}],
                 "tolerations": [{"key": "k", "effect": "NoSchedule"}]},
        "metadata": {"labels": {"app": "web", "tier": "gpu"}}}
@@ -25,8 +25,10 @@ POD = {"spec": {"containers": [{"name": "a", "image": "x", "env": [{"name": "E",
      [{"name": "a", "image": "z", "env": [{"name": "E", "value": "1"}]}, {"name": "b", "image": "y"}]),
     (STRATEGIC, {"spec": {"containers": [{"name": "b", "$patch": "delete"}]}}, ("spec", "containers"),
      [{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]}]),
+    # PodSpec.tolerations has no patch strategy (x-kubernetes-list-type atomic): replaced, as the
+    # kubectl patch task page says ("the tolerations list in the PodSpec was replaced, not merged")
     (STRATEGIC, {"spec": {"tolerations": [{"key": "k2", "effect": "NoExecute"}]}}, ("spec", "tolerations"),
-     [{"key": "k", "effect": "NoSchedule"}, {"key": "k2", "effect": "NoExecute"}]),
+     [{"key": "k2", "effect": "NoExecute"}]),
     (STRATEGIC, {"spec": {"taints": [{"key": "t", "effect": "NoSchedule"}]}}, ("spec", "taints"),
      [{"key": "t", "effect": "NoSchedule"}]),
     (JSON_PATCH, [{"op": "replace", "path": "/spec/containers/1/image", "value": "q"}],
@@ -35,7 +37,7 @@ POD = {"spec": {"containers": [{"name": "a", "image": "x", "env": [{"name": "E",
                   {"op": "remove", "path": "/metadata/labels/tier"}], ("metadata", "labels"),
      {"app": "web", "new/key": "v"}),
 ], ids=["merge-labels", "merge-replaces-lists", "strategic-by-name", "strategic-delete",
-        "strategic-tolerations", "strategic-taints-replace", "json-replace", "json-add-remove-escaped"])
+        "strategic-tolerations-replace", "strategic-taints-replace", "json-replace", "json-add-remove-escaped"])
 def test_patches(patch_type, patch, path, expected):
     result = apply_patch(POD, patch, patch_type)
     for key in path:
