@@ -9,7 +9,7 @@ other processes, e.g. ``gpusched apply`` on the same file, show up too) and keep
   is skipped: the later row delivers that state, so every delivered event has a body of exactly
   its resourceVersion and each is delivered once, in rv order. ADDED/MODIFIED come from whether
   the feed has seen the key before; DELETED carries the last body seen, stamped with the rv of
-  the deletion. Intermediate states written within one transaction are never visible (they were
+  the deletion. Each change keeps the state before it (``prev``) for selector watches. Intermediate states written within one transaction are never visible (they were
   never committed).
 - events: the ``events`` table ordered by ``seq`` (an Event's resourceVersion is its seq).
 
@@ -52,6 +52,7 @@ class Change:
     namespace: str
     name: str
     body: dict
+    prev: dict | None = None   # the state before this change (cacher's PrevObject), if known
 
 
 class _Stream:
@@ -195,15 +196,16 @@ class ChangeFeed:
             if typ == "DELETED":
                 last = stream.state.pop(key, None)
                 if last is not None:
-                    stream.emit(Change(rv, "DELETED", kind, ns, name, _stamp(last, rv)))
+                    stream.emit(Change(rv, "DELETED", kind, ns, name, _stamp(last, rv), last))
                 continue
             found = bodies.get(rv)
             if found is None or found[0] != rv:
                 continue   # deleted or changed again since: a later row has the state
             body = json.loads(found[1])
-            change = "MODIFIED" if key in stream.state else "ADDED"
+            prev = stream.state.get(key)
+            change = "MODIFIED" if prev is not None else "ADDED"
             stream.state[key] = body
-            stream.emit(Change(rv, change, kind, ns, name, body))
+            stream.emit(Change(rv, change, kind, ns, name, body, prev))
         return bool(rows)
 
     def _add_events(self, rows: list) -> bool:
@@ -212,9 +214,10 @@ class ChangeFeed:
             key = ("Event", ns, name)
             stream.cursor = max(stream.cursor, seq)
             body = _stamp(json.loads(text), seq)
-            change = "MODIFIED" if key in stream.state else "ADDED"
+            prev = stream.state.get(key)
+            change = "MODIFIED" if prev is not None else "ADDED"
             stream.state[key] = body
-            stream.emit(Change(seq, change, "Event", ns, name, body))
+            stream.emit(Change(seq, change, "Event", ns, name, body, prev))
         return bool(rows)
 
     def _compact(self, floor: int) -> None:

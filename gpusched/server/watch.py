@@ -4,7 +4,10 @@
 - ``resourceVersion=R``: every change after R, in order, each once; R older than the feed's
   floor gets, as from kube-apiserver, HTTP 200 and one ``ERROR`` event carrying the Status
   ``410 Expired`` "too old resource version: R (floor)"; the client relists.
-- ``labelSelector`` / ``fieldSelector`` filter on the object (DELETED: on its last state).
+- ``labelSelector`` / ``fieldSelector``: as kube-apiserver's cacher (cache_watcher.go
+  ``convertToWatchEvent``) the selectors are tested on the new and the previous state: ADDED when
+  an object starts matching, MODIFIED while it matches, DELETED (its previous state, stamped
+  with the change's resourceVersion) when it stops matching or is deleted.
 - ``allowWatchBookmarks=true``: a ``BOOKMARK`` with the current resourceVersion after every
   ``BOOKMARK_SECONDS`` without an event.
 - ``timeoutSeconds`` (default and maximum 30 minutes) ends the stream; so do server shutdown
@@ -17,6 +20,7 @@ Neighbours: ``server.resources`` (calls :func:`watch_response`), ``server.feed``
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from typing import Any, Iterator
@@ -57,6 +61,9 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
     def wanted(kind: str, namespace: str, body: dict) -> bool:
         if kind != info.kind or (target.namespace is not None and namespace != target.namespace):
             return False
+        return passes(body)
+
+    def passes(body: dict) -> bool:
         labels = (body.get("metadata") or {}).get("labels") or {}
         return (label_sel is None or matches(label_sel, labels)) and field_matches(body, field_sel)
 
@@ -103,8 +110,9 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
                 return
             for change in changes:
                 position = change.rv
-                if wanted(change.kind, change.namespace, change.body):
-                    yield render(change.type, change.body, first)
+                event = _convert(change, info.kind, target.namespace, passes)
+                if event is not None:
+                    yield render(*event, first)
                     first = False
                     last_sent = time.monotonic()
             if bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
@@ -114,3 +122,20 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
                 last_sent = time.monotonic()
 
     return Response(200, content_type=WATCH_CONTENT_TYPE, stream=events())
+
+
+def _convert(change: Any, kind: str, namespace: str | None, passes: Any) -> tuple[str, dict] | None:
+    """cache_watcher.go ``convertToWatchEvent``: the event a selector watch sees, or None."""
+    if change.kind != kind or (namespace is not None and change.namespace != namespace):
+        return None
+    current = change.type != "DELETED" and passes(change.body)
+    previous = change.prev is not None and passes(change.prev)
+    if current:
+        return ("MODIFIED" if previous else "ADDED"), change.body
+    if previous:
+        if change.type == "DELETED":
+            return "DELETED", change.body      # the last state, already at the deletion's rv
+        old = copy.deepcopy(change.prev)
+        old.setdefault("metadata", {})["resourceVersion"] = str(change.rv)
+        return "DELETED", old
+    return None
