@@ -11,6 +11,9 @@ import shutil
 
 import pytest
 
+from tests.server.test_kubectl import _kubectl_binaries
+
+BINARIES = [pytest.param(p.values[0], id=p.id, marks=p.marks) for p in _kubectl_binaries()]
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
 
@@ -28,8 +31,8 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name"
 DISKTYPE = '{"effect":"NoSchedule","key":"disktype","value":"ssd"}'
 
 
-def patched(serve, kind: str, *args: str) -> dict:
-    serve.kubectl("patch", kind, "patch-demo", *args)
+def patched(serve, kind: str, *args: str, binary: str = "kubectl") -> dict:
+    serve.kubectl("patch", kind, "patch-demo", *args, binary=binary)
     return json.loads(serve.kubectl("get", kind, "patch-demo", "-o", "json").stdout)
 
 
@@ -43,19 +46,20 @@ def test_kubectl_patch_deployment_as_documented(serve):
     assert done["spec"]["template"]["spec"]["tolerations"] == [json.loads(DISKTYPE)]
 
 
-def test_kubectl_patch_pod_tolerations_and_finalizers(serve):
+@pytest.mark.parametrize("binary", BINARIES)
+def test_kubectl_patch_pod_tolerations_and_finalizers(serve, binary):
     serve.json("/api/v1/namespaces/default/pods", POD)
     # replaced, so dropping "dedicated" is a pod update kube-apiserver forbids (a merge would
     # have been an addition, which it allows)
     refused = serve.kubectl("patch", "pod", "patch-demo", "-p", '{"spec":{"tolerations":[%s]}}' % DISKTYPE,
-                            check=False)
+                            check=False, binary=binary)
     assert refused.returncode == 1
     assert "`spec.tolerations` (only additions to existing tolerations)" in refused.stderr
     # the stored list (DefaultTolerationSeconds admission added its own) plus one: an addition
     both = serve.pod("patch-demo")["spec"]["tolerations"] + [json.loads(DISKTYPE)]
-    pod = patched(serve, "pod", "-p", json.dumps({"spec": {"tolerations": both}}))
+    pod = patched(serve, "pod", "-p", json.dumps({"spec": {"tolerations": both}}), binary=binary)
     assert pod["spec"]["tolerations"] == both
-    pod = patched(serve, "pod", "-p", '{"metadata":{"finalizers":["example.com/b"]}}')
+    pod = patched(serve, "pod", "-p", '{"metadata":{"finalizers":["example.com/b"]}}', binary=binary)
     assert pod["metadata"]["finalizers"] == ["example.com/b", "example.com/a"]
 
 

@@ -6,14 +6,15 @@ with its previous state at the change's resourceVersion when it stops matching."
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
 
 from tests.server.conftest import wait_for
+from tests.server.test_kubectl import _kubectl_binaries
 from tests.server.test_watch import Watcher
 
+BINARIES = [pytest.param(p.values[0], id=p.id, marks=p.marks) for p in _kubectl_binaries()]
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
@@ -57,13 +58,13 @@ def test_label_selector_watch_sees_objects_enter_and_leave(serve):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
-def test_kubectl_get_pods_watch_across_a_relabel(serve):
+@pytest.mark.parametrize("binary", BINARIES)
+def test_kubectl_get_pods_watch_across_a_relabel(serve, binary):
     serve.json("/api/v1/namespaces/default/pods", make_pod("a", "x"))
     serve.json("/api/v1/namespaces/default/pods", make_pod("b", "y"))
     out = serve.home / "watch.out"
     with out.open("w") as sink:
-        watcher = subprocess.Popen(["kubectl", "get", "pods", "-w", "-l", "app=x", "--output-watch-events",
+        watcher = subprocess.Popen([binary, "get", "pods", "-w", "-l", "app=x", "--output-watch-events",
                                     "--no-headers"], stdout=sink, stderr=subprocess.STDOUT,
                                    env=serve.kubectl_env())
         try:
