@@ -56,6 +56,7 @@ LISTEN_BACKLOG = 1024
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 class ApiServer:
@@ -129,6 +130,12 @@ class ApiServer:
         if origin is not None and _host_name(origin.partition("://")[2]) != host:
             return status_response(403, f'forbidden: cross-origin write from "{origin}" refused',
                                    "Forbidden")
+        if req.content_type == PROTOBUF and req.method in ("POST", "PUT"):
+            return status_response(415, "the body of the request was in an unknown format - accepted "
+                                        "media types include: application/json, application/yaml "
+                                        "(gpusched serve does not read protobuf bodies, which kubectl's "
+                                        "create generators send; use kubectl apply -f or create -f)",
+                                   "UnsupportedMediaType")
         if req.content_type in FORM_CONTENT_TYPES:
             return status_response(415, f'the body of the request was in an unknown format - '
                                         f'accepted media types include: application/json, '
