@@ -177,10 +177,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
         if not names:
             objects = cluster.get(info.kind, namespace=namespace_of(args),
                                   all_namespaces=bool(args.all_namespaces), selector=args.selector)
-            if not objects:
-                namespaced = info.namespaced and not args.all_namespaces
-                print("No resources found" + (f" in {namespace_of(args)} namespace." if namespaced else ""),
-                      file=sys.stderr)
+            if not objects:   # kubectl delete says it on stdout, without the namespace
+                print("No resources found")
                 return 0
             targets = [((o.get("metadata") or {}).get("name", ""),
                         (o.get("metadata") or {}).get("namespace") or namespace_of(args)) for o in objects]
@@ -291,8 +289,8 @@ def cmd_taint(args: argparse.Namespace) -> int:
         raise UsageError("at least one taint update is required")
     add, remove = parse_taint_specs(specs)
     with open_cluster(args, dry_run=args.dry_run) as cluster:
-        for name in names:
-            print(cluster.taint(name, add, remove, overwrite=args.overwrite) + dry_run_suffix(args))
+        for name in names:   # kubectl 1.32 taint prints no "(dry run)" suffix (its printer is not dry-run aware)
+            print(cluster.taint(name, add, remove, overwrite=args.overwrite))
     return 0
 
 

@@ -129,8 +129,9 @@ def build(args: argparse.Namespace) -> dict:
                                       "spec": {"containers": [container], "restartPolicy": "Never"}}}}
     if kind in ("priorityclass", "pc"):
         body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta,
-                "value": args.value, "globalDefault": args.global_default,
-                "preemptionPolicy": args.preemption_policy}
+                "value": args.value, "preemptionPolicy": args.preemption_policy}
+        if args.global_default:
+            body["globalDefault"] = True
         if args.description:
             body["description"] = args.description
         return body
@@ -150,6 +151,26 @@ def build(args: argparse.Namespace) -> dict:
             data[key] = value
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
     raise UsageError(f"unknown object to create: {kind}")
+
+
+def as_kubectl_prints(body: dict) -> dict:
+    """The object as ``kubectl create ... --dry-run=client -o yaml`` prints it: Go's zero values
+    of the typed object (``creationTimestamp: null``, empty ``status``/``strategy``/``spec``)."""
+    import copy
+
+    out = copy.deepcopy(body)
+    out["metadata"] = {"creationTimestamp": None, **out["metadata"]}
+    kind = out["kind"]
+    if kind == "Deployment":
+        out["spec"]["strategy"] = {}
+    if kind == "Namespace":
+        out["spec"] = {}
+    template = (out.get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        template["metadata"] = {"creationTimestamp": None, **(template.get("metadata") or {})}
+    if kind in ("Deployment", "Job", "Namespace", "ResourceQuota"):
+        out["status"] = {}
+    return out
 
 
 # ---- the command ------------------------------------------------------------------------------
@@ -203,9 +224,9 @@ def cmd_create(args: argparse.Namespace) -> int:
         body = build(args)
         if args.dry_run == "client":
             info = resolve_kind(body["kind"])
-            if info.namespaced:
-                body["metadata"]["namespace"] = namespace_of(args)
-            _print(body, args)
+            if info.namespaced and getattr(args, "namespace", None):
+                body["metadata"]["namespace"] = args.namespace
+            _print(as_kubectl_prints(body) if args.output in ("json", "yaml") else body, args)
             return 0
         return _create(args, [("", body)])
     if not args.filename:

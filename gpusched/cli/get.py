@@ -306,7 +306,7 @@ def _aligned(row: list[str], widths: list[int]) -> str:
     from gpusched.cli.output import cell_width
 
     cells = [cell.ljust(cell_width(widths[i])) for i, cell in enumerate(row[:-1])]
-    return ("".join(cells) + row[-1]).rstrip()
+    return "".join(cells) + row[-1]
 
 
 def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace

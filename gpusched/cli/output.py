@@ -1,7 +1,7 @@
 """kubectl-style output: aligned tables, ages, and the json / yaml / name printers.
 
 Tables are laid out as kubectl's tabwriter does it: every column left-aligned and padded to its
-widest cell plus three spaces, the last column not padded, no trailing blanks. Ages follow
+widest cell plus three spaces (at least six wide), the last column not padded. Ages follow
 apimachinery's ``duration.HumanDuration`` (``objects.duration.format_duration``).
 
 Neighbours: ``cli.columns`` builds the rows per kind; ``cli.commands`` prints them; ``cli.describe``
@@ -30,7 +30,8 @@ def cell_width(text_width: int) -> int:
 
 def render_table(header: Sequence[str], rows: Iterable[Sequence[Any]], headers: bool = True) -> str:
     """Align ``rows`` under ``header`` the way kubectl does (3-space gaps, columns at least 6
-    wide, last column unpadded); ``headers=False`` is ``--no-headers`` (widths from the rows).
+    wide, last column unpadded, so an empty last cell leaves the padding before it);
+    ``headers=False`` is ``--no-headers`` (widths from the rows).
 
     >>> print(render_table(["NAME", "AGE"], [["a", "5s"], ["longer", "10m"]]))
     NAME     AGE
@@ -46,7 +47,7 @@ def render_table(header: Sequence[str], rows: Iterable[Sequence[Any]], headers: 
     lines = []
     for row in table:
         cells = [cell.ljust(cell_width(widths[i])) for i, cell in enumerate(row[:-1])]
-        lines.append(("".join(cells) + row[-1]).rstrip())
+        lines.append("".join(cells) + row[-1])   # an empty last cell leaves the padding, as kubectl
     return "\n".join(lines)
 
 
@@ -93,12 +94,37 @@ def to_json(document: Any) -> str:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block-style YAML with kubectl's list indentation (``- a`` under its key)."""
+    """Block-style YAML with kubectl's list indentation (``- a`` under its key), never anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _reads_as_other_type(value: str) -> bool:
+    """Would Go's yaml (yaml.v2 ``resolve``) read this unquoted as something else than text?"""
+    if value[:1] and value[0] in "+-.0123456789":
+        try:
+            float(value.replace("_", "x"))
+            return True
+        except ValueError:
+            pass
+    return False
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    """Strings as Go's yaml.v2 writes them for kubectl: multi-line text as a ``|`` block; text
+    that would read back as another type (``"0"``, ``"08"``, ``"true"``, timestamps, ``""``)
+    double-quoted; text that cannot be plain (``{"a":1}``, ``a: b``) single-quoted."""
+    tag = "tag:yaml.org,2002:str"
+    if "\n" in value:
+        return dumper.represent_scalar(tag, value, style="|")
+    if not value or dumper.resolve(yaml.ScalarNode, value, (True, False)) != tag \
+            or _reads_as_other_type(value):
+        return dumper.represent_scalar(tag, value, style='"')
+    analysis = dumper.analyze_scalar(value)
+    if not analysis.allow_block_plain:
+        return dumper.represent_scalar(tag, value, style="'" if analysis.allow_single_quoted else '"')
+    return dumper.represent_scalar(tag, value)
 
 
 _Dumper.add_representer(str, _str_presenter)

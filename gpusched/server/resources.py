@@ -16,7 +16,8 @@ accepted and every item is returned (no ``continue`` tokens). ``?watch=true`` is
 
 Deletion is immediate (the grace period elapses at once, as in the embedded cluster);
 ``propagationPolicy`` is accepted, dependents are garbage-collected in the background either
-way. ``dryRun`` is refused (400): nothing here can undo a settled write. Writes of
+way. ``dryRun=All`` runs the write alone on the worker (validation, admission, settle) and rolls
+the transaction back (``Cluster.dry_run``); the reply is the object as it would be. Writes of
 ``api_ops.UNSETTLED_KINDS`` (Leases) commit without running controllers and the scheduler.
 
 Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``server.tables``,
@@ -96,8 +97,10 @@ class ResourceApi:
 
     def _dispatch(self, req: Request, t: Target) -> Response:
         method = req.method
-        if req.query.get("dryRun"):
-            raise BadRequestError("dryRun is not supported by gpusched serve")
+        if req.query.get("dryRun") not in (None, "", "All"):
+            raise BadRequestError(f'unsupported dry run value "{req.query["dryRun"]}": only All')
+        if req.query.get("dryRun") and method in ("GET", "HEAD"):
+            raise BadRequestError("dryRun is only for writes")
         if not t.name:
             if method == "GET":
                 if req.query.get("watch") in ("true", "1"):
@@ -124,13 +127,14 @@ class ResourceApi:
             mode = decoding.mode_of(req.query)
             body, warnings = decoding.decode_body(t.info, patch.parse_body(req.body, "application/json"), mode)
             ns = t.namespace or ""
-            result = self.worker.write(lambda view: api_ops.replace(
+            result = self._write(req, lambda view: api_ops.replace(
                 view, t.info, ns, t.name, body, t.subresource), api_ops.needs_settle(t.info))
             return with_warnings(json_response(result), warnings)
         if method == "PATCH":
             return self.patch(req, t)
         if method == "DELETE":
-            return self.delete(t, api_ops.delete_grace(req.query, req.body))
+            return self.delete(t, api_ops.delete_grace(req.query, req.body),
+                               bool(req.query.get("dryRun")) or _delete_options_dry_run(req.body))
         return status_response(405, "the server does not allow this method on the requested resource")
 
     # ---- reads -------------------------------------------------------------------------------
@@ -193,7 +197,7 @@ class ResourceApi:
                 if isinstance(body, dict) else "default"
         else:
             ns = t.namespace or ""
-        result = self.worker.write(lambda view: api_ops.create(view, t.info, ns, body),
+        result = self._write(req, lambda view: api_ops.create(view, t.info, ns, body),
                                    api_ops.needs_settle(t.info))
         return with_warnings(json_response(result, 201), warnings)
 
@@ -222,12 +226,19 @@ class ResourceApi:
             warnings.extend(found)
             return 200, api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
 
-        code, result = self.worker.write(write, api_ops.needs_settle(t.info))
+        code, result = self._write(req, write, api_ops.needs_settle(t.info))
         return with_warnings(json_response(result, code), warnings)
 
-    def delete(self, t: Target, grace: int | None = None) -> Response:
+    def _write(self, req: Request, fn: Any, settle: bool) -> Any:
+        """A write, or with ``dryRun=All`` the same write rolled back (alone on the worker)."""
+        if not req.query.get("dryRun"):
+            return self.worker.write(fn, settle)
+        return self.worker.cluster_call(lambda cluster: _dry_write(cluster, fn, settle))
+
+    def delete(self, t: Target, grace: int | None = None, dry_run: bool = False) -> Response:
         """DELETE: the deleted object, or the Terminating pod (deletionTimestamp set) when the
-        deletion is graceful; kubectl then waits for it to go (its ``--wait``)."""
+        deletion is graceful; kubectl then waits for it to go (its ``--wait``). ``dry_run``:
+        the same, rolled back."""
         ns = t.namespace or ""
         info = t.info
 
@@ -238,6 +249,8 @@ class ResourceApi:
                 cluster.delete_in(view, info, t.name, ns or "default", grace)
                 current = view.get(info.kind, t.name, ns if info.namespaced else "")
                 return copy.deepcopy(current) if current is not None else last
+            if dry_run:
+                return _dry_write(cluster, in_view, api_ops.needs_settle(info))
             return cluster.write(in_view, api_ops.needs_settle(info))
 
         return json_response(self.worker.cluster_call(delete))
@@ -304,6 +317,26 @@ def scale_of(body: dict) -> dict:
             "spec": {"replicas": int((body.get("spec") or {}).get("replicas", 1))},
             "status": {"replicas": int((body.get("status") or {}).get("replicas", 0)),
                        "selector": selector}}
+
+
+def _delete_options_dry_run(raw: bytes) -> bool:
+    """client-go sends a DELETE's options (``dryRun: [All]``) as a DeleteOptions body."""
+    if not raw:
+        return False
+    try:
+        options = patch.parse_body(raw, "application/json")
+    except GpuschedError:
+        return False
+    return isinstance(options, dict) and "All" in (options.get("dryRun") or [])
+
+
+def _dry_write(cluster: Any, fn: Any, settle: bool) -> Any:
+    """``cluster.write(fn)`` with the transaction rolled back at the end (``dryRun=All``)."""
+    cluster.dry_run = True
+    try:
+        return copy.deepcopy(cluster.write(fn, settle))
+    finally:
+        cluster.dry_run = False
 
 
 def stamp_event(view: Any, event: dict) -> dict:
