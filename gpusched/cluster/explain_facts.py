@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.controllers.job import deadline_due
+from gpusched.cluster.controllers.deployment import seconds_of
+from gpusched.cluster.controllers.job import finished
 from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
 from gpusched.cluster.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
@@ -80,9 +81,18 @@ def closest(name: str, candidates: set[str]) -> str | None:
 # ---- finish times ---------------------------------------------------------------------------
 
 
+def job_deadline(job: dict) -> float | None:
+    """When a running Job's ``activeDeadlineSeconds`` stops it (its pods are killed then)."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    if finished(job) or spec.get("suspend") or spec.get("activeDeadlineSeconds") is None \
+            or not status.get("startTime"):
+        return None
+    return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
+
+
 def finish_times(view: View) -> dict[str, float]:
     """Pod key -> when the running pod ends on its own (see the module docstring)."""
-    jobs = {(_meta(j).get("namespace", ""), _meta(j).get("name", "")): deadline_due(view, j)
+    jobs = {(_meta(j).get("namespace", ""), _meta(j).get("name", "")): job_deadline(j)
             for j in view.list("Job")}
     out: dict[str, float] = {}
     for pod in view.list("Pod"):
