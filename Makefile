@@ -5,7 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean system-deps
+SHARED ?= $(or $(GPUSCHED_SHARED),../shared)
+
+.PHONY: demo test bench clean system-deps shared-data
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,9 +19,14 @@ demo: $(STAMP)
 	$(BIN)/gpusched demo
 
 system-deps:
+	@echo "make test: installing missing Debian packages system-wide (as root, sudo if needed): see scripts/install-system-deps.sh" >&2
 	bash scripts/install-system-deps.sh
 
-test: $(STAMP) system-deps
+# The suite reads the trace data in ../shared (README, "Getting started"); say so in one line.
+shared-data:
+	@test -d "$(SHARED)/data" || { echo "make test: $(SHARED)/data not found: clone the shared data folder beside the repository as ../shared (or set GPUSCHED_SHARED=/path); see README, Getting started" >&2; exit 1; }
+
+test: shared-data $(STAMP) system-deps
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n 2 -q
 

@@ -80,44 +80,42 @@ def validation_mode(value: str) -> str:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    """kubectl apply: each object on its own (in file order, documents in order), one line each,
-    the cluster settling between them; ``--atomic`` applies all or none. ``--validate`` is the
-    fieldValidation mode (Strict by default); Warn's findings print as ``Warning: ...``."""
+    """kubectl apply: each object on its own (in file order, documents in order), one line each
+    as it is applied, the cluster settling between them; ``--atomic`` applies all or none.
+    ``--validate`` is the fieldValidation mode (Strict by default); Warn's findings print as
+    ``Warning: ...``."""
     mode = validation_mode(getattr(args, "validate", "strict"))
     manifests = load(args.filename)
-    suffix = dry_run_suffix(args)
     failed = 0
     with open_cluster(args, dry_run=args.dry_run) as cluster:
-        if args.dry_run == "client":
-            outcomes = [cluster.apply_preview(m, field_validation=mode) for m in manifests]
-            results = [(m, o, None) for m, o in zip(manifests, outcomes)]
-        elif args.atomic:
-            results = [(m, o, None) for m, o in zip(manifests, cluster.apply(manifests, field_validation=mode))]
-        else:
-            results = []
-            for manifest in manifests:
-                try:
-                    results.append((manifest, cluster.apply([manifest], field_validation=mode)[0], None))
-                except GpuschedError as error:
-                    results.append((manifest, None, error))
-    for manifest, outcome, error in results:
-        if error is not None:
-            failed += 1
-            print(f"error: {_with_source(error.message, manifest)}", file=sys.stderr, flush=True)
-            continue
-        for warning in outcome.warnings:
-            print(f"Warning: {warning}", file=sys.stderr, flush=True)
-        info = resolve_kind(outcome.kind)
-        if args.output == "name":
-            print(f"{resource_name(info)}/{outcome.name}")
-        elif args.output in ("json", "yaml"):
-            with open_cluster(args) as cluster:
-                obj = cluster.get(info.kind, names=(outcome.name,), namespace=outcome.namespace or None)[0] \
-                    if args.dry_run == "none" else manifest.obj
-            print(to_json(obj) if args.output == "json" else to_yaml(obj))
-        else:
-            print(f"{resource_name(info)}/{outcome.name} {outcome.action}{suffix}", flush=True)
+        if args.atomic and args.dry_run != "client":
+            for manifest, outcome in zip(manifests, cluster.apply(manifests, field_validation=mode)):
+                _print_applied(args, cluster, manifest, outcome)
+            return 0
+        for manifest in manifests:
+            try:
+                outcome = (cluster.apply_preview(manifest, field_validation=mode) if args.dry_run == "client"
+                           else cluster.apply([manifest], field_validation=mode)[0])
+            except GpuschedError as error:
+                failed += 1
+                print(f"error: {_with_source(error.message, manifest)}", file=sys.stderr, flush=True)
+                continue
+            _print_applied(args, cluster, manifest, outcome)
     return 1 if failed else 0
+
+
+def _print_applied(args: argparse.Namespace, cluster, manifest, outcome) -> None:
+    for warning in getattr(outcome, "warnings", ()):
+        print(f"Warning: {warning}", file=sys.stderr, flush=True)
+    info = resolve_kind(outcome.kind)
+    if args.output == "name":
+        print(f"{resource_name(info)}/{outcome.name}", flush=True)
+    elif args.output in ("json", "yaml"):
+        obj = manifest.obj if args.dry_run != "none" else cluster.get(
+            info.kind, names=(outcome.name,), namespace=outcome.namespace or None)[0]
+        print(to_json(obj) if args.output == "json" else to_yaml(obj), flush=True)
+    else:
+        print(f"{resource_name(info)}/{outcome.name} {outcome.action}{dry_run_suffix(args)}", flush=True)
 
 
 def _with_source(message: str, manifest) -> str:

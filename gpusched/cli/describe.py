@@ -21,13 +21,17 @@ from typing import Any, Iterable, Sequence
 
 from gpusched.cli.columns import event_time, node_status_text, pod_status_text
 from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
-from gpusched.cli.output import Clock
+from gpusched.cli.output import Clock, tabwrite
 from gpusched.errors import UsageError
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS
+from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
+                                    ANN_START_TIME, RESOURCE_GPU_MILLI)
 
 PAD = 2
 NONE = "<none>"
+# gpusched's bookkeeping (shown as "Assigned GPUs/Devices" lines instead) and what kubectl skips
+HIDDEN_ANNOTATIONS = (ANN_ASSIGNED_GPUS, ANN_ASSIGNED_DEVICES, ANN_START_TIME,
+                      "kubectl.kubernetes.io/last-applied-configuration")
 
 
 class Sheet:
@@ -87,6 +91,19 @@ def _meta(obj: dict) -> dict:
     return obj.get("metadata") or {}
 
 
+def kube_date(timestamp: str | None) -> str:
+    """A timestamp as kubectl describe prints it (Go's RFC1123Z): ``Thu, 01 Jan 2026 00:00:00 +0000``."""
+    from datetime import datetime, timezone
+
+    if not timestamp:
+        return NONE
+    try:
+        moment = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:
+        return str(timestamp)
+    return moment.strftime("%a, %d %b %Y %H:%M:%S +0000")
+
+
 def events_for(events: list[dict], kind: str, name: str, namespace: str | None) -> list[dict]:
     def matches(event: dict) -> bool:
         involved = event.get("involvedObject") or event.get("regarding") or {}
@@ -142,7 +159,17 @@ def pod_resources(pod: dict, field: str) -> dict[str, int]:
             total[res] = max(total.get(res, 0), _quantity(res, value))
     for res, value in (spec.get("overhead") or {}).items():
         total[res] = total.get(res, 0) + _quantity(res, value)
+    milli = share_milli(pod)
+    if milli:   # a fractional pod holds a share of one GPU, not a whole one (as the scheduler counts it)
+        total.pop("nvidia.com/gpu", None)
+        total[RESOURCE_GPU_MILLI] = milli
     return total
+
+
+def share_milli(pod: dict) -> int:
+    """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
+    text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_GPU_MILLI, ""))
+    return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
 
 
 def _percent(used: int, total: int) -> str:
@@ -167,9 +194,10 @@ def describe_pod(pod: dict, events: list[dict], clock: Clock) -> str:
     sheet.kv("Preemption Policy", spec.get("preemptionPolicy", "PreemptLowerPriority"))
     sheet.kv("Node", spec.get("nodeName") or NONE)
     if status.get("startTime"):
-        sheet.kv("Start Time", status["startTime"])
+        sheet.kv("Start Time", kube_date(status["startTime"]))
     sheet.mapping("Labels", meta.get("labels"))
-    sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
+    sheet.mapping("Annotations", {k: v for k, v in (meta.get("annotations") or {}).items()
+                                  if k not in HIDDEN_ANNOTATIONS}, sep=": ")
     sheet.kv("Status", pod_status_text(pod))
     if status.get("reason"):
         sheet.kv("Reason", status["reason"])
@@ -235,7 +263,7 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
     sheet.kv("Status", node_status_text(node))
     sheet.mapping("Labels", meta.get("labels"))
     sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
-    sheet.kv("CreationTimestamp", meta.get("creationTimestamp", ""))
+    sheet.kv("CreationTimestamp", kube_date(meta.get("creationTimestamp")))
     taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
               for t in spec.get("taints") or []]
     sheet.kv("Taints", taints[0] if taints else NONE)
@@ -249,6 +277,8 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
             sheet.kv(res, value, 2)
     running = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     alloc = {res: _quantity(res, v) for res, v in allocatable.items()}
+    if alloc.get("nvidia.com/gpu"):   # shares are cut from the whole GPUs: 1000m each
+        alloc.setdefault(RESOURCE_GPU_MILLI, alloc["nvidia.com/gpu"] * 1000)
     sheet.kv("Non-terminated Pods", f"({len(running)} in total)")
     rows, req_total, lim_total = [], {}, {}
     for pod in sorted(running, key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", ""))):
@@ -268,10 +298,15 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
     if rows:
         sheet.table(["Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests",
                      "Memory Limits", "GPU Requests", "Age"], rows)
+    cut = {r.gpu_index for r in device_rows if r.holder and r.milli and r.milli < 1000}
+    if cut:   # a GPU cut into shares is taken for whole-GPU pods: count it, never show it free
+        for totals in (req_total, lim_total):
+            totals["nvidia.com/gpu"] = totals.get("nvidia.com/gpu", 0) + len(cut)
     sheet.text("Allocated resources:")
     sheet.text("(Total limits may be over 100 percent, i.e., overcommitted.)", 2)
     resources = ["cpu", "memory"] + sorted(r for r in set(alloc) | set(req_total)
-                                           if r.startswith(("nvidia.com/", "gpusched.io/")))
+                                           if r.startswith(("nvidia.com/", "gpusched.io/"))
+                                           and (r != RESOURCE_GPU_MILLI or req_total.get(r)))
     sheet.table(["Resource", "Requests", "Limits"],
                 [[r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
                   _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in resources])
@@ -289,7 +324,10 @@ def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) 
         return
     sheet.text("GPU Devices:")
     rows = []
+    shared = {row.gpu_index for row in device_rows if row.holder and row.milli and row.milli < 1000}
     for row in device_rows:
+        if row.gpu_index in shared and not row.holder:
+            continue   # a GPU holding shares is never shown as free
         if row.profile:
             slot = row.profile
         elif row.replica >= 0:
@@ -303,21 +341,144 @@ def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) 
     sheet.table(["GPU", "Device", "Resource", "Slot", "Pod"], rows)
 
 
-# ---- quotas -------------------------------------------------------------------------------
+# ---- kinds described as kubectl's describe.go does, through one Go tabwriter ----------------
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _multiline(key: str, values: dict | None, sep: str, skip: tuple[str, ...] = ()) -> list[str]:
+    """``Labels:\ta=b`` then ``\tc=d``...: kubectl's printLabelsMultiline / AnnotationsMultiline."""
+    items = [f"{k}{sep}{v}" for k, v in sorted((values or {}).items()) if k not in skip]
+    if not items:
+        return [f"{key}:\t{NONE}"]
+    return [f"{key}:\t{items[0]}"] + [f"\t{item}" for item in items[1:]]
+
+
+def _event_lines(events: list[dict], clock: Clock) -> list[str]:
+    if not events:
+        return [f"Events:\t{NONE}"]
+    lines = ["Events:", "  Type\tReason\tAge\tFrom\tMessage", "  ----\t------\t----\t----\t-------"]
+    for event in events:
+        age = clock.age(event_time(event))
+        count = int(event.get("count", 1) or 1)
+        if count > 1 and event.get("firstTimestamp"):
+            age = f"{age} (x{count} over {clock.age(event['firstTimestamp'])})"
+        source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
+        lines.append(f"  {event.get('type', 'Normal')}\t{event.get('reason', '')}\t{age}\t{source}\t"
+                     f"{event.get('message', '')}")
+    return lines
+
+
+def describe_priorityclass(pc: dict, events: list[dict], clock: Clock) -> str:
+    meta = _meta(pc)
+    lines = [f"Name:\t{meta.get('name', '')}", f"Value:\t{pc.get('value', 0)}",
+             f"GlobalDefault:\t{str(bool(pc.get('globalDefault', False))).lower()}",
+             f"PreemptionPolicy:\t{pc.get('preemptionPolicy', 'PreemptLowerPriority')}",
+             f"Description:\t{pc.get('description', '')}",
+             *_multiline("Annotations", meta.get("annotations"), "=")]
+    return tabwrite(lines + _event_lines(events, clock))
+
+
+def describe_configmap(cm: dict, events: list[dict], clock: Clock) -> str:
+    meta = _meta(cm)
+    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}",
+             *_multiline("Labels", meta.get("labels"), "="),
+             *_multiline("Annotations", meta.get("annotations"), ": ", (LAST_APPLIED,)),
+             "", "Data", "===="]
+    for key, value in sorted((cm.get("data") or {}).items()):
+        lines += [f"{key}:", "----", *str(value).split("\n"), ""]
+    lines += ["", "BinaryData", "===="]
+    for key, value in sorted((cm.get("binaryData") or {}).items()):
+        lines.append(f"{key}: {len(str(value)) * 3 // 4} bytes")
+    return tabwrite(lines + [""] + _event_lines(events, clock))
+
+
+def _limit_rows(limit_range: dict) -> list[list[str]]:
+    rows = []
+    for item in (limit_range.get("spec") or {}).get("limits") or []:
+        fields = ("min", "max", "defaultRequest", "default", "maxLimitRequestRatio")
+        names = sorted({r for f in fields for r in (item.get(f) or {})})
+        for resource in names:
+            rows.append([str(item.get("type", "")), resource,
+                         *(str((item.get(f) or {}).get(resource, "-")) for f in fields)])
+    return rows
+
+
+LIMIT_HEADER = ["Type", "Resource", "Min", "Max", "Default Request", "Default Limit",
+                "Max Limit/Request Ratio"]
+
+
+def describe_limitrange(limit_range: dict, events: list[dict], clock: Clock) -> str:
+    meta = _meta(limit_range)
+    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}",
+             "\t".join(LIMIT_HEADER), "\t".join("-" * len(h) for h in LIMIT_HEADER)]
+    lines += ["\t".join(row) for row in _limit_rows(limit_range)]
+    return tabwrite(lines)
+
+
+def _quota_rows(quota: dict) -> list[tuple[str, str, str]]:
+    hard = (quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {}
+    used = (quota.get("status") or {}).get("used") or {}
+    return [(k, str(used.get(k, "0")), str(hard[k])) for k in sorted(hard)]
 
 
 def describe_quota(quota: dict, events: list[dict], clock: Clock) -> str:
-    """kubectl's quota page: a Resource / Used / Hard table, sorted by resource."""
-    meta, status = _meta(quota), quota.get("status") or {}
-    hard = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}
-    used = status.get("used") or {}
-    sheet = Sheet()
-    sheet.kv("Name", meta.get("name", ""))
-    sheet.kv("Namespace", meta.get("namespace", ""))
-    sheet.table(["Resource", "Used", "Hard"], [[k, used.get(k, "0"), hard[k]] for k in sorted(hard)],
-                indent=0)
-    add_events(sheet, events, clock)
-    return sheet.render()
+    """kubectl's quota page: Name, Namespace, (Scopes), then Resource / Used / Hard; no events."""
+    meta, spec = _meta(quota), quota.get("spec") or {}
+    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}"]
+    if spec.get("scopes"):
+        lines.append(f"Scopes:\t{', '.join(spec['scopes'])}")
+    lines += ["Resource\tUsed\tHard", "--------\t----\t----"]
+    lines += [f"{k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
+    return tabwrite(lines)
+
+
+def describe_pdb(pdb: dict, events: list[dict], clock: Clock) -> str:
+    meta, spec, status = _meta(pdb), pdb.get("spec") or {}, pdb.get("status") or {}
+    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}"]
+    if "minAvailable" in spec:
+        lines.append(f"Min available:\t{spec['minAvailable']}")
+    if "maxUnavailable" in spec:
+        lines.append(f"Max unavailable:\t{spec['maxUnavailable']}")
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    expressions = (spec.get("selector") or {}).get("matchExpressions") or []
+    text = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    for e in expressions:
+        values = ",".join(e.get("values") or [])
+        op = e.get("operator", "")
+        part = {"In": f"{e.get('key')} in ({values})", "NotIn": f"{e.get('key')} notin ({values})",
+                "Exists": str(e.get("key")), "DoesNotExist": f"!{e.get('key')}"}.get(op, "")
+        text = ",".join(p for p in (text, part) if p)
+    lines.append(f"Selector:\t{text or '<unset>'}")
+    lines += ["Status:", f"    Allowed disruptions:\t{status.get('disruptionsAllowed', 0)}",
+              f"    Current:\t{status.get('currentHealthy', 0)}",
+              f"    Desired:\t{status.get('desiredHealthy', 0)}",
+              f"    Total:\t{status.get('expectedPods', 0)}"]
+    return tabwrite(lines + _event_lines(events, clock))
+
+
+def describe_namespace(ns: dict, quotas: list[dict], limit_ranges: list[dict]) -> str:
+    meta = _meta(ns)
+    lines = [f"Name:\t{meta.get('name', '')}", *_multiline("Labels", meta.get("labels"), "="),
+             *_multiline("Annotations", meta.get("annotations"), ": ", (LAST_APPLIED,)),
+             f"Status:\t{(ns.get('status') or {}).get('phase') or 'Active'}", ""]
+    if not quotas:
+        lines.append("No resource quota.")
+    else:
+        lines.append("Resource Quotas")
+        for quota in sorted(quotas, key=lambda q: _meta(q).get("name", "")):
+            lines += [f"  Name:\t{_meta(quota).get('name', '')}", "  Resource\tUsed\tHard",
+                      "  --------\t---\t---"]
+            lines += [f"  {k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
+    lines.append("")
+    if not limit_ranges:
+        lines.append("No LimitRange resource.")
+    else:
+        lines.append("Resource Limits")
+        for limit_range in limit_ranges:
+            lines += [" " + "\t".join(LIMIT_HEADER), " " + "\t".join("-" * len(h) for h in LIMIT_HEADER)]
+            lines += [" " + "\t".join(row) for row in _limit_rows(limit_range)]
+    return tabwrite(lines)
 
 
 # ---- any other kind -------------------------------------------------------------------------
@@ -329,7 +490,7 @@ def describe_generic(obj: dict, events: list[dict], clock: Clock) -> str:
     sheet.kv("Name", meta.get("name", ""))
     if meta.get("namespace"):
         sheet.kv("Namespace", meta["namespace"])
-    sheet.kv("CreationTimestamp", meta.get("creationTimestamp", ""))
+    sheet.kv("CreationTimestamp", kube_date(meta.get("creationTimestamp")))
     sheet.mapping("Labels", meta.get("labels"))
     sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
     for key, value in obj.items():
@@ -361,6 +522,11 @@ def _nested(sheet: Sheet, key: str, value: Any, indent: int) -> None:
         sheet.kv(title, NONE if value in (None, {}, "") else value, indent)
 
 
+SIMPLE = {"ResourceQuota": describe_quota, "PriorityClass": describe_priorityclass,
+          "ConfigMap": describe_configmap, "LimitRange": describe_limitrange,
+          "PodDisruptionBudget": describe_pdb}
+
+
 # ---- the command ----------------------------------------------------------------------------
 
 
@@ -369,7 +535,9 @@ def cmd_describe(args: argparse.Namespace) -> int:
     namespace = namespace_of(args)
     pages = []
     with open_cluster(args) as cluster:
-        objects = cluster.get(info.kind, names=tuple(names), namespace=namespace)
+        objects = cluster.get(info.kind, names=tuple(names), namespace=namespace,
+                              all_namespaces=bool(getattr(args, "all_namespaces", False)),
+                              selector=getattr(args, "selector", "") or "")
         if not objects:
             raise UsageError(f"No resources found in {namespace} namespace."
                              if info.namespaced else "No resources found")
@@ -384,8 +552,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
                 rows = list(cluster.node_devices(name).rows())
                 pages.append(describe_node(obj, pods, rows, events, clock))
-            elif info.kind == "ResourceQuota":
-                pages.append(describe_quota(obj, events, clock))
+            elif info.kind in SIMPLE:
+                pages.append(SIMPLE[info.kind](obj, events, clock))
+            elif info.kind == "Namespace":
+                pages.append(describe_namespace(
+                    obj, cluster.get("ResourceQuota", namespace=name), cluster.get("LimitRange", namespace=name)))
             else:
                 pages.append(describe_generic(obj, events, clock))
     print("\n\n\n".join(pages))

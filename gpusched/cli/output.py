@@ -51,6 +51,40 @@ def render_table(header: Sequence[str], rows: Iterable[Sequence[Any]], headers: 
     return "\n".join(lines)
 
 
+def tabwrite(lines: Sequence[str], padding: int = 2) -> str:
+    r"""Go's ``text/tabwriter`` as kubectl's describe uses it (minwidth 0, padding 2, no flags):
+    cells end at tabs; a column's block is every run of consecutive lines that have a cell in
+    it, padded to the block's widest cell plus ``padding``; the last cell of a line is free.
+
+    >>> print(tabwrite(["Name:\tq", "Resource\tUsed\tHard", "pods\t2\t10"]))
+    Name:     q
+    Resource  Used  Hard
+    pods      2     10
+    """
+    cells = [line.split("\t") for line in lines]
+    widths: list[list[int]] = [[0] * (len(row) - 1) for row in cells]
+
+    def block(first: int, last: int, column: int) -> None:
+        line = first
+        while line < last:
+            if len(cells[line]) - 1 <= column:
+                line += 1
+                continue
+            end = line
+            width = 0
+            while end < last and len(cells[end]) - 1 > column:
+                width = max(width, len(cells[end][column]) + padding)
+                end += 1
+            for row in range(line, end):
+                widths[row][column] = width
+            block(line, end, column + 1)
+            line = end
+
+    block(0, len(cells), 0)
+    return "\n".join("".join(cell.ljust(widths[i][j]) for j, cell in enumerate(row[:-1])) + row[-1]
+                     for i, row in enumerate(cells))
+
+
 def parse_timestamp(text: str | None) -> float | None:
     """Seconds since the epoch of an RFC 3339 timestamp (``2026-01-01T00:00:00Z``), None if absent."""
     if not text:

@@ -5,7 +5,8 @@ Allocation is what bound, non-terminated pods request against what the node adve
 
 - WHOLE: ``nvidia.com/gpu`` on nodes without sharing;
 - SHARED: ``nvidia.com/gpu`` under time-slicing/MPS (label ``nvidia.com/gpu.sharing-strategy``),
-  ``nvidia.com/gpu.shared`` (``renameByDefault``), and ``gpusched.io/gpu-milli`` (in GPUs);
+  ``nvidia.com/gpu.shared`` (``renameByDefault``), and ``gpusched.io/gpu-milli`` shares (in GPUs,
+  out of the GPUs holding shares; those GPUs also count as taken in WHOLE, never as free);
 - MIG: ``nvidia.com/mig-*`` (mixed strategy) and ``nvidia.com/gpu`` on single-strategy MIG nodes.
 
 Cells read ``allocated/total (percent)``; ``-`` where the node advertises nothing of that class.
@@ -21,10 +22,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from gpusched.cli.commands import open_cluster
-from gpusched.cli.describe import pod_resources
+from gpusched.cli.describe import pod_resources, share_milli
 from gpusched.cli.output import render_table
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import ANN_GPU_MODEL, RESOURCE_GPU_MILLI
+from gpusched.objects.types import ANN_ASSIGNED_GPUS, ANN_GPU_MODEL, RESOURCE_GPU_MILLI
 
 CLASSES = ("whole", "shared", "mig")
 
@@ -85,13 +86,20 @@ def node_usage(node: dict, pods: list[dict]) -> tuple[Usage, dict[str, int], dic
         if cls:
             usage.total[cls] += _amount(res, value)
     requested: dict[str, int] = defaultdict(int)
+    shared_gpus: set[str] = set()
     for pod in pods:
         for res, amount in pod_resources(pod, "requests").items():
             requested[res] += amount
+        if share_milli(pod):
+            shared_gpus.update(g for g in str(((pod.get("metadata") or {}).get("annotations") or {})
+                                              .get(ANN_ASSIGNED_GPUS, "")).split(",") if g)
     for res, amount in requested.items():
         cls = gpu_class(res, labels)
         if cls:
             usage.used[cls] += amount / 1000 if res == RESOURCE_GPU_MILLI else amount
+    if shared_gpus:   # GPUs cut into shares: taken for whole-GPU pods, and the SHARED total
+        usage.used["whole"] += len(shared_gpus)
+        usage.total["shared"] += len(shared_gpus)
     totals = {res: int(_amount(res, allocatable.get(res, 0))) for res in ("cpu", "memory")}
     return usage, dict(requested), totals
 

@@ -187,3 +187,34 @@ def test_watch_prints_kubectls_lines_and_ends_on_ctrl_c(lab):
             process.send_signal(signal.SIGINT)
     assert mine.wait(timeout=WAIT_SECONDS) == 130 and "Traceback" not in mine.stderr.read()
     real.wait(timeout=WAIT_SECONDS)
+
+
+PDB = """apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: inf-pdb}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: llm-inference}}
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ("describe", "pc", "high"), ("describe", "configmap", "settings", "-n", "team-a"),
+    ("describe", "pdb", "inf-pdb"), ("describe", "quota", "-n", "team-a"), ("describe", "ns", "default"),
+    ("describe", "limits", "-n", "team-a"), ("describe", "ns", "team-a"),
+], ids=["priorityclass", "configmap", "pdb", "quota", "namespace", "limitrange", "namespace-with-quota-and-limits"])
+def test_describe_lays_out_as_kubectls_describe(lab, args):
+    """kubectl describe.go through one tabwriter. LimitRange rows come from a Go map (random
+    order in kubectl), so those pages compare as sorted lines; a namespace applied without
+    status prints kubectl's empty Status where gpusched says Active (what a real cluster sets)."""
+    ours(lab, "apply", "-f", "examples/team-quota/1-namespace.yaml")
+    ours(lab, "apply", "-f", "-", stdin=PDB)
+    ours(lab, "create", "configmap", "settings", "-n", "team-a", "--from-literal=mode=fast",
+         "--from-literal=note=two words")
+    mine, real = ours(lab, *args), theirs(lab, *args)
+    assert mine.returncode == real.returncode == 0, (mine.stderr, real.stderr)
+    if args[1] in ("limits", "ns") and args[-1] == "team-a":
+        expected = sorted(real.stdout.replace("Status:       \n", "Status:       Active\n").splitlines())
+        assert sorted(mine.stdout.splitlines()) == expected
+    else:
+        assert mine.stdout == real.stdout

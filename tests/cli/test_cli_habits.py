@@ -1,0 +1,74 @@
+"""Command-line habits kubectl users bring: global flags anywhere, usage errors that show the
+command's own usage and exit 1, an "Examples:" block in every command's help with one
+capitalisation style, completion scripts, ``apply -f DIR`` object by object vs ``--atomic``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from gpusched.cli.main import build_parser
+from tests.cli.runner import Gpusched
+
+
+def commands() -> dict:
+    parser = build_parser(["--help"])
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_every_command_help_has_examples_and_capitalised_texts(name):
+    parser = commands()[name]
+    text = parser.format_help()
+    assert "\nExamples:\n  " in text, name
+    for action in parser._actions:
+        if action.help and action.help != "==SUPPRESS==":
+            assert action.help[0] == action.help[0].upper(), (name, action.help)
+    if parser.description:
+        assert not parser.description[0].isalpha() or parser.description[0].isupper(), name
+
+
+def test_global_flags_anywhere_and_usage_errors(tmp_path):
+    g = Gpusched(tmp_path)
+    g.cluster()
+    g.ok("create", "namespace", "team-a")
+    g.ok("create", "configmap", "c", "--from-literal=a=1", "-n", "team-a")
+    everywhere = [g.run(*args, state=False) for args in (
+        ("-n", "team-a", "--state", g.state, "get", "cm"),
+        ("get", "cm", "--state", g.state, "-n", "team-a"),
+        (f"--state={g.state}", "get", "-n", "team-a", "cm"))]
+    assert {r.code for r in everywhere} == {0}
+    assert len({r.out for r in everywhere}) == 1 and everywhere[0].lines[1].startswith("c ")
+    bad = g.run("get", "pods", "--frob")
+    assert bad.code == 1 and bad.err.startswith("usage: gpusched get ")
+    assert "error: unrecognized arguments: --frob" in bad.err and "Traceback" not in bad.err
+    assert g.run("describe").err.startswith("usage: gpusched describe ")
+
+
+@pytest.mark.parametrize("shell,marker", [("bash", "complete -F _gpusched gpusched"),
+                                          ("zsh", "#compdef gpusched"),
+                                          ("fish", "complete -c gpusched -n '__fish_use_subcommand' -a get")])
+def test_completion_scripts(tmp_path, shell, marker):
+    out = Gpusched(tmp_path).ok("completion", shell).out
+    assert marker in out
+    if shell == "bash":
+        done = subprocess.run(["bash", "-n"], input=out, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+
+
+def test_apply_folder_object_by_object_and_atomic(tmp_path):
+    g = Gpusched(tmp_path)
+    g.cluster()
+    atomic = g.run("apply", "--atomic", "-f", "examples/team-quota/")
+    assert atomic.code == 1 and atomic.out == "" and "exceeded quota" in atomic.err
+    assert g.run("get", "ns", "team-a").code == 1          # all or nothing
+    each = g.run("apply", "-f", "examples/team-quota/")
+    assert each.code == 1
+    assert each.lines == ["namespace/team-a created", "resourcequota/team-a-quota created",
+                          "limitrange/team-a-limits created", "pod/train-1 created", "pod/train-2 created"]
+    assert [re.sub(r'": .*', '"', line) for line in each.err.splitlines()] == [
+        'error: error when creating "examples/team-quota/3-over-quota.yaml"',
+        'error: error when creating "examples/team-quota/4-over-limit.yaml"']
