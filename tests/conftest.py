@@ -14,6 +14,12 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# A new state file's clock starts at the wall-clock time unless pinned (gpusched --start /
+# $GPUSCHED_START): the suite pins it, since many cases read timestamps of the 2026-01-01 epoch
+# (tests/cli/test_commands.py "now 2026-01-01T01:30:00Z", test_controllers completionTime, ...).
+# Subprocesses (the CLI, serve) inherit it; tests/cli/test_clock_start.py and
+# tests/server/test_realtime_clock.py remove it.
+os.environ.setdefault("GPUSCHED_START", "2026-01-01T00:00:00Z")
 SHARED_DIR = Path(os.environ.get("GPUSCHED_SHARED", REPO_ROOT.parent / "shared"))
 TRACE_DIR = SHARED_DIR / "data" / "alibaba-gpu-v2023"
 PUBLISHED_DIR = SHARED_DIR / "data" / "fgd-published"

@@ -31,7 +31,7 @@ def open_cluster(args: argparse.Namespace, dry_run: str = "none") -> Iterator["o
     validated and admitted, then rolled back (``Cluster.dry_run``)."""
     from gpusched.cluster.cluster import Cluster
 
-    with Cluster.open(args.state) as cluster:
+    with Cluster.open(args.state, start=getattr(args, "start_seconds", None)) as cluster:
         cluster.dry_run = dry_run in ("client", "server")
         yield cluster
 

@@ -305,6 +305,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         epilog=EXAMPLES["gpusched"], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--state", default=None, metavar="PATH",
                         help="Cluster state file (default: $GPUSCHED_STATE, else a per-user file)")
+    parser.add_argument("--start", default=None, metavar="TIME",
+                        help="Where a new state file's clock starts (RFC 3339, e.g. "
+                             "2026-01-01T00:00:00Z; default: $GPUSCHED_START, else now)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="Log to stderr (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
@@ -343,6 +346,21 @@ def polish(parser: argparse.ArgumentParser, name: str = "gpusched") -> None:
                 polish(sub_parser, full)
 
 
+def _start_seconds(args: argparse.Namespace) -> float:
+    """``--start``, else ``$GPUSCHED_START``, else the wall-clock time (the CLI is the one
+    place that reads it): where a new state file's clock starts."""
+    import time
+    from gpusched.cluster.store import EPOCH, parse_start
+    from gpusched.errors import UsageError
+    text = getattr(args, "start", None) or os.environ.get("GPUSCHED_START")
+    if not text:
+        return time.time() - EPOCH.timestamp()
+    try:
+        return parse_start(text)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def _configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -372,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.state = os.environ["GPUSCHED_STATE"]
     _configure_logging(args.verbose)
     try:
+        args.start_seconds = _start_seconds(args)
         handler = getattr(args, "handler", None) or args.func   # sim commands set ``func``
         return int(handler(args) or 0)
     except GpuschedError as error:

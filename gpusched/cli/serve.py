@@ -76,6 +76,18 @@ def _mount_web(app) -> None:
         mount(app)
 
 
+def _wall_clock(args: argparse.Namespace):
+    """Seconds on the cluster clock now: ``--start``/``$GPUSCHED_START`` pins it (tests), else
+    the wall clock (read here, in the CLI, never below)."""
+    import os
+    import time
+    if getattr(args, "start", None) or os.environ.get("GPUSCHED_START"):
+        pinned = float(args.start_seconds)
+        return lambda: pinned
+    from gpusched.cluster.store import EPOCH
+    return lambda: time.time() - EPOCH.timestamp()
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from gpusched.cluster.store import default_state_path
     from gpusched.errors import UsageError
@@ -91,7 +103,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         app = ApiServer(str(state), args.host, args.port, credentials.token,
                         credentials.ssl_context(), args.virtual_clock, table_columns,
-                        args.watch_cache_size)
+                        args.watch_cache_size, wall_clock=_wall_clock(args))
     except OSError as err:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
     _mount_web(app)

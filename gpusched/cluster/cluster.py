@@ -68,15 +68,18 @@ def qualified_singular(info: KindInfo) -> str:
 class Cluster:
     """See the module docstring."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, start: float | None = None) -> None:
         self.store = store
+        self.start = start          # where a new or reset state's clock begins
         self._view: View | None = None
         self._version: int | None = None
         self.dry_run = False     # True: every write runs (validation, admission, settle), then rolls back
 
     @classmethod
-    def open(cls, path: str | None = None) -> "Cluster":
-        return cls(Store(default_state_path(path)))
+    def open(cls, path: str | None = None, start: float | None = None) -> "Cluster":
+        """The cluster of a state file; ``start`` (seconds on the cluster clock, see
+        ``store.parse_start``) is where a new file's clock begins (default: ``EPOCH``)."""
+        return cls(Store(default_state_path(path), start=start), start)
 
     def close(self) -> None:
         self.store.close()
@@ -173,6 +176,7 @@ class Cluster:
         with self._write(settle=False) as view:
             self.store.clear()
             view.clear()
+            view.clock = float(self.start or 0.0)
         self._view = None
 
     # ---- objects -----------------------------------------------------------------------------

@@ -16,7 +16,9 @@ CLI calls therefore serialize (``busy_timeout`` 30 s) and a kill -9 mid-command 
 the new state, never a half.
 
 Virtual time: ``creationTimestamp`` and event timestamps are RFC 3339 strings of
-``EPOCH`` (2026-01-01T00:00:00Z) plus the virtual clock in seconds.
+``EPOCH`` (2026-01-01T00:00:00Z) plus the virtual clock in seconds. A new state file's clock
+starts at ``Store(start=...)``: the CLI passes the wall-clock time (or ``--start``), so AGE
+columns are real; a library caller that passes nothing starts at ``EPOCH``.
 
 State path: explicit argument (``--state PATH``), else ``$GPUSCHED_STATE``, else
 ``$XDG_STATE_HOME/gpusched/cluster.db`` (``~/.local/state/gpusched/cluster.db``).
@@ -80,6 +82,22 @@ def rfc3339(seconds: float) -> str:
     return (EPOCH + timedelta(seconds=int(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_start(text: str) -> float:
+    """``--start`` / ``$GPUSCHED_START``: an RFC 3339 time -> seconds on the cluster clock.
+
+    >>> parse_start("2026-01-01T00:00:00Z"), parse_start("2026-01-02T00:00:00+00:00")
+    (0.0, 86400.0)
+    """
+    try:
+        when = datetime.fromisoformat(str(text).strip())
+    except ValueError:
+        raise ValueError(f'invalid start time "{text}": want RFC 3339, e.g. '
+                         '2026-01-01T00:00:00Z') from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (when - EPOCH).total_seconds()
+
+
 def seconds_of(timestamp: str) -> float:
     """``2026-01-01T00:00:05Z`` -> 5.0: an RFC 3339 timestamp on the cluster clock (inverse of
     :func:`rfc3339`, whole seconds).
@@ -103,7 +121,8 @@ class Store:
     API server's change feed does, with a lock).
     """
 
-    def __init__(self, path: str | os.PathLike[str], shared: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], shared: bool = False,
+                 start: float | None = None) -> None:
         self.path = Path(path)
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +132,9 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(_SCHEMA)   # idempotent; runs outside any transaction
+        if start is not None:   # a new state file's clock starts here (an old one keeps its own)
+            self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('clock', ?)",
+                              (repr(float(start)),))
 
     def close(self) -> None:
         self.conn.close()

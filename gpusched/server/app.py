@@ -65,10 +65,12 @@ class ApiServer:
     def __init__(self, state_path: str, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, tls: ssl.SSLContext | None = None,
                  virtual_clock: bool = False, columns: ColumnSource | None = None,
-                 watch_capacity: int = DEFAULT_CAPACITY, idle_timeout: float = IDLE_TIMEOUT_S) -> None:
+                 watch_capacity: int = DEFAULT_CAPACITY, idle_timeout: float = IDLE_TIMEOUT_S,
+                 wall_clock: Any = None) -> None:
         self.token = token
         self.feed = ChangeFeed(state_path, watch_capacity)
-        self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke)
+        self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke,
+                                    wall_clock=wall_clock)
         self.resources = ResourceApi(self.worker, self.feed, columns)
         self.routes: list[tuple[str, str, Handler]] = []
         self.httpd = _Server((host, port), _RequestHandler)

@@ -13,7 +13,10 @@ settle=False)``: Leases, which neither controllers nor the scheduler read) skips
 Real time: unless ``virtual_clock``, the cluster's clock follows the real elapsed time
 (``time.monotonic``, the only clock read, here and nowhere else): every ``tick`` seconds the
 worker calls ``Cluster.advance`` by the time elapsed since the last tick (controllers and the
-scheduler run at each due event).
+scheduler run at each due event). ``wall_clock`` (given by ``cli.serve``: the wall-clock time on
+the cluster clock) starts a new state file's clock and, in real-time mode, moves an older
+file's clock forward to it at start, so timestamps (creation, events, conditions) are
+wall-clock times and kubectl's AGE is right.
 
 Neighbours: ``cluster.cluster`` (write/read/advance); used by ``server.app`` and
 ``server.resources``; ``on_commit`` pokes ``server.feed``.
@@ -42,11 +45,13 @@ class ClusterWorker:
     """See the module docstring."""
 
     def __init__(self, state_path: str, virtual_clock: bool = False, tick: float = TICK_SECONDS,
-                 on_commit: Callable[[], None] | None = None) -> None:
+                 on_commit: Callable[[], None] | None = None,
+                 wall_clock: Callable[[], float] | None = None) -> None:
         self.state_path = state_path
         self.virtual_clock = virtual_clock
         self.tick = tick
         self.on_commit = on_commit or (lambda: None)
+        self.wall_clock = wall_clock
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -92,8 +97,11 @@ class ClusterWorker:
 
     def _run(self) -> None:
         try:
-            cluster = Cluster.open(self.state_path)
+            start = self.wall_clock() if self.wall_clock is not None else None
+            cluster = Cluster.open(self.state_path, start=start)
             cluster.settle()
+            if not self.virtual_clock and start is not None and start > cluster.now():
+                cluster.advance(start - cluster.now())   # catch up with the wall clock
         except BaseException as err:   # reported to start()
             self._error = err
             self._ready.set()
