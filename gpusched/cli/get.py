@@ -25,7 +25,9 @@ data from the ``Cluster`` facade.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -339,6 +341,10 @@ def watch(cluster: Any, request: Request, listed: list[dict], rv: int, args: arg
     """Follow the change feed from ``rv`` and print one line per change (Ctrl-C ends)."""
     from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 
+    # Ctrl-C ends the watch at once, as kubectl's does (Go's signal.Notify), even while a read
+    # waits on the state file's lock (SQLite's busy wait defers Python's KeyboardInterrupt);
+    # every line is flushed when printed, so nothing is lost.
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     info = request.info
     label_sel = parse_selector(args.selector) if args.selector else None
     field_sel = parse_field_selector(args.field_selector) if args.field_selector else None
