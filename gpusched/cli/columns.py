@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gpusched.cli.columns_kinds import KIND_COLUMNS
+from gpusched.cli.columns_kinds import KIND_COLUMNS, _age, _meta, _name, _spec, _status  # shared cell readers
 from gpusched.cli.output import Clock, human_duration, parse_timestamp
 from gpusched.objects.kinds import resolve_kind
 
@@ -26,26 +26,6 @@ class Columns:
     cells: Callable[[dict, Clock], Row]
     wide_header: tuple[str, ...] = ()
     wide_cells: Callable[[dict, Clock], Row] | None = None
-
-
-def _meta(obj: dict) -> dict:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: dict) -> dict:
-    return obj.get("spec") or {}
-
-
-def _status(obj: dict) -> dict:
-    return obj.get("status") or {}
-
-
-def _name(obj: dict) -> str:
-    return str(_meta(obj).get("name", ""))
-
-
-def _age(obj: dict, clock: Clock) -> str:
-    return clock.age(_meta(obj).get("creationTimestamp"))
 
 
 # ---- pods -----------------------------------------------------------------------------------

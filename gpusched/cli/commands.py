@@ -18,7 +18,7 @@ from typing import Iterator
 
 from gpusched import __version__
 from gpusched.cli.columns import event_time, table_rows
-from gpusched.cli.output import Clock, as_list, object_ref, render_table, resource_name, to_json, to_yaml
+from gpusched.cli.output import Clock, as_list, render_table, resource_name, to_json, to_yaml
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 

@@ -18,7 +18,7 @@ import contextlib
 import io
 import tempfile
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpusched.errors import UsageError

@@ -31,11 +31,11 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from gpusched.cli import jsonpath
 from gpusched.cli.columns import event_time, table_rows
-from gpusched.cli.commands import DEFAULT_NAMESPACE, namespace_of, open_cluster
+from gpusched.cli.commands import namespace_of, open_cluster
 from gpusched.cli.output import Clock, as_list, object_ref, render_table, resource_name, to_json, to_yaml
 from gpusched.errors import UsageError
 from gpusched.objects.kinds import KINDS, KindInfo, resolve_kind

@@ -196,7 +196,8 @@ class Cluster:
     def apply_preview(self, manifest: Any, field_validation: str = "Strict") -> ApplyOutcome:
         """What ``apply`` would say for one manifest (``--dry-run=client``): decoded, validated,
         compared with the stored object, nothing admitted or written."""
-        from gpusched.cluster.apply import validated
+        from gpusched.cluster.apply import LAST_APPLIED, validated
+        from gpusched.cluster.store import dumps
 
         body, warnings = validated(manifest, field_validation)
         info = resolve_kind(str(body.get("kind", "")))

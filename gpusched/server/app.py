@@ -139,9 +139,8 @@ class ApiServer:
                                         "create generators send; use kubectl apply -f or create -f)",
                                    "UnsupportedMediaType")
         if req.content_type in FORM_CONTENT_TYPES:
-            return status_response(415, f'the body of the request was in an unknown format - '
-                                        f'accepted media types include: application/json, '
-                                        f'application/yaml, application/vnd.kubernetes.protobuf',
+            return status_response(415, "the body of the request was in an unknown format - "
+                                        "accepted media types include: application/json, application/yaml",
                                    "UnsupportedMediaType")
         return None
 

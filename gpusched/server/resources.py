@@ -109,7 +109,7 @@ class ResourceApi:
                 return self.list(req, t)
             if method == "POST":
                 return self.create(req, t)
-            return status_response(405, f"the server does not allow this method on the requested resource")
+            return status_response(405, "the server does not allow this method on the requested resource")
         if t.subresource in ("binding", "eviction"):
             if method != "POST":
                 return status_response(405, "the server does not allow this method on the requested resource")

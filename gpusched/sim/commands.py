@@ -69,8 +69,7 @@ def add_commands(subparsers) -> None:
 
 def run_experiment_fgd(args: argparse.Namespace) -> int:
     from gpusched.sim.experiment import RunSpec, check_inputs, parse_policies, parse_seeds
-    from gpusched.sim.report import (load_published, print_summary, run_all, summary_rows,
-                                     write_csvs, write_plots)
+    from gpusched.sim.report import run_all
 
     check_inputs(args.nodes, args.pods)
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
@@ -80,16 +79,10 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
     specs = [RunSpec(str(args.nodes), str(args.pods), policy, seed, args.tune)
              for policy in parse_policies(args.policies) for seed in parse_seeds(args.seeds)]
     results = run_all(specs, jobs=args.jobs, progress=not args.no_progress)
-    out = Path(args.out)
-    paths = write_csvs(results, out) + write_plots(results, out, args.published)
-    print_summary(summary_rows(results, load_published(args.published)))
-    for path in paths:
-        print(f"wrote {path}")
-    return 0
+    return _report(results, Path(args.out), args.published)
 
 
 def run_sweep_file(args: argparse.Namespace) -> int:
-    from gpusched.sim.report import load_published, print_summary, summary_rows, write_csvs, write_plots
     from gpusched.sim.sweep import load_sweep, run_sweep
 
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
@@ -98,8 +91,15 @@ def run_sweep_file(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cache = out / "cache" if args.cache is None else (args.cache or None)
     results = run_sweep(runs, args.executor, args.jobs, args.address, cache, not args.no_progress)
-    paths = write_csvs(results, out) + write_plots(results, out, args.published)
-    print_summary(summary_rows(results, load_published(args.published)))
+    return _report(results, out, args.published)
+
+
+def _report(results: list, out: Path, published: str) -> int:
+    """CSVs, plots and the summary table of a finished experiment or sweep."""
+    from gpusched.sim.report import load_published, print_summary, summary_rows, write_csvs, write_plots
+
+    paths = write_csvs(results, out) + write_plots(results, out, published)
+    print_summary(summary_rows(results, load_published(published)))
     for path in paths:
         print(f"wrote {path}")
     return 0

@@ -11,6 +11,7 @@ import pytest
 
 from gpusched.cli.main import build_parser
 from tests.cli.runner import Gpusched
+from tests.conftest import REPO_ROOT
 
 
 def commands() -> dict:
@@ -72,3 +73,15 @@ def test_apply_folder_object_by_object_and_atomic(tmp_path):
     assert [re.sub(r'": .*', '"', line) for line in each.err.splitlines()] == [
         'error: error when creating "examples/team-quota/3-over-quota.yaml"',
         'error: error when creating "examples/team-quota/4-over-limit.yaml"']
+
+
+def test_client_dry_run_of_an_existing_object_compares_with_last_applied(tmp_path):
+    """kubectl apply --dry-run=client: `unchanged (dry run)` for the same manifest, `configured
+    (dry run)` for a changed one (apply.go's printer); nothing is written either way."""
+    g = Gpusched(tmp_path)
+    g.ok("apply", "-f", "examples/priority-classes.yaml")
+    same = g.ok("apply", "-f", "examples/priority-classes.yaml", "--dry-run=client").out
+    assert "priorityclass.scheduling.k8s.io/high unchanged (dry run)" in same
+    changed = (REPO_ROOT / "examples/priority-classes.yaml").read_text().replace("value: 1000000", "value: 999999")
+    out = g.ok("apply", "-f", "-", "--dry-run=client", stdin=changed).out
+    assert "configured (dry run)" in out
