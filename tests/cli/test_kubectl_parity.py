@@ -204,16 +204,21 @@ spec:
     ("describe", "limits", "-n", "team-a"), ("describe", "ns", "team-a"),
 ], ids=["priorityclass", "configmap", "pdb", "quota", "namespace", "limitrange", "namespace-with-quota-and-limits"])
 def test_describe_lays_out_as_kubectls_describe(lab, args):
-    """kubectl describe.go through one tabwriter. LimitRange rows come from a Go map (random
-    order in kubectl), so those pages compare as sorted lines; a namespace applied without
-    status prints kubectl's empty Status where gpusched says Active (what a real cluster sets)."""
+    """kubectl describe.go through one tabwriter. LimitRange rows and ConfigMap data keys come
+    from Go maps (describeConfigMap ranges over configMap.Data: random order in kubectl, sorted
+    in gpusched), so those pages compare as sorted lines; a namespace applied without status
+    prints kubectl's empty Status where gpusched says Active (what a real cluster sets)."""
     ours(lab, "apply", "-f", "examples/team-quota/1-namespace.yaml")
     ours(lab, "apply", "-f", "-", stdin=PDB)
     ours(lab, "create", "configmap", "settings", "-n", "team-a", "--from-literal=mode=fast",
          "--from-literal=note=two words")
     mine, real = ours(lab, *args), theirs(lab, *args)
     assert mine.returncode == real.returncode == 0, (mine.stderr, real.stderr)
-    if args[1] in ("limits", "ns") and args[-1] == "team-a":
+    if args[1] == "configmap":
+        assert sorted(mine.stdout.splitlines()) == sorted(real.stdout.splitlines())
+        keys = [line for line in mine.stdout.splitlines() if line.endswith(":") and line[0].islower()]
+        assert keys == sorted(keys)                          # gpusched's own order is fixed
+    elif args[1] in ("limits", "ns") and args[-1] == "team-a":
         expected = sorted(real.stdout.replace("Status:       \n", "Status:       Active\n").splitlines())
         assert sorted(mine.stdout.splitlines()) == expected
     else:
