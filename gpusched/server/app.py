@@ -45,6 +45,7 @@ from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
                                   normalise_path, status_response, warning_header)
 from gpusched.server.resources import ResourceApi, parse_target
+from gpusched.server.security import is_loopback
 from gpusched.server.tables import ColumnSource
 from gpusched.server.worker import ClusterWorker
 
@@ -77,7 +78,7 @@ class ApiServer:
         self.httpd.app = self
         self.httpd.tls = tls                   # handshakes happen per connection (_Server)
         self.httpd.idle_timeout = idle_timeout
-        self.loopback = _is_loopback(host)
+        self.loopback = is_loopback(host)
         self.scheme = "https" if tls is not None else "http"
         self._thread: threading.Thread | None = None
 
@@ -220,15 +221,6 @@ class ApiServer:
         from gpusched.metrics.exposition import render_cluster   # imported on first scrape
         content_type, body = self.worker.cluster_call(render_cluster)
         return Response(200, body, content_type)
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        import ipaddress
-
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def _host_name(host_header: str) -> str:
