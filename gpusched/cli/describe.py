@@ -117,16 +117,18 @@ def add_events(sheet: Sheet, events: list[dict], clock: Clock) -> None:
         sheet.kv("Events", NONE)
         return
     sheet.text("Events:")
-    rows = []
-    for event in events:
-        age = clock.age(event_time(event))
-        count = int(event.get("count", 1) or 1)
-        if count > 1 and event.get("firstTimestamp"):
-            age = f"{age} (x{count} over {clock.age(event['firstTimestamp'])})"
-        source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
-        rows.append([event.get("type", "Normal"), event.get("reason", ""), age, source,
-                     event.get("message", "")])
-    sheet.table(["Type", "Reason", "Age", "From", "Message"], rows)
+    sheet.table(["Type", "Reason", "Age", "From", "Message"], [_event_row(e, clock) for e in events])
+
+
+def _event_row(event: dict, clock: Clock) -> list[str]:
+    """One row of kubectl's Events table: type, reason, age (``x N over`` when repeated), from,
+    message."""
+    age = clock.age(event_time(event))
+    count = int(event.get("count", 1) or 1)
+    if count > 1 and event.get("firstTimestamp"):
+        age = f"{age} (x{count} over {clock.age(event['firstTimestamp'])})"
+    source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
+    return [event.get("type", "Normal"), event.get("reason", ""), age, source, event.get("message", "")]
 
 
 def _quantity(resource: str, value: Any) -> int:
@@ -358,14 +360,7 @@ def _event_lines(events: list[dict], clock: Clock) -> list[str]:
     if not events:
         return [f"Events:\t{NONE}"]
     lines = ["Events:", "  Type\tReason\tAge\tFrom\tMessage", "  ----\t------\t----\t----\t-------"]
-    for event in events:
-        age = clock.age(event_time(event))
-        count = int(event.get("count", 1) or 1)
-        if count > 1 and event.get("firstTimestamp"):
-            age = f"{age} (x{count} over {clock.age(event['firstTimestamp'])})"
-        source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
-        lines.append(f"  {event.get('type', 'Normal')}\t{event.get('reason', '')}\t{age}\t{source}\t"
-                     f"{event.get('message', '')}")
+    lines.extend("  " + "\t".join(_event_row(event, clock)) for event in events)
     return lines
 
 
