@@ -100,12 +100,9 @@ def termination_due(view: View, pod: dict) -> float | None:
     return deadline if end is None else min(deadline, end)
 
 
-def reconcile(view: View, admission_error=None) -> None:
-    """Start bound pods and finish those whose time is up.
-
-    ``admission_error(pod) -> str | None`` (kubelet device admission, from
-    ``cluster.scheduling``) returns the kubelet's full message or None.
-    """
+def reconcile(view: View) -> None:
+    """Start bound pods (kubelet admission ran before, ``cluster.kubelet``) and finish those
+    whose time is up."""
     for pod in view.list("Pod"):
         phase = (pod.get("status") or {}).get("phase", "Pending")
         node_name = (pod.get("spec") or {}).get("nodeName")
@@ -114,11 +111,7 @@ def reconcile(view: View, admission_error=None) -> None:
             if due is not None and due <= view.now():
                 end_termination(view, pod)
         elif phase == "Pending" and node_name and view.get("Node", node_name) is not None:
-            error = admission_error(pod) if admission_error else ""
-            if error:
-                fail_admission(view, pod, error)
-            else:
-                start(view, pod)
+            start(view, pod)
         elif phase == "Running":
             end = end_time(pod)
             if end is not None and end <= view.now():
@@ -178,12 +171,3 @@ def finish(view: View, pod: dict, end: float) -> None:
     view.update(new)
     view.epoch += 1
 
-
-def fail_admission(view: View, pod: dict, message: str) -> None:
-    """``message``: ``Allocate failed due to rpc error: code = Unknown desc = ..., which is unexpected``."""
-    new = copy.deepcopy(pod)
-    new.setdefault("status", {}).update({"phase": "Failed", "reason": "UnexpectedAdmissionError",
-                                         "message": message})
-    view.update(new)
-    view.epoch += 1
-    view.record_event(new, "UnexpectedAdmissionError", message, "Warning", "kubelet")
