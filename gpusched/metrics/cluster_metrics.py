@@ -13,7 +13,10 @@ kube-scheduler's names, labels and buckets where it has them:
   every CLI call and ``serve``.
 
 gpusched's own (prefix ``gpusched_``): GPU resources allocatable/allocated per node, model and
-resource, allocated per namespace; time-slice replicas and MIG instances (total and used) per
+resource (a fractional pod's ``gpusched.io/gpu-milli`` share counts as gpu-milli, and a GPU cut into
+shares as one allocated ``nvidia.com/gpu``, as ``describe node`` counts them), allocated per
+namespace; the allocated share of each physical GPU (``gpusched_gpu_allocated_ratio``, so a GPU
+holding two 460m shares reads 0.92, never free); time-slice replicas and MIG instances (total and used) per
 GPU; fragmentation (the share of free GPU capacity that sits on partially used GPUs); pending
 GPU demand per namespace and the pending seconds of each pending GPU pod; ResourceQuota used
 and hard per namespace and resource; GPU-hours and cost (``cost``); the virtual clock.
@@ -32,6 +35,7 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, Hist
 from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_snapshot,
                                          pending_pods)
 from gpusched.cluster.view import View
+from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import cost
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
 from gpusched.objects.quantity import QuantityError, parse_quantity
@@ -70,10 +74,22 @@ def _requests(pod: dict) -> dict[str, float]:
         for name, value in merged.items():
             if is_gpu_resource(name):
                 out[name] += _gpu_amount(name, value)
-    milli = ((pod.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_GPU_MILLI, "")
-    if milli.isdigit() and RESOURCE_GPU_MILLI not in out:
-        out[RESOURCE_GPU_MILLI] = int(milli) / 1000
+    milli = share_milli(pod)
+    if milli:   # a share of one GPU, not a whole one (as the scheduler and describe node count it)
+        out.pop("nvidia.com/gpu", None)
+        out[RESOURCE_GPU_MILLI] = milli / 1000
     return dict(out)
+
+
+def share_milli(pod: dict) -> int:
+    """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
+    text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_GPU_MILLI, ""))
+    return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
+
+
+def cut_gpus(devices) -> int:
+    """How many physical GPUs of a node hold milli-GPU shares: each is taken for whole-GPU pods."""
+    return len({r.gpu_index for r in devices.rows() if r.holder and r.milli and r.milli < 1000})
 
 
 def _histogram(name: str, help_text: str, labels: list[str], data: dict,
@@ -148,7 +164,8 @@ class ClusterCollector:
                                         "GPU resources a node advertises (devices; gpu-milli in GPUs)",
                                         labels=labels)
         allocated = GaugeMetricFamily("gpusched_gpus_allocated",
-                                      "GPU resources requested by the node's running pods",
+                                      "GPU resources requested by the node's running pods "
+                                      "(a GPU cut into gpu-milli shares counts as one nvidia.com/gpu)",
                                       labels=labels)
         by_ns = GaugeMetricFamily("gpusched_gpus_allocated_by_namespace",
                                   "GPU resources requested by running pods, by namespace",
@@ -172,6 +189,10 @@ class ClusterCollector:
             for resource, amount in _requests(pod).items():
                 per_node[(node, resource)] += amount
                 per_ns[(pod["metadata"].get("namespace", "default"), resource)] += amount
+        snapshot, _ = build_snapshot(view)
+        for row, devices in enumerate(snapshot.devices):
+            if devices is not None and devices.gpu_count and cut_gpus(devices):
+                per_node[(snapshot.names[row], "nvidia.com/gpu")] += cut_gpus(devices)
         for (node, resource), amount in sorted(per_node.items()):
             allocated.add_metric([node, models.get(node, ""), resource], amount)
         for (ns, resource), amount in sorted(per_ns.items()):
@@ -186,12 +207,18 @@ class ClusterCollector:
                                      labels=["node", "gpu", "state"])
         mig = GaugeMetricFamily("gpusched_mig_instances", "MIG instances of a GPU, by state",
                                 labels=["node", "gpu", "profile", "state"])
+        held = GaugeMetricFamily("gpusched_gpu_allocated_ratio",
+                                 "Share of each physical GPU held by pods: 1 held whole, the sum of "
+                                 "its gpu-milli shares, its used time-slice replicas or MIG slices",
+                                 labels=["node", "gpu", "UUID"])
         free_total = free_partial = 0.0
         for row, devices in enumerate(snapshot.devices):
             if devices is None or not devices.gpu_count:
                 continue
             node = snapshot.names[row]
             free = _free_fractions(devices)
+            for index, share in enumerate(free):
+                held.add_metric([node, str(index), gpu_uuid(node, index)], round(1.0 - share, 6))
             free_total += sum(free)
             free_partial += sum(f for f in free if 0 < f < 1)
             counts: dict[tuple, int] = defaultdict(int)
@@ -210,7 +237,7 @@ class ClusterCollector:
             "gpusched_gpu_fragmentation_ratio",
             "Share of the free GPU capacity that lies on partially used GPUs (0 when none is free)",
             value=free_partial / free_total if free_total else 0.0)
-        yield from (replicas, mig, fragmentation)
+        yield from (held, replicas, mig, fragmentation)
 
     # ---- pending and quota -------------------------------------------------------------------
 
