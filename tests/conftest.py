@@ -7,6 +7,7 @@ repository root, never by an absolute path.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -51,3 +52,31 @@ def trace_dir(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def published_dir(shared_dir: Path) -> Path:
     return shared_dir / "data" / "fgd-published"
+
+
+
+SHARED_WORDS = re.compile(r"\b(shared_dir|trace_dir|published_dir|TRACE_DIR|PUBLISHED_DIR)\b")
+
+
+def _files_reading_shared() -> list[Path]:
+    here = Path(__file__).resolve()
+    return [p for p in sorted(REPO_ROOT.joinpath("tests").rglob("test_*.py"))
+            if p != here and SHARED_WORDS.search(p.read_text(encoding="utf-8"))]
+
+
+def _selected(config, path: Path) -> bool:
+    args = [a.split("::", 1)[0] for a in config.args] or ["."]
+    roots = [Path(config.invocation_params.dir, a).resolve() for a in args]
+    return any(path == root or root in path.parents for root in roots)
+
+
+def pytest_configure(config) -> None:
+    """Without the shared data folder, a run that selects tests reading it stops with one line
+    (as ``make test`` does before pytest starts) instead of one error per test. Checked once, in
+    the main process (before xdist starts its workers)."""
+    if hasattr(config, "workerinput") or (SHARED_DIR / "data").is_dir():
+        return
+    if any(_selected(config, path) for path in _files_reading_shared()):
+        pytest.exit(f"{SHARED_DIR / 'data'} not found: clone the shared data folder beside the "
+                    "repository as ../shared (or set GPUSCHED_SHARED=/path); see README, Getting "
+                    "started", returncode=1)
