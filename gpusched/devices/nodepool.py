@@ -17,7 +17,15 @@ spec:
   taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
   migConfig: all-balanced  # sets the label nvidia.com/mig.config
   migStrategy: mixed       # annotation gpusched.io/mig-strategy (none|single|mixed)
+  minNodes: 1              # with maxNodes: the Cluster Autoscaler sizes the pool (docs/autoscaling.md)
+  maxNodes: 6              # 0 <= minNodes <= maxNodes <= MAX_POOL_NODES; count = initial size
+  provisioningDelay: 3m    # a scaled-up node registers this long after the decision
 ```
+
+An autoscaled pool (``minNodes``/``maxNodes`` set) keeps its node names in ``status.nodes``
+(written by ``cluster.controllers.autoscaler``; the first time, ``<namePrefix>-1..count``);
+``status.upcoming`` holds nodes being provisioned. Default provisioning delay:
+``DEFAULT_GPU_DELAY`` (3 min) for GPU pools, ``DEFAULT_CPU_DELAY`` (1 min) for CPU pools.
 
 Each node gets the labels ``kubernetes.io/hostname``, ``kubernetes.io/os``,
 ``kubernetes.io/arch``, ``gpusched.io/nodepool`` and the pool's labels; capacity = allocatable
@@ -33,6 +41,7 @@ controller.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from gpusched.devices.advertise import ANN_GPU_COUNT, ANN_MIG_STRATEGY
@@ -41,17 +50,88 @@ from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolv
 from gpusched.devices.mig import MIG_CONFIG_LABEL
 from gpusched.devices.plugin_config import MIG_STRATEGIES
 from gpusched.errors import GpuschedError, UsageError
+from gpusched.objects.duration import parse_duration
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_MODEL
 
 POOL_LABEL = "gpusched.io/nodepool"
+MAX_POOL_NODES = 1000                 # the bound of maxNodes (and count) of an autoscaled pool
+DEFAULT_GPU_DELAY = 180.0             # seconds from scale-up to a registered GPU node
+DEFAULT_CPU_DELAY = 60.0
 DEFAULTS = {"cpu": "8", "memory": "32Gi", "pods": 110, "ephemeral-storage": "100Gi"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None = None
-                    ) -> list[dict[str, Any]]:
-    """The Node dicts of a NodePool, in name order of the spec (``names`` order or 1..count).
+@dataclass(frozen=True, slots=True)
+class Autoscaling:
+    """The Cluster Autoscaler settings of one pool (its node group's min/max size)."""
+
+    min_nodes: int
+    max_nodes: int
+    provisioning_delay: float     # seconds
+
+
+def autoscaling(pool: dict[str, Any]) -> Autoscaling | None:
+    """The pool's autoscaling settings, or None for a fixed-size pool. Raises ``UsageError``
+    (one line: pool, field, what is valid) for min > max, negative values, max above
+    ``MAX_POOL_NODES``, a count outside [min, max], or ``names`` with autoscaling."""
+    pool_name = str((pool.get("metadata") or {}).get("name", ""))
+    spec = pool.get("spec") or {}
+    if spec.get("minNodes") is None and spec.get("maxNodes") is None:
+        return None
+
+    def fail(path: str, message: str) -> UsageError:
+        return UsageError(f'NodePool "{pool_name}": spec.{path}: {message}')
+
+    bounds = {}
+    for field in ("minNodes", "maxNodes"):
+        value = spec.get(field)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(field, f'invalid value "{value}": give an integer >= 0 (both minNodes '
+                              'and maxNodes are required for autoscaling)')
+        if value > MAX_POOL_NODES:
+            raise fail(field, f'invalid value "{value}": must be <= {MAX_POOL_NODES}')
+        bounds[field] = value
+    low, high = bounds["minNodes"], bounds["maxNodes"]
+    if low > high:
+        raise fail("minNodes", f'invalid value "{low}": must be <= spec.maxNodes ({high})')
+    if spec.get("names"):
+        raise fail("names", "an autoscaled pool names its nodes <namePrefix>-N: give "
+                            "spec.count (the initial size) instead")
+    count = spec.get("count", low)
+    if isinstance(count, bool) or not isinstance(count, int) or not low <= count <= high:
+        raise fail("count", f'invalid value "{count}": the initial size must be between '
+                            f"spec.minNodes ({low}) and spec.maxNodes ({high})")
+    default = DEFAULT_GPU_DELAY if spec.get("gpu") else DEFAULT_CPU_DELAY
+    raw = spec.get("provisioningDelay", default)
+    try:
+        delay = parse_duration(raw)
+    except GpuschedError:
+        raise fail("provisioningDelay", f'invalid value "{raw}": give a duration such as '
+                                        '"3m" or "90s"') from None
+    if delay > 86400:
+        raise fail("provisioningDelay", f'invalid value "{raw}": must be at most 24h')
+    return Autoscaling(low, high, delay)
+
+
+def registered_names(pool: dict[str, Any]) -> list[str] | None:
+    """The node names an autoscaled pool holds now (``status.nodes``), None before the
+    autoscaler first wrote them (or for a fixed pool)."""
+    nodes = (pool.get("status") or {}).get("nodes")
+    return [str(n) for n in nodes] if isinstance(nodes, list) else None
+
+
+def template_node(pool: dict[str, Any], name: str,
+                  extra: Mapping[str, GpuModel] | None = None) -> dict[str, Any]:
+    """One node of ``pool`` named ``name``, built by the same code as the pool's nodes (what
+    the Cluster Autoscaler simulates for a scale-up: ``template-node-for-<pool>-...``)."""
+    return expand_nodepool(pool, extra, names=[name])[0]
+
+
+def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None = None,
+                    names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The Node dicts of a NodePool, in name order of the spec (``names`` order or 1..count;
+    an autoscaled pool: ``status.nodes``; or the ``names`` given).
     ``extra``: user-defined models (``devices.user_models``) ``gpu.model`` may name; a model
     defined inline (``gpu.define``) is written to each node as ``gpusched.io/gpu-model-spec``."""
     pool_name = str((pool.get("metadata") or {}).get("name", ""))
@@ -60,7 +140,13 @@ def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None =
     def fail(path: str, message: str) -> UsageError:
         return UsageError(f'NodePool "{pool_name}": spec.{path}: {message}')
 
-    names = _node_names(pool_name, spec, fail)
+    if names is None:
+        scaling = autoscaling(pool)
+        names = registered_names(pool) if scaling is not None else None
+        if names is None:
+            if scaling is not None:
+                spec = {**spec, "count": spec.get("count", scaling.min_nodes)}
+            names = _node_names(pool_name, spec, fail)
     gpu = spec.get("gpu") or {}
     model = None
     spec_annotation_value = ""
@@ -111,6 +197,11 @@ def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None =
         }
         nodes.append(node)
     return nodes
+
+
+def name_prefix(pool: dict[str, Any]) -> str:
+    """``spec.namePrefix`` or the pool's name: nodes are ``<prefix>-<n>``."""
+    return str((pool.get("spec") or {}).get("namePrefix") or (pool.get("metadata") or {}).get("name", ""))
 
 
 def _node_names(pool_name: str, spec: dict, fail) -> list[str]:

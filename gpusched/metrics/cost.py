@@ -23,16 +23,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpusched.devices.prices import DEFAULT_PRICE, DEFAULT_PRICES
 from gpusched.errors import UsageError
 from gpusched.metrics.cluster_source import GpuState
 
-DEFAULT_PRICES: dict[str, float] = {
-    "B200": 6.00, "H200-141GB": 4.50, "H100-80GB": 3.90, "H100-NVL": 3.50,
-    "A100-80GB": 2.50, "A100-40GB": 1.80, "A30": 1.00, "L40S": 1.40, "A10": 0.75, "L4": 0.60,
-    "V100-16GB": 1.20, "V100M16": 1.20, "V100-32GB": 1.40, "V100M32": 1.40, "T4": 0.35,
-    "P100": 0.60, "G2": 0.80, "G3": 1.00,
-}
-DEFAULT_PRICE = 1.00          # a model missing from the table
 GROUPS = {"namespace": 0, "model": 1, "priority-class": 2}
 
 

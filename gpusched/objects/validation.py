@@ -516,7 +516,11 @@ def _node(obj: dict, e: Errors) -> None:
 def _node_pool(obj: dict, e: Errors) -> None:
     spec = _spec(obj, e)
     has_count, has_names = spec.get("count") is not None, spec.get("names") is not None
-    if has_count == has_names:
+    if _node_pool_autoscaling(spec, e):
+        if has_names:
+            e.forbidden("spec.names", "an autoscaled pool (spec.minNodes/maxNodes) names its "
+                                      "nodes <namePrefix>-N; give spec.count (the initial size)")
+    elif has_count == has_names:
         e.required("spec.count", "exactly one of spec.count or spec.names must be set") if not has_count else \
             e.invalid("spec.names", spec["names"], "may not be set together with spec.count")
     e.integer(spec, "count", "spec.count", minimum=0)
@@ -544,6 +548,45 @@ def _node_pool(obj: dict, e: Errors) -> None:
     _taints(e.items_of(spec, "taints", "spec.taints") or [], "spec.taints", e)
     for field in ("migLayout", "migConfig"):
         e.string(spec, field, f"spec.{field}")
+
+
+MAX_POOL_NODES = 1000     # devices.nodepool.MAX_POOL_NODES: the bound of maxNodes
+
+
+def _node_pool_autoscaling(spec: dict, e: Errors) -> bool:
+    """minNodes/maxNodes (Cluster Autoscaler's node group min/max size): both or neither,
+    0 <= minNodes <= maxNodes <= MAX_POOL_NODES, count (initial size) within them, a
+    provisioningDelay that parses. True when the pool is autoscaled."""
+    if spec.get("minNodes") is None and spec.get("maxNodes") is None:
+        return False
+    values = {}
+    for field in ("minNodes", "maxNodes"):
+        if spec.get(field) is None:
+            e.required(f"spec.{field}", "spec.minNodes and spec.maxNodes are set together")
+            continue
+        value = e.integer(spec, field, f"spec.{field}", minimum=0)
+        if value is not None and value > MAX_POOL_NODES:
+            e.invalid(f"spec.{field}", value, f"must be less than or equal to {MAX_POOL_NODES}")
+        values[field] = value
+    low, high = values.get("minNodes"), values.get("maxNodes")
+    if isinstance(low, int) and isinstance(high, int) and 0 <= low and low > high:
+        e.invalid("spec.minNodes", low, f"must be less than or equal to spec.maxNodes ({high})")
+        return True
+    count = spec.get("count")
+    if (isinstance(count, int) and not isinstance(count, bool) and isinstance(low, int)
+            and isinstance(high, int) and not low <= count <= high):
+        e.invalid("spec.count", count, f"the initial size must be between spec.minNodes ({low}) "
+                                       f"and spec.maxNodes ({high})")
+    delay = spec.get("provisioningDelay")
+    if delay is not None:
+        from gpusched.errors import GpuschedError
+        from gpusched.objects.duration import parse_duration
+        try:
+            if parse_duration(delay) > 86400:
+                e.invalid("spec.provisioningDelay", delay, "must be at most 24h")
+        except GpuschedError:
+            e.invalid("spec.provisioningDelay", delay, 'must be a duration such as "3m" or "90s"')
+    return True
 
 
 # ----------------------------------------------------------------------------------------------

@@ -84,6 +84,14 @@ class FilterOutcome:
     status: Status           # SUCCESS, or the PreFilter / plugin failure
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What ``Scheduler.place`` found: the node the pod was assumed on, or why it fits none."""
+
+    node: str
+    reasons: tuple[str, ...]
+
+
 class Scheduler:
     """Runs scheduling cycles over ``snapshot``; see the module docstring."""
 
@@ -230,6 +238,29 @@ class Scheduler:
         state.write(preemption.HANDLE_KEY, preemption.FrameworkHandle(framework, copy.deepcopy(self.rng)))
         found = self._find_feasible(framework, state, pod, track=False)
         return found if isinstance(found, ScheduleResult) else None
+
+    def place(self, pod: PodInfo, rows: np.ndarray) -> "Placement":
+        """PreFilter and Filter ``pod`` on ``rows`` only, then Reserve and assume it on the
+        first feasible row (first fit, no Score and no PostFilter): what cluster-autoscaler's
+        simulations do with the scheduler framework (``estimator/binpacking_estimator.go``
+        ``Estimate`` for template nodes, ``simulator/cluster.go`` ``findPlaceFor`` for
+        scale-down). Nominations are not touched. When nothing fits, ``reasons`` are the
+        rejections of ``rows[0]`` (or the PreFilter's), as the autoscaler reports them."""
+        framework = self.framework_for(pod)
+        if framework is None:
+            return Placement("", (f"profile {pod.scheduler_name} not found",))
+        rows = np.asarray(rows, dtype=np.int64)
+        state = CycleState()
+        status = self.run_pre_filter(framework, state, pod)
+        if not status.ok:
+            return Placement("", tuple(status.reasons) or (status.message,))
+        outcome = self.run_filters(state, pod, rows, True, framework)
+        for row in outcome.feasible:
+            result = self._reserve_and_assume(framework, state.clone(), pod, int(row), 1, 1, None)
+            if result.scheduled:
+                return Placement(result.node, ())
+        reasons = outcome.diagnosis.node_reasons(int(rows[0])) if len(rows) else []
+        return Placement("", tuple(dict.fromkeys(reasons)))
 
     def _find_feasible(self, framework: Framework, state: CycleState, pod: PodInfo,
                        track: bool = True) -> np.ndarray | ScheduleResult:

@@ -10,7 +10,7 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 
 from __future__ import annotations
 
-from gpusched.cluster.controllers import (bootstrap, containers, daemonset, deployment,
+from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, daemonset, deployment,
                                           device_plugin, endpoints, gpu_operator, job,
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
@@ -20,6 +20,7 @@ from gpusched.cluster.controllers.common import collect_garbage
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
 CONTROLLERS = (
     ("bootstrap", bootstrap.reconcile),
+    ("cluster-autoscaler", autoscaler.reconcile),
     ("nodepool", nodepool.reconcile),
     ("node-status", node_status.reconcile),
     ("device-plugin", device_plugin.reconcile),
@@ -44,4 +45,5 @@ TIMED = {
             node_lifecycle.eviction_due, containers.restart_due),
     "Job": (job.due,),
     "Deployment": (deployment.progress_due,),
+    "NodePool": (autoscaler.due,),
 }

@@ -65,13 +65,13 @@ def reconcile(view: View) -> None:
             if current else None
 
 
-def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None) -> None:
+def advertised(node: dict, configmaps: list[dict], now: str, policy=None) -> tuple[dict, object]:
+    """``node`` as the device plugin and GFD leave it (GFD labels, MIG state annotations,
+    ``nvidia.com/*`` capacity and allocatable), and the device state it came from. Pure: the
+    Cluster Autoscaler's template nodes (``controllers.autoscaler``) are built with it."""
     state = node_device_state(node, configmaps, policy=policy)
     new = copy.deepcopy(node)
-    if getattr(state, "error", ""):
-        view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
-                          COMPONENT)
-    write_gfd_labels(new, dict(state.labels), view.timestamp())
+    write_gfd_labels(new, dict(state.labels), now)
     if state.annotations:           # the GPUs' MIG state after mig-manager (devices.mig_manager)
         new.setdefault("metadata", {}).setdefault("annotations", {}).update(state.annotations)
     status = new.setdefault("status", {})
@@ -80,6 +80,14 @@ def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None)
                   if not k.startswith(GPU_PREFIXES)}
         values.update({k: str(v) for k, v in dict(state.capacity).items()})
         status[field] = values
+    return new, state
+
+
+def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None) -> None:
+    new, state = advertised(node, configmaps, view.timestamp(), policy)
+    if getattr(state, "error", ""):
+        view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
+                          COMPONENT)
     changed = view.update(new)
     if changed and state.warning:
         view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)

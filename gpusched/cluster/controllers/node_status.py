@@ -44,6 +44,12 @@ def pod_ip(namespace: str, name: str) -> str:
     return _ip("10.244", f"{namespace}/{name}", 2)
 
 
+def kubelet_status(node: dict, now: str) -> dict:
+    """What the kubelet reports for ``node`` (conditions, addresses, nodeInfo); the Cluster
+    Autoscaler's template nodes (``controllers.autoscaler``) use it too."""
+    return _node_status(node, now)
+
+
 def _node_status(node: dict, now: str) -> dict:
     name = node["metadata"]["name"]
     conditions = [{"type": ctype, "status": "False", "reason": reason, "message": message,
