@@ -96,6 +96,7 @@ class NotFoundError(GpuschedError):
     reason = "NotFound"
 
     def __init__(self, plural: str, name: str) -> None:
+        self.plural, self.name = plural, name
         super().__init__(f'{plural} "{name}" not found')
 
 
@@ -106,6 +107,7 @@ class AlreadyExistsError(GpuschedError):
     reason = "AlreadyExists"
 
     def __init__(self, plural: str, name: str) -> None:
+        self.plural, self.name = plural, name
         super().__init__(f'{plural} "{name}" already exists')
 
 

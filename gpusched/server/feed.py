@@ -234,6 +234,24 @@ class ChangeFeed:
             s = self.streams[stream]
             return s.cursor, sorted(s.state.items())
 
+    def state_at(self, stream: str, rv: int) -> dict[tuple[str, str, str], dict] | None:
+        """The stream's objects as they were at ``rv`` (the current state with every later change
+        undone, newest first: each change keeps the state before it); None when ``rv`` is older
+        than the floor (history dropped: etcd's compaction) or newer than the cursor."""
+        self.sync()
+        with self.cond:
+            s = self.streams[stream]
+            if rv < s.floor or rv > s.cursor:
+                return None
+            state = dict(s.state)
+            for change in reversed(s.after(rv)):
+                key = (change.kind, change.namespace, change.name)
+                if change.prev is None:
+                    state.pop(key, None)
+                else:
+                    state[key] = change.prev
+            return state
+
     def floor(self, stream: str) -> tuple[int, int]:
         """(floor, cursor): a resume from rv < floor is too old (410)."""
         with self.cond:

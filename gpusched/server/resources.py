@@ -10,8 +10,9 @@ Paths (``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` other
 
 Reads run on the cluster worker in a read transaction; writes go through
 ``cluster.api_ops`` inside one (group-committed, settled) write transaction. Lists honour
-``labelSelector`` and ``fieldSelector`` (any dotted field, ``=``, ``==``, ``!=``); ``limit`` is
-accepted and every item is returned (no ``continue`` tokens). ``?watch=true`` is handed to
+``labelSelector`` and ``fieldSelector`` (any dotted field, ``=``, ``==``, ``!=``), ``limit`` and
+``continue`` (pages of one snapshot), ``resourceVersion`` and ``resourceVersionMatch``
+(``server.lists``). ``?watch=true`` is handed to
 ``server.watch``. Tables are built when the Accept header asks for them.
 
 Deletion is immediate (the grace period elapses at once, as in the embedded cluster);
@@ -36,8 +37,9 @@ from gpusched.errors import GpuschedError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
                                         parse_selector, selector_from_dict, selector_to_string)
-from gpusched.server import decoding, discovery, patch
-from gpusched.server.http import (Request, Response, error_response, json_response,
+from gpusched.server import decoding, discovery, lists, patch, statuses
+from gpusched.server.feed import OBJECTS
+from gpusched.server.http import (Request, Response, json_response,
                                   status_response, success_status)
 from gpusched.server.tables import ColumnSource, build_table, wants_table
 
@@ -93,7 +95,7 @@ class ResourceApi:
         try:
             return self._dispatch(req, target)
         except GpuschedError as err:
-            return error_response(err)
+            return statuses.error_status(err, target.info.group)
 
     def _dispatch(self, req: Request, t: Target) -> Response:
         method = req.method
@@ -140,30 +142,61 @@ class ResourceApi:
     # ---- reads -------------------------------------------------------------------------------
 
     def list(self, req: Request, t: Target) -> Response:
+        """A list page (``server.lists``: limit/continue, resourceVersion/resourceVersionMatch)."""
         label_sel = parse_selector(req.query["labelSelector"]) if req.query.get("labelSelector") else None
         field_sel = parse_field_selector(req.query.get("fieldSelector", ""))
+        options = lists.parse_options(req.query)
         kind = t.info.kind
+        all_namespaces = t.info.namespaced and t.namespace is None
 
-        def read(view: Any) -> tuple[str, list[dict], str]:
+        def keep(body: dict) -> bool:
+            return (label_sel is None or matches(
+                label_sel, (body.get("metadata") or {}).get("labels") or {})) \
+                and field_matches(body, field_sel)
+
+        def read(view: Any) -> tuple[int, list[dict], str]:
             if kind == "Event":
-                items = [stamp_event(view, e) for e in view.list_events(t.namespace)]
-                rv = str(view.event_counter)
-            else:
-                items = view.list(kind, t.namespace if t.info.namespaced else "")
-                rv = str(view.rv)
-            items = [b for b in items if (label_sel is None or matches(
-                label_sel, (b.get("metadata") or {}).get("labels") or {}))
-                and field_matches(b, field_sel)]
-            return rv, copy.deepcopy(items), view.timestamp()
+                return view.event_counter, [stamp_event(view, e) for e in view.list_events(
+                    t.namespace)], view.timestamp()
+            return view.rv, view.list(kind, t.namespace if t.info.namespaced else ""), view.timestamp()
 
-        rv, items, now = self.worker.read(read)
+        current_rv, items, now = self.worker.read(read)
+        read_plan = lists.plan(options, current_rv)
+        rv = current_rv
+        if read_plan.at_rv is not None and kind != "Event":
+            rv = read_plan.at_rv
+            items = self._items_at(t, rv, options)
+        page = lists.cut_page(((lists.storage_key(b, all_namespaces), b) for b in items),
+                              read_plan, options.limit, rv, keep,
+                              bool(label_sel is not None or field_sel))
+        items = copy.deepcopy(page.items)
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if page.continue_token:
+            meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
         if wants_table(req.accept):
-            return json_response(self.table(t.info, items, now, rv, req))
+            table = self.table(t.info, items, now, str(rv), req)
+            table["metadata"] = {**table.get("metadata", {}), **meta}
+            return json_response(table)
         for item in items:
             item.setdefault("apiVersion", t.info.api_version)
             item.setdefault("kind", kind)
         return json_response({"kind": f"{kind}List", "apiVersion": t.info.api_version,
-                              "metadata": {"resourceVersion": rv}, "items": items})
+                              "metadata": meta, "items": items})
+
+    def _items_at(self, t: Target, rv: int, options: lists.ListOptions) -> list[dict]:
+        """The kind's objects at resourceVersion ``rv`` from the change feed's history; 410
+        when the history no longer reaches back that far (etcd3 ``interpretListError``)."""
+        state = self.feed.state_at(OBJECTS, rv)
+        if state is None:
+            if options.token:
+                start, _ = lists.decode_continue(options.token)
+                raise lists.ExpiredError(lists.INCONSISTENT_CONTINUE, lists.encode_continue(start, -1))
+            raise lists.ExpiredError(lists.LIST_EXPIRED)
+        wanted_ns = t.namespace if t.info.namespaced else ""
+        return [body for (kind, ns, _name), body in state.items()
+                if kind == t.info.kind and (wanted_ns is None or ns == wanted_ns)]
 
     def table(self, info: KindInfo, items: list[dict], now: str, rv: str, req: Request,
               with_definitions: bool = True) -> dict:

@@ -23,7 +23,7 @@ def pod(name: str, **spec) -> dict:
 @pytest.mark.parametrize(("method", "path", "raw", "content_type", "code", "reason", "message"), [
     ("POST", PODS, b"{not json", "application/json", 400, "BadRequest", "could not be decoded"),
     ("POST", PODS, b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[]}}',
-     "application/json", 422, "Invalid", 'The Pod "x" is invalid: spec.containers: Required value'),
+     "application/json", 422, "Invalid", 'Pod "x" is invalid: spec.containers: Required value'),  # errors.go NewInvalid
     ("POST", PODS, b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}',
      "application/json", 400, "BadRequest", "does not match the expected kind (Pod)"),
     ("PATCH", PODS + "/keep", b"[{", "application/json-patch+json", 400, "BadRequest", "could not be decoded"),
