@@ -4,7 +4,9 @@ Pure functions from (stored object, patch) to the new object; the caller then st
 ``cluster.api_ops.replace`` (validation, admission, resourceVersion check).
 
 - ``application/merge-patch+json`` (RFC 7386): objects merge, ``null`` deletes, lists replace.
-- ``application/json-patch+json`` (RFC 6902): add, remove, replace, move, copy, test.
+- ``application/json-patch+json`` (RFC 6902, pointers per RFC 6901): add, remove, replace,
+  move, copy, test; ``test`` compares JSON values (``true`` is not ``1``); array indices without
+  leading zeros, ``-`` past the end for add only; all or nothing.
 - ``application/strategic-merge-patch+json``: each field as its OpenAPI patch strategy and merge
   key say, with the ``$patch``, ``$retainKeys``, ``$setElementOrder`` and
   ``$deleteFromPrimitiveList`` directives (``server.strategic``); built-in kinds only.
@@ -12,8 +14,10 @@ Pure functions from (stored object, patch) to the new object; the caller then st
   strategic-merged into the stored object (fields it does not mention stay; field managers are
   not tracked, so fields a manager stops sending are not removed). A missing object is created.
 
-Neighbours: ``server.resources`` calls :func:`apply_patch`; errors are ``BadRequestError`` (400)
-or ``InvalidError`` (422, a failed JSON patch ``test``).
+Neighbours: ``server.resources`` calls :func:`apply_patch`; errors are those of apiserver
+``handlers/patch.go``: a body that does not decode is 400 BadRequest, a JSON patch that does not
+apply (missing path, failed ``test``, bad index) is 422 with the generic message of
+``NewGenericServerResponse`` (:class:`JsonPatchError`), more than 10,000 operations 413.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 import yaml
 
 from gpusched.cluster.api_ops import BadRequestError
-from gpusched.errors import FieldError, InvalidError
+from gpusched.errors import GpuschedError
 from gpusched.objects.manifest import yaml_load
 from gpusched.objects.strict import mapping_from_pairs
 from gpusched.server import strategic
@@ -55,8 +59,15 @@ def apply_patch(old: dict, patch: Any, patch_type: str) -> dict:
     """The object ``old`` with ``patch`` applied (``old`` is not changed)."""
     if patch_type == JSON_PATCH:
         return json_patch(old, patch)
+    if patch is None and patch_type == MERGE:
+        raise BadRequestError("Invalid JSON Patch")          # json-patch ErrBadJSONPatch
+    if patch is None:
+        patch = {}
     if not isinstance(patch, dict):
-        raise BadRequestError(f"a {patch_type} body must be an object")
+        # handlers/patch.go: the body is unmarshalled into a map first
+        error = (f"json: cannot unmarshal {_go_json_type(patch)} into Go value of type "
+                 "map[string]interface {}")
+        raise BadRequestError(f"error decoding patch: {error}" if patch_type == MERGE else error)
     if patch_type == MERGE:
         return merge_patch(old, patch)
     return strategic_merge(old, patch)
@@ -100,108 +111,204 @@ def strategic_supported(api_version: str, kind: str) -> bool:
 
 # ---- RFC 6902 ---------------------------------------------------------------------------------
 
-def _pointer(path: str) -> list[str]:
+MAX_JSON_PATCH_OPERATIONS = 10_000     # apiserver handlers/patch.go maxJSONPatchOperations
+APPLY_FAILED = "the server rejected our request due to an error in our request"
+
+
+class EntityTooLargeError(GpuschedError):
+    """413 RequestEntityTooLarge (apimachinery ``NewRequestEntityTooLargeError``)."""
+
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+
+class JsonPatchError(GpuschedError):
+    """A JSON patch that does not apply: kube-apiserver answers ``NewGenericServerResponse(422,
+    ...)`` (handlers/patch.go ``applyJSPatch``), whose message is generic and whose details are
+    empty; ``detail`` keeps what went wrong for logs and tests."""
+
+    code = 422
+    reason = "Invalid"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(APPLY_FAILED)
+        self.detail = detail
+
+
+def _pointer(path: Any, field: str = "path") -> list[str]:
+    """RFC 6901: "" is the whole document; else "/"-separated tokens, ``~1`` -> "/", ``~0`` -> "~"
+    (in that order, so ``~01`` is "~1")."""
+    if not isinstance(path, str):
+        raise JsonPatchError(f'"{field}" must be a string')
     if path == "":
         return []
     if not path.startswith("/"):
-        raise BadRequestError(f'invalid JSON patch path "{path}": must start with "/"')
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+        raise JsonPatchError(f'JSON pointer "{path}" must start with "/"')
+    tokens = path[1:].split("/")
+    for token in tokens:
+        if "~" in token.replace("~0", "").replace("~1", ""):
+            raise JsonPatchError(f'JSON pointer "{path}" has a "~" not followed by 0 or 1')
+    return [t.replace("~1", "/").replace("~0", "~") for t in tokens]
 
 
-def _parent(doc: Any, parts: list[str], path: str) -> Any:
+def _index(token: str, length: int, path: str, adding: bool) -> int:
+    """An array index: "0" or digits without a leading zero (RFC 6901 section 4), at most
+    ``length`` when adding (``length - 1`` otherwise); "-" (past the end) only when adding."""
+    if token == "-" and adding:
+        return length
+    if not (token == "0" or (token[:1] in "123456789" and token.isdigit() and token.isascii())):
+        raise JsonPatchError(f'"{token}" in "{path}" is not an array index')
+    index = int(token)
+    if index > length or (index == length and not adding):
+        raise JsonPatchError(f'index {index} in "{path}" is out of range (array of {length})')
+    return index
+
+
+def _container(doc: Any, tokens: list[str], path: str) -> Any:
+    """The value holding the last token of ``path`` (it must exist)."""
     current = doc
-    for part in parts[:-1]:
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
+    for token in tokens[:-1]:
+        if isinstance(current, dict) and token in current:
+            current = current[token]
+        elif isinstance(current, list):
+            current = current[_index(token, len(current), path, adding=False)]
         else:
-            raise InvalidError("patch", path, [FieldError(path, "Not found", None,
-                                                          "the path does not exist")])
+            raise JsonPatchError(f'"{path}": missing parent')
     return current
 
 
 def _get(doc: Any, path: str) -> Any:
-    parts = _pointer(path)
-    if not parts:
+    tokens = _pointer(path)
+    if not tokens:
         return doc
-    parent = _parent(doc, parts, path)
-    last = parts[-1]
-    if isinstance(parent, dict) and last in parent:
+    parent, last = _container(doc, tokens, path), tokens[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise JsonPatchError(f'"{path}" does not exist')
         return parent[last]
-    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
-        return parent[int(last)]
-    raise InvalidError("patch", path, [FieldError(path, "Not found", None, "the path does not exist")])
+    if isinstance(parent, list):
+        return parent[_index(last, len(parent), path, adding=False)]
+    raise JsonPatchError(f'"{path}" does not exist')
 
 
 def _remove(doc: Any, path: str) -> Any:
-    value = _get(doc, path)
-    parts = _pointer(path)
-    parent = _parent(doc, parts, path)
+    tokens = _pointer(path)
+    if not tokens:
+        raise JsonPatchError("the whole document cannot be removed")
+    parent, last = _container(doc, tokens, path), tokens[-1]
     if isinstance(parent, dict):
-        del parent[parts[-1]]
-    else:
-        del parent[int(parts[-1])]
-    return value
+        if last not in parent:
+            raise JsonPatchError(f'"{path}" does not exist')
+        return parent.pop(last)
+    if isinstance(parent, list):
+        return parent.pop(_index(last, len(parent), path, adding=False))
+    raise JsonPatchError(f'"{path}" does not exist')
 
 
-def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
-    parts = _pointer(path)
-    if not parts:
-        return copy.deepcopy(value)
-    parent = _parent(doc, parts, path)
-    last = parts[-1]
+def _add(doc: Any, path: str, value: Any) -> Any:
+    """RFC 6902 4.1: a member is added or replaced; an array element inserted; returns the doc."""
+    tokens = _pointer(path)
+    if not tokens:
+        return value
+    parent, last = _container(doc, tokens, path), tokens[-1]
     if isinstance(parent, dict):
-        if replace and last not in parent:
-            raise InvalidError("patch", path, [FieldError(path, "Not found", None,
-                                                          "the path does not exist")])
-        parent[last] = copy.deepcopy(value)
+        parent[last] = value
     elif isinstance(parent, list):
-        if last == "-" and not replace:
-            parent.append(copy.deepcopy(value))
-        elif last.isdigit() and int(last) <= len(parent) - (1 if replace else 0):
-            if replace:
-                parent[int(last)] = copy.deepcopy(value)
-            else:
-                parent.insert(int(last), copy.deepcopy(value))
-        else:
-            raise BadRequestError(f'invalid JSON patch index in "{path}"')
+        parent.insert(_index(last, len(parent), path, adding=True), value)
     else:
-        raise BadRequestError(f'invalid JSON patch path "{path}"')
+        raise JsonPatchError(f'"{path}": missing parent')
     return doc
 
 
+def json_equal(a: Any, b: Any) -> bool:
+    """RFC 6902 4.6 equality: same JSON type and value; numbers by value (1 == 1.0), never a
+    boolean against a number (``True == 1`` is true in Python, not in JSON).
+
+    >>> json_equal(True, 1), json_equal(1, 1.0), json_equal({"a": [1]}, {"a": [1.0]})
+    (False, True, True)
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _member(op: dict, name: str, number: int) -> Any:
+    if name not in op:
+        raise JsonPatchError(f'operation {number} ({op.get("op")}) has no "{name}"')
+    return op[name]
+
+
+def _apply_one(doc: Any, op: dict, number: int) -> Any:
+    kind = op.get("op")
+    path = _member(op, "path", number)
+    if kind == "add":
+        return _add(doc, path, copy.deepcopy(_member(op, "value", number)))
+    if kind == "remove":
+        _remove(doc, path)
+        return doc
+    if kind == "replace":
+        value = copy.deepcopy(_member(op, "value", number))
+        if not _pointer(path):
+            return value
+        _get(doc, path)                                    # the target must exist (4.3)
+        _remove(doc, path)
+        return _add(doc, path, value)
+    if kind in ("move", "copy"):
+        source = _member(op, "from", number)
+        _pointer(source, "from")
+        if kind == "move":
+            if source == path:
+                _get(doc, source)
+                return doc
+            if path.startswith(source + "/"):
+                raise JsonPatchError(f'"{source}" cannot be moved into its own child "{path}"')
+            return _add(doc, path, _remove(doc, source))
+        return _add(doc, path, copy.deepcopy(_get(doc, source)))
+    if kind == "test":
+        if not json_equal(_get(doc, path), _member(op, "value", number)):
+            raise JsonPatchError(f'test of "{path}" failed')
+        return doc
+    raise JsonPatchError(f'operation {number}: unknown op {json.dumps(kind)}')
+
+
+def _go_json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), "number")
+
+
+def _decode_patch_error(operations: Any) -> str:
+    """jsonpatch.DecodePatch's json.Unmarshal error for a body that is not an array of objects."""
+    if not isinstance(operations, list):
+        return f"json: cannot unmarshal {_go_json_type(operations)} into Go value of type jsonpatch.Patch"
+    bad = next(op for op in operations if not isinstance(op, dict))
+    return f"json: cannot unmarshal {_go_json_type(bad)} into Go value of type jsonpatch.Operation"
+
+
 def json_patch(old: dict, operations: Any) -> dict:
-    """RFC 6902 over a copy of ``old``.
+    """RFC 6902 over a copy of ``old``; any failing operation fails the whole patch.
 
     >>> json_patch({"a": [1]}, [{"op": "add", "path": "/a/-", "value": 2}])
     {'a': [1, 2]}
     """
-    if not isinstance(operations, list):
-        raise BadRequestError("a JSON patch must be a list of operations")
+    if operations is None:
+        operations = []                    # json.Unmarshal of null into a slice: no operations
+    operations = [{} if op is None else op for op in operations] \
+        if isinstance(operations, list) else operations
+    if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
+        raise BadRequestError(_decode_patch_error(operations))
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise EntityTooLargeError(f"Request entity too large: The allowed maximum operations in a "
+                                  f"JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(operations)}")
     doc: Any = copy.deepcopy(old)
     for number, op in enumerate(operations):
-        if not isinstance(op, dict) or not isinstance(op.get("path"), str):
-            raise BadRequestError(f"JSON patch operation {number} needs an op and a path")
-        kind, path = op.get("op"), op["path"]
-        if kind in ("add", "replace"):
-            if "value" not in op:
-                raise BadRequestError(f'JSON patch operation {number} ({kind}) needs a value')
-            doc = _add(doc, path, op["value"], replace=(kind == "replace"))
-        elif kind == "remove":
-            _remove(doc, path)
-        elif kind in ("move", "copy"):
-            source = op.get("from")
-            if not isinstance(source, str):
-                raise BadRequestError(f'JSON patch operation {number} ({kind}) needs "from"')
-            value = _remove(doc, source) if kind == "move" else copy.deepcopy(_get(doc, source))
-            doc = _add(doc, path, value)
-        elif kind == "test":
-            if _get(doc, path) != op.get("value"):
-                raise InvalidError("patch", path, [FieldError(path, "Invalid value", None,
-                                                              "test operation failed")])
-        else:
-            raise BadRequestError(f'unknown JSON patch operation "{kind}"')
+        doc = _apply_one(doc, op, number)
     if not isinstance(doc, dict):
-        raise BadRequestError("a JSON patch must leave an object")
+        raise JsonPatchError("the patched document is not an object")
     return doc

@@ -12,6 +12,8 @@
   and the ``ResourceVersionTooLarge`` cause;
 - ``NewResourceExpired`` (410): no details; a compacted continue token's fresh token rides in
   ``metadata.continue``;
+- ``NewGenericServerResponse(422)`` (a JSON patch that does not apply): the generic message
+  "the server rejected our request due to an error in our request" and empty details;
 - ``NewBadRequest`` and the rest: no details.
 
 Neighbours: ``server.resources`` (every resource error goes through :func:`error_status`),
@@ -26,6 +28,7 @@ from gpusched.errors import (AlreadyExistsError, ConflictError, FieldError, Forb
                              GpuschedError, InvalidError, NotFoundError)
 from gpusched.server.http import Response, json_response, status_object
 from gpusched.server.lists import ExpiredError, TooLargeResourceVersionError
+from gpusched.server.patch import JsonPatchError
 
 # apimachinery pkg/util/validation/field/errors.go ErrorType values
 CAUSE_TYPES = {"Not found": "FieldValueNotFound", "Required value": "FieldValueRequired",
@@ -53,6 +56,8 @@ def error_status(error: GpuschedError, group: str = "") -> Response:
         body["details"] = {"causes": [{"reason": "ResourceVersionTooLarge",
                                        "message": "Too large resource version"}],
                            "retryAfterSeconds": 1}
+    elif isinstance(error, JsonPatchError):
+        body["details"] = {}                   # NewGenericServerResponse: empty details
     elif isinstance(error, ExpiredError) and error.continue_token:
         body["metadata"] = {"continue": error.continue_token}
     return json_response(body, error.code)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpusched.cluster.api_ops import BadRequestError
-from gpusched.errors import InvalidError
 from gpusched.server.http import normalise_path
-from gpusched.server.patch import JSON_PATCH, MERGE, STRATEGIC, apply_patch
+from gpusched.server.patch import JSON_PATCH, MERGE, STRATEGIC, JsonPatchError, apply_patch
 from gpusched.server.resources import parse_target
 
 POD = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]},
@@ -47,8 +46,8 @@ def test_patches(patch_type, patch, path, expected):
 
 
 @pytest.mark.parametrize(("patch_type", "patch", "error"), [
-    (JSON_PATCH, [{"op": "test", "path": "/metadata/labels/app", "value": "db"}], InvalidError),
-    (JSON_PATCH, [{"op": "remove", "path": "/nope"}], InvalidError),
+    (JSON_PATCH, [{"op": "test", "path": "/metadata/labels/app", "value": "db"}], JsonPatchError),
+    (JSON_PATCH, [{"op": "remove", "path": "/nope"}], JsonPatchError),
     (JSON_PATCH, {"op": "add"}, BadRequestError),
     (MERGE, ["not", "an", "object"], BadRequestError),
 ], ids=["failed-test", "missing-path", "not-a-list", "merge-not-object"])
