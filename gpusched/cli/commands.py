@@ -343,16 +343,19 @@ def cmd_scale(args: argparse.Namespace) -> int:
 # ---- explain / clock / misc -----------------------------------------------------------------
 
 
+EXPLAINABLE = ("Pod", "Deployment", "ReplicaSet", "Job", "DaemonSet")
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from gpusched.scheduler import explain
 
     info, names = split_kind_name(args.kind, [args.name] if args.name else [])
-    if info.kind != "Pod":
-        raise UsageError(f"explain takes a pod, not {args.kind}")
-    if len(names) != 1:
-        raise UsageError("explain takes one pod name")
+    if info.kind not in EXPLAINABLE:
+        raise UsageError(f"explain takes a pod, deployment, replicaset, job or daemonset, not {args.kind}")
+    if len(names) != 1 or not names[0]:
+        raise UsageError(f"explain takes one {info.kind.lower()} name")
     with open_cluster(args) as cluster:
-        explanation = cluster.explain(names[0], namespace=namespace_of(args))
+        explanation = cluster.explain(names[0], namespace=namespace_of(args), kind=info.kind)
     if args.output == "json":
         rendered = explain.to_json(explanation)
         print(rendered if isinstance(rendered, str) else to_json(rendered))

@@ -190,9 +190,10 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     _namespace_options(p)
 
     p = command("explain", commands.cmd_explain,
-                "Explain why a pod is (not) scheduled: per node, per plugin, and what would fix it")
-    p.add_argument("kind", help="pod, or pod/NAME")
-    p.add_argument("name", nargs="?", help="Pod name")
+                "Explain why a pod is (not) scheduled: per node, per plugin, and what would fix it; "
+                "for a deployment, replicaset, job or daemonset also why it cannot create its pods")
+    p.add_argument("kind", help="pod, deployment, replicaset, job or daemonset, or KIND/NAME")
+    p.add_argument("name", nargs="?", help="Its name")
     _namespace_options(p, all_namespaces=False)
     p.add_argument("-o", "--output", choices=("json",), default=None)
 
@@ -459,7 +460,8 @@ EXAMPLES: dict[str, str] = {
                                 "gpusched scale job/train --replicas=4"),
     "gpusched events": _examples("gpusched events", "gpusched events -A -o yaml"),
     "gpusched top": _examples("gpusched top nodes", "gpusched top pods -A"),
-    "gpusched explain": _examples("gpusched explain pod train-1", "gpusched explain pod/train-1 -o json"),
+    "gpusched explain": _examples("gpusched explain pod train-1", "gpusched explain pod/train-1 -o json",
+                                  "gpusched explain deployment/web -n team-a"),
     "gpusched advance": _examples("gpusched advance 30m", "gpusched advance 1h30m"),
     "gpusched completion": _examples("source <(gpusched completion bash)",
                                      "gpusched completion zsh > \"${fpath[1]}/_gpusched\"",

@@ -355,24 +355,45 @@ class Cluster:
                 raise NotFoundError("nodes", node)
             return scheduling.node_devices(view, node)
 
-    def explain(self, name: str, namespace: str = "default") -> Any:
+    def explain(self, name: str, namespace: str = "default", kind: str = "Pod") -> Any:
+        """``scheduler.explain.Explanation`` of a pod, or of a workload (Deployment, ReplicaSet,
+        Job, DaemonSet: its ``cluster.explain_workload`` facts, then its oldest Pending pod)."""
+        import dataclasses
+
+        from gpusched.cluster import explain_workload
+        from gpusched.scheduler.explain import Explanation
+        with self._read() as view:
+            if kind == "Pod":
+                pod = view.get("Pod", name, namespace)
+                if pod is None:
+                    raise NotFoundError("pods", name)
+                return self._explain_pod(view, pod)
+            obj = view.get(kind, name, namespace)
+            if obj is None:
+                raise NotFoundError(qualified_plural(resolve_kind(kind)), name)
+            facts = tuple(explain_workload.workload_facts(view, obj))
+            pod = explain_workload.pending_pod(view, obj)
+            ref = f"{kind.lower()}/{name}"
+            if pod is None:
+                return Explanation("", "", (), (), facts, workload=ref)
+            result = self._explain_pod(view, pod)
+            return dataclasses.replace(result, facts=facts + result.facts, workload=ref)
+
+    @staticmethod
+    def _explain_pod(view: View, pod: dict) -> Any:
         import dataclasses
 
         from gpusched.cluster import explain_facts
         from gpusched.objects.pod import pod_info
         from gpusched.scheduler.explain import Finishing, explain
-        with self._read() as view:
-            pod = view.get("Pod", name, namespace)
-            if pod is None:
-                raise NotFoundError("pods", name)
-            snapshot, order = scheduling.build_snapshot(view)
-            if pod["metadata"]["uid"] in snapshot.pod_node:
-                snapshot.remove_pod(pod["metadata"]["uid"])
-            scheduler = scheduling.make_scheduler(snapshot, view, order)
-            info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
-            finishing = Finishing(explain_facts.finish_times(view), view.now(), view.timestamp)
-            result = explain(scheduler, info, finishing)
-            return dataclasses.replace(result, facts=tuple(explain_facts.facts(view, pod, info, result.message, result.suggestions)))
+        snapshot, order = scheduling.build_snapshot(view)
+        if pod["metadata"]["uid"] in snapshot.pod_node:
+            snapshot.remove_pod(pod["metadata"]["uid"])
+        scheduler = scheduling.make_scheduler(snapshot, view, order)
+        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+        finishing = Finishing(explain_facts.finish_times(view), view.now(), view.timestamp)
+        result = explain(scheduler, info, finishing)
+        return dataclasses.replace(result, facts=tuple(explain_facts.facts(view, pod, info, result.message, result.suggestions)))
 
     def write(self, fn: Any, settle: bool = True) -> Any:
         """Run ``fn(view)`` as one write transaction (settled unless told otherwise); returns

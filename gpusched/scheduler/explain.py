@@ -73,6 +73,8 @@ class Explanation:
     nodes: tuple[NodeVerdict, ...]
     suggestions: tuple[Suggestion, ...] = ()
     facts: tuple[Fact, ...] = ()          # the cluster layer's diagnosis (``cluster.explain_facts``)
+    workload: str = ""                    # ``deployment/web`` when a workload is explained (its
+                                          # oldest Pending pod is ``pod``, "" when none)
 
     @property
     def feasible(self) -> tuple[str, ...]:
@@ -261,6 +263,10 @@ def render_table(expl: Explanation) -> str:
     """The facts first (one line each), then NODE | RESULT | REASONS/SCORE, the message and the
     suggestions."""
     head = [fact.text for fact in expl.facts]
+    if expl.workload and not expl.pod:
+        return "\n".join(head + ["", f"{expl.workload} has no Pending pod to explain."])
+    if expl.workload:
+        head += ["", f"Its oldest Pending pod, {expl.pod}:"]
     rows = [("NODE", "RESULT", "REASONS/SCORE")]
     for v in expl.nodes:
         if v.feasible:
@@ -288,6 +294,7 @@ def render_table(expl: Explanation) -> str:
 def to_json(expl: Explanation) -> dict[str, Any]:
     """A JSON-ready dict: pod, message, feasible, nodes (reasons/scores), suggestions."""
     return {
+        **({"workload": expl.workload} if expl.workload else {}),
         "pod": expl.pod,
         "message": expl.message,
         "feasible": list(expl.feasible),
