@@ -1,6 +1,13 @@
 """``?watch=true``: newline-delimited ``{"type", "object"}`` events streamed from the change feed.
 
-- No ``resourceVersion`` (or ``0``): ADDED for every current matching object, then changes.
+- No ``resourceVersion`` (or ``0``): ADDED for every current matching object, then changes
+  (``SetListOptionsDefaults`` with WatchList on turns this into ``sendInitialEvents=true``).
+- ``sendInitialEvents=true&resourceVersionMatch=NotOlderThan`` (KEP-3157 watch-list): the
+  current objects as ADDED, then, with ``allowWatchBookmarks``, a BOOKMARK whose object carries
+  the annotation ``k8s.io/initial-events-end: "true"`` and the snapshot's resourceVersion; a
+  ``resourceVersion`` newer than the store's is 504 "Too large resource version".
+  ``sendInitialEvents=false``: changes only. Invalid combinations are 422 as
+  ``validateWatchOptions`` words them.
 - ``resourceVersion=R``: every change after R, in order, each once; R older than the feed's
   floor gets, as from kube-apiserver, HTTP 200 and one ``ERROR`` event carrying the Status
   ``410 Expired`` "too old resource version: R (floor)"; the client relists.
@@ -23,10 +30,12 @@ from __future__ import annotations
 import copy
 import json
 import time
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from gpusched.cluster.store import rfc3339
-from gpusched.errors import UsageError
+from gpusched.errors import FieldError, InvalidError, UsageError
+from gpusched.server.lists import MATCH_NOT_OLDER, TooLargeResourceVersionError, parse_resource_version
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 from gpusched.server.feed import EVENTS, OBJECTS
 from gpusched.server.http import Request, Response, status_object
@@ -36,6 +45,7 @@ MAX_TIMEOUT_SECONDS = 1800
 BOOKMARK_SECONDS = 10.0
 WAIT_SLICE_SECONDS = 1.0
 WATCH_CONTENT_TYPE = "application/json"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 def _line(event_type: str, obj: dict) -> bytes:
@@ -53,8 +63,8 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
     except ValueError:
         raise UsageError(f'invalid timeoutSeconds "{req.query.get("timeoutSeconds")}"') from None
     timeout = max(0, min(timeout, MAX_TIMEOUT_SECONDS))
-    rv_text = req.query.get("resourceVersion", "")
-    bookmarks = req.query.get("allowWatchBookmarks") in ("true", "1")
+    options = watch_options(req.query)
+    bookmarks = options.bookmarks
     table = wants_table(req.accept)
     resets = feed.resets
 
@@ -68,14 +78,18 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
         return (label_sel is None or matches(label_sel, labels)) and field_matches(body, field_sel)
 
     initial: list[tuple[str, dict]] = []
-    if rv_text in ("", "0"):
+    end_bookmark = False
+    if options.initial_events:
+        feed.sync()
         start, state = feed.snapshot(stream)
+        if options.rv > start:
+            raise TooLargeResourceVersionError(options.rv, start)
         initial = [("ADDED", body) for (kind, ns, _name), body in state if wanted(kind, ns, body)]
+        end_bookmark = bookmarks
+    elif options.rv_text in ("", "0"):
+        start = feed.snapshot(stream)[0]          # sendInitialEvents=false: from now on
     else:
-        try:
-            start = int(rv_text)
-        except ValueError:
-            raise UsageError(f'invalid resourceVersion "{rv_text}"') from None
+        start = options.rv
 
     def render(event_type: str, body: dict, first: bool) -> bytes:
         if not table:
@@ -95,6 +109,8 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
         for event_type, body in initial:
             yield render(event_type, body, first)
             first = False
+        if end_bookmark:
+            yield _line("BOOKMARK", _bookmark(info, start, initial_events_end=True))
         position = start
         deadline = time.monotonic() + timeout
         last_sent = time.monotonic()
@@ -117,11 +133,61 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
                     last_sent = time.monotonic()
             if bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
                 position = max(position, feed.floor(stream)[1]) if not changes else position
-                yield _line("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
-                                         "metadata": {"resourceVersion": str(position)}})
+                yield _line("BOOKMARK", _bookmark(info, position))
                 last_sent = time.monotonic()
 
     return Response(200, content_type=WATCH_CONTENT_TYPE, stream=events())
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    rv_text: str
+    rv: int
+    bookmarks: bool
+    initial_events: bool
+
+
+def _flag(value: str | None) -> bool | None:
+    """A boolean query parameter as apimachinery's conversion reads it; None when absent."""
+    if value is None:
+        return None
+    return value.lower() in ("true", "1", "t")
+
+
+def watch_options(query: dict[str, str]) -> WatchOptions:
+    """The watch parameters, defaulted as ``SetListOptionsDefaults`` (WatchList on: a watch from
+    ""/"0" without the new parameters sends initial events) and validated as
+    ``validateWatchOptions`` (apimachinery ``pkg/apis/meta/internalversion/validation``)."""
+    rv_text = query.get("resourceVersion", "")
+    match = query.get("resourceVersionMatch", "")
+    send = _flag(query.get("sendInitialEvents"))
+    if send is None and not match and rv_text in ("", "0"):
+        send, match = True, MATCH_NOT_OLDER
+    elif query.get("sendInitialEvents") is not None or match:
+        errors = []
+        if send is not None and match != MATCH_NOT_OLDER:
+            errors.append(FieldError("resourceVersionMatch", "Forbidden", None,
+                                     "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if match:
+            if send is None:
+                errors.append(FieldError("resourceVersionMatch", "Forbidden", None, "resourceVersionMatch "
+                                         "is forbidden for watch unless sendInitialEvents is provided"))
+            if match != MATCH_NOT_OLDER:
+                errors.append(FieldError("resourceVersionMatch", "Unsupported value", match,
+                                         'supported values: "NotOlderThan"'))
+        if errors:
+            raise InvalidError("ListOptions.meta.k8s.io", "", errors)
+    rv = 0 if rv_text in ("", "0") else parse_resource_version(rv_text)
+    return WatchOptions(rv_text, rv, _flag(query.get("allowWatchBookmarks")) or False, bool(send))
+
+
+def _bookmark(info: Any, rv: int, initial_events_end: bool = False) -> dict:
+    """A BOOKMARK's object: an empty object of the kind carrying only the resourceVersion (and,
+    after the initial events, the ``k8s.io/initial-events-end`` annotation: KEP-3157)."""
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if initial_events_end:
+        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    return {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}
 
 
 def _convert(change: Any, kind: str, namespace: str | None, passes: Any) -> tuple[str, dict] | None:
