@@ -3,8 +3,9 @@ utilization columns ``top nodes`` shows.
 
 - ``gpusched exporter [--port 9400] [--host 127.0.0.1]``: dcgm-exporter-compatible metrics of the
   real GPUs via NVML; prints ``serving http://HOST:PORT/metrics`` once listening; SIGTERM exits 0.
-- ``gpusched cost [--by namespace|model|priority-class] [--since DURATION] [--prices FILE]``:
-  GPU-hours and USD on the virtual clock (``metrics.cost``).
+- ``gpusched cost [--by namespace|model|priority-class|nodepool] [--since DURATION] [--prices FILE]``:
+  GPU-hours and USD on the virtual clock (``metrics.cost``); ``--by nodepool``: node-hours of
+  every NodePool's nodes from creation to removal, used or not.
 - ``gpusched top pods [-n NS | -A]``: per running GPU pod: node, devices, GPUs held (shares as
   fractions), utilization and framebuffer from the cluster's GPU model (``metrics.cluster_source``).
 
@@ -30,7 +31,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_exporter)
     p = sub.add_parser("cost", help="GPU-hours and cost by namespace, model or priority class",
                        description="GPU-hours and cost on the virtual clock")
-    p.add_argument("--by", choices=("namespace", "model", "priority-class"), default="namespace")
+    p.add_argument("--by", choices=("namespace", "model", "priority-class", "nodepool"),
+                   default="namespace",
+                   help="group pods' GPU-hours, or 'nodepool': node-hours of each NodePool's "
+                        "nodes from creation to removal, used or not (autoscaled pools too)")
     p.add_argument("--since", default=None, metavar="DURATION",
                    help="only the last DURATION of virtual time (e.g. 1h)")
     p.add_argument("--prices", default=None, metavar="FILE",
@@ -62,6 +66,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
         view = cluster.view()
         now = view.now()
         since = max(0.0, now - parse_duration(args.since)) if args.since else 0.0
+        if args.by == "nodepool":
+            return _print_node_cost(cost.node_usage(view.list("NodePool"), view.list("Node"),
+                                                    now, prices, since))
         rows = cost.grouped(cost.usage(ClusterSource(view).gpus(), now, prices, since), args.by)
     if not rows:
         print("No GPU usage found", file=sys.stderr)
@@ -70,6 +77,20 @@ def cmd_cost(args: argparse.Namespace) -> int:
     table = [[key, f"{hours:.2f}", f"{dollars:.2f}"] for key, hours, dollars in rows]
     table.append(["TOTAL", f"{sum(r[1] for r in rows):.2f}", f"{sum(r[2] for r in rows):.2f}"])
     print(render_table([header, "GPU-HOURS", "COST(USD)"], table))
+    return 0
+
+
+def _print_node_cost(rows) -> int:
+    if not rows:
+        print("No NodePools found", file=sys.stderr)
+        return 0
+    table = [[r.pool, r.model, str(r.nodes_now), f"{r.node_hours:.2f}", f"{r.gpu_hours:.2f}",
+              f"{r.dollars:.2f}"] for r in rows]
+    table.append(["TOTAL", "", str(sum(r.nodes_now for r in rows)),
+                  f"{sum(r.node_hours for r in rows):.2f}", f"{sum(r.gpu_hours for r in rows):.2f}",
+                  f"{sum(r.dollars for r in rows):.2f}"])
+    print(render_table(["NODEPOOL", "MODEL", "NODES", "NODE-HOURS", "GPU-HOURS", "COST(USD)"],
+                       table))
     return 0
 
 

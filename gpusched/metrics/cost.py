@@ -86,3 +86,57 @@ def grouped(rows: list[Usage], by: str) -> list[tuple[str, float, float]]:
         totals[key][0] += row.gpu_hours
         totals[key][1] += row.dollars
     return [(key, h, d) for key, (h, d) in sorted(totals.items())]
+
+
+# ---- node-hours of NodePools (Cluster Autoscaler cost, issue 11 point 5) -------------------------
+
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """One NodePool's nodes over a window: a node costs from its creation to its removal,
+    used or not (what a cloud bills), at GPU count x the model's price per GPU-hour."""
+
+    pool: str
+    model: str
+    nodes_now: int
+    node_hours: float
+    gpu_hours: float
+    dollars: float
+
+
+def node_lifetimes(pool: dict, nodes: dict[str, dict], now: float) -> list[tuple[float, float]]:
+    """(created, removed-or-now) of every node the pool ever had: an autoscaled pool's
+    ``status.created``/``status.removed`` (``cluster.controllers.autoscaler``), else its live
+    Nodes' ``creationTimestamp``."""
+    from gpusched.metrics.cluster_source import seconds_of
+    status = pool.get("status") or {}
+    out = [(float(r["created"]), float(r["removed"])) for r in status.get("removed") or []]
+    created = status.get("created")
+    if isinstance(created, dict):
+        out += [(float(t), now) for name, t in created.items() if name in nodes]
+        return out
+    uid = pool["metadata"].get("uid")
+    for node in nodes.values():
+        refs = node["metadata"].get("ownerReferences") or []
+        if any(r.get("uid") == uid for r in refs):
+            out.append((seconds_of(node["metadata"].get("creationTimestamp", "")), now))
+    return out
+
+
+def node_usage(pools: list[dict], nodes: list[dict], now: float, prices: dict[str, float],
+               since: float = 0.0) -> list[NodeUsage]:
+    """Node-hours and dollars per NodePool over [since, now]."""
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    rows = []
+    for pool in sorted(pools, key=lambda p: p["metadata"]["name"]):
+        gpu = (pool.get("spec") or {}).get("gpu") or {}
+        model = str(gpu.get("model") or (gpu.get("define") or {}).get("name") or "")
+        gpus = int(gpu.get("count", 1)) if gpu else 0
+        hours = sum(max(0.0, min(now, end) - max(since, start)) / 3600
+                    for start, end in node_lifetimes(pool, by_name, now))
+        live = sum(1 for n in by_name.values()
+                   if any(r.get("uid") == pool["metadata"].get("uid")
+                          for r in n["metadata"].get("ownerReferences") or []))
+        price = gpus * prices.get(model, DEFAULT_PRICE) if model else 0.0
+        rows.append(NodeUsage(pool["metadata"]["name"], model or "<none>", live, hours,
+                              hours * gpus, hours * price))
+    return rows

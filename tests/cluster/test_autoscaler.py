@@ -276,3 +276,18 @@ def test_invalid_min_max_is_refused_with_one_line(cluster, spec, message):
     text = str(error.value)
     assert message in text and "\n" not in text
     assert cluster.get("nodepools") == [] and cluster.get("nodes") == []
+
+
+def test_cost_counts_node_hours_from_creation_to_removal(cluster):
+    # Issue 11 point 5: a node costs from creation to removal, used or not.
+    from gpusched.metrics import cost
+    apply(cluster, join(l4_pool(), deployment(replicas=2)))
+    cluster.advance(180)                       # l4-2 registers at 3 min
+    cluster.scale("deployment", "inf", 1)
+    cluster.advance(3600 - 180)                # l4-2 removed at 20 min (delay after add + unneeded)
+    view = cluster.view()
+    [row] = cost.node_usage(view.list("NodePool"), view.list("Node"), view.now(),
+                            cost.load_prices(None))
+    assert (row.pool, row.model, row.nodes_now) == ("l4", "L4", 1)
+    assert row.node_hours == pytest.approx(1 + 17 / 60)
+    assert row.dollars == pytest.approx((1 + 17 / 60) * 0.60)
