@@ -112,6 +112,10 @@ def test_template_node_carries_gfd_labels_and_mig_resources(cluster):
 
 
 @pytest.mark.parametrize("expander, priorities, chosen", [
+    # FAQ.md parameters: expander default "least-waste".
+    pytest.param(None, None, "small", id="default-is-least-waste"),
+    # expander/factory/chain.go: each expander narrows the options of the one before.
+    pytest.param("priority,least-waste", "10:\n  - small\n  - big\n", "small", id="chain"),
     # expander/waste/waste.go BestOption: least wasted cpu + memory fraction.
     pytest.param("least-waste", None, "small", id="least-waste"),
     # expander/price/price.go: the cheaper option (L4 at 0.60 vs A100-40GB at 1.80 per GPU-hour).
@@ -123,7 +127,7 @@ def test_expanders(cluster, expander, priorities, chosen):
     maps = [yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": "gpusched-cluster-autoscaler",
                                          "namespace": "kube-system"},
-                            "data": {"expander": expander}})]
+                            "data": {"expander": expander}})] if expander else []
     if priorities:
         maps.append(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
                                     "metadata": {"name": "cluster-autoscaler-priority-expander",
@@ -156,18 +160,23 @@ def test_scale_down_after_unneeded_time_and_delay_after_add(cluster):
     assert len(node_names(cluster)) == 1
 
 
-@pytest.mark.parametrize("annotations, bare, namespace, pdb, removed", [
+@pytest.mark.parametrize("annotations, bare, namespace, pdb, removed, volumes", [
     # utils/drain/drain.go GetPodsForDeletionOnNodeDrain / simulator/drainability/rules:
-    pytest.param({}, False, "default", None, True, id="replicated-pod-moves"),
+    pytest.param({}, False, "default", None, True, None, id="replicated-pod-moves"),
     pytest.param({"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}, False, "default",
-                 None, False, id="safe-to-evict-false-blocks"),
-    pytest.param({}, True, "default", None, False, id="pod-without-controller-blocks"),
+                 None, False, None, id="safe-to-evict-false-blocks"),
+    pytest.param({}, True, "default", None, False, None, id="pod-without-controller-blocks"),
     pytest.param({"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}, True, "default",
-                 None, True, id="safe-to-evict-true-moves-a-bare-pod"),
-    pytest.param({}, False, "kube-system", None, False, id="kube-system-pod-without-pdb-blocks"),
-    pytest.param({}, False, "default", 1, False, id="pdb-allowing-no-disruption-blocks"),
+                 None, True, None, id="safe-to-evict-true-moves-a-bare-pod"),
+    pytest.param({}, False, "kube-system", None, False, None, id="kube-system-pod-without-pdb-blocks"),
+    pytest.param({}, False, "default", 1, False, None, id="pdb-allowing-no-disruption-blocks"),
+    # FAQ.md "Pods with local storage" (--skip-nodes-with-local-storage=true) ...
+    pytest.param({}, False, "default", None, False, ["scratch"], id="emptydir-blocks"),
+    # ... unless safe-to-evict-local-volumes lists every local volume.
+    pytest.param({"cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes": "scratch"},
+                 False, "default", None, True, ["scratch"], id="listed-local-volume-moves"),
 ])
-def test_scale_down_drain_rules(cluster, annotations, bare, namespace, pdb, removed):
+def test_scale_down_drain_rules(cluster, annotations, bare, namespace, pdb, removed, volumes):
     apply(cluster, l4_pool(count=2, high=2, low=1))
     apply(cluster, deployment("gpu", replicas=1))
     gpu_node = cluster.get("pods")[0]["spec"]["nodeName"]
@@ -183,6 +192,8 @@ def test_scale_down_drain_rules(cluster, annotations, bare, namespace, pdb, remo
         # preferred (not required) affinity to the other node: the pod lands there, and may move.
         dep = yaml.safe_load(deployment("cpu", replicas=1, gpus=0, annotations=annotations,
                                         namespace=namespace))
+        if volumes:
+            dep["spec"]["template"]["spec"]["volumes"] = [{"name": v, "emptyDir": {}} for v in volumes]
         dep["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
                 "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
@@ -251,7 +262,8 @@ def test_bad_config_value_is_one_warning_and_the_default_applies(cluster):
     apply(cluster, join(bad, l4_pool(), deployment(replicas=2)))
     assert ca_events(cluster, "InvalidConfig") == [
         'ConfigMap kube-system/gpusched-cluster-autoscaler: data.expander: invalid value '
-        '"cheapest": supported values: random, least-waste, price, priority']
+        '"cheapest": supported values: random, least-waste, price, priority (or several, '
+        'comma-separated)']
     assert ca_events(cluster, "TriggeredScaleUp")
 
 
@@ -291,3 +303,17 @@ def test_cost_counts_node_hours_from_creation_to_removal(cluster):
     assert (row.pool, row.model, row.nodes_now) == ("l4", "L4", 1)
     assert row.node_hours == pytest.approx(1 + 17 / 60)
     assert row.dollars == pytest.approx((1 + 17 / 60) * 0.60)
+
+
+def test_scale_down_disabled_annotation_keeps_the_node(cluster):
+    # FAQ.md "How can I prevent Cluster Autoscaler from scaling down a particular node?"
+    apply(cluster, l4_pool(count=2, high=2))
+    cluster.write(lambda view: _annotate(view, "l4-2", "cluster-autoscaler.kubernetes.io/scale-down-disabled", "true"))
+    cluster.advance(3600)
+    assert node_names(cluster) == ["l4-2"]       # l4-1 (empty, not annotated) went
+
+
+def _annotate(view, node: str, key: str, value: str) -> None:
+    body = view.copy("Node", node)
+    body["metadata"].setdefault("annotations", {})[key] = value
+    view.update(body)

@@ -6,7 +6,7 @@ parameters to CA?"), with CA's defaults:
 
 | key | default | meaning |
 |---|---|---|
-| ``expander`` | ``random`` | ``random``, ``least-waste``, ``price`` or ``priority`` |
+| ``expander`` | ``least-waste`` | ``random``, ``least-waste``, ``price``, ``priority``, or several separated by commas (each narrows the previous one's choice) |
 | ``scale-down-enabled`` | ``true`` | remove unneeded nodes |
 | ``scale-down-utilization-threshold`` | ``0.5`` | below it a node is a scale-down candidate |
 | ``scale-down-unneeded-time`` | ``10m`` | how long a node is unneeded before removal |
@@ -16,8 +16,10 @@ parameters to CA?"), with CA's defaults:
 A value that does not parse is reported once as a Warning event ``InvalidConfig`` on the
 ConfigMap (what, which key, what is valid) and the default applies.
 
-Expanders (``cluster-autoscaler/expander/*``), each choosing among ``Option``s (a pool, how
-many nodes, which pods they help), ties broken by the seeded generator as ``random`` does:
+Expanders (``cluster-autoscaler/expander/*``), each narrowing the ``Option``s (a pool, how
+many nodes, which pods they help) to its best ones (``BestOptions``); a chain
+(``expander/factory/chain.go``) applies them in order and the ties left are broken by the
+seeded generator as ``random`` does:
 
 - ``random`` (``expander/random/random.go``): uniformly at random.
 - ``least-waste`` (``expander/waste/waste.go`` ``BestOption``): the least wasted fraction of
@@ -56,7 +58,7 @@ EXPANDERS = ("random", "least-waste", "price", "priority")
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    expander: str = "random"
+    expander: str = "least-waste"
     scale_down_enabled: bool = True
     utilization_threshold: float = 0.5
     unneeded_time: float = 600.0
@@ -111,9 +113,10 @@ def load_config(view: View) -> Config:
 
 
 def _expander(text: str) -> str:
-    if text not in EXPANDERS:
-        raise ValueError(f"supported values: {', '.join(EXPANDERS)}")
-    return text
+    names = [name.strip() for name in text.split(",")]
+    if not names or any(name not in EXPANDERS for name in names):
+        raise ValueError(f"supported values: {', '.join(EXPANDERS)} (or several, comma-separated)")
+    return ",".join(names)
 
 
 def _boolean(text: str) -> bool:
@@ -152,16 +155,18 @@ def _seconds(text: str) -> float:
 
 def best_option(view: View, config: Config, options: Sequence[Option],
                 rng: np.random.Generator) -> Option:
-    """The option the configured expander picks (``options`` is non-empty, in pool order)."""
-    if config.expander == "least-waste":
-        chosen = _least_waste(options)
-    elif config.expander == "price":
-        cheapest = min(o.price * o.node_count for o in options)
-        chosen = [o for o in options if o.price * o.node_count == cheapest]
-    elif config.expander == "priority":
-        chosen = _by_priority(view, options)
-    else:
-        chosen = list(options)
+    """The option the configured expander chain picks (``options``: non-empty, pool order)."""
+    chosen = list(options)
+    for name in config.expander.split(","):
+        if len(chosen) == 1:
+            break
+        if name == "least-waste":
+            chosen = _least_waste(chosen)
+        elif name == "price":
+            cheapest = min(o.price * o.node_count for o in chosen)
+            chosen = [o for o in chosen if o.price * o.node_count == cheapest]
+        elif name == "priority":
+            chosen = _by_priority(view, chosen)
     return chosen[0] if len(chosen) == 1 else chosen[int(rng.integers(len(chosen)))]
 
 

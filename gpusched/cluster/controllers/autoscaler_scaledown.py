@@ -15,8 +15,12 @@ As ``core/scaledown/planner/planner.go`` and ``core/scaledown/actuation/actuator
 4. A candidate is removable when every pod on it (DaemonSet pods excepted) may move
    (``utils/drain/drain.go`` and ``simulator/drainability/rules``:
    ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`` blocks, ``"true"`` allows
-   anything; a pod without a controller blocks; a kube-system pod blocks unless a PDB covers
-   it; a PDB with too few disruptions allowed blocks) and the scheduler finds each a place
+   anything; a pod with an emptyDir or hostPath volume blocks unless
+   ``cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`` lists them all
+   (``--skip-nodes-with-local-storage``, default true); a pod without a controller blocks; a
+   kube-system pod blocks unless a PDB covers it; a PDB with too few disruptions allowed
+   blocks; a node annotated ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"``
+   is never a candidate (FAQ.md) and the scheduler finds each a place
    on the remaining nodes (``simulator/cluster.go`` ``FindNodesToRemove``: the same Filter
    plugins, nodes already chosen for removal excluded).
 5. Removable candidates are ``unneeded`` since the first pass that found them so; after
@@ -45,6 +49,8 @@ from gpusched.cluster.view import View
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SAFE_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 MAX_EMPTY_BULK_DELETE = 10     # --max-empty-bulk-delete
 
 
@@ -139,13 +145,21 @@ def utilization(view: View, node: dict, pods: list[dict]) -> float:
     return max(share("cpu"), share("memory"))
 
 
+def _local_volumes(pod: dict) -> list[str]:
+    return [str(v.get("name", "")) for v in (pod.get("spec") or {}).get("volumes") or []
+            if "emptyDir" in v or "hostPath" in v]
+
+
 def blocking_reason(view: View, pod: dict) -> str:
-    """Why ``pod`` keeps its node (``drain.go`` BlockingPodReason texts), or ``""``."""
+    """Why ``pod`` keeps its node (``drain.go`` BlockingPodReason names), or ``""``."""
     from gpusched.cluster.controllers.node_lifecycle import pdb_pods
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     safe = annotations.get(SAFE_TO_EVICT)
     if safe == "false":
         return "NotSafeToEvictAnnotation"
+    allowed = {v.strip() for v in annotations.get(SAFE_LOCAL_VOLUMES, "").split(",") if v.strip()}
+    if safe != "true" and any(v not in allowed for v in _local_volumes(pod)):
+        return "LocalStorageRequested"      # --skip-nodes-with-local-storage (default true)
     namespace = pod["metadata"].get("namespace", "default")
     covering = [pdb for pdb in view.list("PodDisruptionBudget", namespace)
                 if pod in pdb_pods(view, pdb)]
@@ -170,6 +184,8 @@ def _removable(view: View, config: Config, groups: list) -> dict[str, tuple[str,
         for name in group.nodes:
             node = view.get("Node", name)
             if node is None or name in draining:
+                continue
+            if ((node.get("metadata") or {}).get("annotations") or {}).get(SCALE_DOWN_DISABLED) == "true":
                 continue
             pods = node_pods(view, name)
             if utilization(view, node, pods) >= config.utilization_threshold:
