@@ -38,6 +38,9 @@ def pod_status_text(pod: dict) -> str:
     reason = str(status.get("reason") or "")
     if _meta(pod).get("deletionTimestamp"):
         return "Terminating"
+    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
+           for c in status.get("conditions") or []):      # printPod: PodReasonSchedulingGated
+        reason = "SchedulingGated"
     for cs in reversed(status.get("containerStatuses") or []):
         state = cs.get("state") or {}
         if (state.get("waiting") or {}).get("reason"):

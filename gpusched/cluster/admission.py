@@ -86,6 +86,9 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
     return body
 
 
+SCHEDULING_GATED = "Scheduling is blocked due to non-empty scheduling gates"
+
+
 def _admit_new_pod(view: View, pod: dict) -> None:
     from gpusched.objects.validation import validate_object
     drop_cluster_annotations(pod)
@@ -100,6 +103,10 @@ def _admit_new_pod(view: View, pod: dict) -> None:
     validate_limit_ranges(view, pod)
     validate_overhead(pod, runtime_class)
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}
+    if (pod.get("spec") or {}).get("schedulingGates"):   # strategy.go applySchedulingGatedCondition
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "reason": "SchedulingGated", "message": SCHEDULING_GATED,
+                                        "lastProbeTime": None, "lastTransitionTime": view.timestamp()}]
 
 
 # ---- cluster-owned annotations ------------------------------------------------------------------

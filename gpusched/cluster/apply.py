@@ -131,21 +131,42 @@ def check_pod_update(old: dict, new: dict) -> None:
     """ValidatePodUpdate (pkg/apis/core/validation): the spec may change only in container
     images and by additions to tolerations (ValidateTolerationsInPodUpdate: every existing
     toleration stays); the other mutable fields are compared as they are."""
+    gates = _added_scheduling_gates(old.get("spec") or {}, new.get("spec") or {})
+    if gates:
+        raise InvalidError("Pod", old["metadata"]["name"], gates)
     munged = _munged_pod_spec(old.get("spec") or {}, copy.deepcopy(new.get("spec") or {}))
     if dumps(old.get("spec") or {}) != dumps(munged):
         raise InvalidError("Pod", old["metadata"]["name"],
                            [FieldError("spec", "Forbidden", None, POD_SPEC_FORBIDDEN)])
 
 
+def _gate_names(spec: dict) -> list[str]:
+    return [g.get("name", "") if isinstance(g, dict) else "" for g in spec.get("schedulingGates") or []]
+
+
+def _added_scheduling_gates(old: dict, new: dict) -> list[FieldError]:
+    """``validateOnlyDeletedSchedulingGates`` (pkg/apis/core/validation/validation.go): gates may
+    only be removed after create, one error per new gate."""
+    before = set(_gate_names(old))
+    return [FieldError(f"spec.schedulingGates[{i}].name", "Forbidden", None,
+                       f"only deletion is allowed, but found new scheduling gate '{name}'")
+            for i, name in enumerate(_gate_names(new)) if name not in before]
+
+
 def _munged_pod_spec(old: dict, new: dict) -> dict:
     """``new`` with the fields an update may change set back to ``old``'s (upstream's
-    mungedPodSpec): images by container index, tolerations when none is removed."""
+    mungedPodSpec): images by container index, scheduling gates, tolerations when none is
+    removed."""
     for field in ("containers", "initContainers"):
         olds, news = old.get(field) or [], new.get(field) or []
         if len(olds) == len(news):
             for before, after in zip(olds, news):
                 if isinstance(before, dict) and isinstance(after, dict) and "image" in before:
                     after["image"] = before["image"]
+    if "schedulingGates" in old:          # removals only (checked above)
+        new["schedulingGates"] = old["schedulingGates"]
+    else:
+        new.pop("schedulingGates", None)
     old_tolerations = old.get("tolerations") or []
     new_tolerations = new.get("tolerations") or []
     if all(t in new_tolerations for t in old_tolerations):

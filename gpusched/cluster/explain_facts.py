@@ -13,6 +13,8 @@ returns ``scheduler.explain.Fact`` items, each a sentence and the same facts as 
   ``migStrategy``), a config error;
 - ``too-large``: ``the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16``;
 - ``cordoned`` / ``not-ready``: a node big enough for the pod that takes no pods now;
+- ``gated``: ``waiting for scheduling gates: [example.com/wait]``, the one queue that holds a pod
+  (``spec.schedulingGates``); ``no-queue``: a Kueue queue label, which gpusched does not act on;
 - ``no-finishing``: room is held only by pods that run without end (no ``gpusched.io/duration``,
   no ``sleep N``, no Job or pod deadline): it frees up only when they are deleted.
 
@@ -265,6 +267,33 @@ def pending_facts(view: View, info: PodInfo) -> list[Fact]:
     return out
 
 
+KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def queue_facts(pod: dict) -> list[Fact]:
+    """Pending because of a queue: the scheduling gates (the only queue that holds a pod in
+    gpusched: the SchedulingGates PreEnqueue plugin's ``waiting for scheduling gates: [a b]``,
+    ``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go``); and, said honestly
+    where a manifest expects one, that gpusched runs no Kueue (a ``kueue.x-k8s.io/queue-name``
+    label queues nothing)."""
+    out = []
+    gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []
+             if isinstance(g, dict)]
+    if gates:
+        text = (f"waiting for scheduling gates: [{' '.join(gates)}] (PodScheduled=False, "
+                f"SchedulingGated): the scheduler does not try it until they are removed; change: "
+                f"remove them from spec.schedulingGates of pod {_meta(pod).get('name', '')} "
+                f"(what added them removes them)")
+        out.append(Fact("gated", text, (("gates", gates), ("queue", "gated"),
+                                        ("change", "remove spec.schedulingGates"))))
+    queue = (_meta(pod).get("labels") or {}).get(KUEUE_LABEL)
+    if queue:
+        out.append(Fact("no-queue", f"label {KUEUE_LABEL}={queue} queues nothing: gpusched runs no "
+                                    "Kueue, the pod goes straight to the scheduler",
+                        (("label", KUEUE_LABEL), ("queue", queue))))
+    return out
+
+
 NO_FINISHING = ("no pod holding room will finish on its own (none has a gpusched.io/duration, a "
                 "sleep command or a deadline); room frees up only when one is deleted")
 
@@ -277,7 +306,10 @@ def facts(view: View, pod: dict, info: PodInfo, message: str = "", suggestions: 
         return [running_fact(view, pod)]
     if status.get("phase") in ("Succeeded", "Failed"):
         return [Fact("finished", f"finished: {status['phase']}", (("phase", status["phase"]),))]
-    found = pending_facts(view, info)
+    queued = queue_facts(pod)
+    if any(f.kind == "gated" for f in queued):
+        return queued
+    found = queued + pending_facts(view, info)
     if not found and "Insufficient" in message and not any(s.kind == "finishing" for s in suggestions):
         found.append(Fact("no-finishing", NO_FINISHING))
     return found

@@ -5,8 +5,8 @@ One scheduling pass (:func:`schedule_pending`):
 1. build a ``Snapshot`` from the view: every Node (``node_info``) with its ``NodeDevices``
    (``devices.advertise.node_device_state`` from the node and the ConfigMaps), every bound,
    unfinished pod held on its node with the devices recorded in its assignment annotations;
-2. order the pending pods (``spec.nodeName`` empty, not finished) by priority (higher first),
-   then creation (earlier first), then name;
+2. order the pending pods (``spec.nodeName`` empty, not finished, no ``spec.schedulingGates``) by
+   priority (higher first), then creation (earlier first), then name;
 3. for each pod whose last attempt happened before the latest capacity change (``view.epoch``),
    run ``Scheduler.schedule_one`` and apply the result:
    - bound: ``spec.nodeName``, assignment annotations, PodScheduled True, event ``Scheduled``;
@@ -176,9 +176,16 @@ def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) ->
                                        _creation_key(p)))
 
 
+def is_gated(pod: dict) -> bool:
+    """``spec.schedulingGates`` not empty: the SchedulingGates PreEnqueue plugin keeps the pod out
+    of the scheduling queue until every gate is removed (``pkg/scheduler/framework/plugins/
+    schedulinggates``); it is never attempted, so it gets no FailedScheduling."""
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
 def schedule_pending(view: View) -> None:
     """One scheduling pass over the pending pods; see the module docstring."""
-    pending = pending_pods(view)
+    pending = [p for p in pending_pods(view) if not is_gated(p)]
     live = {p["metadata"]["uid"] for p in pending}
     for uid in [u for u in view.attempts if u not in live]:
         del view.attempts[uid]

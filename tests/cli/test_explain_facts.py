@@ -107,6 +107,21 @@ CASES = [
          ("gpu-node-1 has room but is cordoned (spec.unschedulable); change: gpusched uncordon gpu-node-1",
           "gpu-node-2 has room but is cordoned (spec.unschedulable); change: gpusched uncordon gpu-node-2"),
          {"kind": "cordoned", "node": "gpu-node-1", "change": "gpusched uncordon gpu-node-1"}),
+    # pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go PreEnqueue:
+    # "waiting for scheduling gates: %v" (a Go []string: [a b])
+    Case("scheduling-gates-hold-the-pod", (CLUSTER,),
+         pod("gated", {"nvidia.com/gpu": 1}, schedulingGates="[{name: example.com/quota}, {name: b}]"),
+         ("waiting for scheduling gates: [example.com/quota b] (PodScheduled=False, SchedulingGated): "
+          "the scheduler does not try it until they are removed; change: remove them from "
+          "spec.schedulingGates of pod gated (what added them removes them)",),
+         {"kind": "gated", "gates": ["example.com/quota", "b"], "queue": "gated"}),
+    Case("kueue-queue-label-queues-nothing", (CLUSTER,),
+         pod("queued", {"nvidia.com/gpu": 16}).replace(
+             "metadata: {name: queued,", "metadata: {name: queued, labels: {kueue.x-k8s.io/queue-name: team-a},"),
+         ("label kueue.x-k8s.io/queue-name=team-a queues nothing: gpusched runs no Kueue, the pod goes "
+          "straight to the scheduler",
+          "the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16"),
+         {"kind": "no-queue", "queue": "team-a"}),
     Case("not-ready-node-with-room", (("apply", "-f", "-", NOT_READY_NODE),), WHOLE,
          ("gpu-node-9 has room but is NotReady (Ready=False, KubeletNotReady); it takes pods again "
           "when its kubelet reports Ready",),
