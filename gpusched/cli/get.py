@@ -218,10 +218,20 @@ def kind_table(info: KindInfo, objects: list[dict], clock: Clock, args: argparse
     return header, rows
 
 
+def omit_managed_fields(obj: dict) -> dict:
+    """The object without ``metadata.managedFields`` (kubectl's OmitManagedFieldsPrinter)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def print_groups(groups: list[tuple[KindInfo, list[dict]]], clock: Clock, args: argparse.Namespace,
                  out: Printer, with_kind: bool, single: bool) -> None:
     objects = [obj for _, items in groups for obj in items]
     if out.format in ("json", "yaml", "jsonpath"):
+        if out.format in ("json", "yaml"):      # kubectl's default --show-managed-fields=false
+            objects = [omit_managed_fields(obj) for obj in objects]
         document = objects[0] if single and len(objects) == 1 else as_list(objects)
         if out.format == "json":
             print(to_json(document))

@@ -37,7 +37,7 @@ from gpusched.errors import GpuschedError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
                                         parse_selector, selector_from_dict, selector_to_string)
-from gpusched.server import decoding, discovery, lists, patch, statuses
+from gpusched.server import decoding, discovery, lists, patch, ssa, statuses
 from gpusched.server.feed import OBJECTS
 from gpusched.server.http import (Request, Response, json_response,
                                   status_response, success_status)
@@ -129,8 +129,14 @@ class ResourceApi:
             mode = decoding.mode_of(req.query)
             body, warnings = decoding.decode_body(t.info, patch.parse_body(req.body, "application/json"), mode)
             ns = t.namespace or ""
-            result = self._write(req, lambda view: api_ops.replace(
-                view, t.info, ns, t.name, body, t.subresource), api_ops.needs_settle(t.info))
+            manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
+
+            def put(view: Any) -> dict:
+                old = copy.deepcopy(view.get(t.info.kind, t.name, ns))
+                stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource)
+                return record_managed(view, t.info, old, stored, manager, t.subresource)
+
+            result = self._write(req, put, api_ops.needs_settle(t.info))
             return with_warnings(json_response(result), warnings)
         if method == "PATCH":
             return self.patch(req, t)
@@ -230,8 +236,10 @@ class ResourceApi:
                 if isinstance(body, dict) else "default"
         else:
             ns = t.namespace or ""
-        result = self._write(req, lambda view: api_ops.create(view, t.info, ns, body),
-                                   api_ops.needs_settle(t.info))
+        manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
+        result = self._write(req, lambda view: record_managed(
+            view, t.info, None, api_ops.create(view, t.info, ns, body), manager),
+            api_ops.needs_settle(t.info))
         return with_warnings(json_response(result, 201), warnings)
 
     def patch(self, req: Request, t: Target) -> Response:
@@ -246,18 +254,28 @@ class ResourceApi:
         body = patch.parse_body(req.body, kind)
         ns = t.namespace or ""
         warnings: list[str] = []
+        applying = kind == patch.APPLY
+        manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), applying)
+        force = req.query.get("force") in ("true", "1")
 
         def write(view: Any) -> tuple[int, dict]:
-            old = view.get(t.info.kind, t.name, ns)
-            if old is None and kind == patch.APPLY and not t.subresource:
+            old = copy.deepcopy(view.get(t.info.kind, t.name, ns))
+            if old is None and applying and not t.subresource:
                 created, found = decoding.decode_body(t.info, body, mode)
                 warnings.extend(found)
-                return 201, api_ops.create(view, t.info, ns, created)
+                stored = api_ops.create(view, t.info, ns, created)
+                return 201, record_managed(view, t.info, None, stored, manager, applied=created)
             if old is None:
                 raise NotFoundError(plural_name(t.info), t.name)
             new, found = decoding.decode_patched(t.info, old, patch.apply_patch(old, body, kind), body, mode)
             warnings.extend(found)
-            return 200, api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
+            entries = None
+            if applying:
+                new, entries = ssa.apply(old, body if isinstance(body, dict) else {}, new, manager,
+                                         force, t.info.api_version, view.timestamp(),
+                                         ssa.root_shape(t.info.api_version, t.info.kind))
+            stored = api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
+            return 200, record_managed(view, t.info, old, stored, manager, t.subresource, entries)
 
         code, result = self._write(req, write, api_ops.needs_settle(t.info))
         return with_warnings(json_response(result, code), warnings)
@@ -332,6 +350,38 @@ class ResourceApi:
         else:
             self.worker.write(lambda view: api_ops.evict(view, ns, t.name))
         return success_status(201)
+
+
+def record_managed(view: Any, info: KindInfo, old: dict | None, stored: dict, manager: str,
+                   subresource: str = "", entries: list[dict] | None = None,
+                   applied: dict | None = None) -> dict:
+    """Put the write's managedFields (``server.ssa``: ``entries`` from an apply, else an Update
+    by ``manager``; ``applied``: an apply that created the object) on the stored object, in
+    place when this transaction already changed it (no second resourceVersion); returns a copy."""
+    if info.kind == "Event":
+        return stored
+    name, ns = stored["metadata"]["name"], stored["metadata"].get("namespace", "")
+    current = view.get(info.kind, name, ns)
+    if current is None:
+        return stored
+    shape = ssa.root_shape(info.api_version, info.kind)
+    if applied is not None:
+        _, entries = ssa.apply({"metadata": {}}, applied, stored, manager, True, info.api_version,
+                               view.timestamp(), shape)
+    elif entries is None:
+        entries = ssa.record_update(old, current, manager, info.api_version, view.timestamp(),
+                                    shape, subresource)
+    if (current.get("metadata") or {}).get("managedFields") == entries:
+        return copy.deepcopy(current)
+    unchanged = old is not None and (old.get("metadata") or {}).get("resourceVersion") == \
+        current["metadata"].get("resourceVersion")
+    if unchanged:
+        updated = copy.deepcopy(current)
+        updated["metadata"]["managedFields"] = entries
+        view.update(updated)
+    else:
+        current["metadata"]["managedFields"] = entries
+    return copy.deepcopy(view.get(info.kind, name, ns))
 
 
 def with_warnings(response: Response, warnings: list[str]) -> Response:

@@ -8,6 +8,8 @@
   error (``reason`` the ``field.ErrorType``, ``message`` its ``ErrorBody``, ``field``), message
   ``<Kind>[.<group>] "<name>" is invalid: <errors>`` (kubectl rebuilds ``The Pod "x" is
   invalid`` from ``details.kind`` and the causes);
+- ``NewApplyConflict`` (server-side apply): 409 Conflict, one ``FieldManagerConflict`` cause
+  per field;
 - ``NewTimeoutError`` (too large resourceVersion): ``Timeout: <message>``, ``retryAfterSeconds``
   and the ``ResourceVersionTooLarge`` cause;
 - ``NewResourceExpired`` (410): no details; a compacted continue token's fresh token rides in
@@ -29,6 +31,7 @@ from gpusched.errors import (AlreadyExistsError, ConflictError, FieldError, Forb
 from gpusched.server.http import Response, json_response, status_object
 from gpusched.server.lists import ExpiredError, TooLargeResourceVersionError
 from gpusched.server.patch import JsonPatchError
+from gpusched.server.ssa import ApplyConflictError
 
 # apimachinery pkg/util/validation/field/errors.go ErrorType values
 CAUSE_TYPES = {"Not found": "FieldValueNotFound", "Required value": "FieldValueRequired",
@@ -56,6 +59,8 @@ def error_status(error: GpuschedError, group: str = "") -> Response:
         body["details"] = {"causes": [{"reason": "ResourceVersionTooLarge",
                                        "message": "Too large resource version"}],
                            "retryAfterSeconds": 1}
+    elif isinstance(error, ApplyConflictError):
+        body["details"] = {"causes": error.causes}
     elif isinstance(error, JsonPatchError):
         body["details"] = {}                   # NewGenericServerResponse: empty details
     elif isinstance(error, ExpiredError) and error.continue_token:

@@ -1,0 +1,389 @@
+"""Server-side apply and managed fields, as apimachinery's fieldmanager and structured-merge-diff
+keep them (``k8s.io/apimachinery/pkg/util/managedfields/internal``, ``sigs.k8s.io/structured-merge-diff``).
+
+Every API write records who set which fields in ``metadata.managedFields``: one entry per
+(manager, operation, apiVersion, subresource) with ``fieldsType: FieldsV1`` and the owned fields
+as a ``fieldsV1`` tree (``f:<field>``, ``k:<key fields as JSON>`` for an item of a list keyed
+by ``x-kubernetes-list-map-keys`` / patch merge key, ``v:<value>`` for an item of a set,
+``.`` for an item that also has owned children). The manager is the ``fieldManager`` parameter,
+else the User-Agent up to its first "/" (``managerOrUserAgent``).
+
+- **Update** (create, PUT, JSON/merge/strategic PATCH): the writer gets every field it added or
+  changed; fields that disappeared leave every entry (SMD ``Updater.update``).
+- **Apply** (``application/apply-patch+yaml``): the applied configuration is merged into the
+  live object with each list's type (``map`` merged by key, ``set`` unioned, ``atomic``
+  replaced); fields this manager applied before and no longer sends are removed unless another
+  manager owns them; a field the configuration changes that another manager owns is a conflict
+  (409, ``NewConflictError``'s message, one ``FieldManagerConflict`` cause each) unless
+  ``force=true``, which moves the field to the applier. The applier's entry is exactly the
+  applied field set.
+- Not tracked, as ``stripmeta.go`` says: ``apiVersion``, ``kind`` and ``metadata``'s
+  name/namespace/uid/resourceVersion/generation/creationTimestamp/selfLink/managedFields;
+  ``status`` for writes of the main resource and everything but ``status`` for the status
+  subresource (the registry's ResetFields).
+- Entries are ordered as ``sortEncodedManagedFields``: operation, time, manager, apiVersion.
+
+Pure functions over plain dicts; ``server.resources`` calls :func:`record_update` and
+:func:`apply` inside the write. Neighbours: ``server.strategic`` (merge), ``objects.schema``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from gpusched.errors import FieldError, GpuschedError, InvalidError
+from gpusched.objects import schema
+
+Path = tuple[str, ...]
+APPLY, UPDATE = "Apply", "Update"
+STRIPPED_META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+                 "selfLink", "managedFields", "clusterName")
+MAX_MANAGER_CHARS = 128          # apimachinery ValidateFieldManager
+
+
+class ApplyConflictError(GpuschedError):
+    """409 Conflict with one ``FieldManagerConflict`` cause per field (``NewApplyConflict``)."""
+
+    code = 409
+    reason = "Conflict"
+
+    def __init__(self, conflicts: list[tuple[str, Path]]) -> None:
+        super().__init__(conflict_message(conflicts))
+        self.causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {manager}",
+                        "field": path_string(path)} for manager, path in conflicts]
+
+
+# ---- schema ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How SMD treats a value: ``kind`` is "map" (granular object), "atomic", "map-list",
+    "set-list" or "atomic-list"; ``keys`` are a map list's key fields; ``node`` its schema."""
+
+    kind: str
+    node: dict | None = None
+    keys: tuple[str, ...] = ()
+
+
+def root_shape(api_version: str, kind: str) -> Shape:
+    info = schema.schema_for(api_version, kind)
+    node = schema.load().definitions.get(info.name) if info is not None else None
+    return Shape("map", node)
+
+
+def _child(shape: Shape, key: str, value: Any) -> Shape:
+    """The shape of ``shape``'s member ``key`` holding ``value``."""
+    node = shape.node or {}
+    field = (node.get("properties") or {}).get(key)
+    if field is None and isinstance(node.get("additionalProperties"), dict):
+        field = node["additionalProperties"]
+    if field is None:
+        field = {}
+    resolved = schema.resolve(field) if field else {}
+    if isinstance(value, list):
+        items = resolved.get("items")
+        items_node = schema.resolve(items) if isinstance(items, dict) else None
+        list_type = field.get("x-kubernetes-list-type") or resolved.get("x-kubernetes-list-type")
+        strategy = str(field.get("x-kubernetes-patch-strategy", ""))
+        merge_key = field.get("x-kubernetes-patch-merge-key")
+        keys = tuple(field.get("x-kubernetes-list-map-keys") or ([merge_key] if merge_key else []))
+        if list_type == "map" or (list_type is None and "merge" in strategy and keys):
+            return Shape("map-list", items_node, keys)
+        if list_type == "set" or (list_type is None and "merge" in strategy):
+            return Shape("set-list", items_node)
+        return Shape("atomic-list", items_node)
+    if isinstance(value, dict):
+        atomic = "atomic" in (field.get("x-kubernetes-map-type"), resolved.get("x-kubernetes-map-type"))
+        return Shape("atomic" if atomic else "map", resolved or None)
+    return Shape("atomic", resolved or None)
+
+
+# ---- field sets ------------------------------------------------------------------------------
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def item_element(item: Any, shape: Shape) -> str:
+    """``k:{"name":"a"}`` for a map-list item, ``v:"x"`` for a set item."""
+    if shape.kind == "map-list" and isinstance(item, dict):
+        return "k:" + _compact({k: item[k] for k in shape.keys if k in item})
+    return "v:" + _compact(item)
+
+
+def leaves(value: Any, shape: Shape, prefix: Path = ()) -> dict[Path, Any]:
+    """Every owned path of ``value`` with the value there: scalars, atomic values, empty maps,
+    and list items (their path maps to the item itself)."""
+    out: dict[Path, Any] = {}
+    if shape.kind == "map" and isinstance(value, dict) and value:
+        for key, member in value.items():
+            _add_leaves(out, member, _child(shape, key, member), prefix + (f"f:{key}",))
+        return out
+    out[prefix] = value
+    return out
+
+
+def _add_leaves(out: dict[Path, Any], value: Any, shape: Shape, path: Path) -> None:
+    if shape.kind in ("map-list", "set-list") and isinstance(value, list):
+        item_shape = Shape("map", shape.node)
+        for item in value:
+            item_path = path + (item_element(item, shape),)
+            out[item_path] = item
+            if shape.kind == "map-list" and isinstance(item, dict):
+                out.update({p: v for p, v in leaves(item, item_shape, item_path).items() if p != item_path})
+        if not value:
+            out[path] = value
+        return
+    out.update(leaves(value, shape, path))
+
+
+def tracked(body: dict, shape: Shape, subresource: str = "") -> dict[Path, Any]:
+    """The owned paths of an object (``stripmeta.go`` and ResetFields leave some out)."""
+    body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
+    meta = body.get("metadata")
+    if isinstance(meta, dict):
+        meta = {k: v for k, v in meta.items() if k not in STRIPPED_META}
+        body["metadata"] = meta
+        if not meta:
+            del body["metadata"]
+    if subresource == "status":
+        body = {"status": body["status"]} if "status" in body else {}
+    else:
+        body.pop("status", None)
+    return leaves(body, shape) if body else {}
+
+
+# ---- FieldsV1 --------------------------------------------------------------------------------
+
+def to_fields_v1(paths: Iterable[Path]) -> dict:
+    """The FieldsV1 tree of a set of paths; a path that is also a parent gets ``.``.
+
+    >>> to_fields_v1([("f:spec", "f:replicas"), ("f:spec", "f:c", 'k:{"name":"a"}'),
+    ...               ("f:spec", "f:c", 'k:{"name":"a"}', "f:image")])
+    {'f:spec': {'f:c': {'k:{"name":"a"}': {'.': {}, 'f:image': {}}}, 'f:replicas': {}}}
+    """
+    tree: dict = {}
+    ends: set[Path] = set()
+    for path in paths:
+        node = tree
+        for element in path:
+            node = node.setdefault(element, {})
+        ends.add(path)
+    return _render(tree, (), ends)
+
+
+def _render(tree: dict, path: Path, ends: set[Path]) -> dict:
+    out: dict = {}
+    if path in ends and tree and path:
+        out["."] = {}
+    for element in sorted(tree):
+        out[element] = _render(tree[element], path + (element,), ends)
+    return out
+
+
+def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
+    """The paths of a FieldsV1 tree (a node that is ``{}`` or has ``.`` is owned)."""
+    out: set[Path] = set()
+    if not isinstance(tree, dict):
+        return out
+    if prefix and (not tree or "." in tree):
+        out.add(prefix)
+    for element, child in tree.items():
+        if element != ".":
+            out |= from_fields_v1(child, prefix + (element,))
+    return out
+
+
+def path_string(path: Path) -> str:
+    """fieldpath.Path.String: ``.spec.containers[name="a"].image``, ``[="x"]`` for set items."""
+    parts = []
+    for element in path:
+        kind, _, rest = element.partition(":")
+        if kind == "f":
+            parts.append("." + rest)
+        elif kind == "k":
+            fields = json.loads(rest)
+            parts.append("[" + ",".join(f"{k}={_compact(v)}" for k, v in fields.items()) + "]")
+        elif kind == "v":
+            parts.append(f"[={rest}]")
+        else:
+            parts.append(f"[{rest}]")
+    return "".join(parts)
+
+
+# ---- managers --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Entry:
+    manager: str
+    operation: str
+    api_version: str
+    time: str
+    paths: frozenset[Path]
+    subresource: str = ""
+
+    def identity(self) -> tuple[str, str, str, str]:
+        """BuildManagerIdentifier: appliers are one manager whatever apiVersion they used."""
+        return (self.manager, self.operation, "" if self.operation == APPLY else self.api_version,
+                self.subresource)
+
+    def printed(self) -> str:
+        """conflict.go printManager (the identifier has no time)."""
+        text = json.dumps(self.manager)
+        if self.subresource:
+            text += f" with subresource {json.dumps(self.subresource)}"
+        return f"{text} using {self.api_version}" if self.operation == UPDATE else text
+
+
+def read_entries(body: dict | None) -> list[Entry]:
+    entries = []
+    for raw in ((body or {}).get("metadata") or {}).get("managedFields") or []:
+        if not isinstance(raw, dict) or raw.get("fieldsType", "FieldsV1") != "FieldsV1":
+            continue
+        entries.append(Entry(str(raw.get("manager", "")), str(raw.get("operation", UPDATE)),
+                             str(raw.get("apiVersion", "")), str(raw.get("time", "")),
+                             frozenset(from_fields_v1(raw.get("fieldsV1") or {})),
+                             str(raw.get("subresource", ""))))
+    return entries
+
+
+def write_entries(entries: list[Entry]) -> list[dict]:
+    """Encoded and sorted as ``sortEncodedManagedFields``; empty entries are dropped."""
+    kept = sorted((e for e in entries if e.paths),
+                  key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource))
+    out = []
+    for entry in kept:
+        raw = {"manager": entry.manager, "operation": entry.operation, "apiVersion": entry.api_version,
+               "time": entry.time, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(entry.paths)}
+        if entry.subresource:
+            raw["subresource"] = entry.subresource
+        out.append(raw)
+    return out
+
+
+def manager_name(query: dict[str, str], user_agent: str, apply_patch: bool) -> str:
+    """``fieldManager``, else the User-Agent's first segment; validated as ValidatePatchOptions."""
+    manager = query.get("fieldManager", "")
+    errors = []
+    if apply_patch and not manager:
+        errors.append(FieldError("fieldManager", "Required value", None, "is required for apply patch"))
+    if not apply_patch and query.get("force") is not None:
+        errors.append(FieldError("force", "Forbidden", None, "may not be specified for non-apply patch"))
+    if len(manager) > MAX_MANAGER_CHARS:
+        errors.append(FieldError("fieldManager", "Too long", None,
+                                 f"may not be more than {MAX_MANAGER_CHARS} bytes"))
+    if errors:
+        raise InvalidError("PatchOptions.meta.k8s.io", "", errors)
+    return manager or user_agent.split("/")[0]
+
+
+# ---- operations ------------------------------------------------------------------------------
+
+def record_update(old: dict | None, new: dict, manager: str, api_version: str, now: str,
+                  shape: Shape, subresource: str = "") -> list[dict]:
+    """The managedFields after a non-apply write of ``new`` over ``old`` (None: created)."""
+    entries = read_entries(old)
+    before = tracked(old, shape, subresource) if old is not None else {}
+    after = tracked(new, shape, subresource)
+    gone = set(before) - set(after)
+    changed = {p for p, v in after.items() if p not in before
+               or (not _is_item(p) and _compact(before[p]) != _compact(v))}
+    entries = [_with_paths(e, e.paths - gone) for e in entries]
+    mine = Entry(manager, UPDATE, api_version, now, frozenset(changed), subresource)
+    return write_entries(_merge_into(entries, mine, add=True))
+
+
+def _is_item(path: Path) -> bool:
+    """A list item's own path (its changes are its children's): never "modified" itself."""
+    return bool(path) and path[-1][:2] in ("k:", "v:")
+
+
+def _with_paths(entry: Entry, paths: Iterable[Path]) -> Entry:
+    return Entry(entry.manager, entry.operation, entry.api_version, entry.time, frozenset(paths),
+                 entry.subresource)
+
+
+def _merge_into(entries: list[Entry], mine: Entry, add: bool) -> list[Entry]:
+    """``mine`` replaces (or, with ``add``, joins) the entry with the same identity."""
+    out, found = [], False
+    for entry in entries:
+        if entry.identity() == mine.identity():
+            found = True
+            paths = entry.paths | mine.paths if add else mine.paths
+            if add and not mine.paths:
+                out.append(entry)        # nothing new: the entry and its time stay
+                continue
+            out.append(Entry(mine.manager, mine.operation, mine.api_version, mine.time,
+                             frozenset(paths), mine.subresource))
+        else:
+            out.append(entry)
+    if not found:
+        out.append(mine)
+    return out
+
+
+def apply(live: dict, config: dict, merged: dict, manager: str, force: bool, api_version: str,
+          now: str, shape: Shape) -> tuple[dict, list[dict]]:
+    """Server-side apply of ``config`` by ``manager`` to ``live``; ``merged`` is ``config``
+    merged into ``live`` by list type. Returns the new object and its managedFields, or raises
+    :class:`ApplyConflictError`."""
+    entries = read_entries(live)
+    applied = tracked(config, shape)
+    me = next((e for e in entries if e.identity() == (manager, APPLY, "", "")), None)
+    others = [e for e in entries if e is not me]
+    owned_by_others = frozenset().union(*(e.paths for e in others)) if others else frozenset()
+    result = copy.deepcopy(merged)
+    if me is not None:
+        for path in sorted(me.paths - set(applied) - owned_by_others, key=len, reverse=True):
+            _remove_path(result, path, shape)
+    live_leaves = tracked(live, shape)
+    changed = {p for p, v in applied.items() if not _is_item(p) and p in live_leaves
+               and _compact(live_leaves[p]) != _compact(v)}
+    conflicts = sorted(((e.printed(), p) for e in others for p in e.paths & changed))
+    if conflicts and not force:
+        raise ApplyConflictError(conflicts)
+    mine = Entry(manager, APPLY, api_version, now, frozenset(applied))
+    kept = [_with_paths(e, e.paths - changed) if force else e for e in others]
+    return result, write_entries(kept + [mine])
+
+
+def _remove_path(body: Any, path: Path, shape: Shape) -> None:
+    """Remove the value at ``path`` (a field, or a list item by key/value) if it is there."""
+    node, current = body, shape
+    for index, element in enumerate(path):
+        last = index == len(path) - 1
+        kind, _, rest = element.partition(":")
+        if kind == "f" and isinstance(node, dict) and rest in node:
+            if last:
+                del node[rest]
+                return
+            current = _child(current, rest, node[rest])
+            node = node[rest]
+        elif kind in ("k", "v") and isinstance(node, list):
+            match = next((i for i, item in enumerate(node) if item_element(item, current) == element), None)
+            if match is None:
+                return
+            if last:
+                del node[match]
+                return
+            node, current = node[match], Shape("map", current.node)
+        else:
+            return
+
+
+def conflict_message(conflicts: list[tuple[str, Path]]) -> str:
+    """conflict.go ``getConflictMessage``."""
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        return f"Apply failed with 1 conflict: conflict with {manager}: {path_string(path)}"
+    by_manager: dict[str, list[Path]] = {}
+    for manager, path in conflicts:
+        by_manager.setdefault(manager, []).append(path)
+    lines = []
+    for manager in sorted(by_manager):
+        lines.append(f"conflicts with {manager}:")
+        lines.extend(f"- {path_string(path)}" for path in by_manager[manager])
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
