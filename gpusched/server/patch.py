@@ -100,7 +100,14 @@ def strategic_merge(old: dict, patch: dict) -> dict:
     {'tolerations': [{'key': 'b'}], 'containers': [{'name': 'a', 'image': 'y'}, {'name': 'b'}]}
     """
     node = strategic.root_node(str(old.get("apiVersion", "")), str(old.get("kind", "")))
-    return strategic.strategic_merge_patch(old, patch, node)
+    try:
+        return strategic.strategic_merge_patch(old, patch, node)
+    except BadRequestError as err:
+        if err.message in STRATEGIC_BAD_REQUEST:
+            raise
+        if err.message in STRATEGIC_GENERIC_422:
+            raise GenericInvalidError(err.message) from None
+        raise UnknownPatchError(err.message) from None
 
 
 def strategic_supported(api_version: str, kind: str) -> bool:
@@ -122,10 +129,9 @@ class EntityTooLargeError(GpuschedError):
     reason = "RequestEntityTooLarge"
 
 
-class JsonPatchError(GpuschedError):
-    """A JSON patch that does not apply: kube-apiserver answers ``NewGenericServerResponse(422,
-    ...)`` (handlers/patch.go ``applyJSPatch``), whose message is generic and whose details are
-    empty; ``detail`` keeps what went wrong for logs and tests."""
+class GenericInvalidError(GpuschedError):
+    """``NewGenericServerResponse(422, ...)``: reason Invalid, a generic message and empty
+    details; ``detail`` keeps what went wrong for logs and tests."""
 
     code = 422
     reason = "Invalid"
@@ -133,6 +139,27 @@ class JsonPatchError(GpuschedError):
     def __init__(self, detail: str) -> None:
         super().__init__(APPLY_FAILED)
         self.detail = detail
+
+
+class JsonPatchError(GenericInvalidError):
+    """A JSON patch that does not apply (handlers/patch.go ``applyJSPatch``)."""
+
+
+class UnknownPatchError(GpuschedError):
+    """An error handlers/patch.go passes on as it is: ``ErrorToAPIStatus`` makes it a 500 with
+    the error's text and an empty reason (kubectl: ``Error from server: <text>``)."""
+
+    code = 500
+    reason = ""
+
+
+# handlers/patch.go interpretStrategicMergePatchError: these are 400, these 422, the rest 500
+STRATEGIC_BAD_REQUEST = ("invalid JSON document", "invalid patch format of primitive list",
+                         "invalid patch format of retainKeys",
+                         "invalid patch format of setElementOrder list",
+                         "strategic merge patch format is not supported")
+STRATEGIC_GENERIC_422 = ("lists of lists are not supported",
+                         "patch content doesn't match retainKeys list")
 
 
 def _pointer(path: Any, field: str = "path") -> list[str]:

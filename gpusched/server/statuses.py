@@ -14,8 +14,11 @@
   and the ``ResourceVersionTooLarge`` cause;
 - ``NewResourceExpired`` (410): no details; a compacted continue token's fresh token rides in
   ``metadata.continue``;
-- ``NewGenericServerResponse(422)`` (a JSON patch that does not apply): the generic message
-  "the server rejected our request due to an error in our request" and empty details;
+- ``NewGenericServerResponse(422)`` (a JSON patch that does not apply, a strategic patch with a
+  list of lists): the generic message "the server rejected our request due to an error in our
+  request" and empty details;
+- an error that is no Status (most strategic merge errors): ``ErrorToAPIStatus``'s 500 with the
+  error's text and no reason;
 - ``NewBadRequest`` and the rest: no details.
 
 Neighbours: ``server.resources`` (every resource error goes through :func:`error_status`),
@@ -30,7 +33,7 @@ from gpusched.errors import (AlreadyExistsError, ConflictError, FieldError, Forb
                              GpuschedError, InvalidError, NotFoundError)
 from gpusched.server.http import Response, json_response, status_object
 from gpusched.server.lists import ExpiredError, TooLargeResourceVersionError
-from gpusched.server.patch import JsonPatchError
+from gpusched.server.patch import GenericInvalidError, UnknownPatchError
 from gpusched.server.ssa import ApplyConflictError
 
 # apimachinery pkg/util/validation/field/errors.go ErrorType values
@@ -61,8 +64,10 @@ def error_status(error: GpuschedError, group: str = "") -> Response:
                            "retryAfterSeconds": 1}
     elif isinstance(error, ApplyConflictError):
         body["details"] = {"causes": error.causes}
-    elif isinstance(error, JsonPatchError):
+    elif isinstance(error, GenericInvalidError):
         body["details"] = {}                   # NewGenericServerResponse: empty details
+    elif isinstance(error, UnknownPatchError):
+        del body["reason"]                     # StatusReasonUnknown is "" (omitted)
     elif isinstance(error, ExpiredError) and error.continue_token:
         body["metadata"] = {"continue": error.continue_token}
     return json_response(body, error.code)

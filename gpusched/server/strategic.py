@@ -356,6 +356,25 @@ def _dedupe(items: list) -> list:
 
 
 def _go(value: Any) -> str:
-    """A short rendering of a value for an error message (Go's %v, roughly)."""
-    text = repr(value)
+    """A value as Go's ``%v`` prints the decoded JSON (``map[image:x name:a]``, ``[a b]``),
+    shortened past 200 characters.
+
+    >>> _go({"name": "a", "image": "x", "ports": [1, 2.5], "x": None, "on": True})
+    'map[image:x name:a on:true ports:[1 2.5] x:<nil>]'
+    """
+    text = _go_value(value)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _go_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_value(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -73,6 +73,36 @@ def test_kubectl_patch_directives(serve):
     assert pod["metadata"]["labels"] == {"tier": "gpu"}
 
 
+def test_kubectl_patch_list_directives_on_a_deployment(serve):
+    """$patch: delete removes a container by its merge key; $setElementOrder orders the merged
+    list (strategicpatch ``mergeSliceWithSpecialElements``, ``normalizeElementOrder``)."""
+    serve.json("/apis/apps/v1/namespaces/default/deployments", DEPLOYMENT)
+    two = '{"spec":{"template":{"spec":{"containers":[{"name":"b","image":"redis"}]}}}}'
+    done = patched(serve, "deployment", "-p", two)
+    assert [c["name"] for c in done["spec"]["template"]["spec"]["containers"]] == ["b", "patch-demo-ctr"]
+    done = patched(serve, "deployment", "-p", '{"spec":{"template":{"spec":{"$setElementOrder/containers":'
+                   '[{"name":"patch-demo-ctr"},{"name":"b"}],"containers":[{"name":"b","image":"redis:7"}]}}}}')
+    assert [(c["name"], c["image"]) for c in done["spec"]["template"]["spec"]["containers"]] == [
+        ("patch-demo-ctr", "nginx"), ("b", "redis:7")]
+    done = patched(serve, "deployment", "-p",
+                   '{"spec":{"template":{"spec":{"containers":[{"name":"b","$patch":"delete"}]}}}}')
+    assert [c["name"] for c in done["spec"]["template"]["spec"]["containers"]] == ["patch-demo-ctr"]
+
+
+def test_kubectl_patch_merge_errors_read_as_upstream(serve):
+    """handlers/patch.go passes mergepatch's plain errors on: a 500 with no reason, which kubectl
+    prints as "Error from server: <text>"; a bad $retainKeys is 400 BadRequest."""
+    serve.json("/api/v1/namespaces/default/pods", POD)
+    done = serve.kubectl("patch", "pod", "patch-demo", "-p", '{"spec":{"containers":[{"image":"x"}]}}',
+                         check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "Error from server: map: map[image:x] does not contain declared merge key: name"
+    serve.kubectl("label", "pod", "patch-demo", "a=1")
+    done = serve.kubectl("patch", "pod", "patch-demo", "-p",
+                         '{"metadata":{"labels":{"$retainKeys":["a"],"b":"2"}}}', check=False)
+    assert done.stderr.strip() == "Error from server (BadRequest): invalid patch format of retainKeys"
+
+
 def test_kubectl_patch_custom_resource_is_415(serve):
     serve.kubectl("apply", "-f", "examples/cluster.yaml")
     pools = json.loads(serve.kubectl("get", "nodepools", "-o", "json").stdout)["items"]

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from gpusched.cluster.api_ops import BadRequestError
-from gpusched.server.patch import STRATEGIC, apply_patch, strategic_supported
+from gpusched.server.patch import (STRATEGIC, GenericInvalidError, UnknownPatchError, apply_patch,
+                                   strategic_supported)
 
 
 def pod(**fields) -> dict:
@@ -98,28 +99,37 @@ def test_strategic_merge(old, patch, path, expected):
     assert repr(old) == before       # the stored object is not changed
 
 
+# handlers/patch.go interpretStrategicMergePatchError: mergepatch's ErrBadPatchFormat* are 400,
+# ErrNoListOfLists 422 (NewGenericServerResponse), every other merge error a 500 with no reason
+# (ErrorToAPIStatus), which kubectl prints as "Error from server: <message>".
 BAD = [
     # patch_test.go "should check if order in $setElementOrder and patch list match"
     ("upstream-set-order-mismatch", pod(containers=[c("1"), c("3"), c("2")]),
      {"spec": {"$setElementOrder/containers": [c("1"), c("2"), c("3")],
-               "containers": [c("3", image="3"), c("1", image="1")]}}, "doesn't match"),
+               "containers": [c("3", image="3"), c("1", image="1")]}}, "doesn't match", UnknownPatchError),
     ("no-merge-key", pod(containers=[c("a")]), {"spec": {"containers": [{"image": "x"}]}},
-     "does not contain declared merge key: name"),
+     "^map: map\\[image:x\\] does not contain declared merge key: name$", UnknownPatchError),
     ("unknown-directive", pod(containers=[c("a")]), {"spec": {"containers": [{"name": "a", "$patch": "x"}]}},
-     "unknown patch type: x"),
+     "unknown patch type: x", UnknownPatchError),
     ("merge-directive-in-list", pod(containers=[c("a")]),
-     {"spec": {"containers": [{"name": "a", "$patch": "merge"}]}}, "merging lists cannot yet be specified"),
+     {"spec": {"containers": [{"name": "a", "$patch": "merge"}]}}, "merging lists cannot yet be specified",
+     UnknownPatchError),
     ("retain-keys-not-listed", pod(meta={"labels": {"a": "1"}}),
-     {"metadata": {"labels": {"$retainKeys": ["a"], "b": "2"}}}, "invalid patch format of retainKeys"),
+     {"metadata": {"labels": {"$retainKeys": ["a"], "b": "2"}}}, "invalid patch format of retainKeys",
+     BadRequestError),
     ("mixed-element-types", pod(meta={"finalizers": ["a"]}), {"metadata": {"finalizers": [{"x": 1}]}},
-     "list element types are not identical"),
+     "list element types are not identical", UnknownPatchError),
+    ("list-of-lists", pod(meta={"finalizers": ["a"]}), {"metadata": {"finalizers": [["x"]]}},
+     "rejected our request", GenericInvalidError),
 ]
 
 
-@pytest.mark.parametrize(("old", "patch", "message"), [case[1:] for case in BAD], ids=[case[0] for case in BAD])
-def test_bad_strategic_patch(old, patch, message):
-    with pytest.raises(BadRequestError, match=message):
+@pytest.mark.parametrize(("old", "patch", "message", "error"), [case[1:] for case in BAD],
+                         ids=[case[0] for case in BAD])
+def test_bad_strategic_patch(old, patch, message, error):
+    with pytest.raises(error, match=message) as raised:
         apply_patch(old, patch, STRATEGIC)
+    assert type(raised.value) is error
 
 
 @pytest.mark.parametrize(("api_version", "kind", "supported"), [
