@@ -28,18 +28,20 @@ Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``ser
 from __future__ import annotations
 
 import copy
+import json
+from urllib.parse import parse_qs
 from dataclasses import dataclass
 from typing import Any
 
 from gpusched.cluster import api_ops
 from gpusched.cluster.api_ops import BadRequestError
-from gpusched.errors import GpuschedError, NotFoundError
+from gpusched.errors import FieldError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
                                         parse_selector, selector_from_dict, selector_to_string)
 from gpusched.server import decoding, discovery, lists, patch, ssa, statuses
 from gpusched.server.feed import OBJECTS
-from gpusched.server.http import (Request, Response, json_response,
+from gpusched.server.http import (Request, Response, json_response, status_object,
                                   status_response, success_status)
 from gpusched.server.tables import ColumnSource, build_table, wants_table
 
@@ -99,10 +101,7 @@ class ResourceApi:
 
     def _dispatch(self, req: Request, t: Target) -> Response:
         method = req.method
-        if req.query.get("dryRun") not in (None, "", "All"):
-            raise BadRequestError(f'unsupported dry run value "{req.query["dryRun"]}": only All')
-        if req.query.get("dryRun") and method in ("GET", "HEAD"):
-            raise BadRequestError("dryRun is only for writes")
+        check_dry_run(req)
         if not t.name:
             if method == "GET":
                 if req.query.get("watch") in ("true", "1"):
@@ -118,9 +117,9 @@ class ResourceApi:
             return self.post_subresource(req, t)
         if t.subresource == "scale" and t.info.kind in SCALE_KINDS:
             return self.scale(req, t)
-        if t.subresource not in ("", "status"):
-            return status_response(404, f'{plural_name(t.info)} "{t.name}" has no subresource '
-                                   f'"{t.subresource}" in gpusched', "NotFound")
+        if t.subresource not in ("", "status"):      # no route: go-restful's 404
+            return json_response({**status_object(404, "the server could not find the requested "
+                                                  "resource", "NotFound"), "details": {}}, 404)
         if method == "GET":
             return self.get(req, t)
         if t.info.kind == "Event":
@@ -350,6 +349,23 @@ class ResourceApi:
         else:
             self.worker.write(lambda view: api_ops.evict(view, ns, t.name))
         return success_status(201)
+
+
+OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions",
+                 "DELETE": "DeleteOptions"}
+
+
+def check_dry_run(req: Request) -> None:
+    """``dryRun`` as ValidateDryRun checks it on writes (422 on ``<Verb>Options.meta.k8s.io``);
+    reads have no such option and ignore the parameter, as every unknown one."""
+    kind = OPTIONS_KINDS.get(req.method)
+    values = [v for v in parse_qs(req.raw_query, keep_blank_values=True).get("dryRun", [])] \
+        if req.raw_query else ([req.query["dryRun"]] if "dryRun" in req.query else [])
+    if kind is None or all(v in ("", "All") for v in values):
+        return
+    shown = ", ".join(json.dumps(v) for v in values)
+    raise InvalidError(f"{kind}.meta.k8s.io", "", [FieldError(
+        "dryRun", "Unsupported value", f"[]string{{{shown}}}", 'supported values: "All"', quoted=False)])
 
 
 def record_managed(view: Any, info: KindInfo, old: dict | None, stored: dict, manager: str,

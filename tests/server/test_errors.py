@@ -104,3 +104,40 @@ def test_non_loopback_bind_serves_tls_and_refuses_requests_without_token(tmp_pat
         assert nodes.returncode == 0, nodes.stderr   # kubectl verifies the self-signed certificate
     finally:
         assert stop(served.process) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "path", "code", "message"), [
+    # ValidateCreateOptions -> ValidateDryRun: NotSupported with the []string value
+    ("POST", PODS + "?dryRun=Some", 422,
+     'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Some"}: '
+     'supported values: "All"'),
+    ("DELETE", PODS + "/keep?dryRun=x", 422,
+     'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"x"}: '
+     'supported values: "All"'),
+    # no route for the subresource: the apiserver's NotFound handler
+    ("GET", PODS + "/keep/frobnicate", 404, "the server could not find the requested resource"),
+], ids=["create-dry-run-value", "delete-dry-run-value", "unknown-subresource"])
+def test_option_and_route_errors_are_upstream_statuses(serve, method, path, code, message):
+    assert serve.request("POST", PODS, pod("keep"))[0] == 201
+    status, body = serve.request(method, path)
+    assert (status, body["code"], body["message"]) == (code, code, message)
+    assert serve.request("GET", PODS + "/keep?dryRun=All")[0] == 200      # reads ignore dryRun
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "path", "body", "details"), [
+    ("GET", PODS + "/missing", None, {"name": "missing", "kind": "pods"}),
+    ("POST", PODS, pod("keep"), {"name": "keep", "kind": "pods"}),
+    ("GET", "/apis/apps/v1/namespaces/default/deployments/missing", None,
+     {"name": "missing", "group": "apps", "kind": "deployments"}),
+    ("POST", PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": []}},
+     {"name": "x", "kind": "Pod", "causes": [{"reason": "FieldValueRequired", "message": "Required value",
+                                              "field": "spec.containers"}]}),
+], ids=["not-found", "already-exists", "not-found-apps", "invalid"])
+def test_status_details_name_the_resource_or_kind_as_errors_go(serve, method, path, body, details):
+    """errors.go: NewNotFound/NewAlreadyExists carry the resource (pods, deployments + group),
+    NewInvalid the kind (Pod) and one cause per field error."""
+    assert serve.request("POST", PODS, pod("keep"))[0] == 201
+    status, reply = serve.request(method, path, body)
+    assert reply["details"] == details
