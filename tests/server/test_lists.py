@@ -21,6 +21,9 @@ from gpusched.errors import InvalidError
 from gpusched.server import lists
 from tests.conftest import gpusched_executable
 from tests.server.conftest import start_serve, stop
+from tests.server.test_kubectl import _kubectl_binaries
+
+BINARIES = [pytest.param(p.values[0], id=p.id, marks=p.marks) for p in _kubectl_binaries()]
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -204,15 +207,16 @@ def test_selector_pages_carry_no_remaining_count(serve):
 
 
 @pytest.mark.slow
-def test_kubectl_chunk_size_pages_through_every_pod(serve):
+@pytest.mark.parametrize("binary", BINARIES)
+def test_kubectl_chunk_size_pages_through_every_pod(serve, binary):
     for index in range(5):
         serve.create_pod(f"p{index}", gpus=0)
-    done = serve.kubectl("get", "pods", "--chunk-size=2", "-o", "name", "-v=6")
+    done = serve.kubectl("get", "pods", "--chunk-size=2", "-o", "name", "-v=6", binary=binary)
     assert done.stdout.split() == [f"pod/p{index}" for index in range(5)]
     requests = re.findall(r"GET \S+/api/v1/namespaces/default/pods\?(\S+) 200", done.stderr)
     assert len(requests) == 3 and all("limit=2" in query for query in requests)
     assert all("continue=" in query for query in requests[1:])
-    table = serve.kubectl("get", "pods", "--chunk-size=2").stdout.splitlines()
+    table = serve.kubectl("get", "pods", "--chunk-size=2", binary=binary).stdout.splitlines()
     assert [line.split()[0] for line in table] == ["NAME"] + [f"p{index}" for index in range(5)]
 
 
