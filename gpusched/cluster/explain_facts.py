@@ -12,15 +12,17 @@ returns ``scheduler.explain.Fact`` items, each a sentence and the same facts as 
   device-plugin ConfigMap renaming or replacing the resource (time-slicing ``renameByDefault``,
   ``migStrategy``), a config error;
 - ``too-large``: ``the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16``;
-- ``cordoned`` / ``not-ready``: a node big enough for the pod that takes no pods now;
+- ``cordoned`` / ``not-ready``: a node where the pod would fit but that takes no pods now (the
+  scheduler's ``uncordon`` / ``node-condition`` suggestions);
 - ``gated``: ``waiting for scheduling gates: [example.com/wait]``, the one queue that holds a pod
   (``spec.schedulingGates``); ``no-queue``: a Kueue queue label, which gpusched does not act on;
 - ``no-finishing``: room is held only by pods that run without end (no ``gpusched.io/duration``,
   no ``sleep N``, no Job or pod deadline): it frees up only when they are deleted.
 
 ``finish_times(view)``: pod key -> virtual seconds when each running pod ends on its own (its run
-time, its own ``activeDeadlineSeconds``, its Job's deadline, the earliest), for the "room frees
-up" suggestion of ``scheduler.explain``.
+time, its own ``activeDeadlineSeconds``, its Job's deadline, the end of its grace period when it is
+Terminating (a preemption victim), the earliest), for the "room frees up" suggestion of
+``scheduler.explain``.
 
 Neighbours: ``cluster.cluster.Cluster.explain`` calls both; ``devices.advertise`` tells what a
 node would offer; ``controllers.pod_lifecycle`` / ``controllers.job`` give the end times.
@@ -102,6 +104,8 @@ def finish_times(view: View) -> dict[str, float]:
             continue
         meta = _meta(pod)
         ends = [end_time(pod)]
+        if meta.get("deletionTimestamp"):        # Terminating: gone when its grace period ends
+            ends.append(seconds_of(meta["deletionTimestamp"]))
         own = (pod.get("spec") or {}).get("activeDeadlineSeconds")
         started = start_time(pod)
         if own is not None and started is not None:
@@ -217,20 +221,20 @@ def _not_offered_facts(view: View, resource: str, want: int, offering: dict) -> 
     return out
 
 
-def _node_state_facts(view: View, wants: dict[str, int]) -> list[Fact]:
-    """Cordoned or NotReady nodes that are big enough for the pod."""
+def _node_state_facts(view: View, suggestions: tuple = ()) -> list[Fact]:
+    """Cordoned or NotReady nodes where the pod would fit but for that state: the nodes of the
+    scheduler's ``uncordon`` / ``node-condition`` suggestions (a what-if through every filter)."""
+    uncordon = {n for s in suggestions if s.kind == "uncordon" for n in s.nodes}
+    waiting = {n for s in suggestions if s.kind == "node-condition" for n in s.nodes}
     out = []
     for node in view.list("Node"):
         name = _meta(node).get("name", "")
-        alloc = _amounts((node.get("status") or {}).get("allocatable"))
-        if any(alloc.get(r, 0) < n for r, n in wants.items()):
-            continue
-        if (node.get("spec") or {}).get("unschedulable"):
+        if name in uncordon:
             out.append(Fact("cordoned", f"{name} has room but is cordoned (spec.unschedulable); "
                                         f"change: gpusched uncordon {name}",
                             (("node", name), ("change", f"gpusched uncordon {name}"))))
         ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
-        if ready and ready[0].get("status") != "True":
+        if name in waiting and ready and ready[0].get("status") != "True":
             reason = ready[0].get("reason") or ready[0].get("status")
             out.append(Fact("not-ready", f"{name} has room but is NotReady (Ready={ready[0].get('status')}, "
                                          f"{reason}); it takes pods again when its kubelet reports Ready",
@@ -238,7 +242,7 @@ def _node_state_facts(view: View, wants: dict[str, int]) -> list[Fact]:
     return out
 
 
-def pending_facts(view: View, info: PodInfo) -> list[Fact]:
+def pending_facts(view: View, info: PodInfo, suggestions: tuple = ()) -> list[Fact]:
     nodes = view.list("Node")
     allocs = {_meta(n).get("name", ""): _amounts((n.get("status") or {}).get("allocatable")) for n in nodes}
     advertised = {r for alloc in allocs.values() for r, n in alloc.items() if n > 0}
@@ -263,7 +267,7 @@ def pending_facts(view: View, info: PodInfo) -> list[Fact]:
                             (("resource", resource), ("node", largest[0]), ("has", largest[1]),
                              ("asks", want))))
         out.extend(fact for fact in not_offered if fact.fields[2][1] >= want or not offering)
-    out.extend(_node_state_facts(view, wants))
+    out.extend(_node_state_facts(view, suggestions))
     return out
 
 
@@ -309,7 +313,7 @@ def facts(view: View, pod: dict, info: PodInfo, message: str = "", suggestions: 
     queued = queue_facts(pod)
     if any(f.kind == "gated" for f in queued):
         return queued
-    found = queued + pending_facts(view, info)
+    found = queued + pending_facts(view, info, suggestions)
     if not found and "Insufficient" in message and not any(s.kind == "finishing" for s in suggestions):
         found.append(Fact("no-finishing", NO_FINISHING))
     return found

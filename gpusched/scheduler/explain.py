@@ -10,12 +10,15 @@
 2. PreScore/Score/NormalizeScore per plugin for the feasible nodes (weighted, as the runner sums);
 3. when no node is feasible, candidate changes, each checked by re-running the filters on a
    modified copy of the pod (or a what-if snapshot), keeping those that make some node feasible:
-   tolerate one taint, drop one nodeSelector key / the required node affinity / one pod
+   tolerate one taint (not the node lifecycle controller's ``node.kubernetes.io/*``: for those the
+   change is on the node: ``uncordon``, or ``node-condition`` once the node is Ready), drop one nodeSelector key / the required node affinity / one pod
    (anti-)affinity term / one spread constraint, ask for fewer GPUs (the largest count that fits
    anywhere), the victims DefaultPreemption would choose (those of step 0; a profile without
    PostFilter gets DefaultPreemption's dry run as a what-if), and the smallest set
    of running pods on one node whose finishing would free room (fewest pods; reprieve order
    priority then start time, as preemption; ties by node order).
+   Each suggestion carries its change as data (``Suggestion.edit``, ops in ``EDITS``) so a
+   program can apply it (tests/cluster/test_explain_suggestions_property.py does).
 
 ``render_table(expl)`` gives a table a person reads in one glance (NODE | RESULT | REASONS/SCORE)
 followed by the suggestions; ``to_json(expl)`` a plain dict for ``-o json``.
@@ -32,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from gpusched.objects.types import PodInfo, Toleration
+from gpusched.objects.types import PodInfo, Taint, Toleration
 from gpusched.scheduler import preemption
 from gpusched.scheduler.framework import Code, CycleState
 
@@ -55,6 +58,25 @@ class Suggestion:
     nodes: tuple[str, ...] = ()    # where the pod would then fit
     pods: tuple[str, ...] = ()     # pods to remove (preemption / finishing)
     at: float | None = None        # finishing: virtual seconds when the room is free
+    edit: tuple[tuple[str, Any], ...] = ()   # the change as data (``EDITS``), for -o json and tests
+
+
+# What ``Suggestion.edit`` holds, one (op, value) pair; ``-o json`` writes it as ``{"op", "value"}``:
+EDITS = {
+    "add-toleration": "spec.tolerations += value ({key, operator: Equal, value, effect})",
+    "remove-node-selector": "delete spec.nodeSelector[value]",
+    "remove-required-node-affinity": "delete spec.affinity.nodeAffinity.requiredDuringScheduling...",
+    "remove-term": "delete the value[index]-th term of value[field] (podAffinity, podAntiAffinity, "
+                   "topologySpreadConstraints with DoNotSchedule)",
+    "set-gpus": "the pod asks for value nvidia.com/gpu in all",
+    "uncordon": "gpusched uncordon value (the node)",
+    "wait-untainted": "nothing to edit: value.node takes the pod once the node lifecycle controller "
+                      "removes value.taint (the node's condition clears)",
+    "evict": "done by the scheduler itself: DefaultPreemption evicts value (pod keys)",
+    "wait-until": "nothing to edit: the room is free at virtual second value",
+}
+CORDON_TAINT = "node.kubernetes.io/unschedulable"
+NODE_STATE_TAINTS = "node.kubernetes.io/"     # set by the node lifecycle controller, not for pods
 
 
 @dataclass(frozen=True)
@@ -112,48 +134,82 @@ def _scores(scheduler, framework, state: CycleState, pod: PodInfo, rows: np.ndar
 # ---- suggestions ----------------------------------------------------------------------------------
 
 
-def _try(scheduler, framework, kind: str, change: str, pod: PodInfo) -> Suggestion | None:
+def _try(scheduler, framework, kind: str, change: str, pod: PodInfo,
+         edit: tuple[tuple[str, Any], ...] = ()) -> Suggestion | None:
     rows = _feasible_rows(scheduler, framework, pod)
     if not len(rows):
         return None
-    return Suggestion(kind, change, tuple(scheduler.snapshot.names[int(r)] for r in rows))
+    return Suggestion(kind, change, tuple(scheduler.snapshot.names[int(r)] for r in rows), edit=edit)
 
 
-def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo]]:
+def _node_state(scheduler, framework, pod: PodInfo, taint: Taint) -> list[Suggestion]:
+    """A taint the node lifecycle controller sets (cordon, NotReady, pressure): tolerating it is
+    no advice for a pod, so the what-if names the nodes and the cluster change instead."""
+    toleration = Toleration(taint.key, "Equal", taint.value, taint.effect)
+    found = _try(scheduler, framework, "", "", dataclasses.replace(
+        pod, tolerations=pod.tolerations + (toleration,)))
+    if found is None:
+        return []
+    if taint.key == CORDON_TAINT:
+        return [Suggestion("uncordon", f"uncordon {node} (gpusched uncordon {node})", (node,),
+                           edit=(("uncordon", node),)) for node in found.nodes]
+    return [Suggestion("node-condition", f"{node} takes it once its {taint.key} taint is gone (the "
+                       "node lifecycle controller removes it when the node's condition clears)", (node,),
+                       edit=(("wait-untainted", {"node": node, "taint": taint.key}),))
+            for node in found.nodes]
+
+
+def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo, tuple]]:
     replace = dataclasses.replace
-    out: list[tuple[str, str, PodInfo]] = []
+    out: list[tuple[str, str, PodInfo, tuple]] = []
     seen = set()
     for taints in snapshot.taint_groups:
         for taint in taints:
             if taint.effect == "PreferNoSchedule" or taint in seen:
                 continue
             seen.add(taint)
-            if any(t.tolerates(taint) for t in pod.tolerations):
+            if any(t.tolerates(taint) for t in pod.tolerations) or taint.key.startswith(NODE_STATE_TAINTS):
                 continue
             toleration = Toleration(taint.key, "Equal", taint.value, taint.effect)
+            as_data = {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
             out.append(("toleration", f"tolerate taint {taint.key}={taint.value}:{taint.effect}",
-                        replace(pod, tolerations=pod.tolerations + (toleration,))))
+                        replace(pod, tolerations=pod.tolerations + (toleration,)),
+                        (("add-toleration", as_data),)))
     for key in sorted(pod.node_selector):
         selector = {k: v for k, v in pod.node_selector.items() if k != key}
         out.append(("node-selector", f"drop nodeSelector {key}={pod.node_selector[key]}",
-                    replace(pod, node_selector=selector)))
+                    replace(pod, node_selector=selector), (("remove-node-selector", key),)))
     if pod.required_terms is not None:
-        out.append(("node-affinity", "drop the required node affinity", replace(pod, required_terms=None)))
-    for field, label in (("pod_affinity", "pod affinity"), ("pod_anti_affinity", "pod anti-affinity"),
-                         ("topology_spread", "topology spread constraint")):
+        out.append(("node-affinity", "drop the required node affinity", replace(pod, required_terms=None),
+                    (("remove-required-node-affinity", True),)))
+    for field, label, spec in (("pod_affinity", "pod affinity", "podAffinity"),
+                               ("pod_anti_affinity", "pod anti-affinity", "podAntiAffinity"),
+                               ("topology_spread", "topology spread constraint", "topologySpreadConstraints")):
         terms = getattr(pod, field)
         for i, term in enumerate(terms):
             key = getattr(term, "topology_key", "")
             out.append((field.replace("_", "-"), f"drop {label} #{i + 1} (topologyKey {key})",
-                        replace(pod, **{field: terms[:i] + terms[i + 1:]})))
+                        replace(pod, **{field: terms[:i] + terms[i + 1:]}),
+                        (("remove-term", {"field": spec, "index": i, "topologyKey": key}),)))
     return out
+
+
+def _node_state_taints(snapshot, pod: PodInfo) -> list[Taint]:
+    seen: list[Taint] = []
+    for taints in snapshot.taint_groups:
+        for taint in taints:
+            if taint.key.startswith(NODE_STATE_TAINTS) and taint.effect != "PreferNoSchedule" \
+                    and taint not in seen and not any(t.tolerates(taint) for t in pod.tolerations):
+                seen.append(taint)
+    return seen
 
 
 def _fewer_gpus(scheduler, framework, pod: PodInfo) -> Suggestion | None:
     wanted = pod.requests.get(GPU, 0)
     for count in range(wanted - 1, 0, -1):
         smaller = dataclasses.replace(pod, requests={**pod.requests, GPU: count})
-        found = _try(scheduler, framework, "fewer-gpus", f"ask for {count} {GPU} instead of {wanted}", smaller)
+        found = _try(scheduler, framework, "fewer-gpus", f"ask for {count} {GPU} instead of {wanted}", smaller,
+                     (("set-gpus", count),))
         if found:
             return found
     return None
@@ -168,8 +224,9 @@ def _preemption(scheduler, framework, pod: PodInfo, failed) -> Suggestion | None
             result = preemption.preempt(scheduler.snapshot, pod, failed.diagnosis, fits, pdbs, rng=None)
     if not result.nominated_node:
         return None
+    victims = tuple(v.key for v in result.victims)
     return Suggestion("preemption", f"preemption would evict {len(result.victims)} lower-priority pod(s)",
-                      (result.nominated_node,), tuple(v.key for v in result.victims))
+                      (result.nominated_node,), victims, edit=(("evict", list(victims)),))
 
 
 @dataclass(frozen=True)
@@ -214,7 +271,8 @@ def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray,
 
     text = (f"room frees up on {node} in {format_duration(max(0.0, when - finishing.now))} "
             f"(at {finishing.stamp(when)}) when {count} pod(s) finish")
-    return Suggestion("finishing", text, (node,), tuple(p.key for p in gone), when)
+    return Suggestion("finishing", text, (node,), tuple(p.key for p in gone), when,
+                      (("wait-until", when),))
 
 
 # ---- the entry point ------------------------------------------------------------------------------
@@ -245,8 +303,10 @@ def explain(scheduler, pod: PodInfo, finishing: Finishing | None = None) -> Expl
         verdicts.append(NodeVerdict(name, row in per_node_scores, reasons, scores, total))
     if failed is None or failed.diagnosis is None or failed.diagnosis.pre_filter_status is not None:
         return Explanation(pod.key, message, tuple(verdicts))
-    suggestions = [s for kind, change, changed in _relaxations(snapshot, pod)
-                   if (s := _try(scheduler, framework, kind, change, changed))]
+    suggestions = [s for kind, change, changed, edit in _relaxations(snapshot, pod)
+                   if (s := _try(scheduler, framework, kind, change, changed, edit))]
+    for taint in _node_state_taints(snapshot, pod):
+        suggestions.extend(_node_state(scheduler, framework, pod, taint))
     for found in (_fewer_gpus(scheduler, framework, pod),
                   _preemption(scheduler, framework, pod, failed),
                   _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(failed.diagnosis),
@@ -302,7 +362,8 @@ def to_json(expl: Explanation) -> dict[str, Any]:
                    "reasons": [{"plugin": p, "reason": r} for p, r in v.reasons],
                    "scores": {p: s for p, s in v.scores}, "total": v.total} for v in expl.nodes],
         "suggestions": [{"kind": s.kind, "change": s.change, "nodes": list(s.nodes), "pods": list(s.pods),
-                         **({"at": s.at} if s.at is not None else {})}
+                         **({"at": s.at} if s.at is not None else {}),
+                         "edit": [{"op": op, "value": value} for op, value in s.edit]}
                         for s in expl.suggestions],
         "facts": [{"kind": f.kind, "text": f.text, **dict(f.fields)} for f in expl.facts],
     }
