@@ -1,11 +1,18 @@
 """``gpusched serve`` and ``gpusched kubeconfig``: the Kubernetes-compatible API server.
 
-``serve`` runs ``server.app.ApiServer`` on the state file until SIGTERM or Ctrl-C (exit 0),
-printing one line with its URL once ready (``GET /version`` answers from then on). On loopback
-it serves plain HTTP without credentials; on any other address it makes a self-signed
-certificate and a token and writes a kubeconfig (0600) whose path it prints. ``--require-token``
-asks for a token on loopback too. The embedded controllers and scheduler follow the real clock
-unless ``--virtual-clock`` (then only ``gpusched advance`` moves it).
+``serve`` runs ``server.app.ApiServer`` (uvicorn + starlette) on the state file until SIGTERM
+or Ctrl-C (exit 0, after requests in flight are answered), printing one line with its URL once
+ready (``GET /version`` answers from then on). On loopback it serves plain HTTP without
+credentials; on any other address it makes a self-signed certificate (0600, like its key) and
+two tokens, and writes two kubeconfigs (0600) whose paths it prints: ``kubeconfig`` (admin) and
+``kubeconfig-readonly`` (get, list and watch only). Tokens and keys are never printed or logged.
+With a wildcard bind (``0.0.0.0``, ``::``) the certificate names every local address and the
+kubeconfigs name ``--advertise-address`` (default: the first non-loopback IPv4 address).
+``--require-token`` asks for tokens on loopback too; ``--client-ca-file`` also accepts client
+certificates signed by that CA; ``--cors-allowed-origins`` (regular expressions, as
+kube-apiserver's flag) is the only way a browser page of another origin gets CORS headers. The
+embedded controllers and scheduler follow the real clock unless ``--virtual-clock`` (then only
+``gpusched advance`` moves it).
 
 Tables use the CLI's columns (``cli.columns``), handed to the server as its column source. A web
 page module, when present (``gpusched.server.web`` with ``mount(app)``), is mounted.
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import signal
+import ssl
 import sys
 import threading
 from pathlib import Path
@@ -41,6 +49,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                             "(default: next to the state file)")
     serve.add_argument("--watch-cache-size", type=int, default=10_000, metavar="N",
                        help="changes kept for watch resumption (default 10000)")
+    serve.add_argument("--advertise-address", default=None, metavar="IP",
+                       help="the address clients use, put in the certificate and kubeconfigs "
+                            "(default: the bind address; with 0.0.0.0 or :: the first "
+                            "non-loopback IPv4 address)")
+    serve.add_argument("--cors-allowed-origins", default="", metavar="REGEX,...",
+                       help="origins (regular expressions) that get CORS headers; none by default")
+    serve.add_argument("--client-ca-file", default=None, metavar="PATH",
+                       help="accept client certificates signed by this CA (CN: user; O "
+                            "system:masters: admin, otherwise read-only)")
     serve.set_defaults(handler=run_serve)
     config = sub.add_parser("kubeconfig", help="print a kubeconfig for `gpusched serve`",
                             description="Print a kubeconfig for a local `gpusched serve`.")
@@ -88,24 +105,65 @@ def _wall_clock(args: argparse.Namespace):
     return lambda: time.time() - EPOCH.timestamp()
 
 
+def _cors_origins(text: str) -> tuple[str, ...]:
+    import re
+
+    from gpusched.errors import UsageError
+    origins = tuple(o.strip() for o in text.split(",") if o.strip())
+    for origin in origins:
+        try:
+            re.compile(origin)
+        except re.error as err:
+            raise UsageError(f'--cors-allowed-origins: "{origin}" is not a regular expression: {err}') from None
+    return origins
+
+
+def _client_ca(path: str | None) -> Path | None:
+    from gpusched.errors import UsageError
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise UsageError(f"--client-ca-file {path}: no such file")
+    return Path(path)
+
+
+def _write_kubeconfigs(args: argparse.Namespace, app, credentials, secrets_dir: Path) -> None:
+    """The admin and read-only kubeconfigs (0600), naming the advertised address."""
+    from gpusched.server.security import advertised_address, kubeconfig, write_kubeconfig
+
+    host = advertised_address(args.host, args.advertise_address)
+    url = f"{app.scheme}://[{host}]:{app.port}" if ":" in host else f"{app.scheme}://{host}:{app.port}"
+    path = Path(args.kubeconfig_out) if args.kubeconfig_out else secrets_dir / "kubeconfig"
+    readonly = path.with_name(path.name + "-readonly")
+    write_kubeconfig(path, kubeconfig(url, credentials.token, credentials.cert_file))
+    write_kubeconfig(readonly, kubeconfig(url, credentials.readonly_token, credentials.cert_file))
+    print(f"kubeconfig (token and certificate): {path}", flush=True)
+    print(f"kubeconfig (read-only token): {readonly}", flush=True)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from gpusched.cluster.store import default_state_path
     from gpusched.errors import UsageError
     from gpusched.server.app import ApiServer
-    from gpusched.server.security import is_loopback, kubeconfig, prepare, write_kubeconfig
+    from gpusched.server.security import authenticator, is_loopback, prepare
 
     state = default_state_path(args.state)
     state.parent.mkdir(parents=True, exist_ok=True)
     if args.watch_cache_size < 1:
         raise UsageError("--watch-cache-size must be at least 1")
+    origins = _cors_origins(args.cors_allowed_origins)
+    client_ca = _client_ca(args.client_ca_file)
     secrets_dir = state.parent / f"{state.stem}-serve"
-    credentials = prepare(secrets_dir, args.host, args.require_token)
+    credentials = prepare(secrets_dir, args.host, args.require_token, args.advertise_address, client_ca)
     try:
-        app = ApiServer(str(state), args.host, args.port, credentials.token,
-                        credentials.ssl_context(), args.virtual_clock, table_columns,
-                        args.watch_cache_size, wall_clock=_wall_clock(args))
+        app = ApiServer(str(state), args.host, args.port, tls=credentials.ssl_context(),
+                        virtual_clock=args.virtual_clock, columns=table_columns,
+                        watch_capacity=args.watch_cache_size, wall_clock=_wall_clock(args),
+                        authenticator=authenticator(credentials), cors_origins=origins)
     except OSError as err:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+    except ssl.SSLError as err:
+        raise UsageError(f"--client-ca-file {args.client_ca_file}: not a PEM CA certificate ({err})") from None
     _mount_web(app)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -113,13 +171,7 @@ def run_serve(args: argparse.Namespace) -> int:
     app.start()
     try:
         if credentials.token is not None:
-            host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-            url = f"{app.scheme}://{host}:{app.port}"
-            if ":" in host:
-                url = f"{app.scheme}://[{host}]:{app.port}"
-            path = Path(args.kubeconfig_out) if args.kubeconfig_out else secrets_dir / "kubeconfig"
-            write_kubeconfig(path, kubeconfig(url, credentials.token, credentials.cert_file))
-            print(f"kubeconfig (token and certificate): {path}", flush=True)
+            _write_kubeconfigs(args, app, credentials, secrets_dir)
         where = "" if is_loopback(args.host) else " (TLS, bearer token required)"
         print(f"gpusched serve: listening on {app.url}{where}", flush=True)
         stop.wait()

@@ -1,63 +1,84 @@
-"""``ApiServer``: the HTTP server behind ``gpusched serve`` (threaded stdlib ``http.server``).
+"""``ApiServer``: the HTTP server behind ``gpusched serve``: uvicorn (h11) running a starlette app.
 
-Routing, in order:
+Stack, outermost first:
 
-1. authentication: with a token configured, every request needs ``Authorization: Bearer
-   <token>`` (compared in constant time), else 401 Status;
-2. routes other modules registered with :meth:`ApiServer.register_route` (the web page mounts
-   ``/`` and its static files so), longest prefix first;
-3. health (``/healthz``, ``/readyz``, ``/livez``), ``/version``, discovery, OpenAPI,
-   ``/metrics`` (``gpusched.metrics.exposition.render_cluster`` when that module exists);
-4. resources (``server.resources``); anything else is a 404 Status.
+- uvicorn on a socket bound here (backlog 1,024), in a thread of its own running the asyncio
+  event loop. TLS is asyncio's, handshaken per connection inside the loop, so a client that
+  connects and never sends a ClientHello delays nobody. HTTP/1.1 keep-alive; a connection idle
+  ``idle_timeout`` seconds between requests is closed (``timeout_keep_alive``), and so is one
+  whose request head is not complete within the same time (``server.protocol``), which also
+  answers unparsable requests (a bad ``Content-Length``) with a 400 Status. Request heads are
+  bounded to 64 KiB.
+- starlette's CORS middleware, only with ``cors_origins`` (``--cors-allowed-origins``).
+- ``server.guards.Guards``: path normalisation, Host/Origin checks, authentication, read-only
+  authorization, body limit and content types.
+- ONE route table (:meth:`ApiServer.route_table`, starlette ``Route``/``WebSocketRoute``):
+  health, ``/version``, ``/metrics``, discovery, OpenAPI, resources (``server.resources``),
+  pods' ``exec`` (WebSocket ``v5.channel.k8s.io``), ``log``; routes other modules registered
+  with :meth:`ApiServer.register_route` (the web page) come first, a ``/`` registration also
+  catches what no API route matched. An unmatched path is a 404 Status, a wrong method 405.
 
-Paths are normalised (kr8s sends trailing slashes). Responses use HTTP/1.1 keep-alive; watch
-streams use chunked transfer encoding; ``pods/exec`` switches the connection to WebSocket
-(``server.container``). No endpoint executes anything: exec answers are simulated.
+Handlers stay synchronous (``Request -> Response``, ``server.http``) and run on a dedicated
+thread pool, never on the event loop; they reach the store through the one cluster thread
+(``server.worker``: SQLite, group commit). Bodies are read up to 3 MiB (413
+``Request entity too large: limit is 3145728``, the connection closed) with ``idle_timeout``
+between chunks (408). Watch responses are streamed (starlette ``StreamingResponse``), each next
+event pulled on a second, larger pool, so 1,000 open watches block neither handlers nor the loop.
 
-Connections: the TLS handshake runs in the connection's own thread with a deadline, never in
-the accept loop, so a client that connects and sends nothing delays nobody; a connection idle
-(or sending its headers or body slower) than ``idle_timeout`` is closed; the listen backlog is
-1,024. Bodies: kube-apiserver's 3 MiB write limit (413 ``Request entity too large: limit is
-3145728``), ``Content-Length`` must be a non-negative integer (else 400), chunked uploads are
-read up to the same limit. Browsers: a write carrying a foreign ``Origin`` or a content type a
-cross-site form can send (``text/plain``, ``application/x-www-form-urlencoded``,
-``multipart/form-data``) is refused, and on a loopback bind the ``Host`` header must name this
-machine (``localhost``, ``127.0.0.1``, ``::1``), so neither a cross-site request nor DNS
-rebinding can write to the cluster.
+``stop()`` (SIGTERM in ``cli.serve``) shuts down gracefully: the listener closes, open watches
+end, requests in flight (a write whose body is still arriving included) complete and are
+answered, then the cluster thread commits and stops.
 
 Neighbours: ``server.worker`` (the cluster thread), ``server.feed`` (watch), ``server.resources``,
-``server.discovery``, ``server.security`` (TLS); started by ``cli.serve``.
+``server.discovery``, ``server.container`` (exec, log), ``server.guards``, ``server.protocol``,
+``server.security``; started by ``cli.serve``.
 """
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 import logging
 import socket
 import ssl
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, AsyncIterator, Callable, Iterator
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import Response as StarletteResponse
+from starlette.responses import StreamingResponse
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from gpusched.errors import GpuschedError
 from gpusched.server import discovery
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
+from gpusched.server.guards import MAX_BODY_BYTES, Guards, Policy
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
                                   normalise_path, status_response, warning_header)
+from gpusched.server.protocol import MAX_HEAD_BYTES, protocol_class
 from gpusched.server.resources import ResourceApi, parse_target
-from gpusched.server.security import is_loopback
+from gpusched.server.security import Authenticator, User, is_loopback
 from gpusched.server.tables import ColumnSource
 from gpusched.server.worker import ClusterWorker
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 3 * 1024 * 1024        # kube-apiserver's MaxRequestBodyBytes for writes
+__all__ = ["ApiServer", "MAX_BODY_BYTES"]
 HEALTH = ("/healthz", "/readyz", "/livez")
-IDLE_TIMEOUT_S = 60.0                   # per read/write on a connection, handshake included
+IDLE_TIMEOUT_S = 60.0                   # keep-alive idle, request head and body chunk deadline
+GRACEFUL_SHUTDOWN_S = 30.0
 LISTEN_BACKLOG = 1024
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
-WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-PROTOBUF = "application/vnd.kubernetes.protobuf"
+HANDLER_THREADS = 64
+STREAM_THREADS = 1024
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_END = object()
 
 
 class ApiServer:
@@ -67,313 +88,326 @@ class ApiServer:
                  token: str | None = None, tls: ssl.SSLContext | None = None,
                  virtual_clock: bool = False, columns: ColumnSource | None = None,
                  watch_capacity: int = DEFAULT_CAPACITY, idle_timeout: float = IDLE_TIMEOUT_S,
-                 wall_clock: Any = None) -> None:
-        self.token = token
+                 wall_clock: Any = None, authenticator: Authenticator | None = None,
+                 cors_origins: tuple[str, ...] = ()) -> None:
+        if authenticator is None:
+            authenticator = Authenticator({token: User("gpusched-admin", True)} if token else {})
+        self.sock = _listen(host, port)          # bind errors surface here (cli.serve reports them)
         self.feed = ChangeFeed(state_path, watch_capacity)
         self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke,
                                     wall_clock=wall_clock)
         self.resources = ResourceApi(self.worker, self.feed, columns)
-        self.routes: list[tuple[str, str, Handler]] = []
-        self.httpd = _Server((host, port), _RequestHandler)
-        self.httpd.app = self
-        self.httpd.tls = tls                   # handshakes happen per connection (_Server)
-        self.httpd.idle_timeout = idle_timeout
-        self.loopback = is_loopback(host)
+        self.registered: list[tuple[str, str, Handler]] = []
+        self.idle_timeout = idle_timeout
+        self.tls = tls
         self.scheme = "https" if tls is not None else "http"
+        self.peers: dict | None = {} if tls is not None and tls.verify_mode != ssl.CERT_NONE else None
+        self.policy = Policy(authenticator, is_loopback(host), host, tuple(cors_origins), self.peers)
+        self.handlers = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="gpusched-handler")
+        self.streams = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="gpusched-stream")
+        self.server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
-        return int(self.httpd.server_address[1])
+        return int(self.sock.getsockname()[1])
 
     @property
     def url(self) -> str:
-        host = self.httpd.server_address[0]
-        host = f"[{host}]" if ":" in str(host) else host
+        host = str(self.sock.getsockname()[0])
+        host = f"[{host}]" if ":" in host else host
         return f"{self.scheme}://{host}:{self.port}"
 
     def register_route(self, method: str, path_prefix: str, handler: Handler) -> None:
         """Serve ``method`` (``"*"`` for any) on paths equal to or under ``path_prefix`` with
-        ``handler(Request) -> Response``; registered routes win over the API's own."""
-        self.routes.append((method.upper(), path_prefix.rstrip("/") or "/", handler))
-        self.routes.sort(key=lambda r: -len(r[1]))
+        ``handler(Request) -> Response``; registered routes win over the API's own (``/``
+        only catches paths no API route matches). Call before ``start()``."""
+        self.registered.append((method.upper(), path_prefix.rstrip("/") or "/", handler))
+
+    # ---- the route table ---------------------------------------------------------------------
+
+    def route_table(self) -> list[BaseRoute]:
+        """Every route the server answers, in matching order."""
+        first, last = [], []
+        for method, prefix, handler in sorted(self.registered, key=lambda r: -len(r[1])):
+            methods = METHODS if method == "*" else [method]
+            endpoint = self._endpoint(handler)
+            if prefix == "/":
+                first.append(Route("/", endpoint, methods=methods))
+                last.append(Route("/{rest:path}", endpoint, methods=methods))
+            else:
+                first += [Route(prefix, endpoint, methods=methods),
+                          Route(prefix + "/{rest:path}", endpoint, methods=methods)]
+        own = [
+            *(Route(path, self._endpoint(_health), methods=METHODS) for path in HEALTH),
+            Route("/version", self._endpoint(lambda req: json_response(discovery.version())),
+                  methods=METHODS),
+            Route("/metrics", self._endpoint(self._metrics), methods=METHODS),
+            Route("/openapi/v2", self._endpoint(_openapi), methods=METHODS),
+            Route("/openapi/v3", self._endpoint(_openapi), methods=METHODS),
+            Route("/openapi/v3/{rest:path}", self._endpoint(_openapi), methods=METHODS),
+            Route("/api", self._endpoint(_discovery), methods=METHODS),
+            Route("/apis", self._endpoint(_discovery), methods=METHODS),
+            Route("/api/v1", self._endpoint(_discovery), methods=METHODS),
+            Route("/apis/{group}", self._endpoint(_discovery), methods=METHODS),
+            Route("/apis/{group}/{version}", self._endpoint(_discovery), methods=METHODS),
+            WebSocketRoute("/api/v1/namespaces/{namespace}/pods/{name}/exec", self._exec_websocket),
+            Route("/api/v1/{rest:path}", self._endpoint(self._resource), methods=METHODS),
+            Route("/apis/{group}/{version}/{rest:path}", self._endpoint(self._resource), methods=METHODS),
+        ]
+        return first + own + last
+
+    def asgi(self) -> Any:
+        """The ASGI application: middleware around the route table."""
+        middleware = []
+        if self.policy.cors_origins:
+            middleware.append(Middleware(CORSMiddleware, allow_origin_regex="|".join(
+                f"(?:{p})" for p in self.policy.cors_origins), allow_methods=METHODS,
+                allow_headers=["Authorization", "Content-Type", "Accept", "X-Requested-With",
+                               "If-Modified-Since"],
+                expose_headers=["Date"], allow_credentials=True))
+        middleware.append(Middleware(Guards, policy=self.policy))
+        return Starlette(routes=self.route_table(), middleware=middleware,
+                         exception_handlers={HTTPException: _http_exception})
+
+    # ---- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> "ApiServer":
         self.worker.start()
         self.feed.start()
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="gpusched-http",
-                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        config = uvicorn.Config(self.asgi(), http=protocol_class(self.idle_timeout, self.peers),
+                                ws="wsproto", lifespan="off", access_log=False, log_config=None,
+                                server_header=False, timeout_keep_alive=int(max(1, self.idle_timeout)),
+                                timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_S),
+                                h11_max_incomplete_event_size=MAX_HEAD_BYTES, loop="asyncio")
+        config.load()
+        config.ssl = self.tls                      # our context (client CAs, ciphers) as is
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                        name="gpusched-http", daemon=True)
         self._thread.start()
+        while not self.server.started and self._thread.is_alive():
+            time.sleep(0.01)                       # startup: binds nothing new, takes milliseconds
+        if not self.server.started:
+            raise GpuschedError("the HTTP server did not start")
         return self
 
     def stop(self) -> None:
-        self.feed.close()        # ends open watches first
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Graceful: stop accepting, end watches, finish requests in flight, then the worker."""
+        if self.server is not None:
+            self.server.should_exit = True
+        self.feed.close()                          # ends open watches
+        if self._thread is not None:
+            self._thread.join(GRACEFUL_SHUTDOWN_S + 10)
+        self.sock.close()
+        self.handlers.shutdown(wait=True, cancel_futures=False)
+        self.streams.shutdown(wait=False, cancel_futures=True)
         self.worker.stop()
 
-    # ---- routing -----------------------------------------------------------------------------
+    # ---- adapters between starlette and the synchronous handlers -----------------------------
 
-    def authorized(self, headers: dict[str, str]) -> bool:
-        if self.token is None:
-            return True
-        scheme, _, given = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
-                                                                  self.token.encode())
+    def _endpoint(self, handler: Handler) -> Callable[[StarletteRequest], Any]:
+        async def endpoint(request: StarletteRequest) -> StarletteResponse:
+            req = await self._read_request(request)
+            if isinstance(req, Response):
+                return self._to_starlette(req)
+            loop = asyncio.get_running_loop()
+            response = await loop.run_in_executor(self.handlers, _call, handler, req)
+            return self._to_starlette(response)
+        return endpoint
 
-    def refuse_browser_writes(self, req: Request) -> Response | None:
-        """403/415 for requests a foreign web page (or a DNS-rebound name) could make; None if fine."""
-        host = _host_name(req.headers.get("host", ""))
-        if self.loopback and host and host not in LOOPBACK_HOSTS + (str(self.httpd.server_address[0]),):
-            return status_response(403, f'forbidden: the Host header "{req.headers.get("host")}" does not '
-                                        "name this server (use localhost or 127.0.0.1)", "Forbidden")
-        if req.method not in WRITE_METHODS:
-            return None
-        origin = req.headers.get("origin")
-        if origin is not None and _host_name(origin.partition("://")[2]) != host:
-            return status_response(403, f'forbidden: cross-origin write from "{origin}" refused',
-                                   "Forbidden")
-        if req.content_type == PROTOBUF and req.method in ("POST", "PUT"):
-            return status_response(415, "the body of the request was in an unknown format - accepted "
-                                        "media types include: application/json, application/yaml "
-                                        "(gpusched serve does not read protobuf bodies, which kubectl's "
-                                        "create generators send; use kubectl apply -f or create -f)",
-                                   "UnsupportedMediaType")
-        if req.content_type in FORM_CONTENT_TYPES:
-            return status_response(415, "the body of the request was in an unknown format - "
-                                        "accepted media types include: application/json, application/yaml",
-                                   "UnsupportedMediaType")
-        return None
+    async def _read_request(self, request: StarletteRequest) -> Request | Response:
+        """The request with its body (bounded, each chunk within the idle timeout)."""
+        parts, total = [], 0
+        stream = request.stream()
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), self.idle_timeout)
+            except StopAsyncIteration:
+                break
+            except (asyncio.TimeoutError, ClientDisconnect):
+                response = status_response(408, "the request body did not arrive in time", "Timeout")
+                response.headers["Connection"] = "close"
+                return response
+            total += len(chunk)
+            if total > MAX_BODY_BYTES:
+                response = status_response(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
+                                           "RequestEntityTooLarge")
+                response.headers["Connection"] = "close"
+                return response
+            parts.append(chunk)
+        scope = request.scope
+        raw_query = scope.get("query_string", b"").decode("latin-1")
+        path, query = normalise_path(scope["path"] + ("?" + raw_query if raw_query else ""))
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        return Request(scope["method"], path, query, headers, b"".join(parts), raw_query)
 
-    def handle(self, req: Request) -> Response:
-        refused = self.refuse_browser_writes(req)
-        if refused is not None:
-            return refused
-        if not self.authorized(req.headers):
-            return status_response(401, "Unauthorized", "Unauthorized")
-        for method, prefix, handler in self.routes:
-            if method in ("*", req.method) and (
-                    prefix == "/" or req.path == prefix or req.path.startswith(prefix + "/")):
-                if prefix == "/" and req.path != "/" and self._own_path(req.path):
-                    continue
-                return handler(req)
+    def _to_starlette(self, response: Response) -> StarletteResponse:
+        out: StarletteResponse
+        if response.stream is not None:
+            out = StreamingResponse(self._pull(response.stream), response.status,
+                                    headers={**response.headers, "Cache-Control": "no-cache, private"},
+                                    media_type=response.content_type)
+        else:
+            out = StarletteResponse(response.body, response.status, headers=response.headers,
+                                    media_type=response.content_type)
+        for text in response.warnings:
+            out.raw_headers.append((b"warning", warning_header(text).encode()))
+        return out
+
+    async def _pull(self, chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+        """A synchronous stream (a watch) pulled chunk by chunk on the stream pool."""
+        loop = asyncio.get_running_loop()
+        done = threading.Event()
+
+        def pull() -> Any:
+            if done.is_set():
+                return _END
+            try:
+                return next(chunks, _END)
+            except Exception:   # a bug in a stream: end it, keep the server
+                log.exception("a streamed response failed")
+                return _END
+
         try:
-            return self._builtin(req)
-        except GpuschedError as err:
-            return error_response(err)
+            while True:
+                chunk = await loop.run_in_executor(self.streams, pull)
+                if chunk is _END:
+                    return
+                yield chunk
+        finally:
+            done.set()
+            _close_later(self.streams, chunks)
 
-    @staticmethod
-    def _own_path(path: str) -> bool:
-        return path.split("/")[1] in ("api", "apis", "openapi", "version", "metrics",
-                                      "healthz", "readyz", "livez")
+    # ---- endpoints ---------------------------------------------------------------------------
 
-    def _builtin(self, req: Request) -> Response:
-        path = req.path
-        if path in HEALTH:
-            return Response(200, b"ok", "text/plain")
-        if path == "/version":
-            return json_response(discovery.version())
-        if path == "/metrics":
-            return self._metrics()
-        if path.startswith("/openapi"):
-            return self._openapi(path, req.accept)
-        if path in ("/api", "/apis"):
-            tag = discovery.aggregated_tag(req.accept)
-            if tag is not None:
-                ctype = discovery.AGGREGATED_V2 if tag == "v2" else discovery.AGGREGATED_V2BETA1
-                return json_response(discovery.aggregated(path == "/api", tag), content_type=ctype)
-            return json_response(discovery.api_versions() if path == "/api" else discovery.api_groups())
-        parts = path.strip("/").split("/")
-        if path == "/api/v1" or (parts[0] == "apis" and len(parts) == 3):
-            listing = discovery.resource_list("v1" if path == "/api/v1" else f"{parts[1]}/{parts[2]}")
-            if listing is not None:
-                return json_response(listing)
-        if parts[0] == "apis" and len(parts) == 2:
-            group = discovery.api_group(parts[1])
-            if group is not None:
-                return json_response(group)
-        target = parse_target(path)
+    def _metrics(self, req: Request) -> Response:
+        from gpusched.metrics.exposition import render_cluster   # imported on first scrape
+        content_type, body = self.worker.cluster_call(render_cluster)
+        return Response(200, body, content_type)
+
+    def _resource(self, req: Request) -> Response:
+        target = parse_target(req.path)
         if target is not None and target.info.kind == "Pod" and target.subresource in (
                 "exec", "log", "attach"):
             from gpusched.server.container import handle_container   # pods/exec, pods/log
             return handle_container(self.worker, req, target)
         if target is not None:
             return self.resources.handle(req, target)
-        return status_response(404, "the server could not find the requested resource", "NotFound")
+        return _not_found()
 
-    def _openapi(self, path: str, accept: str = "") -> Response:
-        if path == "/openapi/v2":
-            if "protobuf" in accept:
-                return Response(200, discovery.openapi_v2_protobuf(), "application/octet-stream")
-            return json_response(discovery.openapi_v2_json())
-        if path == "/openapi/v3":
-            return json_response(discovery.openapi_root())
-        prefix = "/openapi/v3/"
-        if path.startswith(prefix):
-            rest = path[len(prefix):]
-            gv = "v1" if rest == "api/v1" else rest[len("apis/"):] if rest.startswith("apis/") else ""
-            document = discovery.openapi_document(gv) if gv else None
-            if document is not None:
-                return json_response(document)
-        return status_response(404, "the server could not find the requested resource", "NotFound")
-
-    def _metrics(self) -> Response:
-        from gpusched.metrics.exposition import render_cluster   # imported on first scrape
-        content_type, body = self.worker.cluster_call(render_cluster)
-        return Response(200, body, content_type)
-
-
-def _host_name(host_header: str) -> str:
-    """``127.0.0.1:6443`` -> ``127.0.0.1``; ``[::1]:6443`` -> ``::1``; lower case."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        return host[1:].partition("]")[0]
-    return host.rpartition(":")[0] if host.count(":") == 1 else host
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = LISTEN_BACKLOG
-    app: ApiServer
-    tls: ssl.SSLContext | None = None
-    idle_timeout: float = IDLE_TIMEOUT_S
-
-    def server_bind(self) -> None:
-        if ":" in str(self.server_address[0]):
-            self.address_family = socket.AF_INET6
-            self.socket = socket.socket(self.address_family, self.socket_type)
-        super().server_bind()
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        """In the connection's thread: the TLS handshake (bounded by the idle timeout), then HTTP."""
-        if self.tls is None:
-            super().finish_request(request, client_address)
+    async def _exec_websocket(self, websocket: WebSocket) -> None:
+        """``pods/exec`` over WebSocket (``server.container.exec_session``)."""
+        from gpusched.server.container import exec_session
+        scope = websocket.scope
+        raw_query = scope.get("query_string", b"").decode("latin-1")
+        path, query = normalise_path(scope["path"] + ("?" + raw_query if raw_query else ""))
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers["sec-websocket-protocol"] = ", ".join(scope.get("subprotocols") or [])  # wsproto's
+        req = Request("GET", path, query, headers, b"", raw_query)
+        target = parse_target(path)
+        loop = asyncio.get_running_loop()
+        session = await loop.run_in_executor(
+            self.handlers, _call, lambda r: exec_session(self.worker, r, target), req)
+        if isinstance(session, Response):
+            await websocket.send_denial_response(self._to_starlette(session))
             return
-        request.settimeout(self.idle_timeout)
+        await websocket.accept(subprotocol=session.protocol)
+        for message in session.messages:
+            await websocket.send_bytes(message)
+        await websocket.close(1000)
+
+
+def _call(handler: Handler, req: Request) -> Any:
+    """``handler(req)``; errors become Status responses (a bug: 500, traceback in the log)."""
+    try:
+        return handler(req)
+    except GpuschedError as err:
+        return error_response(err)
+    except Exception as err:
+        log.exception("internal error serving %s %s", req.method, req.path)
+        return status_response(500, f"internal error: {type(err).__name__}: {err}")
+
+
+def _close_later(pool: ThreadPoolExecutor, chunks: Iterator[bytes]) -> None:
+    def close() -> None:
         try:
-            secure = self.tls.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError) as err:        # silent, slow or not TLS at all
-            log.debug("TLS handshake with %s failed: %s", client_address, err)
-            return
-        try:
-            super().finish_request(secure, client_address)
-        finally:
-            try:
-                secure.close()
-            except OSError:
-                pass
+            getattr(chunks, "close", lambda: None)()
+        except ValueError:      # still running in another thread: it ends at its next event
+            pass
+    try:
+        pool.submit(close)
+    except RuntimeError:        # the pool is shut down (server stopping)
+        pass
 
 
-class _TooLarge(Exception):
-    """The request body is over MAX_BODY_BYTES (answered 413, connection closed)."""
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if host == "localhost":
+        host = "127.0.0.1"
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
+def _health(req: Request) -> Response:
+    return Response(200, b"ok", "text/plain")
 
-    def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 (stdlib signature)
-        log.debug("%s %s", self.address_string(), format % args)
 
-    def setup(self) -> None:
-        self.timeout = self.server.idle_timeout      # applied to the socket by StreamRequestHandler
-        super().setup()
+def _not_found() -> Response:
+    return status_response(404, "the server could not find the requested resource", "NotFound")
 
-    def _request(self) -> Request:
-        path, query = normalise_path(self.path)
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            body = self._read_chunked()
-        else:
-            raw = headers.get("content-length")
-            if raw is not None and not raw.strip().isdigit():
-                self.close_connection = True
-                raise GpuschedError(f'invalid Content-Length "{raw}": must be a non-negative integer')
-            length = int(raw or 0)
-            if length > MAX_BODY_BYTES:
-                self.close_connection = True             # the body stays unread
-                raise _TooLarge()
-            body = self.rfile.read(length) if length else b""
-        return Request(self.command, path, query, headers, body, self.path.partition("?")[2])
 
-    def _read_chunked(self) -> bytes:
-        """A chunked request body (RFC 9112 7.1), refused past the body limit."""
-        parts, total = [], 0
-        while True:
-            line = self.rfile.readline(1024)
-            try:
-                size = int(line.split(b";")[0].strip(), 16)
-            except ValueError:
-                self.close_connection = True
-                raise GpuschedError("invalid chunked request body") from None
-            if size < 0:
-                self.close_connection = True
-                raise GpuschedError("invalid chunked request body")
-            total += size
-            if total > MAX_BODY_BYTES:
-                self.close_connection = True
-                raise _TooLarge()
-            if size == 0:
-                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass                                # trailers
-                return b"".join(parts)
-            parts.append(self.rfile.read(size))
-            self.rfile.readline(1024)                   # the CRLF after each chunk
+async def _http_exception(request: StarletteRequest, exc: Exception) -> StarletteResponse:
+    code = getattr(exc, "status_code", 500)
+    if code == 405:
+        response = status_response(405, "the server does not allow this method on the requested resource",
+                                   "MethodNotAllowed")
+    elif code == 404:
+        response = _not_found()
+    else:
+        response = status_response(code, str(getattr(exc, "detail", "")) or "error")
+    return StarletteResponse(response.body, response.status, media_type=response.content_type)
 
-    def _handle(self) -> None:
-        try:
-            response = self.server.app.handle(self._request())
-        except _TooLarge:
-            response = status_response(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
-                                       "RequestEntityTooLarge")
-        except GpuschedError as err:
-            response = error_response(err)
-        except Exception as err:   # a bug: a 500 Status, the traceback in the log
-            log.exception("internal error serving %s %s", self.command, self.path)
-            response = status_response(500, f"internal error: {type(err).__name__}: {err}")
-        try:
-            self._send(response)
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-            self.close_connection = True
 
-    def _send(self, response: Response) -> None:
-        if response.upgrade is not None:          # exec over WebSocket (server.container)
-            self.send_response_only(response.status)
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.flush()
-            try:
-                response.upgrade(self.connection, self.rfile, self.wfile)
-            finally:
-                self.close_connection = True
-            return
-        self.send_response(response.status)
-        self.send_header("Content-Type", response.content_type)
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        for text in response.warnings:
-            self.send_header("Warning", warning_header(text))
-        if response.stream is None:
-            self.send_header("Content-Length", str(len(response.body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(response.body)
-            return
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
-        self.wfile.flush()
-        try:
-            for chunk in response.stream:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        finally:
-            close = getattr(response.stream, "close", None)
-            if close is not None:
-                close()
+def _discovery(req: Request) -> Response:
+    path = req.path
+    if path in ("/api", "/apis"):
+        tag = discovery.aggregated_tag(req.accept)
+        if tag is not None:
+            ctype = discovery.AGGREGATED_V2 if tag == "v2" else discovery.AGGREGATED_V2BETA1
+            return json_response(discovery.aggregated(path == "/api", tag), content_type=ctype)
+        return json_response(discovery.api_versions() if path == "/api" else discovery.api_groups())
+    parts = path.strip("/").split("/")
+    if path == "/api/v1" or len(parts) == 3:
+        listing = discovery.resource_list("v1" if path == "/api/v1" else f"{parts[1]}/{parts[2]}")
+        if listing is not None:
+            return json_response(listing)
+    if len(parts) == 2:
+        group = discovery.api_group(parts[1])
+        if group is not None:
+            return json_response(group)
+    return _not_found()
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+
+def _openapi(req: Request) -> Response:
+    path = req.path
+    if path == "/openapi/v2":
+        if "protobuf" in req.accept:
+            return Response(200, discovery.openapi_v2_protobuf(), "application/octet-stream")
+        return json_response(discovery.openapi_v2_json())
+    if path == "/openapi/v3":
+        return json_response(discovery.openapi_root())
+    rest = path[len("/openapi/v3/"):]
+    gv = "v1" if rest == "api/v1" else rest[len("apis/"):] if rest.startswith("apis/") else ""
+    document = discovery.openapi_document(gv) if gv else None
+    if document is not None:
+        return json_response(document)
+    return _not_found()

@@ -1,7 +1,7 @@
 """Requests, responses and Kubernetes Status objects: the server's small HTTP vocabulary.
 
 A handler is ``Callable[[Request], Response]``. A :class:`Response` has a body, or a ``stream``
-(an iterator of byte chunks, sent with chunked transfer encoding: watch). Errors become
+(an iterator of byte chunks, streamed with chunked transfer encoding: watch). Errors become
 ``{"kind": "Status", ...}`` bodies with Kubernetes' code, reason and message
 (:func:`status_response`); :mod:`gpusched.errors` types carry their code and reason.
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 from urllib.parse import parse_qs
 
 from gpusched.errors import GpuschedError, InvalidError
 
 JSON = "application/json"
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-           405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",
+           405: "MethodNotAllowed", 406: "NotAcceptable", 408: "Timeout", 409: "Conflict", 410: "Expired",
            413: "RequestEntityTooLarge",
            415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
            500: "InternalError", 503: "ServiceUnavailable"}
@@ -50,9 +50,6 @@ class Response:
     content_type: str = JSON
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterator[bytes] | None = None
-    # A protocol switch (status 101): called with the connection's socket, its buffered reader
-    # and writer once the headers are sent; the connection closes when it returns.
-    upgrade: Callable[[Any, Any, Any], None] | None = None
     # Warning headers (RFC 7234 ``299 - "<text>"``, one header each), as kube-apiserver sends
     # fieldValidation=Warn findings; kubectl prints each as ``Warning: <text>``.
     warnings: tuple[str, ...] = ()

@@ -145,3 +145,37 @@ def test_many_simultaneous_connections_are_all_answered(server):
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     assert results.count(200) == 200
+
+
+def test_client_stalling_mid_body_delays_nobody_and_gets_408(server):
+    """Headers sent, half the body, then silence: others are answered meanwhile, and the stalled
+    request ends with a 408 Status once a body chunk is ``idle_timeout`` late."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE_S) as stalled:
+        stalled.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(CM) + CM[:10])
+        assert raw_request(server.port, b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n")[0] == 200
+        response = http.client.HTTPResponse(stalled)
+        response.begin()
+        answer = json.loads(response.read())
+    assert (response.status, answer["reason"]) == (408, "Timeout")
+    listed = raw_request(server.port, b"GET /api/v1/namespaces/default/configmaps HTTP/1.1\r\n"
+                                      b"Host: localhost\r\n\r\n")[1]
+    assert listed["items"] == []
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=DEADLINE_S)
+    try:
+        for _ in range(3):
+            conn.request("GET", "/version")
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200 and response.getheader("connection") != "close"
+        assert conn.sock is not None                      # the same socket throughout
+    finally:
+        conn.close()
+
+
+def test_unknown_path_and_method_are_statuses(server):
+    code, answer = raw_request(server.port, b"GET /nope/at/all HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert (code, answer["kind"], answer["reason"]) == (404, "Status", "NotFound")

@@ -1,0 +1,109 @@
+"""uvicorn's h11 protocol with the connection guards ``gpusched serve`` needs on top.
+
+uvicorn (``uvicorn.protocols.http.h11_impl.H11Protocol``) gives HTTP/1.1 keep-alive, an idle
+timeout between requests (``timeout_keep_alive``) and a bound on the request head
+(``h11_max_incomplete_event_size``). Two things it leaves to the application are added here:
+
+- a header timeout: a connection whose request line and headers are not complete within
+  ``header_timeout`` seconds of its opening (or of the last response on it) is closed, so a
+  client that sends half a request and stops (slowloris) holds nothing;
+- a request h11 cannot parse is answered with a Kubernetes ``Status`` (400 BadRequest) instead
+  of uvicorn's plain-text line; an invalid ``Content-Length`` (``-1``, ``abc``: h11 refuses it
+  before the application sees the request) is named in the message.
+
+The TLS handshake never reaches this class: asyncio runs it per connection inside the event
+loop (``loop.create_server(ssl=...)``), so a silent client delays nobody. With client
+certificates enabled the verified peer certificate is published in ``peers`` under the
+client's (host, port), where ``server.guards`` looks it up.
+
+Neighbours: ``server.app`` (configures uvicorn with :func:`protocol_class`), ``server.guards``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from gpusched.server.http import status_object
+
+_CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*([^\r\n]*)", re.I | re.M)
+MAX_HEAD_BYTES = 64 * 1024     # h11_max_incomplete_event_size: request line and headers
+
+
+class GuardedH11Protocol(H11Protocol):
+    """See the module docstring; ``header_timeout`` and ``peers`` are set by :func:`protocol_class`."""
+
+    header_timeout: float = 60.0
+    peers: dict[tuple[str, int], dict] | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head = b""
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._arm_header_timer()
+        if self.peers is not None and self.client is not None:
+            cert = transport.get_extra_info("peercert")
+            if cert:
+                self.peers[self.client] = cert
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        if self.peers is not None and self.client is not None:
+            self.peers.pop(self.client, None)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        waiting_for_head = self.conn.their_state is h11.IDLE
+        if waiting_for_head:
+            self._head = (self._head + data)[-MAX_HEAD_BYTES:]
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._head = b""
+            self._disarm_header_timer()
+        elif self._header_timer is None:
+            self._arm_header_timer()     # a new request began after a keep-alive pause
+
+    def _arm_header_timer(self) -> None:
+        self._disarm_header_timer()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._header_timed_out)
+
+    def _disarm_header_timer(self) -> None:
+        if getattr(self, "_header_timer", None) is not None:
+            self._header_timer.cancel()
+        self._header_timer = None
+
+    def _header_timed_out(self) -> None:
+        self._header_timer = None
+        idle = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+        if idle and not self.transport.is_closing():
+            self.transport.close()       # silent, or half a request head: hang up
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 refused, answered as kube-apiserver answers a bad request: a Status."""
+        found = _CONTENT_LENGTH.search(self._head)
+        if found is not None and not found.group(1).strip().isdigit():
+            raw = found.group(1).strip().decode("latin-1")
+            message = f'invalid Content-Length "{raw}": must be a non-negative integer'
+        else:
+            message = "the request could not be read as HTTP/1.1"
+        body = json.dumps(status_object(400, message, "BadRequest"), separators=(",", ":")).encode()
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
+                   (b"content-length", str(len(body)).encode())]
+        try:
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                          h11.Data(data=body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event))
+        except h11.LocalProtocolError:
+            pass                         # a response had already begun: just close
+        self.transport.close()
+
+
+def protocol_class(header_timeout: float, peers: dict | None) -> type[GuardedH11Protocol]:
+    """A protocol class carrying one server's settings (uvicorn instantiates it per connection)."""
+    settings: dict[str, Any] = {"header_timeout": header_timeout, "peers": peers}
+    return type("GpuschedH11Protocol", (GuardedH11Protocol,), settings)
