@@ -27,10 +27,10 @@ import importlib.util
 import signal
 import ssl
 import sys
-import threading
 from pathlib import Path
 
 DEFAULT_PORT = 8080
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -155,6 +155,10 @@ def run_serve(args: argparse.Namespace) -> int:
     client_ca = _client_ca(args.client_ca_file)
     secrets_dir = state.parent / f"{state.stem}-serve"
     credentials = prepare(secrets_dir, args.host, args.require_token, args.advertise_address, client_ca)
+    # SIGTERM/SIGINT stay blocked in every thread (threads inherit the mask) and are taken by
+    # sigwait below: a signal handler would only run once the kernel happened to deliver the
+    # signal to the main thread, which with the server's many threads may be never.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         app = ApiServer(str(state), args.host, args.port, tls=credentials.ssl_context(),
                         virtual_clock=args.virtual_clock, columns=table_columns,
@@ -165,16 +169,13 @@ def run_serve(args: argparse.Namespace) -> int:
     except ssl.SSLError as err:
         raise UsageError(f"--client-ca-file {args.client_ca_file}: not a PEM CA certificate ({err})") from None
     _mount_web(app)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     app.start()
     try:
         if credentials.token is not None:
             _write_kubeconfigs(args, app, credentials, secrets_dir)
         where = "" if is_loopback(args.host) else " (TLS, bearer token required)"
         print(f"gpusched serve: listening on {app.url}{where}", flush=True)
-        stop.wait()
+        signal.sigwait(STOP_SIGNALS)
     finally:
         app.stop()
     return 0
