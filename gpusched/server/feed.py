@@ -237,11 +237,12 @@ class ChangeFeed:
     def state_at(self, stream: str, rv: int) -> dict[tuple[str, str, str], dict] | None:
         """The stream's objects as they were at ``rv`` (the current state with every later change
         undone, newest first: each change keeps the state before it); None when ``rv`` is older
-        than the floor (history dropped: etcd's compaction) or newer than the cursor."""
+        than the floor (history dropped: etcd's compaction). After the sync nothing newer than
+        the cursor exists, so an ``rv`` past it reads the current state."""
         self.sync()
         with self.cond:
             s = self.streams[stream]
-            if rv < s.floor or rv > s.cursor:
+            if rv < s.floor:
                 return None
             state = dict(s.state)
             for change in reversed(s.after(rv)):

@@ -148,6 +148,9 @@ def test_kubectl_server_side_apply_conflicts_with_client_side_apply_until_forced
     assert done.stderr.startswith('error: Apply failed with 1 conflict: conflict with '
                                   '"kubectl-client-side-apply" using apps/v1: .spec.replicas\n')
     assert serve.json(f"{DEPLOYMENTS}/web")["spec"]["replicas"] == 2
+    done = serve.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", str(manifest))
+    assert done.stdout.strip() == "deployment.apps/web serverside-applied (server dry run)"
+    assert serve.json(f"{DEPLOYMENTS}/web")["spec"]["replicas"] == 2
     done = serve.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(manifest))
     assert done.stdout.strip() == "deployment.apps/web serverside-applied"
     body = serve.json(f"{DEPLOYMENTS}/web")
@@ -177,3 +180,40 @@ def test_server_side_apply_creates_then_a_second_manager_conflicts_over_the_api(
     assert (status, body["reason"]) == (422, "Invalid")
     assert body["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
                                "is required for apply patch")
+
+
+@pytest.mark.slow
+def test_kubectl_server_side_apply_removes_what_it_stops_sending(serve, tmp_path):
+    """A field the applier no longer sends and nobody else owns is removed (SMD Updater.Apply:
+    'removed' fields of the manager's previous applied set)."""
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(yaml.safe_dump(deployment(labels={"team": "a", "tier": "gpu"})))
+    serve.kubectl("apply", "--server-side", "-f", str(manifest))
+    manifest.write_text(yaml.safe_dump(deployment(labels={"team": "a"})))
+    serve.kubectl("apply", "--server-side", "-f", str(manifest))
+    assert serve.json(f"{DEPLOYMENTS}/web")["metadata"]["labels"] == {"team": "a"}
+    serve.kubectl("label", "deployment", "web", "owner=ops")       # another manager (Update)
+    manifest.write_text(yaml.safe_dump(deployment(labels={"team": "a", "owner": "ops"})))
+    serve.kubectl("apply", "--server-side", "-f", str(manifest))
+    manifest.write_text(yaml.safe_dump(deployment(labels={"team": "a"})))
+    serve.kubectl("apply", "--server-side", "-f", str(manifest))
+    assert serve.json(f"{DEPLOYMENTS}/web")["metadata"]["labels"] == {"team": "a", "owner": "ops"}
+
+
+@pytest.mark.slow
+def test_kubernetes_client_apply_patch(serve):
+    pytest.importorskip("kubernetes")
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    apps = client.AppsV1Api(config.new_client_from_config(config_file=str(serve.kubeconfig)))
+    created = apps.patch_namespaced_deployment("web", "default", deployment(), field_manager="ci",
+                                               _content_type="application/apply-patch+yaml")
+    assert [(e.manager, e.operation) for e in created.metadata.managed_fields] == [("ci", "Apply")]
+    with pytest.raises(ApiException) as conflict:
+        apps.patch_namespaced_deployment("web", "default", deployment(replicas=5), field_manager="other",
+                                         _content_type="application/apply-patch+yaml")
+    assert conflict.value.status == 409
+    forced = apps.patch_namespaced_deployment("web", "default", deployment(replicas=5), field_manager="other",
+                                              force=True, _content_type="application/apply-patch+yaml")
+    assert forced.spec.replicas == 5
