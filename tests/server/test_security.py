@@ -277,3 +277,16 @@ def test_client_certificates_signed_by_the_client_ca(tmp_path):
         assert answer in ("",) or answer.startswith("HTTP/1.1 401"), answer
     finally:
         assert stop(served.process) == 0
+
+
+def test_readonly_user_cannot_exec(wildcard, tmp_path):
+    """exec is ``create`` on ``pods/exec`` (kube-apiserver authorizes the WebSocket GET so too)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sh"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert wildcard.request("POST", "/api/v1/namespaces/default/pods", pod, token=wildcard.admin_token)[0] == 201
+    allowed = kubectl(wildcard, wildcard.admin_config, "exec", "sh", "--", "env")   # over TLS
+    assert "simulated output of `env`" in allowed.stdout        # (Pending: exit 1, but it ran)
+    denied = kubectl(wildcard, wildcard.readonly_config, "exec", "sh", "--", "env")
+    assert denied.returncode == 1
+    assert ('pods "sh" is forbidden: User "gpusched-readonly" cannot create resource "pods/exec" in '
+            'API group "" in the namespace "default"') in denied.stderr
