@@ -179,3 +179,10 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
 def test_unknown_path_and_method_are_statuses(server):
     code, answer = raw_request(server.port, b"GET /nope/at/all HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert (code, answer["kind"], answer["reason"]) == (404, "Status", "NotFound")
+
+
+def test_oversized_request_head_is_a_400_status(server):
+    """A 1 MiB header (h11_max_incomplete_event_size is 64 KiB) is refused, not buffered."""
+    code, answer = raw_request(server.port, b"GET /version HTTP/1.1\r\nHost: localhost\r\nX-Big: "
+                                            + b"a" * (1 << 20) + b"\r\n\r\n")
+    assert (code, answer["kind"], answer["reason"]) == (400, "Status", "BadRequest")
