@@ -176,21 +176,47 @@ def _secret_cells(obj: dict, clock: Clock) -> Row:
 
 
 def _hpa_targets(obj: dict) -> str:
+    """kubectl's ``formatHPAMetrics`` (pkg/printers/internalversion/printers.go, 1.32): one
+    ``current/target`` per metric, resources prefixed ``cpu: ``, at most two then ``+ N more...``."""
     spec = _spec(obj)
     if obj.get("apiVersion") == "autoscaling/v1" or "targetCPUUtilizationPercentage" in spec:
-        target = spec.get("targetCPUUtilizationPercentage")
-        return f"cpu: <unknown>/{target}%" if target is not None else "<none>"
-    targets = []
-    for metric in spec.get("metrics") or []:
-        if metric.get("type") == "Resource":
-            resource = metric.get("resource") or {}
-            target = resource.get("target") or {}
-            value = (f"{target['averageUtilization']}%" if "averageUtilization" in target
-                     else str(target.get("averageValue") or target.get("value") or ""))
-            targets.append(f"{resource.get('name')}: <unknown>/{value}")
-        else:
-            targets.append("<unknown>")
-    return ", ".join(targets) or "<none>"
+        target = spec.get("targetCPUUtilizationPercentage", 80)
+        current = _status(obj).get("currentCPUUtilizationPercentage")
+        return f"cpu: {'<unknown>' if current is None else f'{current}%'}/{target}%"
+    specs, statuses = spec.get("metrics") or [], _status(obj).get("currentMetrics") or []
+    if not specs:
+        return "<none>"
+    items = [_hpa_target(metric, statuses[i] if i < len(statuses) else {})
+             for i, metric in enumerate(specs)]
+    if len(items) > 2:
+        return f"{', '.join(items[:2])} + {len(items) - 2} more..."
+    return ", ".join(items)
+
+
+def _hpa_target(metric: dict, status: dict) -> str:
+    kind = metric.get("type")
+    field = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
+             "ContainerResource": "containerResource"}.get(str(kind))
+    if field is None:
+        return "<unknown type>"
+    source, target = metric.get(field) or {}, (metric.get(field) or {}).get("target") or {}
+    current = (status.get(field) or {}).get("current") if status.get(field) else None
+    if kind in ("External", "Object"):
+        key = "averageValue" if target.get("averageValue") is not None else "value"
+        shown = str((current or {}).get(key, "<unknown>")) if current is not None else "<unknown>"
+        suffix = " (avg)" if key == "averageValue" else ""
+        return f"{shown}/{target.get(key, '')}{suffix}"
+    if kind == "Pods":
+        shown = str(current.get("averageValue", "0")) if current is not None else "<unknown>"
+        return f"{shown}/{target.get('averageValue', '')}"
+    name = source.get("name", "")
+    if target.get("averageValue") is not None:
+        shown = str(current.get("averageValue", "0")) if current is not None else "<unknown>"
+        return f"{name}: {shown}/{target['averageValue']}"
+    shown = (f"{current['averageUtilization']}%" if current is not None
+             and current.get("averageUtilization") is not None else "<unknown>")
+    goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+    return f"{name}: {shown}/{goal}"
 
 
 def _hpa_cells(obj: dict, clock: Clock) -> Row:

@@ -43,6 +43,7 @@ from gpusched.cluster.quota import check_quota, pod_qos, refresh_quotas
 from gpusched.cluster.resources import (container_resources, format_amount,
                                         limit_range_pod_limits, limit_range_pod_requests)
 from gpusched.cluster.view import View, object_namespace
+from gpusched.cluster.load import check_load
 from gpusched.errors import FieldError, ForbiddenError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.quantity import canonical
@@ -72,6 +73,8 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
         admit_service(view, body, old)              # ClusterIP / NodePort allocation
     elif kind == "Namespace":
         label_namespace(body)
+    elif kind == "Deployment":
+        check_load(body)                            # gpusched.io/load (cluster.load)
     if kind == "PriorityClass":
         admit_priority_class(view, body, old)
     elif kind == "LimitRange":

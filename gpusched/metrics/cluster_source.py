@@ -3,7 +3,9 @@
 What a GPU shows follows from the pods placed on it (``gpu_model`` has the per-pod workload
 model and the per-model physics):
 
-- utilization: the sum of its pods' utilization, capped at 100 (time-sliced pods share the GPU);
+- utilization: the sum of its pods' utilization (``cluster.usage``: annotation, load curve or
+  workload default; a load-driven pod's current value is used over its whole lifetime for
+  energy and temperature, an approximation), capped at 100 (time-sliced pods share the GPU);
   a fractional pod (``gpusched.io/gpu-milli``) contributes util x milli/1000, a MIG instance's pod
   util x its compute slices / the GPU's compute slices (to the parent GPU's power and heat);
 - framebuffer used: the sum of its pods' memory, capped at total - reserved; a time-sliced pod's
@@ -38,6 +40,7 @@ from datetime import datetime
 
 from gpusched.cluster.scheduling import device_inputs, node_devices_for
 from gpusched.cluster.store import EPOCH
+from gpusched.cluster.usage import Usage
 from gpusched.cluster.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
@@ -104,8 +107,9 @@ def _container(pod: dict) -> str:
     return str(containers[0].get("name", "")) if containers else ""
 
 
-def holdings_of(pod: dict, devices, end: float | None) -> list[Holding]:
-    """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``)."""
+def holdings_of(pod: dict, devices, end: float | None, util: float | None = None) -> list[Holding]:
+    """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``); ``util`` (%)
+    overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``)."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     start = annotations.get(ANN_START_TIME)
@@ -115,7 +119,7 @@ def holdings_of(pod: dict, devices, end: float | None) -> list[Holding]:
     ref = PodRef(meta.get("namespace", "default"), meta.get("name", ""), _container(pod))
     klass = str((pod.get("spec") or {}).get("priorityClassName") or "")
     by_id = {d.device_id: d for d in devices.devices}
-    util, milli = gm.pod_util(pod), annotations.get(ANN_GPU_MILLI, "")
+    util, milli = (gm.pod_util(pod) if util is None else util), annotations.get(ANN_GPU_MILLI, "")
     total = devices.model.memory_mib if devices.model else 0
     out = []
     if milli.isdigit() and not any("::" in i or i.startswith("MIG-") for i in ids):
@@ -175,6 +179,7 @@ class ClusterSource:
         if self._states is not None:
             return self._states
         view, configmaps = self.view, device_inputs(self.view)
+        usage = Usage(view)
         by_node: dict[str, list[tuple[dict, float | None]]] = defaultdict(list)
         for pod in view.list("Pod"):
             if (pod.get("status") or {}).get("phase") == "Running":
@@ -187,7 +192,8 @@ class ClusterSource:
             if devices is None or not devices.gpu_count:
                 continue
             holdings = [h for pod, end in by_node.get(node["metadata"]["name"], [])
-                        for h in holdings_of(pod, devices, end)]
+                        for h in holdings_of(pod, devices, end,
+                                             None if end is not None else usage.activity(pod) * 100)]
             out += self._node(node, devices, holdings)
         self._states = out
         return out

@@ -20,6 +20,10 @@ of a Deployment)            40 %         30 %
 plain pod (anything else)   60 %         50 %
 ==========================  ===========  ============================
 
+A Deployment with a load curve (``gpusched.io/load``, see ``cluster.load``) drives its running
+pods' utilization instead of the default (``cluster.usage``, the same source the HPA and the
+metrics APIs read).
+
 Neighbours: ``cluster_source`` integrates these over pod lifetimes; ``cli.monitor`` (top pods).
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from gpusched.cluster import usage
 from gpusched.objects.quantity import QuantityError, canonical
 
 log = logging.getLogger(__name__)
@@ -83,7 +88,7 @@ PHYSICS: dict[str, Physics] = {name: Physics(*values) for name, values in {
 DEFAULT_PHYSICS = Physics("NVIDIA GPU", 30.0, 250.0, 30.0, 76.0, 1500, 5000, False)
 
 # (utilization %, memory share of the device) by workload kind; see the module docstring.
-WORKLOAD_DEFAULTS = {"training": (90, 0.8), "inference": (40, 0.3), "pod": (60, 0.5)}
+WORKLOAD_DEFAULTS = usage.WORKLOAD_DEFAULTS     # one table with the HPA's metric source
 
 
 def physics_of(model_name: str) -> Physics:

@@ -11,7 +11,7 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 from __future__ import annotations
 
 from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, daemonset, deployment,
-                                          device_plugin, endpoints, gpu_operator, job,
+                                          device_plugin, endpoints, gpu_operator, hpa, job,
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
                                           sbatch, volumes)
@@ -28,6 +28,7 @@ CONTROLLERS = (
     ("endpoints", endpoints.reconcile),
     ("gpu-operator", gpu_operator.reconcile),
     ("garbage-collector", collect_garbage),
+    ("horizontal-pod-autoscaler", hpa.reconcile),
     ("deployment", deployment.reconcile),
     ("replicaset", replicaset.reconcile),
     ("sbatch", sbatch.reconcile),
@@ -46,4 +47,5 @@ TIMED = {
     "Job": (job.due,),
     "Deployment": (deployment.progress_due,),
     "NodePool": (autoscaler.due,),
+    "HorizontalPodAutoscaler": (hpa.sync_due,),
 }
