@@ -48,7 +48,6 @@ import math
 from dataclasses import dataclass
 
 from gpusched.cluster.load import LoadCurve, load_of
-from gpusched.cluster.scheduling import device_inputs, node_devices_for
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.quantity import QuantityError, canonical
@@ -282,6 +281,8 @@ class Usage:
         return float(self._framebuffer(pod, devices))
 
     def _framebuffer(self, pod: dict, ids: list[str]) -> int:
+        # late import: cluster.scheduling imports the controllers package, which imports this
+        from gpusched.cluster.scheduling import device_inputs, node_devices_for
         node = self.view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
         if node is None:
             return 0
