@@ -58,7 +58,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from gpusched.errors import GpuschedError
-from gpusched.server import discovery
+from gpusched.server import discovery, metrics_api
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
 from gpusched.server.guards import MAX_BODY_BYTES, Guards, Policy
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
@@ -151,6 +151,8 @@ class ApiServer:
             Route("/api/v1", self._endpoint(_discovery), methods=METHODS),
             Route("/apis/{group}", self._endpoint(_discovery), methods=METHODS),
             Route("/apis/{group}/{version}", self._endpoint(_discovery), methods=METHODS),
+            *(Route(prefix + "/{rest:path}", self._endpoint(self._metrics_api), methods=METHODS)
+              for prefix in metrics_api.PREFIXES),      # metrics.k8s.io, custom, external
             WebSocketRoute("/api/v1/namespaces/{namespace}/pods/{name}/exec", self._exec_websocket),
             Route("/api/v1/{rest:path}", self._endpoint(self._resource), methods=METHODS),
             Route("/apis/{group}/{version}/{rest:path}", self._endpoint(self._resource), methods=METHODS),
@@ -285,6 +287,9 @@ class ApiServer:
         from gpusched.metrics.exposition import render_cluster   # imported on first scrape
         content_type, body = self.worker.cluster_call(render_cluster)
         return Response(200, body, content_type)
+
+    def _metrics_api(self, req: Request) -> Response:
+        return metrics_api.handle(self.worker, req)
 
     def _resource(self, req: Request) -> Response:
         target = parse_target(req.path)

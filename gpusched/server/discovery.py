@@ -17,6 +17,9 @@
   1.20 applies manifests without ``--validate=false`` and the server validates them.
   Its definitions stay empty; the v3 documents carry the schemas.
 
+The metrics APIs (``metrics.k8s.io``, ``custom.metrics.k8s.io``, ``external.metrics.k8s.io``,
+``server.metrics_api``) are listed too, as an aggregated API server's groups are.
+
 Every kind of ``objects.kinds.KINDS`` is served, in its group version, Leases
 (``coordination.k8s.io/v1``, for leader election) included. There are no node heartbeat Leases
 (no kubelets): ``kubectl describe node`` GETs ``kube-node-lease/leases/<node>``, gets a 404
@@ -33,6 +36,7 @@ import hashlib
 import json
 
 from gpusched.objects import schema
+from gpusched.server import metrics_api
 from gpusched.objects.kinds import KINDS, KUBERNETES_VERSION, KindInfo
 
 GIT_VERSION = f"{KUBERNETES_VERSION}-gpusched"
@@ -88,7 +92,7 @@ def subresources(info: KindInfo) -> list[tuple[str, str, str, list[str]]]:
 def resource_list(group_version: str) -> dict | None:
     kinds = group_versions().get(group_version)
     if kinds is None:
-        return None
+        return metrics_api.resource_list(group_version)
     resources = []
     for info in kinds:
         entry = {"name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
@@ -123,12 +127,16 @@ def api_groups() -> dict:
         if "/" in gv:
             group, v = gv.split("/")
             groups.setdefault(group, []).append(v)
+    for gv in metrics_api.DISCOVERY:              # the aggregated metrics APIs
+        group, v = gv.split("/")
+        groups.setdefault(group, []).append(v)
     return {"kind": "APIGroupList", "apiVersion": "v1",
             "groups": [_group_entry(g, vs) for g, vs in groups.items()]}
 
 
 def api_group(group: str) -> dict | None:
-    versions = [gv.split("/")[1] for gv in group_versions() if gv.startswith(group + "/")]
+    versions = [gv.split("/")[1] for gv in [*group_versions(), *metrics_api.DISCOVERY]
+                if gv.startswith(group + "/")]
     if not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
@@ -159,6 +167,8 @@ def aggregated(core: bool, version_tag: str) -> dict:
         items.append({"metadata": {"name": group} if group else {},
                       "versions": [{"version": version, "freshness": "Current",
                                     "resources": [_aggregated_resource(i) for i in kinds]}]})
+    if not core:
+        items += metrics_api.aggregated_items()
     return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version_tag}",
             "metadata": {}, "items": items}
 
