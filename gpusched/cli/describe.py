@@ -19,19 +19,21 @@ from __future__ import annotations
 import argparse
 from typing import Any, Iterable, Sequence
 
-from gpusched.cli.columns import event_time, node_status_text, pod_status_text
+from gpusched.cli.columns import node_status_text, pod_status_text
 from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
+from gpusched.cli.describe_base import (HIDDEN_ANNOTATIONS, NONE, Related, event_row, events_for,
+                                        kube_date, meta)
+from gpusched.cli.describe_kinds import KIND_PAGES
+from gpusched.cli.describe_storage import describe_pv, describe_pvc, describe_storageclass
+from gpusched.cli.describe_template import toleration_text
+from gpusched.cli.describe_workloads import (describe_daemonset, describe_deployment, describe_job,
+                                             describe_replicaset)
 from gpusched.cli.output import Clock, tabwrite
 from gpusched.errors import UsageError
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
-                                    ANN_START_TIME, RESOURCE_GPU_MILLI)
+from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI, RESOURCE_GPU_MILLI
 
 PAD = 2
-NONE = "<none>"
-# gpusched's bookkeeping (shown as "Assigned GPUs/Devices" lines instead) and what kubectl skips
-HIDDEN_ANNOTATIONS = (ANN_ASSIGNED_GPUS, ANN_ASSIGNED_DEVICES, ANN_START_TIME,
-                      "kubectl.kubernetes.io/last-applied-configuration")
 
 
 class Sheet:
@@ -87,29 +89,7 @@ class Sheet:
 # ---- shared pieces --------------------------------------------------------------------------
 
 
-def _meta(obj: dict) -> dict:
-    return obj.get("metadata") or {}
-
-
-def kube_date(timestamp: str | None) -> str:
-    """A timestamp as kubectl describe prints it (Go's RFC1123Z): ``Thu, 01 Jan 2026 00:00:00 +0000``."""
-    from datetime import datetime, timezone
-
-    if not timestamp:
-        return NONE
-    try:
-        moment = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")).astimezone(timezone.utc)
-    except ValueError:
-        return str(timestamp)
-    return moment.strftime("%a, %d %b %Y %H:%M:%S +0000")
-
-
-def events_for(events: list[dict], kind: str, name: str, namespace: str | None) -> list[dict]:
-    def matches(event: dict) -> bool:
-        involved = event.get("involvedObject") or event.get("regarding") or {}
-        return (involved.get("kind") == kind and involved.get("name") == name
-                and (namespace is None or involved.get("namespace", namespace) in (namespace, "")))
-    return sorted((e for e in events if matches(e)), key=lambda e: event_time(e) or "")
+_meta = meta
 
 
 def add_events(sheet: Sheet, events: list[dict], clock: Clock) -> None:
@@ -117,18 +97,7 @@ def add_events(sheet: Sheet, events: list[dict], clock: Clock) -> None:
         sheet.kv("Events", NONE)
         return
     sheet.text("Events:")
-    sheet.table(["Type", "Reason", "Age", "From", "Message"], [_event_row(e, clock) for e in events])
-
-
-def _event_row(event: dict, clock: Clock) -> list[str]:
-    """One row of kubectl's Events table: type, reason, age (``x N over`` when repeated), from,
-    message."""
-    age = clock.age(event_time(event))
-    count = int(event.get("count", 1) or 1)
-    if count > 1 and event.get("firstTimestamp"):
-        age = f"{age} (x{count} over {clock.age(event['firstTimestamp'])})"
-    source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
-    return [event.get("type", "Normal"), event.get("reason", ""), age, source, event.get("message", "")]
+    sheet.table(["Type", "Reason", "Age", "From", "Message"], [event_row(e, clock) for e in events])
 
 
 def _quantity(resource: str, value: Any) -> int:
@@ -230,7 +199,7 @@ def describe_pod(pod: dict, events: list[dict], clock: Clock) -> str:
                     [[c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", "")]
                      for c in conditions])
     sheet.mapping("Node-Selectors", spec.get("nodeSelector"))
-    tolerations = [_toleration_text(t) for t in spec.get("tolerations") or []]
+    tolerations = [toleration_text(t) for t in spec.get("tolerations") or []]
     sheet.kv("Tolerations", tolerations[0] if tolerations else NONE)
     for text in tolerations[1:]:
         sheet.kv("", text)
@@ -238,20 +207,6 @@ def describe_pod(pod: dict, events: list[dict], clock: Clock) -> str:
         sheet.kv("Nominated Node Name", status["nominatedNodeName"])
     add_events(sheet, events, clock)
     return sheet.render()
-
-
-def _toleration_text(t: dict) -> str:
-    text = t.get("key", "")
-    if t.get("operator", "Equal") == "Equal" and t.get("value"):
-        text += f"={t['value']}"
-    text += f":{t['effect']}" if t.get("effect") else ""
-    if t.get("operator") == "Exists" and not t.get("key"):
-        text = "op=Exists" + (f":{t['effect']}" if t.get("effect") else "")
-    elif t.get("operator") == "Exists":
-        text += " op=Exists"
-    if t.get("tolerationSeconds") is not None:
-        text += f" for {t['tolerationSeconds']}s"
-    return text
 
 
 # ---- nodes ----------------------------------------------------------------------------------
@@ -343,139 +298,6 @@ def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) 
     sheet.table(["GPU", "Device", "Resource", "Slot", "Pod"], rows)
 
 
-# ---- kinds described as kubectl's describe.go does, through one Go tabwriter ----------------
-
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def _multiline(key: str, values: dict | None, sep: str, skip: tuple[str, ...] = ()) -> list[str]:
-    """``Labels:\ta=b`` then ``\tc=d``...: kubectl's printLabelsMultiline / AnnotationsMultiline."""
-    items = [f"{k}{sep}{v}" for k, v in sorted((values or {}).items()) if k not in skip]
-    if not items:
-        return [f"{key}:\t{NONE}"]
-    return [f"{key}:\t{items[0]}"] + [f"\t{item}" for item in items[1:]]
-
-
-def _event_lines(events: list[dict], clock: Clock) -> list[str]:
-    if not events:
-        return [f"Events:\t{NONE}"]
-    lines = ["Events:", "  Type\tReason\tAge\tFrom\tMessage", "  ----\t------\t----\t----\t-------"]
-    lines.extend("  " + "\t".join(_event_row(event, clock)) for event in events)
-    return lines
-
-
-def describe_priorityclass(pc: dict, events: list[dict], clock: Clock) -> str:
-    meta = _meta(pc)
-    lines = [f"Name:\t{meta.get('name', '')}", f"Value:\t{pc.get('value', 0)}",
-             f"GlobalDefault:\t{str(bool(pc.get('globalDefault', False))).lower()}",
-             f"PreemptionPolicy:\t{pc.get('preemptionPolicy', 'PreemptLowerPriority')}",
-             f"Description:\t{pc.get('description', '')}",
-             *_multiline("Annotations", meta.get("annotations"), "=")]
-    return tabwrite(lines + _event_lines(events, clock))
-
-
-def describe_configmap(cm: dict, events: list[dict], clock: Clock) -> str:
-    meta = _meta(cm)
-    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}",
-             *_multiline("Labels", meta.get("labels"), "="),
-             *_multiline("Annotations", meta.get("annotations"), ": ", (LAST_APPLIED,)),
-             "", "Data", "===="]
-    for key, value in sorted((cm.get("data") or {}).items()):
-        lines += [f"{key}:", "----", *str(value).split("\n"), ""]
-    lines += ["", "BinaryData", "===="]
-    for key, value in sorted((cm.get("binaryData") or {}).items()):
-        lines.append(f"{key}: {len(str(value)) * 3 // 4} bytes")
-    return tabwrite(lines + [""] + _event_lines(events, clock))
-
-
-def _limit_rows(limit_range: dict) -> list[list[str]]:
-    rows = []
-    for item in (limit_range.get("spec") or {}).get("limits") or []:
-        fields = ("min", "max", "defaultRequest", "default", "maxLimitRequestRatio")
-        names = sorted({r for f in fields for r in (item.get(f) or {})})
-        for resource in names:
-            rows.append([str(item.get("type", "")), resource,
-                         *(str((item.get(f) or {}).get(resource, "-")) for f in fields)])
-    return rows
-
-
-LIMIT_HEADER = ["Type", "Resource", "Min", "Max", "Default Request", "Default Limit",
-                "Max Limit/Request Ratio"]
-
-
-def describe_limitrange(limit_range: dict, events: list[dict], clock: Clock) -> str:
-    meta = _meta(limit_range)
-    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}",
-             "\t".join(LIMIT_HEADER), "\t".join("-" * len(h) for h in LIMIT_HEADER)]
-    lines += ["\t".join(row) for row in _limit_rows(limit_range)]
-    return tabwrite(lines)
-
-
-def _quota_rows(quota: dict) -> list[tuple[str, str, str]]:
-    hard = (quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {}
-    used = (quota.get("status") or {}).get("used") or {}
-    return [(k, str(used.get(k, "0")), str(hard[k])) for k in sorted(hard)]
-
-
-def describe_quota(quota: dict, events: list[dict], clock: Clock) -> str:
-    """kubectl's quota page: Name, Namespace, (Scopes), then Resource / Used / Hard; no events."""
-    meta, spec = _meta(quota), quota.get("spec") or {}
-    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}"]
-    if spec.get("scopes"):
-        lines.append(f"Scopes:\t{', '.join(spec['scopes'])}")
-    lines += ["Resource\tUsed\tHard", "--------\t----\t----"]
-    lines += [f"{k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
-    return tabwrite(lines)
-
-
-def describe_pdb(pdb: dict, events: list[dict], clock: Clock) -> str:
-    meta, spec, status = _meta(pdb), pdb.get("spec") or {}, pdb.get("status") or {}
-    lines = [f"Name:\t{meta.get('name', '')}", f"Namespace:\t{meta.get('namespace', '')}"]
-    if "minAvailable" in spec:
-        lines.append(f"Min available:\t{spec['minAvailable']}")
-    if "maxUnavailable" in spec:
-        lines.append(f"Max unavailable:\t{spec['maxUnavailable']}")
-    selector = (spec.get("selector") or {}).get("matchLabels") or {}
-    expressions = (spec.get("selector") or {}).get("matchExpressions") or []
-    text = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-    for e in expressions:
-        values = ",".join(e.get("values") or [])
-        op = e.get("operator", "")
-        part = {"In": f"{e.get('key')} in ({values})", "NotIn": f"{e.get('key')} notin ({values})",
-                "Exists": str(e.get("key")), "DoesNotExist": f"!{e.get('key')}"}.get(op, "")
-        text = ",".join(p for p in (text, part) if p)
-    lines.append(f"Selector:\t{text or '<unset>'}")
-    lines += ["Status:", f"    Allowed disruptions:\t{status.get('disruptionsAllowed', 0)}",
-              f"    Current:\t{status.get('currentHealthy', 0)}",
-              f"    Desired:\t{status.get('desiredHealthy', 0)}",
-              f"    Total:\t{status.get('expectedPods', 0)}"]
-    return tabwrite(lines + _event_lines(events, clock))
-
-
-def describe_namespace(ns: dict, quotas: list[dict], limit_ranges: list[dict]) -> str:
-    meta = _meta(ns)
-    lines = [f"Name:\t{meta.get('name', '')}", *_multiline("Labels", meta.get("labels"), "="),
-             *_multiline("Annotations", meta.get("annotations"), ": ", (LAST_APPLIED,)),
-             f"Status:\t{(ns.get('status') or {}).get('phase') or 'Active'}", ""]
-    if not quotas:
-        lines.append("No resource quota.")
-    else:
-        lines.append("Resource Quotas")
-        for quota in sorted(quotas, key=lambda q: _meta(q).get("name", "")):
-            lines += [f"  Name:\t{_meta(quota).get('name', '')}", "  Resource\tUsed\tHard",
-                      "  --------\t---\t---"]
-            lines += [f"  {k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
-    lines.append("")
-    if not limit_ranges:
-        lines.append("No LimitRange resource.")
-    else:
-        lines.append("Resource Limits")
-        for limit_range in limit_ranges:
-            lines += [" " + "\t".join(LIMIT_HEADER), " " + "\t".join("-" * len(h) for h in LIMIT_HEADER)]
-            lines += [" " + "\t".join(row) for row in _limit_rows(limit_range)]
-    return tabwrite(lines)
-
-
 # ---- any other kind -------------------------------------------------------------------------
 
 
@@ -517,12 +339,27 @@ def _nested(sheet: Sheet, key: str, value: Any, indent: int) -> None:
         sheet.kv(title, NONE if value in (None, {}, "") else value, indent)
 
 
-SIMPLE = {"ResourceQuota": describe_quota, "PriorityClass": describe_priorityclass,
-          "ConfigMap": describe_configmap, "LimitRange": describe_limitrange,
-          "PodDisruptionBudget": describe_pdb}
-
-
 # ---- the command ----------------------------------------------------------------------------
+
+
+TABBED_PAGES = {**KIND_PAGES, "Deployment": describe_deployment, "ReplicaSet": describe_replicaset,
+                "Job": describe_job, "DaemonSet": describe_daemonset, "PersistentVolumeClaim": describe_pvc,
+                "PersistentVolume": describe_pv, "StorageClass": describe_storageclass}
+
+
+def describe_page(cluster: Any, kind: str, obj: dict, related: Related) -> str:
+    """One object's page: pods and nodes through ``Sheet``, the kinds of ``TABBED_PAGES`` as
+    kubectl's describers through the tabwriter, any other kind as nested keys."""
+    name = _meta(obj).get("name", "")
+    if kind == "Pod":
+        return describe_pod(obj, related.events, related.clock)
+    if kind == "Node":
+        pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
+        return describe_node(obj, pods, list(cluster.node_devices(name).rows()), related.events,
+                             related.clock)
+    if kind in TABBED_PAGES:
+        return tabwrite(TABBED_PAGES[kind](obj, related))
+    return describe_generic(obj, related.events, related.clock)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
@@ -538,21 +375,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
                              if info.namespaced else "No resources found")
         clock = Clock(cluster.timestamp())
         all_events = cluster.events(None)
+
+        def lookup(kind: str, in_namespace: str | None) -> list[dict]:
+            return cluster.get(kind, namespace=in_namespace or "default")
+
         for obj in objects:
-            name = _meta(obj).get("name", "")
-            events = events_for(all_events, info.kind, name, namespace if info.namespaced else None)
-            if info.kind == "Pod":
-                pages.append(describe_pod(obj, events, clock))
-            elif info.kind == "Node":
-                pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
-                rows = list(cluster.node_devices(name).rows())
-                pages.append(describe_node(obj, pods, rows, events, clock))
-            elif info.kind in SIMPLE:
-                pages.append(SIMPLE[info.kind](obj, events, clock))
-            elif info.kind == "Namespace":
-                pages.append(describe_namespace(
-                    obj, cluster.get("ResourceQuota", namespace=name), cluster.get("LimitRange", namespace=name)))
-            else:
-                pages.append(describe_generic(obj, events, clock))
+            own_namespace = _meta(obj).get("namespace") if info.namespaced else None
+            events = events_for(all_events, info.kind, _meta(obj).get("name", ""), own_namespace)
+            pages.append(describe_page(cluster, info.kind, obj, Related(events, clock, lookup)))
     print("\n\n\n".join(pages))
     return 0

@@ -25,6 +25,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
+from gpusched.cli.help_examples import EXAMPLES
 from gpusched.errors import GpuschedError
 
 OUTPUT_FORMATS = ("wide", "json", "yaml", "name", "jsonpath=...", "custom-columns=...")
@@ -339,8 +340,9 @@ def polish(parser: argparse.ArgumentParser, name: str = "gpusched") -> None:
                     choice.help = choice.help[:1].upper() + choice.help[1:]
             for sub_name, sub_parser in action.choices.items():
                 full = f"{name} {sub_name}"
-                if sub_parser.description:
-                    sub_parser.description = sub_parser.description[:1].upper() + sub_parser.description[1:]
+                summary = next((c.help for c in action._choices_actions if c.dest == sub_name), None)
+                text = sub_parser.description or summary or ""
+                sub_parser.description = text[:1].upper() + text[1:] or None
                 if not sub_parser.epilog:
                     sub_parser.epilog = EXAMPLES.get(full) or f"Examples:\n  {full} --help"
                 sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -412,64 +414,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: internal error: {type(error).__name__}: {error} (rerun with -vv for the traceback)",
               file=sys.stderr)
         return 1
-
-
-def _examples(*lines: str) -> str:
-    return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-EXAMPLES: dict[str, str] = {
-    "gpusched": _examples("gpusched apply -f examples/cluster.yaml",
-                          "gpusched get pods -o wide", "gpusched explain pod train-1"),
-    "gpusched apply": _examples(
-        "# Apply every manifest of a folder, one object at a time (as kubectl apply -f DIR)",
-        "gpusched apply -f examples/team-quota/",
-        "# All or nothing: a failing object applies none of them",
-        "gpusched apply --atomic -f examples/cluster.yaml -f examples/priority-classes.yaml",
-        "# Check what admission would say, changing nothing",
-        "gpusched apply -f pod.yaml --dry-run=server"),
-    "gpusched get": _examples(
-        "gpusched get pods -o wide", "gpusched get pods,nodes", "gpusched get all -A",
-        "gpusched get nodes -L nvidia.com/gpu.product --show-labels",
-        "gpusched get pods -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.nodeName}{\"\\n\"}{end}'",
-        "gpusched get pods -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by=.metadata.name",
-        "gpusched get pods -w"),
-    "gpusched create": _examples(
-        "gpusched create namespace team-a",
-        "gpusched create deployment web --image=nginx --replicas=2",
-        "gpusched create job train --image=pytorch -- python train.py",
-        "gpusched create priorityclass high --value=1000",
-        "gpusched create quota team-a --hard=requests.nvidia.com/gpu=4 -n team-a",
-        "gpusched create configmap settings --from-literal=mode=fast",
-        "gpusched create -f pod.yaml"),
-    "gpusched describe": _examples("gpusched describe node gpu-node-1", "gpusched describe pod/train-1",
-                                   "gpusched describe quota -n team-a"),
-    "gpusched delete": _examples("gpusched delete pod train-1", "gpusched delete pods -l app=web",
-                                 "gpusched delete pods --all -n team-a", "gpusched delete -f pod.yaml",
-                                 "gpusched delete pod train-1 --dry-run=server"),
-    "gpusched label": _examples("gpusched label node gpu-node-1 team=a",
-                                "gpusched label node gpu-node-1 team-",
-                                "gpusched label pod train-1 stage=eval --overwrite"),
-    "gpusched taint": _examples("gpusched taint node gpu-node-1 dedicated=ml:NoSchedule",
-                                "gpusched taint nodes -l nvidia.com/gpu=true nvidia.com/gpu=true:NoSchedule",
-                                "gpusched taint node gpu-node-1 dedicated:NoSchedule-"),
-    "gpusched cordon": _examples("gpusched cordon gpu-node-1"),
-    "gpusched uncordon": _examples("gpusched uncordon gpu-node-1"),
-    "gpusched drain": _examples("gpusched drain gpu-node-1 --ignore-daemonsets"),
-    "gpusched scale": _examples("gpusched scale deployment llm-inference --replicas=5",
-                                "gpusched scale job/train --replicas=4"),
-    "gpusched events": _examples("gpusched events", "gpusched events -A -o yaml"),
-    "gpusched top": _examples("gpusched top nodes", "gpusched top pods -A"),
-    "gpusched explain": _examples("gpusched explain pod train-1", "gpusched explain pod/train-1 -o json",
-                                  "gpusched explain deployment/web -n team-a"),
-    "gpusched advance": _examples("gpusched advance 30m", "gpusched advance 1h30m"),
-    "gpusched completion": _examples("source <(gpusched completion bash)",
-                                     "gpusched completion zsh > \"${fpath[1]}/_gpusched\"",
-                                     "gpusched completion fish > ~/.config/fish/completions/gpusched.fish"),
-    "gpusched reset": _examples("gpusched reset"),
-    "gpusched demo": _examples("gpusched demo"),
-    "gpusched version": _examples("gpusched version"),
-    "gpusched serve": _examples("gpusched serve --port 8080",
-                                "gpusched kubeconfig > kubeconfig && KUBECONFIG=kubeconfig kubectl get nodes"),
-    "gpusched kubeconfig": _examples("gpusched kubeconfig --port 8080 > kubeconfig"),
-}

@@ -373,6 +373,9 @@ def _containers(items: list, path: str, e: Errors, seen: set[str], init: bool) -
         if init and policy is not None and policy != "Always":
             e.unsupported(f"{p}.restartPolicy", policy, ("Always",))
         _container_resources(c, p, e)
+        for port in c.get("ports") or []:   # core/v1 defaults.go SetDefaults_ContainerPort
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ capitalisation style, completion scripts, ``apply -f DIR`` object by object vs `
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 
@@ -30,6 +31,32 @@ def test_every_command_help_has_examples_and_capitalised_texts(name):
             assert action.help[0] == action.help[0].upper(), (name, action.help)
     if parser.description:
         assert not parser.description[0].isalpha() or parser.description[0].isupper(), name
+
+
+def every_parser(parser=None, name: str = "gpusched") -> dict:
+    """Every command and subcommand parser by its full command line (aliases once)."""
+    found: dict = {}
+    for action in (parser or build_parser(["--help"]))._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                if all(sub is not seen for seen in found.values()):
+                    found[f"{name} {sub_name}"] = sub
+                    found.update(every_parser(sub, f"{name} {sub_name}"))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(every_parser()))
+def test_every_subcommand_shows_real_examples_and_a_description(name):
+    """kubectl's help habit, for subcommands too (rollout status, create job, slurm config...):
+    a capitalised description and an Examples block whose lines run the command itself, not
+    a pointer back to --help."""
+    parser = every_parser()[name]
+    text = parser.format_help()
+    assert "\nExamples:\n  " in text, name
+    examples = [line.strip() for line in text.split("\nExamples:\n", 1)[1].splitlines() if line.strip()]
+    runs = [line for line in examples if name in line and not line.startswith("#")]
+    assert runs and not all(line.endswith("--help") for line in runs), (name, examples)
+    assert parser.description and parser.description[0].isupper(), (name, parser.description)
 
 
 def test_global_flags_anywhere_and_usage_errors(tmp_path):

@@ -1,0 +1,128 @@
+"""``describe`` pages of the policy and configuration kinds in kubectl's layout: PriorityClass,
+ConfigMap, LimitRange, ResourceQuota, PodDisruptionBudget, Namespace, Service.
+
+Each function mirrors one describer of kubectl's ``pkg/describe/describe.go`` (named in its
+docstring) and returns tabbed lines; ``cli.output.tabwrite`` aligns them as kubectl's tabwriter.
+
+Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
+"""
+
+from __future__ import annotations
+
+from gpusched.cli.describe_base import (Related, annotation_lines, event_lines, go_value,
+                                        label_lines, meta, selector_text)
+
+
+def describe_priorityclass(pc: dict, related: Related) -> list[str]:
+    """describe.go describePriorityClass."""
+    return [f"Name:\t{meta(pc).get('name', '')}", f"Value:\t{pc.get('value', 0)}",
+            f"GlobalDefault:\t{go_value(bool(pc.get('globalDefault', False)))}",
+            f"PreemptionPolicy:\t{pc.get('preemptionPolicy', 'PreemptLowerPriority')}",
+            f"Description:\t{pc.get('description', '')}",
+            *_equals_annotations(meta(pc).get("annotations")),
+            *event_lines(related.events, related.clock)]
+
+
+def _equals_annotations(values: dict | None) -> list[str]:
+    """describePriorityClass prints annotations with printLabelsMultiline (``k=v``)."""
+    return label_lines("Annotations", values)
+
+
+def describe_configmap(cm: dict, related: Related) -> list[str]:
+    """describe.go describeConfigMap (Data keys sorted here; kubectl ranges over a Go map)."""
+    lines = [f"Name:\t{meta(cm).get('name', '')}", f"Namespace:\t{meta(cm).get('namespace', '')}",
+             *label_lines("Labels", meta(cm).get("labels")),
+             *annotation_lines("Annotations", meta(cm).get("annotations")),
+             "", "Data", "===="]
+    for key, value in sorted((cm.get("data") or {}).items()):
+        lines += [f"{key}:", "----", *str(value).split("\n"), ""]
+    lines += ["", "BinaryData", "===="]
+    for key, value in sorted((cm.get("binaryData") or {}).items()):
+        lines.append(f"{key}: {len(str(value)) * 3 // 4} bytes")
+    return lines + [""] + event_lines(related.events, related.clock)
+
+
+LIMIT_HEADER = ["Type", "Resource", "Min", "Max", "Default Request", "Default Limit",
+                "Max Limit/Request Ratio"]
+
+
+def _limit_rows(limit_range: dict) -> list[list[str]]:
+    rows = []
+    for item in (limit_range.get("spec") or {}).get("limits") or []:
+        fields = ("min", "max", "defaultRequest", "default", "maxLimitRequestRatio")
+        names = sorted({r for f in fields for r in (item.get(f) or {})})
+        for resource in names:
+            rows.append([str(item.get("type", "")), resource,
+                         *(str((item.get(f) or {}).get(resource, "-")) for f in fields)])
+    return rows
+
+
+def describe_limitrange(limit_range: dict, related: Related) -> list[str]:
+    """describe.go describeLimitRange (no events)."""
+    lines = [f"Name:\t{meta(limit_range).get('name', '')}",
+             f"Namespace:\t{meta(limit_range).get('namespace', '')}",
+             "\t".join(LIMIT_HEADER), "\t".join("-" * len(h) for h in LIMIT_HEADER)]
+    return lines + ["\t".join(row) for row in _limit_rows(limit_range)]
+
+
+def _quota_rows(quota: dict) -> list[tuple[str, str, str]]:
+    hard = (quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {}
+    used = (quota.get("status") or {}).get("used") or {}
+    return [(k, str(used.get(k, "0")), str(hard[k])) for k in sorted(hard)]
+
+
+def describe_quota(quota: dict, related: Related) -> list[str]:
+    """describe.go describeQuota: Name, Namespace, (Scopes), then Resource / Used / Hard; no events."""
+    spec = quota.get("spec") or {}
+    lines = [f"Name:\t{meta(quota).get('name', '')}", f"Namespace:\t{meta(quota).get('namespace', '')}"]
+    if spec.get("scopes"):
+        lines.append(f"Scopes:\t{', '.join(spec['scopes'])}")
+    lines += ["Resource\tUsed\tHard", "--------\t----\t----"]
+    return lines + [f"{k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
+
+
+def describe_pdb(pdb: dict, related: Related) -> list[str]:
+    """describe.go describePodDisruptionBudget."""
+    spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
+    lines = [f"Name:\t{meta(pdb).get('name', '')}", f"Namespace:\t{meta(pdb).get('namespace', '')}"]
+    if "minAvailable" in spec:
+        lines.append(f"Min available:\t{spec['minAvailable']}")
+    if "maxUnavailable" in spec:
+        lines.append(f"Max unavailable:\t{spec['maxUnavailable']}")
+    lines.append(f"Selector:\t{selector_text(spec.get('selector'), '<unset>')}")
+    lines += ["Status:", f"    Allowed disruptions:\t{status.get('disruptionsAllowed', 0)}",
+              f"    Current:\t{status.get('currentHealthy', 0)}",
+              f"    Desired:\t{status.get('desiredHealthy', 0)}",
+              f"    Total:\t{status.get('expectedPods', 0)}"]
+    return lines + event_lines(related.events, related.clock)
+
+
+def describe_namespace(ns: dict, related: Related) -> list[str]:
+    """describe.go describeNamespace: status, then its quotas and LimitRanges."""
+    name = meta(ns).get("name", "")
+    lines = [f"Name:\t{name}", *label_lines("Labels", meta(ns).get("labels")),
+             *annotation_lines("Annotations", meta(ns).get("annotations")),
+             f"Status:\t{(ns.get('status') or {}).get('phase') or 'Active'}", ""]
+    quotas = sorted(related.lookup("ResourceQuota", name), key=lambda q: meta(q).get("name", ""))
+    if not quotas:
+        lines.append("No resource quota.")
+    else:
+        lines.append("Resource Quotas")
+        for quota in quotas:
+            lines += [f"  Name:\t{meta(quota).get('name', '')}", "  Resource\tUsed\tHard",
+                      "  --------\t---\t---"]
+            lines += [f"  {k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
+    lines.append("")
+    limit_ranges = related.lookup("LimitRange", name)
+    if not limit_ranges:
+        return lines + ["No LimitRange resource."]
+    lines.append("Resource Limits")
+    for limit_range in limit_ranges:
+        lines += [" " + "\t".join(LIMIT_HEADER), " " + "\t".join("-" * len(h) for h in LIMIT_HEADER)]
+        lines += [" " + "\t".join(row) for row in _limit_rows(limit_range)]
+    return lines
+
+
+KIND_PAGES = {"ResourceQuota": describe_quota, "PriorityClass": describe_priorityclass,
+              "ConfigMap": describe_configmap, "LimitRange": describe_limitrange,
+              "PodDisruptionBudget": describe_pdb, "Namespace": describe_namespace}
