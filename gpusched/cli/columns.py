@@ -232,11 +232,19 @@ def _event_cells(obj: dict, clock: Clock) -> Row:
 
 
 def _nodepool_cells(obj: dict, clock: Clock) -> Row:
+    """NODES: the registered nodes of an autoscaled pool (``status.nodes``), else the spec's;
+    MIN/MAX: the Cluster Autoscaler bounds (``<none>`` for a fixed pool)."""
     spec = _spec(obj)
     gpu = spec.get("gpu") or {}
     count = spec.get("count", len(spec.get("names") or []))
-    return [_name(obj), str(count), str(gpu.get("model") or NONE), str(gpu.get("count", 0)),
-            _age(obj, clock)]
+    registered = (obj.get("status") or {}).get("nodes")
+    autoscaled = spec.get("minNodes") is not None
+    if autoscaled and isinstance(registered, list):
+        count = len(registered)
+    low = str(spec["minNodes"]) if autoscaled else NONE
+    high = str(spec.get("maxNodes", NONE)) if autoscaled else NONE
+    return [_name(obj), str(count), low, high, str(gpu.get("model") or NONE),
+            str(gpu.get("count", 0)), _age(obj, clock)]
 
 
 def _clusterpolicy_cells(obj: dict, clock: Clock) -> Row:
@@ -276,7 +284,8 @@ COLUMNS: dict[str, Columns] = {
     "ConfigMap": Columns(("NAME", "DATA", "AGE"), _configmap_cells),
     "Namespace": Columns(("NAME", "STATUS", "AGE"), _namespace_cells),
     "Event": Columns(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), _event_cells),
-    "NodePool": Columns(("NAME", "NODES", "GPU-MODEL", "GPUS-PER-NODE", "AGE"), _nodepool_cells),
+    "NodePool": Columns(("NAME", "NODES", "MIN", "MAX", "GPU-MODEL", "GPUS-PER-NODE", "AGE"),
+                        _nodepool_cells),
     "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),
     **{kind: Columns(*spec) for kind, spec in KIND_COLUMNS.items()},   # Service, storage, ...
     "ClusterPolicy": Columns(("NAME", "STATUS", "AGE"), _clusterpolicy_cells),
