@@ -186,3 +186,16 @@ def test_oversized_request_head_is_a_400_status(server):
     code, answer = raw_request(server.port, b"GET /version HTTP/1.1\r\nHost: localhost\r\nX-Big: "
                                             + b"a" * (1 << 20) + b"\r\n\r\n")
     assert (code, answer["kind"], answer["reason"]) == (400, "Status", "BadRequest")
+
+
+def test_idle_connections_hold_no_threads(server):
+    """300 connected-but-silent clients (the old server ran a thread for each): once a later
+    client is answered (accepts are FIFO, so all 300 were accepted), the thread count is as before."""
+    before = threading.active_count()
+    idle = [socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE_S) for _ in range(300)]
+    try:
+        assert raw_request(server.port, b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n")[0] == 200
+        assert threading.active_count() <= before + 4       # a pool thread or two at most
+    finally:
+        for sock in idle:
+            sock.close()
