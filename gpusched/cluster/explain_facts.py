@@ -166,6 +166,16 @@ def _default_offer(node: dict) -> dict[str, int]:
     return node_device_state(plain, []).capacity
 
 
+def _offer_without_config(node: dict) -> dict[str, int]:
+    """What the node's GPUs would advertise with its MIG layout but no device-plugin ConfigMap."""
+    from gpusched.devices.advertise import node_device_state
+
+    plain = {**node, "metadata": {**_meta(node), "labels": {
+        k: v for k, v in (_meta(node).get("labels") or {}).items()
+        if k != "nvidia.com/device-plugin.config"}}}
+    return node_device_state(plain, []).capacity
+
+
 def _why_not_offered(view: View, node: dict, resource: str) -> tuple[str, str]:
     """(why the node does not offer ``resource`` now, the object to change)."""
     from gpusched.devices.advertise import node_device_state
@@ -210,7 +220,7 @@ def _not_offered_facts(view: View, resource: str, want: int, offering: dict) -> 
         name = _meta(node).get("name", "")
         if name in offering:
             continue
-        could = _default_offer(node).get(resource, 0)
+        could = max(_default_offer(node).get(resource, 0), _offer_without_config(node).get(resource, 0))
         if could <= 0:
             continue
         why, change = _why_not_offered(view, node, resource)

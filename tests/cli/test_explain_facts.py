@@ -41,6 +41,16 @@ data:
           replicas: 4
 """
 
+SINGLE_CONFIG = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config-all}
+data:
+  any: |-
+    version: v1
+    flags:
+      migStrategy: single
+"""
+
 NOT_READY_NODE = """apiVersion: v1
 kind: Node
 metadata:
@@ -101,6 +111,15 @@ CASES = [
           "ConfigMap default/time-slicing-config-all (key any) renames it to nvidia.com/gpu.shared "
           "(nvidia.com/gpu.shared=32); change ConfigMap default/time-slicing-config-all (key any)"),
          {"kind": "unknown-resource"}),
+    # k8s-device-plugin assertAllMigDevicesAreValid(uniform=true): migStrategy single needs one MIG
+    # device type per node ("more than one MIG device type present on node"); all-balanced has three
+    Case("device-plugin-configmap-migstrategy", (MIG, ("apply", "-f", "-", SINGLE_CONFIG)),
+         pod("slice", {"nvidia.com/mig-1g.5gb": 1}),
+         ("no node offers nvidia.com/mig-1g.5gb now",
+          "mig-node-1 could offer 2 nvidia.com/mig-1g.5gb but does not: the device plugin does not "
+          "start: node mig-node-1: invalid MIG configuration: more than one MIG device type present "
+          "on node; change ConfigMap default/time-slicing-config-all"),
+         {"kind": "unknown-resource", "resource": "nvidia.com/mig-1g.5gb"}),
     Case("cordoned-node-with-room",
          (CLUSTER, ("cordon", "gpu-node-1"), ("cordon", "gpu-node-2"), ("cordon", "gpu-node-3")),
          WHOLE,
