@@ -28,6 +28,7 @@ from gpusched.cli.describe_storage import describe_pv, describe_pvc, describe_st
 from gpusched.cli.describe_template import toleration_text
 from gpusched.cli.describe_workloads import (describe_daemonset, describe_deployment, describe_job,
                                              describe_replicaset)
+from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.output import Clock, tabwrite
 from gpusched.errors import UsageError
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
@@ -344,7 +345,8 @@ def _nested(sheet: Sheet, key: str, value: Any, indent: int) -> None:
 
 TABBED_PAGES = {**KIND_PAGES, "Deployment": describe_deployment, "ReplicaSet": describe_replicaset,
                 "Job": describe_job, "DaemonSet": describe_daemonset, "PersistentVolumeClaim": describe_pvc,
-                "PersistentVolume": describe_pv, "StorageClass": describe_storageclass}
+                "PersistentVolume": describe_pv, "StorageClass": describe_storageclass,
+                "HorizontalPodAutoscaler": describe_hpa}
 
 
 def describe_page(cluster: Any, kind: str, obj: dict, related: Related) -> str:

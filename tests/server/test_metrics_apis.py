@@ -120,3 +120,46 @@ def test_hpa_reads_the_same_source_and_kubectl_prints_it(served, tmp_path):
         "get", "--raw",
         "/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/gpu_utilization").stdout)
     assert sorted(i["value"] for i in reply["items"]) == ["50"] * 6
+
+
+def test_describe_hpa_matches_kubectl(served, tmp_path):
+    """gpusched describe hpa == kubectl 1.32 describe hpa (describe.go
+    describeHorizontalPodAutoscalerV2: metric lines, behavior, conditions), events compared
+    without their Age column (kubectl measures ages against the wall clock)."""
+    hpa = tmp_path / "hpa.yaml"
+    hpa.write_text(yaml.safe_dump({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "labels": {"team": "ml"}},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 6,
+                 "behavior": {"scaleDown": {"policies": [
+                     {"type": "Pods", "value": 1, "periodSeconds": 60}]}},
+                 "metrics": [
+                     {"type": "Pods", "pods": {"metric": {"name": "gpu_utilization"},
+                                               "target": {"type": "AverageValue", "averageValue": "50"}}},
+                     {"type": "Resource", "resource": {"name": "cpu", "target": {
+                         "type": "Utilization", "averageUtilization": 60}}},
+                     {"type": "Resource", "resource": {"name": "memory", "target": {
+                         "type": "AverageValue", "averageValue": "1Gi"}}},
+                     {"type": "Object", "object": {
+                         "describedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                         "metric": {"name": "requests_per_second"},
+                         "target": {"type": "Value", "value": "100"}}},
+                     {"type": "External", "external": {"metric": {"name": "pending_pods"},
+                                                       "target": {"type": "AverageValue",
+                                                                  "averageValue": "2"}}},
+                     {"type": "Pods", "pods": {"metric": {"name": "gpu_nope"},
+                                               "target": {"type": "AverageValue", "averageValue": "5"}}}]}}))
+    served.cli("apply", "-f", str(hpa))
+    served.cli("advance", "45s")
+    theirs = served.kubectl("describe", "hpa", "web").stdout.splitlines()
+    ours = served.cli("describe", "hpa", "web").splitlines()
+
+    def without_ages(lines: list[str]) -> list[list[str]]:
+        start = lines.index("Events:")
+        rows = [line.split() for line in lines[start + 3:]]
+        return [row[:2] + row[row.index("horizontal-pod-autoscaler"):] for row in rows]
+
+    assert ours[:ours.index("Events:")] == theirs[:theirs.index("Events:")]
+    assert without_ages(ours) == without_ages(theirs)
+    assert '  "gpu_nope" on pods:' in "\n".join(ours)
