@@ -119,6 +119,8 @@ def strategic_supported(api_version: str, kind: str) -> bool:
 # ---- RFC 6902 ---------------------------------------------------------------------------------
 
 MAX_JSON_PATCH_OPERATIONS = 10_000     # apiserver handlers/patch.go maxJSONPatchOperations
+MAX_COPY_BYTES = 3 * 1024 * 1024       # server/config.go JSONPatchMaxCopyBytes (json-patch's
+                                       # AccumulatedCopySizeLimit): copies may add this much
 APPLY_FAILED = "the server rejected our request due to an error in our request"
 
 
@@ -271,7 +273,7 @@ def _member(op: dict, name: str, number: int) -> Any:
     return op[name]
 
 
-def _apply_one(doc: Any, op: dict, number: int) -> Any:
+def _apply_one(doc: Any, op: dict, number: int, copied: list[int]) -> Any:
     kind = op.get("op")
     path = _member(op, "path", number)
     if kind == "add":
@@ -296,7 +298,12 @@ def _apply_one(doc: Any, op: dict, number: int) -> Any:
             if path.startswith(source + "/"):
                 raise JsonPatchError(f'"{source}" cannot be moved into its own child "{path}"')
             return _add(doc, path, _remove(doc, source))
-        return _add(doc, path, copy.deepcopy(_get(doc, source)))
+        value = _get(doc, source)
+        copied[0] += len(json.dumps(value, separators=(",", ":")))
+        if copied[0] > MAX_COPY_BYTES:
+            raise JsonPatchError(f"Unable to complete the copy, the accumulated size increase of "
+                                 f"copy is {copied[0]}, exceeding the limit {MAX_COPY_BYTES}")
+        return _add(doc, path, copy.deepcopy(value))
     if kind == "test":
         if not json_equal(_get(doc, path), _member(op, "value", number)):
             raise JsonPatchError(f'test of "{path}" failed')
@@ -334,8 +341,9 @@ def json_patch(old: dict, operations: Any) -> dict:
         raise EntityTooLargeError(f"Request entity too large: The allowed maximum operations in a "
                                   f"JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(operations)}")
     doc: Any = copy.deepcopy(old)
+    copied = [0]
     for number, op in enumerate(operations):
-        doc = _apply_one(doc, op, number)
+        doc = _apply_one(doc, op, number, copied)
     if not isinstance(doc, dict):
         raise JsonPatchError("the patched document is not an object")
     return doc

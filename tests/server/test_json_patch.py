@@ -117,6 +117,15 @@ def test_more_than_10000_operations_is_413():
                                  "JSON patch is 10000, got 10001")
 
 
+def test_copies_may_add_at_most_3_mib():
+    """A 1 KB patch of self-doubling copies would build gigabytes; json-patch's
+    AccumulatedCopySizeLimit (JSONPatchMaxCopyBytes, 3 MiB) stops it: the generic 422."""
+    ops = [op("add", "/a", value=["x" * 1000])] + [op("copy", "/a/-", from_="/a")] * 40
+    with pytest.raises(JsonPatchError) as err:
+        json_patch({}, ops)
+    assert "exceeding the limit 3145728" in err.value.detail
+
+
 @pytest.mark.parametrize(("target", "patch", "expected"), [
     ({"a": "b"}, {"a": "c"}, {"a": "c"}),
     ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
