@@ -4,16 +4,15 @@
     python examples/autoscaling-day/day.py --fixed        # six L4 nodes all day
     python examples/autoscaling-day/day.py --state day.db # keep the state file to inspect
 
-Each hour the Deployment ``inference`` is scaled to the replicas of a diurnal curve (1 replica at
-03:00, 6 at 15:00: ``round(1 + 5 * (1 - cos(2 pi (h - 3) / 24)) / 2)``), the clock advances in
-1-minute steps, and the hour's row shows the replicas, the Nodes, the pending pod-minutes
-(pending pods sampled every minute) and the cost of the pool's node-hours in that hour
-(``gpusched cost --by nodepool``: a node costs from creation to removal, used or not; L4 at
-0.60 USD per GPU-hour). The outcome, documented in docs/autoscaling.md:
-
-- autoscaled: 1 to 6 nodes following the load, pods pending only while a node provisions
-  (3 min: 18 pending pod-minutes over the day), 50.72 USD, 59 % of the fixed pool's cost;
-- fixed: 6 nodes, nothing pending, 86.40 USD for the day.
+The Deployment ``inference`` carries a diurnal load curve (``deployment.yaml``: 5 req/s at
+03:00, 55 at 15:00) and an HPA keeps its pods' ``gpu_utilization`` at 50 % (``hpa.yaml``, 1..6
+replicas). The clock advances in 1-minute steps; each hour's row shows the replicas and Nodes at
+the end of the hour, the pending pod-minutes (pending pods sampled every minute) and the cost of
+the pool's node-hours in that hour (``gpusched cost --by nodepool``: a node costs from creation
+to removal, used or not; L4 at 0.60 USD per GPU-hour). The outcome is documented, with the
+numbers, in docs/autoscaling.md (and checked by tests/examples/test_autoscaling_day.py):
+autoscaled, the nodes follow the replicas and pods wait only while a node provisions (3 min);
+fixed, nothing waits and six nodes are paid all day.
 
 Uses the embedded cluster API (``gpusched.cluster.cluster.Cluster``), the same code the CLI runs.
 """
@@ -21,22 +20,18 @@ Uses the embedded cluster API (``gpusched.cluster.cluster.Cluster``), the same c
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 from pathlib import Path
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.metrics import cost
+from gpusched.cluster.store import parse_start
 from gpusched.objects.manifest import load_text
 
 HERE = Path(__file__).resolve().parent
 STEP = 60             # seconds between samples
 START = "2026-01-01T00:00:00Z"
-
-
-def replicas_at(hour: int) -> int:
-    return round(1 + 5 * (1 - math.cos(2 * math.pi * (hour - 3) / 24)) / 2)
 
 
 def pending_pods(cluster: Cluster) -> int:
@@ -53,20 +48,21 @@ def hour_cost(cluster: Cluster) -> float:
 
 def run(fixed: bool, state: str) -> list[tuple[int, int, int, float, float]]:
     pool = HERE / ("nodepool-fixed.yaml" if fixed else "nodepool-autoscaled.yaml")
-    from gpusched.cluster.store import parse_start
+    manifests = []
+    for path in (pool, HERE / "deployment.yaml", HERE / "hpa.yaml"):
+        manifests += load_text(path.read_text(), path.name)
     rows = []
     with Cluster.open(state, start=parse_start(START)) as cluster:
         cluster.reset()
-        cluster.apply(load_text(pool.read_text(), str(pool))
-                      + load_text((HERE / "deployment.yaml").read_text(), "deployment.yaml"))
+        cluster.apply(manifests)
         for hour in range(24):
-            cluster.scale("deployment", "inference", replicas_at(hour))
             pending_minutes = 0.0
             for _ in range(3600 // STEP):
                 pending_minutes += pending_pods(cluster) * STEP / 60
                 cluster.advance(STEP)
+            replicas = cluster.get("deployments", ["inference"])[0]["spec"]["replicas"]
             nodes = len(cluster.get("nodes"))
-            rows.append((hour, replicas_at(hour), nodes, pending_minutes, hour_cost(cluster)))
+            rows.append((hour, replicas, nodes, pending_minutes, hour_cost(cluster)))
     return rows
 
 
