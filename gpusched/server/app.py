@@ -5,8 +5,8 @@ Stack, outermost first:
 - uvicorn on a socket bound here (backlog 1,024), in a thread of its own running the asyncio
   event loop. TLS is asyncio's, handshaken per connection inside the loop, so a client that
   connects and never sends a ClientHello delays nobody. HTTP/1.1 keep-alive; a connection idle
-  ``idle_timeout`` seconds between requests is closed (``timeout_keep_alive``), and so is one
-  whose request head is not complete within the same time (``server.protocol``), which also
+  ``idle_timeout`` (90 s) between requests is closed (``timeout_keep_alive``), and so is one
+  whose request head is not complete within 32 s (``server.protocol``), which also
   answers unparsable requests (a bad ``Content-Length``) with a 400 Status. Request heads are
   bounded to 64 KiB.
 - starlette's CORS middleware, only with ``cors_origins`` (``--cors-allowed-origins``).
@@ -72,7 +72,10 @@ from gpusched.server.worker import ClusterWorker
 log = logging.getLogger(__name__)
 __all__ = ["ApiServer", "MAX_BODY_BYTES"]
 HEALTH = ("/healthz", "/readyz", "/livez")
-IDLE_TIMEOUT_S = 60.0                   # keep-alive idle, request head and body chunk deadline
+# kube-apiserver's http.Server (apiserver pkg/server/secure_serving.go): IdleTimeout 90 s,
+# ReadHeaderTimeout 32 s, no WriteTimeout (watches), MaxHeaderBytes 1 MiB.
+IDLE_TIMEOUT_S = 90.0                   # keep-alive idle and body chunk deadline
+HEADER_TIMEOUT_S = 32.0                 # request head deadline (at most the idle timeout)
 GRACEFUL_SHUTDOWN_S = 30.0
 LISTEN_BACKLOG = 1024
 HANDLER_THREADS = 64
@@ -177,7 +180,7 @@ class ApiServer:
     def start(self) -> "ApiServer":
         self.worker.start()
         self.feed.start()
-        config = uvicorn.Config(self.asgi(), http=protocol_class(self.idle_timeout, self.peers),
+        config = uvicorn.Config(self.asgi(), http=protocol_class(min(self.idle_timeout, HEADER_TIMEOUT_S), self.peers),
                                 ws="wsproto", lifespan="off", access_log=False, log_config=None,
                                 server_header=False, timeout_keep_alive=int(max(1, self.idle_timeout)),
                                 timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_S),
