@@ -24,6 +24,7 @@ import yaml
 
 from gpusched.server.security import local_addresses
 from tests.server.conftest import Served, start_serve, stop
+from tests.server.test_kubectl import _kubectl_binaries
 
 pytestmark = pytest.mark.slow
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}}
@@ -39,9 +40,9 @@ def token_of(path: Path) -> str:
     return yaml.safe_load(path.read_text())["users"][0]["user"]["token"]
 
 
-def kubectl(served: Served, config: Path, *args: str) -> subprocess.CompletedProcess:
+def kubectl(served: Served, config: Path, *args: str, binary: str = "kubectl") -> subprocess.CompletedProcess:
     env = {**os.environ, "HOME": str(served.home), "KUBECONFIG": str(config)}
-    return subprocess.run(["kubectl", *args], capture_output=True, text=True, env=env, timeout=60,
+    return subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=60,
                           check=False)
 
 
@@ -118,21 +119,24 @@ def test_readonly_token_writes_are_forbidden_with_kube_apiservers_status(wildcar
     assert reply.get("details") == details
 
 
-def test_kubectl_with_readonly_and_admin_kubeconfigs(wildcard, tmp_path):
+@pytest.mark.parametrize("binary", [pytest.param(p.values[0], id=p.id, marks=p.marks)
+                                    for p in _kubectl_binaries()])
+def test_kubectl_with_readonly_and_admin_kubeconfigs(wildcard, tmp_path, binary):
+    name = f"ro-{abs(hash(binary)) % 1000}"
     manifest = tmp_path / "cm.yaml"
-    manifest.write_text(yaml.safe_dump({**CM, "metadata": {"name": "ro-test"}}))
-    assert kubectl(wildcard, wildcard.readonly_config, "get", "nodes").returncode == 0
-    denied = kubectl(wildcard, wildcard.readonly_config, "create", "-f", str(manifest))
+    manifest.write_text(yaml.safe_dump({**CM, "metadata": {"name": name}}))
+    assert kubectl(wildcard, wildcard.readonly_config, "get", "nodes", binary=binary).returncode == 0
+    denied = kubectl(wildcard, wildcard.readonly_config, "create", "-f", str(manifest), binary=binary)
     assert denied.returncode == 1
     assert denied.stderr.strip() == (
         f'Error from server (Forbidden): error when creating "{manifest}": configmaps is forbidden: '
         'User "gpusched-readonly" cannot create resource "configmaps" in API group "" in the '
         'namespace "default"')
-    created = kubectl(wildcard, wildcard.admin_config, "create", "-f", str(manifest))
+    created = kubectl(wildcard, wildcard.admin_config, "create", "-f", str(manifest), binary=binary)
     assert created.returncode == 0, created.stderr
-    assert kubectl(wildcard, wildcard.readonly_config, "get", "configmap", "ro-test").returncode == 0
-    deleted = kubectl(wildcard, wildcard.readonly_config, "delete", "configmap", "ro-test")
-    assert 'configmaps "ro-test" is forbidden: User "gpusched-readonly" cannot delete' in deleted.stderr
+    assert kubectl(wildcard, wildcard.readonly_config, "get", "configmap", name, binary=binary).returncode == 0
+    deleted = kubectl(wildcard, wildcard.readonly_config, "delete", "configmap", name, binary=binary)
+    assert f'configmaps "{name}" is forbidden: User "gpusched-readonly" cannot delete' in deleted.stderr
 
 
 def test_kubeconfigs_and_key_are_owner_only(wildcard):
