@@ -2,14 +2,17 @@
 
 kubectl writes describe output through a tabwriter (padding 2): consecutive ``Key:<tab>value``
 lines share one value column, and each table (Events, Non-terminated Pods, Allocated resources)
-is aligned on its own. ``Sheet`` reproduces that: it collects lines, then aligns each run of
-key/value lines and each table separately.
+is aligned on its own. ``Sheet`` reproduces that for pods and nodes; the kinds of
+``TABBED_PAGES`` are built as kubectl's describers build them (tabbed lines, see
+``cli.describe_kinds``, ``cli.describe_workloads``, ``cli.describe_storage``) and aligned by
+``cli.output.tabwrite``.
 
-Pods: Name, Namespace, Priority, Priority Class Name, Node, Labels, Annotations (the gpusched
-assignment annotations included), Status, Containers with Requests/Limits, Conditions, Nominated
-Node Name, Events. Nodes: Labels, Taints, Unschedulable, Capacity, Allocatable, Non-terminated
-Pods, Allocated resources (``nvidia.com/*`` rows with percentages), the per-GPU assignment table
-(from ``NodeDevices.rows()``), Events. Other kinds: metadata, then spec and status as nested keys.
+Pods: Name, Namespace, Priority, Priority Class Name, Node, Labels, Annotations (gpusched's
+bookkeeping shown as Assigned GPUs/Devices lines instead), Status, Containers with
+Requests/Limits, Conditions, Nominated Node Name, Events. Nodes: Labels, Taints, Unschedulable,
+Capacity, Allocatable, Non-terminated Pods, Allocated resources (``nvidia.com/*`` rows with
+percentages), the per-GPU assignment table (from ``NodeDevices.rows()``), Events. Kinds without
+a kubectl describer here: metadata, then spec and status as nested keys.
 
 Neighbours: ``cli.main`` calls ``cmd_describe``; data comes from the ``Cluster`` facade.
 """

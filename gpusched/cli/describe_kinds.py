@@ -9,7 +9,7 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
-from gpusched.cli.describe_base import (Related, annotation_lines, event_lines, go_value,
+from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
                                         label_lines, meta, selector_text)
 
 
@@ -123,6 +123,73 @@ def describe_namespace(ns: dict, related: Related) -> list[str]:
     return lines
 
 
+def describe_service(service: dict, related: Related) -> list[str]:
+    """describe.go describeService, endpoints from the Service's EndpointSlices
+    (ServiceDescriber lists them by ``kubernetes.io/service-name``)."""
+    spec = service.get("spec") or {}
+    slices = [s for s in related.lookup("EndpointSlice", meta(service).get("namespace"))
+              if (meta(s).get("labels") or {}).get("kubernetes.io/service-name") == meta(service).get("name")]
+    lines = [f"Name:\t{meta(service).get('name', '')}", f"Namespace:\t{meta(service).get('namespace', '')}",
+             *label_lines("Labels", meta(service).get("labels")),
+             *annotation_lines("Annotations", meta(service).get("annotations")),
+             f"Selector:\t{','.join(f'{k}={v}' for k, v in sorted((spec.get('selector') or {}).items())) or NONE}",
+             f"Type:\t{spec.get('type', '')}"]
+    if spec.get("ipFamilyPolicy"):
+        lines.append(f"IP Family Policy:\t{spec['ipFamilyPolicy']}")
+    lines += [f"IP Families:\t{','.join(spec.get('ipFamilies') or []) or NONE}",
+              f"IP:\t{spec.get('clusterIP', '')}", f"IPs:\t{','.join(spec.get('clusterIPs') or []) or NONE}"]
+    for title, field in (("External IPs", "externalIPs"),):
+        if spec.get(field):
+            lines.append(f"{title}:\t{','.join(spec[field])}")
+    for title, field in (("Desired LoadBalancer IP", "loadBalancerIP"), ("External Name", "externalName")):
+        if spec.get(field):
+            lines.append(f"{title}:\t{spec[field]}")
+    for port in spec.get("ports") or []:
+        lines += _service_port_lines(port, slices)
+    lines.append(f"Session Affinity:\t{spec.get('sessionAffinity', '')}")
+    for title, field in (("External Traffic Policy", "externalTrafficPolicy"),
+                         ("Internal Traffic Policy", "internalTrafficPolicy"),
+                         ("HealthCheck NodePort", "healthCheckNodePort")):
+        if spec.get(field):
+            lines.append(f"{title}:\t{spec[field]}")
+    return lines + event_lines(related.events, related.clock)
+
+
+def _service_port_lines(port: dict, slices: list[dict]) -> list[str]:
+    name, protocol = port.get("name") or "<unset>", port.get("protocol", "")
+    target = port.get("targetPort", port.get("port", 0))
+    lines = [f"Port:\t{name}\t{port.get('port', 0)}/{protocol}", f"TargetPort:\t{target}/{protocol}"]
+    if port.get("nodePort"):
+        lines.append(f"NodePort:\t{name}\t{port['nodePort']}/{protocol}")
+    return lines + [f"Endpoints:\t{_endpoints(slices, port.get('name') or '')}"]
+
+
+def _endpoints(slices: list[dict], port_name: str, most: int = 3) -> str:
+    """describe.go formatEndpointSlices: ready addresses (host:port for the named port), three
+    at most, then ``+ N more...`` (set, as kubectl does, once any endpoint follows a full list)."""
+    if not slices:
+        return NONE
+    shown, count, more = [], 0, False
+    for item in slices:
+        ports = [p for p in item.get("ports") or [] if (p.get("name") or "") == port_name]
+        for port in ports if item.get("ports") else [None]:
+            for endpoint in item.get("endpoints") or []:
+                more = more or len(shown) == most
+                if (endpoint.get("conditions") or {}).get("ready") is False or not endpoint.get("addresses"):
+                    continue
+                address = endpoint["addresses"][0]
+                if not more:
+                    shown.append(address if port is None else _host_port(address, port.get("port", 0)))
+                count += 1
+    return f"{','.join(shown)} + {count - most} more..." if more else ",".join(shown)
+
+
+def _host_port(address: str, port: int) -> str:
+    """Go's net.JoinHostPort: an IPv6 address goes in brackets."""
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
 KIND_PAGES = {"ResourceQuota": describe_quota, "PriorityClass": describe_priorityclass,
               "ConfigMap": describe_configmap, "LimitRange": describe_limitrange,
-              "PodDisruptionBudget": describe_pdb, "Namespace": describe_namespace}
+              "PodDisruptionBudget": describe_pdb, "Namespace": describe_namespace,
+              "Service": describe_service}
