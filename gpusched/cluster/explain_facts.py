@@ -15,7 +15,9 @@ returns ``scheduler.explain.Fact`` items, each a sentence and the same facts as 
 - ``cordoned`` / ``not-ready``: a node where the pod would fit but that takes no pods now (the
   scheduler's ``uncordon`` / ``node-condition`` suggestions);
 - ``gated``: ``waiting for scheduling gates: [example.com/wait]``, the one queue that holds a pod
-  (``spec.schedulingGates``); ``no-queue``: a Kueue queue label, which gpusched does not act on;
+  (``spec.schedulingGates``); ``queue-order``: held behind a reservation in the scheduler's
+  ``backfill``/``strict`` mode (``cluster.backfill``); ``no-queue``: a Kueue queue label, which
+  gpusched does not act on;
 - ``no-finishing``: room is held only by pods that run without end (no ``gpusched.io/duration``,
   no ``sleep N``, no Job or pod deadline): it frees up only when they are deleted.
 
@@ -312,6 +314,28 @@ NO_FINISHING = ("no pod holding room will finish on its own (none has a gpusched
                 "sleep command or a deadline); room frees up only when one is deleted")
 
 
+QUEUE_MARKS = ("waiting for backfill reservation of", "strict priority order")
+
+
+def queue_order_fact(view: View, pod: dict) -> Fact | None:
+    """Held by the embedded scheduler's queue order (``cluster.backfill``: mode ``backfill`` or
+    ``strict`` in ConfigMap kube-system/gpusched-scheduler): the filters may find a node, but the
+    pod waits behind a reservation; its recorded FailedScheduling message says whose."""
+    from gpusched.cluster.backfill import CONFIG_NAME, CONFIG_NAMESPACE, scheduler_mode
+
+    mode = scheduler_mode(view).mode
+    scheduled = [c for c in (pod.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodScheduled" and c.get("status") == "False"]
+    message = scheduled[0].get("message", "") if scheduled else ""
+    if mode == "default" or not any(mark in message for mark in QUEUE_MARKS):
+        return None
+    config = f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_NAME}"
+    text = (f"held by queue order (mode {mode} in {config}): {message} It starts when the "
+            f"reservation allows; change: data.mode in {config} (default starts any pod that fits)")
+    return Fact("queue-order", text, (("mode", mode), ("message", message), ("queue", mode),
+                                      ("change", f"data.mode in {config}")))
+
+
 def facts(view: View, pod: dict, info: PodInfo, message: str = "", suggestions: tuple = ()) -> list[Fact]:
     """The facts about ``pod``; ``message`` and ``suggestions`` are the scheduler's (to say
     when none of the room a pending pod lacks will free up on its own)."""
@@ -323,6 +347,9 @@ def facts(view: View, pod: dict, info: PodInfo, message: str = "", suggestions: 
     queued = queue_facts(pod)
     if any(f.kind == "gated" for f in queued):
         return queued
+    held = queue_order_fact(view, pod)
+    if held is not None:
+        queued.insert(0, held)
     found = queued + pending_facts(view, info, suggestions)
     if not found and "Insufficient" in message and not any(s.kind == "finishing" for s in suggestions):
         found.append(Fact("no-finishing", NO_FINISHING))

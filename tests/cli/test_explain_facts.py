@@ -51,6 +51,12 @@ data:
       migStrategy: single
 """
 
+STRICT_MODE = (
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gpusched-scheduler, namespace: kube-system}\n"
+    "data: {mode: strict}\n---\n"
+    + pod("run", {"nvidia.com/gpu": 6}, {"gpusched.io/duration": "30m"}, nodeSelector="{gpu-type: a100}"))
+BIG_AHEAD = pod("big", {"nvidia.com/gpu": 8}, nodeSelector="{gpu-type: a100}")
+
 NOT_READY_NODE = """apiVersion: v1
 kind: Node
 metadata:
@@ -141,6 +147,16 @@ CASES = [
           "straight to the scheduler",
           "the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16"),
          {"kind": "no-queue", "queue": "team-a"}),
+    # gpusched's own queue (cluster/backfill.py, docs/backfill.md): strict priority order holds a
+    # pod that fits behind the reservation of the pod ahead of it
+    Case("strict-priority-queue-order",
+         (CLUSTER, ("apply", "-f", "-", STRICT_MODE), ("apply", "-f", "-", BIG_AHEAD)),
+         pod("small", {"nvidia.com/gpu": 1}),
+         ("held by queue order (mode strict in ConfigMap kube-system/gpusched-scheduler): 0/4 nodes "
+          "are available: waiting for default/big to start first (strict priority order; reserved "
+          "gpu-node-1 at +30m). It starts when the reservation allows; change: data.mode in ConfigMap "
+          "kube-system/gpusched-scheduler (default starts any pod that fits)",),
+         {"kind": "queue-order", "mode": "strict", "queue": "strict"}),
     Case("not-ready-node-with-room", (("apply", "-f", "-", NOT_READY_NODE),), WHOLE,
          ("gpu-node-9 has room but is NotReady (Ready=False, KubeletNotReady); it takes pods again "
           "when its kubelet reports Ready",),
@@ -225,3 +241,16 @@ def test_job_deadline_counts_as_finishing(tmp_path):
     found = [s for s in g.json("explain", "pod", "want")["suggestions"] if s["kind"] == "finishing"]
     assert found[0]["at"] == min(ends.values())
     assert found[0]["pods"] == [min(ends, key=ends.get)]
+
+
+def test_a_not_ready_node_is_named_as_a_node_change_not_a_toleration(tmp_path):
+    """The node lifecycle controller's ``node.kubernetes.io/not-ready`` taint (nodelifecycle
+    controller, TaintNodesByCondition) is the node's state: explain names the node and the taint
+    (edit ``wait-untainted``), never "tolerate node.kubernetes.io/not-ready"."""
+    g = Gpusched(tmp_path)
+    g.ok("apply", "-f", "-", stdin=NOT_READY_NODE)
+    g.ok("apply", "-f", "-", stdin=WHOLE)
+    suggestions = g.json("explain", "pod", "whole")["suggestions"]
+    assert [(s["kind"], s["edit"]) for s in suggestions] == [
+        ("node-condition", [{"op": "wait-untainted",
+                             "value": {"node": "gpu-node-9", "taint": "node.kubernetes.io/not-ready"}}])]
