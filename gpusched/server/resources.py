@@ -266,13 +266,15 @@ class ResourceApi:
                 return 201, record_managed(view, t.info, None, stored, manager, applied=created)
             if old is None:
                 raise NotFoundError(plural_name(t.info), t.name)
-            new, found = decoding.decode_patched(t.info, old, patch.apply_patch(old, body, kind), body, mode)
+            shape = ssa.root_shape(t.info.api_version, t.info.kind)
+            patched = ssa.merge(old, body, shape) if applying and isinstance(body, dict) \
+                else patch.apply_patch(old, body, kind)
+            new, found = decoding.decode_patched(t.info, old, patched, body, mode)
             warnings.extend(found)
             entries = None
             if applying:
                 new, entries = ssa.apply(old, body if isinstance(body, dict) else {}, new, manager,
-                                         force, t.info.api_version, view.timestamp(),
-                                         ssa.root_shape(t.info.api_version, t.info.kind))
+                                         force, t.info.api_version, view.timestamp(), shape)
             stored = api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
             return 200, record_managed(view, t.info, old, stored, manager, t.subresource, entries)
 

@@ -11,8 +11,8 @@ else the User-Agent up to its first "/" (``managerOrUserAgent``).
 - **Update** (create, PUT, JSON/merge/strategic PATCH): the writer gets every field it added or
   changed; fields that disappeared leave every entry (SMD ``Updater.update``).
 - **Apply** (``application/apply-patch+yaml``): the applied configuration is merged into the
-  live object with each list's type (``map`` merged by key, ``set`` unioned, ``atomic``
-  replaced); fields this manager applied before and no longer sends are removed unless another
+  live object with each list's type (:func:`merge`: ``map`` merged by its keys, ``set``
+  unioned, ``atomic`` replaced); fields this manager applied before and no longer sends are removed unless another
   manager owns them; a field the configuration changes that another manager owns is a conflict
   (409, ``NewConflictError``'s message, one ``FieldManagerConflict`` cause each) unless
   ``force=true``, which moves the field to the applier. The applier's entry is exactly the
@@ -42,6 +42,9 @@ APPLY, UPDATE = "Apply", "Update"
 STRIPPED_META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                  "selfLink", "managedFields", "clusterName")
 MAX_MANAGER_CHARS = 128          # apimachinery ValidateFieldManager
+# Key fields with a schema default: SMD keys an item with the defaulted value when it is absent
+# (ports applied without protocol are the live TCP ports, not new ones).
+KEY_DEFAULTS = {"protocol": "TCP"}
 
 
 class ApplyConflictError(GpuschedError):
@@ -110,7 +113,9 @@ def _compact(value: Any) -> str:
 def item_element(item: Any, shape: Shape) -> str:
     """``k:{"name":"a"}`` for a map-list item, ``v:"x"`` for a set item."""
     if shape.kind == "map-list" and isinstance(item, dict):
-        return "k:" + _compact({k: item[k] for k in shape.keys if k in item})
+        fields = {k: item[k] if k in item else KEY_DEFAULTS[k] for k in shape.keys
+                  if k in item or k in KEY_DEFAULTS}
+        return "k:" + _compact(fields)
     return "v:" + _compact(item)
 
 
@@ -348,6 +353,74 @@ def apply(live: dict, config: dict, merged: dict, manager: str, force: bool, api
     mine = Entry(manager, APPLY, api_version, now, frozenset(applied))
     kept = [_with_paths(e, e.paths - changed) if force else e for e in others]
     return result, write_entries(kept + [mine])
+
+
+def merge(live: Any, config: Any, shape: Shape) -> Any:
+    """The applied configuration merged into the live object as SMD's ``typed.Merge`` does:
+    granular maps member by member, ``map``/``set`` lists item by item (:func:`_merge_items`),
+    everything else (scalars, atomic maps and lists) replaced by the configuration."""
+    if shape.kind == "map" and isinstance(live, dict) and isinstance(config, dict):
+        out = dict(live)
+        for key, value in config.items():
+            out[key] = merge(live[key], value, _child(shape, key, value)) if key in live \
+                else copy.deepcopy(value)
+        return out
+    if shape.kind in ("map-list", "set-list") and isinstance(live, list) and isinstance(config, list):
+        return _merge_items(live, config, shape)
+    return copy.deepcopy(config)
+
+
+def _merge_items(live: list, config: list, shape: Shape) -> list:
+    """SMD ``visitListItems``: walk both lists at once; an item in both is merged where the
+    two meet, taking the shared items in the configuration's order; a live-only item keeps its
+    place; a configuration-only item comes where the configuration has it.
+
+    Worked example: live [a, b, c], config [c, a, d] -> shared order [c, a]: a is passed over
+    (c comes first), b kept, c merged, then a merged, then d: [b, c, a, d].
+    """
+    live_keys = [item_element(i, shape) for i in live]
+    config_keys = [item_element(i, shape) for i in config]
+    live_by_key = dict(zip(reversed(live_keys), reversed(live)))      # first occurrence wins
+    config_by_key = dict(zip(config_keys, config))
+    shared = [k for k in config_keys if k in live_by_key]
+    item_shape = Shape("map", shape.node)
+
+    def merged(key: str) -> Any:
+        if shape.kind == "map-list" and key in live_by_key:
+            return merge(live_by_key[key], config_by_key[key], item_shape)
+        return copy.deepcopy(config_by_key[key])
+
+    out: list = []
+    done: set[str] = set()
+    li = ri = 0
+    while li < len(live) or ri < len(config):
+        next_shared = shared[0] if shared else None
+        if li < len(live) and ri < len(config):
+            if live_keys[li] == config_keys[ri]:
+                out.append(merged(config_keys[ri]))
+                done.add(config_keys[ri])
+                if next_shared == config_keys[ri]:
+                    shared.pop(0)
+                li, ri = li + 1, ri + 1
+                continue
+            if live_keys[li] in config_by_key and next_shared is not None and next_shared != live_keys[li]:
+                li += 1                 # shared, but another shared item comes first
+                continue
+        if li < len(live) and (live_keys[li] not in config_by_key or live_keys[li] in done):
+            if live_keys[li] not in config_by_key:
+                out.append(copy.deepcopy(live[li]))
+            li += 1
+            continue
+        if ri < len(config):
+            key = config_keys[ri]
+            out.append(merged(key))
+            done.add(key)
+            if next_shared == key:
+                shared.pop(0)
+            ri += 1
+        else:
+            li += 1
+    return out
 
 
 def _remove_path(body: Any, path: Path, shape: Shape) -> None:

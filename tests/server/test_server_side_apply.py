@@ -217,3 +217,54 @@ def test_kubernetes_client_apply_patch(serve):
     forced = apps.patch_namespaced_deployment("web", "default", deployment(replicas=5), field_manager="other",
                                               force=True, _content_type="application/apply-patch+yaml")
     assert forced.spec.replicas == 5
+
+
+def names(items: list) -> list:
+    return [i["name"] if isinstance(i, dict) else i for i in items]
+
+
+@pytest.mark.parametrize(("live", "config", "expected"), [
+    (["a", "b", "c"], ["c", "a", "d"], ["b", "c", "a", "d"]),
+    (["a"], ["b"], ["a", "b"]),                 # a new item goes after the live ones
+    (["a", "b"], ["b", "a"], ["b", "a"]),       # shared items take the configuration's order
+    ([], ["x", "y"], ["x", "y"]),
+], ids=["interleaved", "appended", "reordered", "into-empty"])
+def test_keyed_lists_merge_as_smd_visit_list_items(live, config, expected):
+    """structured-merge-diff typed/merge.go visitListItems (containers keyed by name)."""
+    shape = ssa.Shape("map-list", None, ("name",))
+    merged = ssa.merge({"c": [{"name": n} for n in live]}, {"c": [{"name": n} for n in config]},
+                       ssa.Shape("map", {"properties": {"c": {
+                           "type": "array", "x-kubernetes-list-type": "map",
+                           "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object"}}}}))
+    assert names(merged["c"]) == expected
+    assert names(ssa._merge_items([{"name": n} for n in live], [{"name": n} for n in config], shape)) == expected
+
+
+def test_apply_merges_ports_by_both_keys_and_keeps_atomic_lists_whole():
+    """ContainerPort list-map-keys are containerPort and protocol: 53/TCP and 53/UDP are two
+    items; tolerations (atomic) are replaced."""
+    shape = ssa.root_shape("v1", "Pod")
+    live = {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 53, "protocol": "TCP"}]}],
+                     "tolerations": [{"key": "a"}]}}
+    config = {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]}],
+                       "tolerations": [{"key": "b"}]}}
+    merged = ssa.merge(live, config, shape)
+    assert merged["spec"]["containers"][0]["ports"] == [{"containerPort": 53, "protocol": "TCP"},
+                                                        {"containerPort": 53, "protocol": "UDP"}]
+    assert merged["spec"]["tolerations"] == [{"key": "b"}]
+    no_protocol = {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 53, "name": "dns"}]}]}}
+    merged = ssa.merge(live, no_protocol, shape)           # the defaulted key: the live TCP port
+    assert merged["spec"]["containers"][0]["ports"] == [{"containerPort": 53, "protocol": "TCP", "name": "dns"}]
+
+
+@pytest.mark.slow
+def test_kubectl_server_side_apply_appends_a_new_container(serve, tmp_path):
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(yaml.safe_dump(deployment()))
+    serve.kubectl("apply", "--server-side", "--field-manager=a", "-f", str(manifest))
+    second = deployment()
+    second["spec"]["template"]["spec"]["containers"] = [{"name": "side", "image": "redis"}]
+    manifest.write_text(yaml.safe_dump(second))
+    serve.kubectl("apply", "--server-side", "--field-manager=b", "-f", str(manifest))
+    containers = serve.json(f"{DEPLOYMENTS}/web")["spec"]["template"]["spec"]["containers"]
+    assert names(containers) == ["c", "side"]
