@@ -186,6 +186,9 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     _namespace_options(p)
     p.add_argument("-o", "--output", choices=("json", "yaml"), default=None)
 
+    from gpusched.cli import recommend
+    recommend.add_command(sub, _namespace_options)
+
     p = command("top", top.cmd_top, "Show GPU, CPU and memory allocation per node, or GPU use per pod")
     p.add_argument("what", choices=("nodes", "node", "no", "pods", "pod", "po"))
     _namespace_options(p)

@@ -14,7 +14,7 @@ from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, dae
                                           device_plugin, endpoints, gpu_operator, hpa, job,
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
-                                          sbatch, volumes)
+                                          sbatch, volumes, vpa)
 from gpusched.cluster.controllers.common import collect_garbage
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
@@ -29,6 +29,7 @@ CONTROLLERS = (
     ("gpu-operator", gpu_operator.reconcile),
     ("garbage-collector", collect_garbage),
     ("horizontal-pod-autoscaler", hpa.reconcile),
+    ("vpa-recommender", vpa.reconcile),
     ("deployment", deployment.reconcile),
     ("replicaset", replicaset.reconcile),
     ("sbatch", sbatch.reconcile),
@@ -48,4 +49,5 @@ TIMED = {
     "Deployment": (deployment.progress_due,),
     "NodePool": (autoscaler.due,),
     "HorizontalPodAutoscaler": (hpa.sync_due,),
+    "VerticalPodAutoscaler": (vpa.sample_due,),
 }
