@@ -274,7 +274,8 @@ class ResourceApi:
             entries = None
             if applying:
                 new, entries = ssa.apply(old, body if isinstance(body, dict) else {}, new, manager,
-                                         force, t.info.api_version, view.timestamp(), shape)
+                                         force, t.info.api_version, view.timestamp(), shape,
+                                         t.subresource)
             stored = api_ops.replace(view, t.info, ns, t.name, new, t.subresource)
             return 200, record_managed(view, t.info, old, stored, manager, t.subresource, entries)
 

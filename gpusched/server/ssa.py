@@ -331,26 +331,26 @@ def _merge_into(entries: list[Entry], mine: Entry, add: bool) -> list[Entry]:
 
 
 def apply(live: dict, config: dict, merged: dict, manager: str, force: bool, api_version: str,
-          now: str, shape: Shape) -> tuple[dict, list[dict]]:
+          now: str, shape: Shape, subresource: str = "") -> tuple[dict, list[dict]]:
     """Server-side apply of ``config`` by ``manager`` to ``live``; ``merged`` is ``config``
     merged into ``live`` by list type. Returns the new object and its managedFields, or raises
-    :class:`ApplyConflictError`."""
+    :class:`ApplyConflictError`. ``subresource`` "status": only status fields count."""
     entries = read_entries(live)
-    applied = tracked(config, shape)
-    me = next((e for e in entries if e.identity() == (manager, APPLY, "", "")), None)
+    applied = tracked(config, shape, subresource)
+    me = next((e for e in entries if e.identity() == (manager, APPLY, "", subresource)), None)
     others = [e for e in entries if e is not me]
     owned_by_others = frozenset().union(*(e.paths for e in others)) if others else frozenset()
     result = copy.deepcopy(merged)
     if me is not None:
         for path in sorted(me.paths - set(applied) - owned_by_others, key=len, reverse=True):
             _remove_path(result, path, shape)
-    live_leaves = tracked(live, shape)
+    live_leaves = tracked(live, shape, subresource)
     changed = {p for p, v in applied.items() if not _is_item(p) and p in live_leaves
                and _compact(live_leaves[p]) != _compact(v)}
     conflicts = sorted(((e.printed(), p) for e in others for p in e.paths & changed))
     if conflicts and not force:
         raise ApplyConflictError(conflicts)
-    mine = Entry(manager, APPLY, api_version, now, frozenset(applied))
+    mine = Entry(manager, APPLY, api_version, now, frozenset(applied), subresource)
     kept = [_with_paths(e, e.paths - changed) if force else e for e in others]
     return result, write_entries(kept + [mine])
 

@@ -268,3 +268,17 @@ def test_kubectl_server_side_apply_appends_a_new_container(serve, tmp_path):
     serve.kubectl("apply", "--server-side", "--field-manager=b", "-f", str(manifest))
     containers = serve.json(f"{DEPLOYMENTS}/web")["spec"]["template"]["spec"]["containers"]
     assert names(containers) == ["c", "side"]
+
+
+@pytest.mark.slow
+def test_apply_to_the_status_subresource_owns_status_fields(serve):
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    assert serve.request("POST", "/api/v1/nodes", node)[0] == 201
+    status = {**node, "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Test"}]}}
+    code, body = serve.request("PATCH", "/api/v1/nodes/n1/status?fieldManager=probe&force=true", status,
+                               headers=headers)
+    assert code == 200, body
+    probe = next(e for e in body["metadata"]["managedFields"] if e["manager"] == "probe")
+    assert probe["operation"] == "Apply" and probe["subresource"] == "status"
+    assert ("f:status", "f:conditions", 'k:{"type":"Ready"}', "f:status") in ssa.from_fields_v1(probe["fieldsV1"])
