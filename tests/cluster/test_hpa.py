@@ -460,3 +460,26 @@ def test_deployment_with_bad_load_is_refused_and_nothing_stored(cluster):
         'The Deployment "web" is invalid: metadata.annotations[gpusched.io/load]: Invalid value: '
         '{"shape": "square"}: load.shape: must be one of constant, diurnal, got \'square\'')
     assert cluster.get("deployment") == []
+
+
+def test_container_resource_metric(cluster):
+    """computeStatusForContainerResourceMetric: utilization of one container's request (the
+    sidecar's idle CPU does not dilute it); metric name '... container resource utilization'."""
+    body = yaml.safe_load(inference())
+    body["spec"]["template"]["spec"]["containers"].append(
+        {"name": "sidecar", "image": "y", "resources": {"requests": {"cpu": "1"}}})
+    metric = {"type": "ContainerResource", "containerResource": {
+        "name": "cpu", "container": "c", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + yaml.safe_dump(body) + "---\n"
+          + autoscaler(metrics=[metric]))
+    cluster.advance(45)
+    events = hpa_events(cluster)
+    # at 15 s the pod became Ready within the 30 s metric window of its CPU initialization
+    # period (groupPods): no usable sample yet
+    assert events[0] == ("FailedGetContainerResourceMetric", "failed to get cpu utilization: did "
+                         "not receive metrics for targeted pods (pods might be unready)")
+    assert ("SuccessfulRescale", "New size: 2; reason: cpu container resource utilization "
+            "(percentage of request) above target") in events
+    current = status(cluster)["currentMetrics"][0]
+    assert current["type"] == "ContainerResource"
+    assert current["containerResource"]["container"] == "c"

@@ -304,6 +304,9 @@ def compute_replicas_for_metric(sync: Sync, spec: dict, spec_replicas: int, stat
     kind = spec.get("type")
     if kind == "Resource":
         return _resource_metric(sync, spec.get("resource") or {}, spec_replicas, pods)
+    if kind == "ContainerResource":
+        return _resource_metric(sync, spec.get("containerResource") or {}, spec_replicas, pods,
+                                container=str((spec.get("containerResource") or {}).get("container", "")))
     if kind == "Pods":
         source = spec.get("pods") or {}
         name = (source.get("metric") or {}).get("name", "")
@@ -338,33 +341,43 @@ def _q(value_m: int) -> str:
     return format_milli(int(value_m))
 
 
-def _resource_metric(sync: Sync, source: dict, current: int, pods: list[dict]):
+def _resource_metric(sync: Sync, source: dict, current: int, pods: list[dict],
+                     container: str = ""):
+    """``computeStatusForResourceMetricGeneric`` for Resource and (with ``container``)
+    ContainerResource metrics."""
     name = str(source.get("name", ""))
     target = source.get("target") or {}
+    kind, field = ("ContainerResource", "containerResource") if container else ("Resource", "resource")
+    identity = {"name": name, "container": container} if container else {"name": name}
     try:
         if target.get("averageValue") is not None:
             value = _milli_of(target.get("averageValue")) or 0
             try:
-                replicas, raw = plain_replicas(sync.view.now(), _resource_values(sync, name, pods),
+                replicas, raw = plain_replicas(sync.view.now(),
+                                               _resource_values(sync, name, pods, container),
                                                current, value, pods, name)
             except MetricError as err:
                 raise MetricError("", f"failed to get {name} usage: {err}") from None
             return replicas, f"{name} resource", {
-                "type": "Resource", "resource": {"name": name, "current": {"averageValue": _q(raw)}}}
+                "type": kind, field: {**identity, "current": {"averageValue": _q(raw)}}}
         if target.get("averageUtilization") is None:
             raise MetricError("", "invalid resource metric source: neither an average utilization "
                                   "target nor an average value (usage) target was set")
         try:
             replicas, percent, raw = resource_replicas(
                 sync.view.now(), current, int(target["averageUtilization"]), name, pods,
-                _resource_values(sync, name, pods))
+                _resource_values(sync, name, pods, container), container)
         except MetricError as err:
             raise MetricError("", f"failed to get {name} utilization: {err}") from None
     except MetricError as err:
+        if container:
+            raise MetricError("FailedGetContainerResourceMetric", str(err),
+                              f"failed to get {container} container metric value: {err}") from None
         raise MetricError("FailedGetResourceMetric", str(err),
                           f"failed to get {name} resource metric value: {err}") from None
-    return replicas, f"{name} resource utilization (percentage of request)", {
-        "type": "Resource", "resource": {"name": name, "current": {
+    what = "container resource" if container else "resource"
+    return replicas, f"{name} {what} utilization (percentage of request)", {
+        "type": kind, field: {**identity, "current": {
             "averageUtilization": percent, "averageValue": _q(raw)}}}
 
 
@@ -456,17 +469,26 @@ def _external_metric(sync: Sync, source: dict, spec_replicas: int, status_replic
 
 # ---- replica_calculator.go --------------------------------------------------------------------
 
-def _resource_values(sync: Sync, resource: str, pods: list[dict]) -> dict[str, int]:
-    """``GetResourceMetric``: milli-values per pod name from the resource metrics API."""
+def _resource_values(sync: Sync, resource: str, pods: list[dict],
+                     container: str = "") -> dict[str, int]:
+    """``GetResourceMetric``: milli-values per pod name from the resource metrics API (of one
+    container when ``container`` is set; pods without it have no value)."""
     if resource not in ("cpu", "memory"):
         raise MetricError("", f"unable to get metrics for resource {resource}: unable to fetch "
                               "metrics from resource metrics API: the server could not find the "
                               f"requested resource (get pods.metrics.k8s.io)")
     values = {}
+    scale = 1 if resource == "cpu" else 1000
     for pod in pods:
         usage = sync.usage.pod_usage(pod)
-        if usage is not None:
-            values[pod["metadata"]["name"]] = usage[resource] * (1 if resource == "cpu" else 1000)
+        if usage is None:
+            continue
+        if not container:
+            values[pod["metadata"]["name"]] = usage[resource] * scale
+            continue
+        for name, cpu, memory in sync.usage.container_usage(pod):
+            if name == container:
+                values[pod["metadata"]["name"]] = (cpu if resource == "cpu" else memory) * scale
     if not values:
         raise MetricError("", f"unable to get metrics for resource {resource}: no metrics "
                               "returned from resource metrics API")
@@ -508,7 +530,8 @@ def _cpu_unready(pod: dict, now: float) -> bool:
 
 
 def resource_replicas(now: float, current: int, target_utilization: int, resource: str,
-                      pods: list[dict], metrics: dict[str, int]) -> tuple[int, int, int]:
+                      pods: list[dict], metrics: dict[str, int],
+                      container: str = "") -> tuple[int, int, int]:
     """``GetResourceReplicas``: (replicas, utilization %, raw average milli-value) from the
     pods' milli-values ``metrics`` (by pod name)."""
     metrics = dict(metrics)
@@ -520,12 +543,14 @@ def resource_replicas(now: float, current: int, target_utilization: int, resourc
     if not metrics:
         raise MetricError("", "did not receive metrics for targeted pods (pods might be unready)")
     requests = {}
-    for pod in pods:
-        request = pod_requests(pod, resource)
+    for pod in pods:                                       # calculatePodRequests
+        counted = [c for c in pod["spec"].get("containers") or []
+                   if not container or c.get("name") == container]
+        request = pod_requests({"spec": {"containers": counted}}, resource) if counted else 0
         if request is None:
-            container = next((c.get("name", "") for c in pod["spec"].get("containers") or []
-                              if pod_requests({"spec": {"containers": [c]}}, resource) is None), "")
-            raise MetricError("", f"missing request for {resource} in container {container} of "
+            missing_in = next((c.get("name", "") for c in counted
+                               if pod_requests({"spec": {"containers": [c]}}, resource) is None), "")
+            raise MetricError("", f"missing request for {resource} in container {missing_in} of "
                                   f"Pod {pod['metadata']['name']}")
         requests[pod["metadata"]["name"]] = request * (1 if resource == "cpu" else 1000)
     ratio, utilization, raw = utilization_ratio(metrics, requests, target_utilization)
