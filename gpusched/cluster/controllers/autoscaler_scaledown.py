@@ -70,8 +70,20 @@ def reconcile(view: View, config: Config, groups: list) -> None:
 
 
 def node_pods(view: View, name: str) -> list[dict]:
-    return [p for p in view.list("Pod") if (p.get("spec") or {}).get("nodeName") == name
-            and not is_terminal(p)]
+    return pods_by_node(view).get(name, [])
+
+
+def pods_by_node(view: View) -> dict[str, list[dict]]:
+    """Unfinished bound pods per node, cached for the view's current state (``mutations``)."""
+    memo = view.memo.setdefault("autoscaler-pods", {})
+    if memo.get("at") != view.mutations:
+        index: dict[str, list[dict]] = {}
+        for pod in view.list("Pod"):
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and not is_terminal(pod):
+                index.setdefault(node, []).append(pod)
+        memo["at"], memo["index"] = view.mutations, index
+    return memo["index"]
 
 
 def _is_daemon(pod: dict) -> bool:
@@ -129,10 +141,10 @@ def _remove(view: View, group, name: str, draining: dict):
 
 def utilization(view: View, node: dict, pods: list[dict]) -> float:
     """``utilization.Calculate``: GPU only on a GPU node, else max(cpu, memory)."""
-    from gpusched.objects.pod import pod_info
+    from gpusched.objects.pod import pod_resource_requests
     from gpusched.objects.quantity import canonical
     allocatable = (node.get("status") or {}).get("allocatable") or {}
-    live = [pod_info(p, 0).requests for p in pods if not is_terminating(p)]
+    live = [pod_resource_requests(p) for p in pods if not is_terminating(p)]
 
     def share(resource: str) -> float:
         total = canonical(resource, allocatable.get(resource, 0) or 0)
