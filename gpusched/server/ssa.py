@@ -77,8 +77,27 @@ def root_shape(api_version: str, kind: str) -> Shape:
     return Shape("map", node)
 
 
+_CHILDREN: dict[tuple[int, str, str], tuple[dict | None, Shape]] = {}
+
+
+def _value_kind(value: Any) -> str:
+    return "list" if isinstance(value, list) else "dict" if isinstance(value, dict) else "scalar"
+
+
 def _child(shape: Shape, key: str, value: Any) -> Shape:
-    """The shape of ``shape``'s member ``key`` holding ``value``."""
+    """The shape of ``shape``'s member ``key`` holding ``value`` (cached per schema node: the
+    schemas are loaded once and never change)."""
+    cache_key = (id(shape.node), key, _value_kind(value))
+    found = _CHILDREN.get(cache_key)
+    if found is not None and found[0] is shape.node:
+        return found[1]
+    child = _child_shape(shape, key, value)
+    if len(_CHILDREN) < 100_000:
+        _CHILDREN[cache_key] = (shape.node, child)
+    return child
+
+
+def _child_shape(shape: Shape, key: str, value: Any) -> Shape:
     node = shape.node or {}
     field = (node.get("properties") or {}).get(key)
     if field is None and isinstance(node.get("additionalProperties"), dict):
@@ -123,26 +142,31 @@ def leaves(value: Any, shape: Shape, prefix: Path = ()) -> dict[Path, Any]:
     """Every owned path of ``value`` with the value there: scalars, atomic values, empty maps,
     and list items (their path maps to the item itself)."""
     out: dict[Path, Any] = {}
-    if shape.kind == "map" and isinstance(value, dict) and value:
-        for key, member in value.items():
-            _add_leaves(out, member, _child(shape, key, member), prefix + (f"f:{key}",))
-        return out
-    out[prefix] = value
+    _add_leaves(out, value, shape, prefix)
     return out
 
 
 def _add_leaves(out: dict[Path, Any], value: Any, shape: Shape, path: Path) -> None:
-    if shape.kind in ("map-list", "set-list") and isinstance(value, list):
+    if shape.kind == "map" and isinstance(value, dict) and value:
+        for key, member in value.items():
+            _add_leaves(out, member, _child(shape, key, member), path + ("f:" + key,))
+        return
+    if shape.kind in ("map-list", "set-list") and isinstance(value, list) and value:
         item_shape = Shape("map", shape.node)
         for item in value:
             item_path = path + (item_element(item, shape),)
+            if shape.kind == "map-list" and isinstance(item, dict) and item:
+                _add_leaves(out, item, item_shape, item_path)
             out[item_path] = item
-            if shape.kind == "map-list" and isinstance(item, dict):
-                out.update({p: v for p, v in leaves(item, item_shape, item_path).items() if p != item_path})
-        if not value:
-            out[path] = value
         return
-    out.update(leaves(value, shape, path))
+    out[path] = value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal JSON values (a boolean is never a number)."""
+    if type(a) is type(b) and isinstance(a, (str, int, float, bool)) or a is None or b is None:
+        return a == b and type(a) is type(b)
+    return _compact(a) == _compact(b)
 
 
 def tracked(body: dict, shape: Shape, subresource: str = "") -> dict[Path, Any]:
@@ -295,7 +319,7 @@ def record_update(old: dict | None, new: dict, manager: str, api_version: str, n
     after = tracked(new, shape, subresource)
     gone = set(before) - set(after)
     changed = {p for p, v in after.items() if p not in before
-               or (not _is_item(p) and _compact(before[p]) != _compact(v))}
+               or (not _is_item(p) and not _same(before[p], v))}
     entries = [_with_paths(e, e.paths - gone) for e in entries]
     mine = Entry(manager, UPDATE, api_version, now, frozenset(changed), subresource)
     return write_entries(_merge_into(entries, mine, add=True))
@@ -346,7 +370,7 @@ def apply(live: dict, config: dict, merged: dict, manager: str, force: bool, api
             _remove_path(result, path, shape)
     live_leaves = tracked(live, shape, subresource)
     changed = {p for p, v in applied.items() if not _is_item(p) and p in live_leaves
-               and _compact(live_leaves[p]) != _compact(v)}
+               and not _same(live_leaves[p], v)}
     conflicts = sorted(((e.printed(), p) for e in others for p in e.paths & changed))
     if conflicts and not force:
         raise ApplyConflictError(conflicts)
