@@ -68,6 +68,7 @@ EXAMPLES: dict[str, str] = {
     "gpusched kubeconfig": _examples("gpusched kubeconfig --port 8080 > kubeconfig"),
     "gpusched exporter": _examples("gpusched exporter --port 9400",
                                    "curl -s localhost:9400/metrics | grep DCGM_FI_DEV_GPU_UTIL"),
+    "gpusched recommend": _examples("gpusched recommend", "gpusched recommend -A --prices prices.yaml"),
     "gpusched cost": _examples("gpusched cost", "gpusched cost --by model --since 24h",
                                "gpusched cost --by priority-class --prices prices.yaml"),
     "gpusched sbatch": _examples("gpusched sbatch examples/slurm/nvidia-smi-job.sh",
