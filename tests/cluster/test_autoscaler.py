@@ -317,3 +317,13 @@ def _annotate(view, node: str, key: str, value: str) -> None:
     body = view.copy("Node", node)
     body["metadata"].setdefault("annotations", {})[key] = value
     view.update(body)
+
+
+def test_expendable_pods_do_not_trigger_scale_up(cluster):
+    # core/podlistprocessor/filter_out_expendable.go, --expendable-pods-priority-cutoff=-10.
+    from .builders import priority_class
+    dep = yaml.safe_load(deployment(replicas=2))
+    dep["spec"]["template"]["spec"]["priorityClassName"] = "expendable"
+    apply(cluster, join(priority_class("expendable", -11), l4_pool(), yaml.safe_dump(dep)))
+    assert pending(cluster) == 1
+    assert not ca_events(cluster, "TriggeredScaleUp") and not ca_events(cluster, "NotTriggerScaleUp")

@@ -185,13 +185,20 @@ def add_upcoming(view: View, group: Group, count: int, prefix: str) -> Group:
 
 # ---- step 2: scale-up ------------------------------------------------------------------------
 
+EXPENDABLE_PRIORITY_CUTOFF = -10     # --expendable-pods-priority-cutoff
+
+
 def unschedulable_pods(view: View) -> list[dict]:
-    """Pending pods the scheduler marked Unschedulable, without a nominated node, queue order."""
+    """Pending pods the scheduler marked Unschedulable, without a nominated node, queue order;
+    pods of priority below ``--expendable-pods-priority-cutoff`` (-10) never trigger a
+    scale-up (``core/podlistprocessor/filter_out_expendable.go``)."""
     from gpusched.cluster.scheduling import pending_pods
     out = []
     for pod in pending_pods(view):
         status = pod.get("status") or {}
         if status.get("nominatedNodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        if int((pod.get("spec") or {}).get("priority") or 0) < EXPENDABLE_PRIORITY_CUTOFF:
             continue
         scheduled = next((c for c in status.get("conditions") or []
                           if c.get("type") == "PodScheduled"), None)
