@@ -7,6 +7,7 @@ timeout between requests (``timeout_keep_alive``) and a bound on the request hea
 - a header timeout: a connection whose request line and headers are not complete within
   ``header_timeout`` seconds of its opening (or of the last response on it) is closed, so a
   client that sends half a request and stops (slowloris) holds nothing;
+- at shutdown, idle connections are aborted rather than closed (no wait for a TLS close_notify);
 - a request h11 cannot parse is answered with a Kubernetes ``Status`` (400 BadRequest) instead
   of uvicorn's plain-text line; an invalid ``Content-Length`` (``-1``, ``abc``: h11 refuses it
   before the application sees the request) is named in the message.
@@ -67,6 +68,15 @@ class GuardedH11Protocol(H11Protocol):
             self._disarm_header_timer()
         elif self._header_timer is None:
             self._arm_header_timer()     # a new request began after a keep-alive pause
+
+    def shutdown(self) -> None:
+        """Server stopping: an idle connection is dropped at once. uvicorn closes it, which on TLS
+        waits up to 30 s for the client's close_notify; a client idling in a connection pool
+        (the Python client's urllib3) never sends one, so the stop would wait for it."""
+        idle = self.cycle is None or self.cycle.response_complete
+        super().shutdown()
+        if idle:
+            self.transport.abort()
 
     def _arm_header_timer(self) -> None:
         self._disarm_header_timer()

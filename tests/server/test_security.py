@@ -13,6 +13,7 @@ forbidden: %v") around apiserver ``pkg/endpoints/handlers/responsewriters/errors
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import ssl
@@ -294,3 +295,24 @@ def test_readonly_user_cannot_exec(wildcard, tmp_path):
     assert denied.returncode == 1
     assert ('pods "sh" is forbidden: User "gpusched-readonly" cannot create resource "pods/exec" in '
             'API group "" in the namespace "default"') in denied.stderr
+
+
+def test_kubernetes_and_kr8s_clients_over_tls_with_each_token(wildcard):
+    """The official client and kr8s verify the certificate from the kubeconfig and send its token."""
+    kubernetes = pytest.importorskip("kubernetes")
+    from kubernetes import client, config
+    admin = client.CoreV1Api(config.new_client_from_config(config_file=str(wildcard.admin_config)))
+    readonly = client.CoreV1Api(config.new_client_from_config(config_file=str(wildcard.readonly_config)))
+    made = admin.create_namespaced_config_map("default", {**CM, "metadata": {"name": "from-python"}})
+    assert made.metadata.name == "from-python"
+    assert "from-python" in [c.metadata.name for c in readonly.list_namespaced_config_map("default").items]
+    with pytest.raises(kubernetes.client.exceptions.ApiException) as denied:
+        readonly.delete_namespaced_config_map("from-python", "default")
+    assert denied.value.status == 403 and json.loads(denied.value.body)["reason"] == "Forbidden"
+    kr8s = pytest.importorskip("kr8s")
+    import asyncio
+
+    async def names() -> list[str]:
+        api = await kr8s.asyncio.api(kubeconfig=str(wildcard.readonly_config))
+        return [c.name async for c in api.get("configmaps", namespace="default")]
+    assert "from-python" in asyncio.run(names())
