@@ -9,8 +9,12 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
+import math
+
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
-                                        label_lines, meta, selector_text)
+                                        label_lines, meta, quantity_format, quantity_text,
+                                        selector_text)
+from gpusched.objects.quantity import QuantityError, parse_quantity
 
 
 def describe_priorityclass(pc: dict, related: Related) -> list[str]:
@@ -53,8 +57,13 @@ def _limit_rows(limit_range: dict) -> list[list[str]]:
         names = sorted({r for f in fields for r in (item.get(f) or {})})
         for resource in names:
             rows.append([str(item.get("type", "")), resource,
-                         *(str((item.get(f) or {}).get(resource, "-")) for f in fields)])
+                         *(_limit_cell(item, f, resource) for f in fields)])
     return rows
+
+
+def _limit_cell(item: dict, field: str, resource: str) -> str:
+    value = (item.get(field) or {}).get(resource)
+    return "-" if value is None else quantity_text(value)
 
 
 def describe_limitrange(limit_range: dict, related: Related) -> list[str]:
@@ -65,19 +74,53 @@ def describe_limitrange(limit_range: dict, related: Related) -> list[str]:
     return lines + ["\t".join(row) for row in _limit_rows(limit_range)]
 
 
+SCOPE_HELP = {   # describe.go helpTextForResourceQuotaScope
+    "Terminating": "Matches all pods that have an active deadline. These pods have a limited lifespan "
+                   "on a node before being actively terminated by the system.",
+    "NotTerminating": "Matches all pods that do not have an active deadline. These pods usually include "
+                      "long running pods whose container command is not expected to terminate.",
+    "BestEffort": "Matches all pods that do not have resource requirements set. These pods have a best "
+                  "effort quality of service.",
+    "NotBestEffort": "Matches all pods that have at least one resource requirement set. These pods have a "
+                     "burstable or guaranteed quality of service.",
+}
+
+
 def _quota_rows(quota: dict) -> list[tuple[str, str, str]]:
+    """Resource, used, hard; a used value whose format differs from the hard one is printed as
+    its integer value in the hard value's format (describeQuota's resource.NewQuantity)."""
     hard = (quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {}
     used = (quota.get("status") or {}).get("used") or {}
-    return [(k, str(used.get(k, "0")), str(hard[k])) for k in sorted(hard)]
+    rows = []
+    for name in sorted(hard):
+        value, form = used.get(name, "0"), quantity_format(hard[name])
+        if quantity_format(value) != form:
+            value = _whole(value)
+        rows.append((name, quantity_text(value, form), quantity_text(hard[name])))
+    return rows
+
+
+def _whole(value: object) -> int | object:
+    """Quantity.Value(): the amount rounded up to a whole unit."""
+    try:
+        return math.ceil(parse_quantity(value))   # type: ignore[arg-type]
+    except (QuantityError, ValueError, TypeError):
+        return value
+
+
+def _scope_lines(spec: dict, indent: str, bullet: str) -> list[str]:
+    scopes = sorted(spec.get("scopes") or [])
+    if not scopes:
+        return []
+    return [f"{indent}Scopes:\t{', '.join(scopes)}"] + [
+        f"{indent}{bullet}* {SCOPE_HELP[s]}" for s in scopes if s in SCOPE_HELP]
 
 
 def describe_quota(quota: dict, related: Related) -> list[str]:
     """describe.go describeQuota: Name, Namespace, (Scopes), then Resource / Used / Hard; no events."""
     spec = quota.get("spec") or {}
-    lines = [f"Name:\t{meta(quota).get('name', '')}", f"Namespace:\t{meta(quota).get('namespace', '')}"]
-    if spec.get("scopes"):
-        lines.append(f"Scopes:\t{', '.join(spec['scopes'])}")
-    lines += ["Resource\tUsed\tHard", "--------\t----\t----"]
+    lines = [f"Name:\t{meta(quota).get('name', '')}", f"Namespace:\t{meta(quota).get('namespace', '')}",
+             *_scope_lines(spec, "", " "), "Resource\tUsed\tHard", "--------\t----\t----"]
     return lines + [f"{k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
 
 
@@ -109,16 +152,15 @@ def describe_namespace(ns: dict, related: Related) -> list[str]:
     else:
         lines.append("Resource Quotas")
         for quota in quotas:
-            lines += [f"  Name:\t{meta(quota).get('name', '')}", "  Resource\tUsed\tHard",
-                      "  --------\t---\t---"]
+            lines += [f"  Name:\t{meta(quota).get('name', '')}", *_scope_lines(quota.get("spec") or {}, "  ", ""),
+                      "  Resource\tUsed\tHard", "  --------\t---\t---"]
             lines += [f"  {k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
     lines.append("")
     limit_ranges = related.lookup("LimitRange", name)
     if not limit_ranges:
         return lines + ["No LimitRange resource."]
-    lines.append("Resource Limits")
-    for limit_range in limit_ranges:
-        lines += [" " + "\t".join(LIMIT_HEADER), " " + "\t".join("-" * len(h) for h in LIMIT_HEADER)]
+    lines += ["Resource Limits", " " + "\t".join(LIMIT_HEADER), " " + "\t".join("-" * len(h) for h in LIMIT_HEADER)]
+    for limit_range in limit_ranges:   # DescribeLimitRanges: one header, every range's rows
         lines += [" " + "\t".join(row) for row in _limit_rows(limit_range)]
     return lines
 

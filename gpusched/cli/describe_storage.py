@@ -10,7 +10,7 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 from __future__ import annotations
 
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
-                                        kube_date, label_lines, meta)
+                                        kube_date, label_lines, meta, quantity_text)
 
 BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 ACCESS_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
@@ -47,7 +47,7 @@ def describe_pvc(pvc: dict, related: Related) -> list[str]:
              *label_lines("Labels", meta(pvc).get("labels")),
              *annotation_lines("Annotations", meta(pvc).get("annotations")),
              f"Finalizers:\t{go_value(meta(pvc).get('finalizers') or [])}",
-             f"Capacity:\t{(status.get('capacity') or {}).get('storage', '') if bound else ''}",
+             f"Capacity:\t{quantity_text((status.get('capacity') or {}).get('storage', '')) if bound else ''}",
              f"Access Modes:\t{access_modes_text(status.get('accessModes')) if bound else ''}"]
     if spec.get("volumeMode"):
         lines.append(f"VolumeMode:\t{spec['volumeMode']}")
@@ -103,7 +103,7 @@ def describe_pv(pv: dict, related: Related) -> list[str]:
              f"Access Modes:\t{access_modes_text(spec.get('accessModes'))}"]
     if spec.get("volumeMode"):
         lines.append(f"VolumeMode:\t{spec['volumeMode']}")
-    lines += [f"Capacity:\t{(spec.get('capacity') or {}).get('storage', '0')}",
+    lines += [f"Capacity:\t{quantity_text((spec.get('capacity') or {}).get('storage', '0'))}",
               *_node_affinity(spec.get("nodeAffinity")), f"Message:\t{status.get('message', '')}",
               "Source:", *_pv_source(spec)]
     return lines + event_lines(related.events, related.clock)

@@ -11,7 +11,7 @@ Neighbours: ``cli.describe_workloads`` (the pages), ``cli.describe_base`` (share
 
 from __future__ import annotations
 
-from gpusched.cli.describe_base import NONE, annotation_lines, label_lines, selector_text
+from gpusched.cli.describe_base import NONE, annotation_lines, label_lines, quantity_text, selector_text
 
 L1, L2, L3 = "  ", "    ", "      "   # describe.go PrefixWriter LEVEL_1..3
 
@@ -75,7 +75,7 @@ def resource_lines(resources: dict, indent: str = L2) -> list[str]:
         values = resources.get(field) or {}
         if values:
             lines.append(f"{indent}{title}:")
-            lines += [f"{indent}  {name}:\t{values[name]}" for name in sorted(values)]
+            lines += [f"{indent}  {name}:\t{quantity_text(values[name])}" for name in sorted(values)]
     return lines
 
 
@@ -112,7 +112,7 @@ def _env_lines(env: list[dict]) -> list[str]:
 def _value_from(source: dict) -> str:
     if source.get("fieldRef"):
         ref = source["fieldRef"]
-        return f" ({ref.get('apiVersion', 'v1')}:{ref.get('fieldPath', '')})"
+        return f" ({ref.get('apiVersion', '')}:{ref.get('fieldPath', '')})"
     if source.get("resourceFieldRef"):
         return f" ({source['resourceFieldRef'].get('resource', '')})"
     for field, what, joint in (("secretKeyRef", "secret", "in"), ("configMapKeyRef", "config map", "of")):
