@@ -149,7 +149,10 @@ def test_describe_hpa_matches_kubectl(served, tmp_path):
                                                        "target": {"type": "AverageValue",
                                                                   "averageValue": "2"}}},
                      {"type": "Pods", "pods": {"metric": {"name": "gpu_nope"},
-                                               "target": {"type": "AverageValue", "averageValue": "5"}}}]}}))
+                                               "target": {"type": "AverageValue", "averageValue": "5"}}},
+                     {"type": "ContainerResource", "containerResource": {
+                         "name": "cpu", "container": "c",
+                         "target": {"type": "Utilization", "averageUtilization": 50}}}]}}))
     served.cli("apply", "-f", str(hpa))
     served.cli("advance", "45s")
     theirs = served.kubectl("describe", "hpa", "web").stdout.splitlines()
@@ -163,3 +166,5 @@ def test_describe_hpa_matches_kubectl(served, tmp_path):
     assert ours[:ours.index("Events:")] == theirs[:theirs.index("Events:")]
     assert without_ages(ours) == without_ages(theirs)
     assert '  "gpu_nope" on pods:' in "\n".join(ours)
+    assert '  resource cpu of container "c" on pods  (as a percentage of request):' in "\n".join(ours)
+    assert served.kubectl("get", "hpa").stdout.splitlines() == served.cli("get", "hpa").splitlines()
