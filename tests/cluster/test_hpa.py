@@ -483,3 +483,26 @@ def test_container_resource_metric(cluster):
     current = status(cluster)["currentMetrics"][0]
     assert current["type"] == "ContainerResource"
     assert current["containerResource"]["container"] == "c"
+
+
+@pytest.mark.parametrize("target, wrapped", [
+    ({"type": "Value", "value": "30"}, "failed to get object metric value: {why}"),
+    ({"type": "AverageValue", "averageValue": "30"},
+     "failed to get object metric value: failed to get gpu_nope object metric: {why}"),
+], ids=["value", "average-value"])
+def test_object_metric_not_found(cluster, target, wrapped):
+    """GetObjectMetricReplicas' error ('unable to get metric %s: %v on %s %s/%s', arguments in
+    upstream's order) and computeStatusForObjectMetric's wrapping per target type."""
+    metric = {"type": "Object", "object": {
+        "describedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "metric": {"name": "gpu_nope"}, "target": target}}
+    apply(cluster, pool(count=1, model="L4", gpus=4) + "---\n" + inference() + "---\n"
+          + autoscaler(metrics=[metric]))
+    cluster.advance(15)
+    why = ("unable to get metric gpu_nope: Deployment on default web/unable to fetch metrics from "
+           "custom metrics API: the server could not find the metric gpu_nope for deployments.apps")
+    assert condition(cluster, "ScalingActive") == (
+        "False", "FailedGetObjectMetric", f"the HPA was unable to compute the replica count: {why}")
+    assert hpa_events(cluster)[-1] == (
+        "FailedComputeMetricsReplicas",
+        "invalid metrics (1 invalid out of 1), first error is: " + wrapped.format(why=why))

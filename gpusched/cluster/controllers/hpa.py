@@ -408,7 +408,11 @@ def _object_metric(sync: Sync, source: dict, spec_replicas: int, status_replicas
                                              "metric": _identifier(source),
                                              "current": {"value": _q(usage_m)}}}
         if target.get("type") == "AverageValue" and target.get("averageValue") is not None:
-            usage_m = fetch()
+            try:
+                usage_m = fetch()
+            except MetricError as err:   # computeStatusForObjectMetric wraps this branch's error
+                raise MetricError(err.reason, str(err), f"failed to get {metric} object metric: "
+                                                        f"{err}") from None
             replicas, average = per_pod_replicas(status_replicas, usage_m,
                                                  _milli_of(target["averageValue"]) or 1)
             return replicas, f"external metric {metric}({_go_selector(source)})", {
@@ -417,7 +421,8 @@ def _object_metric(sync: Sync, source: dict, spec_replicas: int, status_replicas
         raise MetricError("FailedGetObjectMetric", "invalid object metric source: neither a value "
                           "target nor an average value target was set")
     except MetricError as err:
-        raise MetricError(err.reason, str(err), f"failed to get object metric value: {err}") from None
+        raise MetricError(err.reason, str(err),
+                          f"failed to get object metric value: {err.wrapped}") from None
 
 
 def _go_selector(source: dict) -> str:
