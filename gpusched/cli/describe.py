@@ -20,6 +20,7 @@ Neighbours: ``cli.main`` calls ``cmd_describe``; data comes from the ``Cluster``
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Iterable, Sequence
 
 from gpusched.cli.columns import node_status_text, pod_status_text
@@ -33,7 +34,6 @@ from gpusched.cli.describe_workloads import (describe_daemonset, describe_deploy
                                              describe_replicaset)
 from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.output import Clock, tabwrite
-from gpusched.errors import UsageError
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI, RESOURCE_GPU_MILLI
 
@@ -375,9 +375,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
         objects = cluster.get(info.kind, names=tuple(names), namespace=namespace,
                               all_namespaces=bool(getattr(args, "all_namespaces", False)),
                               selector=getattr(args, "selector", "") or "")
-        if not objects:
-            raise UsageError(f"No resources found in {namespace} namespace."
-                             if info.namespaced else "No resources found")
+        if not objects:   # kubectl's describe.go Run: a note on stderr, exit 0, cluster-scoped kinds too
+            every = bool(getattr(args, "all_namespaces", False))
+            print("No resources found" if every else f"No resources found in {namespace} namespace.",
+                  file=sys.stderr)
+            return 0
         clock = Clock(cluster.timestamp())
         all_events = cluster.events(None)
 

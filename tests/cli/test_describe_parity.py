@@ -167,3 +167,17 @@ def test_events_normalisation_keeps_everything_but_the_age():
     assert comparable(page.format(age="0s ")) == comparable(page.format(age="12m (x2 over 20m)"))
     for before, after in (("Made  ", "Built "), ("Made  ", "Made "), ("ctl", "kub"), ("made x", "made y")):
         assert comparable(page.format(age="0s ")) != comparable(page.format(age="0s ").replace(before, after))
+
+
+@pytest.mark.parametrize("args", [("ds", "-n", "kube-system"), ("pvc", "-A", "-l", "x=y"), ("pv", "-l", "x=y"),
+                                  ("deploy", "nosuch"), ("frob", "x")],
+                         ids=["none-in-namespace", "none-anywhere", "cluster-scoped-says-namespace",
+                              "not-found-exits-1", "unknown-kind-exits-1"])
+def test_describe_finding_nothing_says_so_as_kubectl(lab, args):
+    """kubectl describe.go (cmd) Run: nothing matched is a note on stderr and exit 0, naming the
+    namespace even for cluster-scoped kinds; a named object that is missing exits 1."""
+    mine = run(lab, [gpusched_executable(), "--state", str(lab.state)], "describe", *args)
+    real = run(lab, [KUBECTL], "describe", *args, env=lab.kubectl_env())
+    assert (mine.stdout, mine.returncode) == (real.stdout, real.returncode)
+    # gpusched reads the state file, not a server: its not-found line has no "from server" part
+    assert mine.stderr == real.stderr.replace("Error from server (NotFound): ", "error: ")
