@@ -327,3 +327,30 @@ def test_expendable_pods_do_not_trigger_scale_up(cluster):
     apply(cluster, join(priority_class("expendable", -11), l4_pool(), yaml.safe_dump(dep)))
     assert pending(cluster) == 1
     assert not ca_events(cluster, "TriggeredScaleUp") and not ca_events(cluster, "NotTriggerScaleUp")
+
+
+def test_drain_taints_the_node_and_evicts_gracefully(cluster):
+    # actuation/actuator.go taintNode + drain.go evictPod: the node gets
+    # ToBeDeletedByClusterAutoscaler=<unix time>:NoSchedule (utils/taints MarkToBeDeleted), its
+    # pods a DisruptionTarget and a graceful delete; the node goes when they are gone.
+    apply(cluster, l4_pool(count=2, high=2))
+    apply(cluster, deployment("gpu", replicas=1))
+    gpu_node = cluster.get("pods")[0]["spec"]["nodeName"]
+    other = "l4-2" if gpu_node == "l4-1" else "l4-1"
+    dep = yaml.safe_load(deployment("cpu", replicas=1, gpus=0))
+    dep["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+            "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                  "values": [other]}]}}]}}
+    apply(cluster, yaml.safe_dump(dep))
+    cluster.advance(600)                        # unneeded since 0 for scale-down-unneeded-time
+    node = cluster.get("nodes", [other])[0]
+    [taint] = [t for t in node["spec"]["taints"] if t["key"] == "ToBeDeletedByClusterAutoscaler"]
+    assert taint["effect"] == "NoSchedule" and taint["value"].isdigit()
+    evicted = [p for p in cluster.get("pods") if p["spec"].get("nodeName") == other]
+    assert len(evicted) == 1 and evicted[0]["metadata"].get("deletionTimestamp")
+    assert {"type": "DisruptionTarget", "reason": "EvictionByEvictionAPI"}.items() <= \
+        next(c for c in evicted[0]["status"]["conditions"] if c["type"] == "DisruptionTarget").items()
+    cluster.advance(30)                         # terminationGracePeriodSeconds default 30
+    assert node_names(cluster) == [gpu_node]
+    assert [p["spec"].get("nodeName") for p in cluster.get("pods")] == [gpu_node, gpu_node]
