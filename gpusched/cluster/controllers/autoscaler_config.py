@@ -39,13 +39,12 @@ Neighbours: ``controllers.autoscaler`` (uses both), ``devices.prices``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from gpusched.cluster.view import View
-from gpusched.devices.prices import node_price
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
 
@@ -81,7 +80,6 @@ class Option:
     node_cpu: int = 1
     node_memory: int = 1
     price: float = 0.0
-    extra: dict = field(default_factory=dict, compare=False)
 
 
 def load_config(view: View) -> Config:
@@ -216,7 +214,3 @@ def priority_table(view: View) -> list[tuple[int, list[re.Pattern]]]:
                 continue
         out.append((key, compiled))
     return sorted(out, key=lambda item: -item[0])
-
-
-def option_price(model: str, gpus: int) -> float:
-    return node_price(model, gpus)
