@@ -218,47 +218,16 @@ def describe_pod(pod: dict, events: list[dict], clock: Clock) -> str:
 
 def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[dict],
                   clock: Clock) -> str:
-    meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
+    """Node page: metadata, taints, capacity, non-terminated pods, Allocated resources (shares
+    counted), the per-GPU device table, events."""
     sheet = Sheet()
-    sheet.kv("Name", meta.get("name", ""))
-    sheet.kv("Status", node_status_text(node))
-    sheet.mapping("Labels", meta.get("labels"))
-    sheet.mapping("Annotations", meta.get("annotations"), sep=": ")
-    sheet.kv("CreationTimestamp", kube_date(meta.get("creationTimestamp")))
-    taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
-              for t in spec.get("taints") or []]
-    sheet.kv("Taints", taints[0] if taints else NONE)
-    for text in taints[1:]:
-        sheet.kv("", text)
-    sheet.kv("Unschedulable", str(bool(spec.get("unschedulable", False))).lower())
-    capacity, allocatable = status.get("capacity") or {}, status.get("allocatable") or {}
-    for title, values in (("Capacity", capacity), ("Allocatable", allocatable)):
-        sheet.text(f"{title}:")
-        for res, value in sorted(values.items()):
-            sheet.kv(res, value, 2)
-    running = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    _node_header(sheet, node)
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
     alloc = {res: _quantity(res, v) for res, v in allocatable.items()}
     if alloc.get("nvidia.com/gpu"):   # shares are cut from the whole GPUs: 1000m each
         alloc.setdefault(RESOURCE_GPU_MILLI, alloc["nvidia.com/gpu"] * 1000)
-    sheet.kv("Non-terminated Pods", f"({len(running)} in total)")
-    rows, req_total, lim_total = [], {}, {}
-    for pod in sorted(running, key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", ""))):
-        req, lim = pod_resources(pod, "requests"), pod_resources(pod, "limits")
-        for res, value in req.items():
-            req_total[res] = req_total.get(res, 0) + value
-        for res, value in lim.items():
-            lim_total[res] = lim_total.get(res, 0) + value
-        gpus = {r: v for r, v in req.items() if r.startswith(("nvidia.com/", "gpusched.io/"))}
-        rows.append([_meta(pod).get("namespace", ""), _meta(pod).get("name", ""),
-                     _with_percent("cpu", req.get("cpu", 0), alloc.get("cpu", 0)),
-                     _with_percent("cpu", lim.get("cpu", 0), alloc.get("cpu", 0)),
-                     _with_percent("memory", req.get("memory", 0), alloc.get("memory", 0)),
-                     _with_percent("memory", lim.get("memory", 0), alloc.get("memory", 0)),
-                     ",".join(f"{r}={format_quantity(r, v)}" for r, v in sorted(gpus.items())) or NONE,
-                     clock.age(_meta(pod).get("creationTimestamp"))])
-    if rows:
-        sheet.table(["Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests",
-                     "Memory Limits", "GPU Requests", "Age"], rows)
+    running = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    req_total, lim_total = _node_pods(sheet, running, alloc, clock)
     cut = {r.gpu_index for r in device_rows if r.holder and r.milli and r.milli < 1000}
     if cut:   # a GPU cut into shares is taken for whole-GPU pods: count it, never show it free
         for totals in (req_total, lim_total):
@@ -275,6 +244,48 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
                                        f"{_meta(p).get('name', '')}" for p in pods})
     add_events(sheet, events, clock)
     return sheet.render()
+
+
+def _node_header(sheet: Sheet, node: dict) -> None:
+    meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
+    sheet.kv("Name", meta.get("name", ""))
+    sheet.kv("Status", node_status_text(node))
+    sheet.mapping("Labels", meta.get("labels"))
+    sheet.mapping("Annotations", {k: v for k, v in (meta.get("annotations") or {}).items()
+                                  if k not in HIDDEN_ANNOTATIONS}, sep=": ")
+    sheet.kv("CreationTimestamp", kube_date(meta.get("creationTimestamp")))
+    taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
+              for t in spec.get("taints") or []]
+    sheet.kv("Taints", taints[0] if taints else NONE)
+    for text in taints[1:]:
+        sheet.kv("", text)
+    sheet.kv("Unschedulable", str(bool(spec.get("unschedulable", False))).lower())
+    for title, field in (("Capacity", "capacity"), ("Allocatable", "allocatable")):
+        sheet.text(f"{title}:")
+        for res, value in sorted((status.get(field) or {}).items()):
+            sheet.kv(res, value, 2)
+
+
+def _node_pods(sheet: Sheet, running: list[dict], alloc: dict[str, int],
+               clock: Clock) -> tuple[dict[str, int], dict[str, int]]:
+    """The Non-terminated Pods table; returns the summed requests and limits."""
+    sheet.kv("Non-terminated Pods", f"({len(running)} in total)")
+    rows, req_total, lim_total = [], {}, {}
+    for pod in sorted(running, key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", ""))):
+        req, lim = pod_resources(pod, "requests"), pod_resources(pod, "limits")
+        for totals, values in ((req_total, req), (lim_total, lim)):
+            for res, value in values.items():
+                totals[res] = totals.get(res, 0) + value
+        gpus = {r: v for r, v in req.items() if r.startswith(("nvidia.com/", "gpusched.io/"))}
+        rows.append([_meta(pod).get("namespace", ""), _meta(pod).get("name", ""),
+                     *(_with_percent(res, values.get(res, 0), alloc.get(res, 0))
+                       for res in ("cpu", "memory") for values in (req, lim)),
+                     ",".join(f"{r}={format_quantity(r, v)}" for r, v in sorted(gpus.items())) or NONE,
+                     clock.age(_meta(pod).get("creationTimestamp"))])
+    if rows:
+        sheet.table(["Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests",
+                     "Memory Limits", "GPU Requests", "Age"], rows)
+    return req_total, lim_total
 
 
 def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) -> None:

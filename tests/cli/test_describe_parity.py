@@ -181,3 +181,24 @@ def test_describe_finding_nothing_says_so_as_kubectl(lab, args):
     assert (mine.stdout, mine.returncode) == (real.stdout, real.returncode)
     # gpusched reads the state file, not a server: its not-found line has no "from server" part
     assert mine.stderr == real.stderr.replace("Error from server (NotFound): ", "error: ")
+
+
+NODE = """apiVersion: v1
+kind: Node
+metadata: {name: edge-1, annotations: {rack: r7}}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+"""
+
+
+def test_describe_node_hides_the_last_applied_annotation(tmp_path):
+    """describe.go skipAnnotations: an applied Node's last-applied-configuration is not shown."""
+    from tests.cli.runner import Gpusched
+    g = Gpusched(tmp_path)
+    g.ok("apply", "-f", "-", stdin=NODE)
+    assert "kubectl.kubernetes.io/last-applied-configuration" in g.ok("get", "node", "edge-1", "-o", "yaml").out
+    page = g.ok("describe", "node", "edge-1").lines
+    assert [line for line in page if line.startswith("Annotations:")] == ["Annotations:        rack: r7"]
+    assert not any("last-applied" in line for line in page)
