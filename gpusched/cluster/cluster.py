@@ -37,6 +37,7 @@ from gpusched.errors import NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 from gpusched.objects.types import Taint
+from gpusched.objects.validation import validate_object
 
 log = logging.getLogger(__name__)
 MAX_SETTLE_ROUNDS = 500
@@ -340,7 +341,7 @@ class Cluster:
             if body is None:
                 raise NotFoundError(qualified_plural(info), name)
             body.setdefault("spec", {})[field] = int(replicas)
-            view.update(body)
+            view.update(validate_object(body))      # objects.limits' maxima, as the API's scale
         return f"{qualified_singular(info)}/{name} scaled"
 
     # ---- reading -----------------------------------------------------------------------------

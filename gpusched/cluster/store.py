@@ -15,6 +15,10 @@ A command works on an in-memory :class:`~gpusched.cluster.view.View` loaded insi
 CLI calls therefore serialize (``busy_timeout`` 30 s) and a kill -9 mid-command leaves the old or
 the new state, never a half.
 
+A full disk (SQLITE_FULL) rolls the transaction back and raises :class:`StoreFullError` (one line
+in the CLI, a 500 Status in ``serve``); nothing is half-written and the next write after space
+returns succeeds.
+
 Virtual time: ``creationTimestamp`` and event timestamps are RFC 3339 strings of
 ``EPOCH`` (2026-01-01T00:00:00Z) plus the virtual clock in seconds. A new state file's clock
 starts at ``Store(start=...)``: the CLI passes the wall-clock time (or ``--start``), so AGE
@@ -37,10 +41,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
+from gpusched.errors import GpuschedError
+
 log = logging.getLogger(__name__)
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 BUSY_TIMEOUT_MS = 30_000
+SQLITE_FULL = 13
 DEFAULT_SEED = 0
 
 _SCHEMA = """
@@ -114,6 +121,21 @@ def dumps(body: dict) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
+class StoreFullError(GpuschedError):
+    """The state file's disk (or SQLite's page limit) is full: the write was rolled back whole.
+
+    A 500 Status naming the cause, as kube-apiserver passes on etcd's
+    ``etcdserver: mvcc: database space exceeded``; writes work again once space is freed.
+    """
+
+    code = 500
+    reason = "InternalError"
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{detail}: the state file {path} cannot grow; the write was not applied "
+                         "(free disk space and retry)")
+
+
 class Store:
     """One SQLite connection to the state file; transactions via :meth:`immediate`.
 
@@ -141,14 +163,23 @@ class Store:
 
     @contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE): commit on success, roll back on any error."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """A write transaction (BEGIN IMMEDIATE): commit on success, roll back on any error.
+        A full disk (SQLITE_FULL, at any statement or the commit) is :class:`StoreFullError`."""
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:      # SQLite may have rolled back already (SQLITE_FULL)
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) != SQLITE_FULL and "full" not in str(err):
+                raise
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise StoreFullError(str(self.path), str(err)) from None
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

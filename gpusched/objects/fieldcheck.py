@@ -65,6 +65,10 @@ class Errors:
         self.items.append(FieldError(path, "Unsupported value", text, f"supported values: {quoted_list(supported)}",
                                      quoted))
 
+    def too_many(self, path: str, count: int, most: int) -> None:
+        """apimachinery ``field.TooMany``: ``Too many: 6000: must have at most 5000 items``."""
+        self.items.append(FieldError(path, "Too many", str(count), f"must have at most {most} items", False))
+
     def duplicate(self, path: str, value: Any) -> None:
         text, quoted = render(value)
         self.items.append(FieldError(path, "Duplicate value", text, "", quoted))
@@ -92,7 +96,10 @@ class Errors:
         self.invalid(path, value, "must be a string")
         return None
 
-    def integer(self, obj: dict, key: str, path: str, minimum: int | None = None) -> int | None:
+    def integer(self, obj: dict, key: str, path: str, minimum: int | None = None,
+                maximum: int | None = None) -> int | None:
+        """An optional integer field; ``maximum`` is one of gpusched's documented limits
+        (``objects.limits``), reported as apimachinery words a bound."""
         value = obj.get(key)
         if value is None:
             return None
@@ -101,6 +108,8 @@ class Errors:
             return None
         if minimum is not None and value < minimum:
             self.invalid(path, value, f"must be greater than or equal to {minimum}")
+        if maximum is not None and value > maximum:
+            self.invalid(path, value, f"must be less than or equal to {maximum} (gpusched's limit)")
         return value
 
     def boolean(self, obj: dict, key: str, path: str) -> bool | None:

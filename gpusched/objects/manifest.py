@@ -17,7 +17,8 @@ Each document must be a mapping with ``apiVersion`` and ``kind`` (a kind from ``
 with an accepted apiVersion) and ``metadata.name`` (``metadata.generateName`` is accepted for
 Pods and Jobs). YAML is read with ``yaml.CSafeLoader`` when available, without YAML 1.1
 timestamps (``2024-01-01`` stays a string, as the API server sees it after JSON conversion);
-non-string keys become strings as sigs.k8s.io/yaml makes them. Everything wrong raises
+non-string keys become strings as sigs.k8s.io/yaml makes them. ``objects.limits`` bounds the text
+before it is built (nesting depth, YAML alias expansion, no NaN/Infinity). Everything wrong raises
 ``ManifestError`` naming the file and document; semantic checks are ``objects.validation``.
 
 Neighbours: kinds (known kinds), errors; used by objects.validation (Manifest), the CLI
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ from typing import Any, Iterator
 import yaml
 
 from gpusched.errors import GpuschedError, ManifestError
+from gpusched.objects import limits
 from gpusched.objects.kinds import ACCEPTED_API_VERSIONS
 from gpusched.objects.strict import DuplicateKeys, mapping_from_pairs
 
@@ -137,6 +140,9 @@ def _jsonable(value: Any, source: str, index: int) -> Any:
         return [_jsonable(item, source, index) for item in value]
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):      # YAML .nan / .inf
+        raise ManifestError(source, index, "", "error converting YAML to JSON: "
+                            f"{limits.check_tree(value)}")
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     raise ManifestError(source, index, "", f"error converting YAML to JSON: unsupported value of type "
@@ -144,8 +150,14 @@ def _jsonable(value: Any, source: str, index: int) -> Any:
 
 
 def yaml_load(text: str) -> Any:
-    """One YAML document as the manifest loader reads it (duplicate keys marked), for API bodies."""
-    return yaml.load(text, Loader=_Loader)
+    """One YAML document as the manifest loader reads it (duplicate keys marked), for API bodies;
+    ``objects.limits`` bounds (depth, aliases, NaN) raise ``LimitError``."""
+    limits.check_yaml_text(text, _Loader)
+    value = yaml.load(text, Loader=_Loader)
+    problem = limits.check_tree(value)
+    if problem is not None:
+        raise limits.LimitError(f"error converting YAML to JSON: {problem}")
+    return value
 
 
 def _key_text(key: Any) -> str:
@@ -156,6 +168,10 @@ def _key_text(key: Any) -> str:
 
 def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
     index = 0
+    try:
+        limits.check_yaml_text(text, _Loader)
+    except limits.LimitError as err:
+        raise ManifestError(source, None, "", f"error converting YAML to JSON: {err}") from None
     try:
         for index, doc in enumerate(yaml.load_all(text, Loader=_Loader)):
             yield index, doc
@@ -168,7 +184,9 @@ def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
 
 
 def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder(object_pairs_hook=mapping_from_pairs)
+    if not limits.json_depth_ok(text):
+        raise ManifestError(source, None, "", f"error parsing JSON: {limits.depth_error()}")
+    decoder = limits.json_decoder(object_pairs_hook=mapping_from_pairs)
     pos, index = 0, 0
     while True:
         while pos < len(text) and text[pos].isspace():
@@ -180,6 +198,8 @@ def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             raise ManifestError(source, index, "", f"error parsing JSON: {exc.msg} (line {exc.lineno}, "
                                 f"column {exc.colno})") from None
+        except ValueError as exc:           # NaN / Infinity (objects.limits)
+            raise ManifestError(source, index, "", f"error parsing JSON: {exc}") from None
         yield index, doc
         index += 1
 

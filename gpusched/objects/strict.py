@@ -2,7 +2,8 @@
 
 ``decode(obj, mode)`` walks the object along ``objects.schema`` and returns a :class:`Decoded`:
 the object as the API server would keep it (unknown fields dropped, the last of duplicate keys
-kept) and the strict findings, in the order the decoder meets them:
+kept, a ``null`` field omitted as Go decodes it to its zero value and apiextensions prunes it:
+``metadata.annotations: null`` is no annotations) and the strict findings, in the order the decoder meets them:
 
 - ``unknown field "spec.containers[0].resource"``: a key the schema does not have (every one is
   reported, with its full path: ``.`` between field names and map keys, ``[i]`` for list items);
@@ -189,7 +190,8 @@ class _Walk:
         for position, (key, item) in enumerate(value.items()):
             child = f"{path}.{key}" if path else str(key)
             if properties is not None and key in properties:
-                out[key] = self.value(properties[key], item, child, inner, (*fields, key))
+                if item is not None:    # null: the field's zero value, omitted (Go; CRD pruning)
+                    out[key] = self.value(properties[key], item, child, inner, (*fields, key))
             elif isinstance(extra, dict):
                 out[key] = self.value(extra, item, child, struct, fields)
             elif preserve:

@@ -56,6 +56,7 @@ from typing import Any, Callable
 
 from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.fieldcheck import Errors, quantity_text
+from gpusched.objects import limits
 from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, KINDS
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.names import (
@@ -92,6 +93,7 @@ def validate_object(obj: dict, where: str = "", source: str = "", index: int | N
     if obj.get("apiVersion") not in ACCEPTED_API_VERSIONS[obj["kind"]]:
         raise ManifestError(source or "<object>", index, "",
                             f'no matches for kind "{obj["kind"]}" in version "{obj.get("apiVersion")}"')
+    limits.check_object(obj, where)        # depth, NaN, 1.5 MiB: before anything walks it
     obj = copy.deepcopy(obj)
     kind = obj["kind"]
     errors = Errors()
@@ -208,7 +210,7 @@ def _selector_and_template(obj: dict, e: Errors, restart_policies: tuple[str, ..
 def _replicas(spec: dict, e: Errors) -> None:
     if "replicas" not in spec or spec["replicas"] is None:
         spec["replicas"] = 1
-    e.integer(spec, "replicas", "spec.replicas", minimum=0)
+    e.integer(spec, "replicas", "spec.replicas", minimum=0, maximum=limits.MAX_REPLICAS)
 
 
 def _deployment(obj: dict, e: Errors) -> None:
@@ -243,8 +245,9 @@ def _job(obj: dict, e: Errors) -> None:
         spec["completions"] = 1
     spec.setdefault("parallelism", 1)
     spec.setdefault("backoffLimit", 6)
+    bounds = {"completions": limits.MAX_JOB_COMPLETIONS, "parallelism": limits.MAX_JOB_PARALLELISM}
     for field in ("completions", "parallelism", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
-        e.integer(spec, field, f"spec.{field}", minimum=0)
+        e.integer(spec, field, f"spec.{field}", minimum=0, maximum=bounds.get(field))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -523,9 +526,13 @@ def _node_pool(obj: dict, e: Errors) -> None:
     elif has_count == has_names:
         e.required("spec.count", "exactly one of spec.count or spec.names must be set") if not has_count else \
             e.invalid("spec.names", spec["names"], "may not be set together with spec.count")
-    e.integer(spec, "count", "spec.count", minimum=0)
+    e.integer(spec, "count", "spec.count", minimum=0, maximum=limits.MAX_NODES_PER_POOL)
+    names = spec.get("names")
+    if isinstance(names, list) and len(names) > limits.MAX_NODES_PER_POOL:
+        e.too_many("spec.names", len(names), limits.MAX_NODES_PER_POOL)
+        names = []
     seen: set[str] = set()
-    for i, name in enumerate(e.items_of(spec, "names", "spec.names") or ()):
+    for i, name in enumerate(e.items_of(spec, "names", "spec.names") if names else ()):
         if not isinstance(name, str):
             e.invalid(f"spec.names[{i}]", name, "must be a string")
             continue
@@ -537,7 +544,7 @@ def _node_pool(obj: dict, e: Errors) -> None:
     gpu = e.mapping(spec, "gpu", "spec.gpu")
     if gpu is not None:
         model = e.string(gpu, "model", "spec.gpu.model")
-        count = e.integer(gpu, "count", "spec.gpu.count", minimum=0)
+        count = e.integer(gpu, "count", "spec.gpu.count", minimum=0, maximum=limits.MAX_GPUS_PER_NODE)
         defined = e.mapping(gpu, "define", "spec.gpu.define")
         if not model and (count or 0) > 0 and "model" not in gpu and defined is None:
             e.required("spec.gpu.model")

@@ -11,7 +11,14 @@ reference's "fieldValidation" parameter):
 - ``Ignore``: unknown fields are dropped silently.
 
 Any other value is 400 (apimachinery ``ValidateFieldValidation``: ``Unsupported value``). The
-decoding itself is ``objects.strict``. For a patch, the patched object is decoded, and findings
+decoding itself is ``objects.strict``.
+
+Before that, :func:`read_body` takes a create or update body by its ``Content-Type`` as
+kube-apiserver's serializer negotiation does (apiserver handlers/negotiation
+``NegotiateInputSerializer``): JSON (also when no type is given: the first serializer) or YAML;
+anything else is 415 ``the body of the request was in an unknown format - accepted media types
+include: ...``, never parsed as JSON. Parsing is bounded by ``objects.limits`` (depth, YAML
+aliases, no NaN/Infinity): 400 with the decoder's words. For a patch, the patched object is decoded, and findings
 already present in the stored object are not blamed on the request; repeated keys of the patch
 body itself are findings too.
 
@@ -25,9 +32,35 @@ from typing import Any
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import GpuschedError
 from gpusched.objects.kinds import KindInfo
+from gpusched.objects.limits import LimitError
 from gpusched.objects.strict import (
     IGNORE, MODES, STRICT, WARN, DuplicateKeys, StrictDecodingError, decode, duplicate_findings,
 )
+
+
+BODY_TYPES = ("application/json", "application/yaml")
+
+
+class UnsupportedMediaTypeError(GpuschedError):
+    """415: a body in a format the API does not read (apimachinery NewUnsupportedMediaTypeError)."""
+
+    code = 415
+    reason = "UnsupportedMediaType"
+
+    def __init__(self, accepted: tuple[str, ...] = BODY_TYPES) -> None:
+        super().__init__("the body of the request was in an unknown format - accepted media types "
+                         f"include: {', '.join(accepted)}")
+
+
+def read_body(raw: bytes, content_type: str) -> Any:
+    """A create/update body parsed by its media type (see the module doc); repeated keys marked."""
+    from gpusched.server.patch import parse_body     # patch -> decoding would be a cycle
+    if content_type not in ("",) + BODY_TYPES:
+        raise UnsupportedMediaTypeError()
+    try:
+        return parse_body(raw, content_type or BODY_TYPES[0])
+    except LimitError as err:
+        raise BadRequestError(f"the body of the request could not be decoded: {err}") from None
 
 
 def mode_of(query: dict[str, str]) -> str:

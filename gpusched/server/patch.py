@@ -30,6 +30,7 @@ import yaml
 
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import GpuschedError
+from gpusched.objects import limits
 from gpusched.objects.manifest import yaml_load
 from gpusched.objects.strict import mapping_from_pairs
 from gpusched.server import strategic
@@ -49,8 +50,8 @@ def parse_body(raw: bytes, content_type: str) -> Any:
     try:
         if content_type == APPLY or content_type.endswith("yaml"):
             return yaml_load(text)
-        return json.loads(text, object_pairs_hook=mapping_from_pairs)
-    except (ValueError, yaml.YAMLError) as err:
+        return limits.json_loads(text, object_pairs_hook=mapping_from_pairs)
+    except (ValueError, yaml.YAMLError, limits.LimitError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise BadRequestError(f"the body of the request could not be decoded: {first}") from None
 

@@ -37,6 +37,7 @@ from gpusched.cluster import api_ops
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import FieldError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KindInfo
+from gpusched.objects.validation import validate_object
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
                                         parse_selector, selector_from_dict, selector_to_string)
 from gpusched.server import decoding, discovery, lists, patch, ssa, statuses
@@ -126,7 +127,7 @@ class ResourceApi:
             return status_response(405, "events are recorded by the cluster and cannot be changed")
         if method == "PUT":
             mode = decoding.mode_of(req.query)
-            body, warnings = decoding.decode_body(t.info, patch.parse_body(req.body, "application/json"), mode)
+            body, warnings = decoding.decode_body(t.info, decoding.read_body(req.body, req.content_type), mode)
             ns = t.namespace or ""
             manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
 
@@ -229,7 +230,7 @@ class ResourceApi:
     def create(self, req: Request, t: Target) -> Response:
         mode = decoding.mode_of(req.query)
         body, warnings = decoding.decode_body(
-            t.info, patch.parse_body(req.body, req.content_type or "application/json"), mode)
+            t.info, decoding.read_body(req.body, req.content_type), mode)
         if t.info.namespaced and t.namespace is None:
             ns = str(((body or {}).get("metadata") or {}).get("namespace") or "default") \
                 if isinstance(body, dict) else "default"
@@ -337,7 +338,7 @@ class ResourceApi:
                                       f"Invalid value: {replicas}: must be greater than or equal to 0")
             new = copy.deepcopy(old)
             new.setdefault("spec", {})["replicas"] = replicas
-            view.update(new)
+            view.update(validate_object(new))     # objects.limits' replicas bound, as a PUT
             return scale_of(view.get(t.info.kind, t.name, ns))
 
         return json_response(self.worker.write(write))

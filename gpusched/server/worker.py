@@ -56,6 +56,7 @@ class ClusterWorker:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._tick_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="gpusched-cluster", daemon=True)
 
     def start(self) -> "ClusterWorker":
@@ -128,11 +129,26 @@ class ClusterWorker:
             self._fail_pending()
 
     def _advance(self, cluster: Cluster, seconds: float) -> None:
+        """One clock tick. A failure (a full disk, say) is logged once, not at every tick,
+        and its recovery once; the next tick retries."""
         try:
             cluster.advance(seconds)
-        except Exception:
-            log.exception("real-time clock: advance failed")
+        except GpuschedError as err:        # expected (StoreFullError): one line, no traceback
+            self._tick_failed(str(err), None)
+        except Exception as err:
+            self._tick_failed(f"{type(err).__name__}: {err}", err)
+        else:
+            if self._tick_error is not None:
+                log.warning("real-time clock: advancing again (%s is over)", self._tick_error)
+                self._tick_error = None
         self.on_commit()
+
+    def _tick_failed(self, text: str, err: BaseException | None) -> None:
+        if text == self._tick_error:
+            return
+        self._tick_error = text
+        log.error("real-time clock: advance failed: %s (retried at every tick, logged once)", text,
+                  exc_info=err)
 
     def _serve(self, cluster: Cluster, first: tuple) -> None:
         mode, fn, future = first

@@ -1,0 +1,193 @@
+"""Bounds on hostile manifests (objects.limits), through the loader and validation the CLI uses.
+
+Each case is a few bytes that used to expand without bound or crash (issue 16, "Limits and hostile
+input"): nesting deep enough to segfault the YAML composer, a 400-byte alias bomb that became a
+78 MB state file, NaN stored and then breaking every list, workload sizes that hung the worker.
+Upstream references per case: go-yaml decode.go ``allowedAliasRatio`` ("yaml: document contains
+excessive aliasing") and its ``max depth``; Go encoding/json ``maxNestingDepth``; sigs.k8s.io/yaml
+``YAMLToJSON`` (``json: unsupported value: NaN``); etcd's ``--max-request-bytes`` 1.5 MiB and
+kube-apiserver's pass-through of ``etcdserver: request is too large``; apimachinery
+``field.TooMany``; batch validation ``completionsSoftLimit``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from gpusched.errors import GpuschedError, InvalidError, ManifestError
+from gpusched.objects import limits
+from gpusched.objects.manifest import load_text
+from gpusched.objects.strict import decode
+from gpusched.objects.validation import validate_object
+from tests.conftest import gpusched_executable
+
+CM_HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """The billion-laughs document: each level is ten aliases of the one before (~400 bytes)."""
+    lines = ["  a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        name, prev = chr(97 + level), chr(96 + level)
+        lines.append(f"  {name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    return CM_HEAD + "data:\n" + "\n".join(lines) + "\n"
+
+
+def deployment(**spec: object) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}, **spec}}
+
+
+def job(**spec: object) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "x"}]}}, **spec}}
+
+
+def pool(**spec: object) -> dict:
+    return {"apiVersion": "gpusched.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": spec}
+
+
+# ---- text the loader refuses before building it --------------------------------------------
+
+TEXT_CASES = [
+    # go-yaml decode.go allowedAliasRatio / CVE-2019-11253
+    ("yaml-alias-bomb", alias_bomb(), "x.yaml", "yaml: document contains excessive aliasing"),
+    # go-yaml "exceeded max depth of 10000" (gpusched: 100)
+    ("yaml-deep-flow", CM_HEAD + "data: " + "[" * 100_000 + "]" * 100_000 + "\n", "x.yaml",
+     "yaml: exceeded max depth of 100"),
+    ("yaml-deep-block", CM_HEAD + "data:\n" + "".join("  " * i + "- \n" for i in range(1, 300)),
+     "x.yaml", "yaml: exceeded max depth of 100"),
+    # Go encoding/json maxNestingDepth
+    ("json-deep", '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":'
+     + "[" * 100_000 + "]" * 100_000 + "}", "x.json", "exceeded max depth of 100"),
+    # encoding/json: NaN and Infinity are not JSON
+    ("json-nan", '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":NaN}}',
+     "x.json", "invalid character 'N' looking for beginning of value"),
+    ("json-infinity", '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"x":-Infinity}',
+     "x.json", "invalid character 'I' in numeric literal"),
+    # sigs.k8s.io/yaml YAMLToJSON: json.Marshal of a NaN float
+    ("yaml-nan", CM_HEAD + "x: .nan\n", "x.yaml", "json: unsupported value: NaN"),
+    ("yaml-inf", CM_HEAD + "x: [-.inf]\n", "x.yaml", "json: unsupported value: -Inf"),
+]
+
+
+@pytest.mark.parametrize("text,name,message", [c[1:] for c in TEXT_CASES], ids=[c[0] for c in TEXT_CASES])
+def test_loader_refuses_hostile_text_with_one_line(text, name, message):
+    with pytest.raises(ManifestError) as caught:
+        load_text(text, name, json_hint=name.endswith(".json"))
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_aliases_within_bounds_still_load():
+    """Anchors and merges as people use them (a few shared blocks) are fine."""
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, labels: &l {a: b}}\n"
+            "data: {k: &v value, k2: *v}\n")
+    assert load_text(text, "x.yaml")[0].obj["data"] == {"k": "value", "k2": "value"}
+
+
+def test_nesting_at_the_bound_loads():
+    value: object = "leaf"
+    for _ in range(limits.MAX_DEPTH - 3):
+        value = [value]
+    doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "x": value}
+    assert load_text(json.dumps(doc), "x.json")[0].obj["x"] == value
+
+
+# ---- objects validation refuses -----------------------------------------------------------
+
+def big_configmap(size: int) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": "x" * size}}
+
+
+OBJECT_CASES = [
+    ("replicas-100000", deployment(replicas=100_000), 'spec.replicas: Invalid value: 100000: must be less '
+     "than or equal to 5000"),
+    ("job-completions-1e6", job(completions=1_000_000), "spec.completions: Invalid value: 1000000: must be "
+     "less than or equal to 100000"),
+    ("job-parallelism-1e6", job(parallelism=1_000_000), "spec.parallelism: Invalid value: 1000000: must be "
+     "less than or equal to 5000"),
+    ("nodepool-count-1e5", pool(count=100_000), "spec.count: Invalid value: 100000: must be less than or "
+     "equal to 5000"),
+    ("nodepool-gpus-per-node", pool(count=1, gpu={"model": "A100-40GB", "count": 100_000}),
+     "spec.gpu.count: Invalid value: 100000: must be less than or equal to 64"),
+    # apimachinery field.TooMany
+    ("nodepool-names", pool(names=[f"n{i}" for i in range(5001)]),
+     "spec.names: Too many: 5001: must have at most 5000 items"),
+]
+
+
+@pytest.mark.parametrize("obj,message", [c[1:] for c in OBJECT_CASES], ids=[c[0] for c in OBJECT_CASES])
+def test_workload_sizes_have_documented_maxima(obj, message):
+    with pytest.raises(InvalidError) as caught:
+        validate_object(obj)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("obj", [deployment(replicas=5000), job(completions=100_000, parallelism=5000),
+                                 pool(count=5000)], ids=["replicas", "job", "nodepool"])
+def test_workload_sizes_at_the_maxima_are_valid(obj):
+    validate_object(obj)
+
+
+def test_object_over_etcd_request_limit_is_refused_as_etcd_does():
+    """etcd --max-request-bytes (1.5 MiB); kube-apiserver answers with etcd's text."""
+    validate_object(big_configmap(limits.MAX_OBJECT_BYTES - 200))
+    with pytest.raises(limits.ObjectTooLargeError) as caught:
+        validate_object(big_configmap(limits.MAX_OBJECT_BYTES), where="x.yaml: document 0")
+    assert str(caught.value) == "x.yaml: document 0: etcdserver: request is too large"
+    assert caught.value.code == 500
+
+
+@pytest.mark.parametrize("value,message", [
+    (float("nan"), "json: unsupported value: NaN"),
+    (float("inf"), "json: unsupported value: +Inf"),
+], ids=["nan", "inf"])
+def test_non_finite_numbers_never_validate(value, message):
+    """An object built in code (a patch result) with NaN is refused before the store sees it."""
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "x": value}
+    with pytest.raises(GpuschedError, match=re.escape(message)):
+        validate_object(obj)
+
+
+@pytest.mark.parametrize("field", ["annotations", "labels", "ownerReferences", "finalizers"])
+def test_null_metadata_fields_decode_to_nothing(field):
+    """Go decodes null into the zero value, which is omitted: ``annotations: null`` is no
+    annotations (a stored None crashed every later settle of the pending pod)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", field: None},
+           "spec": {"containers": [{"name": "c", "image": "x", "resources": None}]}}
+    out = decode(pod).obj
+    assert field not in out["metadata"] and "resources" not in out["spec"]["containers"][0]
+
+
+# ---- the CLI: one line, exit 1, nothing stored ----------------------------------------------
+
+CLI_CASES = [
+    # 100,000 levels segfaulted libyaml's composer (exit -11)
+    ("deep-yaml", "deep.yaml", CM_HEAD + "data: " + "[" * 100_000 + "]" * 100_000 + "\n",
+     "yaml: exceeded max depth of 100"),
+    ("alias-bomb", "bomb.yaml", alias_bomb(), "yaml: document contains excessive aliasing"),
+    ("replicas", "d.json", json.dumps(deployment(replicas=100_000)), "must be less than or equal to 5000"),
+]
+
+
+@pytest.mark.parametrize("name,text,message", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
+def test_cli_apply_refuses_with_one_line(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    state = tmp_path / "state.db"
+    done = subprocess.run([gpusched_executable(), "--state", str(state), "apply", "-f", str(tmp_path / name)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, (done.returncode, done.stderr[-500:])
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr[-500:]
+    listed = subprocess.run([gpusched_executable(), "--state", str(state), "get", "configmaps,deployments",
+                             "-o", "name"], capture_output=True, text=True, timeout=60, check=True)
+    assert "bomb" not in listed.stdout and "deployment" not in listed.stdout
+    assert state.stat().st_size < 5_000_000 if state.exists() else True
