@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 BUSY_TIMEOUT_MS = 30_000
-SQLITE_FULL = 13
+SQLITE_FULL, SQLITE_IOERR = 13, 10
+LOW_DISK_BYTES = 1 << 20        # an I/O error with less free than this is a full disk
 DEFAULT_SEED = 0
 
 _SCHEMA = """
@@ -121,6 +122,14 @@ def dumps(body: dict) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
+def _disk_free(path: Path) -> int:
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return LOW_DISK_BYTES
+    return stat.f_bavail * stat.f_frsize
+
+
 class StoreFullError(GpuschedError):
     """The state file's disk (or SQLite's page limit) is full: the write was rolled back whole.
 
@@ -150,13 +159,20 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
                                     isolation_level=None, check_same_thread=not shared)
-        self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(_SCHEMA)   # idempotent; runs outside any transaction
-        if start is not None:   # a new state file's clock starts here (an old one keeps its own)
-            self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('clock', ?)",
-                              (repr(float(start)),))
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(_SCHEMA)   # idempotent; runs outside any transaction
+            if start is not None:   # a new state file's clock starts here (an old one keeps its own)
+                self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('clock', ?)",
+                                  (repr(float(start)),))
+        except sqlite3.OperationalError as err:
+            full = self._full(err)
+            self.conn.close()
+            if full is None:
+                raise
+            raise full from None
 
     def close(self) -> None:
         self.conn.close()
@@ -175,11 +191,21 @@ class Store:
                 raise
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as err:
-            if getattr(err, "sqlite_errorcode", None) != SQLITE_FULL and "full" not in str(err):
+            full = self._full(err)
+            if full is None:
                 raise
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
-            raise StoreFullError(str(self.path), str(err)) from None
+            raise full from None
+
+    def _full(self, err: sqlite3.OperationalError) -> "StoreFullError | None":
+        """SQLITE_FULL, or an I/O error on a disk with no space left (WAL/shm growth fails so)."""
+        code = getattr(err, "sqlite_errorcode", None)
+        if code == SQLITE_FULL or "database or disk is full" in str(err):
+            return StoreFullError(str(self.path), "database or disk is full")
+        if code is not None and code & 0xFF == SQLITE_IOERR and _disk_free(self.path) < LOW_DISK_BYTES:
+            return StoreFullError(str(self.path), f"{err} (no space left on device)")
+        return None
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
