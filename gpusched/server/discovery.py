@@ -204,12 +204,20 @@ def _document_hash(group_version: str) -> str:
     return _hash(json.dumps(openapi_document(group_version), sort_keys=True)).upper()
 
 
+def _path_parameter(name: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string", "uniqueItems": True},
+            "description": f"name of the {'Namespace' if name == 'namespace' else 'object'}"}
+
+
 def _operation(info: KindInfo, verb: str, action: str) -> dict:
     group, _, version = info.api_version.rpartition("/")
     op = {"operationId": f"{verb}{info.kind}", "x-kubernetes-action": action,
           "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.kind},
           "responses": {"200": {"description": "OK", "content": {"application/json": {
               "schema": {"$ref": f"#/components/schemas/{_schema_name(info)}"}}}}}}
+    if verb in ("create", "replace"):         # kube-openapi: the body is the kind, any media type
+        op["requestBody"] = {"required": True, "content": {"*/*": {
+            "schema": {"$ref": f"#/components/schemas/{_schema_name(info)}"}}}}
     if verb in ("patch", "create", "replace"):
         op["parameters"] = [
             {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
@@ -246,12 +254,14 @@ def openapi_document(group_version: str) -> dict | None:
     named, opened = [], {}
     for info in kinds:
         scope = f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
+        scoped = [_path_parameter("namespace")] if info.namespaced else []
         paths[scope] = {"get": _operation(info, "list", "list"),
-                        "post": _operation(info, "create", "post")}
+                        "post": _operation(info, "create", "post"), "parameters": scoped}
         paths[f"{scope}/{{name}}"] = {"get": _operation(info, "read", "get"),
                                       "put": _operation(info, "replace", "put"),
                                       "patch": _operation(info, "patch", "patch"),
-                                      "delete": _operation(info, "delete", "delete")}
+                                      "delete": _operation(info, "delete", "delete"),
+                                      "parameters": [_path_parameter("name"), *scoped]}
         if schema.schema_for(info.api_version, info.kind) is None:
             opened[_schema_name(info)] = _open_schema(info)
         else:
