@@ -34,6 +34,16 @@ def small_disk(tmp_path: Path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+def fill(path: Path) -> None:
+    """Write zeros to ``path`` until the filesystem is full (unbuffered: nothing left to flush)."""
+    with path.open("wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+        except OSError:
+            pass
+
+
 def configmap(name: str, size: int) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"blob": "x" * size}}
 
@@ -43,13 +53,7 @@ def test_full_disk_answers_a_status_logs_once_and_recovers(small_disk):
     filler = small_disk / "filler"
     try:
         assert served.request("POST", CM, configmap("before", 10))[0] == 201
-        with filler.open("wb") as handle:
-            try:
-                while True:
-                    handle.write(b"\0" * 65536)
-                    handle.flush()
-            except OSError:
-                pass
+        fill(filler)
         answers = [served.request("POST", CM, configmap(f"big{i}", 300_000)) for i in range(8)]
         for code, reply in answers:
             assert code == 500, reply
