@@ -46,6 +46,7 @@ from gpusched.errors import GpuschedError
 log = logging.getLogger(__name__)
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+_LAST_SECOND = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - EPOCH).total_seconds())
 BUSY_TIMEOUT_MS = 30_000
 SQLITE_FULL, SQLITE_IOERR = 13, 10
 LOW_DISK_BYTES = 1 << 20        # an I/O error with less free than this is a full disk
@@ -84,10 +85,13 @@ def default_state_path(explicit: str | None = None) -> Path:
 def rfc3339(seconds: float) -> str:
     """Virtual seconds -> ``2026-01-01T00:00:05Z`` (whole seconds, as Kubernetes prints them).
 
-    >>> rfc3339(0), rfc3339(3661.7)
-    ('2026-01-01T00:00:00Z', '2026-01-01T01:01:01Z')
+    Times past year 9999 (a grace period or deadline of 2^63-1 seconds, valid int64 values)
+    print as the last second RFC 3339 can write, so such an object never breaks a later command.
+
+    >>> rfc3339(0), rfc3339(3661.7), rfc3339(2**63 - 1)
+    ('2026-01-01T00:00:00Z', '2026-01-01T01:01:01Z', '9999-12-31T23:59:59Z')
     """
-    return (EPOCH + timedelta(seconds=int(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (EPOCH + timedelta(seconds=min(int(seconds), _LAST_SECOND))).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_start(text: str) -> float:

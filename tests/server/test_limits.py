@@ -208,3 +208,23 @@ def test_no_hostile_write_breaks_a_later_read_list_settle_or_tick(objects: Serve
     assert objects.gpusched("advance", "5m").returncode == 0
     assert objects.request("POST", PODS, pod("still-works"))[0] == 201
     assert sent == len(CREATE_CASES) + len(PATCH_CASES) + 6
+
+
+def test_int64_max_durations_do_not_break_delete_or_the_clock(serve: Served):
+    """terminationGracePeriodSeconds and activeDeadlineSeconds of 2^63-1 are valid int64 values;
+    deleting such a pod used to fail with ``OverflowError`` (its deletionTimestamp beyond year 9999),
+    for the CLI and the API alike. RFC 3339 time stops at 9999-12-31T23:59:59Z."""
+    capacity = {"cpu": "8", "memory": "16Gi", "pods": "110"}
+    serve.json("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                                 "status": {"capacity": capacity, "allocatable": capacity}})
+    body = pod("forever", terminationGracePeriodSeconds=2**63 - 1, activeDeadlineSeconds=2**63 - 1)
+    del body["spec"]["containers"][0]["resources"]
+    assert serve.request("POST", PODS, body)[0] == 201
+    code, reply = serve.request("DELETE", f"{PODS}/forever")
+    assert code == 200, reply
+    assert reply["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z"
+    code, reply = serve.request("DELETE", f"{PODS}/forever?gracePeriodSeconds={2**63 - 1}")
+    assert code == 200, reply
+    assert serve.gpusched("advance", "1h").returncode == 0
+    assert serve.request("GET", PODS, headers={"Accept": TABLE})[0] == 200
+    serve.kubectl("get", "pods")
