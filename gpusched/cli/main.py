@@ -186,6 +186,9 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
     _namespace_options(p)
     p.add_argument("-o", "--output", choices=("json", "yaml"), default=None)
 
+    from gpusched.cli import whatif   # whatif pod (the cluster layer is imported when run)
+    whatif.add_commands(sub)
+
     from gpusched.cli import recommend
     recommend.add_command(sub, _namespace_options)
 

@@ -380,6 +380,21 @@ class Cluster:
             result = self._explain_pod(view, pod)
             return dataclasses.replace(result, facts=facts + result.facts, workload=ref)
 
+    def whatif_pods(self, manifests: list, namespace: str = "default") -> list[Any]:
+        """``cluster.whatif_pod.answer`` for the pods of ``manifests`` on the state as it is now,
+        in a write transaction that is always rolled back: nothing is stored, the
+        resourceVersion and the change feed stay as they were."""
+        from gpusched.cluster import whatif_pod
+        if not self._furnished():
+            self.settle()       # a fresh state file gets its namespaces first, as explain's read does
+        saved, self.dry_run = self.dry_run, True
+        try:
+            with self._write(settle=False) as view:
+                answers = whatif_pod.answer(view, manifests, namespace, self._explain_pod)
+        finally:
+            self.dry_run = saved
+        return answers
+
     @staticmethod
     def _explain_pod(view: View, pod: dict) -> Any:
         import dataclasses

@@ -1,0 +1,181 @@
+"""``gpusched whatif pod -f job.yaml``: would this pod (or each pod of a workload's template) run
+on the cluster as it is now, where, on which devices, and if not, what would have to give way.
+
+``answer(view, manifests)`` works on a view inside a transaction the caller rolls back
+(``Cluster.whatif_pods``): every pod is admitted as ``apply`` would admit it (defaults, the
+PriorityClass's priority, quota/LimitRange checks), then asked through ``Cluster._explain_pod``
+(the scheduler's own filters and PostFilter dry run, ``scheduler.explain``) and, when it fits now,
+one real scheduling cycle (``Scheduler.schedule_one``) picks the node and the devices, which are
+bound in the throw-away view so the next pod of the same workload sees them taken. Verdicts:
+
+- ``fits-now``: node and devices (GPU index, device ID or MIG instance, resource, slot);
+- ``fits-after-preemption``: DefaultPreemption's choice (``scheduler.preemption``, after
+  kube-scheduler's ``pkg/scheduler/framework/preemption/preemption.go``): nominated node and
+  victims; the scheduler would evict them when the pod is created;
+- ``fits-after-finishing``: explain's "room frees up" suggestion: the node, the pods that have to
+  finish (from ``gpusched.io/duration``, ``sleep N`` or deadlines) and when on the virtual clock;
+- ``does-not-fit``: neither; the reasons are explain's facts (``too-large`` names the largest
+  node) and the scheduler's FailedScheduling message.
+
+Pods after the first of a workload that do not fit now are judged each on its own (no earlier
+pod's preemption or wait is assumed). Nothing is written: the caller rolls the transaction back.
+
+Neighbours: ``cluster.cluster.Cluster.whatif_pods`` (the transaction), ``cluster.explain_facts``
+(finish times, device rows), ``cli.whatif`` (output).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from gpusched.cluster.view import View
+from gpusched.errors import ManifestError
+
+TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+MAX_PODS = 100       # pods asked about per command (replicas beyond are not simulated)
+WHATIF_SUFFIX = "-whatif"
+
+
+@dataclass(frozen=True)
+class PodAnswer:
+    pod: str                          # namespace/name of the pod asked about
+    verdict: str                      # fits-now | fits-after-preemption | fits-after-finishing | does-not-fit
+    text: str                         # the one-line human answer
+    node: str = ""
+    devices: tuple[dict, ...] = ()    # fits-now: {gpu, device, resource, slot}
+    victims: tuple[str, ...] = ()     # fits-after-preemption: pod keys
+    waits_for: tuple[str, ...] = ()   # fits-after-finishing: pod keys
+    at: float | None = None           # fits-after-finishing: virtual seconds
+    at_time: str = ""                 # the same as RFC 3339
+    message: str = ""                 # the scheduler's FailedScheduling message ("" when it fits)
+    reasons: tuple[str, ...] = ()     # explain's facts, one line each
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod, "verdict": self.verdict, "answer": self.text,
+                               "node": self.node, "devices": list(self.devices),
+                               "victims": list(self.victims), "waitsFor": list(self.waits_for),
+                               "message": self.message, "reasons": list(self.reasons)}
+        if self.at is not None:
+            out["at"], out["atTime"] = self.at, self.at_time
+        return out
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def pod_bodies(manifest, body: dict) -> list[dict]:
+    """The pods a validated ``body`` stands for: itself (a Pod) or ``replicas`` / ``parallelism``
+    copies of its pod template (one for a DaemonSet or a Job without parallelism)."""
+    kind = body.get("kind", "")
+    if kind == "Pod":
+        return [body]
+    if kind not in TEMPLATE_KINDS:
+        raise ManifestError(manifest.source, manifest.index, "kind",
+                            f"whatif pod takes a Pod or a kind with a pod template "
+                            f"({', '.join(TEMPLATE_KINDS)}), not {kind}")
+    spec = body.get("spec") or {}
+    template = spec.get("template") or {}
+    if not template.get("spec"):
+        raise ManifestError(manifest.source, manifest.index, "spec.template.spec", "Required value")
+    count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
+    count = 1 if kind == "DaemonSet" or count is None else int(count)
+    name, ns = _meta(body).get("name", ""), _meta(body).get("namespace")
+    pods = []
+    for i in range(min(max(count, 0), MAX_PODS)):
+        meta = {"name": f"{name}-{i}", "labels": dict(_meta(template).get("labels") or {}),
+                "annotations": dict(_meta(template).get("annotations") or {})}
+        if ns:
+            meta["namespace"] = ns
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                     "spec": copy.deepcopy(template["spec"])})
+    return pods
+
+
+def _free_name(view: View, body: dict, namespace: str) -> dict:
+    """The pod under its own name, or ``<name>-whatif`` when a pod of that name exists."""
+    name = _meta(body).get("name", "")
+    while view.get("Pod", name, namespace) is not None:
+        name += WHATIF_SUFFIX
+    return {**body, "metadata": {**_meta(body), "name": name, "namespace": namespace}}
+
+
+def _admit(view: View, manifest, body: dict, default_ns: str) -> dict:
+    from gpusched.cluster.admission import admit
+    from gpusched.errors import InvalidError
+
+    namespace = _meta(body).get("namespace") or default_ns
+    body = _free_name(view, body, namespace)
+    try:
+        admitted = admit(view, body, None)
+    except InvalidError as err:
+        raise InvalidError(err.kind, err.name, err.errors, where=manifest.where) from None
+    return view.create(admitted)
+
+
+def _fits_now(view: View, pod: dict, explanation) -> PodAnswer:
+    from gpusched.cluster import scheduling
+    from gpusched.cluster.explain_facts import running_fact
+    from gpusched.objects.pod import pod_info
+
+    snapshot, order = scheduling.build_snapshot(view)
+    scheduler = scheduling.make_scheduler(snapshot, view, order)
+    result = scheduler.schedule_one(pod_info(pod, order.get(_meta(pod)["uid"], 0)))
+    key = explanation.pod
+    if not result.scheduled:        # explain said feasible; Reserve/Permit said no
+        return PodAnswer(key, "does-not-fit", f"{key} does not fit now: {result.message}",
+                         message=result.message)
+    scheduling.bind(view, pod, result.node, result.assignment)
+    held = dict(running_fact(view, view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])).fields)
+    devices = tuple(held["devices"])
+    where = ", ".join(f"GPU {d['gpu']} ({d['device']}, {d['resource']}, {d['slot']})" for d in devices)
+    text = f"{key} fits now on {result.node}" + (f": {where}" if where else " (no GPU devices)")
+    return PodAnswer(key, "fits-now", text, result.node, devices)
+
+
+def _does_not_fit(explanation) -> PodAnswer:
+    reasons = tuple(f.text for f in explanation.facts)
+    found = {s.kind: s for s in explanation.suggestions}
+    key = explanation.pod
+    preempt, finish = found.get("preemption"), found.get("finishing")
+    if preempt is not None:
+        text = (f"{key} fits on {preempt.nodes[0]} after preempting {len(preempt.pods)} lower-priority "
+                f"pod(s): {', '.join(preempt.pods)}")
+        return PodAnswer(key, "fits-after-preemption", text, preempt.nodes[0], victims=preempt.pods,
+                         message=explanation.message, reasons=reasons)
+    if finish is not None and finish.at is not None:
+        text = f"{key} does not fit now; {finish.change}: {', '.join(finish.pods)}"
+        return PodAnswer(key, "fits-after-finishing", text, finish.nodes[0], waits_for=finish.pods,
+                         at=float(finish.at), at_time=_stamp_of(finish.change),
+                         message=explanation.message, reasons=reasons)
+    why = "; ".join(reasons) or explanation.message
+    return PodAnswer(key, "does-not-fit", f"{key} does not fit now and nothing that ends on its own "
+                     f"makes room: {why}", message=explanation.message, reasons=reasons)
+
+
+def _stamp_of(change: str) -> str:
+    """The RFC 3339 time in explain's ``room frees up ... (at T)`` wording."""
+    head, _, rest = change.partition("(at ")
+    return rest.partition(")")[0] if rest else ""
+
+
+def answer(view: View, manifests: list, default_ns: str, explain_pod) -> list[PodAnswer]:
+    """One ``PodAnswer`` per pod the manifests stand for (see the module docstring);
+    ``explain_pod(view, pod)`` is ``Cluster._explain_pod``. Mutates ``view``: roll it back."""
+    from gpusched.cluster.apply import validated
+
+    bodies = []
+    for manifest in manifests:
+        body, _warnings = validated(manifest, "Strict")
+        bodies.extend((manifest, pod) for pod in pod_bodies(manifest, body))
+    if not bodies:
+        raise ManifestError(manifests[0].source if manifests else "-", 0, "", "no objects passed to whatif")
+    out = []
+    for manifest, body in bodies[:MAX_PODS]:
+        pod = _admit(view, manifest, body, default_ns)
+        explanation = explain_pod(view, pod)
+        out.append(_fits_now(view, pod, explanation) if not explanation.message and explanation.feasible
+                   else _does_not_fit(explanation))
+    return out
