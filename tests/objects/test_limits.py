@@ -191,3 +191,19 @@ def test_cli_apply_refuses_with_one_line(tmp_path, name, text, message):
                              "-o", "name"], capture_output=True, text=True, timeout=60, check=True)
     assert "bomb" not in listed.stdout and "deployment" not in listed.stdout
     assert state.stat().st_size < 5_000_000 if state.exists() else True
+
+
+@pytest.mark.parametrize("kind,obj,flag", [
+    ("deployment", deployment(replicas=1), "must be less than or equal to 5000"),
+    ("job", job(parallelism=1), "must be less than or equal to 5000"),
+], ids=["deployment", "job"])
+def test_cli_scale_past_the_maxima_is_refused(tmp_path, kind, obj, flag):
+    """``gpusched scale`` writes through validation too (it used to store replicas: 100000)."""
+    (tmp_path / "w.json").write_text(json.dumps(obj))
+    state = str(tmp_path / "state.db")
+    run = lambda *args: subprocess.run([gpusched_executable(), "--state", state, *args],  # noqa: E731
+                                       capture_output=True, text=True, timeout=120, check=False)
+    assert run("apply", "-f", str(tmp_path / "w.json")).returncode == 0
+    done = run("scale", kind, obj["metadata"]["name"], "--replicas", "100000")
+    assert done.returncode == 1 and flag in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert run("scale", kind, obj["metadata"]["name"], "--replicas", "3").returncode == 0
