@@ -14,7 +14,8 @@ bound in the throw-away view so the next pod of the same workload sees them take
   victims; the scheduler would evict them when the pod is created;
 - ``fits-after-finishing``: explain's "room frees up" suggestion: the node, the pods that have to
   finish (from ``gpusched.io/duration``, ``sleep N`` or deadlines) and when on the virtual clock;
-- ``does-not-fit``: neither; the reasons are explain's facts (``too-large`` names the largest
+- ``gated``: ``spec.schedulingGates`` keep it out of the scheduling queue, wherever it would fit;
+- ``does-not-fit``: none of these; the reasons are explain's facts (``too-large`` names the largest
   node) and the scheduler's FailedScheduling message.
 
 Pods after the first of a workload that do not fit now are judged each on its own (no earlier
@@ -41,7 +42,7 @@ WHATIF_SUFFIX = "-whatif"
 @dataclass(frozen=True)
 class PodAnswer:
     pod: str                          # namespace/name of the pod asked about
-    verdict: str                      # fits-now | fits-after-preemption | fits-after-finishing | does-not-fit
+    verdict: str                      # fits-now | fits-after-preemption | fits-after-finishing | gated | does-not-fit
     text: str                         # the one-line human answer
     node: str = ""
     devices: tuple[dict, ...] = ()    # fits-now: {gpu, device, resource, slot}
@@ -139,6 +140,11 @@ def _does_not_fit(explanation) -> PodAnswer:
     reasons = tuple(f.text for f in explanation.facts)
     found = {s.kind: s for s in explanation.suggestions}
     key = explanation.pod
+    gated = [f for f in explanation.facts if f.kind == "gated"]
+    if gated:                 # the SchedulingGates PreEnqueue plugin keeps it out of the queue
+        gates = " ".join(dict(gated[0].fields)["gates"])
+        return PodAnswer(key, "gated", f"{key} does not run now: waiting for scheduling gates: [{gates}]",
+                         reasons=reasons)
     preempt, finish = found.get("preemption"), found.get("finishing")
     if preempt is not None:
         text = (f"{key} fits on {preempt.nodes[0]} after preempting {len(preempt.pods)} lower-priority "
@@ -176,6 +182,7 @@ def answer(view: View, manifests: list, default_ns: str, explain_pod) -> list[Po
     for manifest, body in bodies[:MAX_PODS]:
         pod = _admit(view, manifest, body, default_ns)
         explanation = explain_pod(view, pod)
-        out.append(_fits_now(view, pod, explanation) if not explanation.message and explanation.feasible
-                   else _does_not_fit(explanation))
+        fits = not explanation.message and explanation.feasible \
+            and not any(f.kind == "gated" for f in explanation.facts)
+        out.append(_fits_now(view, pod, explanation) if fits else _does_not_fit(explanation))
     return out

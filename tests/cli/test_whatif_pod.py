@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.cli.runner import Gpusched
+from tests.conftest import REPO_ROOT
 
 
 def pod(name: str, gpus: int, selector: str = "", priority: str = "", duration: str = "",
@@ -35,6 +36,13 @@ def pod(name: str, gpus: int, selector: str = "", priority: str = "", duration: 
     return (f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n"
             f"  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n"
             f"    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{indented}")
+
+
+MIG_POD = ("apiVersion: v1\nkind: Pod\nmetadata: {name: mig-small}\nspec:\n  containers:\n  - name: c\n"
+           "    image: busybox\n    resources: {limits: {nvidia.com/mig-1g.5gb: 1}}\n")
+GATED_POD = ("apiVersion: v1\nkind: Pod\nmetadata: {name: gated}\nspec:\n"
+             "  schedulingGates: [{name: example.com/wait}]\n  containers:\n  - name: c\n"
+             "    image: busybox\n    resources: {limits: {nvidia.com/gpu: 1}}\n")
 
 
 def fingerprint(path: str) -> list:
@@ -56,6 +64,7 @@ class Case:
     victims: tuple[str, ...] = ()
     waits_for: tuple[str, ...] = ()
     at_time: str = ""
+    slot: tuple[str, str] = ("GPU-", "whole")   # fits-now: device ID prefix and slot of each device
 
 
 CASES = [
@@ -73,6 +82,12 @@ CASES = [
          pod("next", 8, "a100"), ("fits-after-finishing",), ("gpu-node-1",),
          "default/next does not fit now; room frees up on gpu-node-1 in 30m (at 2026-01-01T00:30:00Z) "
          "when 1 pod(s) finish: default/run", waits_for=("default/run",), at_time="2026-01-01T00:30:00Z"),
+    # mig-mixed: all-balanced A100 advertises nvidia.com/mig-1g.5gb; the answer names the instance
+    Case("fits-now-on-a-mig-instance", (REPO_ROOT / "examples/mig-mixed/1-mig-node.yaml").read_text(),
+         MIG_POD, ("fits-now",), ("mig-node-1",), "default/mig-small fits now on mig-node-1: GPU 0 (MIG-",
+         gpus=(1,), slot=("MIG-", "1g.5gb")),
+    Case("gated-pod-waits-for-its-gates", "", GATED_POD, ("gated",), ("",),
+         "default/gated does not run now: waiting for scheduling gates: [example.com/wait]"),
     Case("never-fits-largest-node", "", pod("huge", 16), ("does-not-fit",), ("",),
          "default/huge does not fit now and nothing that ends on its own makes room: the largest node "
          "(gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16"),
@@ -96,7 +111,8 @@ def test_whatif_pod(tmp_path, case: Case) -> None:
     assert tuple(a["node"] for a in answers) == case.nodes
     for answer, gpus in zip(answers, case.gpus):
         assert len(answer["devices"]) == gpus
-        assert all(d["device"].startswith("GPU-") and d["slot"] == "whole" for d in answer["devices"])
+        assert all(d["device"].startswith(case.slot[0]) and d["slot"] == case.slot[1]
+                   for d in answer["devices"]), answer["devices"]
     assert tuple(answers[0]["victims"]) == case.victims
     assert tuple(answers[0]["waitsFor"]) == case.waits_for
     assert answers[0].get("atTime", "") == case.at_time
