@@ -35,7 +35,7 @@ from gpusched.cluster.view import View
 from gpusched.errors import ManifestError
 
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
-MAX_PODS = 100       # pods asked about per command (replicas beyond are not simulated)
+MAX_PODS = 100       # pods asked about per command: more is refused in one line
 WHATIF_SUFFIX = "-whatif"
 
 
@@ -83,9 +83,13 @@ def pod_bodies(manifest, body: dict) -> list[dict]:
         raise ManifestError(manifest.source, manifest.index, "spec.template.spec", "Required value")
     count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
     count = 1 if kind == "DaemonSet" or count is None else int(count)
+    if count > MAX_PODS:
+        field = "spec.parallelism" if kind == "Job" else "spec.replicas"
+        raise ManifestError(manifest.source, manifest.index, field,
+                            f"{count} pods: whatif pod asks about at most {MAX_PODS} pods")
     name, ns = _meta(body).get("name", ""), _meta(body).get("namespace")
     pods = []
-    for i in range(min(max(count, 0), MAX_PODS)):
+    for i in range(max(count, 0)):
         meta = {"name": f"{name}-{i}", "labels": dict(_meta(template).get("labels") or {}),
                 "annotations": dict(_meta(template).get("annotations") or {})}
         if ns:
@@ -178,8 +182,11 @@ def answer(view: View, manifests: list, default_ns: str, explain_pod) -> list[Po
         bodies.extend((manifest, pod) for pod in pod_bodies(manifest, body))
     if not bodies:
         raise ManifestError(manifests[0].source if manifests else "-", 0, "", "no objects passed to whatif")
+    if len(bodies) > MAX_PODS:
+        raise ManifestError(manifests[0].source, None, "", f"{len(bodies)} pods: whatif pod asks about "
+                            f"at most {MAX_PODS} pods")
     out = []
-    for manifest, body in bodies[:MAX_PODS]:
+    for manifest, body in bodies:
         pod = _admit(view, manifest, body, default_ns)
         explanation = explain_pod(view, pod)
         fits = not explanation.message and explanation.feasible \

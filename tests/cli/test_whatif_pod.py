@@ -134,6 +134,8 @@ BAD = [
     ("missing-file", None, "nope.yaml"),
     ("invalid-manifest", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: 3}\n",
      "job.yaml: document 0"),
+    ("too-many-replicas", pod("wide", 1, kind="Deployment", replicas=101),
+     "job.yaml: document 0: spec.replicas: 101 pods: whatif pod asks about at most 100 pods"),
     ("kind-without-pod-template", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
      "whatif pod takes a Pod or a kind with a pod template"),
 ]
