@@ -7,9 +7,8 @@ is aligned on its own. ``Sheet`` reproduces that for pods and nodes; the kinds o
 ``cli.describe_kinds``, ``cli.describe_workloads``, ``cli.describe_storage``) and aligned by
 ``cli.output.tabwrite``.
 
-Pods: Name, Namespace, Priority, Priority Class Name, Node, Labels, Annotations (gpusched's
-bookkeeping shown as Assigned GPUs/Devices lines instead), Status, Containers with
-Requests/Limits, Conditions, Nominated Node Name, Events. Nodes: Labels, Taints, Unschedulable,
+Pods: kubectl's describePod (``cli.describe_pod``), gpusched's bookkeeping annotations hidden
+and shown instead in a final ``GPU Assignment (gpusched):`` block. Nodes: Labels, Taints, Unschedulable,
 Capacity, Allocatable, Non-terminated Pods, Allocated resources (``nvidia.com/*`` rows with
 percentages), the per-GPU assignment table (from ``NodeDevices.rows()``), Events. Kinds without
 a kubectl describer here: metadata, then spec and status as nested keys.
@@ -23,19 +22,19 @@ import argparse
 import sys
 from typing import Any, Iterable, Sequence
 
-from gpusched.cli.columns import node_status_text, pod_status_text
+from gpusched.cli.columns import node_status_text
 from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
 from gpusched.cli.describe_base import (HIDDEN_ANNOTATIONS, NONE, Related, event_row, events_for,
                                         kube_date, meta)
 from gpusched.cli.describe_kinds import KIND_PAGES
 from gpusched.cli.describe_storage import describe_pv, describe_pvc, describe_storageclass
-from gpusched.cli.describe_template import toleration_text
 from gpusched.cli.describe_workloads import (describe_daemonset, describe_deployment, describe_job,
                                              describe_replicaset)
 from gpusched.cli.describe_hpa import describe_hpa
+from gpusched.cli.describe_pod import describe_pod
 from gpusched.cli.output import Clock, tabwrite
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI, RESOURCE_GPU_MILLI
+from gpusched.objects.types import ANN_GPU_MILLI, RESOURCE_GPU_MILLI
 
 PAD = 2
 
@@ -153,64 +152,6 @@ def _percent(used: int, total: int) -> str:
 
 def _with_percent(resource: str, used: int, total: int) -> str:
     return f"{format_quantity(resource, used)} ({_percent(used, total)})"
-
-
-# ---- pods -----------------------------------------------------------------------------------
-
-
-def describe_pod(pod: dict, events: list[dict], clock: Clock) -> str:
-    meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
-    sheet = Sheet()
-    sheet.kv("Name", meta.get("name", ""))
-    sheet.kv("Namespace", meta.get("namespace", "default"))
-    sheet.kv("Priority", spec.get("priority", 0))
-    if spec.get("priorityClassName"):
-        sheet.kv("Priority Class Name", spec["priorityClassName"])
-    sheet.kv("Preemption Policy", spec.get("preemptionPolicy", "PreemptLowerPriority"))
-    sheet.kv("Node", spec.get("nodeName") or NONE)
-    if status.get("startTime"):
-        sheet.kv("Start Time", kube_date(status["startTime"]))
-    sheet.mapping("Labels", meta.get("labels"))
-    sheet.mapping("Annotations", {k: v for k, v in (meta.get("annotations") or {}).items()
-                                  if k not in HIDDEN_ANNOTATIONS}, sep=": ")
-    sheet.kv("Status", pod_status_text(pod))
-    if status.get("reason"):
-        sheet.kv("Reason", status["reason"])
-    if status.get("message"):
-        sheet.kv("Message", status["message"])
-    annotations = meta.get("annotations") or {}
-    sheet.kv("Assigned GPUs", annotations.get(ANN_ASSIGNED_GPUS) or NONE)
-    sheet.kv("Assigned Devices", annotations.get(ANN_ASSIGNED_DEVICES) or NONE)
-    if meta.get("ownerReferences"):
-        owner = meta["ownerReferences"][0]
-        sheet.kv("Controlled By", f"{owner.get('kind', '')}/{owner.get('name', '')}")
-    sheet.text("Containers:")
-    for container in spec.get("containers") or []:
-        sheet.text(f"{container.get('name', '')}:", 2)
-        sheet.kv("Image", container.get("image", ""), 4)
-        if container.get("command"):
-            sheet.kv("Command", " ".join(map(str, container["command"])), 4)
-        resources = container.get("resources") or {}
-        for title, field in (("Limits", "limits"), ("Requests", "requests")):
-            if resources.get(field):
-                sheet.text(f"{title}:", 4)
-                for res, value in sorted(resources[field].items()):
-                    sheet.kv(res, value, 6)
-    conditions = status.get("conditions") or []
-    if conditions:
-        sheet.text("Conditions:")
-        sheet.table(["Type", "Status", "Reason", "Message"],
-                    [[c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", "")]
-                     for c in conditions])
-    sheet.mapping("Node-Selectors", spec.get("nodeSelector"))
-    tolerations = [toleration_text(t) for t in spec.get("tolerations") or []]
-    sheet.kv("Tolerations", tolerations[0] if tolerations else NONE)
-    for text in tolerations[1:]:
-        sheet.kv("", text)
-    if status.get("nominatedNodeName"):
-        sheet.kv("Nominated Node Name", status["nominatedNodeName"])
-    add_events(sheet, events, clock)
-    return sheet.render()
 
 
 # ---- nodes ----------------------------------------------------------------------------------
@@ -368,7 +309,7 @@ def describe_page(cluster: Any, kind: str, obj: dict, related: Related) -> str:
     kubectl's describers through the tabwriter, any other kind as nested keys."""
     name = _meta(obj).get("name", "")
     if kind == "Pod":
-        return describe_pod(obj, related.events, related.clock)
+        return describe_pod(obj, related)
     if kind == "Node":
         pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
         return describe_node(obj, pods, list(cluster.node_devices(name).rows()), related.events,

@@ -11,7 +11,8 @@ Neighbours: ``cli.describe_workloads`` (the pages), ``cli.describe_base`` (share
 
 from __future__ import annotations
 
-from gpusched.cli.describe_base import NONE, annotation_lines, label_lines, quantity_text, selector_text
+from gpusched.cli.describe_base import (NONE, annotation_lines, kube_date, label_lines, quantity_text,
+                                        selector_text)
 
 L1, L2, L3 = "  ", "    ", "      "   # describe.go PrefixWriter LEVEL_1..3
 
@@ -36,18 +37,60 @@ def pod_template_lines(template: dict | None) -> list[str]:
     return lines + toleration_lines("  Tolerations", spec.get("tolerations") or [])
 
 
-def containers_lines(label: str, containers: list[dict]) -> list[str]:
-    """describe.go describeContainers for a template (space ``"  "``: names get one more space)."""
-    lines = [f"  {label}:" + ("" if containers else f" {NONE}")]
+def containers_lines(label: str, containers: list[dict], space: str = "  ",
+                     statuses: list[dict] | None = None, resolve=None) -> list[str]:
+    """describe.go describeContainers. A template passes space ``"  "`` (names get one more
+    space) and no statuses; a pod passes space ``""``, its container statuses (Container ID,
+    Image ID, State, Ready, Restart Count) and ``resolve`` for field references."""
+    by_name = {str(s.get("name", "")): s for s in statuses or []} if statuses is not None else {}
+    lines = [f"{space}{label}:" + ("" if containers else f" {NONE}")]
     for container in containers:
-        lines += [f"{L1} {container.get('name', '')}:", f"{L2}Image:\t{container.get('image', '')}"]
+        status = by_name.get(str(container.get("name", "")))
+        lines.append(f"{L1}{' ' if space else ''}{container.get('name', '')}:")
+        if status is not None:
+            lines.append(f"{L2}Container ID:\t{status.get('containerID', '')}")
+        lines.append(f"{L2}Image:\t{container.get('image', '')}")
+        if status is not None:
+            lines.append(f"{L2}Image ID:\t{status.get('imageID', '')}")
         lines += _port_lines(container.get("ports") or [])
         lines += _command_lines(container)
+        if status is not None:
+            lines += container_state_lines(status)
         lines += resource_lines(container.get("resources") or {})
         lines += _env_from_lines(container.get("envFrom") or [])
-        lines += _env_lines(container.get("env") or [])
+        lines += _env_lines(container.get("env") or [], resolve)
         lines += _mount_lines(container.get("volumeMounts") or [])
     return lines
+
+
+def container_state_lines(status: dict) -> list[str]:
+    """describe.go describeContainerState: State (and Last State when it terminated), Ready
+    (printBool: ``True``/``False``), Restart Count."""
+    lines = _state_lines("State", status.get("state") or {})
+    if (status.get("lastState") or {}).get("terminated"):
+        lines += _state_lines("Last State", status["lastState"])
+    return lines + [f"{L2}Ready:\t{bool(status.get('ready', False))}",
+                    f"{L2}Restart Count:\t{int(status.get('restartCount', 0) or 0)}"]
+
+
+def _state_lines(title: str, state: dict) -> list[str]:
+    """describe.go describeStatus: Running (Started), Waiting (Reason), Terminated (Reason,
+    Message, Exit Code, Signal, Started, Finished)."""
+    if state.get("running") is not None:
+        return [f"{L2}{title}:\tRunning", f"{L3}Started:\t{kube_date(state['running'].get('startedAt'))}"]
+    if state.get("terminated") is not None:
+        done = state["terminated"]
+        lines = [f"{L2}{title}:\tTerminated"]
+        lines += [f"{L3}{key}:\t{done[field]}" for key, field in (("Reason", "reason"), ("Message", "message"))
+                  if done.get(field)]
+        lines.append(f"{L3}Exit Code:\t{int(done.get('exitCode', 0) or 0)}")
+        if int(done.get("signal", 0) or 0) > 0:
+            lines.append(f"{L3}Signal:\t{int(done['signal'])}")
+        return lines + [f"{L3}Started:\t{kube_date(done.get('startedAt'))}",
+                        f"{L3}Finished:\t{kube_date(done.get('finishedAt'))}"]
+    lines = [f"{L2}{title}:\tWaiting"]
+    reason = (state.get("waiting") or {}).get("reason")
+    return lines + ([f"{L3}Reason:\t{reason}"] if reason else [])
 
 
 def _port_lines(ports: list[dict]) -> list[str]:
@@ -94,8 +137,9 @@ def _env_from_lines(sources: list[dict]) -> list[str]:
     return lines
 
 
-def _env_lines(env: list[dict]) -> list[str]:
-    """describeContainerEnvVars (a template has no resolver: field references print empty)."""
+def _env_lines(env: list[dict], resolve=None) -> list[str]:
+    """describeContainerEnvVars (a template has no resolver: field references print empty; a
+    pod's ``resolve(fieldPath)`` gives the value)."""
     if not env:
         return [f"{L2}Environment:\t{NONE}"]
     lines = [f"{L2}Environment:"]
@@ -105,14 +149,15 @@ def _env_lines(env: list[dict]) -> list[str]:
             parts = str(variable.get("value", "")).split("\n")
             lines += [f"{L3}{name}:\t{parts[0]}"] + [f"{L3}\t{part}" for part in parts[1:]]
         else:
-            lines.append(f"{L3}{name}:\t{_value_from(source)}")
+            lines.append(f"{L3}{name}:\t{_value_from(source, resolve)}")
     return lines
 
 
-def _value_from(source: dict) -> str:
+def _value_from(source: dict, resolve=None) -> str:
     if source.get("fieldRef"):
         ref = source["fieldRef"]
-        return f" ({ref.get('apiVersion', '')}:{ref.get('fieldPath', '')})"
+        value = resolve(str(ref.get("fieldPath", ""))) if resolve else ""
+        return f"{value} ({ref.get('apiVersion', '')}:{ref.get('fieldPath', '')})"
     if source.get("resourceFieldRef"):
         return f" ({source['resourceFieldRef'].get('resource', '')})"
     for field, what, joint in (("secretKeyRef", "secret", "in"), ("configMapKeyRef", "config map", "of")):
@@ -151,13 +196,14 @@ VOLUME_TYPES = {   # describe.go print*VolumeSource: field -> (type line, ((titl
 }
 
 
-def volumes_lines(volumes: list[dict]) -> list[str]:
-    """describe.go describeVolumes for the kinds gpusched's examples use; others ``<unknown>``."""
+def volumes_lines(volumes: list[dict], space: str = "  ") -> list[str]:
+    """describe.go describeVolumes for the kinds gpusched's examples use; others ``<unknown>``
+    (a template passes space ``"  "``: names get one more space; a pod ``""``)."""
     if not volumes:
-        return [f"  Volumes:\t{NONE}"]
-    lines = ["  Volumes:"]
+        return [f"{space}Volumes:\t{NONE}"]
+    lines = [f"{space}Volumes:"]
     for volume in volumes:
-        lines.append(f"{L1} {volume.get('name', '')}:")
+        lines.append(f"{L1}{' ' if space else ''}{volume.get('name', '')}:")
         field = next((f for f in VOLUME_TYPES if f in volume), None)
         if field is None:
             lines.append(f"{L1}<unknown>")

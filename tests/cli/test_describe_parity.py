@@ -145,6 +145,10 @@ CASES = {
     "describeQuota-scopes-help-and-quantity-formats": ("quota", "-n", "shapes"),
     "describeNamespace-scoped-quota-one-limits-header": ("ns", "shapes"),
     "describeLimitRange-canonical-quantities": ("limits", "cpu", "-n", "shapes"),
+    # describePod / describeContainers / describeContainerState / describeVolumes: running,
+    # succeeded (Terminated state, Exit Code) and pending pods, a PVC volume, ports, env, mounts
+    "describePod-every-pod-running-succeeded-pvc-volume": ("pod", "-A"),
+    "describePod-env-field-ref-configmap-mounts-qos": ("pod", "-n", "shapes"),
 }
 
 
@@ -156,8 +160,77 @@ def test_describe_prints_kubectls_page(lab, args):
     expected = real.stdout
     if args[0] == "ns":   # serve stores an applied Namespace without status.phase (kubectl: empty);
         expected = re.sub(r"^Status:( +)$", r"Status:\1Active", expected, flags=re.M)   # an API server sets Active
-    assert comparable(mine.stdout) == comparable(expected)
+    if args[0] == "pod":
+        expected, mine_page, shown = hide_bookkeeping(expected), without_gpu_block(mine.stdout), gpu_facts(mine.stdout)
+        assert shown == bookkeeping(real.stdout)   # what the Annotations block hides, the GPU block shows
+    else:
+        mine_page = mine.stdout
+    assert comparable(mine_page) == comparable(expected)
     assert ("Events:" in mine.stdout) == (args[0] not in ("quota", "limits", "ns"))   # describeQuota etc. have none
+
+
+HIDDEN = ("gpusched.io/assigned-gpus", "gpusched.io/assigned-devices", "gpusched.io/start-time")
+
+
+def _annotation_entries(page: str):
+    """Each Annotations block of a page as (line index of its title, value column, entries), an
+    entry being a (key, lines) pair: its ``key: value`` line and any continuation lines."""
+    lines = page.split("\n")
+    blocks = []
+    for start, line in enumerate(lines):
+        if not line.startswith("Annotations:"):
+            continue
+        column = len(line) - len(line[len("Annotations:"):].lstrip())
+        entries, end = [], start
+        while end < len(lines) and (end == start or (lines[end][:column].strip() == "" and lines[end].strip())):
+            text = lines[end][column:]
+            if text.startswith("  ") and entries:
+                entries[-1][1].append(text)
+            elif text != "<none>":
+                entries.append((text.split(":", 1)[0], [text]))
+            end += 1
+        blocks.append((start, end, column, entries))
+    return lines, blocks
+
+
+def hide_bookkeeping(page: str) -> str:
+    """kubectl's page with gpusched's bookkeeping annotations taken out of the Annotations
+    blocks: describe pod hides them on purpose (they are shown in its GPU block instead), so
+    kubectl, which prints every annotation (describe.go printAnnotationsMultiline), lists them."""
+    lines, blocks = _annotation_entries(page)
+    for start, end, column, entries in reversed(blocks):
+        kept = [text for key, texts in entries if key not in HIDDEN for text in texts] or ["<none>"]
+        lines[start:end] = [("Annotations:" if i == 0 else "").ljust(column) + text for i, text in enumerate(kept)]
+    return "\n".join(lines)
+
+
+def bookkeeping(page: str) -> list[dict]:
+    """Per page, the assigned GPUs and devices kubectl shows as annotations (a long value is cut
+    by kubectl at 138 characters with ``...``)."""
+    _, blocks = _annotation_entries(page)
+    found = []
+    for _start, _end, _column, entries in blocks:
+        values = {key: " ".join(t.strip() for t in texts).split(":", 1)[1].strip() for key, texts in entries}
+        found.append({"gpus": values.get(HIDDEN[0], "<none>"), "devices": values.get(HIDDEN[1], "<none>")})
+    return found
+
+
+def gpu_facts(page: str) -> list[dict]:
+    """Per page, gpusched's ``GPU Assignment (gpusched):`` block, long device lists cut as kubectl
+    cuts an annotation, so the two can be compared."""
+    found = []
+    for block in page.split("GPU Assignment (gpusched):")[1:]:
+        rows = dict(line.split(":", 1) for line in block.split("\n\n")[0].splitlines()[1:])
+        devices = rows.get("  Assigned Devices", " <none>").strip()
+        found.append({"gpus": rows.get("  Assigned GPUs", " <none>").strip(),
+                      "devices": devices[:138] + "..." if len(devices) > 138 else devices})
+    return found
+
+
+def without_gpu_block(page: str) -> str:
+    """gpusched's page without its own GPU block (kubectl has no such block: it is compared with
+    kubectl's annotations by ``gpu_facts``)."""
+    return re.sub(r"\nGPU Assignment \(gpusched\):.*?(?=\n\n\n|\Z)", "", page, flags=re.S)
 
 
 def test_events_normalisation_keeps_everything_but_the_age():
@@ -167,6 +240,20 @@ def test_events_normalisation_keeps_everything_but_the_age():
     assert comparable(page.format(age="0s ")) == comparable(page.format(age="12m (x2 over 20m)"))
     for before, after in (("Made  ", "Built "), ("Made  ", "Made "), ("ctl", "kub"), ("made x", "made y")):
         assert comparable(page.format(age="0s ")) != comparable(page.format(age="0s ").replace(before, after))
+
+
+def test_pod_normalisation_hides_only_gpuscheds_bookkeeping():
+    """hide_bookkeeping drops just the assigned-gpus/devices/start-time annotations (a long one
+    with its continuation line), keeps the others, and the GPU block is taken out of gpusched's page."""
+    page = ("Name:         p\nAnnotations:  gpusched.io/assigned-devices:\n                GPU-a,GPU-b...\n"
+            "              gpusched.io/duration: 5m\n              gpusched.io/start-time: 0.0\nStatus:       Running")
+    assert hide_bookkeeping(page).split("\n")[1:3] == ["Annotations:  gpusched.io/duration: 5m", "Status:       Running"]
+    assert bookkeeping(page) == [{"gpus": "<none>", "devices": "GPU-a,GPU-b..."}]
+    only = "Annotations:  gpusched.io/assigned-gpus: 0\nStatus:       Running"
+    assert hide_bookkeeping(only).split("\n")[0] == "Annotations:  <none>"
+    mine = "Name:  p\nEvents:  <none>\nGPU Assignment (gpusched):\n  Assigned GPUs:  0\n\n\nName:  q"
+    assert without_gpu_block(mine) == "Name:  p\nEvents:  <none>\n\n\nName:  q"
+    assert gpu_facts(mine) == [{"gpus": "0", "devices": "<none>"}]
 
 
 @pytest.mark.parametrize("args", [("ds", "-n", "kube-system"), ("pvc", "-A", "-l", "x=y"), ("pv", "-l", "x=y"),
