@@ -56,12 +56,17 @@ def served(tmp_path):
 
 
 def test_prometheus_reads_gpu_metrics_with_pods_and_pending_count(served):
-    util = poll(lambda: query(served, 'DCGM_FI_DEV_GPU_UTIL{Hostname="t4-node"}'), timeout=40,
-                what="DCGM_FI_DEV_GPU_UTIL in Prometheus")
+    def both_pods() -> list[dict]:
+        # apply -f creates the node before its pods (one object at a time, as kubectl), so a
+        # scrape may see the GPU without pod labels first: wait until both pods are on it
+        rows = query(served, 'DCGM_FI_DEV_GPU_UTIL{Hostname="t4-node",pod!=""}')
+        return rows if len(rows) == 2 else []
+
+    util = poll(both_pods, timeout=40, what="DCGM_FI_DEV_GPU_UTIL with both pods in Prometheus")
     by_pod = {r["metric"]["pod"]: r["value"][1] for r in util}
     assert by_pod == {"ts-a": "50", "ts-b": "50"}
     assert all(r["metric"]["job"] == "gpusched" and r["metric"]["modelName"] == "Tesla T4"
                for r in util)
-    pending = poll(lambda: query(served, 'scheduler_pending_pods{queue="unschedulable"}'),
-                   what="scheduler_pending_pods")
+    pending = poll(lambda: [r for r in query(served, 'scheduler_pending_pods{queue="unschedulable"}')
+                            if r["value"][1] != "0"], what="scheduler_pending_pods above 0")
     assert pending[0]["value"][1] == "1"
