@@ -11,15 +11,16 @@ bound in the throw-away view so the next pod of the same workload sees them take
 - ``fits-now``: node and devices (GPU index, device ID or MIG instance, resource, slot);
 - ``fits-after-preemption``: DefaultPreemption's choice (``scheduler.preemption``, after
   kube-scheduler's ``pkg/scheduler/framework/preemption/preemption.go``): nominated node and
-  victims; the scheduler would evict them when the pod is created;
+  victims; the scheduler would evict them when the pod is created; then, with the victims gone,
+  the devices the pod would get on that node (its next cycle, nominated node first);
 - ``fits-after-finishing``: explain's "room frees up" suggestion: the node, the pods that have to
   finish (from ``gpusched.io/duration``, ``sleep N`` or deadlines) and when on the virtual clock;
 - ``gated``: ``spec.schedulingGates`` keep it out of the scheduling queue, wherever it would fit;
 - ``does-not-fit``: none of these; the reasons are explain's facts (``too-large`` names the largest
   node) and the scheduler's FailedScheduling message.
 
-Pods after the first of a workload that do not fit now are judged each on its own (no earlier
-pod's preemption or wait is assumed). Nothing is written: the caller rolls the transaction back.
+Pods after the first of a workload see the earlier ones bound (and their victims gone); a wait
+for finishing pods is not assumed: such a pod is judged on the cluster as it is now. Nothing is written: the caller rolls the transaction back.
 
 Neighbours: ``cluster.cluster.Cluster.whatif_pods`` (the transaction), ``cluster.explain_facts``
 (finish times, device rows), ``cli.whatif`` (output).
@@ -28,7 +29,7 @@ Neighbours: ``cluster.cluster.Cluster.whatif_pods`` (the transaction), ``cluster
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusched.cluster.view import View
@@ -120,7 +121,9 @@ def _admit(view: View, manifest, body: dict, default_ns: str) -> dict:
     return view.create(admitted)
 
 
-def _fits_now(view: View, pod: dict, explanation) -> PodAnswer:
+def _schedule(view: View, pod: dict) -> tuple[Any, tuple[dict, ...]]:
+    """One real scheduling cycle for ``pod``; when it is scheduled, bind it in ``view`` and return
+    the devices it holds (``explain_facts.running_fact``'s rows)."""
     from gpusched.cluster import scheduling
     from gpusched.cluster.explain_facts import running_fact
     from gpusched.objects.pod import pod_info
@@ -128,16 +131,41 @@ def _fits_now(view: View, pod: dict, explanation) -> PodAnswer:
     snapshot, order = scheduling.build_snapshot(view)
     scheduler = scheduling.make_scheduler(snapshot, view, order)
     result = scheduler.schedule_one(pod_info(pod, order.get(_meta(pod)["uid"], 0)))
+    if not result.scheduled:
+        return result, ()
+    scheduling.bind(view, pod, result.node, result.assignment)
+    held = dict(running_fact(view, view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])).fields)
+    return result, tuple(held["devices"])
+
+
+def _held(devices: tuple[dict, ...]) -> str:
+    return ", ".join(f"GPU {d['gpu']} ({d['device']}, {d['resource']}, {d['slot']})" for d in devices)
+
+
+def _fits_now(view: View, pod: dict, explanation) -> PodAnswer:
     key = explanation.pod
+    result, devices = _schedule(view, pod)
     if not result.scheduled:        # explain said feasible; Reserve/Permit said no
         return PodAnswer(key, "does-not-fit", f"{key} does not fit now: {result.message}",
                          message=result.message)
-    scheduling.bind(view, pod, result.node, result.assignment)
-    held = dict(running_fact(view, view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])).fields)
-    devices = tuple(held["devices"])
-    where = ", ".join(f"GPU {d['gpu']} ({d['device']}, {d['resource']}, {d['slot']})" for d in devices)
-    text = f"{key} fits now on {result.node}" + (f": {where}" if where else " (no GPU devices)")
+    text = f"{key} fits now on {result.node}" + (f": {_held(devices)}" if devices else " (no GPU devices)")
     return PodAnswer(key, "fits-now", text, result.node, devices)
+
+
+def _after_preemption(view: View, pod: dict, answer: PodAnswer) -> PodAnswer:
+    """What the cluster does next: the victims go, the pod, nominated to the node, is scheduled
+    there (the nominated node is tried first, as upstream's ``evaluateNominatedNode``); its devices
+    are then the ones it would get. Bound in ``view`` so a later pod of the workload sees it."""
+    for victim in answer.victims:
+        namespace, _, name = victim.partition("/")
+        view.delete("Pod", name, namespace)
+    nominated = {**pod, "status": {**(pod.get("status") or {}), "nominatedNodeName": answer.node}}
+    view.update(nominated)
+    result, devices = _schedule(view, view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"]))
+    if not result.scheduled or result.node != answer.node:
+        return answer
+    text = answer.text + (f"; then holds {_held(devices)}" if devices else "")
+    return replace(answer, text=text, devices=devices)
 
 
 def _does_not_fit(explanation) -> PodAnswer:
@@ -191,5 +219,8 @@ def answer(view: View, manifests: list, default_ns: str, explain_pod) -> list[Po
         explanation = explain_pod(view, pod)
         fits = not explanation.message and explanation.feasible \
             and not any(f.kind == "gated" for f in explanation.facts)
-        out.append(_fits_now(view, pod, explanation) if fits else _does_not_fit(explanation))
+        found = _fits_now(view, pod, explanation) if fits else _does_not_fit(explanation)
+        if found.verdict == "fits-after-preemption":
+            found = _after_preemption(view, pod, found)
+        out.append(found)
     return out

@@ -77,7 +77,7 @@ CASES = [
     Case("fits-after-preempting-lower-priority", pod("batch", 8, "a100", priority="low"),
          pod("urgent", 8, "a100", priority="high"), ("fits-after-preemption",), ("gpu-node-1",),
          "default/urgent fits on gpu-node-1 after preempting 1 lower-priority pod(s): default/batch",
-         victims=("default/batch",)),
+         gpus=(8,), victims=("default/batch",)),
     Case("fits-only-after-a-pod-finishes", pod("run", 8, "a100", duration="30m"),
          pod("next", 8, "a100"), ("fits-after-finishing",), ("gpu-node-1",),
          "default/next does not fit now; room frees up on gpu-node-1 in 30m (at 2026-01-01T00:30:00Z) "
