@@ -8,7 +8,10 @@ nothing. Read methods (``get``, ``events``, ``node_devices``, ``explain``) run i
 transaction and never settle.
 
 ``advance(s)`` steps the virtual clock through the timed events of the controllers (pod
-completions, Job deadlines, toleration expiries) in time order, settling at each.
+completions, Job deadlines, toleration expiries) in time order, settling at each. That settle
+runs on work queues (``cluster.changes``): each controller sees only the objects changed since
+its previous run plus the timers that fired, so an event costs what it changes, not the size of
+the cluster; the command's settles before and after the steps are full passes.
 
 Neighbours: ``cluster.store`` / ``cluster.view`` (state), ``cluster.admission``,
 ``cluster.controllers``, ``cluster.scheduling``; used by ``cli`` and ``server``.
@@ -25,7 +28,9 @@ from typing import Any, Iterator, Sequence
 from gpusched.cluster import kubelet, scheduling
 from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
-from gpusched.cluster.controllers import CONTROLLERS, TIMED, bootstrap, pod_lifecycle
+from gpusched.cluster.changes import Changes
+from gpusched.cluster.controllers import (CONTROLLERS, KEYED, TIMED, WATCHES, bootstrap,
+                                          pod_lifecycle)
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.controllers.node_lifecycle import collect_orphans
 from gpusched.cluster.kinds_admission import check_deletable
@@ -42,6 +47,22 @@ from gpusched.objects.validation import validate_object
 log = logging.getLogger(__name__)
 MAX_SETTLE_ROUNDS = 500
 MAX_ADVANCE_STEPS = 100_000
+
+
+def _has_quotas(changes: Changes) -> bool:
+    return bool(changes.view.list("ResourceQuota"))
+
+
+# After the controllers: the kubelet admits the pods bound to each node, pod_lifecycle starts
+# them, quotas are refreshed, the scheduler runs (it reads only the unbound pods' index).
+AFTER_CONTROLLERS = (
+    ("kubelet", kubelet.admit_bound_pods),
+    ("pod-lifecycle", pod_lifecycle.reconcile),
+    ("resourcequota", refresh_quotas),
+    ("scheduler", lambda view, changes=None: scheduling.schedule_pending(view)),
+)
+KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})
+WATCHES_AFTER = {"resourcequota": _has_quotas}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +85,36 @@ def qualified_plural(info: KindInfo) -> str:
 
 def qualified_singular(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
+
+
+def _settle_changed(view: View, fired: set) -> None:
+    """Settle on work queues: each step (controller, kubelet, scheduler) has a cursor in the
+    view's journal of changes and is handed the keys changed since its previous run, plus
+    ``fired`` in the first round. A ``KEYED`` step reconciles only what they affect; a
+    ``WATCHES`` step runs its full pass when one of them is a kind it reads; any other step runs
+    its full pass when anything changed. Rounds repeat until one changes nothing: then every
+    step has seen every change, the same fixpoint as the full passes reach."""
+    view.clear_journal()
+    steps = CONTROLLERS + AFTER_CONTROLLERS
+    keyed, watches = KEYED | KEYED_AFTER, {**WATCHES, **WATCHES_AFTER}
+    cursors = [0] * len(steps)
+    for round_ in range(MAX_SETTLE_ROUNDS):
+        before = view.mutations
+        for index, (name, reconcile) in enumerate(steps):
+            keys = view.journal_since(cursors[index])
+            cursors[index] = view.journal_size()
+            if round_ == 0:
+                keys |= fired
+            if not keys:
+                continue
+            changes = Changes(view, frozenset(keys))
+            if name in keyed:
+                reconcile(view, changes)
+            elif name not in watches or watches[name](changes):
+                reconcile(view)
+        if view.mutations == before:
+            return
+    log.warning("settle: no fixpoint after %d rounds", MAX_SETTLE_ROUNDS)
 
 
 class Cluster:
@@ -132,15 +183,18 @@ class Cluster:
 
     # ---- settle and time ---------------------------------------------------------------------
 
-    def _settle(self, view: View) -> None:
+    def _settle(self, view: View, fired: set | None = None) -> None:
+        """Run the controllers, then the scheduler, until nothing changes. ``fired`` None: every
+        controller's full pass; else the keys whose timers fired now: each controller gets only
+        those and what changed since its previous run (see :func:`_settle_changed`)."""
+        if fired is not None:
+            _settle_changed(view, fired)
+            return
+        view.clear_journal()
         for _ in range(MAX_SETTLE_ROUNDS):
             before = view.mutations
-            for _name, reconcile in CONTROLLERS:
+            for _name, reconcile in CONTROLLERS + AFTER_CONTROLLERS:
                 reconcile(view)
-            kubelet.admit_bound_pods(view)
-            pod_lifecycle.reconcile(view)
-            refresh_quotas(view)
-            scheduling.schedule_pending(view)
             if view.mutations == before:
                 return
         log.warning("settle: no fixpoint after %d rounds", MAX_SETTLE_ROUNDS)
@@ -161,7 +215,7 @@ class Cluster:
                 if due is None or due > target:
                     break
                 view.clock = due
-                self._settle(view)
+                self._settle(view, timeline.pop_due(due))
                 timeline.sync(view)
             view.clock = target
 

@@ -50,8 +50,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import TERMINAL, creation_order
 from gpusched.cluster.view import View
+from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.errors import UsageError
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
@@ -78,13 +80,20 @@ class Rejection:
     message: str
 
 
-def admit_bound_pods(view: View) -> None:
-    """Re-check running pods' devices, then admit or reject the pods waiting on each node."""
+def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
+    """Re-check running pods' devices, then admit or reject the pods waiting on each node:
+    every node, or (``changes``) the changed nodes and the nodes of changed pods, unless a
+    device-plugin input changed (ConfigMaps, ClusterPolicy, the operator's pods)."""
     from gpusched.cluster.scheduling import device_inputs, node_devices_for
     configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
     by_node: dict[str, list[dict]] = {}
     newest: dict[str, int] = {}
-    for pod in view.list("Pod"):
+    if changes is None or device_inputs_changed(changes):
+        pods = view.list("Pod")
+    else:
+        pods = [view.objects[k] for k in sorted(k for n in changes.node_names()
+                                                for k in view.pods_on(n))]
+    for pod in pods:
         node_name = (pod.get("spec") or _EMPTY).get("nodeName")
         if not node_name or (pod.get("status") or _EMPTY).get("phase") in TERMINAL:
             continue
@@ -112,6 +121,12 @@ def admit_bound_pods(view: View) -> None:
         devices = node_devices_for(node, configmaps)
         _NodeKubelet(view, node_info(node), devices).run(pods)
         seen[node_name] = key if view.mutations == before else None
+
+
+def device_inputs_changed(changes: Changes) -> bool:
+    """A change to what every node's devices derive from (``scheduling.device_inputs``)."""
+    return any(k[0] in ("ConfigMap", "ClusterPolicy") or (k[0] == "Pod" and k[1] == OPERATOR_NAMESPACE)
+               for k in changes.keys)
 
 
 def _admitted(pod: dict) -> bool:

@@ -169,9 +169,8 @@ def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):
 def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict]:
     """Unbound, unfinished pods for these schedulers, in queue order. Pods naming another
     scheduler are left alone, as upstream kube-scheduler leaves them to that scheduler."""
-    pods = [p for p in view.list("Pod")
-            if not (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
-            and ((p.get("spec") or {}).get("schedulerName") or SCHEDULER_NAME) in scheduler_names]
+    pods = [p for p in view.unbound_pods()      # an index: no scan of the bound pods
+            if ((p.get("spec") or {}).get("schedulerName") or SCHEDULER_NAME) in scheduler_names]
     return sorted(pods, key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                        _creation_key(p)))
 

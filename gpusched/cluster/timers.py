@@ -16,8 +16,10 @@ when the clock reaches it (level-triggered, as every controller here is).
 - :meth:`Timeline.next_after` pops stale entries lazily: an entry is live only while it is still
   the latest due time its (object, function) produced, so nothing is ever removed from the middle.
 
-``Cluster.advance`` pops the earliest live time, moves the clock there, settles, syncs, repeats:
-the cost of ``advance 30d`` follows the events inside the 30 days, not steps x objects.
+``Cluster.advance`` finds the earliest live time, moves the clock there, pops the entries due
+(:meth:`Timeline.pop_due`: their keys are the timers that fired), settles on work queues seeded
+with them (``cluster.changes``), syncs, repeats: the cost of ``advance 30d`` follows the events
+inside the 30 days, not steps x objects.
 
 Adding a timer (e.g. Job back-off): write ``due(view, job) -> float | None`` in the controller
 and add it under its kind in ``controllers.TIMED``; ``reconcile`` acts when ``view.now() >= due``.
@@ -89,9 +91,8 @@ class Timeline:
             return
         nodes = {key[2] for key in touched if key[0] == "Node"}
         if nodes and "Pod" in self.timed:
-            for pod in view.list("Pod"):
-                if (pod.get("spec") or {}).get("nodeName") in nodes:
-                    touched.add(key_of(pod))
+            for node in nodes:
+                touched.update(view.pods_on(node))
         for key in sorted(touched):
             if key[0] in self.timed:
                 self._derive(view, key, view.objects.get(key))
@@ -108,6 +109,18 @@ class Timeline:
                 continue
             return top.when
         return None
+
+    def pop_due(self, now: float) -> set[Key]:
+        """Remove the live entries due at or before ``now``; the keys of their objects (what
+        settle hands the controllers as the timers that fired)."""
+        fired = set()
+        while self.heap and self.heap[0].when <= now:
+            top = heapq.heappop(self.heap)
+            slot = (top.key, top.fn_index)
+            if self.latest.get(slot) == top.when:
+                del self.latest[slot]
+                fired.add(top.key)
+        return fired
 
     def __len__(self) -> int:
         return len(self.latest)

@@ -81,6 +81,14 @@ class View:
     _by_kind: dict[str, dict[tuple[str, str], dict]] = field(default_factory=dict)
     _touched: set[Key] = field(default_factory=set)   # changed since take_touched (timers)
     _deleted_nodes: set[str] = field(default_factory=set)   # for PodGC (take_deleted_nodes)
+    # Settle's work queues (``cluster.changes``): every change in order since ``clear_journal``,
+    # the last body of each key deleted since, and indexes that map a change to what it affects.
+    _journal: list[Key] = field(default_factory=list)
+    _gone: dict[Key, dict] = field(default_factory=dict)
+    _pods_on_node: dict[str, set[Key]] = field(default_factory=dict)   # spec.nodeName -> pods
+    _unbound: set[Key] = field(default_factory=set)     # unfinished pods without spec.nodeName
+    _uids: dict[str, Key] = field(default_factory=dict)
+    _dependents: dict[str, set[Key]] = field(default_factory=dict)   # owner uid -> dependents
     # Per-view caches of pure derivations (never persisted; a reload starts empty).
     memo: dict[str, dict] = field(default_factory=dict)
 
@@ -126,6 +134,7 @@ class View:
         self._dirty.clear()
         self._dirty_events.clear()
         self._deleted_rv.clear()
+        self.clear_journal()
 
     def _dirty_rv(self, key: Key) -> int:
         body = self.objects.get(key)
@@ -152,8 +161,81 @@ class View:
         return [of_kind[k] for k in sorted(of_kind) if namespace is None or k[0] == namespace]
 
     def _put(self, key: Key, body: dict) -> None:
+        old = self.objects.get(key)
+        if old is not None:
+            self._unindex(key, old)
         self.objects[key] = body
         self._by_kind.setdefault(key[0], {})[key[1:]] = body
+        self._index(key, body)
+
+    def _index(self, key: Key, body: dict) -> None:
+        meta = body.get("metadata") or {}
+        if meta.get("uid"):
+            self._uids[meta["uid"]] = key
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("controller") and ref.get("uid"):
+                self._dependents.setdefault(ref["uid"], set()).add(key)
+        if key[0] == "Pod":
+            node = (body.get("spec") or {}).get("nodeName")
+            if node:
+                self._pods_on_node.setdefault(node, set()).add(key)
+            elif (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                self._unbound.add(key)
+
+    def _unindex(self, key: Key, body: dict) -> None:
+        meta = body.get("metadata") or {}
+        if self._uids.get(meta.get("uid", "")) == key:
+            del self._uids[meta["uid"]]
+        for ref in meta.get("ownerReferences") or ():
+            dependents = self._dependents.get(ref.get("uid", ""))
+            if dependents is not None:
+                dependents.discard(key)
+                if not dependents:
+                    del self._dependents[ref["uid"]]
+        if key[0] == "Pod":
+            node = (body.get("spec") or {}).get("nodeName")
+            on_node = self._pods_on_node.get(node or "")
+            if on_node is not None:
+                on_node.discard(key)
+                if not on_node:
+                    del self._pods_on_node[node]
+            self._unbound.discard(key)
+
+    # ---- indexes (what a change affects; ``cluster.changes``) -------------------------------
+
+    def pods_on(self, node: str) -> list[Key]:
+        """Keys of the pods bound to ``node`` (any phase), sorted."""
+        return sorted(k for k in self._pods_on_node.get(node, ())
+                      if (self.objects[k].get("spec") or {}).get("nodeName") == node)
+
+    def unbound_pods(self) -> list[dict]:
+        """Unfinished pods without ``spec.nodeName``, sorted by (namespace, name)."""
+        pods = (self.objects[k] for k in sorted(self._unbound))
+        return [p for p in pods if not (p.get("spec") or {}).get("nodeName")
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
+    def by_uid(self, uid: str) -> dict | None:
+        key = self._uids.get(uid)
+        return self.objects.get(key) if key is not None else None
+
+    def dependents(self, uid: str) -> list[Key]:
+        """Keys of the objects whose controller ownerReference names ``uid``, sorted."""
+        return sorted(self._dependents.get(uid, ()))
+
+    def journal_size(self) -> int:
+        return len(self._journal)
+
+    def journal_since(self, position: int) -> set[Key]:
+        """Keys created, changed, touched or deleted since ``position`` of the journal."""
+        return set(self._journal[position:])
+
+    def gone(self, key: Key) -> dict | None:
+        """The last body of ``key`` if it was deleted since the journal was cleared."""
+        return self._gone.get(key)
+
+    def clear_journal(self) -> None:
+        self._journal.clear()
+        self._gone.clear()
 
     def now(self) -> float:
         return self.clock
@@ -192,6 +274,7 @@ class View:
         meta["resourceVersion"] = str(self.next_rv())
         self._put(key, body)
         self._touched.add(key)
+        self._journal.append(key)
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
         if kind in EPOCH_KINDS:
@@ -220,6 +303,7 @@ class View:
         meta["resourceVersion"] = str(self.next_rv())
         self._put(key, body)
         self._touched.add(key)
+        self._journal.append(key)
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
         if key[0] in EPOCH_KINDS:
@@ -234,6 +318,9 @@ class View:
         if kind == "Pod":
             note_pod_end(self, body, None)
         del self._by_kind[kind][key[1:]]
+        self._unindex(key, body)
+        self._gone[key] = body
+        self._journal.append(key)
         self._deleted_rv[key] = self.next_rv()
         self._dirty[key] = "DELETED"
         self._touched.add(key)
@@ -248,6 +335,7 @@ class View:
         """Have the timers re-derive an object that did not change (a controller's in-memory
         record behind its due time did, e.g. a Job's pod-failure back-off)."""
         self._touched.add(key_of(body))
+        self._journal.append(key_of(body))
 
     def take_touched(self) -> set[Key]:
         """The keys created, changed or deleted since the last call (``cluster.timers``)."""
@@ -310,6 +398,9 @@ class View:
         self._dirty_events.clear()
         self._touched.clear()
         self._deleted_nodes.clear()
+        for index in (self._journal, self._gone, self._pods_on_node, self._unbound, self._uids,
+                      self._dependents):
+            index.clear()
         self.memo.clear()
         self.attempts.clear()
         self.stats = {}

@@ -4,6 +4,14 @@ Every controller is ``reconcile(view) -> None`` (changes go through the View); t
 have per-object timers ``due(view, body) -> float | None`` listed by kind in ``TIMED``: the
 event heap of ``cluster.timers`` orders them so ``Cluster.advance`` steps through time in order.
 
+Work queues (``cluster.changes``): at each time of an ``advance``, settle hands every controller
+only what changed since its last run (and the timers that fired). A controller in ``KEYED``
+takes ``reconcile(view, changes)`` and reconciles only the objects those changes affect (a pod's
+owner, a node's pods); one in ``WATCHES`` runs its full pass only when a change is one it reads;
+any other runs its full pass whenever anything changed (always correct, not proportional). A
+command's own settle (apply, delete ...) runs every controller's full pass, as an informer's
+resync.
+
 Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.admission`` and
 ``cluster.view``.
 """
@@ -15,7 +23,9 @@ from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, dae
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
                                           sbatch, volumes, vpa)
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import collect_garbage
+from gpusched.devices.operator import OPERATOR_NAMESPACE
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
 CONTROLLERS = (
@@ -40,6 +50,48 @@ CONTROLLERS = (
 )
 # After these, the kubelet admits the pods bound to each node (cluster.kubelet), then
 # pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs.
+
+KEYED = frozenset({"garbage-collector", "deployment", "replicaset", "sbatch", "job", "daemonset",
+                   "node-lifecycle", "containers"})
+
+
+def _kinds(*kinds: str, operator_pods: bool = False):
+    """A watch: any change of these kinds (and of the GPU operator's pods)."""
+    wanted = frozenset(kinds)
+
+    def watches(changes: Changes) -> bool:
+        return any(k[0] in wanted or (operator_pods and k[0] == "Pod" and k[1] == OPERATOR_NAMESPACE)
+                   for k in changes.keys)
+    return watches
+
+
+def _endpoints_watch(changes: Changes) -> bool:
+    """Services, their endpoints, and pods in a namespace that has a Service with a selector."""
+    if changes.any_kind(("Service", "Endpoints", "EndpointSlice")):
+        return True
+    namespaces = {k[1] for k in changes.keys if k[0] == "Pod"}
+    return any((s.get("spec") or {}).get("selector")
+               for ns in namespaces for s in changes.view.list("Service", ns))
+
+
+def _volumes_watch(changes: Changes) -> bool:
+    """Claims, volumes, classes, nodes, and pods in a namespace that has a claim."""
+    if changes.any_kind(("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Node")):
+        return True
+    namespaces = {k[1] for k in changes.keys if k[0] == "Pod"}
+    return any(changes.view.list("PersistentVolumeClaim", ns) for ns in namespaces)
+
+
+WATCHES = {
+    "bootstrap": _kinds("Namespace", "PriorityClass", "Service", "ServiceAccount", "StorageClass"),
+    "nodepool": _kinds("NodePool", "Node", "ConfigMap"),
+    "node-status": _kinds("Node"),
+    "device-plugin": _kinds("Node", "ConfigMap", "ClusterPolicy", operator_pods=True),
+    "persistentvolume": _volumes_watch,
+    "endpoints": _endpoints_watch,
+    "gpu-operator": _kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
+                           "PriorityClass", operator_pods=True),
+}
 
 # kind -> per-object timers (``cluster.timers``); add a controller's due function here.
 TIMED = {

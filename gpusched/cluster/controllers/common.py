@@ -14,6 +14,7 @@ import copy
 import hashlib
 import logging
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.admission import admit
 from gpusched.cluster.store import dumps, seconds_of
 from gpusched.cluster.view import NAME_ALPHABET, View, object_namespace
@@ -253,10 +254,22 @@ def set_status(view: View, body: dict, status: dict) -> dict:
     return new
 
 
-def collect_garbage(view: View) -> None:
-    """Background cascading deletion: dependents whose controller no longer exists go."""
-    uids = {b["metadata"].get("uid") for b in view.objects.values()}
-    for (kind, ns, name), body in sorted(view.objects.items()):
+def collect_garbage(view: View, changes: Changes | None = None) -> None:
+    """Background cascading deletion: dependents whose controller no longer exists go. Every
+    object, or (``changes``) the changed ones and the dependents of deleted ones."""
+    if changes is None:
+        uids = {b["metadata"].get("uid") for b in view.objects.values()}
+        candidates = sorted(view.objects.items())
+    else:
+        keys = {k for k in changes.keys if k in view.objects}
+        for key in changes.keys:
+            gone = view.gone(key) if key not in view.objects else None
+            if gone is not None:
+                keys.update(view.dependents((gone.get("metadata") or {}).get("uid", "")))
+        candidates = [(k, view.objects[k]) for k in sorted(keys) if k in view.objects]
+        uids = {(controller_of(b) or {}).get("uid") for _, b in candidates}
+        uids = {u for u in uids if u and view.by_uid(u) is not None}
+    for (kind, ns, name), body in candidates:
         ref = controller_of(body)
         if ref is not None and ref.get("uid") not in uids and (kind, ns, name) in view.objects:
             if kind == "Pod":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.view import View
 from gpusched.objects.types import ANN_START_TIME
 
@@ -114,9 +115,10 @@ def restart_due(view: View, pod: dict) -> float | None:
     return restart_at(pod)
 
 
-def reconcile(view: View) -> None:
-    """Containers whose back-off is over run again (ready, ``running.startedAt``)."""
-    for pod in view.list("Pod"):
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Containers whose back-off is over run again (ready, ``running.startedAt``); every pod, or
+    (``changes``) the changed ones (a back-off's end is a timer on its pod)."""
+    for pod in view.list("Pod") if changes is None else changes.pods():
         when = restart_at(pod)
         if when is None or when > view.now() or (pod.get("status") or {}).get("phase") != "Running":
             continue

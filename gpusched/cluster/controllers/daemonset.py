@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_ready, labels_of, owned_pods,
                                                  owner_reference, set_status, template_hash)
@@ -69,8 +70,11 @@ def eligible(template_pod: dict, node: dict) -> bool:
     return True
 
 
-def reconcile(view: View) -> None:
-    for ds in view.list("DaemonSet"):
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every DaemonSet, or (``changes``) the changed ones and those owning a changed pod or
+    ControllerRevision; all of them when a Node changed."""
+    full = changes is None or changes.resync or changes.any_kind(("Node",))
+    for ds in view.list("DaemonSet") if full else changes.targets("DaemonSet"):
         reconcile_one(view, ds)
 
 

@@ -36,6 +36,7 @@ import copy
 import math
 from datetime import datetime
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, owner_reference, set_status,
                                                  template_hash)
 from gpusched.cluster.store import EPOCH, dumps
@@ -186,8 +187,16 @@ def split_sets(view: View, deploy: dict) -> tuple[dict | None, list[dict]]:
 
 # ---- the sync ----------------------------------------------------------------------------------
 
-def reconcile(view: View) -> None:
-    for deploy in view.list("Deployment"):
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every Deployment, or (``changes``) the changed ones and those owning a changed
+    ReplicaSet or the ReplicaSet of a changed pod."""
+    if changes is None or changes.resync:
+        deploys = view.list("Deployment")
+    else:
+        keys = changes.of_kind("Deployment") | changes.owners("Deployment") | \
+            changes.owners("Deployment", changes.owners("ReplicaSet"))
+        deploys = [view.objects[k] for k in sorted(keys) if k in view.objects]
+    for deploy in deploys:
         reconcile_one(view, deploy)
 
 

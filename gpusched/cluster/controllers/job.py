@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
@@ -199,13 +200,28 @@ def backoff_remaining(view: View, job: dict) -> float:
 
 # ---- the sync ----------------------------------------------------------------------------------
 
-def reconcile(view: View) -> None:
-    jobs = {j["metadata"]["uid"] for j in view.list("Job") if not finished(j)}
-    for pod in view.list("Pod"):
-        if FINALIZER in (pod["metadata"].get("finalizers") or []) and \
-                (controller_of(pod) or {}).get("uid") not in jobs:
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every Job, or (``changes``) the changed ones and those owning a changed pod."""
+    full = changes is None or changes.resync
+    job_list = view.list("Job") if full else changes.targets("Job")
+    jobs = {j["metadata"]["uid"] for j in view.list("Job") if not finished(j)} if full else \
+        {j["metadata"]["uid"] for j in job_list if not finished(j)}
+    if full:
+        pods = view.list("Pod")
+    else:     # changed pods, and the pods of changed Jobs (a Job that finished frees them)
+        keys = {k for k in changes.keys if k[0] == "Pod"}
+        for job in job_list:
+            keys.update(k for k in view.dependents(job["metadata"]["uid"]) if k[0] == "Pod")
+        pods = [view.objects[k] for k in sorted(keys) if k in view.objects]
+    for pod in pods:
+        owner = (controller_of(pod) or {}).get("uid")
+        if not full and owner not in jobs:
+            job = view.by_uid(owner or "")
+            if job is not None and job.get("kind") == "Job" and not finished(job):
+                jobs.add(owner)
+        if FINALIZER in (pod["metadata"].get("finalizers") or []) and owner not in jobs:
             remove_finalizer(view, pod, FINALIZER)   # orphan or finished Job: nothing to count
-    for job in view.list("Job"):
+    for job in job_list:
         if finished(job):
             _expire(view, job)
         else:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import math
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal,
                                                  is_terminating, labels_of, selector_matches,
                                                  set_disruption_target, set_status)
@@ -73,12 +74,20 @@ def _eviction_time(view: View, pod: dict, node: dict) -> float | None:
     return deadline
 
 
-def _bound_pods(view: View) -> list[tuple[dict, dict]]:
-    """Unfinished pods bound to a node that has a NoExecute taint, with that node."""
-    nodes = {n["metadata"]["name"]: n for n in view.list("Node") if _has_no_execute(n)}
+def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict, dict]]:
+    """Unfinished pods bound to a node that has a NoExecute taint, with that node (among the
+    changed pods and the pods of changed nodes when ``changes`` is given)."""
+    if changes is None:
+        nodes = {n["metadata"]["name"]: n for n in view.list("Node") if _has_no_execute(n)}
+        pods = view.list("Pod") if nodes else []
+    else:
+        pods = changes.pods()
+        names = {(p.get("spec") or {}).get("nodeName") for p in pods}
+        nodes = {n: view.get("Node", n) for n in names if n}
+        nodes = {n: node for n, node in nodes.items() if node is not None and _has_no_execute(node)}
     if not nodes:
         return []
-    return [(pod, nodes[pod["spec"]["nodeName"]]) for pod in view.list("Pod")
+    return [(pod, nodes[pod["spec"]["nodeName"]]) for pod in pods
             if not is_terminal(pod) and (pod.get("spec") or {}).get("nodeName") in nodes]
 
 
@@ -105,10 +114,11 @@ def collect_orphans(view: View) -> None:
     gone = view.take_deleted_nodes()
     if not gone:
         return
-    live = {n["metadata"]["name"] for n in view.list("Node")}
-    for pod in view.list("Pod"):
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if node_name not in gone or node_name in live:
+    orphans = sorted(key for node in gone if view.get("Node", node) is None
+                     for key in view.pods_on(node))
+    for key in orphans:
+        pod = view.objects.get(key)
+        if pod is None:
             continue
         if not is_terminal(pod):
             pod = set_disruption_target(view, pod, "DeletionByPodGC", PODGC_MESSAGE)
@@ -119,10 +129,12 @@ def collect_orphans(view: View) -> None:
         delete_pod(view, pod, grace=0)
 
 
-def reconcile(view: View) -> None:
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every node and pod, or (``changes``) the changed nodes, the changed pods and the pods of
+    changed nodes (a NoExecute eviction's time is a timer on its pod)."""
     collect_orphans(view)
-    taint_nodes(view)
-    for pod, node in _bound_pods(view):
+    taint_nodes(view, None if changes is None else sorted(changes.of_kind("Node")))
+    for pod, node in _bound_pods(view, changes):
         when = _eviction_time(view, pod, node)
         if when is not None and when <= view.now() and not is_terminating(pod):
             meta = pod["metadata"]
@@ -131,7 +143,11 @@ def reconcile(view: View) -> None:
                               "Normal", COMPONENT)
             delete_pod(view, set_disruption_target(view, pod, "DeletionByTaintManager",
                                                    TAINT_MANAGER_MESSAGE))
-    refresh_pdbs(view)
+    if changes is None:
+        refresh_pdbs(view)
+    else:
+        namespaces = {k[1] for k in changes.keys if k[0] in ("Pod", "PodDisruptionBudget")}
+        refresh_pdbs(view, namespaces)
 
 
 def _count(value, total: int) -> int:
@@ -164,8 +180,11 @@ def pdb_status(view: View, pdb: dict) -> dict:
             "observedGeneration": pdb["metadata"].get("generation", 1)}
 
 
-def refresh_pdbs(view: View) -> None:
+def refresh_pdbs(view: View, namespaces: set[str] | None = None) -> None:
+    """Every PDB's status, or those of ``namespaces``."""
     for pdb in view.list("PodDisruptionBudget"):
+        if namespaces is not None and pdb["metadata"].get("namespace") not in namespaces:
+            continue
         set_status(view, pdb, pdb_status(view, pdb))
 
 
@@ -212,9 +231,12 @@ def wanted_taints(node: dict) -> list[tuple[str, str]]:
     return out
 
 
-def taint_nodes(view: View) -> None:
-    """Add and remove the controller's taints; a kept taint keeps its ``timeAdded``."""
-    for node in view.list("Node"):
+def taint_nodes(view: View, keys: list | None = None) -> None:
+    """Add and remove the controller's taints; a kept taint keeps its ``timeAdded``. Every node,
+    or the nodes of ``keys``."""
+    nodes = view.list("Node") if keys is None else [view.objects[k] for k in keys
+                                                    if k in view.objects]
+    for node in nodes:
         current = list((node.get("spec") or {}).get("taints") or [])
         wanted = wanted_taints(node)
         kept = [t for t in current if t.get("key") not in _MANAGED

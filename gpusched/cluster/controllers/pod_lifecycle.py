@@ -27,6 +27,7 @@ import copy
 import functools
 import re
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers import containers
 from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
                                                  is_terminating)
@@ -100,10 +101,10 @@ def termination_due(view: View, pod: dict) -> float | None:
     return deadline if end is None else min(deadline, end)
 
 
-def reconcile(view: View) -> None:
+def reconcile(view: View, changes: Changes | None = None) -> None:
     """Start bound pods (kubelet admission ran before, ``cluster.kubelet``) and finish those
-    whose time is up."""
-    for pod in view.list("Pod"):
+    whose time is up: every pod, or (``changes``) the changed ones and those of changed nodes."""
+    for pod in view.list("Pod") if changes is None else changes.pods():
         phase = (pod.get("status") or {}).get("phase", "Pending")
         node_name = (pod.get("spec") or {}).get("nodeName")
         if is_terminating(pod):

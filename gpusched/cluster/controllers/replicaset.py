@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_ready, labels_of, owned_pods,
                                                  selector_matches, set_status)
@@ -33,8 +34,10 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
-def reconcile(view: View) -> None:
-    for rs in view.list("ReplicaSet"):
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every ReplicaSet, or (``changes``) the changed ones and those owning a changed pod."""
+    full = changes is None or changes.resync
+    for rs in view.list("ReplicaSet") if full else changes.targets("ReplicaSet"):
         reconcile_one(view, rs)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 
+from gpusched.cluster.changes import Changes
 from gpusched.cluster.view import View
 
 LABEL_JOB_ID = "gpusched.io/slurm-job-id"
@@ -46,9 +47,11 @@ def dependencies_met(view: View, job: dict) -> bool:
     return all(complete(find_job(view, i, ns)) for i in ids)
 
 
-def reconcile(view: View) -> None:
-    """Release held sbatch Jobs whose dependencies completed; fail pods that hit their limit."""
-    for job in view.list("Job"):
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Release held sbatch Jobs whose dependencies completed; fail pods that hit their limit.
+    Every object, or (``changes``) the Jobs when a Job changed and the changed pods."""
+    jobs = view.list("Job") if changes is None or changes.any_kind(("Job",)) else []
+    for job in jobs:
         annotations = (job.get("metadata") or {}).get("annotations") or {}
         if (job.get("spec") or {}).get("suspend") and ANN_DEPENDENCY in annotations \
                 and dependencies_met(view, job):
@@ -57,7 +60,7 @@ def reconcile(view: View) -> None:
             view.update(released)
             view.record_event(released, "Resumed", "Job resumed: dependencies satisfied",
                               "Normal", COMPONENT)
-    for pod in view.list("Pod"):
+    for pod in view.list("Pod") if changes is None else changes.pods():
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
         if annotations.get(ANN_TIMED_OUT) and (pod.get("status") or {}).get("phase") == "Succeeded":
             failed = copy.deepcopy(pod)
