@@ -85,6 +85,11 @@ class ObjectCache:
     def get(self, kind: str, name: str, namespace: str = "") -> dict | None:
         return self.objects[kind].get((namespace, name))
 
+    def unbound_pods(self) -> list[dict]:
+        """Unfinished pods without ``spec.nodeName`` (``View.unbound_pods``; a scan here)."""
+        return [p for p in self.list("Pod") if not (p.get("spec") or {}).get("nodeName")
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
     def put(self, kind: str, obj: dict) -> None:
         self.objects[kind][_key(obj)] = obj
 
