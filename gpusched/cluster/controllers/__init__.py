@@ -82,7 +82,13 @@ def _volumes_watch(changes: Changes) -> bool:
     return any(changes.view.list("PersistentVolumeClaim", ns) for ns in namespaces)
 
 
+def _autoscaler_watch(changes: Changes) -> bool:
+    """NodePools; and anything while a pool is autoscaled (pending pods, node utilization)."""
+    return changes.any_kind(("NodePool",)) or bool(autoscaler.groups(changes.view))
+
+
 WATCHES = {
+    "cluster-autoscaler": _autoscaler_watch,
     "bootstrap": _kinds("Namespace", "PriorityClass", "Service", "ServiceAccount", "StorageClass"),
     "nodepool": _kinds("NodePool", "Node", "ConfigMap"),
     "node-status": _kinds("Node"),
