@@ -5,7 +5,8 @@ Builds an embedded cluster in a temporary SQLite file: ``--nodes`` nodes of 8x A
 time (``gpusched.io/duration``) drawn from a seeded generator between 1 h and ``--max-days``
 days, so part of them finish inside the window. Then it times ``Cluster.advance(--days)``:
 wall and CPU seconds, and the events inside the window (pod completions), so the cost per
-event can be compared between versions.
+event can be compared between versions; the load average is printed with them (on a shared
+machine only the CPU seconds compare).
 
     python bench/bench_advance.py                              # 1,000 nodes, 20,000 pods, 30 d
     python bench/bench_advance.py --nodes 100 --pods 2000      # smaller, for a quick comparison
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import resource
 import sys
@@ -69,6 +71,10 @@ def phases(cluster: Cluster) -> dict[str, int]:
     return counts
 
 
+def _load(values: tuple[float, float, float]) -> str:
+    return " ".join(f"{v:.1f}" for v in values)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -78,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=2000, help="pods per apply")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args(argv)
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         with Cluster.open(str(Path(tmp) / "bench.db")) as cluster:
             started = time.perf_counter()
@@ -101,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     per_event = 1000 * cpu / events if events else float("nan")
     print(f"| {args.nodes:,} | {args.pods:,} | {before.get('Running', 0):,} | {events:,} | "
           f"{wall:.1f} | {cpu:.1f} | {per_event:.2f} | {built:.0f} | {rss:.0f} |")
+    print(f"load average (1, 5, 15 min) at start {_load(load_start)}, at end {_load(os.getloadavg())}; "
+          f"{os.cpu_count()} CPUs")
     if profiler:
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
     return 0

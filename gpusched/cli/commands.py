@@ -292,6 +292,20 @@ def cmd_taint(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_condition(args: argparse.Namespace) -> int:
+    from gpusched.cluster.nodes import parse_condition
+    info, name, specs = target_and_specs(args.kind, args.args)
+    if info.kind != "Node":
+        raise UsageError(f"invalid resource type {args.kind}, only node types are supported")
+    if len(specs) != 1:
+        raise UsageError("exactly one condition is required: Ready=True, Ready=False or "
+                         "Ready=Unknown")
+    status = parse_condition(specs[0])
+    with open_cluster(args) as cluster:
+        print(cluster.set_ready(name, status))
+    return 0
+
+
 def cmd_cordon(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         print(cluster.cordon(_node_name(args.node)))

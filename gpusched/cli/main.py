@@ -167,6 +167,13 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
                                 ("uncordon", commands.cmd_uncordon, "Mark a node schedulable")):
         command(name, handler, text).add_argument("node", help="Node name, or node/NAME")
 
+    p = command("condition", commands.cmd_condition,
+                "Report a node's Ready condition (True, False or Unknown), as its kubelet or the "
+                "node lifecycle controller would: NotReady and unreachable nodes get NoExecute "
+                "taints and their pods are evicted when their tolerations run out")
+    p.add_argument("kind", metavar="node", help="node, or node/NAME")
+    p.add_argument("args", nargs="+", metavar="NAME Ready=STATUS")
+
     p = command("drain", commands.cmd_drain, "Cordon a node and evict its pods (honours PDBs)")
     p.add_argument("node", help="Node name, or node/NAME")
     p.add_argument("--ignore-daemonsets", action="store_true", help="Leave DaemonSet pods in place")

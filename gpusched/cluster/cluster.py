@@ -34,7 +34,7 @@ from gpusched.cluster.controllers import (CONTROLLERS, KEYED, TIMED, WATCHES, bo
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.controllers.node_lifecycle import collect_orphans
 from gpusched.cluster.kinds_admission import check_deletable
-from gpusched.cluster.nodes import DrainError, cordon, drain, label, taint
+from gpusched.cluster.nodes import DrainError, cordon, drain, label, set_ready, taint
 from gpusched.cluster.store import Store, default_state_path
 from gpusched.cluster.timers import Timeline
 from gpusched.cluster.view import View, object_namespace
@@ -367,6 +367,11 @@ class Cluster:
     def uncordon(self, node: str) -> str:
         with self._write() as view:
             return cordon(view, node, False)
+
+    def set_ready(self, node: str, status: str) -> str:
+        """``gpusched condition node NAME Ready=STATUS`` (``cluster.nodes.set_ready``)."""
+        with self._write() as view:
+            return set_ready(view, node, status)
 
     def drain(self, node: str, ignore_daemonsets: bool = False, delete_emptydir_data: bool = False,
               force: bool = False) -> list[str]:

@@ -1,4 +1,5 @@
-"""kubectl's node and label commands on the view: label, taint, cordon/uncordon, drain.
+"""kubectl's node and label commands on the view: label, taint, cordon/uncordon, drain, and
+gpusched's ``condition`` (what a kubelet or the node lifecycle controller reports).
 
 Messages are kubectl's: ``node/gpu-1 labeled``, ``'k' already has a value (v), and --overwrite
 is false``, ``node/gpu-1 tainted``, ``node/gpu-1 cordoned`` / ``already cordoned``, and for drain
@@ -102,6 +103,66 @@ def cordon(view: View, node_name: str, unschedulable: bool) -> str:
         node.setdefault("spec", {}).pop("unschedulable", None)
     view.update(node)
     return f"node/{node_name} {verb}"
+
+
+# Ready's reason and message by status: the kubelet's ReadyCondition setter
+# (kubernetes pkg/kubelet/nodestatus/setters.go: "KubeletReady", "kubelet is posting ready
+# status"; "KubeletNotReady" with its failing checks as the message) and the node lifecycle
+# controller's tryUpdateNodeHealth for a silent kubelet (pkg/controller/nodelifecycle/
+# node_lifecycle_controller.go: every condition Unknown, "NodeStatusUnknown",
+# "Kubelet stopped posting node status.").
+READY_REPORTS = {
+    "True": ("KubeletReady", "kubelet is posting ready status"),
+    "False": ("KubeletNotReady", "node made NotReady with gpusched condition"),
+    "Unknown": ("NodeStatusUnknown", "Kubelet stopped posting node status."),
+}
+
+
+def parse_condition(text: str) -> str:
+    """``Ready=False`` -> ``False``; only the Ready condition, with True, False or Unknown."""
+    ctype, sep, status = text.partition("=")
+    if not sep or ctype != "Ready":
+        raise UsageError(f'invalid condition "{text}": expected Ready=True, Ready=False or '
+                         "Ready=Unknown (only the Ready condition can be set)")
+    if status not in READY_REPORTS:
+        raise UsageError(f'invalid condition "{text}": the status must be True, False or Unknown')
+    return status
+
+
+def set_ready(view: View, node_name: str, status: str) -> str:
+    """Report the node's Ready condition as ``status``. Unknown is what the node lifecycle
+    controller writes when the kubelet goes silent: every condition Unknown; True brings the
+    kubelet's own report back. The node lifecycle controller then adds or removes the
+    ``not-ready``/``unreachable`` taints (NoSchedule and NoExecute), and pods without a matching
+    toleration are evicted when their tolerationSeconds (300 s from DefaultTolerationSeconds)
+    run out (``advance``)."""
+    from gpusched.cluster.controllers.node_status import kubelet_status
+    node = _node(view, node_name)
+    now = view.timestamp()
+    reported = {c["type"]: c for c in kubelet_status(node, now)["conditions"]}
+    reason, message = READY_REPORTS[status]
+    conditions = []
+    for cond in (node.get("status") or {}).get("conditions") or list(reported.values()):
+        cond = dict(cond)
+        if cond.get("type") == "Ready":
+            wanted = {"status": status, "reason": reason, "message": message}
+        elif status == "Unknown":
+            wanted = {"status": "Unknown", "reason": reason, "message": message}
+        elif cond.get("status") == "Unknown" and cond.get("type") in reported:
+            kubelet = reported[cond["type"]]
+            wanted = {k: kubelet[k] for k in ("status", "reason", "message")}
+        else:
+            conditions.append(cond)
+            continue
+        if cond.get("status") != wanted["status"]:
+            cond["lastTransitionTime"] = now
+        if status != "Unknown":
+            cond["lastHeartbeatTime"] = now
+        cond.update(wanted)
+        conditions.append(cond)
+    node.setdefault("status", {})["conditions"] = conditions
+    view.update(node)
+    return f"node/{node_name} condition Ready={status}"
 
 
 def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_data: bool,

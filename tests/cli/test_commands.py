@@ -125,6 +125,13 @@ def test_label_taint_cordon_drain_scale_delete(g):
     row = next(l for l in g.ok("get", "nodes").lines if l.startswith("gpu-node-2"))
     assert row.split()[1] == "Ready,SchedulingDisabled"
     assert g.ok("uncordon", "gpu-node-2").out.strip() == "node/gpu-node-2 uncordoned"
+    assert g.ok("condition", "node/gpu-node-2", "Ready=False").out.strip() == \
+        "node/gpu-node-2 condition Ready=False"
+    row = next(l for l in g.ok("get", "nodes").lines if l.startswith("gpu-node-2"))
+    assert row.split()[1] == "NotReady"
+    bad = g.run("condition", "node", "gpu-node-2", "Ready=Maybe")
+    assert bad.code == 1 and bad.out == "" and bad.err.count("\n") == 1
+    g.ok("condition", "node", "gpu-node-2", "Ready=True")
 
     g.ok("apply", "-f", "examples/inference-deployment/deployment.yaml")
     assert g.ok("scale", "deployment", "llm-inference", "--replicas", "2").out.strip() == \
