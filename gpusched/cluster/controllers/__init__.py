@@ -87,8 +87,18 @@ def _autoscaler_watch(changes: Changes) -> bool:
     return changes.any_kind(("NodePool",)) or bool(autoscaler.groups(changes.view))
 
 
+def _present(kind: str):
+    """A watch for a controller of ``kind`` objects that reads pods and metrics: its own kind's
+    changes, and anything while one of them exists."""
+    def watches(changes: Changes) -> bool:
+        return changes.any_kind((kind,)) or bool(changes.view.list(kind))
+    return watches
+
+
 WATCHES = {
     "cluster-autoscaler": _autoscaler_watch,
+    "horizontal-pod-autoscaler": _present("HorizontalPodAutoscaler"),
+    "vpa-recommender": _present("VerticalPodAutoscaler"),
     "bootstrap": _kinds("Namespace", "PriorityClass", "Service", "ServiceAccount", "StorageClass"),
     "nodepool": _kinds("NodePool", "Node", "ConfigMap"),
     "node-status": _kinds("Node"),
