@@ -8,9 +8,10 @@ is aligned on its own. ``Sheet`` reproduces that for pods and nodes; the kinds o
 ``cli.output.tabwrite``.
 
 Pods: kubectl's describePod (``cli.describe_pod``), gpusched's bookkeeping annotations hidden
-and shown instead in a final ``GPU Assignment (gpusched):`` block. Nodes: Labels, Taints, Unschedulable,
-Capacity, Allocatable, Non-terminated Pods, Allocated resources (``nvidia.com/*`` rows with
-percentages), the per-GPU assignment table (from ``NodeDevices.rows()``), Events. Kinds without
+and shown instead in a final ``GPU Assignment (gpusched):`` block. Nodes: kubectl's describeNode (Roles, Lease,
+Conditions, Addresses, System Info, Non-terminated Pods, Allocated resources with the extended
+resources unpercented, plus gpusched's ``gpusched.io/gpu-milli`` shares row), Events, then
+gpusched's own per-GPU assignment table (``GPU Devices:``, from ``NodeDevices.rows()``). Kinds without
 a kubectl describer here: metadata, then spec and status as nested keys.
 
 Neighbours: ``cli.main`` calls ``cmd_describe``; data comes from the ``Cluster`` facade.
@@ -22,10 +23,9 @@ import argparse
 import sys
 from typing import Any, Iterable, Sequence
 
-from gpusched.cli.columns import node_status_text
 from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
-from gpusched.cli.describe_base import (HIDDEN_ANNOTATIONS, NONE, Related, event_row, events_for,
-                                        kube_date, meta)
+from gpusched.cli.describe_base import (HIDDEN_ANNOTATIONS, NONE, Related, annotation_lines, event_row,
+                                        events_for, kube_date, meta)
 from gpusched.cli.describe_kinds import KIND_PAGES
 from gpusched.cli.describe_storage import describe_pv, describe_pvc, describe_storageclass
 from gpusched.cli.describe_workloads import (describe_daemonset, describe_deployment, describe_job,
@@ -37,13 +37,21 @@ from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import ANN_GPU_MILLI, RESOURCE_GPU_MILLI
 
 PAD = 2
+STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage", "pods")   # IsStandardContainerResourceName + pods
 
 
 class Sheet:
     """Lines of a describe page; ``render()`` aligns them as kubectl's tabwriter does."""
 
-    def __init__(self) -> None:
+    def __init__(self, tabbed: bool = False) -> None:
         self._parts: list[tuple[str, Any]] = []
+        self._tabbed = tabbed   # render through Go's tabwriter rules (one page-wide block), as describe.go does
+
+    def lines(self, tabbed_lines: Iterable[str]) -> None:
+        """Tabbed lines from ``cli.describe_base`` (``key:\tvalue``) as kv parts."""
+        for line in tabbed_lines:
+            key, _, value = line.partition("\t")
+            self._parts.append(("kv", (key, value)) if _ else ("text", line))
 
     def kv(self, key: str, value: Any, indent: int = 0) -> None:
         self._parts.append(("kv", (" " * indent + (f"{key}:" if key else ""), str(value))))
@@ -62,7 +70,22 @@ class Sheet:
         rows = [list(map(str, r)) for r in rows]
         self._parts.append(("table", (indent, list(header), ["-" * len(h) for h in header], rows)))
 
+    def _tab_lines(self) -> list[str]:
+        """The parts as tabbed lines for ``cli.output.tabwrite`` (tables: tab-separated cells)."""
+        lines: list[str] = []
+        for kind, part in self._parts:
+            if kind == "kv":
+                lines.append(f"{part[0]}\t{part[1]}")
+            elif kind == "text":
+                lines.append(part)
+            else:
+                indent, header, dashes, rows = part
+                lines += [" " * indent + "\t".join(row) for row in (header, dashes, *rows)]
+        return lines
+
     def render(self) -> str:
+        if self._tabbed:
+            return tabwrite(self._tab_lines())
         out: list[str] = []
         run: list[tuple[str, str]] = []
 
@@ -158,11 +181,11 @@ def _with_percent(resource: str, used: int, total: int) -> str:
 
 
 def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[dict],
-                  clock: Clock) -> str:
+                  clock: Clock, lease: dict | None = None) -> str:
     """Node page: metadata, taints, capacity, non-terminated pods, Allocated resources (shares
     counted), the per-GPU device table, events."""
-    sheet = Sheet()
-    _node_header(sheet, node)
+    sheet = Sheet(tabbed=True)
+    _node_header(sheet, node, lease)
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     alloc = {res: _quantity(res, v) for res, v in allocatable.items()}
     if alloc.get("nvidia.com/gpu"):   # shares are cut from the whole GPUs: 1000m each
@@ -175,25 +198,35 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
             totals["nvidia.com/gpu"] = totals.get("nvidia.com/gpu", 0) + len(cut)
     sheet.text("Allocated resources:")
     sheet.text("(Total limits may be over 100 percent, i.e., overcommitted.)", 2)
-    resources = ["cpu", "memory"] + sorted(r for r in set(alloc) | set(req_total)
-                                           if r.startswith(("nvidia.com/", "gpusched.io/"))
-                                           and (r != RESOURCE_GPU_MILLI or req_total.get(r)))
-    sheet.table(["Resource", "Requests", "Limits"],
-                [[r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
-                  _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in resources])
-    add_gpu_table(sheet, device_rows, {_meta(p).get("uid", ""): f"{_meta(p).get('namespace', '')}/"
-                                       f"{_meta(p).get('name', '')}" for p in pods})
+    # describe.go describeNodeResource: cpu, memory, ephemeral-storage with percentages, then the
+    # node's extended resources (allocatable, sorted) without; gpusched adds the milli-GPU shares
+    # (gpusched.io/gpu-milli, its own resource) with a percentage of the GPUs' 1000m each
+    rows = [[r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
+             _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in ("cpu", "memory", "ephemeral-storage")]
+    extended = sorted(r for r in allocatable if r not in STANDARD_RESOURCES and not r.startswith("hugepages-"))
+    rows += [[r, format_quantity(r, req_total.get(r, 0)), format_quantity(r, lim_total.get(r, 0))] for r in extended]
+    if req_total.get(RESOURCE_GPU_MILLI):
+        rows.append([RESOURCE_GPU_MILLI, _with_percent(RESOURCE_GPU_MILLI, req_total[RESOURCE_GPU_MILLI],
+                                                       alloc.get(RESOURCE_GPU_MILLI, 0)),
+                     _with_percent(RESOURCE_GPU_MILLI, lim_total.get(RESOURCE_GPU_MILLI, 0),
+                                   alloc.get(RESOURCE_GPU_MILLI, 0))])
+    sheet.table(["Resource", "Requests", "Limits"], rows)
     add_events(sheet, events, clock)
-    return sheet.render()
+    gpus = Sheet()   # gpusched's own block, after kubectl's page and aligned on its own
+    add_gpu_table(gpus, device_rows, {_meta(p).get("uid", ""): f"{_meta(p).get('namespace', '')}/"
+                                      f"{_meta(p).get('name', '')}" for p in pods})
+    return sheet.render() + "\n" + gpus.render()
 
 
-def _node_header(sheet: Sheet, node: dict) -> None:
+def _node_header(sheet: Sheet, node: dict, lease: dict | None) -> None:
+    """describe.go describeNode up to the pods: Name, Roles, Labels, Annotations,
+    CreationTimestamp, Taints, Unschedulable, Lease, Conditions, Addresses, Capacity,
+    Allocatable, System Info, PodCIDR(s), ProviderID."""
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     sheet.kv("Name", meta.get("name", ""))
-    sheet.kv("Status", node_status_text(node))
+    sheet.kv("Roles", ",".join(node_roles(node)) or NONE)
     sheet.mapping("Labels", meta.get("labels"))
-    sheet.mapping("Annotations", {k: v for k, v in (meta.get("annotations") or {}).items()
-                                  if k not in HIDDEN_ANNOTATIONS}, sep=": ")
+    sheet.lines(annotation_lines("Annotations", meta.get("annotations")))
     sheet.kv("CreationTimestamp", kube_date(meta.get("creationTimestamp")))
     taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
               for t in spec.get("taints") or []]
@@ -201,10 +234,57 @@ def _node_header(sheet: Sheet, node: dict) -> None:
     for text in taints[1:]:
         sheet.kv("", text)
     sheet.kv("Unschedulable", str(bool(spec.get("unschedulable", False))).lower())
+    _node_lease(sheet, meta.get("name", ""), lease)
+    if status.get("conditions"):
+        sheet.text("Conditions:")
+        sheet.table(["Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"],
+                    [[f"{c.get('type', '')} ", f"{c.get('status', '')} ", f"{kube_date(c.get('lastHeartbeatTime'))} ",
+                      f"{kube_date(c.get('lastTransitionTime'))} ", f"{c.get('reason', '')} ", c.get("message", "")]
+                     for c in status["conditions"]])
+    sheet.text("Addresses:")
+    for address in status.get("addresses") or []:
+        sheet.kv(address.get("type", ""), address.get("address", ""), 2)
     for title, field in (("Capacity", "capacity"), ("Allocatable", "allocatable")):
         sheet.text(f"{title}:")
         for res, value in sorted((status.get(field) or {}).items()):
             sheet.kv(res, value, 2)
+    sheet.text("System Info:")
+    info = status.get("nodeInfo") or {}
+    for title, field in NODE_INFO:
+        sheet.kv(title, info.get(field, ""), 2)
+    for title, value in (("PodCIDR", spec.get("podCIDR")), ("PodCIDRs", ",".join(spec.get("podCIDRs") or [])),
+                         ("ProviderID", spec.get("providerID"))):
+        if value:
+            sheet.kv(title, value)
+
+
+NODE_INFO = (("Machine ID", "machineID"), ("System UUID", "systemUUID"), ("Boot ID", "bootID"),
+             ("Kernel Version", "kernelVersion"), ("OS Image", "osImage"), ("Operating System", "operatingSystem"),
+             ("Architecture", "architecture"), ("Container Runtime Version", "containerRuntimeVersion"),
+             ("Kubelet Version", "kubeletVersion"), ("Kube-Proxy Version", "kubeProxyVersion"))
+
+
+def node_roles(node: dict) -> list[str]:
+    """describe.go findNodeRoles: ``node-role.kubernetes.io/ROLE`` labels and ``kubernetes.io/role``."""
+    roles = set()
+    for key, value in (_meta(node).get("labels") or {}).items():
+        if key.startswith("node-role.kubernetes.io/") and key[len("node-role.kubernetes.io/"):]:
+            roles.add(key[len("node-role.kubernetes.io/"):])
+        elif key == "kubernetes.io/role" and value:
+            roles.add(str(value))
+    return sorted(roles)
+
+
+def _node_lease(sheet: Sheet, name: str, lease: dict | None) -> None:
+    """describe.go describeNodeLease, or its ``Failed to get lease`` line when there is none."""
+    if lease is None:
+        sheet.kv("Lease", f'Failed to get lease: leases.coordination.k8s.io "{name}" not found')
+        return
+    spec = lease.get("spec") or {}
+    sheet.text("Lease:")
+    sheet.kv("HolderIdentity", spec.get("holderIdentity") or "<unset>", 2)
+    for title, field in (("AcquireTime", "acquireTime"), ("RenewTime", "renewTime")):
+        sheet.kv(title, kube_date(spec[field]) if spec.get(field) else "<unset>", 2)
 
 
 def _node_pods(sheet: Sheet, running: list[dict], alloc: dict[str, int],
@@ -217,15 +297,16 @@ def _node_pods(sheet: Sheet, running: list[dict], alloc: dict[str, int],
         for totals, values in ((req_total, req), (lim_total, lim)):
             for res, value in values.items():
                 totals[res] = totals.get(res, 0) + value
-        gpus = {r: v for r, v in req.items() if r.startswith(("nvidia.com/", "gpusched.io/"))}
-        rows.append([_meta(pod).get("namespace", ""), _meta(pod).get("name", ""),
+        rows.append([_meta(pod).get("namespace", ""), _meta(pod).get("name", ""), "",
                      *(_with_percent(res, values.get(res, 0), alloc.get(res, 0))
                        for res in ("cpu", "memory") for values in (req, lim)),
-                     ",".join(f"{r}={format_quantity(r, v)}" for r, v in sorted(gpus.items())) or NONE,
                      clock.age(_meta(pod).get("creationTimestamp"))])
-    if rows:
-        sheet.table(["Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests",
-                     "Memory Limits", "GPU Requests", "Age"], rows)
+    # describe.go describeNodeResource: the header is printed even with no pods; Name is followed
+    # by an empty column (``Name\t\tCPU Requests``)
+    sheet._parts.append(("table", (2, ["Namespace", "Name", "", "CPU Requests", "CPU Limits", "Memory Requests",
+                                       "Memory Limits", "Age"],
+                                   ["---------", "----", "", "------------", "----------", "---------------",
+                                    "-------------", "---"], rows)))
     return req_total, lim_total
 
 
@@ -312,8 +393,10 @@ def describe_page(cluster: Any, kind: str, obj: dict, related: Related) -> str:
         return describe_pod(obj, related)
     if kind == "Node":
         pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
+        lease = next((item for item in related.lookup("Lease", "kube-node-lease")
+                      if _meta(item).get("name") == name), None)
         return describe_node(obj, pods, list(cluster.node_devices(name).rows()), related.events,
-                             related.clock)
+                             related.clock, lease)
     if kind in TABBED_PAGES:
         return tabwrite(TABBED_PAGES[kind](obj, related))
     return describe_generic(obj, related.events, related.clock)

@@ -149,6 +149,9 @@ CASES = {
     # succeeded (Terminated state, Exit Code) and pending pods, a PVC volume, ports, env, mounts
     "describePod-every-pod-running-succeeded-pvc-volume": ("pod", "-A"),
     "describePod-env-field-ref-configmap-mounts-qos": ("pod", "-n", "shapes"),
+    # describeNode / describeNodeLease / describeNodeResource / findNodeRoles: every node (roles,
+    # long NFD annotation cut, lease, conditions, addresses, system info, pods, extended resources)
+    "describeNode-every-node-conditions-system-info-allocated": ("node",),
 }
 
 
@@ -163,6 +166,8 @@ def test_describe_prints_kubectls_page(lab, args):
     if args[0] == "pod":
         expected, mine_page, shown = hide_bookkeeping(expected), without_gpu_block(mine.stdout), gpu_facts(mine.stdout)
         assert shown == bookkeeping(real.stdout)   # what the Annotations block hides, the GPU block shows
+    elif args[0] == "node":
+        expected, mine_page = without_pod_ages(expected), without_pod_ages(without_gpu_devices(mine.stdout))
     else:
         mine_page = mine.stdout
     assert comparable(mine_page) == comparable(expected)
@@ -231,6 +236,24 @@ def without_gpu_block(page: str) -> str:
     """gpusched's page without its own GPU block (kubectl has no such block: it is compared with
     kubectl's annotations by ``gpu_facts``)."""
     return re.sub(r"\nGPU Assignment \(gpusched\):.*?(?=\n\n\n|\Z)", "", page, flags=re.S)
+
+
+def without_gpu_devices(page: str) -> str:
+    """gpusched's node page without its own ``GPU Devices:`` table (after Events; kubectl has none)."""
+    return re.sub(r"\nGPU Devices:.*?(?=\n\n\n|\Z)", "", page, flags=re.S)
+
+
+def without_pod_ages(page: str) -> str:
+    """The Age cell (the last one) of each Non-terminated Pods row: kubectl measures it on the wall
+    clock (describe.go describeNodeResource -> translateTimestampSince), gpusched on the virtual one."""
+    out, inside = [], False
+    for line in page.split("\n"):
+        if line.startswith("Non-terminated Pods:"):
+            inside = True
+        elif not line.startswith("  "):
+            inside = False
+        out.append(line.rsplit(" ", 1)[0] if inside and line.startswith("  ") else line)
+    return "\n".join(out)
 
 
 def test_events_normalisation_keeps_everything_but_the_age():

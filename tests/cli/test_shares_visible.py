@@ -20,9 +20,9 @@ def test_two_460m_shares_hold_one_gpu_everywhere(tmp_path):
     row = next(line.split() for line in g.ok("top", "nodes").lines if line.startswith("gpu-node-3"))
     assert row[3:7] == ["1/2", "(50%)", "0.9/1", "(92%)"]
     page = g.ok("describe", "node", "gpu-node-3").out
-    allocated = page.split("Allocated resources:")[1].split("GPU Devices:")[0]
-    assert "gpusched.io/gpu-milli  920 (46%)  920 (46%)" in allocated
-    assert "nvidia.com/gpu         1 (50%)    1 (50%)" in allocated
+    allocated = [line.split() for line in page.split("Allocated resources:")[1].split("Events:")[0].splitlines()]
+    assert ["gpusched.io/gpu-milli", "920", "(46%)", "920", "(46%)"] in allocated
+    assert ["nvidia.com/gpu", "1", "1"] in allocated   # describe.go describeNodeResource: extended resources unpercented
     devices = [line.split() for line in page.split("GPU Devices:")[1].splitlines()[3:] if line.strip()
                and not line.startswith("Events")]
     gpu0 = [d for d in devices if d[0] == "0"]
