@@ -129,3 +129,36 @@ def test_changes_by_another_process_reach_the_watch(serve):
     watcher.run()
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in watcher.events] == [
         ("ADDED", "from-cli"), ("DELETED", "from-cli")]
+
+
+def _first_chunk(response: http.client.HTTPResponse) -> bytes:
+    """The first HTTP/1.1 chunk of a chunked body, read off the wire as the server framed it."""
+    assert response.getheader("Transfer-Encoding") == "chunked"
+    size = int(response.fp.readline().split(b";")[0], 16)
+    return response.fp.read(size)
+
+
+@pytest.mark.slow
+def test_a_watch_sends_the_pending_events_in_one_chunk(serve):
+    """Each streamed chunk costs the server a thread-pool/event-loop hop; one chunk per event let
+    watches fall seconds behind under write load (bench/bench_serve_load.py, docs/serve.md).
+    Events already committed when a watch resumes arrive framed as one chunk, one line each."""
+    _, listed = serve.request("GET", "/api/v1/namespaces/default/configmaps")
+    start_rv = listed["metadata"]["resourceVersion"]
+    names = [f"pending-{i}" for i in range(5)]
+    for name in names:
+        status, _ = serve.request("POST", "/api/v1/namespaces/default/configmaps",
+                                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+        assert status == 201
+    host, port = serve.host_port
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    try:
+        conn.request("GET", "/api/v1/namespaces/default/configmaps?watch=true"
+                     f"&resourceVersion={start_rv}&timeoutSeconds=60")
+        response = conn.getresponse()
+        assert response.status == 200
+        lines = _first_chunk(response).splitlines()
+    finally:
+        conn.close()
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in map(json.loads, lines)] == [
+        ("ADDED", name) for name in names]
