@@ -23,7 +23,8 @@ thread pool, never on the event loop; they reach the store through the one clust
 (``server.worker``: SQLite, group commit). Bodies are read up to 3 MiB (413
 ``Request entity too large: limit is 3145728``, the connection closed) with ``idle_timeout``
 between chunks (408). Watch responses are streamed (starlette ``StreamingResponse``), each next
-event pulled on a second, larger pool, so 1,000 open watches block neither handlers nor the loop.
+chunk (the events of one wake-up: ``server.watch``) pulled on a second, larger pool, so 1,000
+open watches block neither handlers nor the loop.
 
 ``stop()`` (SIGTERM in ``cli.serve``) shuts down gracefully: the listener closes, open watches
 end, requests in flight (a write whose body is still arriving included) complete and are
