@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
-                                        label_lines, meta, quantity_format, quantity_text,
-                                        selector_text)
+                                        label_lines, meta, selector_text)
+from gpusched.objects.quantity import quantity_format
+from gpusched.objects.quantity import quantity_string as quantity_text
 from gpusched.objects.quantity import QuantityError, parse_quantity
 
 
@@ -86,14 +87,18 @@ SCOPE_HELP = {   # describe.go helpTextForResourceQuotaScope
 }
 
 
-def _quota_rows(quota: dict) -> list[tuple[str, str, str]]:
-    """Resource, used, hard; a used value whose format differs from the hard one is printed as
-    its integer value in the hard value's format (describeQuota's resource.NewQuantity)."""
+def _quota_rows(quota: dict, convert: bool = True) -> list[tuple[str, str, str]]:
+    """Resource, used, hard. On the quota's own page (describeQuota) a used value whose format
+    differs from the hard one is printed as its integer value in the hard value's format
+    (resource.NewQuantity); the namespace page (DescribeResourceQuotas) prints both as stored."""
     hard = (quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {}
     used = (quota.get("status") or {}).get("used") or {}
     rows = []
     for name in sorted(hard):
         value, form = used.get(name, "0"), quantity_format(hard[name])
+        if not convert:
+            rows.append((name, quantity_text(value), quantity_text(hard[name])))
+            continue
         if quantity_format(value) != form:
             value = _whole(value)
         rows.append((name, quantity_text(value, form), quantity_text(hard[name])))
@@ -154,7 +159,7 @@ def describe_namespace(ns: dict, related: Related) -> list[str]:
         for quota in quotas:
             lines += [f"  Name:\t{meta(quota).get('name', '')}", *_scope_lines(quota.get("spec") or {}, "  ", ""),
                       "  Resource\tUsed\tHard", "  --------\t---\t---"]
-            lines += [f"  {k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
+            lines += [f"  {k}\t{u}\t{h}" for k, u, h in _quota_rows(quota, convert=False)]
     lines.append("")
     limit_ranges = related.lookup("LimitRange", name)
     if not limit_ranges:

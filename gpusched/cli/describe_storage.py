@@ -10,7 +10,8 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 from __future__ import annotations
 
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
-                                        kube_date, label_lines, meta, quantity_text)
+                                        kube_date, label_lines, meta)
+from gpusched.objects.quantity import quantity_string as quantity_text
 
 BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 ACCESS_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),

@@ -11,8 +11,9 @@ Neighbours: ``cli.describe_workloads`` (the pages), ``cli.describe_base`` (share
 
 from __future__ import annotations
 
-from gpusched.cli.describe_base import (NONE, annotation_lines, kube_date, label_lines, quantity_text,
+from gpusched.cli.describe_base import (NONE, annotation_lines, kube_date, label_lines,
                                         selector_text)
+from gpusched.objects.quantity import quantity_string as quantity_text
 
 L1, L2, L3 = "  ", "    ", "      "   # describe.go PrefixWriter LEVEL_1..3
 

@@ -38,7 +38,7 @@ from gpusched.cluster.resources import (container_resources, format_amount, quot
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import ForbiddenError
 from gpusched.objects.kinds import KINDS
-from gpusched.objects.quantity import canonical
+from gpusched.objects.quantity import canonical, quantity_string
 
 POD_RESOURCES = frozenset({
     "count/pods", "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
@@ -297,8 +297,9 @@ def refresh_quotas(view: View) -> None:
     for quota in view.list("ResourceQuota"):
         hard_raw = (quota.get("spec") or {}).get("hard") or {}
         used = quota_used(view, quota)
-        status: dict = {"hard": {k: format_amount_for_key(k, canonical(_resource_of(k), v))
-                                 for k, v in sorted(hard_raw.items())}}
+        # the spec's Quantities copied, serialized as Quantity.String() keeps their format
+        # (100G stays 100G, 1024Mi becomes 1Gi): resource_quota_controller.go syncResourceQuota
+        status: dict = {"hard": {k: quantity_string(v) for k, v in sorted(hard_raw.items())}}
         if used:
             status["used"] = {k: format_amount_for_key(k, v) for k, v in sorted(used.items())}
         if quota.get("status") != status:

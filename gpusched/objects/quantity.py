@@ -94,3 +94,45 @@ def format_quantity(resource: str, amount: int) -> str:
         if amount % factor == 0:
             return f"{amount // factor}{suffix}"
     return str(amount)
+
+
+_SI = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def quantity_format(value: object) -> str:
+    """apimachinery's Quantity format of a written quantity: ``BinarySI`` (``Ki``..``Ei``),
+    ``DecimalExponent`` (``1e3``) or ``DecimalSI``."""
+    text = str(value).strip()
+    if text[-2:] in _BINARY_SUFFIXES[1:]:
+        return "BinarySI"
+    return "DecimalExponent" if "e" in text.lower() else "DecimalSI"
+
+
+def quantity_string(value: object, form: str | None = None) -> str:
+    """A quantity as apimachinery's ``Quantity.String()`` prints it (what the API stores and
+    kubectl describe shows):
+    binary values (``Ki``..``Ei``) of at least 1024 stay binary with the largest exact suffix
+    (``1024Mi`` -> ``1Gi``, ``1536Mi`` stays); decimal values get the largest power-of-1000 suffix
+    whose mantissa is whole (``0.5`` -> ``500m``, ``1000`` -> ``1k``, ``1500m`` stays); the
+    ``e`` notation keeps ``eN``. ``form`` overrides the written format (a quota's used value is
+    printed in its hard value's format). Text that is no quantity is printed as it is."""
+    try:
+        amount = parse_quantity(value)
+    except (QuantityError, ValueError, TypeError):
+        return str(value).strip()
+    form = form or quantity_format(value)
+    if amount == 0:
+        return "0"
+    if form == "BinarySI" and abs(amount) >= 1024 and amount.denominator == 1:
+        power = 0
+        while power < 6 and amount % 1024 ** (power + 1) == 0:
+            power += 1
+        return f"{amount // 1024 ** power}{_BINARY_SUFFIXES[power]}"
+    exponent = 18
+    while exponent > -9 and (amount / Fraction(10) ** exponent).denominator != 1:
+        exponent -= 3
+    mantissa = math.ceil(amount / Fraction(10) ** exponent)
+    if form == "DecimalExponent":
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+    return f"{mantissa}{_SI[exponent]}"

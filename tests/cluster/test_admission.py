@@ -103,6 +103,17 @@ def test_limit_gpu_quota_is_accepted_but_not_enforced(cluster):
     assert status == {"hard": {"limits.nvidia.com/gpu": "1"}}
 
 
+@pytest.mark.parametrize("written,stored", [
+    ("100G", "100G"), ("1024Mi", "1Gi"), ("1536Mi", "1536Mi"), ("0.5", "500m"), ("1e3", "1e3"),
+    ("8", "8")])
+def test_quota_status_hard_keeps_the_written_quantity_format(cluster, written, stored):
+    # kubernetes pkg/controller/resourcequota/resource_quota_controller.go syncResourceQuota
+    # copies spec.hard's Quantities into status.hard; apimachinery resource.Quantity.String()
+    # canonicalizes each in its own format (DecimalSI 100G stays 100G, BinarySI 1024Mi -> 1Gi)
+    apply(cluster, join(pool(count=1), quota("q", {"requests.memory": written})))
+    assert cluster.get("quota", ["q"])[0]["status"]["hard"] == {"requests.memory": stored}
+
+
 def test_quota_used_follows_pod_changes(cluster):
     apply(cluster, join(pool(count=1), quota("q", {"requests.nvidia.com/gpu": "8", "pods": "10",
                                                    "requests.cpu": "20"}),
