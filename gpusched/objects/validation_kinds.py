@@ -37,7 +37,11 @@ BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 VOLUME_MODES = ("Block", "Filesystem")
 MAX_SECRET_BYTES = 1024 * 1024
 NODE_PORT_RANGE = (30000, 32767)
-VPA_UPDATE_MODES = ("Off", "Initial", "Recreate", "InPlaceOrRecreate", "Auto")
+# The VPA CRD's enums (kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml), in its order.
+VPA_UPDATE_MODES = ("Off", "Initial", "Recreate", "InPlaceOrRecreate", "InPlace", "Auto")
+VPA_CONTAINER_MODES = ("Auto", "Off")
+VPA_CONTROLLED_VALUES = ("RequestsAndLimits", "RequestsOnly")
+VPA_CHANGE_REQUIREMENTS = ("TargetHigherThanRequests", "TargetLowerThanRequests")
 HPA_METRIC_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
 # PersistentVolume sources gpusched knows by name (the spec must name exactly one).
 VOLUME_SOURCES = ("awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc",
@@ -648,12 +652,36 @@ def _hpa_policy(policy: dict, p: str, e: Errors) -> None:
 
 
 def _vpa(obj: dict, e: Errors) -> None:
+    """The CRD schema's enums and required fields (the schema itself is
+    ``schemas/own/verticalpodautoscaler.yaml``; ``objects.strict`` reports its unknown fields)."""
     spec = _spec(obj, e)
     _scale_target(spec, "targetRef", e)
     policy = e.mapping(spec, "updatePolicy", "spec.updatePolicy") or {}
-    mode = policy.get("updateMode")
-    if mode is not None and mode not in VPA_UPDATE_MODES:
-        e.unsupported("spec.updatePolicy.updateMode", mode, VPA_UPDATE_MODES)
+    _enum(policy, "updateMode", "spec.updatePolicy.updateMode", VPA_UPDATE_MODES, e)
+    for i, req in enumerate(e.items_of(policy, "evictionRequirements", "spec.updatePolicy.evictionRequirements")
+                            or []):
+        if isinstance(req, dict):
+            _enum(req, "changeRequirement", f"spec.updatePolicy.evictionRequirements[{i}].changeRequirement",
+                  VPA_CHANGE_REQUIREMENTS, e, required=True)
+    resource_policy = e.mapping(spec, "resourcePolicy", "spec.resourcePolicy") or {}
+    path = "spec.resourcePolicy.containerPolicies"
+    for i, container in enumerate(e.items_of(resource_policy, "containerPolicies", path) or []):
+        if isinstance(container, dict):
+            _enum(container, "mode", f"{path}[{i}].mode", VPA_CONTAINER_MODES, e)
+            _enum(container, "controlledValues", f"{path}[{i}].controlledValues", VPA_CONTROLLED_VALUES, e)
+    for i, recommender in enumerate(e.items_of(spec, "recommenders", "spec.recommenders") or []):
+        if isinstance(recommender, dict) and not recommender.get("name"):
+            e.required(f"spec.recommenders[{i}].name")
+
+
+def _enum(obj: dict, key: str, path: str, supported: tuple[str, ...], e: Errors, required: bool = False) -> None:
+    """A CRD ``enum``: ``Unsupported value: "x": supported values: ...`` in the schema's order."""
+    value = obj.get(key)
+    if value is None:
+        if required:
+            e.required(path)
+    elif value not in supported:
+        e.unsupported(path, value, supported)
 
 
 VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {

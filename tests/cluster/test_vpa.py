@@ -8,6 +8,8 @@ import yaml
 
 from gpusched.cluster.controllers import vpa
 from gpusched.cluster.gpu_fit import fit
+from gpusched.errors import InvalidError
+from gpusched.objects.strict import StrictDecodingError
 
 from .builders import apply, pool
 
@@ -116,3 +118,64 @@ def test_gpu_fit(model, util, memory, what, hours):
     got = fit(model, util, memory)
     assert got.what == what
     assert got.gpu_hours_saved_per_day == pytest.approx(hours, abs=1e-3)
+
+
+# ---- bad input: the CRD's structural schema (kubernetes/autoscaler
+# vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml), unknown fields refused under kubectl's
+# strict field validation (apimachinery strict decoding), enums with the CRD validator's message.
+
+def vpa_doc(**spec) -> str:
+    body = {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, **spec}
+    return yaml.safe_dump({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+                           "metadata": {"name": "web"}, "spec": body})
+
+
+STRICT_PREFIX = ('VerticalPodAutoscaler in version "v1" cannot be handled as a VerticalPodAutoscaler: '
+                 'strict decoding error: ')
+BAD_VPA_CASES = [
+    ("unknown-field-at-spec (spec.updatePolcy)", vpa_doc(updatePolcy={"updateMode": "Off"}),
+     STRICT_PREFIX + 'unknown field "spec.updatePolcy"'),
+    ("unknown-field-in-container-policy (minAlowed)",
+     vpa_doc(resourcePolicy={"containerPolicies": [{"containerName": "*", "minAlowed": {"cpu": "100m"}}]}),
+     STRICT_PREFIX + 'unknown field "spec.resourcePolicy.containerPolicies[0].minAlowed"'),
+    ("unknown-field-in-target-ref", vpa_doc(targetRef={"kind": "Deployment", "name": "web", "nmae": "x"}),
+     STRICT_PREFIX + 'unknown field "spec.targetRef.nmae"'),
+    ("update-mode-enum (PodUpdatePolicy.updateMode)", vpa_doc(updatePolicy={"updateMode": "On"}),
+     'The VerticalPodAutoscaler "web" is invalid: spec.updatePolicy.updateMode: Unsupported value: "On": '
+     'supported values: "Off", "Initial", "Recreate", "InPlaceOrRecreate", "InPlace", "Auto"'),
+    ("container-mode-enum (ContainerResourcePolicy.mode)",
+     vpa_doc(resourcePolicy={"containerPolicies": [{"containerName": "c0", "mode": "Disabled"}]}),
+     'The VerticalPodAutoscaler "web" is invalid: spec.resourcePolicy.containerPolicies[0].mode: '
+     'Unsupported value: "Disabled": supported values: "Auto", "Off"'),
+    ("controlled-values-enum",
+     vpa_doc(resourcePolicy={"containerPolicies": [{"containerName": "c0", "controlledValues": "LimitsOnly"}]}),
+     'The VerticalPodAutoscaler "web" is invalid: spec.resourcePolicy.containerPolicies[0].controlledValues: '
+     'Unsupported value: "LimitsOnly": supported values: "RequestsAndLimits", "RequestsOnly"'),
+    ("recommender-name-required", vpa_doc(recommenders=[{}]),
+     'The VerticalPodAutoscaler "web" is invalid: spec.recommenders[0].name: Required value'),
+]
+
+
+@pytest.mark.parametrize("text, message", [c[1:] for c in BAD_VPA_CASES], ids=[c[0] for c in BAD_VPA_CASES])
+def test_bad_vpa_refused_and_nothing_stored(cluster, text, message):
+    with pytest.raises((StrictDecodingError, InvalidError)) as err:
+        apply(cluster, text)
+    assert str(err.value).endswith(message), str(err.value)
+    assert cluster.get("vpa", []) == []
+
+
+def test_full_vpa_with_resource_policy_is_stored_and_recommended_for(cluster):
+    """Every v1 field a real cluster accepts is kept as given; the recommender still writes."""
+    spec = {"updatePolicy": {"updateMode": "Off", "minReplicas": 1, "evictionRequirements": [
+                {"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}]},
+            "resourcePolicy": {"containerPolicies": [
+                {"containerName": "*", "mode": "Auto", "minAllowed": {"cpu": "100m", "memory": 1048576},
+                 "maxAllowed": {"cpu": 2, "memory": "4Gi"}, "controlledResources": ["cpu", "memory"],
+                 "controlledValues": "RequestsOnly"}]},
+            "recommenders": [{"name": "default"}]}
+    apply(cluster, pool(count=1, gpus=0) + "---\n" + deployment("300m") + "---\n" + vpa_doc(**spec))
+    stored = cluster.get("vpa", ["web"])[0]["spec"]
+    assert {k: stored[k] for k in spec} == spec
+    cluster.advance(3600)
+    (rec,) = recommendation(cluster)
+    assert rec["containerName"] == "c0" and rec["target"]["cpu"].endswith("m")

@@ -130,13 +130,18 @@ def test_type_errors_fail_in_every_mode(obj, message):
         assert err.value.code == 400 and err.value.reason == "BadRequest"
 
 
-def test_crd_spec_accepted_loosely_as_its_crd_preserves_unknown_fields():
-    # the VPA CRD (kubernetes/autoscaler vpa-v1-crd-gen.yaml): gpusched stores spec as given.
+def test_crd_structural_schema_reports_unknown_fields_at_any_depth():
+    # the VPA CRD is structural (kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml):
+    # unknown fields are pruned and reported (sorted), known ones kept as given.
+    policy = {"containerName": "*", "minAlowed": {"cpu": "1"}, "maxAllowed": {"cpu": 2, "memory": "4Gi"}}
     obj = {"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler", "metadata": {"name": "v", "x": 1},
-           "spec": {"targetRef": {"kind": "Deployment", "name": "d"}, "anything": {"goes": "here"}}}
+           "spec": {"targetRef": {"kind": "Deployment", "name": "d"}, "anything": {"goes": "here"},
+                    "resourcePolicy": {"containerPolicies": [policy]}}}
     decoded = decode(obj)
-    assert decoded.findings == ('unknown field "metadata.x"',)
-    assert decoded.obj["spec"] == obj["spec"]
+    assert decoded.findings == ('unknown field "metadata.x"', 'unknown field "spec.anything"',
+                                'unknown field "spec.resourcePolicy.containerPolicies[0].minAlowed"')
+    assert decoded.obj["spec"] == {"targetRef": {"kind": "Deployment", "name": "d"}, "resourcePolicy": {
+        "containerPolicies": [{"containerName": "*", "maxAllowed": {"cpu": 2, "memory": "4Gi"}}]}}
 
 
 def test_custom_kind_type_error_is_invalid_per_field():

@@ -94,7 +94,7 @@ BAD = [
      obj("VerticalPodAutoscaler", "autoscaling.k8s.io/v1",
          spec={"targetRef": {"kind": "Deployment", "name": "d"}, "updatePolicy": {"updateMode": "On"}}),
      'The VerticalPodAutoscaler "x" is invalid: spec.updatePolicy.updateMode: Unsupported value: '
-     '"On": supported values: "Off", "Initial", "Recreate", "InPlaceOrRecreate", "Auto"'),
+     '"On": supported values: "Off", "Initial", "Recreate", "InPlaceOrRecreate", "InPlace", "Auto"'),
     ("secret-tls-keys (ValidateSecret)", obj("Secret", type="kubernetes.io/tls", data={}),
      'The Secret "x" is invalid: data[tls.crt]: Required value, data[tls.key]: Required value'),
 ]
