@@ -27,8 +27,11 @@ from gpusched.metrics.dcgm import GpuSource
 log = logging.getLogger(__name__)
 
 
-class _Stop(Exception):
-    pass
+class _Stop(BaseException):
+    """Raised by the SIGTERM/SIGINT handler. A BaseException, like KeyboardInterrupt: when the
+    signal lands while serve_forever is inside a request, socketserver's ``except Exception``
+    in _handle_request_noblock would swallow an Exception and keep serving (seen once in a
+    loaded CI run: the exporter never stopped and was killed)."""
 
 
 def exporter_body(source: GpuSource, available: bool) -> bytes:
