@@ -28,11 +28,11 @@ from typing import Any
 from starlette.responses import Response as StarletteResponse
 from starlette.websockets import WebSocket
 
+from gpusched.objects.limits import MAX_BODY_BYTES   # kube-apiserver's MaxRequestBodyBytes
 from gpusched.server.http import Response, json_response, normalise_path, status_object
 from gpusched.server.resources import parse_target
 from gpusched.server.security import Authenticator, User, forbidden_message
 
-MAX_BODY_BYTES = 3 * 1024 * 1024        # kube-apiserver's MaxRequestBodyBytes for writes
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")

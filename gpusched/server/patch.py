@@ -119,9 +119,10 @@ def strategic_supported(api_version: str, kind: str) -> bool:
 
 # ---- RFC 6902 ---------------------------------------------------------------------------------
 
-MAX_JSON_PATCH_OPERATIONS = 10_000     # apiserver handlers/patch.go maxJSONPatchOperations
-MAX_COPY_BYTES = 3 * 1024 * 1024       # server/config.go JSONPatchMaxCopyBytes (json-patch's
-                                       # AccumulatedCopySizeLimit): copies may add this much
+# the bounds live in objects.limits: maxJSONPatchOperations (handlers/patch.go) and
+# JSONPatchMaxCopyBytes (json-patch's AccumulatedCopySizeLimit: copies may add this much)
+MAX_JSON_PATCH_OPERATIONS = limits.MAX_PATCH_OPERATIONS
+MAX_COPY_BYTES = limits.MAX_COPY_BYTES
 APPLY_FAILED = "the server rejected our request due to an error in our request"
 
 
