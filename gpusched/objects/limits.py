@@ -5,8 +5,8 @@ for every write through ``gpusched serve`` (``server.decoding``, ``server.patch`
 cannot expand into something that stalls the cluster worker or poisons the store:
 
 - **Nesting depth** (:data:`MAX_DEPTH` levels of objects/arrays), checked on the text before it
-  is parsed (JSON: a linear scan; YAML: libyaml's event stream), so a 100,000-level document is
-  one error instead of a recursion crash. Go's decoders stop at 10,000 (encoding/json
+  is parsed (JSON: a linear scan; YAML: libyaml's event stream, or its own 1,000-level stop in
+  libyaml 0.2.6+), so a 100,000-level document is one error instead of a recursion crash. Go's decoders stop at 10,000 (encoding/json
   ``maxNestingDepth``, go-yaml ``max depth``); gpusched's walkers are recursive Python, hence the
   lower bound, which is far above any Kubernetes object (a PodSpec is about 15 levels).
 - **YAML alias expansion**: the expanded node count and the alias-driven share are counted from
@@ -168,7 +168,11 @@ def check_yaml_text(text: str, loader: Any) -> None:
                 if stack:
                     stack[-1][1] += size
                 _check_aliases(decoded, aliased)
-    except yaml.YAMLError:
+    except yaml.YAMLError as err:
+        # libyaml 0.2.6+ (bundled since PyYAML 6.0.4) stops at 1,000 levels in its scanner, which
+        # reads a flow collection's brackets ahead of the events above: past MAX_DEPTH either way.
+        if "exceeded maximum nesting depth" in str(getattr(err, "problem", "")):
+            raise LimitError(f"yaml: {depth_error()}") from None
         return
 
 
