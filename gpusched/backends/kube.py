@@ -68,7 +68,7 @@ def timestamp(seconds: float, micro: bool = False) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
-def _raw(response: Any) -> dict:
+def _raw(response: Any) -> dict[str, Any]:
     return json.loads(response.data or b"{}")
 
 
@@ -82,11 +82,11 @@ class KubeApi:
 
     # ---- reading ------------------------------------------------------------------------------
 
-    def _lister(self, kind: str) -> Callable:
+    def _lister(self, kind: str) -> Callable[..., Any]:
         return {"Node": self.core.list_node, "Pod": self.core.list_pod_for_all_namespaces,
                 "ConfigMap": self.core.list_config_map_for_all_namespaces}[kind]
 
-    def list(self, kind: str) -> tuple[list[dict], str]:
+    def list(self, kind: str) -> tuple[list[dict[str, Any]], str]:
         """Every object of ``kind`` (with kind/apiVersion filled in) and the list's resourceVersion."""
         body = _raw(self._lister(kind)(_preload_content=False))
         items = body.get("items") or []
@@ -96,7 +96,7 @@ class KubeApi:
         return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
 
     def watch(self, kind: str, resource_version: str, stop: threading.Event
-              ) -> Iterator[tuple[str, dict]]:
+              ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(type, object) events from ``resource_version`` for one watch request; BOOKMARKs and
         the request's end are silent. A 410 raises ``ApiException`` with status 410."""
         stream = watch.Watch()
@@ -113,13 +113,13 @@ class KubeApi:
 
     # ---- writing ------------------------------------------------------------------------------
 
-    def patch_annotations(self, pod: dict, annotations: dict[str, str]) -> None:
+    def patch_annotations(self, pod: dict[str, Any], annotations: dict[str, str]) -> None:
         meta = pod["metadata"]
         self.core.patch_namespaced_pod(meta["name"], meta["namespace"],
                                        {"metadata": {"annotations": annotations}},
                                        _content_type=MERGE_PATCH, _preload_content=False)
 
-    def bind(self, pod: dict, node: str) -> None:
+    def bind(self, pod: dict[str, Any], node: str) -> None:
         meta = pod["metadata"]
         body = client.V1Binding.from_dict({
             "apiVersion": "v1", "kind": "Binding",
@@ -129,23 +129,23 @@ class KubeApi:
         self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body,
                                                 _preload_content=False)
 
-    def patch_status(self, pod: dict, status: dict) -> None:
+    def patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         meta = pod["metadata"]
         self.core.patch_namespaced_pod_status(meta["name"], meta["namespace"], {"status": status},
                                               _content_type=MERGE_PATCH, _preload_content=False)
 
-    def set_condition(self, pod: dict, condition: dict, **fields: Any) -> None:
+    def set_condition(self, pod: dict[str, Any], condition: dict[str, Any], **fields: Any) -> None:
         """Replace one condition (others kept) and set other status fields (None deletes)."""
         status = {"conditions": list((pod.get("status") or {}).get("conditions") or [])}
         set_condition(status, {**condition, "lastTransitionTime": timestamp(self.clock())})
         status.update(fields)
         self.patch_status(pod, status)
 
-    def delete_pod(self, pod: dict) -> None:
+    def delete_pod(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         self.core.delete_namespaced_pod(meta["name"], meta["namespace"], _preload_content=False)
 
-    def record_event(self, pod: dict, reason: str, message: str, type_: str = "Normal") -> None:
+    def record_event(self, pod: dict[str, Any], reason: str, message: str, type_: str = "Normal") -> None:
         meta = pod["metadata"]
         now = self.clock()
         body = client.CoreV1Event.from_dict({
@@ -209,7 +209,7 @@ def preempt(api: KubeApi, state: SchedulerState, decision: Decision) -> None:
 
 # ---- watching -------------------------------------------------------------------------------
 
-def watch_kind(api: KubeApi, kind: str, resource_version: str, events: queue.Queue,
+def watch_kind(api: KubeApi, kind: str, resource_version: str, events: queue.Queue[Any],
                stop: threading.Event) -> None:
     """Thread body: feed ``(kind, type, obj)`` into ``events`` until ``stop``; a 410 Gone (or a
     broken connection) relists the kind and sends ``(kind, "RELIST", items)``."""
@@ -266,13 +266,13 @@ class LeaderElector:
         self.renewed_at = float("-inf")
         self.leading = False
 
-    def _spec(self, now: float, transitions: int, acquired: str | None) -> dict:
+    def _spec(self, now: float, transitions: int, acquired: str | None) -> dict[str, Any]:
         stamp = timestamp(now, micro=True)
         return {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
                 "acquireTime": acquired or stamp, "renewTime": stamp,
                 "leaseTransitions": transitions}
 
-    def _read(self) -> dict | None:
+    def _read(self) -> dict[str, Any] | None:
         try:
             return _raw(self.api.coordination.read_namespaced_lease(
                 self.name, self.namespace, _preload_content=False))
@@ -281,7 +281,7 @@ class LeaderElector:
                 raise
             return None
 
-    def _write(self, lease: dict, create: bool) -> bool:
+    def _write(self, lease: dict[str, Any], create: bool) -> bool:
         """Create or replace (with the resourceVersion read); False when another write won."""
         coord, body = self.api.coordination, client.V1Lease.from_dict(lease)
         try:
@@ -333,7 +333,7 @@ class LeaderElector:
             self.renewed_at, self.leading = now, True
         return won
 
-    def _expired(self, spec: dict, now: float) -> bool:
+    def _expired(self, spec: dict[str, Any], now: float) -> bool:
         renew = spec.get("renewTime") or spec.get("acquireTime")
         if not renew:
             return True
@@ -419,7 +419,7 @@ def _serve(api: KubeApi, state: SchedulerState, stop: threading.Event, once: boo
     _schedule(api, state)
     if once:
         return 0
-    events: queue.Queue = queue.Queue()
+    events: queue.Queue[Any] = queue.Queue()
     for kind in KINDS:
         threading.Thread(target=watch_kind, args=(api, kind, versions[kind], events, stop),
                          name=f"watch-{kind}", daemon=True).start()

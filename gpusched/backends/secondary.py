@@ -53,19 +53,19 @@ class Decision:
     """What to do for one pod: bind it, report it unschedulable, or preempt for it."""
 
     action: str                                  # BIND | UNSCHEDULABLE | PREEMPT
-    pod: dict                                    # the pod as last seen
+    pod: dict[str, Any]                                    # the pod as last seen
     node: str = ""                               # bind target, or the nominated node
     assignment: DeviceAssignment = NO_DEVICES
     message: str = ""                            # kube-scheduler's FitError text
     victims: tuple[PodInfo, ...] = ()
 
 
-def _key(obj: dict) -> tuple[str, str]:
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def is_device_configmap(configmap: dict) -> bool:
+def is_device_configmap(configmap: dict[str, Any]) -> bool:
     """A ConfigMap the device plugin or mig-parted reads (the only ones the cache keeps)."""
     name = (configmap.get("metadata") or {}).get("name")
     return name in MIG_PARTED_CONFIGMAP_NAMES or find_device_plugin_configmap([configmap]) is not None
@@ -76,24 +76,24 @@ class ObjectCache:
     the cluster layer's helpers read from a view."""
 
     def __init__(self) -> None:
-        self.objects: dict[str, dict[tuple[str, str], dict]] = {kind: {} for kind in KINDS}
+        self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {kind: {} for kind in KINDS}
 
-    def list(self, kind: str, namespace: str | None = None) -> list[dict]:
+    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         items = self.objects.get(kind, {})
         return [items[k] for k in sorted(items) if namespace is None or k[0] == namespace]
 
-    def get(self, kind: str, name: str, namespace: str = "") -> dict | None:
+    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         return self.objects[kind].get((namespace, name))
 
-    def unbound_pods(self) -> list[dict]:
+    def unbound_pods(self) -> list[dict[str, Any]]:
         """Unfinished pods without ``spec.nodeName`` (``View.unbound_pods``; a scan here)."""
         return [p for p in self.list("Pod") if not (p.get("spec") or {}).get("nodeName")
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
 
-    def put(self, kind: str, obj: dict) -> None:
+    def put(self, kind: str, obj: dict[str, Any]) -> None:
         self.objects[kind][_key(obj)] = obj
 
-    def remove(self, kind: str, obj: dict) -> None:
+    def remove(self, kind: str, obj: dict[str, Any]) -> None:
         self.objects[kind].pop(_key(obj), None)
 
 
@@ -114,7 +114,7 @@ class SchedulerState:
 
     # ---- feeding ------------------------------------------------------------------------------
 
-    def replace(self, kind: str, items: list[dict]) -> None:
+    def replace(self, kind: str, items: list[dict[str, Any]]) -> None:
         """Replace everything known of ``kind`` (an initial list or a relist)."""
         self.cache.objects[kind] = {}
         for obj in items:
@@ -125,7 +125,7 @@ class SchedulerState:
             self.assumed = {u: a for u, a in self.assumed.items() if u in live}
         self._stale()
 
-    def observe(self, kind: str, type_: str, obj: dict) -> None:
+    def observe(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
         """Apply one watch event (``ADDED``, ``MODIFIED``, ``DELETED``)."""
         if kind == "Pod":
             self._observe_pod(type_, obj)
@@ -142,7 +142,7 @@ class SchedulerState:
         self.scheduler = None
         self.epoch += 1
 
-    def _observe_node(self, type_: str, node: dict) -> None:
+    def _observe_node(self, type_: str, node: dict[str, Any]) -> None:
         if type_ == "DELETED":
             self.cache.remove("Node", node)
             self._stale()
@@ -165,7 +165,7 @@ class SchedulerState:
             snapshot.update_node(info)                 # labels, taints, cordon, allocatable
             self.epoch += 1
 
-    def _observe_pod(self, type_: str, pod: dict) -> None:
+    def _observe_pod(self, type_: str, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
         if type_ == "DELETED":
             self.cache.remove("Pod", pod)
@@ -179,7 +179,7 @@ class SchedulerState:
         if self.scheduler is not None:
             self._place(uid, None if type_ == "DELETED" else pod)
 
-    def _place(self, uid: str, pod: dict | None) -> None:
+    def _place(self, uid: str, pod: dict[str, Any] | None) -> None:
         """Move the pod in the snapshot to where the API (or our assumption) says it is."""
         snapshot = self.scheduler.snapshot
         want = None
@@ -210,7 +210,7 @@ class SchedulerState:
 
     # ---- scheduling ---------------------------------------------------------------------------
 
-    def pending(self) -> list[dict]:
+    def pending(self) -> list[dict[str, Any]]:
         """Our pods that wait for a node, in queue order (assumed ones excluded)."""
         return [p for p in pending_pods(self.cache, self.names)
                 if p["metadata"]["uid"] not in self.assumed]

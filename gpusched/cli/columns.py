@@ -10,7 +10,7 @@ Neighbours: ``cli.output`` (alignment, ages), ``cli.commands`` (the ``get`` comm
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from gpusched.cli.columns_kinds import KIND_COLUMNS, _age, _meta, _name, _spec, _status  # shared cell readers
 from gpusched.cli.output import Clock, human_duration, parse_timestamp
@@ -23,15 +23,15 @@ Row = list[str]
 @dataclass(frozen=True)
 class Columns:
     header: tuple[str, ...]
-    cells: Callable[[dict, Clock], Row]
+    cells: Callable[[dict[str, Any], Clock], Row]
     wide_header: tuple[str, ...] = ()
-    wide_cells: Callable[[dict, Clock], Row] | None = None
+    wide_cells: Callable[[dict[str, Any], Clock], Row] | None = None
 
 
 # ---- pods -----------------------------------------------------------------------------------
 
 
-def pod_status_text(pod: dict) -> str:
+def pod_status_text(pod: dict[str, Any]) -> str:
     """The STATUS column: kubectl's printPod reason logic, reduced to what gpusched records."""
     status = _status(pod)
     phase = str(status.get("phase") or "Pending")
@@ -52,7 +52,7 @@ def pod_status_text(pod: dict) -> str:
     return {"Succeeded": "Completed", "Failed": "Error"}.get(phase, phase)
 
 
-def _pod_ready(pod: dict) -> str:
+def _pod_ready(pod: dict[str, Any]) -> str:
     containers = _spec(pod).get("containers") or []
     statuses = _status(pod).get("containerStatuses")
     if statuses:
@@ -62,15 +62,15 @@ def _pod_ready(pod: dict) -> str:
     return f"{ready}/{len(containers)}"
 
 
-def _pod_restarts(pod: dict) -> str:
+def _pod_restarts(pod: dict[str, Any]) -> str:
     return str(sum(int(cs.get("restartCount", 0)) for cs in _status(pod).get("containerStatuses") or []))
 
 
-def _pod_cells(pod: dict, clock: Clock) -> Row:
+def _pod_cells(pod: dict[str, Any], clock: Clock) -> Row:
     return [_name(pod), _pod_ready(pod), pod_status_text(pod), _pod_restarts(pod), _age(pod, clock)]
 
 
-def _pod_wide(pod: dict, clock: Clock) -> Row:
+def _pod_wide(pod: dict[str, Any], clock: Clock) -> Row:
     status = _status(pod)
     return [status.get("podIP") or NONE, _spec(pod).get("nodeName") or NONE,
             status.get("nominatedNodeName") or NONE, NONE]
@@ -79,7 +79,7 @@ def _pod_wide(pod: dict, clock: Clock) -> Row:
 # ---- nodes ----------------------------------------------------------------------------------
 
 
-def node_status_text(node: dict) -> str:
+def node_status_text(node: dict[str, Any]) -> str:
     """``Ready``, ``NotReady`` or ``Unknown``, plus ``,SchedulingDisabled`` when cordoned."""
     conditions = _status(node).get("conditions")
     text = "Ready"
@@ -91,19 +91,19 @@ def node_status_text(node: dict) -> str:
     return text
 
 
-def node_roles(node: dict) -> str:
+def node_roles(node: dict[str, Any]) -> str:
     roles = sorted(key.split("/", 1)[1] for key in (_meta(node).get("labels") or {})
                    if key.startswith("node-role.kubernetes.io/") and "/" in key)
     return ",".join(role for role in roles if role) or NONE
 
 
-def _node_cells(node: dict, clock: Clock) -> Row:
+def _node_cells(node: dict[str, Any], clock: Clock) -> Row:
     info = _status(node).get("nodeInfo") or {}
     return [_name(node), node_status_text(node), node_roles(node), _age(node, clock),
             info.get("kubeletVersion", "")]
 
 
-def _node_wide(node: dict, clock: Clock) -> Row:
+def _node_wide(node: dict[str, Any], clock: Clock) -> Row:
     addresses = {a.get("type"): a.get("address") for a in _status(node).get("addresses") or []}
     info = _status(node).get("nodeInfo") or {}
     return [addresses.get("InternalIP") or NONE, addresses.get("ExternalIP") or NONE,
@@ -114,11 +114,11 @@ def _node_wide(node: dict, clock: Clock) -> Row:
 # ---- workloads ------------------------------------------------------------------------------
 
 
-def _template_containers(obj: dict) -> list[dict]:
+def _template_containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return ((_spec(obj).get("template") or {}).get("spec") or {}).get("containers") or []
 
 
-def _workload_wide(obj: dict, clock: Clock) -> Row:
+def _workload_wide(obj: dict[str, Any], clock: Clock) -> Row:
     containers = _template_containers(obj)
     selector = (_spec(obj).get("selector") or {}).get("matchLabels") or {}
     return [",".join(c.get("name", "") for c in containers) or NONE,
@@ -126,20 +126,20 @@ def _workload_wide(obj: dict, clock: Clock) -> Row:
             ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE]
 
 
-def _deployment_cells(obj: dict, clock: Clock) -> Row:
+def _deployment_cells(obj: dict[str, Any], clock: Clock) -> Row:
     status, replicas = _status(obj), _spec(obj).get("replicas", 1)
     return [_name(obj), f"{status.get('readyReplicas', 0)}/{replicas}",
             str(status.get("updatedReplicas", 0)), str(status.get("availableReplicas", 0)),
             _age(obj, clock)]
 
 
-def _replicaset_cells(obj: dict, clock: Clock) -> Row:
+def _replicaset_cells(obj: dict[str, Any], clock: Clock) -> Row:
     status = _status(obj)
     return [_name(obj), str(_spec(obj).get("replicas", 1)), str(status.get("replicas", 0)),
             str(status.get("readyReplicas", 0)), _age(obj, clock)]
 
 
-def _daemonset_cells(obj: dict, clock: Clock) -> Row:
+def _daemonset_cells(obj: dict[str, Any], clock: Clock) -> Row:
     status = _status(obj)
     selector = ((_spec(obj).get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
     return [_name(obj), str(status.get("desiredNumberScheduled", 0)),
@@ -148,7 +148,7 @@ def _daemonset_cells(obj: dict, clock: Clock) -> Row:
             ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE, _age(obj, clock)]
 
 
-def job_duration(job: dict, clock: Clock) -> str:
+def job_duration(job: dict[str, Any], clock: Clock) -> str:
     status = _status(job)
     start = parse_timestamp(status.get("startTime"))
     if start is None:
@@ -157,7 +157,7 @@ def job_duration(job: dict, clock: Clock) -> str:
     return human_duration((end if end is not None else clock.now) - start)
 
 
-def _job_cells(obj: dict, clock: Clock) -> Row:
+def _job_cells(obj: dict[str, Any], clock: Clock) -> Row:
     spec, status = _spec(obj), _status(obj)
     completions = spec.get("completions")
     if completions is None:
@@ -171,12 +171,12 @@ def _job_cells(obj: dict, clock: Clock) -> Row:
 # ---- policy and config ----------------------------------------------------------------------
 
 
-def _priorityclass_cells(obj: dict, clock: Clock) -> Row:
+def _priorityclass_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), str(obj.get("value", 0)), str(bool(obj.get("globalDefault", False))).lower(),
             _age(obj, clock)]
 
 
-def quota_columns(quota: dict) -> tuple[str, str]:
+def quota_columns(quota: dict[str, Any]) -> tuple[str, str]:
     """REQUEST and LIMIT: ``key: used/hard`` pairs sorted by key, ``limits.*`` in LIMIT."""
     hard = _status(quota).get("hard") or _spec(quota).get("hard") or {}
     used = _status(quota).get("used") or {}
@@ -187,36 +187,36 @@ def quota_columns(quota: dict) -> tuple[str, str]:
     return ", ".join(requests), ", ".join(limits)
 
 
-def _quota_cells(obj: dict, clock: Clock) -> Row:
+def _quota_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), _age(obj, clock), *quota_columns(obj)]
 
 
-def _limitrange_cells(obj: dict, clock: Clock) -> Row:
+def _limitrange_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), str(_meta(obj).get("creationTimestamp", ""))]
 
 
-def _pdb_cells(obj: dict, clock: Clock) -> Row:
+def _pdb_cells(obj: dict[str, Any], clock: Clock) -> Row:
     spec = _spec(obj)
     return [_name(obj), str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")),
             str(_status(obj).get("disruptionsAllowed", 0)), _age(obj, clock)]
 
 
-def _configmap_cells(obj: dict, clock: Clock) -> Row:
+def _configmap_cells(obj: dict[str, Any], clock: Clock) -> Row:
     data = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
     return [_name(obj), str(data), _age(obj, clock)]
 
 
-def _namespace_cells(obj: dict, clock: Clock) -> Row:
+def _namespace_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), str(_status(obj).get("phase", "Active")), _age(obj, clock)]
 
 
-def event_time(event: dict) -> str | None:
+def event_time(event: dict[str, Any]) -> str | None:
     """The timestamp an event is ordered and aged by (last seen, else first seen, else created)."""
     return (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
             or _meta(event).get("creationTimestamp"))
 
 
-def event_object(event: dict) -> str:
+def event_object(event: dict[str, Any]) -> str:
     involved = event.get("involvedObject") or event.get("regarding") or {}
     kind = str(involved.get("kind", ""))
     try:
@@ -226,12 +226,12 @@ def event_object(event: dict) -> str:
     return f"{kind}/{involved.get('name', '')}"
 
 
-def _event_cells(obj: dict, clock: Clock) -> Row:
+def _event_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [clock.age(event_time(obj)), str(obj.get("type", "Normal")), str(obj.get("reason", "")),
             event_object(obj), str(obj.get("message", obj.get("note", "")))]
 
 
-def _nodepool_cells(obj: dict, clock: Clock) -> Row:
+def _nodepool_cells(obj: dict[str, Any], clock: Clock) -> Row:
     """NODES: the registered nodes of an autoscaled pool (``status.nodes``), else the spec's;
     MIN/MAX: the Cluster Autoscaler bounds (``<none>`` for a fixed pool)."""
     spec = _spec(obj)
@@ -247,17 +247,17 @@ def _nodepool_cells(obj: dict, clock: Clock) -> Row:
             str(gpu.get("count", 0)), _age(obj, clock)]
 
 
-def _clusterpolicy_cells(obj: dict, clock: Clock) -> Row:
+def _clusterpolicy_cells(obj: dict[str, Any], clock: Clock) -> Row:
     """The CRD's printer columns: Status (.status.state), Age."""
     return [_name(obj), str((obj.get("status") or {}).get("state", "")), _age(obj, clock)]
 
 
-def _lease_cells(obj: dict, clock: Clock) -> Row:
+def _lease_cells(obj: dict[str, Any], clock: Clock) -> Row:
     """kubectl's printLease: NAME, HOLDER (blank when released), AGE."""
     return [_name(obj), str(_spec(obj).get("holderIdentity") or ""), _age(obj, clock)]
 
 
-def _generic_cells(obj: dict, clock: Clock) -> Row:
+def _generic_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), _age(obj, clock)]
 
 
@@ -292,7 +292,7 @@ COLUMNS: dict[str, Columns] = {
 }
 
 
-def table_rows(kind: str, objects: list[dict], clock: Clock, wide: bool,
+def table_rows(kind: str, objects: list[dict[str, Any]], clock: Clock, wide: bool,
                with_namespace: bool) -> tuple[list[str], list[Row]]:
     """Header and rows for ``get``; ``with_namespace`` prepends NAMESPACE as ``-A`` does."""
     columns = COLUMNS.get(kind, Columns(("NAME", "AGE"), _generic_cells))

@@ -13,7 +13,7 @@ Neighbours: ``cli.columns`` (registers these), ``cli.output`` (Clock).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from gpusched.cli.output import Clock
 
@@ -26,23 +26,23 @@ DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
 Row = list[str]
 
 
-def _meta(obj: dict) -> dict:
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _spec(obj: dict) -> dict:
+def _spec(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("spec") or {}
 
 
-def _status(obj: dict) -> dict:
+def _status(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("status") or {}
 
 
-def _name(obj: dict) -> str:
+def _name(obj: dict[str, Any]) -> str:
     return str(_meta(obj).get("name", ""))
 
 
-def _age(obj: dict, clock: Clock) -> str:
+def _age(obj: dict[str, Any], clock: Clock) -> str:
     return clock.age(_meta(obj).get("creationTimestamp"))
 
 
@@ -54,7 +54,7 @@ def _first_three(items: list[str]) -> str:
     return text + (f" + {len(items) - 3} more..." if len(items) > 3 else "")
 
 
-def _selector_text(selector: dict | None) -> str:
+def _selector_text(selector: dict[str, Any] | None) -> str:
     """metav1.FormatLabelSelector for matchLabels / matchExpressions."""
     if not selector:
         return NONE
@@ -68,7 +68,7 @@ def _selector_text(selector: dict | None) -> str:
 
 # ---- Service, Endpoints, EndpointSlice ------------------------------------------------------
 
-def _service_ports(spec: dict) -> str:
+def _service_ports(spec: dict[str, Any]) -> str:
     ports = []
     for port in spec.get("ports") or []:
         text = str(port.get("port", ""))
@@ -78,7 +78,7 @@ def _service_ports(spec: dict) -> str:
     return ",".join(ports) or NONE
 
 
-def _external_ip(obj: dict) -> str:
+def _external_ip(obj: dict[str, Any]) -> str:
     spec = _spec(obj)
     kind = spec.get("type", "ClusterIP")
     if kind == "ExternalName":
@@ -91,19 +91,19 @@ def _external_ip(obj: dict) -> str:
     return "<pending>" if kind == "LoadBalancer" else NONE
 
 
-def _service_cells(obj: dict, clock: Clock) -> Row:
+def _service_cells(obj: dict[str, Any], clock: Clock) -> Row:
     spec = _spec(obj)
     cluster_ip = spec.get("clusterIP") or NONE
     return [_name(obj), str(spec.get("type", "ClusterIP")), str(cluster_ip), _external_ip(obj),
             _service_ports(spec), _age(obj, clock)]
 
 
-def _service_wide(obj: dict, clock: Clock) -> Row:
+def _service_wide(obj: dict[str, Any], clock: Clock) -> Row:
     selector = _spec(obj).get("selector") or {}
     return [",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE]
 
 
-def _endpoints_cells(obj: dict, clock: Clock) -> Row:
+def _endpoints_cells(obj: dict[str, Any], clock: Clock) -> Row:
     items = []
     for subset in obj.get("subsets") or []:
         ports = subset.get("ports") or [{}]
@@ -114,7 +114,7 @@ def _endpoints_cells(obj: dict, clock: Clock) -> Row:
     return [_name(obj), _first_three(items), _age(obj, clock)]
 
 
-def _endpointslice_cells(obj: dict, clock: Clock) -> Row:
+def _endpointslice_cells(obj: dict[str, Any], clock: Clock) -> Row:
     ports = [str(p.get("port")) for p in obj.get("ports") or [] if p.get("port") is not None]
     addresses = [a for e in obj.get("endpoints") or [] for a in e.get("addresses") or []]
     return [_name(obj), str(obj.get("addressType", "")), ",".join(ports) or UNSET,
@@ -123,7 +123,7 @@ def _endpointslice_cells(obj: dict, clock: Clock) -> Row:
 
 # ---- storage --------------------------------------------------------------------------------
 
-def _storageclass_cells(obj: dict, clock: Clock) -> Row:
+def _storageclass_cells(obj: dict[str, Any], clock: Clock) -> Row:
     annotations = _meta(obj).get("annotations") or {}
     name = _name(obj) + (" (default)" if any(annotations.get(a) == "true"
                                              for a in DEFAULT_CLASS_ANNOTATIONS) else "")
@@ -132,11 +132,11 @@ def _storageclass_cells(obj: dict, clock: Clock) -> Row:
             "true" if obj.get("allowVolumeExpansion") else "false", _age(obj, clock)]
 
 
-def _modes(obj: dict, source: dict) -> str:
+def _modes(obj: dict[str, Any], source: dict[str, Any]) -> str:
     return ",".join(ACCESS_MODES.get(m, m) for m in source.get("accessModes") or [])
 
 
-def _pv_cells(obj: dict, clock: Clock) -> Row:
+def _pv_cells(obj: dict[str, Any], clock: Clock) -> Row:
     spec, status = _spec(obj), _status(obj)
     ref = spec.get("claimRef") or {}
     claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref.get("name") else ""
@@ -147,11 +147,11 @@ def _pv_cells(obj: dict, clock: Clock) -> Row:
             _age(obj, clock)]
 
 
-def _volume_mode_wide(obj: dict, clock: Clock) -> Row:
+def _volume_mode_wide(obj: dict[str, Any], clock: Clock) -> Row:
     return [str(_spec(obj).get("volumeMode") or "Filesystem")]
 
 
-def _pvc_cells(obj: dict, clock: Clock) -> Row:
+def _pvc_cells(obj: dict[str, Any], clock: Clock) -> Row:
     spec, status = _spec(obj), _status(obj)
     bound = status.get("phase") == "Bound"
     capacity = str((status.get("capacity") or {}).get("storage", "")) if bound else ""
@@ -162,20 +162,20 @@ def _pvc_cells(obj: dict, clock: Clock) -> Row:
 
 # ---- policy, accounts, secrets, autoscalers ---------------------------------------------------
 
-def _networkpolicy_cells(obj: dict, clock: Clock) -> Row:
+def _networkpolicy_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), _selector_text(_spec(obj).get("podSelector")), _age(obj, clock)]
 
 
-def _serviceaccount_cells(obj: dict, clock: Clock) -> Row:
+def _serviceaccount_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), str(len(obj.get("secrets") or [])), _age(obj, clock)]
 
 
-def _secret_cells(obj: dict, clock: Clock) -> Row:
+def _secret_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [_name(obj), str(obj.get("type", "Opaque")), str(len(obj.get("data") or {})),
             _age(obj, clock)]
 
 
-def _hpa_targets(obj: dict) -> str:
+def _hpa_targets(obj: dict[str, Any]) -> str:
     """kubectl's ``formatHPAMetrics`` (pkg/printers/internalversion/printers.go, 1.32): one
     ``current/target`` per metric, resources prefixed ``cpu: ``, at most two then ``+ N more...``."""
     spec = _spec(obj)
@@ -193,7 +193,7 @@ def _hpa_targets(obj: dict) -> str:
     return ", ".join(items)
 
 
-def _hpa_target(metric: dict, status: dict) -> str:
+def _hpa_target(metric: dict[str, Any], status: dict[str, Any]) -> str:
     kind = metric.get("type")
     field = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
              "ContainerResource": "containerResource"}.get(str(kind))
@@ -219,7 +219,7 @@ def _hpa_target(metric: dict, status: dict) -> str:
     return f"{name}: {shown}/{goal}"
 
 
-def _hpa_cells(obj: dict, clock: Clock) -> Row:
+def _hpa_cells(obj: dict[str, Any], clock: Clock) -> Row:
     spec = _spec(obj)
     ref = spec.get("scaleTargetRef") or {}
     return [_name(obj), f"{ref.get('kind', '')}/{ref.get('name', '')}", _hpa_targets(obj),
@@ -227,7 +227,7 @@ def _hpa_cells(obj: dict, clock: Clock) -> Row:
             str(_status(obj).get("currentReplicas", 0)), _age(obj, clock)]
 
 
-def _vpa_cells(obj: dict, clock: Clock) -> Row:
+def _vpa_cells(obj: dict[str, Any], clock: Clock) -> Row:
     recommendation = ((_status(obj).get("recommendation") or {})
                       .get("containerRecommendations") or [{}])[0].get("target") or {}
     provided = next((c.get("status", "") for c in _status(obj).get("conditions") or []
@@ -237,7 +237,7 @@ def _vpa_cells(obj: dict, clock: Clock) -> Row:
             _age(obj, clock)]
 
 
-Cells = Callable[[dict, Clock], Row]
+Cells = Callable[[dict[str, Any], Clock], Row]
 KIND_COLUMNS: dict[str, tuple[tuple[str, ...], Cells, tuple[str, ...], Cells | None]] = {
     "Service": (("NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"), _service_cells,
                 ("SELECTOR",), _service_wide),

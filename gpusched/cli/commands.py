@@ -14,7 +14,7 @@ import argparse
 import re
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 from gpusched import __version__
 from gpusched.cli.columns import event_time, table_rows
@@ -56,7 +56,7 @@ def namespace_of(args: argparse.Namespace) -> str:
 # ---- apply / delete -------------------------------------------------------------------------
 
 
-def load(paths: list[str]) -> list:
+def load(paths: list[str]) -> list[Any]:
     from gpusched.objects.manifest import load_manifests
 
     stdin_text = sys.stdin.read() if "-" in paths else None
@@ -265,7 +265,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_taint_specs(specs: list[str]) -> tuple[list, list[tuple[str, str | None]]]:
+def parse_taint_specs(specs: list[str]) -> tuple[list[Any], list[tuple[str, str | None]]]:
     """Split ``key=value:Effect`` (add) from ``key:Effect-`` / ``key-`` (remove, None = every effect)."""
     from gpusched.objects.node import is_taint_removal, parse_taint, parse_taint_removal
 

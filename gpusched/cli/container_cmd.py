@@ -11,6 +11,8 @@ by ``cli.main``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import sys
 
@@ -42,7 +44,7 @@ def _pod_name(text: str) -> str:
     return name if slash else text
 
 
-def _container(pod: dict, wanted: str | None) -> str:
+def _container(pod: dict[str, Any], wanted: str | None) -> str:
     from gpusched.metrics.container import container_names
     names = container_names(pod)
     if wanted is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from gpusched.cli.commands import dry_run_suffix, load, namespace_of, open_cluster, validation_mode
 from gpusched.cli.output import resource_name, to_json, to_yaml
@@ -32,7 +32,7 @@ from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.kinds import resolve_kind
 
 
-def add_commands(parser: argparse.ArgumentParser, dry_run_option: Callable) -> None:
+def add_commands(parser: argparse.ArgumentParser, dry_run_option: Callable[..., Any]) -> None:
     parser.add_argument("-f", "--filename", action="append", metavar="PATH",
                         help="Create the objects of these manifests")
     parser.add_argument("-n", "--namespace", default=None, help="The namespace of the object")
@@ -99,10 +99,10 @@ def _pairs(text: str, what: str) -> dict[str, str]:
     return out
 
 
-def build(args: argparse.Namespace) -> dict:
+def build(args: argparse.Namespace) -> dict[str, Any]:
     """The object ``create <generator>`` makes, as kubectl's generator fills it."""
     name, kind = args.name, args.generator
-    meta: dict = {"name": name}
+    meta: dict[str, Any] = {"name": name}
     if kind in ("namespace", "ns"):
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
     if kind in ("deployment", "deploy"):
@@ -136,7 +136,7 @@ def build(args: argparse.Namespace) -> dict:
             body["description"] = args.description
         return body
     if kind in ("quota", "resourcequota"):
-        spec: dict = {"hard": _pairs(args.hard, "--hard")}
+        spec: dict[str, Any] = {"hard": _pairs(args.hard, "--hard")}
         if args.scopes:
             spec["scopes"] = [s for s in args.scopes.split(",") if s]
         return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": spec}
@@ -153,7 +153,7 @@ def build(args: argparse.Namespace) -> dict:
     raise UsageError(f"unknown object to create: {kind}")
 
 
-def as_kubectl_prints(body: dict) -> dict:
+def as_kubectl_prints(body: dict[str, Any]) -> dict[str, Any]:
     """The object as ``kubectl create ... --dry-run=client -o yaml`` prints it: Go's zero values
     of the typed object (``creationTimestamp: null``, empty ``status``/``strategy``/``spec``)."""
     import copy
@@ -176,7 +176,7 @@ def as_kubectl_prints(body: dict) -> dict:
 # ---- the command ------------------------------------------------------------------------------
 
 
-def _print(obj: dict, args: argparse.Namespace, action: str = "created") -> None:
+def _print(obj: dict[str, Any], args: argparse.Namespace, action: str = "created") -> None:
     info = resolve_kind(str(obj.get("kind", "")))
     ref = f"{resource_name(info)}/{obj['metadata']['name']}"
     if args.output == "json":
@@ -189,7 +189,7 @@ def _print(obj: dict, args: argparse.Namespace, action: str = "created") -> None
         print(f"{ref} {action}{dry_run_suffix(args)}")
 
 
-def _create(args: argparse.Namespace, bodies: list[tuple[str, dict]]) -> int:
+def _create(args: argparse.Namespace, bodies: list[tuple[str, dict[str, Any]]]) -> int:
     """Create each body in its own transaction; a refusal is one ``error:`` line (exit 1).
 
     Each body is decoded first under ``--validate`` (objects.strict), as the API server does."""

@@ -56,7 +56,7 @@ class Sheet:
     def kv(self, key: str, value: Any, indent: int = 0) -> None:
         self._parts.append(("kv", (" " * indent + (f"{key}:" if key else ""), str(value))))
 
-    def mapping(self, key: str, values: dict | None, indent: int = 0, sep: str = "=") -> None:
+    def mapping(self, key: str, values: dict[str, Any] | None, indent: int = 0, sep: str = "=") -> None:
         """``Labels:  a=b`` then one continuation line per further entry, sorted by key."""
         items = [f"{k}{sep}{v}" for k, v in sorted((values or {}).items())]
         self.kv(key, items[0] if items else NONE, indent)
@@ -118,7 +118,7 @@ class Sheet:
 _meta = meta
 
 
-def add_events(sheet: Sheet, events: list[dict], clock: Clock) -> None:
+def add_events(sheet: Sheet, events: list[dict[str, Any]], clock: Clock) -> None:
     if not events:
         sheet.kv("Events", NONE)
         return
@@ -133,7 +133,7 @@ def _quantity(resource: str, value: Any) -> int:
         return 0
 
 
-def _container_values(container: dict, field: str) -> dict:
+def _container_values(container: dict[str, Any], field: str) -> dict[str, Any]:
     """A container's requests or limits; a resource given only as a limit requests that limit
     (Kubernetes' defaulting)."""
     resources = container.get("resources") or {}
@@ -144,7 +144,7 @@ def _container_values(container: dict, field: str) -> dict:
     return values
 
 
-def pod_resources(pod: dict, field: str) -> dict[str, int]:
+def pod_resources(pod: dict[str, Any], field: str) -> dict[str, int]:
     """Effective pod requests or limits: max(sum(containers), each init container) + overhead."""
     spec = pod.get("spec") or {}
     total: dict[str, int] = {}
@@ -163,7 +163,7 @@ def pod_resources(pod: dict, field: str) -> dict[str, int]:
     return total
 
 
-def share_milli(pod: dict) -> int:
+def share_milli(pod: dict[str, Any]) -> int:
     """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
     text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_GPU_MILLI, ""))
     return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
@@ -180,8 +180,8 @@ def _with_percent(resource: str, used: int, total: int) -> str:
 # ---- nodes ----------------------------------------------------------------------------------
 
 
-def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[dict],
-                  clock: Clock, lease: dict | None = None) -> str:
+def describe_node(node: dict[str, Any], pods: list[dict[str, Any]], device_rows: list[Any], events: list[dict[str, Any]],
+                  clock: Clock, lease: dict[str, Any] | None = None) -> str:
     """Node page: metadata, taints, capacity, non-terminated pods, Allocated resources (shares
     counted), the per-GPU device table, events."""
     sheet = Sheet(tabbed=True)
@@ -218,7 +218,7 @@ def describe_node(node: dict, pods: list[dict], device_rows: list, events: list[
     return sheet.render() + "\n" + gpus.render()
 
 
-def _node_header(sheet: Sheet, node: dict, lease: dict | None) -> None:
+def _node_header(sheet: Sheet, node: dict[str, Any], lease: dict[str, Any] | None) -> None:
     """describe.go describeNode up to the pods: Name, Roles, Labels, Annotations,
     CreationTimestamp, Taints, Unschedulable, Lease, Conditions, Addresses, Capacity,
     Allocatable, System Info, PodCIDR(s), ProviderID."""
@@ -264,7 +264,7 @@ NODE_INFO = (("Machine ID", "machineID"), ("System UUID", "systemUUID"), ("Boot 
              ("Kubelet Version", "kubeletVersion"), ("Kube-Proxy Version", "kubeProxyVersion"))
 
 
-def node_roles(node: dict) -> list[str]:
+def node_roles(node: dict[str, Any]) -> list[str]:
     """describe.go findNodeRoles: ``node-role.kubernetes.io/ROLE`` labels and ``kubernetes.io/role``."""
     roles = set()
     for key, value in (_meta(node).get("labels") or {}).items():
@@ -275,7 +275,7 @@ def node_roles(node: dict) -> list[str]:
     return sorted(roles)
 
 
-def _node_lease(sheet: Sheet, name: str, lease: dict | None) -> None:
+def _node_lease(sheet: Sheet, name: str, lease: dict[str, Any] | None) -> None:
     """describe.go describeNodeLease, or its ``Failed to get lease`` line when there is none."""
     if lease is None:
         sheet.kv("Lease", f'Failed to get lease: leases.coordination.k8s.io "{name}" not found')
@@ -287,7 +287,7 @@ def _node_lease(sheet: Sheet, name: str, lease: dict | None) -> None:
         sheet.kv(title, kube_date(spec[field]) if spec.get(field) else "<unset>", 2)
 
 
-def _node_pods(sheet: Sheet, running: list[dict], alloc: dict[str, int],
+def _node_pods(sheet: Sheet, running: list[dict[str, Any]], alloc: dict[str, int],
                clock: Clock) -> tuple[dict[str, int], dict[str, int]]:
     """The Non-terminated Pods table; returns the summed requests and limits."""
     sheet.kv("Non-terminated Pods", f"({len(running)} in total)")
@@ -310,7 +310,7 @@ def _node_pods(sheet: Sheet, running: list[dict], alloc: dict[str, int],
     return req_total, lim_total
 
 
-def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) -> None:
+def add_gpu_table(sheet: Sheet, device_rows: list[Any], pods_by_uid: dict[str, str]) -> None:
     """The per-GPU assignment table from ``NodeDevices.rows()``: GPU index, device, resource,
     slot (MIG profile, time-slice replica or milli-GPU share) and the holding pod."""
     if not device_rows:
@@ -338,7 +338,7 @@ def add_gpu_table(sheet: Sheet, device_rows: list, pods_by_uid: dict[str, str]) 
 # ---- any other kind -------------------------------------------------------------------------
 
 
-def describe_generic(obj: dict, events: list[dict], clock: Clock) -> str:
+def describe_generic(obj: dict[str, Any], events: list[dict[str, Any]], clock: Clock) -> str:
     meta = _meta(obj)
     sheet = Sheet()
     sheet.kv("Name", meta.get("name", ""))
@@ -385,7 +385,7 @@ TABBED_PAGES = {**KIND_PAGES, "Deployment": describe_deployment, "ReplicaSet": d
                 "HorizontalPodAutoscaler": describe_hpa}
 
 
-def describe_page(cluster: Any, kind: str, obj: dict, related: Related) -> str:
+def describe_page(cluster: Any, kind: str, obj: dict[str, Any], related: Related) -> str:
     """One object's page: pods and nodes through ``Sheet``, the kinds of ``TABBED_PAGES`` as
     kubectl's describers through the tabwriter, any other kind as nested keys."""
     name = _meta(obj).get("name", "")
@@ -418,7 +418,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         clock = Clock(cluster.timestamp())
         all_events = cluster.events(None)
 
-        def lookup(kind: str, in_namespace: str | None) -> list[dict]:
+        def lookup(kind: str, in_namespace: str | None) -> list[dict[str, Any]]:
             return cluster.get(kind, namespace=in_namespace or "default")
 
         for obj in objects:

@@ -32,12 +32,12 @@ class Related:
     """What a describer may read besides its object: its events (oldest first), the virtual
     clock, and ``lookup(kind, namespace)`` listing other objects (ReplicaSets, pods, quotas)."""
 
-    events: list[dict]
+    events: list[dict[str, Any]]
     clock: Clock
-    lookup: Callable[[str, str | None], list[dict]]
+    lookup: Callable[[str, str | None], list[dict[str, Any]]]
 
 
-def meta(obj: dict) -> dict:
+def meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
@@ -52,7 +52,7 @@ def kube_date(timestamp: str | None) -> str:
     return moment.strftime("%a, %d %b %Y %H:%M:%S +0000")
 
 
-def label_lines(key: str, values: dict | None, indent: str = "") -> list[str]:
+def label_lines(key: str, values: dict[str, Any] | None, indent: str = "") -> list[str]:
     """describe.go printLabelsMultilineWithIndent: ``Labels:\\ta=b`` then ``\\tc=d``, sorted."""
     items = [f"{k}={v}" for k, v in sorted((values or {}).items())]
     if not items:
@@ -60,7 +60,7 @@ def label_lines(key: str, values: dict | None, indent: str = "") -> list[str]:
     return [f"{indent}{key}:\t{items[0]}"] + [f"{indent}\t{item}" for item in items[1:]]
 
 
-def annotation_lines(key: str, values: dict | None, indent: str = "") -> list[str]:
+def annotation_lines(key: str, values: dict[str, Any] | None, indent: str = "") -> list[str]:
     """describe.go printAnnotationsMultiline: sorted ``k: v``; a long or multi-line value goes
     below its key, each line cut at 138 characters with ``...``. The indent is printed only
     before the title (kubectl writes continuation lines with a bare tab)."""
@@ -83,7 +83,7 @@ def _shorten(text: str, limit: int) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-def selector_text(selector: dict | None, empty: str = "") -> str:
+def selector_text(selector: dict[str, Any] | None, empty: str = "") -> str:
     """apimachinery's LabelSelectorAsSelector(...).String(): requirements sorted by key,
     ``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``; ``empty`` when there are none
     (FormatLabelSelector prints ``<none>``, a bare ``%s`` of the selector prints nothing)."""
@@ -97,7 +97,7 @@ def selector_text(selector: dict | None, empty: str = "") -> str:
     return ",".join(text for _, text in sorted(parts)) or empty
 
 
-def controller_text(obj: dict) -> str:
+def controller_text(obj: dict[str, Any]) -> str:
     """describe.go printController: ``Kind/name`` of the controlling owner, else empty."""
     for owner in meta(obj).get("ownerReferences") or []:
         if owner.get("controller"):
@@ -105,12 +105,12 @@ def controller_text(obj: dict) -> str:
     return ""
 
 
-def controlled_by(obj: dict) -> list[str]:
+def controlled_by(obj: dict[str, Any]) -> list[str]:
     text = controller_text(obj)
     return [f"Controlled By:\t{text}"] if text else []
 
 
-def event_row(event: dict, clock: Clock) -> list[str]:
+def event_row(event: dict[str, Any], clock: Clock) -> list[str]:
     """One row of kubectl's Events table (describe.go DescribeEvents): type, reason, age
     (``x N over`` when repeated), from, message."""
     age = clock.age(event_time(event))
@@ -122,7 +122,7 @@ def event_row(event: dict, clock: Clock) -> list[str]:
             str(event.get("message", "")).strip()]
 
 
-def event_lines(events: Iterable[dict], clock: Clock) -> list[str]:
+def event_lines(events: Iterable[dict[str, Any]], clock: Clock) -> list[str]:
     """describe.go DescribeEvents as tabbed lines (``Events:  <none>`` when there are none)."""
     events = list(events)
     if not events:
@@ -132,9 +132,9 @@ def event_lines(events: Iterable[dict], clock: Clock) -> list[str]:
     return lines
 
 
-def events_for(events: list[dict], kind: str, name: str, namespace: str | None) -> list[dict]:
+def events_for(events: list[dict[str, Any]], kind: str, name: str, namespace: str | None) -> list[dict[str, Any]]:
     """The events about one object, oldest first (kubectl's SortableEvents)."""
-    def matches(event: dict) -> bool:
+    def matches(event: dict[str, Any]) -> bool:
         involved = event.get("involvedObject") or event.get("regarding") or {}
         return (involved.get("kind") == kind and involved.get("name") == name
                 and (namespace is None or involved.get("namespace", namespace) in (namespace, "")))

@@ -8,12 +8,14 @@ Neighbours: ``cli.describe`` dispatches here (``TABBED_PAGES``); ``cli.describe_
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.cli.describe_base import Related, annotation_lines, event_lines, kube_date, label_lines
 
 UNKNOWN = "<unknown>"
 
 
-def _current(status: dict, field: str, key: str) -> str | None:
+def _current(status: dict[str, Any], field: str, key: str) -> str | None:
     """``hpa.Status.CurrentMetrics[i].<Field>.Current.<Key>`` as a string, None when absent."""
     source = status.get(field)
     if not isinstance(source, dict):
@@ -22,7 +24,7 @@ def _current(status: dict, field: str, key: str) -> str | None:
     return None if value is None else str(value)
 
 
-def metric_line(metric: dict, status: dict) -> str:
+def metric_line(metric: dict[str, Any], status: dict[str, Any]) -> str:
     """One line under ``Metrics:`` (LEVEL_1 indent, a tab before the values)."""
     kind = metric.get("type")
     if kind == "External":
@@ -69,7 +71,7 @@ def metric_line(metric: dict, status: dict) -> str:
     return f'  <unknown metric type "{kind}">'
 
 
-def _behavior_lines(direction: str, rules: dict | None) -> list[str]:
+def _behavior_lines(direction: str, rules: dict[str, Any] | None) -> list[str]:
     if rules is None:
         return []
     lines = [f"  {direction}:"]
@@ -84,7 +86,7 @@ def _behavior_lines(direction: str, rules: dict | None) -> list[str]:
     return lines
 
 
-def describe_hpa(hpa: dict, related: Related) -> list[str]:
+def describe_hpa(hpa: dict[str, Any], related: Related) -> list[str]:
     """The page's tabbed lines (``cli.describe`` runs them through the tabwriter)."""
     meta, spec, status = hpa.get("metadata") or {}, hpa.get("spec") or {}, hpa.get("status") or {}
     ref = spec.get("scaleTargetRef") or {}

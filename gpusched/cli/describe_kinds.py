@@ -9,6 +9,8 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
@@ -18,7 +20,7 @@ from gpusched.objects.quantity import quantity_string as quantity_text
 from gpusched.objects.quantity import QuantityError, parse_quantity
 
 
-def describe_priorityclass(pc: dict, related: Related) -> list[str]:
+def describe_priorityclass(pc: dict[str, Any], related: Related) -> list[str]:
     """describe.go describePriorityClass."""
     return [f"Name:\t{meta(pc).get('name', '')}", f"Value:\t{pc.get('value', 0)}",
             f"GlobalDefault:\t{go_value(bool(pc.get('globalDefault', False)))}",
@@ -28,12 +30,12 @@ def describe_priorityclass(pc: dict, related: Related) -> list[str]:
             *event_lines(related.events, related.clock)]
 
 
-def _equals_annotations(values: dict | None) -> list[str]:
+def _equals_annotations(values: dict[str, Any] | None) -> list[str]:
     """describePriorityClass prints annotations with printLabelsMultiline (``k=v``)."""
     return label_lines("Annotations", values)
 
 
-def describe_configmap(cm: dict, related: Related) -> list[str]:
+def describe_configmap(cm: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeConfigMap (Data keys sorted here; kubectl ranges over a Go map)."""
     lines = [f"Name:\t{meta(cm).get('name', '')}", f"Namespace:\t{meta(cm).get('namespace', '')}",
              *label_lines("Labels", meta(cm).get("labels")),
@@ -51,7 +53,7 @@ LIMIT_HEADER = ["Type", "Resource", "Min", "Max", "Default Request", "Default Li
                 "Max Limit/Request Ratio"]
 
 
-def _limit_rows(limit_range: dict) -> list[list[str]]:
+def _limit_rows(limit_range: dict[str, Any]) -> list[list[str]]:
     rows = []
     for item in (limit_range.get("spec") or {}).get("limits") or []:
         fields = ("min", "max", "defaultRequest", "default", "maxLimitRequestRatio")
@@ -62,12 +64,12 @@ def _limit_rows(limit_range: dict) -> list[list[str]]:
     return rows
 
 
-def _limit_cell(item: dict, field: str, resource: str) -> str:
+def _limit_cell(item: dict[str, Any], field: str, resource: str) -> str:
     value = (item.get(field) or {}).get(resource)
     return "-" if value is None else quantity_text(value)
 
 
-def describe_limitrange(limit_range: dict, related: Related) -> list[str]:
+def describe_limitrange(limit_range: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeLimitRange (no events)."""
     lines = [f"Name:\t{meta(limit_range).get('name', '')}",
              f"Namespace:\t{meta(limit_range).get('namespace', '')}",
@@ -87,7 +89,7 @@ SCOPE_HELP = {   # describe.go helpTextForResourceQuotaScope
 }
 
 
-def _quota_rows(quota: dict, convert: bool = True) -> list[tuple[str, str, str]]:
+def _quota_rows(quota: dict[str, Any], convert: bool = True) -> list[tuple[str, str, str]]:
     """Resource, used, hard. On the quota's own page (describeQuota) a used value whose format
     differs from the hard one is printed as its integer value in the hard value's format
     (resource.NewQuantity); the namespace page (DescribeResourceQuotas) prints both as stored."""
@@ -113,7 +115,7 @@ def _whole(value: object) -> int | object:
         return value
 
 
-def _scope_lines(spec: dict, indent: str, bullet: str) -> list[str]:
+def _scope_lines(spec: dict[str, Any], indent: str, bullet: str) -> list[str]:
     scopes = sorted(spec.get("scopes") or [])
     if not scopes:
         return []
@@ -121,7 +123,7 @@ def _scope_lines(spec: dict, indent: str, bullet: str) -> list[str]:
         f"{indent}{bullet}* {SCOPE_HELP[s]}" for s in scopes if s in SCOPE_HELP]
 
 
-def describe_quota(quota: dict, related: Related) -> list[str]:
+def describe_quota(quota: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeQuota: Name, Namespace, (Scopes), then Resource / Used / Hard; no events."""
     spec = quota.get("spec") or {}
     lines = [f"Name:\t{meta(quota).get('name', '')}", f"Namespace:\t{meta(quota).get('namespace', '')}",
@@ -129,7 +131,7 @@ def describe_quota(quota: dict, related: Related) -> list[str]:
     return lines + [f"{k}\t{u}\t{h}" for k, u, h in _quota_rows(quota)]
 
 
-def describe_pdb(pdb: dict, related: Related) -> list[str]:
+def describe_pdb(pdb: dict[str, Any], related: Related) -> list[str]:
     """describe.go describePodDisruptionBudget."""
     spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
     lines = [f"Name:\t{meta(pdb).get('name', '')}", f"Namespace:\t{meta(pdb).get('namespace', '')}"]
@@ -145,7 +147,7 @@ def describe_pdb(pdb: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def describe_namespace(ns: dict, related: Related) -> list[str]:
+def describe_namespace(ns: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeNamespace: status, then its quotas and LimitRanges."""
     name = meta(ns).get("name", "")
     lines = [f"Name:\t{name}", *label_lines("Labels", meta(ns).get("labels")),
@@ -170,7 +172,7 @@ def describe_namespace(ns: dict, related: Related) -> list[str]:
     return lines
 
 
-def describe_service(service: dict, related: Related) -> list[str]:
+def describe_service(service: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeService, endpoints from the Service's EndpointSlices
     (ServiceDescriber lists them by ``kubernetes.io/service-name``)."""
     spec = service.get("spec") or {}
@@ -202,7 +204,7 @@ def describe_service(service: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def _service_port_lines(port: dict, slices: list[dict]) -> list[str]:
+def _service_port_lines(port: dict[str, Any], slices: list[dict[str, Any]]) -> list[str]:
     name, protocol = port.get("name") or "<unset>", port.get("protocol", "")
     target = port.get("targetPort", port.get("port", 0))
     lines = [f"Port:\t{name}\t{port.get('port', 0)}/{protocol}", f"TargetPort:\t{target}/{protocol}"]
@@ -211,7 +213,7 @@ def _service_port_lines(port: dict, slices: list[dict]) -> list[str]:
     return lines + [f"Endpoints:\t{_endpoints(slices, port.get('name') or '')}"]
 
 
-def _endpoints(slices: list[dict], port_name: str, most: int = 3) -> str:
+def _endpoints(slices: list[dict[str, Any]], port_name: str, most: int = 3) -> str:
     """describe.go formatEndpointSlices: ready addresses (host:port for the named port), three
     at most, then ``+ N more...`` (set, as kubectl does, once any endpoint follows a full list)."""
     if not slices:

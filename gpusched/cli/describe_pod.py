@@ -12,6 +12,8 @@ tolerations), ``cli.describe_base`` (dates, labels, annotations, events).
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, controlled_by, event_lines,
@@ -25,7 +27,7 @@ GPU_BLOCK = "GPU Assignment (gpusched):"
 _KEYED = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
 
 
-def describe_pod(pod: dict, related: Related) -> str:
+def describe_pod(pod: dict[str, Any], related: Related) -> str:
     """describe.go describePod, then gpusched's GPU block (aligned on its own, so it never
     widens the Events table's columns)."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -46,7 +48,7 @@ def describe_pod(pod: dict, related: Related) -> str:
     return tabwrite(lines) + "\n" + tabwrite(gpu_lines(pod))
 
 
-def _header_lines(pod: dict, related: Related) -> list[str]:
+def _header_lines(pod: dict[str, Any], related: Related) -> list[str]:
     """describePod from Name to NominatedNodeName."""
     info, spec, status = meta(pod), pod.get("spec") or {}, pod.get("status") or {}
     lines = [f"Name:\t{info.get('name', '')}", f"Namespace:\t{info.get('namespace', '')}"]
@@ -78,7 +80,7 @@ def _header_lines(pod: dict, related: Related) -> list[str]:
     return lines
 
 
-def gpu_lines(pod: dict) -> list[str]:
+def gpu_lines(pod: dict[str, Any]) -> list[str]:
     """gpusched's own block (no kubectl counterpart): the GPU indices and device IDs the pod
     holds, from the annotations the Annotations block hides."""
     annotations = meta(pod).get("annotations") or {}
@@ -88,7 +90,7 @@ def gpu_lines(pod: dict) -> list[str]:
     return [GPU_BLOCK, f"  Assigned GPUs:\t{gpus or NONE}", f"  Assigned Devices:\t{devices or NONE}"]
 
 
-def field_resolver(pod: dict):
+def field_resolver(pod: dict[str, Any]):
     """describe.go EnvValueRetriever: the value a downward-API ``fieldPath`` names ("" if none)."""
     info, spec, status = meta(pod), pod.get("spec") or {}, pod.get("status") or {}
     simple = {"metadata.name": info.get("name"), "metadata.namespace": info.get("namespace"),
@@ -104,7 +106,7 @@ def field_resolver(pod: dict):
     return resolve
 
 
-def pod_qos(pod: dict) -> str:
+def pod_qos(pod: dict[str, Any]) -> str:
     """kubectl pkg/util/qos GetPodQOS over cpu and memory: BestEffort without requests or limits,
     Guaranteed when every container limits both and requests equal limits, else Burstable."""
     spec = pod.get("spec") or {}

@@ -9,6 +9,8 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, event_lines, go_value,
                                         kube_date, label_lines, meta)
 from gpusched.objects.quantity import quantity_string as quantity_text
@@ -18,7 +20,7 @@ ACCESS_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMa
                 ("ReadWriteOncePod", "RWOP"))
 
 
-def storage_class_of(obj: dict) -> str:
+def storage_class_of(obj: dict[str, Any]) -> str:
     """storage.go GetPersistentVolume(Claim)Class: the beta annotation first, then the field."""
     annotations = meta(obj).get("annotations") or {}
     if BETA_CLASS in annotations:
@@ -31,13 +33,13 @@ def access_modes_text(modes: list[str] | None) -> str:
     return ",".join(short for mode, short in ACCESS_MODES if mode in (modes or []))
 
 
-def _status_line(obj: dict, related: Related) -> str:
+def _status_line(obj: dict[str, Any], related: Related) -> str:
     if meta(obj).get("deletionTimestamp"):
         return f"Status:\tTerminating (lasts {related.clock.age(meta(obj)['deletionTimestamp'])})"
     return f"Status:\t{(obj.get('status') or {}).get('phase', '')}"
 
 
-def describe_pvc(pvc: dict, related: Related) -> list[str]:
+def describe_pvc(pvc: dict[str, Any], related: Related) -> list[str]:
     """describe.go describePersistentVolumeClaim / printPersistentVolumeClaim, ``Used By`` from
     getPodsForPVC (pods mounting the claim, then pods owning it)."""
     spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
@@ -62,7 +64,7 @@ def describe_pvc(pvc: dict, related: Related) -> list[str]:
     return lines + _pvc_conditions(status) + event_lines(related.events, related.clock)
 
 
-def _used_by(pvc: dict, pods: list[dict]) -> list[str]:
+def _used_by(pvc: dict[str, Any], pods: list[dict[str, Any]]) -> list[str]:
     """describe.go printPodsMultiline over getPodsForPVC's pods, sorted by name."""
     name, uids = meta(pvc).get("name"), {o.get("uid") for o in meta(pvc).get("ownerReferences") or []
                                          if o.get("kind") == "Pod"}
@@ -75,7 +77,7 @@ def _used_by(pvc: dict, pods: list[dict]) -> list[str]:
     return [f"Used By:\t{users[0]}"] + [f"\t{user}" for user in users[1:]]
 
 
-def _pvc_conditions(status: dict) -> list[str]:
+def _pvc_conditions(status: dict[str, Any]) -> list[str]:
     conditions = status.get("conditions") or []
     if not conditions:
         return []
@@ -91,7 +93,7 @@ def _zero_date(timestamp: str | None) -> str:
     return kube_date(timestamp) if timestamp else "Mon, 01 Jan 0001 00:00:00 +0000"
 
 
-def describe_pv(pv: dict, related: Related) -> list[str]:
+def describe_pv(pv: dict[str, Any], related: Related) -> list[str]:
     """describe.go describePersistentVolume (hostPath and local sources; others ``<unknown>``)."""
     spec, status = pv.get("spec") or {}, pv.get("status") or {}
     claim = spec.get("claimRef") or {}
@@ -110,7 +112,7 @@ def describe_pv(pv: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def _node_affinity(affinity: dict | None) -> list[str]:
+def _node_affinity(affinity: dict[str, Any] | None) -> list[str]:
     """describe.go printVolumeNodeAffinity / printNodeSelectorTermsMultilineWithIndent."""
     required = (affinity or {}).get("required")
     if required is None:
@@ -126,7 +128,7 @@ def _node_affinity(affinity: dict | None) -> list[str]:
     return lines
 
 
-def _pv_source(spec: dict) -> list[str]:
+def _pv_source(spec: dict[str, Any]) -> list[str]:
     if spec.get("hostPath") is not None:
         source = spec["hostPath"]
         return ["    Type:\tHostPath (bare host directory volume)", f"    Path:\t{source.get('path', '')}",
@@ -137,7 +139,7 @@ def _pv_source(spec: dict) -> list[str]:
     return ["  <unknown>"]
 
 
-def describe_storageclass(sc: dict, related: Related) -> list[str]:
+def describe_storageclass(sc: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeStorageClass (annotations and parameters as labels.FormatLabels)."""
     annotations = meta(sc).get("annotations") or {}
     default = any(str(annotations.get(f"storageclass.{p}kubernetes.io/is-default-class")) == "true"
@@ -155,6 +157,6 @@ def describe_storageclass(sc: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def _format_labels(values: dict | None) -> str:
+def _format_labels(values: dict[str, Any] | None) -> str:
     """apimachinery labels.FormatLabels: sorted ``k=v`` joined by commas, ``<none>`` if empty."""
     return ",".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or NONE

@@ -11,6 +11,8 @@ Neighbours: ``cli.describe_workloads`` (the pages), ``cli.describe_base`` (share
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.cli.describe_base import (NONE, annotation_lines, kube_date, label_lines,
                                         selector_text)
 from gpusched.objects.quantity import quantity_string as quantity_text
@@ -18,7 +20,7 @@ from gpusched.objects.quantity import quantity_string as quantity_text
 L1, L2, L3 = "  ", "    ", "      "   # describe.go PrefixWriter LEVEL_1..3
 
 
-def pod_template_lines(template: dict | None) -> list[str]:
+def pod_template_lines(template: dict[str, Any] | None) -> list[str]:
     """describe.go DescribePodTemplate."""
     template = template or {}
     meta, spec = template.get("metadata") or {}, template.get("spec") or {}
@@ -38,8 +40,8 @@ def pod_template_lines(template: dict | None) -> list[str]:
     return lines + toleration_lines("  Tolerations", spec.get("tolerations") or [])
 
 
-def containers_lines(label: str, containers: list[dict], space: str = "  ",
-                     statuses: list[dict] | None = None, resolve=None) -> list[str]:
+def containers_lines(label: str, containers: list[dict[str, Any]], space: str = "  ",
+                     statuses: list[dict[str, Any]] | None = None, resolve=None) -> list[str]:
     """describe.go describeContainers. A template passes space ``"  "`` (names get one more
     space) and no statuses; a pod passes space ``""``, its container statuses (Container ID,
     Image ID, State, Ready, Restart Count) and ``resolve`` for field references."""
@@ -64,7 +66,7 @@ def containers_lines(label: str, containers: list[dict], space: str = "  ",
     return lines
 
 
-def container_state_lines(status: dict) -> list[str]:
+def container_state_lines(status: dict[str, Any]) -> list[str]:
     """describe.go describeContainerState: State (and Last State when it terminated), Ready
     (printBool: ``True``/``False``), Restart Count."""
     lines = _state_lines("State", status.get("state") or {})
@@ -74,7 +76,7 @@ def container_state_lines(status: dict) -> list[str]:
                     f"{L2}Restart Count:\t{int(status.get('restartCount', 0) or 0)}"]
 
 
-def _state_lines(title: str, state: dict) -> list[str]:
+def _state_lines(title: str, state: dict[str, Any]) -> list[str]:
     """describe.go describeStatus: Running (Started), Waiting (Reason), Terminated (Reason,
     Message, Exit Code, Signal, Started, Finished)."""
     if state.get("running") is not None:
@@ -94,7 +96,7 @@ def _state_lines(title: str, state: dict) -> list[str]:
     return lines + ([f"{L3}Reason:\t{reason}"] if reason else [])
 
 
-def _port_lines(ports: list[dict]) -> list[str]:
+def _port_lines(ports: list[dict[str, Any]]) -> list[str]:
     """describeContainerBasicInfo: ``Port`` / ``Ports`` and ``Host Port`` / ``Host Ports``."""
     lines = []
     for title, field in (("Port", "containerPort"), ("Host Port", "hostPort")):
@@ -103,7 +105,7 @@ def _port_lines(ports: list[dict]) -> list[str]:
     return lines
 
 
-def _command_lines(container: dict) -> list[str]:
+def _command_lines(container: dict[str, Any]) -> list[str]:
     lines = []
     for title, field in (("Command", "command"), ("Args", "args")):
         if container.get(field):
@@ -112,7 +114,7 @@ def _command_lines(container: dict) -> list[str]:
     return lines
 
 
-def resource_lines(resources: dict, indent: str = L2) -> list[str]:
+def resource_lines(resources: dict[str, Any], indent: str = L2) -> list[str]:
     """describe.go describeResources: Limits then Requests, resource names sorted."""
     lines = []
     for title, field in (("Limits", "limits"), ("Requests", "requests")):
@@ -123,7 +125,7 @@ def resource_lines(resources: dict, indent: str = L2) -> list[str]:
     return lines
 
 
-def _env_from_lines(sources: list[dict]) -> list[str]:
+def _env_from_lines(sources: list[dict[str, Any]]) -> list[str]:
     """describeContainerEnvFrom: ``NAME\\tConfigMap\\tOptional: false`` per source."""
     if not sources:
         return []
@@ -138,7 +140,7 @@ def _env_from_lines(sources: list[dict]) -> list[str]:
     return lines
 
 
-def _env_lines(env: list[dict], resolve=None) -> list[str]:
+def _env_lines(env: list[dict[str, Any]], resolve=None) -> list[str]:
     """describeContainerEnvVars (a template has no resolver: field references print empty; a
     pod's ``resolve(fieldPath)`` gives the value)."""
     if not env:
@@ -154,7 +156,7 @@ def _env_lines(env: list[dict], resolve=None) -> list[str]:
     return lines
 
 
-def _value_from(source: dict, resolve=None) -> str:
+def _value_from(source: dict[str, Any], resolve=None) -> str:
     if source.get("fieldRef"):
         ref = source["fieldRef"]
         value = resolve(str(ref.get("fieldPath", ""))) if resolve else ""
@@ -170,7 +172,7 @@ def _value_from(source: dict, resolve=None) -> str:
     return ""
 
 
-def _mount_lines(mounts: list[dict]) -> list[str]:
+def _mount_lines(mounts: list[dict[str, Any]]) -> list[str]:
     """describeContainerVolumes: mounts sorted by path, ``PATH from NAME (rw|ro[,path="sub"])``."""
     if not mounts:
         return [f"{L2}Mounts:\t{NONE}"]
@@ -197,7 +199,7 @@ VOLUME_TYPES = {   # describe.go print*VolumeSource: field -> (type line, ((titl
 }
 
 
-def volumes_lines(volumes: list[dict], space: str = "  ") -> list[str]:
+def volumes_lines(volumes: list[dict[str, Any]], space: str = "  ") -> list[str]:
     """describe.go describeVolumes for the kinds gpusched's examples use; others ``<unknown>``
     (a template passes space ``"  "``: names get one more space; a pod ``""``)."""
     if not volumes:
@@ -222,7 +224,7 @@ def _go(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _spread_lines(constraints: list[dict]) -> list[str]:
+def _spread_lines(constraints: list[dict[str, Any]]) -> list[str]:
     """describe.go describeTopologySpreadConstraints (sorted by topology key)."""
     lines = []
     for number, item in enumerate(sorted(constraints, key=lambda c: str(c.get("topologyKey", "")))):
@@ -235,7 +237,7 @@ def _spread_lines(constraints: list[dict]) -> list[str]:
     return lines
 
 
-def toleration_text(toleration: dict) -> str:
+def toleration_text(toleration: dict[str, Any]) -> str:
     """One toleration as printTolerationsMultilineWithIndent writes it."""
     key, value, effect = (str(toleration.get(f, "") or "") for f in ("key", "value", "effect"))
     text = key + (f"={value}" if value else "") + (f":{effect}" if effect else "")
@@ -246,7 +248,7 @@ def toleration_text(toleration: dict) -> str:
     return text
 
 
-def toleration_lines(title: str, tolerations: list[dict]) -> list[str]:
+def toleration_lines(title: str, tolerations: list[dict[str, Any]]) -> list[str]:
     """printPodTolerationsMultiline: sorted by key (Go's sort.Slice: not stable)."""
     texts = [toleration_text(t) for t in sorted(tolerations, key=lambda t: str(t.get("key", "")))]
     if not texts:

@@ -12,6 +12,8 @@ blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, controlled_by, event_lines,
                                         go_value, kube_date, label_lines, meta, selector_text)
 from gpusched.cli.describe_template import pod_template_lines
@@ -21,16 +23,16 @@ from gpusched.objects.duration import format_duration
 HASH_LABEL = "pod-template-hash"   # appsv1.DefaultDeploymentUniqueLabelKey
 
 
-def _head(obj: dict) -> list[str]:
+def _head(obj: dict[str, Any]) -> list[str]:
     return [f"Name:\t{meta(obj).get('name', '')}", f"Namespace:\t{meta(obj).get('namespace', '')}"]
 
 
-def _labels_and_annotations(obj: dict) -> list[str]:
+def _labels_and_annotations(obj: dict[str, Any]) -> list[str]:
     return [*label_lines("Labels", meta(obj).get("labels")),
             *annotation_lines("Annotations", meta(obj).get("annotations"))]
 
 
-def _conditions(obj: dict) -> list[str]:
+def _conditions(obj: dict[str, Any]) -> list[str]:
     """The Deployment/ReplicaSet ``Conditions:`` table (type cell printed as ``"%v "``)."""
     conditions = (obj.get("status") or {}).get("conditions") or []
     if not conditions:
@@ -42,7 +44,7 @@ def _conditions(obj: dict) -> list[str]:
 # ---- Deployment -----------------------------------------------------------------------------
 
 
-def describe_deployment(deployment: dict, related: Related) -> list[str]:
+def describe_deployment(deployment: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeDeployment (with DeploymentDescriber's old/new ReplicaSet lookup)."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
     strategy = spec.get("strategy") or {}
@@ -67,7 +69,7 @@ def describe_deployment(deployment: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def replica_sets_of(deployment: dict, replica_sets: list[dict]) -> tuple[list[dict], list[dict]]:
+def replica_sets_of(deployment: dict[str, Any], replica_sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """kubectl's deploymentutil.GetAllReplicaSetsInChunks: the ReplicaSets the Deployment controls,
     oldest first (name breaks ties); the new one is the oldest whose template equals the
     Deployment's ignoring ``pod-template-hash``; all others are old."""
@@ -80,7 +82,7 @@ def replica_sets_of(deployment: dict, replica_sets: list[dict]) -> tuple[list[di
     return [rs for rs in owned if rs is not new], [new] if new else []
 
 
-def _without_hash(template: dict | None) -> dict:
+def _without_hash(template: dict[str, Any] | None) -> dict[str, Any]:
     """A pod template with the hash label dropped and empty values pruned (apimachinery's
     Semantic.DeepEqual treats empty and nil maps and lists alike)."""
     template = dict(template or {})
@@ -98,7 +100,7 @@ def _pruned(value: object) -> object:
     return value
 
 
-def _rs_summary(replica_sets: list[dict]) -> str:
+def _rs_summary(replica_sets: list[dict[str, Any]]) -> str:
     """describe.go printReplicaSetsByLabels: ``name (status/spec replicas created)``, comma-joined."""
     return ", ".join(f"{meta(rs).get('name', '')} ({(rs.get('status') or {}).get('replicas', 0)}/"
                      f"{(rs.get('spec') or {}).get('replicas', 1)} replicas created)"
@@ -108,7 +110,7 @@ def _rs_summary(replica_sets: list[dict]) -> str:
 # ---- ReplicaSet and DaemonSet ---------------------------------------------------------------
 
 
-def pod_counts(owner: dict, pods: list[dict]) -> str:
+def pod_counts(owner: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     """describe.go getPodStatusForController: the owner's pods (controller ownerReference by UID)
     by phase, as ``R Running / W Waiting / S Succeeded / F Failed``."""
     uid = meta(owner).get("uid")
@@ -118,7 +120,7 @@ def pod_counts(owner: dict, pods: list[dict]) -> str:
             f"{phases.count('Succeeded')} Succeeded / {phases.count('Failed')} Failed")
 
 
-def describe_replicaset(rs: dict, related: Related) -> list[str]:
+def describe_replicaset(rs: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeReplicaSet."""
     spec, status = rs.get("spec") or {}, rs.get("status") or {}
     pods = related.lookup("Pod", meta(rs).get("namespace"))
@@ -130,7 +132,7 @@ def describe_replicaset(rs: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def describe_daemonset(daemon: dict, related: Related) -> list[str]:
+def describe_daemonset(daemon: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeDaemonSet (the ``Number of Nodes`` lines have no tab: not aligned)."""
     spec, status = daemon.get("spec") or {}, daemon.get("status") or {}
     node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
@@ -151,7 +153,7 @@ def describe_daemonset(daemon: dict, related: Related) -> list[str]:
 # ---- Job ------------------------------------------------------------------------------------
 
 
-def describe_job(job: dict, related: Related) -> list[str]:
+def describe_job(job: dict[str, Any], related: Related) -> list[str]:
     """describe.go describeJob."""
     spec = job.get("spec") or {}
     lines = [*_head(job), f"Selector:\t{selector_text(spec.get('selector'))}",
@@ -160,7 +162,7 @@ def describe_job(job: dict, related: Related) -> list[str]:
     return lines + event_lines(related.events, related.clock)
 
 
-def _job_spec_lines(spec: dict) -> list[str]:
+def _job_spec_lines(spec: dict[str, Any]) -> list[str]:
     lines = [f"Parallelism:\t{spec['parallelism']}"] if spec.get("parallelism") is not None else []
     lines.append(f"Completions:\t{spec.get('completions') if spec.get('completions') is not None else '<unset>'}")
     for title, field in (("Completion Mode", "completionMode"), ("Suspend", "suspend"),
@@ -171,7 +173,7 @@ def _job_spec_lines(spec: dict) -> list[str]:
     return lines
 
 
-def _job_status_lines(job: dict) -> list[str]:
+def _job_status_lines(job: dict[str, Any]) -> list[str]:
     spec, status = job.get("spec") or {}, job.get("status") or {}
     start, done = status.get("startTime"), status.get("completionTime")
     lines = [f"Start Time:\t{kube_date(start)}"] if start else []

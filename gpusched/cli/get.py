@@ -112,14 +112,14 @@ def printer(output: str | None) -> Printer:
 # ---- sorting and extra columns ------------------------------------------------------------
 
 
-def _natural_key(text: str) -> list:
+def _natural_key(text: str) -> list[Any]:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part)
             for part in re.findall(r"\d+|\D+", text)]
 
 
-def sort_objects(objects: list[dict], expression: str) -> list[dict]:
+def sort_objects(objects: list[dict[str, Any]], expression: str) -> list[dict[str, Any]]:
     """``--sort-by``: by the expression's first value; numbers numerically, text naturally."""
-    def key(obj: dict) -> tuple:
+    def key(obj: dict[str, Any]) -> tuple[Any, ...]:
         found = jsonpath.values(expression, obj)
         if not found or found[0] is None:
             return (0, 0, [])
@@ -131,7 +131,7 @@ def sort_objects(objects: list[dict], expression: str) -> list[dict]:
     return sorted(objects, key=key)
 
 
-def labels_cell(obj: dict) -> str:
+def labels_cell(obj: dict[str, Any]) -> str:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
 
@@ -151,7 +151,7 @@ def custom_columns(spec: str) -> list[tuple[str, str]]:
     return columns
 
 
-def custom_cells(obj: dict, columns: list[tuple[str, str]]) -> list[str]:
+def custom_cells(obj: dict[str, Any], columns: list[tuple[str, str]]) -> list[str]:
     cells = []
     for _, expression in columns:
         found = jsonpath.values(expression, obj)
@@ -162,7 +162,7 @@ def custom_cells(obj: dict, columns: list[tuple[str, str]]) -> list[str]:
 # ---- reading ------------------------------------------------------------------------------
 
 
-def list_objects(view: Any, request: Request, args: argparse.Namespace) -> list[dict]:
+def list_objects(view: Any, request: Request, args: argparse.Namespace) -> list[dict[str, Any]]:
     from gpusched.errors import NotFoundError
     from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 
@@ -198,7 +198,7 @@ def _label_keys(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(k for spec in args.label_columns for k in spec.split(",") if k)
 
 
-def kind_table(info: KindInfo, objects: list[dict], clock: Clock, args: argparse.Namespace,
+def kind_table(info: KindInfo, objects: list[dict[str, Any]], clock: Clock, args: argparse.Namespace,
                out: Printer, with_kind: bool) -> tuple[list[str], list[list[str]]]:
     """Header and rows of one kind's table: -o wide, -A, kind/name, -L, --show-labels."""
     with_namespace = bool(args.all_namespaces) and info.namespaced
@@ -218,7 +218,7 @@ def kind_table(info: KindInfo, objects: list[dict], clock: Clock, args: argparse
     return header, rows
 
 
-def omit_managed_fields(obj: dict) -> dict:
+def omit_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """The object without ``metadata.managedFields`` (kubectl's OmitManagedFieldsPrinter)."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or "managedFields" not in meta:
@@ -226,7 +226,7 @@ def omit_managed_fields(obj: dict) -> dict:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
-def print_groups(groups: list[tuple[KindInfo, list[dict]]], clock: Clock, args: argparse.Namespace,
+def print_groups(groups: list[tuple[KindInfo, list[dict[str, Any]]]], clock: Clock, args: argparse.Namespace,
                  out: Printer, with_kind: bool, single: bool) -> None:
     objects = [obj for _, items in groups for obj in items]
     if out.format in ("json", "yaml", "jsonpath"):
@@ -322,7 +322,7 @@ def _aligned(row: list[str], widths: list[int]) -> str:
 
 
 def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
-             ) -> tuple[int, list[tuple[str, str, str, dict | None]], str]:
+             ) -> tuple[int, list[tuple[str, str, str, dict[str, Any] | None]], str]:
     """Changes of the watched kind after ``rv``: (new rv, [(type, namespace, name, body or
     None when deleted)], the virtual clock's timestamp), read in one transaction."""
     import json
@@ -346,7 +346,7 @@ def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
     return (rows[-1][0] if rows else rv), out, rfc3339(clock)
 
 
-def watch(cluster: Any, request: Request, listed: list[dict], rv: int, args: argparse.Namespace,
+def watch(cluster: Any, request: Request, listed: list[dict[str, Any]], rv: int, args: argparse.Namespace,
           out: Printer, clock: Clock) -> None:
     """Follow the change feed from ``rv`` and print one line per change (Ctrl-C ends)."""
     from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector

@@ -50,11 +50,11 @@ _DICT_KEY = re.compile(r"^'([^']*)'$")
 _TERMINATORS = set(" \t\r\n.,[]$@{}")
 
 
-def parse(template: str) -> list[tuple]:
+def parse(template: str) -> list[tuple[Any, ...]]:
     """The template's text and action parts (client-go's ``Parser.Parse``)."""
     if len(template) > MAX_TEMPLATE:
         raise JSONPathError(f"jsonpath template longer than {MAX_TEMPLATE} characters")
-    parts: list[tuple] = []
+    parts: list[tuple[Any, ...]] = []
     pos = 0
     while pos < len(template):
         start = template.find("{", pos)
@@ -68,8 +68,8 @@ def parse(template: str) -> list[tuple]:
     return parts
 
 
-def _parse_action(text: str, pos: int, closing: str = "}") -> tuple[list[tuple], int]:
-    steps: list[tuple] = []
+def _parse_action(text: str, pos: int, closing: str = "}") -> tuple[list[tuple[Any, ...]], int]:
+    steps: list[tuple[Any, ...]] = []
     while True:
         if pos >= len(text):
             if closing == "":
@@ -123,7 +123,7 @@ def _parse_action(text: str, pos: int, closing: str = "}") -> tuple[list[tuple],
             raise JSONPathError(f"unrecognized character in action: U+{ord(char):04X} '{char}'")
 
 
-def _number(text: str) -> tuple:
+def _number(text: str) -> tuple[Any, ...]:
     try:
         return ("int", int(text))
     except ValueError:
@@ -145,7 +145,7 @@ def _field_name(text: str, pos: int) -> tuple[str, int]:
     return text[start:pos].replace("\\", ""), pos
 
 
-def _parse_array(inner: str) -> list[tuple]:
+def _parse_array(inner: str) -> list[tuple[Any, ...]]:
     if inner == "*":
         inner = ":"
     pieces = inner.split(",")
@@ -169,7 +169,7 @@ def _parse_array(inner: str) -> list[tuple]:
     return [("slice", Slice(first, last, stride))]
 
 
-def _parse_filter(text: str, pos: int) -> tuple[tuple, int]:
+def _parse_filter(text: str, pos: int) -> tuple[tuple[Any, ...], int]:
     start, quote, closed = pos, "", False
     while True:
         if pos >= len(text) or text[pos] == "\n":
@@ -240,13 +240,13 @@ def _unescape(body: str, quoted: str) -> str:
 _MISSING = object()
 
 
-def _eval(steps: list[tuple], values: list[Any]) -> list[Any]:
+def _eval(steps: list[tuple[Any, ...]], values: list[Any]) -> list[Any]:
     for step in steps:
         values = _step(step, values)
     return values
 
 
-def _step(step: tuple, values: list[Any]) -> list[Any]:
+def _step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
     kind = step[0]
     if kind == "field":
         return [v[step[1]] for v in values if isinstance(v, dict) and step[1] in v]
@@ -308,7 +308,7 @@ def _slice(value: Any, spec: Slice) -> list[Any]:
     return value[start:end:spec.step or 1]
 
 
-def _filter(value: Any, step: tuple) -> list[Any]:
+def _filter(value: Any, step: tuple[Any, ...]) -> list[Any]:
     _, left_steps, op, right_steps = step
     if not isinstance(value, list):
         raise JSONPathError(f"{_go_text(value)} is not array or slice and cannot be filtered")
@@ -409,10 +409,10 @@ def _print_results(results: list[Any]) -> str:
     return " ".join(go_json(r) if isinstance(r, (dict, list)) else _go_text(r) for r in results)
 
 
-def _blocks(parts: list[tuple]) -> list[tuple]:
+def _blocks(parts: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Nest ``{range X}...{end}`` into ("range", steps, body) blocks."""
-    stack: list[list[tuple]] = [[]]
-    heads: list[list[tuple]] = []
+    stack: list[list[tuple[Any, ...]]] = [[]]
+    heads: list[list[tuple[Any, ...]]] = []
     for part in parts:
         if part[0] == "action" and part[1] and part[1][0] == ("ident", "range"):
             heads.append(part[1][1:])
@@ -429,7 +429,7 @@ def _blocks(parts: list[tuple]) -> list[tuple]:
     return stack[0]
 
 
-def _run(blocks: list[tuple], data: Any, out: list[str]) -> None:
+def _run(blocks: list[tuple[Any, ...]], data: Any, out: list[str]) -> None:
     for block in blocks:
         if block[0] == "text":
             out.append(block[1])

@@ -23,7 +23,7 @@ import argparse
 import logging
 import os
 import sys
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from gpusched.cli.help_examples import EXAMPLES
 from gpusched.errors import GpuschedError
@@ -100,10 +100,10 @@ def _get_options(p: argparse.ArgumentParser) -> None:
                    help="Print only the changes, not the current list (Ctrl-C ends)")
 
 
-def _add_commands(sub: argparse._SubParsersAction) -> None:
+def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from gpusched.cli import commands, create, describe, get, top  # light: no NumPy at import
 
-    def command(name: str, handler: Callable, help_text: str, **kwargs) -> argparse.ArgumentParser:
+    def command(name: str, handler: Callable[..., Any], help_text: str, **kwargs) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=help_text, description=help_text, **kwargs)
         parser.set_defaults(handler=handler)
         return parser

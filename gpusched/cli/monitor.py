@@ -15,6 +15,8 @@ Neighbours: ``cli.main`` registers ``add_commands``; ``cli.top`` calls :func:`no
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import sys
 from collections import defaultdict
@@ -23,7 +25,7 @@ from gpusched.cli.commands import open_cluster
 from gpusched.cli.output import render_table
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("exporter", help="Serve this host's GPU metrics (NVML, DCGM names)",
                        description="Serve this host's GPU metrics (NVML) in dcgm-exporter's format")
     p.add_argument("--port", type=int, default=9400, help="port (default 9400; 0 = any free port)")
@@ -94,13 +96,13 @@ def _print_node_cost(rows) -> int:
     return 0
 
 
-def pod_gpu_use(gpus) -> dict[tuple[str, str], dict]:
+def pod_gpu_use(gpus) -> dict[tuple[str, str], dict[str, Any]]:
     """(namespace, pod) -> node, devices, GPUs, util %, memory MiB, from ``GpuState`` rows.
 
     A pod's utilization is its demand scaled down when its GPU is oversubscribed (time-sliced
     pods asking 4 x 60 % get 25 % each), averaged over its GPUs.
     """
-    use: dict[tuple[str, str], dict] = {}
+    use: dict[tuple[str, str], dict[str, Any]] = {}
     for gpu in gpus:
         live = gpu.live
         demand = sum(h.util * h.gpu_share for h in live)
@@ -119,7 +121,7 @@ def node_gpu_use(view) -> dict[str, tuple[float, int, int]]:
     """node -> (mean GPU utilization %, framebuffer used MiB, framebuffer total MiB)."""
     from gpusched.metrics.cluster_source import ClusterSource
 
-    per: dict[str, list] = defaultdict(lambda: [0.0, 0, 0, 0])
+    per: dict[str, list[Any]] = defaultdict(lambda: [0.0, 0, 0, 0])
     for gpu in ClusterSource(view).gpus():
         entry = per[gpu.node]
         entry[0] += gpu.util

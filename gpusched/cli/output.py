@@ -111,13 +111,13 @@ def resource_name(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
 
 
-def object_ref(obj: dict) -> str:
+def object_ref(obj: dict[str, Any]) -> str:
     """``kind.group/name`` as ``kubectl apply`` and ``-o name`` print it (``job.batch/train``)."""
     info = resolve_kind(str(obj.get("kind", "")))
     return f"{resource_name(info)}/{obj.get('metadata', {}).get('name', '')}"
 
 
-def as_list(items: list[dict]) -> dict:
+def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``kind: List`` envelope kubectl prints for several objects."""
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 

@@ -20,7 +20,7 @@ GPU_HEADER = ["NAMESPACE", "VPA", "POD", "GPU", "PEAK UTIL", "PEAK MEMORY", "SUG
               "GPU-HOURS SAVED/DAY", "USD SAVED/DAY"]
 
 
-def add_command(sub: argparse._SubParsersAction, namespace_options) -> None:
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], namespace_options) -> None:
     p = sub.add_parser("recommend", help="Right-sizing: VPA CPU/memory recommendations and GPU "
                                          "(MIG / time-slicing) suggestions with their savings",
                        description="Right-sizing: VPA CPU/memory recommendations and GPU "

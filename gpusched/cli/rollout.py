@@ -30,7 +30,7 @@ HELP = {
 }
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("rollout", help="Manage the rollout of a Deployment or DaemonSet",
                             description="Manage the rollout of a Deployment or DaemonSet",
                             epilog="Examples:\n  " + "\n  ".join(

@@ -22,6 +22,8 @@ Neighbours: ``backends.kube`` (API, loop), ``backends.secondary`` (state); regis
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import dataclasses
 import logging
@@ -35,7 +37,7 @@ import time
 DEFAULT_NAME = "gpusched"
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     help_text = "Run gpusched's scheduler as a secondary scheduler of a Kubernetes cluster"
     p = sub.add_parser("scheduler", help=help_text, description=help_text)
     p.set_defaults(handler=cmd_scheduler)
@@ -55,7 +57,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for breaking score ties")
 
 
-def profiles_for(config_path: str | None, scheduler_name: str) -> list:
+def profiles_for(config_path: str | None, scheduler_name: str) -> list[Any]:
     """The profiles to serve (see the module docstring)."""
     from gpusched.scheduler.profile import (DEFAULT_SCHEDULER_NAME, GPUSCHED_PROFILES, default_profile,
                                             load_config, resolve_profile)

@@ -22,6 +22,8 @@ Neighbours: ``cli.main`` registers :func:`add_commands`; ``server`` does the wor
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import importlib.util
 import signal
@@ -33,7 +35,7 @@ DEFAULT_PORT = 8080
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", help="serve a Kubernetes-compatible API (kubectl, clients)",
                            description="Serve the cluster over a Kubernetes-compatible REST API.")
     serve.add_argument("--host", default="127.0.0.1",
@@ -65,7 +67,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     config.set_defaults(handler=run_kubeconfig)
 
 
-def table_columns(kind: str, objects: list[dict], now: str) -> tuple[list[str], int, list[list[str]]]:
+def table_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[list[str], int, list[list[str]]]:
     """The server's column source: kubectl's columns as ``gpusched get`` prints them."""
     from gpusched.cli.columns import table_rows
     from gpusched.cli.output import Clock

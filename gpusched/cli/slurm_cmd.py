@@ -22,7 +22,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from gpusched.errors import UsageError
 
@@ -101,7 +101,7 @@ def write_job_outputs(cluster) -> None:
                 view.update(pod)
 
 
-def format_squeue(rows: Sequence) -> str:
+def format_squeue(rows: Sequence[Any]) -> str:
     lines = [_fixed(SQUEUE_HEADER)]
     for row in rows:
         lines.append(_fixed((row.job_id, row.partition, row.name, row.user, row.state, row.time,
@@ -160,7 +160,7 @@ SACCT_HEADER = ("JobID", "JobName", "Partition", "Account", "AllocCPUS", "State"
 SACCT_WIDTHS = (12, 10, 10, 10, 10, 10, 8)
 
 
-def format_sacct(rows: Sequence) -> str:
+def format_sacct(rows: Sequence[Any]) -> str:
     """sacct's default format: JobID left-aligned, the rest right-aligned, each cell cut to its
     width (sacct marks a cut with ``+``), a dashed rule under the header."""
     def cell(value: str, width: int, left: bool) -> str:
@@ -199,7 +199,7 @@ def cmd_scancel(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_sinfo(rows: Sequence, per_node: bool = False) -> str:
+def format_sinfo(rows: Sequence[Any], per_node: bool = False) -> str:
     if per_node:       # sinfo -N: %#N %.6D %#P %6t
         node_w = max([len("NODELIST")] + [len(r.nodelist) for r in rows])
         part_w = max([len("PARTITION")] + [len(r.partition) for r in rows])

@@ -16,6 +16,8 @@ Neighbours: ``cli.main`` calls ``cmd_top``; ``cli.describe.pod_resources`` sums 
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import sys
 from collections import defaultdict
@@ -77,7 +79,7 @@ def _amount(resource: str, value: object) -> float:
     return amount / 1000 if resource == RESOURCE_GPU_MILLI else float(amount)
 
 
-def node_usage(node: dict, pods: list[dict]) -> tuple[Usage, dict[str, int], dict[str, int]]:
+def node_usage(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Usage, dict[str, int], dict[str, int]]:
     labels = (node.get("metadata") or {}).get("labels") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     usage = Usage()
@@ -104,17 +106,17 @@ def node_usage(node: dict, pods: list[dict]) -> tuple[Usage, dict[str, int], dic
     return usage, dict(requested), totals
 
 
-def gpu_model(node: dict) -> str:
+def gpu_model(node: dict[str, Any]) -> str:
     meta = node.get("metadata") or {}
     return ((meta.get("annotations") or {}).get(ANN_GPU_MODEL)
             or (meta.get("labels") or {}).get("nvidia.com/gpu.product") or "-")
 
 
-def top_nodes(nodes: list[dict], pods: list[dict],
+def top_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
               gpu_use: dict[str, tuple[float, int, int]] | None = None) -> str:
     """``gpu_use``: node -> (GPU util %, framebuffer used MiB, total MiB), from
     ``cli.monitor.node_gpu_use``; adds the GPU-UTIL and GPU-MEM columns."""
-    by_node: dict[str, list[dict]] = defaultdict(list)
+    by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):

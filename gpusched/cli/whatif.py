@@ -15,7 +15,7 @@ import argparse
 from gpusched.cli.output import to_json
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     text = "Ask what would happen to a workload on the cluster as it is now, changing nothing"
     parser = sub.add_parser("whatif", help=text, description=text)
     kinds = parser.add_subparsers(dest="whatif_kind", metavar="WHAT", required=True,

@@ -56,7 +56,7 @@ CLUSTER_ANNOTATIONS = (ANN_ASSIGNED_GPUS, ANN_ASSIGNED_DEVICES, ANN_START_TIME)
 LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 
 
-def admit(view: View, body: dict, old: dict | None) -> dict:
+def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
     """Run the admission chain on ``body`` (``old`` = the stored object on update)."""
     kind = body.get("kind", "")
     body = copy.deepcopy(body)
@@ -92,7 +92,7 @@ def admit(view: View, body: dict, old: dict | None) -> dict:
 SCHEDULING_GATED = "Scheduling is blocked due to non-empty scheduling gates"
 
 
-def _admit_new_pod(view: View, pod: dict) -> None:
+def _admit_new_pod(view: View, pod: dict[str, Any]) -> None:
     from gpusched.objects.validation import validate_object
     drop_cluster_annotations(pod)
     pod.pop("status", None)                   # PodStrategy.PrepareForCreate: status is the cluster's
@@ -114,7 +114,7 @@ def _admit_new_pod(view: View, pod: dict) -> None:
 
 # ---- cluster-owned annotations ------------------------------------------------------------------
 
-def drop_cluster_annotations(pod: dict) -> None:
+def drop_cluster_annotations(pod: dict[str, Any]) -> None:
     """A user's ``gpusched.io/assigned-*``/``start-time`` never become device holdings."""
     annotations = (pod.get("metadata") or {}).get("annotations")
     if not annotations:
@@ -123,7 +123,7 @@ def drop_cluster_annotations(pod: dict) -> None:
         annotations.pop(key, None)
 
 
-def keep_cluster_annotations(old: dict, new: dict) -> None:
+def keep_cluster_annotations(old: dict[str, Any], new: dict[str, Any]) -> None:
     """On update the stored holdings win over whatever the request carried."""
     old_annotations = (old.get("metadata") or {}).get("annotations") or {}
     annotations = new.setdefault("metadata", {}).setdefault("annotations", {})
@@ -138,7 +138,7 @@ def keep_cluster_annotations(old: dict, new: dict) -> None:
 
 # ---- 1. namespaces -----------------------------------------------------------------------------
 
-def ensure_namespace(view: View, kind: str, body: dict) -> None:
+def ensure_namespace(view: View, kind: str, body: dict[str, Any]) -> None:
     info = KINDS.get(kind)
     if info is None or not info.namespaced:
         return
@@ -154,7 +154,7 @@ def ensure_namespace(view: View, kind: str, body: dict) -> None:
 
 # ---- 2./3. priority ----------------------------------------------------------------------------
 
-def admit_priority_class(view: View, body: dict, old: dict | None) -> None:
+def admit_priority_class(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> None:
     name = body["metadata"]["name"]
     if old is not None:
         errors = []
@@ -177,14 +177,14 @@ def admit_priority_class(view: View, body: dict, old: dict | None) -> None:
                     "Only one default can exist")
 
 
-def default_priority_class(view: View) -> dict | None:
+def default_priority_class(view: View) -> dict[str, Any] | None:
     """The globalDefault class; with several (a race upstream), the lowest value wins."""
     defaults = [pc for pc in view.list("PriorityClass") if pc.get("globalDefault")]
     defaults.sort(key=lambda pc: (int(pc.get("value", 0)), pc["metadata"]["name"]))
     return defaults[0] if defaults else None
 
 
-def resolve_priority(view: View, pod: dict) -> None:
+def resolve_priority(view: View, pod: dict[str, Any]) -> None:
     """Write spec.priority / priorityClassName / preemptionPolicy as the Priority plugin does."""
     spec = pod.setdefault("spec", {})
     name = pod["metadata"]["name"]
@@ -220,7 +220,7 @@ def resolve_priority(view: View, pod: dict) -> None:
 
 # ---- LimitRanger --------------------------------------------------------------------------------
 
-def default_limit_range(body: dict) -> None:
+def default_limit_range(body: dict[str, Any]) -> None:
     """SetDefaults_LimitRangeItem for type Container: default <- max, defaultRequest <- default|min."""
     for item in (body.get("spec") or {}).get("limits") or []:
         if item.get("type") != "Container":
@@ -239,12 +239,12 @@ def default_limit_range(body: dict) -> None:
             del item["defaultRequest"]
 
 
-def _containers(spec: dict) -> list[tuple[str, dict]]:
+def _containers(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return ([("container", c) for c in spec.get("containers") or []]
             + [("init container", c) for c in spec.get("initContainers") or []])
 
 
-def default_limit_ranges(view: View, pod: dict) -> None:
+def default_limit_ranges(view: View, pod: dict[str, Any]) -> None:
     """``PodMutateLimitFunc``/``mergeContainerResources``: per LimitRange, its Container
     defaults fill the limits and requests a container lacks; the annotation lists what was set
     (``LimitRanger plugin set: cpu, memory request for container c; cpu limit for container c``)."""
@@ -266,7 +266,7 @@ def default_limit_ranges(view: View, pod: dict) -> None:
         annotations[LIMIT_RANGER_ANNOTATION] = "LimitRanger plugin set: " + "; ".join(notes)
 
 
-def _merge_defaults(container: dict, prefix: str, limits: dict, requests: dict) -> list[str]:
+def _merge_defaults(container: dict[str, Any], prefix: str, limits: dict[str, Any], requests: dict[str, Any]) -> list[str]:
     resources = container.setdefault("resources", {})
     current_limits = resources.setdefault("limits", {})
     current_requests = resources.setdefault("requests", {})
@@ -290,7 +290,7 @@ def _merge_defaults(container: dict, prefix: str, limits: dict, requests: dict) 
     return notes
 
 
-def validate_limit_ranges(view: View, pod: dict) -> None:
+def validate_limit_ranges(view: View, pod: dict[str, Any]) -> None:
     """``PodValidateLimitFunc``: Container items against every container and init container,
     Pod items against ``podRequests``/``podLimits`` (no overhead); errors aggregated."""
     spec = pod.get("spec") or {}
@@ -310,7 +310,7 @@ def validate_limit_ranges(view: View, pod: dict) -> None:
         raise ForbiddenError("pods", pod["metadata"]["name"], detail)
 
 
-def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
+def _limit_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
     """min, then max, then maxLimitRequestRatio, resources in name order; at most one error
     per resource and constraint, as ``minConstraint``/``maxConstraint`` in limitranger.go."""
     out: list[str] = []
@@ -348,7 +348,7 @@ def _limit_errors(item: dict, scope: str, req: dict[str, int], lim: dict[str, in
 
 # ---- RuntimeClass -------------------------------------------------------------------------------
 
-def lookup_runtime_class(view: View, pod: dict) -> dict | None:
+def lookup_runtime_class(view: View, pod: dict[str, Any]) -> dict[str, Any] | None:
     """``prepareObjects``: the pod's RuntimeClass (``pod rejected: RuntimeClass "x" not found``)."""
     name = (pod.get("spec") or {}).get("runtimeClassName")
     if not name:
@@ -360,14 +360,14 @@ def lookup_runtime_class(view: View, pod: dict) -> dict | None:
     return found
 
 
-def _overhead_of(runtime_class: dict | None) -> dict[str, int] | None:
+def _overhead_of(runtime_class: dict[str, Any] | None) -> dict[str, int] | None:
     fixed = ((runtime_class or {}).get("overhead") or {}).get("podFixed")
     if fixed is None:
         return None
     return {str(k): canonical(str(k), v) for k, v in fixed.items()}
 
 
-def _pod_overhead(pod: dict) -> dict[str, int] | None:
+def _pod_overhead(pod: dict[str, Any]) -> dict[str, int] | None:
     overhead = (pod.get("spec") or {}).get("overhead")
     if overhead is None:
         return None
@@ -377,7 +377,7 @@ def _pod_overhead(pod: dict) -> dict[str, int] | None:
 OVERHEAD_MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
 
 
-def set_runtime_class(pod: dict, runtime_class: dict | None) -> None:
+def set_runtime_class(pod: dict[str, Any], runtime_class: dict[str, Any] | None) -> None:
     """``setOverhead`` then ``setScheduling`` (plugin/pkg/admission/runtimeclass/admission.go)."""
     if runtime_class is None:
         return
@@ -406,7 +406,7 @@ def set_runtime_class(pod: dict, runtime_class: dict | None) -> None:
         spec["tolerations"] = merged
 
 
-def validate_overhead(pod: dict, runtime_class: dict | None) -> None:
+def validate_overhead(pod: dict[str, Any], runtime_class: dict[str, Any] | None) -> None:
     """``validateOverhead``: a pod's overhead must be its RuntimeClass's."""
     fixed = _overhead_of(runtime_class)
     current = _pod_overhead(pod)
@@ -419,7 +419,7 @@ def validate_overhead(pod: dict, runtime_class: dict | None) -> None:
                              "RuntimeClass defined Overhead")
 
 
-def _is_superset(big: dict, small: dict) -> bool:
+def _is_superset(big: dict[str, Any], small: dict[str, Any]) -> bool:
     """``isSuperset`` (pkg/util/tolerations/tolerations.go): ``big`` tolerates all ``small`` does."""
     if big.get("effect") and big.get("effect") != small.get("effect"):
         return False
@@ -436,10 +436,10 @@ def _is_superset(big: dict, small: dict) -> bool:
     return True
 
 
-def merge_tolerations(first: list[dict], second: list[dict]) -> list[dict]:
+def merge_tolerations(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``MergeTolerations``: both lists, a toleration dropped when another covers it."""
     every = first + second
-    merged: list[dict] = []
+    merged: list[dict[str, Any]] = []
     for i, toleration in enumerate(every):
         if any(_is_superset(kept, toleration) for kept in merged):
             continue

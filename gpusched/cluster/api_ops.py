@@ -25,6 +25,8 @@ Neighbours: called by ``server`` through ``Cluster.write``; uses ``cluster.apply
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import json
 
@@ -66,7 +68,7 @@ def conflict(info: KindInfo, name: str) -> ConflictError:
                          "and try again")
 
 
-def check_body(info: KindInfo, namespace: str, body: object) -> dict:
+def check_body(info: KindInfo, namespace: str, body: object) -> dict[str, Any]:
     """Fill apiVersion/kind from the URL when absent; refuse a body for another kind/namespace."""
     if not isinstance(body, dict):
         raise BadRequestError(f"the body of the request must be a {info.kind} object")
@@ -91,7 +93,7 @@ def check_body(info: KindInfo, namespace: str, body: object) -> dict:
     return body
 
 
-def create(view: View, info: KindInfo, namespace: str, body: object) -> dict:
+def create(view: View, info: KindInfo, namespace: str, body: object) -> dict[str, Any]:
     """POST: a new object (``generateName`` honoured); returns the stored body."""
     body = check_body(info, namespace, body)
     meta = body["metadata"]
@@ -112,7 +114,7 @@ def create(view: View, info: KindInfo, namespace: str, body: object) -> dict:
     return copy.deepcopy(view.create(admit(view, valid, None)))
 
 
-def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict:
+def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict[str, Any]:
     body = view.get(info.kind, name, namespace)
     if body is None:
         raise NotFoundError(_plural(info), name)
@@ -120,7 +122,7 @@ def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict:
 
 
 def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
-            subresource: str = "") -> dict:
+            subresource: str = "") -> dict[str, Any]:
     """PUT (and PATCH after patching): see the module docstring; returns the stored body."""
     old = get_existing(view, info, namespace, name)
     body = check_body(info, namespace, body)
@@ -195,7 +197,7 @@ def evict(view: View, namespace: str, name: str) -> None:
 MAX_GRACE_SECONDS = 2**63 - 1     # DeleteOptions.gracePeriodSeconds is an int64
 
 
-def delete_grace(query: dict, body: bytes) -> int | None:
+def delete_grace(query: dict[str, Any], body: bytes) -> int | None:
     """DeleteOptions.gracePeriodSeconds from the query or the JSON body (kubectl sends the
     body); None when absent. Negative values mean 1 (apimachinery ``rest.BeforeDelete``)."""
     value: object = query.get("gracePeriodSeconds")
@@ -218,7 +220,7 @@ def delete_grace(query: dict, body: bytes) -> int | None:
     return 1 if seconds < 0 else seconds
 
 
-def record_event(view: View, namespace: str, body: dict) -> dict:
+def record_event(view: View, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
     """POST events: recorded through ``View.record_event`` (a repeat bumps ``count``)."""
     ref = body.get("involvedObject") or body.get("regarding")
     if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):

@@ -18,6 +18,8 @@ Neighbours: ``cluster.cluster.Cluster.apply`` runs it inside the command's trans
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import json
 
@@ -42,7 +44,7 @@ POD_SPEC_FORBIDDEN = (
     "to 1 if it was previously negative)")
 
 
-def validated(manifest, field_validation: str = STRICT) -> tuple[dict, list[str]]:
+def validated(manifest, field_validation: str = STRICT) -> tuple[dict[str, Any], list[str]]:
     """(the decoded, defaulted object of a manifest, decoding warnings); see the module doc.
     A Pod's request/limit rules wait for admission, which validates the mutated pod (upstream
     order)."""
@@ -93,7 +95,7 @@ def apply_one(view: View, manifest, field_validation: str = STRICT) -> tuple[str
     return kind, name, ns, ("configured" if changed else "unchanged"), warnings
 
 
-def _merge_map(old: dict | None, new: dict | None, last: dict | None) -> dict:
+def _merge_map(old: dict[str, Any] | None, new: dict[str, Any] | None, last: dict[str, Any] | None) -> dict[str, Any]:
     out = dict(old or {})
     for key in last or {}:
         if key not in (new or {}):
@@ -102,7 +104,7 @@ def _merge_map(old: dict | None, new: dict | None, last: dict | None) -> dict:
     return out
 
 
-def merge(old: dict, body: dict, last: dict) -> dict:
+def merge(old: dict[str, Any], body: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(old)
     for key, value in body.items():
         if key not in SYSTEM_FIELDS:
@@ -127,7 +129,7 @@ def merge(old: dict, body: dict, last: dict) -> dict:
     return merged
 
 
-def check_pod_update(old: dict, new: dict) -> None:
+def check_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
     """ValidatePodUpdate (pkg/apis/core/validation): the spec may change only in container
     images and by additions to tolerations (ValidateTolerationsInPodUpdate: every existing
     toleration stays); the other mutable fields are compared as they are."""
@@ -140,11 +142,11 @@ def check_pod_update(old: dict, new: dict) -> None:
                            [FieldError("spec", "Forbidden", None, POD_SPEC_FORBIDDEN)])
 
 
-def _gate_names(spec: dict) -> list[str]:
+def _gate_names(spec: dict[str, Any]) -> list[str]:
     return [g.get("name", "") if isinstance(g, dict) else "" for g in spec.get("schedulingGates") or []]
 
 
-def _added_scheduling_gates(old: dict, new: dict) -> list[FieldError]:
+def _added_scheduling_gates(old: dict[str, Any], new: dict[str, Any]) -> list[FieldError]:
     """``validateOnlyDeletedSchedulingGates`` (pkg/apis/core/validation/validation.go): gates may
     only be removed after create, one error per new gate."""
     before = set(_gate_names(old))
@@ -153,7 +155,7 @@ def _added_scheduling_gates(old: dict, new: dict) -> list[FieldError]:
             for i, name in enumerate(_gate_names(new)) if name not in before]
 
 
-def _munged_pod_spec(old: dict, new: dict) -> dict:
+def _munged_pod_spec(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` with the fields an update may change set back to ``old``'s (upstream's
     mungedPodSpec): images by container index, scheduling gates, tolerations when none is
     removed."""

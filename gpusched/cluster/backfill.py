@@ -33,6 +33,8 @@ bind, failure records; it calls :func:`schedule_in_order`), ``controllers.pod_li
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import time
 from dataclasses import dataclass
@@ -85,14 +87,14 @@ def scheduler_mode(view: View) -> ModeConfig:
 
 # ---- time limits -------------------------------------------------------------------------------
 
-def _owner_job(view: View, pod: dict) -> dict | None:
+def _owner_job(view: View, pod: dict[str, Any]) -> dict[str, Any] | None:
     ref = controller_of(pod)
     if ref is None or ref.get("kind") != "Job":
         return None
     return view.get("Job", ref.get("name", ""), pod["metadata"].get("namespace", "default"))
 
 
-def limit_end(view: View, pod: dict, start: float) -> float:
+def limit_end(view: View, pod: dict[str, Any], start: float) -> float:
     """When ``pod`` (started, or starting, at ``start``) is over by its time limit (inf: never)."""
     deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
     if deadline is not None:
@@ -113,7 +115,7 @@ def limit_end(view: View, pod: dict, start: float) -> float:
     return start + run if run is not None else INF
 
 
-def time_limit(view: View, pod: dict) -> float:
+def time_limit(view: View, pod: dict[str, Any]) -> float:
     """Seconds a pending pod may run once started now (inf: no limit)."""
     now = view.now()
     return max(limit_end(view, pod, now) - now, 0.0)
@@ -124,7 +126,7 @@ def time_limit(view: View, pod: dict) -> float:
 def feasible_nodes(view: View, snapshot) -> "callable":
     """pod info -> bool mask of the nodes that could ever host it (every filter on an empty copy
     of the cluster: node selectors, GPU model, taints, capacity). Built on first use."""
-    cache: dict = {}
+    cache: dict[str, Any] = {}
 
     def mask(info: PodInfo) -> np.ndarray:
         if "scheduler" not in cache:
@@ -158,7 +160,7 @@ def build_timeline(view: View, snapshot) -> Timeline:
     return Timeline.build(tuple(snapshot.names), snapshot.free, allocations)
 
 
-def schedule_in_order(view: View, config: ModeConfig, pending: list[dict], todo: list[dict]
+def schedule_in_order(view: View, config: ModeConfig, pending: list[dict[str, Any]], todo: list[dict[str, Any]]
                       ) -> None:
     """One pass in ``backfill`` or ``strict`` mode; see the module docstring."""
     snapshot, order = scheduling.build_snapshot(view)
@@ -199,7 +201,7 @@ def schedule_in_order(view: View, config: ModeConfig, pending: list[dict], todo:
             blocked_seen -= 1      # never fits: holds nothing and does not count
 
 
-def _attempt(view: View, scheduler, pod: dict, info: PodInfo, request: Request,
+def _attempt(view: View, scheduler, pod: dict[str, Any], info: PodInfo, request: Request,
              reservations: list[Reservation], now: float) -> int | str | None:
     """Schedule ``pod``; bind it if the backfill rule allows. Returns the node row it started
     on, ``"preempted"`` when it preempted (as in default mode), or None (left Pending)."""

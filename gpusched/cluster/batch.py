@@ -79,7 +79,7 @@ def next_job_id(view: View, namespace: str = "default") -> int:
     return int(((counter or {}).get("data") or {}).get("nextJobId", "1"))
 
 
-def job_manifest(view: View, job: SbatchJob, job_id: int, namespace: str = "default") -> dict:
+def job_manifest(view: View, job: SbatchJob, job_id: int, namespace: str = "default") -> dict[str, Any]:
     """The Job an sbatch script stands for (pure apart from reading the view's objects)."""
     annotations: dict[str, str] = {}
     pod_spec: dict[str, Any] = {"restartPolicy": "Never"}
@@ -223,7 +223,7 @@ STATE_CODES = {"PENDING": "PD", "RUNNING": "R", "COMPLETED": "CD", "TIMEOUT": "T
                "FAILED": "F", "CANCELLED": "CA"}
 
 
-def finished_state(pod: dict) -> tuple[str, int]:
+def finished_state(pod: dict[str, Any]) -> tuple[str, int]:
     """Slurm's state and exit code of a finished sbatch pod: COMPLETED (Succeeded), TIMEOUT
     (Failed with reason DeadlineExceeded: its --time limit), FAILED (any other failure)."""
     status = pod.get("status") or {}
@@ -274,7 +274,7 @@ def squeue_rows(view: View, finished: bool = False) -> list[QueueRow]:
     return sorted(rows, key=_row_order)
 
 
-def _finished_rows(view: View, jobs: dict, node_partition: dict[str, str]) -> list[QueueRow]:
+def _finished_rows(view: View, jobs: dict[str, Any], node_partition: dict[str, str]) -> list[QueueRow]:
     rows = []
     for pod in view.list("Pod"):
         owner = jobs.get((controller_of(pod) or {}).get("uid", ""))
@@ -292,7 +292,7 @@ def _finished_rows(view: View, jobs: dict, node_partition: dict[str, str]) -> li
     return rows
 
 
-def run_end(view: View, pod: dict) -> float:
+def run_end(view: View, pod: dict[str, Any]) -> float:
     """Virtual seconds at which a finished pod's run ended (its start + run time, capped by its
     time limit), the current time when that is unknown."""
     from gpusched.cluster.controllers.pod_lifecycle import run_time
@@ -304,13 +304,13 @@ def run_end(view: View, pod: dict) -> float:
     return start + duration if duration is not None else view.now()
 
 
-def _row_order(row: QueueRow) -> tuple:
+def _row_order(row: QueueRow) -> tuple[Any, ...]:
     base, _, task = row.job_id.partition("_")
     numeric = base.isdigit()
     return (not numeric, int(base) if numeric else 0, base if not numeric else "", task)
 
 
-def _identity(view: View, pod: dict, owner: dict | None,
+def _identity(view: View, pod: dict[str, Any], owner: dict[str, Any] | None,
               node_partition: dict[str, str]) -> tuple[str, str, str]:
     meta = pod["metadata"]
     node = (pod.get("spec") or {}).get("nodeName", "")
@@ -328,7 +328,7 @@ def _identity(view: View, pod: dict, owner: dict | None,
         annotations.get(ANN_PARTITION, DEFAULT_PARTITION)
 
 
-def _unstarted_rows(view: View, job: dict) -> list[QueueRow]:
+def _unstarted_rows(view: View, job: dict[str, Any]) -> list[QueueRow]:
     labels = job["metadata"].get("labels") or {}
     if LABEL_JOB_ID not in labels or complete(job):
         return []
@@ -355,7 +355,7 @@ def _unstarted_rows(view: View, job: dict) -> list[QueueRow]:
     return []
 
 
-def _dependency_alive(view: View, job: dict) -> bool:
+def _dependency_alive(view: View, job: dict[str, Any]) -> bool:
     text = (job["metadata"].get("annotations") or {}).get(ANN_DEPENDENCY, "")
     ns = job["metadata"].get("namespace", "default")
     for dep in [i.split("_")[0] for i in text.partition(":")[2].split(":") if i]:
@@ -384,7 +384,7 @@ def _node_partitions(view: View) -> dict[str, str]:
     return {n["metadata"]["name"]: partition_names(n, by_purpose)[-1] for n in nodes}
 
 
-def node_state(node: dict, pods: list[dict]) -> str:
+def node_state(node: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     """Slurm's node state from the node and the pods bound to it."""
     if (node.get("spec") or {}).get("unschedulable"):
         return "drain"
@@ -405,7 +405,7 @@ def sinfo_rows(view: View, per_node: bool = False) -> list[InfoRow]:
     """Rows per (partition, state) with a compressed node list, or one per node with -N."""
     nodes = sorted(view.list("Node"), key=lambda n: n["metadata"]["name"])
     by_purpose = partitions_by_purpose(nodes)
-    bound: dict[str, list[dict]] = {}
+    bound: dict[str, list[dict[str, Any]]] = {}
     for pod in view.list("Pod"):
         node = (pod.get("spec") or {}).get("nodeName")
         if node and not is_terminal(pod):

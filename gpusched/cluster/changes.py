@@ -20,7 +20,7 @@ controllers whose ``reconcile(view, changes)`` accepts it (``controllers.KEYED``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from gpusched.cluster.view import Key, View
 
@@ -47,7 +47,7 @@ class Changes:
     def of_kind(self, kind: str) -> set[Key]:
         return {key for key in self.keys if key[0] == kind}
 
-    def body(self, key: Key) -> dict | None:
+    def body(self, key: Key) -> dict[str, Any] | None:
         """The object as it is now, or as it was when it was deleted."""
         current = self.view.objects.get(key)
         return current if current is not None else self.view.gone(key)
@@ -62,7 +62,7 @@ class Changes:
                     names.add(node)
         return names
 
-    def pods(self) -> list[dict]:
+    def pods(self) -> list[dict[str, Any]]:
         """Live changed pods and the pods bound to changed Nodes, sorted by key."""
         keys = {key for key in self.keys if key[0] == "Pod"}
         for key in self.keys:
@@ -80,7 +80,7 @@ class Changes:
                     out.add((kind, key[1], str(ref.get("name", ""))))
         return out
 
-    def targets(self, kind: str) -> list[dict]:
+    def targets(self, kind: str) -> list[dict[str, Any]]:
         """Live ``kind`` objects that changed or control a changed object, sorted by key."""
         keys = self.of_kind(kind) | self.owners(kind)
         return [self.view.objects[k] for k in sorted(keys) if k in self.view.objects]

@@ -87,7 +87,7 @@ def qualified_singular(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
 
 
-def _settle_changed(view: View, fired: set) -> None:
+def _settle_changed(view: View, fired: set[Any]) -> None:
     """Settle on work queues: each step (controller, kubelet, scheduler) has a cursor in the
     view's journal of changes and is handed the keys changed since its previous run, plus
     ``fired`` in the first round. A ``KEYED`` step reconciles only what they affect; a
@@ -183,7 +183,7 @@ class Cluster:
 
     # ---- settle and time ---------------------------------------------------------------------
 
-    def _settle(self, view: View, fired: set | None = None) -> None:
+    def _settle(self, view: View, fired: set[Any] | None = None) -> None:
         """Run the controllers, then the scheduler, until nothing changes. ``fired`` None: every
         controller's full pass; else the keys whose timers fired now: each controller gets only
         those and what changed since its previous run (see :func:`_settle_changed`)."""
@@ -236,7 +236,7 @@ class Cluster:
 
     # ---- objects -----------------------------------------------------------------------------
 
-    def apply(self, manifests: list, field_validation: str = "Strict") -> list[ApplyOutcome]:
+    def apply(self, manifests: list[Any], field_validation: str = "Strict") -> list[ApplyOutcome]:
         """Decode, validate, admit and store every document as one transaction (all or nothing).
 
         ``field_validation`` is kubectl's ``--validate`` as the API's mode: Strict, Warn, Ignore.
@@ -279,7 +279,7 @@ class Cluster:
 
     def get(self, kind: str, names: Sequence[str] = (), namespace: str | None = "default",
             all_namespaces: bool = False, selector: str = "",
-            field_selector: str = "") -> list[dict]:
+            field_selector: str = "") -> list[dict[str, Any]]:
         info = resolve_kind(kind)
         label_sel = parse_selector(selector) if selector else None
         field_sel = parse_field_selector(field_selector) if field_selector else None
@@ -335,7 +335,7 @@ class Cluster:
                     else:
                         view.delete(kind, obj_name, obj_ns)
 
-    def delete_manifests(self, manifests: list, grace: int | None = None) -> list[str]:
+    def delete_manifests(self, manifests: list[Any], grace: int | None = None) -> list[str]:
         lines = []
         verb = "force deleted" if grace == 0 else "deleted"
         with self._write() as view:
@@ -405,7 +405,7 @@ class Cluster:
 
     # ---- reading -----------------------------------------------------------------------------
 
-    def events(self, namespace: str | None = "default") -> list[dict]:
+    def events(self, namespace: str | None = "default") -> list[dict[str, Any]]:
         with self._read() as view:
             return copy.deepcopy(view.list_events(namespace))
 
@@ -439,7 +439,7 @@ class Cluster:
             result = self._explain_pod(view, pod)
             return dataclasses.replace(result, facts=facts + result.facts, workload=ref)
 
-    def whatif_pods(self, manifests: list, namespace: str = "default") -> list[Any]:
+    def whatif_pods(self, manifests: list[Any], namespace: str = "default") -> list[Any]:
         """``cluster.whatif_pod.answer`` for the pods of ``manifests`` on the state as it is now,
         in a write transaction that is always rolled back: nothing is stored, the
         resourceVersion and the change feed stay as they were."""
@@ -455,7 +455,7 @@ class Cluster:
         return answers
 
     @staticmethod
-    def _explain_pod(view: View, pod: dict) -> Any:
+    def _explain_pod(view: View, pod: dict[str, Any]) -> Any:
         import dataclasses
 
         from gpusched.cluster import explain_facts

@@ -47,11 +47,11 @@ MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 
 
-def _meta(obj: dict) -> dict:
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _amounts(values: dict | None) -> dict[str, int]:
+def _amounts(values: dict[str, Any] | None) -> dict[str, int]:
     out = {}
     for resource, value in (values or {}).items():
         try:
@@ -87,7 +87,7 @@ def closest(name: str, candidates: set[str]) -> str | None:
 # ---- finish times ---------------------------------------------------------------------------
 
 
-def job_deadline(job: dict) -> float | None:
+def job_deadline(job: dict[str, Any]) -> float | None:
     """When a running Job's ``activeDeadlineSeconds`` stops it (its pods are killed then)."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
     if finished(job) or spec.get("suspend") or spec.get("activeDeadlineSeconds") is None \
@@ -134,7 +134,7 @@ def _slot(row: Any) -> str:
     return "whole"
 
 
-def running_fact(view: View, pod: dict) -> Fact:
+def running_fact(view: View, pod: dict[str, Any]) -> Fact:
     from gpusched.cluster.scheduling import node_devices
 
     node = (pod.get("spec") or {}).get("nodeName", "")
@@ -156,7 +156,7 @@ def running_fact(view: View, pod: dict) -> Fact:
 # ---- pending pods -------------------------------------------------------------------------------
 
 
-def _default_offer(node: dict) -> dict[str, int]:
+def _default_offer(node: dict[str, Any]) -> dict[str, int]:
     """What the node's GPUs would advertise with no device-plugin config and MIG disabled."""
     from gpusched.devices.advertise import node_device_state
 
@@ -168,7 +168,7 @@ def _default_offer(node: dict) -> dict[str, int]:
     return node_device_state(plain, []).capacity
 
 
-def _offer_without_config(node: dict) -> dict[str, int]:
+def _offer_without_config(node: dict[str, Any]) -> dict[str, int]:
     """What the node's GPUs would advertise with its MIG layout but no device-plugin ConfigMap."""
     from gpusched.devices.advertise import node_device_state
 
@@ -178,7 +178,7 @@ def _offer_without_config(node: dict) -> dict[str, int]:
     return node_device_state(plain, []).capacity
 
 
-def _why_not_offered(view: View, node: dict, resource: str) -> tuple[str, str]:
+def _why_not_offered(view: View, node: dict[str, Any], resource: str) -> tuple[str, str]:
     """(why the node does not offer ``resource`` now, the object to change)."""
     from gpusched.devices.advertise import node_device_state
     from gpusched.devices.plugin_config import find_device_plugin_configmap
@@ -216,7 +216,7 @@ def _why_not_offered(view: View, node: dict, resource: str) -> tuple[str, str]:
     return f"it offers {offered}", f"node {name}"
 
 
-def _not_offered_facts(view: View, resource: str, want: int, offering: dict) -> list[Fact]:
+def _not_offered_facts(view: View, resource: str, want: int, offering: dict[str, Any]) -> list[Fact]:
     out = []
     for node in view.list("Node"):
         name = _meta(node).get("name", "")
@@ -233,7 +233,7 @@ def _not_offered_facts(view: View, resource: str, want: int, offering: dict) -> 
     return out
 
 
-def _node_state_facts(view: View, suggestions: tuple = ()) -> list[Fact]:
+def _node_state_facts(view: View, suggestions: tuple[Any, ...] = ()) -> list[Fact]:
     """Cordoned or NotReady nodes where the pod would fit but for that state: the nodes of the
     scheduler's ``uncordon`` / ``node-condition`` suggestions (a what-if through every filter)."""
     uncordon = {n for s in suggestions if s.kind == "uncordon" for n in s.nodes}
@@ -254,7 +254,7 @@ def _node_state_facts(view: View, suggestions: tuple = ()) -> list[Fact]:
     return out
 
 
-def pending_facts(view: View, info: PodInfo, suggestions: tuple = ()) -> list[Fact]:
+def pending_facts(view: View, info: PodInfo, suggestions: tuple[Any, ...] = ()) -> list[Fact]:
     nodes = view.list("Node")
     allocs = {_meta(n).get("name", ""): _amounts((n.get("status") or {}).get("allocatable")) for n in nodes}
     advertised = {r for alloc in allocs.values() for r, n in alloc.items() if n > 0}
@@ -286,7 +286,7 @@ def pending_facts(view: View, info: PodInfo, suggestions: tuple = ()) -> list[Fa
 KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
-def queue_facts(pod: dict) -> list[Fact]:
+def queue_facts(pod: dict[str, Any]) -> list[Fact]:
     """Pending because of a queue: the scheduling gates (the only queue that holds a pod in
     gpusched: the SchedulingGates PreEnqueue plugin's ``waiting for scheduling gates: [a b]``,
     ``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go``); and, said honestly
@@ -317,7 +317,7 @@ NO_FINISHING = ("no pod holding room will finish on its own (none has a gpusched
 QUEUE_MARKS = ("waiting for backfill reservation of", "strict priority order")
 
 
-def queue_order_fact(view: View, pod: dict) -> Fact | None:
+def queue_order_fact(view: View, pod: dict[str, Any]) -> Fact | None:
     """Held by the embedded scheduler's queue order (``cluster.backfill``: mode ``backfill`` or
     ``strict`` in ConfigMap kube-system/gpusched-scheduler): the filters may find a node, but the
     pod waits behind a reservation; its recorded FailedScheduling message says whose."""
@@ -336,7 +336,7 @@ def queue_order_fact(view: View, pod: dict) -> Fact | None:
                                       ("change", f"data.mode in {config}")))
 
 
-def facts(view: View, pod: dict, info: PodInfo, message: str = "", suggestions: tuple = ()) -> list[Fact]:
+def facts(view: View, pod: dict[str, Any], info: PodInfo, message: str = "", suggestions: tuple[Any, ...] = ()) -> list[Fact]:
     """The facts about ``pod``; ``message`` and ``suggestions`` are the scheduler's (to say
     when none of the room a pending pod lacks will free up on its own)."""
     status = pod.get("status") or {}

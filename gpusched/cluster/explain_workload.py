@@ -25,6 +25,8 @@ Neighbours: ``cluster.Cluster.explain_workload``; events from ``View.record_even
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 from gpusched.cluster.controllers.common import controller_of
@@ -38,31 +40,31 @@ LIMIT = re.compile(r"(?:(minimum|maximum) (\S+) usage per (\w+) is"
 LIMIT_FIELD = {"minimum": "min", "maximum": "max"}
 
 
-def _meta(obj: dict) -> dict:
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _ref(obj: dict) -> str:
+def _ref(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind', '').lower()}/{_meta(obj).get('name', '')}"
 
 
-def _owned(view: View, kind: str, owner: dict) -> list[dict]:
+def _owned(view: View, kind: str, owner: dict[str, Any]) -> list[dict[str, Any]]:
     uid = _meta(owner).get("uid")
     return sorted((o for o in view.list(kind, _meta(owner).get("namespace", "default"))
                    if (controller_of(o) or {}).get("uid") == uid),
                   key=lambda o: (_meta(o).get("creationTimestamp", ""), _meta(o).get("name", "")))
 
 
-def creators(view: View, obj: dict) -> list[dict]:
+def creators(view: View, obj: dict[str, Any]) -> list[dict[str, Any]]:
     """The objects that create the workload's pods: a Deployment's ReplicaSets, else itself."""
     return _owned(view, "ReplicaSet", obj) if obj.get("kind") == "Deployment" else [obj]
 
 
-def workload_pods(view: View, obj: dict) -> list[dict]:
+def workload_pods(view: View, obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for c in creators(view, obj) for p in _owned(view, "Pod", c)]
 
 
-def wanted(view: View, obj: dict) -> int | None:
+def wanted(view: View, obj: dict[str, Any]) -> int | None:
     """Pods the controller wants now (None: a DaemonSet, one per eligible node)."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     if obj.get("kind") in ("Deployment", "ReplicaSet"):
@@ -76,7 +78,7 @@ def wanted(view: View, obj: dict) -> int | None:
     return None
 
 
-def last_failed_create(view: View, obj: dict) -> dict | None:
+def last_failed_create(view: View, obj: dict[str, Any]) -> dict[str, Any] | None:
     """The last ``FailedCreate`` event of ``obj`` unless a pod was created after it (upstream
     removes the ReplicaFailure condition once ``manageReplicas`` succeeds)."""
     uid = _meta(obj).get("uid")
@@ -105,7 +107,7 @@ def refused_by(view: View, namespace: str, message: str) -> tuple[str, str] | No
     return None
 
 
-def failed_create_fact(view: View, creator: dict) -> Fact | None:
+def failed_create_fact(view: View, creator: dict[str, Any]) -> Fact | None:
     event = last_failed_create(view, creator)
     if event is None:
         return None
@@ -123,7 +125,7 @@ def failed_create_fact(view: View, creator: dict) -> Fact | None:
         ("change", change or None)))
 
 
-def workload_facts(view: View, obj: dict) -> list[Fact]:
+def workload_facts(view: View, obj: dict[str, Any]) -> list[Fact]:
     pods = [p for p in workload_pods(view, obj)
             if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     phases = [(p.get("status") or {}).get("phase", "Pending") for p in pods]
@@ -140,7 +142,7 @@ def workload_facts(view: View, obj: dict) -> list[Fact]:
     return out
 
 
-def pending_pod(view: View, obj: dict) -> dict | None:
+def pending_pod(view: View, obj: dict[str, Any]) -> dict[str, Any] | None:
     """The workload's oldest Pending, unbound pod (the one ``explain`` explains), or None."""
     for pod in workload_pods(view, obj):
         if not (pod.get("spec") or {}).get("nodeName") and \

@@ -27,6 +27,8 @@ Neighbours: called from ``cluster.admission.admit``, ``cluster.apply`` and ``Clu
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import ipaddress
 
@@ -48,12 +50,12 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # ---- DefaultTolerationSeconds ---------------------------------------------------------------
 
-def _covers(toleration: dict, key: str) -> bool:
+def _covers(toleration: dict[str, Any], key: str) -> bool:
     return (toleration.get("key") in (key, "", None)
             and toleration.get("effect") in ("NoExecute", "", None))
 
 
-def default_toleration_seconds(pod: dict) -> None:
+def default_toleration_seconds(pod: dict[str, Any]) -> None:
     """Add the not-ready/unreachable NoExecute tolerations a pod lacks (see module docstring)."""
     spec = pod.setdefault("spec", {})
     tolerations = spec.get("tolerations")
@@ -67,7 +69,7 @@ def default_toleration_seconds(pod: dict) -> None:
         spec["tolerations"] = [*tolerations, *added]
 
 
-def label_namespace(namespace: dict) -> None:
+def label_namespace(namespace: dict[str, Any]) -> None:
     """The API server labels every Namespace ``kubernetes.io/metadata.name=<name>`` (v1.21+)."""
     meta = namespace.setdefault("metadata", {})
     meta.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = meta.get("name", "")
@@ -75,13 +77,13 @@ def label_namespace(namespace: dict) -> None:
 
 # ---- DefaultStorageClass --------------------------------------------------------------------
 
-def is_default_class(storage_class: dict) -> bool:
+def is_default_class(storage_class: dict[str, Any]) -> bool:
     annotations = (storage_class.get("metadata") or {}).get("annotations") or {}
     return "true" in (annotations.get(DEFAULT_CLASS_ANNOTATION),
                       annotations.get(BETA_DEFAULT_CLASS_ANNOTATION))
 
 
-def default_class(view: View) -> dict | None:
+def default_class(view: View) -> dict[str, Any] | None:
     """GetDefaultClass: the newest default class; equal ages -> the name sorting first."""
     defaults = [sc for sc in view.list("StorageClass") if is_default_class(sc)]
     defaults.sort(key=lambda sc: (sc["metadata"].get("creationTimestamp", ""),
@@ -89,11 +91,11 @@ def default_class(view: View) -> dict | None:
     return defaults[0] if defaults else None
 
 
-def _neg(name: str) -> tuple:
+def _neg(name: str) -> tuple[Any, ...]:
     return tuple(-ord(c) for c in name)
 
 
-def default_storage_class(view: View, claim: dict) -> None:
+def default_storage_class(view: View, claim: dict[str, Any]) -> None:
     spec = claim.setdefault("spec", {})
     if spec.get("storageClassName") is not None:
         return
@@ -109,7 +111,7 @@ CLAIM_IMMUTABLE = ("spec is immutable after creation except resources.requests a
                    "volumeAttributesClassName for bound claims")
 
 
-def admit_claim_update(claim: dict, old: dict) -> None:
+def admit_claim_update(claim: dict[str, Any], old: dict[str, Any]) -> None:
     """Fields the controllers and admission wrote survive an apply that leaves them out; any
     other spec change is refused as ValidatePersistentVolumeClaimUpdate does."""
     spec, old_spec = claim.setdefault("spec", {}), old.get("spec") or {}
@@ -121,7 +123,7 @@ def admit_claim_update(claim: dict, old: dict) -> None:
                            [FieldError("spec", "Forbidden", None, CLAIM_IMMUTABLE)])
 
 
-def _without_requests(spec: dict) -> dict:
+def _without_requests(spec: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if k != "volumeAttributesClassName"}
     resources = dict(out.get("resources") or {})
     resources.pop("requests", None)
@@ -129,7 +131,7 @@ def _without_requests(spec: dict) -> dict:
     return out
 
 
-def admit_volume_update(volume: dict, old: dict) -> None:
+def admit_volume_update(volume: dict[str, Any], old: dict[str, Any]) -> None:
     """The controller's claimRef survives an apply that leaves it out."""
     spec, old_spec = volume.setdefault("spec", {}), old.get("spec") or {}
     if "claimRef" in old_spec and "claimRef" not in spec:
@@ -138,7 +140,7 @@ def admit_volume_update(volume: dict, old: dict) -> None:
 
 # ---- Services -------------------------------------------------------------------------------
 
-def admit_service(view: View, service: dict, old: dict | None) -> None:
+def admit_service(view: View, service: dict[str, Any], old: dict[str, Any] | None) -> None:
     spec = service.setdefault("spec", {})
     if old is not None:
         _keep_allocations(spec, old.get("spec") or {}, service["metadata"]["name"])
@@ -151,7 +153,7 @@ def admit_service(view: View, service: dict, old: dict | None) -> None:
         _allocate_node_ports(view, service)
 
 
-def _keep_allocations(spec: dict, old_spec: dict, name: str) -> None:
+def _keep_allocations(spec: dict[str, Any], old_spec: dict[str, Any], name: str) -> None:
     old_ip = old_spec.get("clusterIP")
     if old_ip and not spec.get("clusterIP"):
         spec["clusterIP"] = old_ip
@@ -176,7 +178,7 @@ def _used_ips(view: View, skip: tuple[str, str]) -> set[str]:
     return used
 
 
-def _allocate_cluster_ip(view: View, service: dict) -> None:
+def _allocate_cluster_ip(view: View, service: dict[str, Any]) -> None:
     spec, meta = service["spec"], service["metadata"]
     requested = spec.get("clusterIP")
     if requested == "None":
@@ -223,7 +225,7 @@ def _free_address(key: str, used: set[str]) -> str:
                                                    "failed to allocate IP: range is full")])
 
 
-def _allocate_node_ports(view: View, service: dict) -> None:
+def _allocate_node_ports(view: View, service: dict[str, Any]) -> None:
     meta = service["metadata"]
     used = {p.get("nodePort") for svc in view.list("Service")
             if (svc["metadata"].get("namespace"), svc["metadata"]["name"])

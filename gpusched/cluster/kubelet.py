@@ -64,7 +64,7 @@ from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN
 
 log = logging.getLogger(__name__)
 UNEXPECTED = "UnexpectedAdmissionError"
-_EMPTY: dict = {}
+_EMPTY: dict[str, Any] = {}
 NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
 OUT_OF = {"cpu": "OutOfcpu", "memory": "OutOfmemory",
           "ephemeral-storage": "OutOfephemeral-storage", "pods": "OutOfpods"}
@@ -86,7 +86,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
     device-plugin input changed (ConfigMaps, ClusterPolicy, the operator's pods)."""
     from gpusched.cluster.scheduling import device_inputs, node_devices_for
     configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
-    by_node: dict[str, list[dict]] = {}
+    by_node: dict[str, list[dict[str, Any]]] = {}
     newest: dict[str, int] = {}
     if changes is None or device_inputs_changed(changes):
         pods = view.list("Pod")
@@ -129,14 +129,14 @@ def device_inputs_changed(changes: Changes) -> bool:
                for k in changes.keys)
 
 
-def _admitted(pod: dict) -> bool:
+def _admitted(pod: dict[str, Any]) -> bool:
     """The kubelet admitted the pod once it started (phase Running or a start time)."""
     status = pod.get("status") or {}
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     return status.get("phase") == "Running" or ANN_START_TIME in annotations
 
 
-def _start_order(pod: dict) -> tuple:
+def _start_order(pod: dict[str, Any]) -> tuple[Any, ...]:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     try:
         started = float(annotations.get(ANN_START_TIME, "inf"))
@@ -153,7 +153,7 @@ class _NodeKubelet:
         self.used: dict[str, int] = {}
         self.pod_count = 0
 
-    def run(self, pods: list[dict]) -> None:
+    def run(self, pods: list[dict[str, Any]]) -> None:
         for pod in sorted((p for p in pods if _admitted(p)), key=_start_order):
             rejection = self._keep_devices(pod)
             if rejection is not None:
@@ -170,7 +170,7 @@ class _NodeKubelet:
 
     # ---- running pods: re-check holdings after a re-advertisement ----------------------------
 
-    def _keep_devices(self, pod: dict) -> Rejection | None:
+    def _keep_devices(self, pod: dict[str, Any]) -> Rejection | None:
         info = pod_info(pod)
         if self.devices is None:
             self._charge(info)
@@ -212,7 +212,7 @@ class _NodeKubelet:
 
     # ---- new pods ----------------------------------------------------------------------------
 
-    def _admit(self, pod: dict) -> Rejection | None:
+    def _admit(self, pod: dict[str, Any]) -> Rejection | None:
         info = pod_info(pod)
         assignment, rejection = self._allocate(pod, info)
         if rejection is None:
@@ -226,7 +226,7 @@ class _NodeKubelet:
         self._charge(info)
         return None
 
-    def _allocate(self, pod: dict, info: PodInfo) -> tuple[DeviceAssignment | None, Rejection | None]:
+    def _allocate(self, pod: dict[str, Any], info: PodInfo) -> tuple[DeviceAssignment | None, Rejection | None]:
         """The device manager's admit handler: hold the scheduler's choice when it is still
         free, else allocate from the free devices (the kubelet picks devices itself)."""
         devices = self.devices
@@ -247,7 +247,7 @@ class _NodeKubelet:
         devices.hold(info.uid, found)
         return found, None
 
-    def _predicates(self, pod: dict, info: PodInfo) -> Rejection | None:
+    def _predicates(self, pod: dict[str, Any], info: PodInfo) -> Rejection | None:
         """``generalFilter``: resources, node affinity, then NoExecute taints."""
         short = self._insufficient(info)
         if short is not None:
@@ -303,7 +303,7 @@ def _plugin_request(devices: Any, info: PodInfo) -> bool:
     return any(resource in advertised for resource in device_requests(info))
 
 
-def _unavailable(devices: Any, info: PodInfo, pod: dict) -> str:
+def _unavailable(devices: Any, info: PodInfo, pod: dict[str, Any]) -> str:
     """``devicesToAllocate``'s message for the first container and resource that is short.
 
     The kubelet allocates container by container, init containers first
@@ -343,7 +343,7 @@ def _first_resource(info: PodInfo) -> str:
     return next(iter(device_requests(info)), "nvidia.com/gpu")
 
 
-def _assignment(pod: dict, info: PodInfo) -> DeviceAssignment:
+def _assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
     from gpusched.devices.node import assignment_from_annotations, assignment_resource
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     try:
@@ -352,7 +352,7 @@ def _assignment(pod: dict, info: PodInfo) -> DeviceAssignment:
         return NO_DEVICES
 
 
-def _write_assignment(view: View, pod: dict, assignment: DeviceAssignment) -> None:
+def _write_assignment(view: View, pod: dict[str, Any], assignment: DeviceAssignment) -> None:
     from gpusched.devices.node import assignment_annotation
     new = copy.deepcopy(view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod)
     annotations = new["metadata"].setdefault("annotations", {})
@@ -362,7 +362,7 @@ def _write_assignment(view: View, pod: dict, assignment: DeviceAssignment) -> No
     view.update(new)
 
 
-def reject(view: View, pod: dict, rejection: Rejection) -> None:
+def reject(view: View, pod: dict[str, Any], rejection: Rejection) -> None:
     """``rejectPod``: phase Failed, the reason, ``Pod was rejected: <message>``, a Warning event."""
     new = copy.deepcopy(view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod)
     status = new.setdefault("status", {})

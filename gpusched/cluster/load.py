@@ -33,6 +33,8 @@ Neighbours: ``cluster.usage`` (per-pod metrics), ``objects.duration`` (durations
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import math
 from dataclasses import dataclass
@@ -80,7 +82,7 @@ class LoadCurve:
         return max(0.0, base)
 
 
-def _number(raw: dict, key: str, default: float, where: str, low: float = 0.0,
+def _number(raw: dict[str, Any], key: str, default: float, where: str, low: float = 0.0,
             high: float = MAX_RPS) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -145,7 +147,7 @@ def parse_load(text: str, where: str = ANN_LOAD) -> LoadCurve:
                                                                             f"{where}.bursts"))
 
 
-def load_of(body: dict) -> LoadCurve | None:
+def load_of(body: dict[str, Any]) -> LoadCurve | None:
     """The curve a Deployment carries (its own annotation, else its template's); None when it
     has none or it does not parse (``check_load`` refuses bad ones at admission)."""
     for meta in ((body.get("metadata") or {}),
@@ -159,7 +161,7 @@ def load_of(body: dict) -> LoadCurve | None:
     return None
 
 
-def check_load(body: dict) -> None:
+def check_load(body: dict[str, Any]) -> None:
     """Admission of a Deployment: a bad ``gpusched.io/load`` is refused as 422 Invalid naming
     the annotation and the curve field that is wrong; nothing is stored."""
     for path, meta in (("metadata.annotations", (body.get("metadata") or {})),

@@ -14,6 +14,8 @@ Neighbours: ``cluster.cluster`` (the facade), ``controllers.node_lifecycle`` (ev
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
 from gpusched.cluster.controllers.node_lifecycle import EvictionRefused, evict
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
@@ -34,7 +36,7 @@ def _ref(info: KindInfo, name: str) -> str:
     return f"{info.singular}.{info.group}/{name}" if info.group else f"{info.singular}/{name}"
 
 
-def _node(view: View, name: str) -> dict:
+def _node(view: View, name: str) -> dict[str, Any]:
     node = view.copy("Node", name)
     if node is None:
         raise NotFoundError("nodes", name)
@@ -240,5 +242,5 @@ def _progress(view: View, settle) -> bool:
     return view.mutations != before
 
 
-def _has_emptydir(pod: dict) -> bool:
+def _has_emptydir(pod: dict[str, Any]) -> bool:
     return any("emptyDir" in (v or {}) for v in (pod.get("spec") or {}).get("volumes") or [])

@@ -30,6 +30,8 @@ Neighbours: ``cluster.admission`` calls :func:`check_quota`; ``cluster.cluster``
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 from datetime import datetime, timedelta
 
@@ -81,14 +83,14 @@ def all_tracked_keys(keys: list[str]) -> list[str]:
 
 # ---- scopes ------------------------------------------------------------------------------------
 
-def scope_selectors(quota: dict) -> list[dict]:
+def scope_selectors(quota: dict[str, Any]) -> list[dict[str, Any]]:
     """``getScopeSelectorsFromQuota``: ``spec.scopes`` as Exists, then ``scopeSelector``."""
     spec = quota.get("spec") or {}
     selectors = [{"scopeName": s, "operator": "Exists"} for s in spec.get("scopes") or []]
     return selectors + list((spec.get("scopeSelector") or {}).get("matchExpressions") or [])
 
 
-def pod_qos(pod: dict) -> str:
+def pod_qos(pod: dict[str, Any]) -> str:
     """``qos.GetPodQOS`` (pkg/apis/core/helper/qos): BestEffort when no container or init
     container has a positive cpu/memory request or limit; Guaranteed when every one limits both
     cpu and memory and the summed requests equal the summed limits; else Burstable."""
@@ -112,16 +114,16 @@ def pod_qos(pod: dict) -> str:
     return "Burstable"
 
 
-def is_best_effort(pod: dict) -> bool:
+def is_best_effort(pod: dict[str, Any]) -> bool:
     return pod_qos(pod) == "BestEffort"
 
 
-def _is_terminating(pod: dict) -> bool:
+def _is_terminating(pod: dict[str, Any]) -> bool:
     deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
     return isinstance(deadline, int) and deadline >= 0
 
 
-def _cross_namespace_affinity(pod: dict) -> bool:
+def _cross_namespace_affinity(pod: dict[str, Any]) -> bool:
     affinity = (pod.get("spec") or {}).get("affinity") or {}
     for kind in ("podAffinity", "podAntiAffinity"):
         rules = affinity.get(kind) or {}
@@ -133,7 +135,7 @@ def _cross_namespace_affinity(pod: dict) -> bool:
     return False
 
 
-def pod_matches_scope(selector: dict, pod: dict) -> bool:
+def pod_matches_scope(selector: dict[str, Any], pod: dict[str, Any]) -> bool:
     """``podMatchesScopeFunc``."""
     name = selector.get("scopeName")
     if name in ("Terminating", "NotTerminating"):
@@ -156,7 +158,7 @@ def pod_matches_scope(selector: dict, pod: dict) -> bool:
     return False
 
 
-def quota_matches(quota: dict, body: dict) -> bool:
+def quota_matches(quota: dict[str, Any], body: dict[str, Any]) -> bool:
     """``generic.Matches``: some tracked key, and every scope (none matches non-pods)."""
     kind = body.get("kind", "")
     keys = sorted(((quota.get("spec") or {}).get("hard") or {}))
@@ -170,7 +172,7 @@ def quota_matches(quota: dict, body: dict) -> bool:
 
 # ---- usage -------------------------------------------------------------------------------------
 
-def _charged(pod: dict, now: str) -> bool:
+def _charged(pod: dict[str, Any], now: str) -> bool:
     """``QuotaV1Pod``: not terminal, and not past deletionTimestamp + deletionGracePeriodSeconds."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
@@ -182,7 +184,7 @@ def _charged(pod: dict, now: str) -> bool:
     return True
 
 
-def pod_usage(pod: dict, now: str) -> dict[str, int]:
+def pod_usage(pod: dict[str, Any], now: str) -> dict[str, int]:
     """``PodUsageFunc`` / ``podComputeUsageHelper``."""
     usage = {"count/pods": 1}
     if not _charged(pod, now):
@@ -202,7 +204,7 @@ def pod_usage(pod: dict, now: str) -> dict[str, int]:
     return usage
 
 
-def object_usage(body: dict, keys: list[str], now: str) -> dict[str, int]:
+def object_usage(body: dict[str, Any], keys: list[str], now: str) -> dict[str, int]:
     """What one object charges against the quota keys it is tracked under."""
     kind = body.get("kind", "")
     tracked = tracked_keys(kind, keys)
@@ -212,7 +214,7 @@ def object_usage(body: dict, keys: list[str], now: str) -> dict[str, int]:
     return {k: 1 for k in tracked}
 
 
-def quota_used(view: View, quota: dict) -> dict[str, int]:
+def quota_used(view: View, quota: dict[str, Any]) -> dict[str, int]:
     ns = object_namespace("ResourceQuota", quota)
     keys = sorted(((quota.get("spec") or {}).get("hard") or {}))
     used = {k: 0 for k in all_tracked_keys(keys)}
@@ -238,7 +240,7 @@ def format_amount_for_key(key: str, amount: int) -> str:
     return format_amount(_resource_of(key), amount)
 
 
-def check_quota(view: View, body: dict) -> None:
+def check_quota(view: View, body: dict[str, Any]) -> None:
     """``checkRequest`` for a create: constraints, then ``used + requested <= hard``."""
     kind = body.get("kind", "")
     info = KINDS.get(kind)
@@ -272,7 +274,7 @@ def check_quota(view: View, body: dict) -> None:
                                  f"{pairs(requested)}, used: {pairs(used)}, limited: {pairs(hard)}")
 
 
-def missing_constraints(pod: dict, required: list[str]) -> str:
+def missing_constraints(pod: dict[str, Any], required: list[str]) -> str:
     """``Constraints``: the cpu/memory keys some container or init container does not declare,
     ``requests.cpu for: a,b; limits.memory for: a`` (keys and names sorted), or ''."""
     needed = [k for k in required if k in VALIDATION_SET]
@@ -299,7 +301,7 @@ def refresh_quotas(view: View) -> None:
         used = quota_used(view, quota)
         # the spec's Quantities copied, serialized as Quantity.String() keeps their format
         # (100G stays 100G, 1024Mi becomes 1Gi): resource_quota_controller.go syncResourceQuota
-        status: dict = {"hard": {k: quantity_string(v) for k, v in sorted(hard_raw.items())}}
+        status: dict[str, Any] = {"hard": {k: quantity_string(v) for k, v in sorted(hard_raw.items())}}
         if used:
             status["used"] = {k: format_amount_for_key(k, v) for k, v in sorted(used.items())}
         if quota.get("status") != status:

@@ -16,15 +16,17 @@ Neighbours: used by ``cluster.admission``; the scheduler reads ``objects.pod.pod
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.objects.pod import pod_resource_totals
 from gpusched.objects.quantity import canonical, format_quantity
 
 
-def _amounts(values: dict | None) -> dict[str, int]:
+def _amounts(values: dict[str, Any] | None) -> dict[str, int]:
     return {str(res): canonical(str(res), value) for res, value in (values or {}).items()}
 
 
-def container_resources(container: dict) -> tuple[dict[str, int], dict[str, int]]:
+def container_resources(container: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
     """(requests, limits) of one container; a limit alone sets the request."""
     resources = container.get("resources") or {}
     limits = _amounts(resources.get("limits"))
@@ -34,22 +36,22 @@ def container_resources(container: dict) -> tuple[dict[str, int], dict[str, int]
     return requests, limits
 
 
-def quota_requests(pod: dict) -> dict[str, int]:
+def quota_requests(pod: dict[str, Any]) -> dict[str, int]:
     """``resourcehelper.PodRequests`` as quota charges it, e.g. ``{"cpu": 1500, "nvidia.com/gpu": 2}``."""
     return pod_resource_totals(pod, keep_zero=True)
 
 
-def quota_limits(pod: dict) -> dict[str, int]:
+def quota_limits(pod: dict[str, Any]) -> dict[str, int]:
     """``resourcehelper.PodLimits`` as quota charges it."""
     return pod_resource_totals(pod, limits=True, keep_zero=True)
 
 
-def limit_range_pod_requests(pod: dict) -> dict[str, int]:
+def limit_range_pod_requests(pod: dict[str, Any]) -> dict[str, int]:
     """LimitRanger's ``podRequests`` (no overhead)."""
     return pod_resource_totals(pod, overhead=False, keep_zero=True)
 
 
-def limit_range_pod_limits(pod: dict) -> dict[str, int]:
+def limit_range_pod_limits(pod: dict[str, Any]) -> dict[str, int]:
     """LimitRanger's ``podLimits`` (no overhead)."""
     return pod_resource_totals(pod, limits=True, overhead=False, keep_zero=True)
 

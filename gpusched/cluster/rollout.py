@@ -18,6 +18,8 @@ prints; the server serves the ReplicaSets/ControllerRevisions kubectl reads itse
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 
 from gpusched.cluster.controllers import daemonset as ds_controller
@@ -35,7 +37,7 @@ class RolloutError(GpuschedError):
     """A rollout that cannot be done or has failed (kubectl's ``error: ...`` line)."""
 
 
-def target(view: View, info: KindInfo, name: str, namespace: str) -> dict:
+def target(view: View, info: KindInfo, name: str, namespace: str) -> dict[str, Any]:
     """The Deployment or DaemonSet to roll; other kinds are refused as kubectl refuses them."""
     if info.kind not in ROLLOUT_KINDS:
         raise UsageError(f"no rollout has been implemented for {{{info.group} {info.kind}}} "
@@ -49,14 +51,14 @@ def target(view: View, info: KindInfo, name: str, namespace: str) -> dict:
 
 # ---- status (rollout_status.go) ----------------------------------------------------------------
 
-def status_line(body: dict) -> tuple[str, bool]:
+def status_line(body: dict[str, Any]) -> tuple[str, bool]:
     """(kubectl's message, done). Raises RolloutError for a Deployment past its deadline."""
     if body["kind"] == "Deployment":
         return _deployment_status(body)
     return _daemonset_status(body)
 
 
-def _deployment_status(body: dict) -> tuple[str, bool]:
+def _deployment_status(body: dict[str, Any]) -> tuple[str, bool]:
     name, spec, status = body["metadata"]["name"], body.get("spec") or {}, body.get("status") or {}
     if int(body["metadata"].get("generation", 1)) > int(status.get("observedGeneration", 0)):
         return "Waiting for deployment spec update to be observed...", False
@@ -77,7 +79,7 @@ def _deployment_status(body: dict) -> tuple[str, bool]:
     return f'deployment "{name}" successfully rolled out', True
 
 
-def _daemonset_status(body: dict) -> tuple[str, bool]:
+def _daemonset_status(body: dict[str, Any]) -> tuple[str, bool]:
     name, spec, status = body["metadata"]["name"], body.get("spec") or {}, body.get("status") or {}
     if ((spec.get("updateStrategy") or {}).get("type", "RollingUpdate")) != "RollingUpdate":
         raise RolloutError("rollout status is only available for RollingUpdate strategy type")
@@ -96,7 +98,7 @@ def _daemonset_status(body: dict) -> tuple[str, bool]:
 
 # ---- restart (objectrestarter.go) --------------------------------------------------------------
 
-def restart(view: View, body: dict) -> None:
+def restart(view: View, body: dict[str, Any]) -> None:
     if body["kind"] == "Deployment" and (body.get("spec") or {}).get("paused"):
         raise RolloutError("can't restart paused deployment (run rollout resume first)")
     new = copy.deepcopy(body)
@@ -108,7 +110,7 @@ def restart(view: View, body: dict) -> None:
 
 # ---- history (history.go) ----------------------------------------------------------------------
 
-def history(view: View, body: dict) -> list[tuple[int, str, dict]]:
+def history(view: View, body: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
     """(revision, change-cause or ``<none>``, pod template) by revision."""
     rows = []
     if body["kind"] == "Deployment":
@@ -125,20 +127,20 @@ def history(view: View, body: dict) -> list[tuple[int, str, dict]]:
     return sorted(rows, key=lambda row: row[0])
 
 
-def _cause(body: dict) -> str:
+def _cause(body: dict[str, Any]) -> str:
     return ((body.get("metadata") or {}).get("annotations") or {}).get(CHANGE_CAUSE) or "<none>"
 
 
 # ---- undo (rollback.go) ------------------------------------------------------------------------
 
-def undo(view: View, body: dict, to_revision: int = 0) -> str:
+def undo(view: View, body: dict[str, Any], to_revision: int = 0) -> str:
     """Roll back; returns kubectl's verb phrase (``rolled back`` or ``skipped rollback (...)``)."""
     if body["kind"] == "Deployment":
         return _undo_deployment(view, body, to_revision)
     return _undo_daemonset(view, body, to_revision)
 
 
-def _undo_deployment(view: View, body: dict, to_revision: int) -> str:
+def _undo_deployment(view: View, body: dict[str, Any], to_revision: int) -> str:
     if (body.get("spec") or {}).get("paused"):
         raise RolloutError("you cannot rollback a paused deployment; resume it first with "
                            "'kubectl rollout resume' and try again")
@@ -159,10 +161,10 @@ def _undo_deployment(view: View, body: dict, to_revision: int) -> str:
     return "rolled back"
 
 
-def _deployment_revision(view: View, body: dict, to_revision: int) -> dict:
+def _deployment_revision(view: View, body: dict[str, Any], to_revision: int) -> dict[str, Any]:
     """``deploymentRevision``: the given revision, else the one before the latest."""
-    latest: tuple[int, dict | None] = (-1, None)
-    previous: tuple[int, dict | None] = (-1, None)
+    latest: tuple[int, dict[str, Any] | None] = (-1, None)
+    previous: tuple[int, dict[str, Any] | None] = (-1, None)
     for rs in deploy_controller.owned_sets(view, body):
         number = deploy_controller.revision(rs)
         if to_revision and number == to_revision:
@@ -179,7 +181,7 @@ def _deployment_revision(view: View, body: dict, to_revision: int) -> dict:
     return previous[1]
 
 
-def _undo_daemonset(view: View, body: dict, to_revision: int) -> str:
+def _undo_daemonset(view: View, body: dict[str, Any], to_revision: int) -> str:
     revisions = ds_controller.revisions(view, body)
     if to_revision:
         chosen = next((r for r in revisions if int(r.get("revision", 0)) == to_revision), None)

@@ -54,7 +54,7 @@ PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priorit
 
 # ---- devices ---------------------------------------------------------------------------------
 
-def node_devices_for(node: dict, inputs: Any) -> Any:
+def node_devices_for(node: dict[str, Any], inputs: Any) -> Any:
     """The node's ``NodeDevices``, as the device plugin advertises them (``devices.advertise``).
     ``inputs``: ``device_inputs(view)`` (ConfigMaps, ClusterPolicy, the config each node's
     plugin loaded), or a plain list of ConfigMaps (no GPU Operator)."""
@@ -65,19 +65,19 @@ def node_devices_for(node: dict, inputs: Any) -> Any:
     return node_device_state(node, inputs.for_node(name), policy=inputs.policy).devices
 
 
-def pod_assignment(pod: dict, info: PodInfo) -> DeviceAssignment:
+def pod_assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
     from gpusched.devices.node import assignment_from_annotations, assignment_resource
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     return assignment_from_annotations(assignment_resource(info), annotations)
 
 
-def _creation_key(pod: dict) -> tuple:
+def _creation_key(pod: dict[str, Any]) -> tuple[Any, ...]:
     meta = pod["metadata"]
     return (meta.get("creationTimestamp", ""), int(meta.get("resourceVersion", 0) or 0),
             meta["name"])
 
 
-def bound_pods(view: View) -> list[dict]:
+def bound_pods(view: View) -> list[dict[str, Any]]:
     return [p for p in view.list("Pod")
             if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
 
@@ -166,7 +166,7 @@ def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):
     return scheduler
 
 
-def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict]:
+def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict[str, Any]]:
     """Unbound, unfinished pods for these schedulers, in queue order. Pods naming another
     scheduler are left alone, as upstream kube-scheduler leaves them to that scheduler."""
     pods = [p for p in view.unbound_pods()      # an index: no scan of the bound pods
@@ -175,7 +175,7 @@ def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) ->
                                        _creation_key(p)))
 
 
-def is_gated(pod: dict) -> bool:
+def is_gated(pod: dict[str, Any]) -> bool:
     """``spec.schedulingGates`` not empty: the SchedulingGates PreEnqueue plugin keeps the pod out
     of the scheduling queue until every gate is removed (``pkg/scheduler/framework/plugins/
     schedulinggates``); it is never attempted, so it gets no FailedScheduling."""
@@ -241,7 +241,7 @@ def record_attempt(view: View, scheduler, result, seconds: float) -> None:
                      VICTIM_BUCKETS)
 
 
-def _observe(histograms: dict, key: str, value: float, bounds: tuple[float, ...]) -> None:
+def _observe(histograms: dict[str, Any], key: str, value: float, bounds: tuple[float, ...]) -> None:
     """A cumulative-free histogram: per-bucket counts (last = +Inf), sum and count."""
     entry = histograms.setdefault(key, {"buckets": [0] * (len(bounds) + 1), "sum": 0.0, "count": 0})
     index = next((i for i, bound in enumerate(bounds) if value <= bound), len(bounds))
@@ -250,7 +250,7 @@ def _observe(histograms: dict, key: str, value: float, bounds: tuple[float, ...]
     entry["count"] += 1
 
 
-def bind(view: View, pod: dict, node: str, assignment: DeviceAssignment) -> None:
+def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignment) -> None:
     from gpusched.devices.node import assignment_annotation
     new = copy.deepcopy(pod)
     new["spec"]["nodeName"] = node
@@ -269,7 +269,7 @@ def bind(view: View, pod: dict, node: str, assignment: DeviceAssignment) -> None
                       f"{meta['name']} to {node}", "Normal", SCHEDULER_NAME)
 
 
-def record_failure(view: View, pod: dict, message: str, nominated: str) -> None:
+def record_failure(view: View, pod: dict[str, Any], message: str, nominated: str) -> None:
     new = copy.deepcopy(pod)
     status = new.setdefault("status", {})
     status["phase"] = "Pending"
@@ -283,7 +283,7 @@ def record_failure(view: View, pod: dict, message: str, nominated: str) -> None:
     view.record_event(new, "FailedScheduling", message, "Warning", SCHEDULER_NAME)
 
 
-def preempt(view: View, pod: dict, result) -> None:
+def preempt(view: View, pod: dict[str, Any], result) -> None:
     """Act on a preemption decision (nvidia-gpu-stack.md 7.6 step 5)."""
     node = result.nominated_node
     preemptor_uid = pod["metadata"]["uid"]
@@ -310,7 +310,7 @@ def preempt(view: View, pod: dict, result) -> None:
     record_failure(view, current, result.message, nominated=node)
 
 
-def set_condition(status: dict, condition: dict) -> None:
+def set_condition(status: dict[str, Any], condition: dict[str, Any]) -> None:
     """Put ``condition`` into ``status.conditions``, replacing the one of the same type; its
     lastTransitionTime is kept when the status did not change (as the API server does)."""
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]

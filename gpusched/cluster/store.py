@@ -39,7 +39,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from gpusched.errors import GpuschedError
 
@@ -121,7 +121,7 @@ def seconds_of(timestamp: str) -> float:
     return (when - EPOCH).total_seconds()
 
 
-def dumps(body: dict) -> str:
+def dumps(body: dict[str, Any]) -> str:
     """Canonical JSON (sorted keys, no spaces): equal objects give equal text."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
@@ -234,12 +234,12 @@ class Store:
         return dict(self.conn.execute(f"SELECT key, value FROM meta WHERE key IN ({marks})",
                                       keys).fetchall())
 
-    def read_objects(self) -> Iterator[tuple[str, str, str, dict]]:
+    def read_objects(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         for kind, ns, name, body in self.conn.execute(
                 "SELECT kind, namespace, name, body FROM objects ORDER BY kind, namespace, name"):
             yield kind, ns, name, json.loads(body)
 
-    def read_events(self) -> Iterator[tuple[str, str, int, dict]]:
+    def read_events(self) -> Iterator[tuple[str, str, int, dict[str, Any]]]:
         for ns, name, seq, body in self.conn.execute(
                 "SELECT namespace, name, seq, body FROM events ORDER BY seq"):
             yield ns, name, seq, json.loads(body)
@@ -272,7 +272,7 @@ class Store:
         self.conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                               sorted(meta.items()))
 
-    def upsert_object(self, kind: str, ns: str, name: str, body: dict, change: str) -> None:
+    def upsert_object(self, kind: str, ns: str, name: str, body: dict[str, Any], change: str) -> None:
         meta = body.get("metadata", {})
         rv = int(meta.get("resourceVersion", "0"))
         self.conn.execute(
@@ -289,7 +289,7 @@ class Store:
         self.conn.execute("INSERT OR REPLACE INTO changes (rv, kind, namespace, name, type) "
                           "VALUES (?, ?, ?, ?, 'DELETED')", (rv, kind, ns, name))
 
-    def upsert_event(self, ns: str, name: str, seq: int, body: dict) -> None:
+    def upsert_event(self, ns: str, name: str, seq: int, body: dict[str, Any]) -> None:
         self.conn.execute("INSERT OR REPLACE INTO events (namespace, name, seq, body) "
                           "VALUES (?, ?, ?, ?)", (ns, name, seq, dumps(body)))
 

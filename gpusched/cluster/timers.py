@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gpusched.cluster.view import Key, View, key_of
 
-DueFn = Callable[[View, dict], "float | None"]
+DueFn = Callable[[View, dict[str, Any]], "float | None"]
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -69,7 +69,7 @@ class Timeline:
                 timeline._derive(view, key_of(body), body)
         return timeline
 
-    def _derive(self, view: View, key: Key, body: dict | None) -> None:
+    def _derive(self, view: View, key: Key, body: dict[str, Any] | None) -> None:
         for index, (kind, fn) in enumerate(self._fns):
             if kind != key[0]:
                 continue

@@ -44,6 +44,8 @@ used by ``cluster.controllers.hpa``, ``server.metrics_api`` and ``metrics.gpu_mo
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from dataclasses import dataclass
 
@@ -82,29 +84,29 @@ def not_found(metric: str, resource: str) -> MetricNotFound:
     return MetricNotFound(f"the server could not find the metric {metric} for {resource}")
 
 
-def workload_kind(pod: dict) -> str:
+def workload_kind(pod: dict[str, Any]) -> str:
     """``training`` (owned by a Job), ``inference`` (owned by a ReplicaSet) or ``pod``."""
     kinds = {ref.get("kind") for ref in (pod.get("metadata") or {}).get("ownerReferences") or []}
     return "training" if "Job" in kinds else "inference" if "ReplicaSet" in kinds else "pod"
 
 
-def _annotations(body: dict) -> dict:
+def _annotations(body: dict[str, Any]) -> dict[str, Any]:
     return (body.get("metadata") or {}).get("annotations") or {}
 
 
-def _is_running(pod: dict) -> bool:
+def _is_running(pod: dict[str, Any]) -> bool:
     return ((pod.get("status") or {}).get("phase") == "Running"
             and not (pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def _is_ready(pod: dict) -> bool:
+def _is_ready(pod: dict[str, Any]) -> bool:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             return cond.get("status") == "True" and _is_running(pod)
     return _is_running(pod)
 
 
-def _requests(pod: dict, resource: str) -> int | None:
+def _requests(pod: dict[str, Any], resource: str) -> int | None:
     """Sum of the containers' requests (limits when only they are set); None when a container
     has neither."""
     total = 0
@@ -120,7 +122,7 @@ def _requests(pod: dict, resource: str) -> int | None:
     return total
 
 
-def pod_requests(pod: dict, resource: str) -> int | None:
+def pod_requests(pod: dict[str, Any], resource: str) -> int | None:
     return _requests(pod, resource)
 
 
@@ -140,13 +142,13 @@ class Usage:
     def __init__(self, view: View) -> None:
         self.view = view
         self.now = view.now()
-        self._owner: dict[str, dict | None] = {}
+        self._owner: dict[str, dict[str, Any] | None] = {}
         self._ready: dict[str, int] = {}
         self._inputs = None
 
     # ---- load ------------------------------------------------------------------------------
 
-    def deployment_of(self, pod: dict) -> dict | None:
+    def deployment_of(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """The Deployment owning the pod's ReplicaSet (None for other pods)."""
         meta = pod.get("metadata") or {}
         ns = meta.get("namespace", "default")
@@ -158,7 +160,7 @@ class Usage:
                         return self.view.get("Deployment", rref.get("name", ""), ns)
         return None
 
-    def _ready_pods(self, deployment: dict) -> int:
+    def _ready_pods(self, deployment: dict[str, Any]) -> int:
         uid = deployment["metadata"].get("uid", "")
         if uid not in self._ready:
             ns = deployment["metadata"].get("namespace", "default")
@@ -166,14 +168,14 @@ class Usage:
                                    if _is_ready(p) and self._uid_of(p) == uid)
         return self._ready[uid]
 
-    def _uid_of(self, pod: dict) -> str:
+    def _uid_of(self, pod: dict[str, Any]) -> str:
         key = (pod.get("metadata") or {}).get("uid", "")
         if key not in self._owner:
             self._owner[key] = self.deployment_of(pod)
         owner = self._owner[key]
         return (owner or {}).get("metadata", {}).get("uid", "")
 
-    def _curve(self, pod: dict) -> tuple[LoadCurve, dict] | None:
+    def _curve(self, pod: dict[str, Any]) -> tuple[LoadCurve, dict[str, Any]] | None:
         key = (pod.get("metadata") or {}).get("uid", "")
         if key not in self._owner:
             self._owner[key] = self.deployment_of(pod)
@@ -181,14 +183,14 @@ class Usage:
         curve = load_of(deployment) if deployment else None
         return (curve, deployment) if curve else None
 
-    def pod_rps(self, pod: dict) -> float:
+    def pod_rps(self, pod: dict[str, Any]) -> float:
         found = self._curve(pod)
         if found is None or not _is_ready(pod):
             return 0.0
         curve, deployment = found
         return curve.rate(self.now) / max(1, self._ready_pods(deployment))
 
-    def activity(self, pod: dict) -> float:
+    def activity(self, pod: dict[str, Any]) -> float:
         raw = _annotations(pod).get(ANN_GPU_UTIL)
         if raw is not None:
             try:
@@ -204,7 +206,7 @@ class Usage:
 
     # ---- resource metrics (metrics.k8s.io) -------------------------------------------------
 
-    def pod_usage(self, pod: dict) -> dict[str, int] | None:
+    def pod_usage(self, pod: dict[str, Any]) -> dict[str, int] | None:
         """{"cpu": millicores, "memory": bytes} of a Running pod; None otherwise."""
         if not _is_running(pod):
             return None
@@ -215,13 +217,13 @@ class Usage:
                 if ANN_MEMORY_USAGE in annotations else self._memory(pod)}
 
     @staticmethod
-    def _fixed(annotations: dict, key: str, resource: str) -> int:
+    def _fixed(annotations: dict[str, Any], key: str, resource: str) -> int:
         try:
             return max(0, canonical(resource, annotations[key]))
         except (QuantityError, ValueError):
             return 0
 
-    def container_usage(self, pod: dict) -> list[tuple[str, int, int]]:
+    def container_usage(self, pod: dict[str, Any]) -> list[tuple[str, int, int]]:
         """(container, cpu millicores, memory bytes) per container, splitting the pod's usage
         by each container's share of the requests."""
         usage = self.pod_usage(pod) or {"cpu": 0, "memory": 0}
@@ -235,17 +237,17 @@ class Usage:
                         int(usage["memory"] * mem_share)))
         return out
 
-    def _cpu(self, pod: dict) -> int:
+    def _cpu(self, pod: dict[str, Any]) -> int:
         request = _requests(pod, "cpu")
         base = request if request else NO_REQUEST_CPU_M
         return max(1, int(base * self.activity(pod)))
 
-    def _memory(self, pod: dict) -> int:
+    def _memory(self, pod: dict[str, Any]) -> int:
         request = _requests(pod, "memory")
         base = request if request else NO_REQUEST_MEMORY
         return int(base * WORKLOAD_DEFAULTS[workload_kind(pod)][1])
 
-    def node_usage(self, node: dict) -> dict[str, int]:
+    def node_usage(self, node: dict[str, Any]) -> dict[str, int]:
         name = node["metadata"]["name"]
         cpu, memory = NODE_BASE_CPU_M, NODE_BASE_MEMORY
         for pod in self.view.list("Pod"):
@@ -264,7 +266,7 @@ class Usage:
 
     # ---- custom metrics --------------------------------------------------------------------
 
-    def pod_metric(self, pod: dict, metric: str) -> float | None:
+    def pod_metric(self, pod: dict[str, Any], metric: str) -> float | None:
         """The pod's value of a custom metric; None when the pod has none (not Running, or no
         GPU for the GPU metrics). Raises :class:`MetricNotFound` for an unknown metric."""
         if metric not in POD_METRICS:
@@ -280,7 +282,7 @@ class Usage:
             return round(self.activity(pod) * 100.0, 3)
         return float(self._framebuffer(pod, devices))
 
-    def _framebuffer(self, pod: dict, ids: list[str]) -> int:
+    def _framebuffer(self, pod: dict[str, Any], ids: list[str]) -> int:
         # late import: cluster.scheduling imports the controllers package, which imports this
         from gpusched.cluster.scheduling import device_inputs, node_devices_for
         node = self.view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
@@ -307,7 +309,7 @@ class Usage:
         return total * MIB
 
     @staticmethod
-    def _device_memory(pod: dict, size_mib: int) -> int:
+    def _device_memory(pod: dict[str, Any], size_mib: int) -> int:
         raw = _annotations(pod).get(ANN_GPU_MEMORY)
         if raw is not None:
             try:
@@ -316,7 +318,7 @@ class Usage:
                 pass
         return int(size_mib * WORKLOAD_DEFAULTS[workload_kind(pod)][1])
 
-    def pods_metric(self, namespace: str | None, metric: str, selector: dict | None = None,
+    def pods_metric(self, namespace: str | None, metric: str, selector: dict[str, Any] | None = None,
                     names: tuple[str, ...] = ()) -> list[PodValue]:
         """Values of ``metric`` for the pods of ``namespace`` (None: all) matching ``selector``
         (a LabelSelector dict) or named; pods without a value are left out."""
@@ -363,7 +365,7 @@ class Usage:
     # ---- external metrics ------------------------------------------------------------------
 
     def external_metric(self, namespace: str, metric: str,
-                        selector: dict | None = None) -> list[tuple[dict, float]]:
+                        selector: dict[str, Any] | None = None) -> list[tuple[dict[str, Any], float]]:
         """(metricLabels, value) items of an external metric in ``namespace``."""
         parsed = selector_from_dict(selector) if selector else None
         if metric == "pending_pods":

@@ -18,6 +18,8 @@ Neighbours: built and written by ``cluster.cluster``; read by admission, control
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import hashlib
 import json
@@ -36,7 +38,7 @@ NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _UID_NAMESPACE = uuid.UUID("6f1f3a62-5a0e-4d0e-9a53-677075736368")   # fixed: uids are stable
 
 
-def object_namespace(kind: str, body: dict) -> str:
+def object_namespace(kind: str, body: dict[str, Any]) -> str:
     """The namespace an object lives in: "" for cluster-scoped kinds, else default "default"."""
     info = KINDS.get(kind)
     if info is not None and not info.namespaced:
@@ -44,12 +46,12 @@ def object_namespace(kind: str, body: dict) -> str:
     return (body.get("metadata") or {}).get("namespace") or "default"
 
 
-def key_of(body: dict) -> Key:
+def key_of(body: dict[str, Any]) -> Key:
     kind = body.get("kind", "")
     return kind, object_namespace(kind, body), (body.get("metadata") or {}).get("name", "")
 
 
-def _comparable(body: dict) -> str:
+def _comparable(body: dict[str, Any]) -> str:
     """Canonical text of a body without its resourceVersion (what counts as a change)."""
     meta = body.get("metadata") or {}
     if "resourceVersion" in meta or "managedFields" in meta:
@@ -61,8 +63,8 @@ def _comparable(body: dict) -> str:
 class View:
     """Objects, events and counters of one command; see the module docstring."""
 
-    objects: dict[Key, dict] = field(default_factory=dict)
-    events: dict[tuple[str, str], dict] = field(default_factory=dict)   # (ns, name) -> Event
+    objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    events: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)   # (ns, name) -> Event
     event_seq: dict[tuple[str, str], int] = field(default_factory=dict)
     rv: int = 0
     clock: float = 0.0
@@ -73,24 +75,24 @@ class View:
     epoch: int = 0                      # bumps when capacity may have been freed (see scheduling)
     attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
     mutations: int = 0                  # in-memory change counter (fixpoint detection)
-    stats: dict = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
+    stats: dict[str, Any] = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
     _dirty: dict[Key, str] = field(default_factory=dict)
     _dirty_events: set[tuple[str, str]] = field(default_factory=set)
     _deleted_rv: dict[Key, int] = field(default_factory=dict)
-    _event_index: dict[tuple, tuple[str, str]] = field(default_factory=dict)
-    _by_kind: dict[str, dict[tuple[str, str], dict]] = field(default_factory=dict)
+    _event_index: dict[tuple[Any, ...], tuple[str, str]] = field(default_factory=dict)
+    _by_kind: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
     _touched: set[Key] = field(default_factory=set)   # changed since take_touched (timers)
     _deleted_nodes: set[str] = field(default_factory=set)   # for PodGC (take_deleted_nodes)
     # Settle's work queues (``cluster.changes``): every change in order since ``clear_journal``,
     # the last body of each key deleted since, and indexes that map a change to what it affects.
     _journal: list[Key] = field(default_factory=list)
-    _gone: dict[Key, dict] = field(default_factory=dict)
+    _gone: dict[Key, dict[str, Any]] = field(default_factory=dict)
     _pods_on_node: dict[str, set[Key]] = field(default_factory=dict)   # spec.nodeName -> pods
     _unbound: set[Key] = field(default_factory=set)     # unfinished pods without spec.nodeName
     _uids: dict[str, Key] = field(default_factory=dict)
     _dependents: dict[str, set[Key]] = field(default_factory=dict)   # owner uid -> dependents
     # Per-view caches of pure derivations (never persisted; a reload starts empty).
-    memo: dict[str, dict] = field(default_factory=dict)
+    memo: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # ---- loading and writing ----------------------------------------------------------------
 
@@ -142,25 +144,25 @@ class View:
             return self._deleted_rv.get(key, 0)
         return int(body["metadata"].get("resourceVersion", 0))
 
-    def snapshot(self) -> tuple[dict, dict]:
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Objects and events as plain data (for comparing with a reload from disk)."""
         return copy.deepcopy(self.objects), copy.deepcopy(self.events)
 
     # ---- reading -----------------------------------------------------------------------------
 
-    def get(self, kind: str, name: str, namespace: str = "") -> dict | None:
+    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         return self.objects.get((kind, namespace if _namespaced(kind) else "", name))
 
-    def copy(self, kind: str, name: str, namespace: str = "") -> dict | None:
+    def copy(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         body = self.get(kind, name, namespace)
         return copy.deepcopy(body) if body is not None else None
 
-    def list(self, kind: str, namespace: str | None = None) -> list[dict]:
+    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of a kind, sorted by (namespace, name); ``None`` = every namespace."""
         of_kind = self._by_kind.get(kind, {})
         return [of_kind[k] for k in sorted(of_kind) if namespace is None or k[0] == namespace]
 
-    def _put(self, key: Key, body: dict) -> None:
+    def _put(self, key: Key, body: dict[str, Any]) -> None:
         old = self.objects.get(key)
         if old is not None:
             self._unindex(key, old)
@@ -168,7 +170,7 @@ class View:
         self._by_kind.setdefault(key[0], {})[key[1:]] = body
         self._index(key, body)
 
-    def _index(self, key: Key, body: dict) -> None:
+    def _index(self, key: Key, body: dict[str, Any]) -> None:
         meta = body.get("metadata") or {}
         if meta.get("uid"):
             self._uids[meta["uid"]] = key
@@ -182,7 +184,7 @@ class View:
             elif (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 self._unbound.add(key)
 
-    def _unindex(self, key: Key, body: dict) -> None:
+    def _unindex(self, key: Key, body: dict[str, Any]) -> None:
         meta = body.get("metadata") or {}
         if self._uids.get(meta.get("uid", "")) == key:
             del self._uids[meta["uid"]]
@@ -208,13 +210,13 @@ class View:
         return sorted(k for k in self._pods_on_node.get(node, ())
                       if (self.objects[k].get("spec") or {}).get("nodeName") == node)
 
-    def unbound_pods(self) -> list[dict]:
+    def unbound_pods(self) -> list[dict[str, Any]]:
         """Unfinished pods without ``spec.nodeName``, sorted by (namespace, name)."""
         pods = (self.objects[k] for k in sorted(self._unbound))
         return [p for p in pods if not (p.get("spec") or {}).get("nodeName")
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
 
-    def by_uid(self, uid: str) -> dict | None:
+    def by_uid(self, uid: str) -> dict[str, Any] | None:
         key = self._uids.get(uid)
         return self.objects.get(key) if key is not None else None
 
@@ -229,7 +231,7 @@ class View:
         """Keys created, changed, touched or deleted since ``position`` of the journal."""
         return set(self._journal[position:])
 
-    def gone(self, key: Key) -> dict | None:
+    def gone(self, key: Key) -> dict[str, Any] | None:
         """The last body of ``key`` if it was deleted since the journal was cleared."""
         return self._gone.get(key)
 
@@ -259,7 +261,7 @@ class View:
         digest = hashlib.sha256(f"{self.seed}:{self.name_counter}".encode()).digest()
         return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:length])
 
-    def create(self, body: dict) -> dict:
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
         body = copy.deepcopy(body)
         kind = body["kind"]
@@ -281,7 +283,7 @@ class View:
             self.epoch += 1
         return body
 
-    def update(self, body: dict) -> bool:
+    def update(self, body: dict[str, Any]) -> bool:
         """Replace an object with a changed body; returns False (and does nothing) when equal."""
         key = key_of(body)
         old = self.objects.get(key)
@@ -310,7 +312,7 @@ class View:
             self.epoch += 1
         return True
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> dict | None:
+    def delete(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         key = (kind, namespace if _namespaced(kind) else "", name)
         body = self.objects.pop(key, None)
         if body is None:
@@ -331,7 +333,7 @@ class View:
             self.epoch += 1
         return body
 
-    def touch(self, body: dict) -> None:
+    def touch(self, body: dict[str, Any]) -> None:
         """Have the timers re-derive an object that did not change (a controller's in-memory
         record behind its due time did, e.g. a Job's pod-failure back-off)."""
         self._touched.add(key_of(body))
@@ -349,8 +351,8 @@ class View:
 
     # ---- events ------------------------------------------------------------------------------
 
-    def record_event(self, involved: dict, reason: str, message: str, type_: str = "Normal",
-                     component: str = "default-scheduler") -> dict:
+    def record_event(self, involved: dict[str, Any], reason: str, message: str, type_: str = "Normal",
+                     component: str = "default-scheduler") -> dict[str, Any]:
         """Record a Kubernetes Event; a repeat (same object, reason, message) bumps ``count``."""
         meta = involved.get("metadata", {})
         kind = involved.get("kind", "")
@@ -381,7 +383,7 @@ class View:
         self._dirty_events.add(ekey)
         return event
 
-    def list_events(self, namespace: str | None = None) -> list[dict]:
+    def list_events(self, namespace: str | None = None) -> list[dict[str, Any]]:
         """Events oldest first (by lastTimestamp, then recording order)."""
         keys = [k for k in self.events if namespace is None or k[0] == namespace]
         keys.sort(key=lambda k: (self.events[k].get("lastTimestamp", ""), self.event_seq[k]))
@@ -409,7 +411,7 @@ class View:
         self.mutations += 1
 
 
-def note_pod_end(view: View, old: dict, new: dict | None) -> None:
+def note_pod_end(view: View, old: dict[str, Any], new: dict[str, Any] | None) -> None:
     """Keep a trimmed copy of a GPU pod that stops running (deleted, or Succeeded/Failed) with
     ``end`` = the virtual time, in ``view.stats["ended_pods"]``: ``gpusched.metrics`` integrates
     GPU-hours, utilization and energy over pod lifetimes, and a deleted pod would otherwise vanish.
@@ -435,7 +437,7 @@ def _namespaced(kind: str) -> bool:
     return info.namespaced if info is not None else True
 
 
-def _event_key(event: dict) -> tuple:
+def _event_key(event: dict[str, Any]) -> tuple[Any, ...]:
     ref = event.get("involvedObject", {})
     return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"),
             event.get("reason"), event.get("message"), event.get("type"),

@@ -46,7 +46,7 @@ class PodAnswer:
     verdict: str                      # fits-now | fits-after-preemption | fits-after-finishing | gated | does-not-fit
     text: str                         # the one-line human answer
     node: str = ""
-    devices: tuple[dict, ...] = ()    # fits-now: {gpu, device, resource, slot}
+    devices: tuple[dict[str, Any], ...] = ()    # fits-now: {gpu, device, resource, slot}
     victims: tuple[str, ...] = ()     # fits-after-preemption: pod keys
     waits_for: tuple[str, ...] = ()   # fits-after-finishing: pod keys
     at: float | None = None           # fits-after-finishing: virtual seconds
@@ -64,11 +64,11 @@ class PodAnswer:
         return out
 
 
-def _meta(obj: dict) -> dict:
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def pod_bodies(manifest, body: dict) -> list[dict]:
+def pod_bodies(manifest, body: dict[str, Any]) -> list[dict[str, Any]]:
     """The pods a validated ``body`` stands for: itself (a Pod) or ``replicas`` / ``parallelism``
     copies of its pod template (one for a DaemonSet or a Job without parallelism)."""
     kind = body.get("kind", "")
@@ -100,7 +100,7 @@ def pod_bodies(manifest, body: dict) -> list[dict]:
     return pods
 
 
-def _free_name(view: View, body: dict, namespace: str) -> dict:
+def _free_name(view: View, body: dict[str, Any], namespace: str) -> dict[str, Any]:
     """The pod under its own name, or ``<name>-whatif`` when a pod of that name exists."""
     name = _meta(body).get("name", "")
     while view.get("Pod", name, namespace) is not None:
@@ -108,7 +108,7 @@ def _free_name(view: View, body: dict, namespace: str) -> dict:
     return {**body, "metadata": {**_meta(body), "name": name, "namespace": namespace}}
 
 
-def _admit(view: View, manifest, body: dict, default_ns: str) -> dict:
+def _admit(view: View, manifest, body: dict[str, Any], default_ns: str) -> dict[str, Any]:
     from gpusched.cluster.admission import admit
     from gpusched.errors import InvalidError
 
@@ -121,7 +121,7 @@ def _admit(view: View, manifest, body: dict, default_ns: str) -> dict:
     return view.create(admitted)
 
 
-def _schedule(view: View, pod: dict) -> tuple[Any, tuple[dict, ...]]:
+def _schedule(view: View, pod: dict[str, Any]) -> tuple[Any, tuple[dict[str, Any], ...]]:
     """One real scheduling cycle for ``pod``; when it is scheduled, bind it in ``view`` and return
     the devices it holds (``explain_facts.running_fact``'s rows)."""
     from gpusched.cluster import scheduling
@@ -138,11 +138,11 @@ def _schedule(view: View, pod: dict) -> tuple[Any, tuple[dict, ...]]:
     return result, tuple(held["devices"])
 
 
-def _held(devices: tuple[dict, ...]) -> str:
+def _held(devices: tuple[dict[str, Any], ...]) -> str:
     return ", ".join(f"GPU {d['gpu']} ({d['device']}, {d['resource']}, {d['slot']})" for d in devices)
 
 
-def _fits_now(view: View, pod: dict, explanation) -> PodAnswer:
+def _fits_now(view: View, pod: dict[str, Any], explanation) -> PodAnswer:
     key = explanation.pod
     result, devices = _schedule(view, pod)
     if not result.scheduled:        # explain said feasible; Reserve/Permit said no
@@ -152,7 +152,7 @@ def _fits_now(view: View, pod: dict, explanation) -> PodAnswer:
     return PodAnswer(key, "fits-now", text, result.node, devices)
 
 
-def _after_preemption(view: View, pod: dict, answer: PodAnswer) -> PodAnswer:
+def _after_preemption(view: View, pod: dict[str, Any], answer: PodAnswer) -> PodAnswer:
     """What the cluster does next: the victims go, the pod, nominated to the node, is scheduled
     there (the nominated node is tried first, as upstream's ``evaluateNominatedNode``); its devices
     are then the ones it would get. Bound in ``view`` so a later pod of the workload sees it."""
@@ -199,7 +199,7 @@ def _stamp_of(change: str) -> str:
     return rest.partition(")")[0] if rest else ""
 
 
-def answer(view: View, manifests: list, default_ns: str, explain_pod) -> list[PodAnswer]:
+def answer(view: View, manifests: list[Any], default_ns: str, explain_pod) -> list[PodAnswer]:
     """One ``PodAnswer`` per pod the manifests stand for (see the module docstring);
     ``explain_pod(view, pod)`` is ``Cluster._explain_pod``. Mutates ``view``: roll it back."""
     from gpusched.cluster.apply import validated

@@ -88,7 +88,7 @@ class NodeDeviceState:
     mig_log: tuple[str, ...] = ()                             # mig-manager's error lines when failed
 
 
-def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
+def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
                       default_config_key: str | None = None,
                       mig_strategy_default: str = "none",
                       policy: PolicyConfig | None = None) -> NodeDeviceState:
@@ -150,8 +150,8 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict],
 
 
 def _mig_manager(model: GpuModel, count: int, labels: Mapping[str, str],
-                 annotations: Mapping[str, str], configmaps: list[dict],
-                 policy: PolicyConfig | None) -> tuple[list, MigOutcome | None]:
+                 annotations: Mapping[str, str], configmaps: list[dict[str, Any]],
+                 policy: PolicyConfig | None) -> tuple[list[Any], MigOutcome | None]:
     """The GPUs' MIG layout after mig-manager acted on ``nvidia.com/mig.config`` (``None`` outcome:
     mig-manager does not run - a node without the label, or a GPU without MIG)."""
     current = current_layout(annotations.get(MIG_LAYOUT_ANNOTATION), count)
@@ -209,7 +209,7 @@ def _base_product(product: str) -> str:
     return product.split("-MIG-")[0]
 
 
-def _custom_mig_configs(configmaps: list[dict], policy: PolicyConfig | None = None
+def _custom_mig_configs(configmaps: list[dict[str, Any]], policy: PolicyConfig | None = None
                         ) -> dict[str, list[MigConfigEntry]] | None:
     by_place = {((cm.get("metadata") or {}).get("namespace", "default"),
                  (cm.get("metadata") or {}).get("name")): cm for cm in configmaps}

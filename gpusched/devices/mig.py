@@ -41,7 +41,7 @@ from gpusched.errors import UsageError
 
 log = logging.getLogger(__name__)
 
-Layout = list  # list[list[str] | None], see the module docstring
+Layout = list[list[str] | None]  # see the module docstring
 
 ALL_DISABLED = "all-disabled"
 ALL_ENABLED = "all-enabled"

@@ -204,7 +204,7 @@ def name_prefix(pool: dict[str, Any]) -> str:
     return str((pool.get("spec") or {}).get("namePrefix") or (pool.get("metadata") or {}).get("name", ""))
 
 
-def _node_names(pool_name: str, spec: dict, fail) -> list[str]:
+def _node_names(pool_name: str, spec: dict[str, Any], fail) -> list[str]:
     if spec.get("names"):
         names = [str(n) for n in spec["names"]]
         if len(set(names)) != len(names):

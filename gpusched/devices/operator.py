@@ -126,7 +126,7 @@ def policy_config(policy: Mapping[str, Any] | None) -> PolicyConfig | None:
         driver_version=str(_section(spec, "driver").get("version") or ""), images=images)
 
 
-def active_policy(policies: list[dict]) -> dict | None:
+def active_policy(policies: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The ClusterPolicy the operator acts on: the one it already acts on (state ready or
     notReady), else the oldest; ties by name. Later ones get state ``ignored``."""
     if not policies:

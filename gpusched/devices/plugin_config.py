@@ -280,9 +280,9 @@ def check_for_node(config: DevicePluginConfig, compute: tuple[int, int],
 # ---- choosing the ConfigMap and the key -----------------------------------------------------
 
 
-def find_device_plugin_configmap(configmaps: list[dict]) -> dict | None:
+def find_device_plugin_configmap(configmaps: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The ConfigMap the device plugin reads (see the module docstring), or None."""
-    def meta(cm: dict) -> dict:
+    def meta(cm: dict[str, Any]) -> dict[str, Any]:
         return cm.get("metadata") or {}
 
     marked = [cm for cm in configmaps
@@ -302,14 +302,14 @@ def find_device_plugin_configmap(configmaps: list[dict]) -> dict | None:
 class ConfigSource:
     """Where a node's device-plugin config comes from."""
 
-    configmap: dict | None
+    configmap: dict[str, Any] | None
     default_key: str | None
     fallbacks: tuple[str, ...]
     where: str = ""
     error: str = ""
 
 
-def config_source(configmaps: list[dict], policy: Any = None,
+def config_source(configmaps: list[dict[str, Any]], policy: Any = None,
                   default_key: str | None = None) -> ConfigSource:
     """The ConfigMap, default key and fallbacks of the device plugin.
 
@@ -341,7 +341,7 @@ def config_source(configmaps: list[dict], policy: Any = None,
                         where)
 
 
-def default_key_of(configmap: dict | None) -> str | None:
+def default_key_of(configmap: dict[str, Any] | None) -> str | None:
     """The default config key a ConfigMap names in its annotation, if any."""
     if not configmap:
         return None

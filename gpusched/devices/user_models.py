@@ -85,7 +85,7 @@ def model_from_spec(spec: Any, where: str) -> GpuModel:
                     architecture, (), False, nvml)
 
 
-def _memory_mib(spec: Mapping, where: str) -> int:
+def _memory_mib(spec: Mapping[str, Any], where: str) -> int:
     if spec.get("memoryMiB") is not None:
         value = spec["memoryMiB"]
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 22:
@@ -103,7 +103,7 @@ def _memory_mib(spec: Mapping, where: str) -> int:
     return value
 
 
-def _compute(spec: Mapping, where: str) -> tuple[int, int, str]:
+def _compute(spec: Mapping[str, Any], where: str) -> tuple[int, int, str]:
     architecture = str(spec.get("architecture") or "")
     raw = spec.get("computeCapability")
     if raw is not None:
@@ -139,7 +139,7 @@ def parse_models(text: str, where: str) -> dict[str, GpuModel]:
     return models
 
 
-def user_models(configmaps: list[dict]) -> dict[str, GpuModel]:
+def user_models(configmaps: list[dict[str, Any]]) -> dict[str, GpuModel]:
     """The models of the cluster's ``gpusched-gpu-models`` ConfigMap ({} when there is none)."""
     by_place = {((cm.get("metadata") or {}).get("namespace", "default"),
                  (cm.get("metadata") or {}).get("name")): cm for cm in configmaps}
@@ -164,7 +164,7 @@ def resolve(name: str, extra: Mapping[str, GpuModel]) -> GpuModel:
         raise UsageError(f'unknown GPU model "{name}"; known models: {known}') from None
 
 
-def spec_annotation(spec: Mapping) -> str:
+def spec_annotation(spec: Mapping[str, Any]) -> str:
     """The node annotation value a NodePool writes for its inline model (compact JSON)."""
     return json.dumps(dict(spec), sort_keys=True, separators=(",", ":"))
 

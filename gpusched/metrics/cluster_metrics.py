@@ -27,7 +27,7 @@ Neighbours: ``cluster_source`` (GPU states), ``cost``; ``exposition`` registers 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterator
+from typing import Any, Iterator
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
                                     Metric)
@@ -65,7 +65,7 @@ def _gpu_amount(resource: str, value: object) -> float:
     return amount / 1000 if resource == RESOURCE_GPU_MILLI else amount
 
 
-def _requests(pod: dict) -> dict[str, float]:
+def _requests(pod: dict[str, Any]) -> dict[str, float]:
     """Effective GPU requests of a pod (containers summed; limits when requests are absent)."""
     out: dict[str, float] = defaultdict(float)
     for container in (pod.get("spec") or {}).get("containers") or []:
@@ -81,7 +81,7 @@ def _requests(pod: dict) -> dict[str, float]:
     return dict(out)
 
 
-def share_milli(pod: dict) -> int:
+def share_milli(pod: dict[str, Any]) -> int:
     """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
     text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_GPU_MILLI, ""))
     return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
@@ -92,7 +92,7 @@ def cut_gpus(devices) -> int:
     return len({r.gpu_index for r in devices.rows() if r.holder and r.milli and r.milli < 1000})
 
 
-def _histogram(name: str, help_text: str, labels: list[str], data: dict,
+def _histogram(name: str, help_text: str, labels: list[str], data: dict[str, Any],
                bounds: tuple[float, ...]) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, help_text, labels=labels)
     for key, entry in sorted(data.items()):
@@ -221,7 +221,7 @@ class ClusterCollector:
                 held.add_metric([node, str(index), gpu_uuid(node, index)], round(1.0 - share, 6))
             free_total += sum(free)
             free_partial += sum(f for f in free if 0 < f < 1)
-            counts: dict[tuple, int] = defaultdict(int)
+            counts: dict[tuple[Any, ...], int] = defaultdict(int)
             for dev in devices.rows():
                 state = "used" if dev.holder else "free"
                 if dev.replica >= 0:

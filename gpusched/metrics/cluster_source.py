@@ -33,6 +33,8 @@ devices of a node); used by ``exposition``, ``cluster_metrics`` and ``cli.monito
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -97,7 +99,7 @@ def seconds_of(timestamp: str) -> float:
     return max(0.0, (when - EPOCH).total_seconds())
 
 
-def _container(pod: dict) -> str:
+def _container(pod: dict[str, Any]) -> str:
     containers = (pod.get("spec") or {}).get("containers") or []
     for container in containers:
         resources = container.get("resources") or {}
@@ -107,7 +109,7 @@ def _container(pod: dict) -> str:
     return str(containers[0].get("name", "")) if containers else ""
 
 
-def holdings_of(pod: dict, devices, end: float | None, util: float | None = None) -> list[Holding]:
+def holdings_of(pod: dict[str, Any], devices, end: float | None, util: float | None = None) -> list[Holding]:
     """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``); ``util`` (%)
     overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``)."""
     meta = pod.get("metadata") or {}
@@ -180,7 +182,7 @@ class ClusterSource:
             return self._states
         view, configmaps = self.view, device_inputs(self.view)
         usage = Usage(view)
-        by_node: dict[str, list[tuple[dict, float | None]]] = defaultdict(list)
+        by_node: dict[str, list[tuple[dict[str, Any], float | None]]] = defaultdict(list)
         for pod in view.list("Pod"):
             if (pod.get("status") or {}).get("phase") == "Running":
                 by_node[pod["spec"].get("nodeName", "")].append((pod, None))
@@ -198,7 +200,7 @@ class ClusterSource:
         self._states = out
         return out
 
-    def _node(self, node: dict, devices, holdings: list[Holding]):
+    def _node(self, node: dict[str, Any], devices, holdings: list[Holding]):
         name, model = node["metadata"]["name"], devices.model
         physics = gm.physics_of(model.name)
         since = seconds_of(node["metadata"].get("creationTimestamp", ""))
@@ -243,7 +245,7 @@ class ClusterSource:
             out.append((state, samples))
         return out
 
-    def _instances(self, devices, index: int, live: list[Holding], base: dict) -> list[GpuSample]:
+    def _instances(self, devices, index: int, live: list[Holding], base: dict[str, Any]) -> list[GpuSample]:
         geometry = devices.model.mig
         instances = sorted({(d.start, d.parent or d.device_id.split("::")[0], d.profile)
                             for d in devices.devices if d.gpu_index == index and d.profile})
@@ -292,7 +294,7 @@ def exporter_mapping(view: View) -> PodMapping:
     return PodMapping()
 
 
-def _xids(node: dict) -> dict[int, int]:
+def _xids(node: dict[str, Any]) -> dict[int, int]:
     raw = ((node.get("metadata") or {}).get("annotations") or {}).get(ANN_GPU_XID, "")
     out = {}
     for item in raw.split(","):

@@ -33,6 +33,8 @@ the Slurm output writer (``cli.slurm_cmd``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import shlex
 from dataclasses import dataclass, field
@@ -101,7 +103,7 @@ class GpuView:
 
 @dataclass(frozen=True)
 class ContainerView:
-    pod: dict
+    pod: dict[str, Any]
     container: str
     node: str
     gpus: tuple[GpuView, ...] = ()
@@ -116,14 +118,14 @@ class ExecResult:
     exit_code: int = 0
 
 
-def marker(pod: dict, container: str, what: str) -> str:
+def marker(pod: dict[str, Any], container: str, what: str) -> str:
     meta = pod.get("metadata") or {}
     return (f"[gpusched: simulated {what} of container {container} in pod "
             f"{meta.get('namespace', 'default')}/{meta.get('name', '')}; the embedded cluster "
             f"runs no containers]")
 
 
-def container_names(pod: dict) -> list[str]:
+def container_names(pod: dict[str, Any]) -> list[str]:
     return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or []]
 
 
@@ -133,7 +135,7 @@ def pid_of(uid: str, index: int = 0) -> int:
     return 1000 + int.from_bytes(digest[:4], "big") % 3_000_000
 
 
-def _command_name(pod: dict) -> str:
+def _command_name(pod: dict[str, Any]) -> str:
     containers = (pod.get("spec") or {}).get("containers") or []
     for container in containers:
         words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
@@ -149,7 +151,7 @@ def _cap_w(physics: gm.Physics) -> int:
     return int(round(physics.tdp_w))
 
 
-def build_view(view: View, pod: dict, container: str) -> ContainerView:
+def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView:
     """The devices, processes and environment ``container`` of ``pod`` would see."""
     spec = pod.get("spec") or {}
     node_name = str(spec.get("nodeName") or "")
@@ -193,7 +195,7 @@ def build_view(view: View, pod: dict, container: str) -> ContainerView:
                          tuple(visible), env)
 
 
-def _mig_views(devices, host: int, mine: list, state, pod: dict, running: bool) -> list[MigView]:
+def _mig_views(devices, host: int, mine: list[Any], state, pod: dict[str, Any], running: bool) -> list[MigView]:
     geometry = devices.model.mig
     if geometry is None or not any(d.profile for d in mine):
         return []
@@ -216,7 +218,7 @@ def _mig_views(devices, host: int, mine: list, state, pod: dict, running: bool) 
     return out
 
 
-def _processes(index: int, mig: list[MigView], live: list, pod: dict, running: bool,
+def _processes(index: int, mig: list[MigView], live: list[Any], pod: dict[str, Any], running: bool,
                own_util: float, devices, host: int) -> list[Process]:
     uid = (pod.get("metadata") or {}).get("uid", "")
     name = _command_name(pod)
@@ -236,7 +238,7 @@ def _processes(index: int, mig: list[MigView], live: list, pod: dict, running: b
     return out
 
 
-def _base_env(pod: dict, container: str) -> dict[str, str]:
+def _base_env(pod: dict[str, Any], container: str) -> dict[str, str]:
     meta = pod.get("metadata") or {}
     env = {"PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:"
                    "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -367,7 +369,7 @@ def dev_listing(cv: ContainerView) -> str:
     return "\n".join(out) if cv.gpus else "ls: cannot access '/dev/nvidia*': No such file or directory"
 
 
-def exec_output(view: View, pod: dict, container: str, argv: list[str]) -> ExecResult:
+def exec_output(view: View, pod: dict[str, Any], container: str, argv: list[str]) -> ExecResult:
     """What running ``argv`` in ``container`` of ``pod`` would print (see the module docstring)."""
     words = _unwrap_shell([str(a) for a in argv])
     command = " ".join(words)
@@ -396,7 +398,7 @@ def _unwrap_shell(words: list[str]) -> list[str]:
 NO_DEVICES_EXIT = 6          # nvidia-smi's exit code for "No devices were found"
 
 
-def known_output(view: View, pod: dict, container: str, words: list[str]) -> ExecResult | None:
+def known_output(view: View, pod: dict[str, Any], container: str, words: list[str]) -> ExecResult | None:
     """The output (without a trailing newline) and exit code of a command gpusched can
     answer, or None."""
     if not words:
@@ -444,7 +446,7 @@ def _wall(view: View) -> datetime:
 
 # ---- logs ---------------------------------------------------------------------------------------
 
-def pod_log(view: View, pod: dict, container: str) -> str:
+def pod_log(view: View, pod: dict[str, Any], container: str) -> str:
     """``kubectl logs``: the kubelet-side life of the pod, then its known command's output."""
     meta = pod.get("metadata") or {}
     lines = [marker(pod, container, "log") + " (kubelet-side events of the pod's life)"]
@@ -480,14 +482,14 @@ def pod_log(view: View, pod: dict, container: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _klog(view: View, pod: dict, source: str, text: str, level: str = "I") -> str:
+def _klog(view: View, pod: dict[str, Any], source: str, text: str, level: str = "I") -> str:
     """One klog line at the pod's start time: ``I0101 00:00:00.000000       1 main.go:1] text``."""
     start = float(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME, 0))
     when = datetime.fromtimestamp(EPOCH.timestamp() + start, tz=EPOCH.tzinfo)
     return f"{level}{when:%m%d %H:%M:%S}.000000       1 {source}] {text}"
 
 
-def device_plugin_log(view: View, pod: dict) -> list[str]:
+def device_plugin_log(view: View, pod: dict[str, Any]) -> list[str]:
     """What the device plugin logs at start (k8s-device-plugin cmd/nvidia-device-plugin/main.go
     and internal/plugin/server.go messages): the config it loaded, one GRPC server and one
     kubelet registration per advertised resource."""
@@ -509,7 +511,7 @@ def device_plugin_log(view: View, pod: dict) -> list[str]:
     if state.error:
         return lines + [_klog(view, pod, "main.go:173", f"error starting plugins: {state.error}",
                               "E")]
-    config: dict = {"version": "v1", "flags": {"migStrategy": state.devices.mig_strategy}}
+    config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": state.devices.mig_strategy}}
     for cm in inputs.for_node(node["metadata"]["name"]):
         raw = (cm.get("data") or {}).get(state.config_key) if state.config_key else None
         if raw:
@@ -529,7 +531,7 @@ def device_plugin_log(view: View, pod: dict) -> list[str]:
     return lines
 
 
-def _termination(pod: dict, container: str) -> list[str]:
+def _termination(pod: dict[str, Any], container: str) -> list[str]:
     status = pod.get("status") or {}
     for cs in status.get("containerStatuses") or []:
         terminated = (cs.get("state") or {}).get("terminated")
@@ -542,7 +544,7 @@ def _termination(pod: dict, container: str) -> list[str]:
     return []
 
 
-def _last_time(pod: dict) -> str:
+def _last_time(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("startTime") or
                (pod.get("metadata") or {}).get("creationTimestamp", ""))
 

@@ -18,6 +18,8 @@ Neighbours: ``cluster_source`` (holdings per GPU); ``cluster_metrics`` exposes t
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -103,7 +105,7 @@ class NodeUsage:
     dollars: float
 
 
-def node_lifetimes(pool: dict, nodes: dict[str, dict], now: float) -> list[tuple[float, float]]:
+def node_lifetimes(pool: dict[str, Any], nodes: dict[str, dict[str, Any]], now: float) -> list[tuple[float, float]]:
     """(created, removed-or-now) of every node the pool ever had: an autoscaled pool's
     ``status.created``/``status.removed`` (``cluster.controllers.autoscaler``), else its live
     Nodes' ``creationTimestamp``."""
@@ -122,7 +124,7 @@ def node_lifetimes(pool: dict, nodes: dict[str, dict], now: float) -> list[tuple
     return out
 
 
-def node_usage(pools: list[dict], nodes: list[dict], now: float, prices: dict[str, float],
+def node_usage(pools: list[dict[str, Any]], nodes: list[dict[str, Any]], now: float, prices: dict[str, float],
                since: float = 0.0) -> list[NodeUsage]:
     """Node-hours and dollars per NodePool over [since, now]."""
     by_name = {n["metadata"]["name"]: n for n in nodes}

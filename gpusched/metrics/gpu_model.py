@@ -29,6 +29,8 @@ Neighbours: ``cluster_source`` integrates these over pod lifetimes; ``cli.monito
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 from dataclasses import dataclass
 
@@ -95,18 +97,18 @@ def physics_of(model_name: str) -> Physics:
     return PHYSICS.get(model_name, DEFAULT_PHYSICS)
 
 
-def workload_kind(pod: dict) -> str:
+def workload_kind(pod: dict[str, Any]) -> str:
     """``training`` (owned by a Job), ``inference`` (owned by a ReplicaSet) or ``pod``."""
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
     kinds = {ref.get("kind") for ref in owners}
     return "training" if "Job" in kinds else "inference" if "ReplicaSet" in kinds else "pod"
 
 
-def _annotation(pod: dict, key: str) -> str | None:
+def _annotation(pod: dict[str, Any], key: str) -> str | None:
     return ((pod.get("metadata") or {}).get("annotations") or {}).get(key)
 
 
-def pod_util(pod: dict) -> float:
+def pod_util(pod: dict[str, Any]) -> float:
     """Expected GPU utilization of the pod in percent (0-100)."""
     raw = _annotation(pod, ANN_GPU_UTIL)
     if raw is not None:
@@ -118,7 +120,7 @@ def pod_util(pod: dict) -> float:
     return float(WORKLOAD_DEFAULTS[workload_kind(pod)][0])
 
 
-def pod_memory_mib(pod: dict, device_mib: int) -> int:
+def pod_memory_mib(pod: dict[str, Any], device_mib: int) -> int:
     """Framebuffer the pod uses on one device of ``device_mib`` MiB (capped at it)."""
     raw = _annotation(pod, ANN_GPU_MEMORY)
     if raw is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import Callable
+from typing import Any, Callable
 
 from gpusched.metrics.dcgm import GpuSample
 
@@ -30,7 +30,7 @@ MIB = 1 << 20
 NO_GPU_PREFIX = "no NVIDIA GPU/driver on this machine"
 
 
-def _call(fn: Callable, *args):
+def _call(fn: Callable[..., Any], *args):
     """NVML value or None when this part does not support it (or it fails)."""
     import pynvml
     try:
@@ -161,7 +161,7 @@ def memory_values(handle) -> dict[str, float]:
     return {"DCGM_FI_DEV_FB_FREE": info.free // MIB, "DCGM_FI_DEV_FB_USED": info.used // MIB}
 
 
-def mig_samples(handle, base: dict) -> list[GpuSample]:
+def mig_samples(handle, base: dict[str, Any]) -> list[GpuSample]:
     """One sample per MIG device of a MIG-enabled GPU (none otherwise)."""
     import pynvml
     mode = _call(pynvml.nvmlDeviceGetMigMode, handle)

@@ -30,6 +30,8 @@ used by ``cli.slurm_cmd``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import re
 import shlex
@@ -60,7 +62,7 @@ class OutputWrite:
     state: str                # the pod's output state after this write
 
 
-def _job_of(view: View, pod: dict) -> dict | None:
+def _job_of(view: View, pod: dict[str, Any]) -> dict[str, Any] | None:
     ref = controller_of(pod) or {}
     if ref.get("kind") != "Job":
         return None
@@ -70,7 +72,7 @@ def _job_of(view: View, pod: dict) -> dict | None:
     return job
 
 
-def _task(view: View, job: dict, pod: dict) -> str:
+def _task(view: View, job: dict[str, Any], pod: dict[str, Any]) -> str:
     tasks = ((job["metadata"].get("annotations") or {}).get(batch.ANN_ARRAY) or "").split(",")
     if not tasks or tasks == [""]:
         return ""
@@ -79,7 +81,7 @@ def _task(view: View, job: dict, pod: dict) -> str:
     return tasks[index] if index < len(tasks) else str(index)
 
 
-def output_path(job: dict, pod: dict, task: str) -> str:
+def output_path(job: dict[str, Any], pod: dict[str, Any], task: str) -> str:
     """The file a job's output goes to (its ``--output`` pattern in its submit directory)."""
     annotations = job["metadata"].get("annotations") or {}
     job_id = job["metadata"]["labels"][LABEL_JOB_ID]
@@ -92,7 +94,7 @@ def output_path(job: dict, pod: dict, task: str) -> str:
     return name if os.path.isabs(name) or not workdir else os.path.join(workdir, name)
 
 
-def job_env(view: View, job: dict, pod: dict, task: str) -> dict[str, str]:
+def job_env(view: View, job: dict[str, Any], pod: dict[str, Any], task: str) -> dict[str, str]:
     annotations = pod["metadata"].get("annotations") or {}
     gpus = [g for g in annotations.get(ANN_ASSIGNED_GPUS, "").split(",") if g]
     job_id = job["metadata"]["labels"][LABEL_JOB_ID]
@@ -113,7 +115,7 @@ def job_env(view: View, job: dict, pod: dict, task: str) -> dict[str, str]:
     return env
 
 
-def job_output(view: View, job: dict, pod: dict) -> str:
+def job_output(view: View, job: dict[str, Any], pod: dict[str, Any]) -> str:
     """The file's content at job start (see the module docstring)."""
     task = _task(view, job, pod)
     env = job_env(view, job, pod, task)
@@ -136,7 +138,7 @@ def job_output(view: View, job: dict, pod: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run_line(view: View, pod: dict, container: str, line: str, env: dict[str, str]) -> list[str]:
+def _run_line(view: View, pod: dict[str, Any], container: str, line: str, env: dict[str, str]) -> list[str]:
     try:
         words = shlex.split(line, comments=True)
     except ValueError:
@@ -169,7 +171,7 @@ def _expand(text: str, env: dict[str, str]) -> str:
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
 
 
-def timeout_line(view: View, job_id: str, pod: dict) -> str:
+def timeout_line(view: View, job_id: str, pod: dict[str, Any]) -> str:
     end = batch.run_end(view, pod)
     when = datetime.fromtimestamp(EPOCH.timestamp() + end, tz=EPOCH.tzinfo)
     return (f"slurmstepd: error: *** JOB {job_id} ON {pod['spec'].get('nodeName', '')} CANCELLED "

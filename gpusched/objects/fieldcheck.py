@@ -75,28 +75,28 @@ class Errors:
 
     # -- typed getters: record a type error and return None when the JSON type is wrong ---------
 
-    def mapping(self, obj: dict, key: str, path: str) -> dict | None:
+    def mapping(self, obj: dict[str, Any], key: str, path: str) -> dict[str, Any] | None:
         value = obj.get(key)
         if value is None or isinstance(value, dict):
             return value
         self.invalid(path, value, "must be an object")
         return None
 
-    def items_of(self, obj: dict, key: str, path: str) -> list | None:
+    def items_of(self, obj: dict[str, Any], key: str, path: str) -> list[Any] | None:
         value = obj.get(key)
         if value is None or isinstance(value, list):
             return value
         self.invalid(path, value, "must be a list")
         return None
 
-    def string(self, obj: dict, key: str, path: str) -> str | None:
+    def string(self, obj: dict[str, Any], key: str, path: str) -> str | None:
         value = obj.get(key)
         if value is None or isinstance(value, str):
             return value
         self.invalid(path, value, "must be a string")
         return None
 
-    def integer(self, obj: dict, key: str, path: str, minimum: int | None = None,
+    def integer(self, obj: dict[str, Any], key: str, path: str, minimum: int | None = None,
                 maximum: int | None = None) -> int | None:
         """An optional integer field; ``maximum`` is one of gpusched's documented limits
         (``objects.limits``), reported as apimachinery words a bound."""
@@ -112,14 +112,14 @@ class Errors:
             self.invalid(path, value, f"must be less than or equal to {maximum} (gpusched's limit)")
         return value
 
-    def boolean(self, obj: dict, key: str, path: str) -> bool | None:
+    def boolean(self, obj: dict[str, Any], key: str, path: str) -> bool | None:
         value = obj.get(key)
         if value is None or isinstance(value, bool):
             return value
         self.invalid(path, value, "must be a boolean")
         return None
 
-    def string_map(self, obj: dict, key: str, path: str) -> dict[str, str]:
+    def string_map(self, obj: dict[str, Any], key: str, path: str) -> dict[str, str]:
         """A map of strings (labels, annotations, nodeSelector, data); bad values reported per key."""
         value = self.mapping(obj, key, path)
         if not value:

@@ -141,7 +141,7 @@ def check_yaml_text(text: str, loader: Any) -> None:
     """Raise :class:`LimitError` when a document of ``text`` nests too deeply or its aliases
     expand too much; syntax errors are left to the loader (they carry a line)."""
     sizes: dict[str, int] = {}
-    stack: list[list] = []          # [anchor, expanded nodes inside]
+    stack: list[list[Any]] = []          # [anchor, expanded nodes inside]
     decoded = aliased = 0
     try:
         for event in yaml.parse(text, Loader=loader):
@@ -219,7 +219,7 @@ def encoded_size(obj: Any) -> int:
     return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def check_object(obj: dict, where: str = "") -> None:
+def check_object(obj: dict[str, Any], where: str = "") -> None:
     """Refuse an object no store should keep: too deep, a non-finite number, over 1.5 MiB."""
     problem = check_tree(obj)
     if problem is not None:

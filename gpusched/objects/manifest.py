@@ -96,7 +96,7 @@ class Manifest:
 
     source: str
     index: int
-    obj: dict
+    obj: dict[str, Any]
 
     @property
     def where(self) -> str:
@@ -121,7 +121,7 @@ def _jsonable(value: Any, source: str, index: int) -> Any:
     """Deep copy into JSON types: string keys, lists, ISO dates; refuse what JSON cannot hold."""
     if isinstance(value, dict):
         marked = isinstance(value, DuplicateKeys) and bool(value.duplicates)
-        out: dict = DuplicateKeys() if marked else {}
+        out: dict[str, Any] = DuplicateKeys() if marked else {}
         if marked:
             out.duplicates = tuple((pos, _key_text(key)) for pos, key in value.duplicates)  # type: ignore[attr-defined]
         for key, item in value.items():

@@ -60,7 +60,7 @@ def _overcommit_allowed(name: str) -> bool:
     return ("/" not in name or "kubernetes.io/" in name) and not name.startswith("hugepages-")
 
 
-def validate_labels(labels: dict, path: str, e: Errors) -> None:
+def validate_labels(labels: dict[str, Any], path: str, e: Errors) -> None:
     """``ValidateLabels``: keys are qualified names, values label values (errors at ``path``)."""
     for key, value in labels.items():
         for msg in qualified_name_errors(key):
@@ -110,7 +110,7 @@ def validate_label_selector(selector: Any, path: str, e: Errors) -> None:
         _label_key(req, p, e)
 
 
-def _label_key(req: dict, p: str, e: Errors) -> None:
+def _label_key(req: dict[str, Any], p: str, e: Errors) -> None:
     key = e.string(req, "key", f"{p}.key")
     for msg in qualified_name_errors(key or ""):
         e.invalid(f"{p}.key", key or "", msg)
@@ -173,13 +173,13 @@ def _node_selector_term(term: Any, p: str, e: Errors) -> None:
         _node_field_requirement(req, f"{p}.matchFields[{i}]", e)
 
 
-def _weight(item: dict, p: str, e: Errors) -> None:
+def _weight(item: dict[str, Any], p: str, e: Errors) -> None:
     weight = item.get("weight")
     if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
         e.invalid(f"{p}.weight", weight, "must be in the range 1-100")
 
 
-def _preferred(raw: dict, p: str, e: Errors, field: str,
+def _preferred(raw: dict[str, Any], p: str, e: Errors, field: str,
                check_term: Callable[[Any, str], None]) -> None:
     """``preferredDuringSchedulingIgnoredDuringExecution``: objects with a weight and a term under
     ``field`` (``preference`` or ``podAffinityTerm``), the term checked by ``check_term``."""
@@ -192,7 +192,7 @@ def _preferred(raw: dict, p: str, e: Errors, field: str,
         check_term(item.get(field), f"{pp}[{i}].{field}")
 
 
-def _node_affinity(raw: dict, p: str, e: Errors) -> None:
+def _node_affinity(raw: dict[str, Any], p: str, e: Errors) -> None:
     required = e.mapping(raw, "requiredDuringSchedulingIgnoredDuringExecution",
                          f"{p}.requiredDuringSchedulingIgnoredDuringExecution")
     if required is not None:
@@ -222,7 +222,7 @@ def _pod_affinity_term(term: Any, p: str, e: Errors) -> None:
             e.invalid(f"{p}.topologyKey", key, msg)
 
 
-def _pod_affinity(raw: dict, p: str, e: Errors) -> None:
+def _pod_affinity(raw: dict[str, Any], p: str, e: Errors) -> None:
     rp = f"{p}.requiredDuringSchedulingIgnoredDuringExecution"
     for i, term in enumerate(e.items_of(raw, "requiredDuringSchedulingIgnoredDuringExecution", rp) or ()):
         _pod_affinity_term(term, f"{rp}[{i}]", e)
@@ -233,7 +233,7 @@ def _pod_affinity(raw: dict, p: str, e: Errors) -> None:
 # Tolerations and topology spread
 
 
-def validate_tolerations(items: list, path: str, e: Errors) -> None:
+def validate_tolerations(items: list[Any], path: str, e: Errors) -> None:
     for i, tol in enumerate(items):
         p = f"{path}[{i}]"
         if not isinstance(tol, dict):
@@ -263,7 +263,7 @@ def validate_tolerations(items: list, path: str, e: Errors) -> None:
             e.unsupported(f"{p}.effect", effect, TAINT_EFFECTS)
 
 
-def _topology_spread(items: list, path: str, e: Errors) -> None:
+def _topology_spread(items: list[Any], path: str, e: Errors) -> None:
     for i, c in enumerate(items):
         p = f"{path}[{i}]"
         if not isinstance(c, dict):
@@ -304,7 +304,7 @@ def _resource_name_ok(name: str, path: str, e: Errors) -> bool:
     return not errors
 
 
-def _container_resources(container: dict, path: str, e: Errors) -> None:
+def _container_resources(container: dict[str, Any], path: str, e: Errors) -> None:
     resources = e.mapping(container, "resources", f"{path}.resources")
     if not resources:
         return
@@ -349,7 +349,7 @@ def _container_resources(container: dict, path: str, e: Errors) -> None:
             e.required(f"{lp}[{name}]", "Limit must be set for non overcommitable resources")
 
 
-def _containers(items: list, path: str, e: Errors, seen: set[str], init: bool) -> None:
+def _containers(items: list[Any], path: str, e: Errors, seen: set[str], init: bool) -> None:
     for i, c in enumerate(items):
         p = f"{path}[{i}]"
         if not isinstance(c, dict):
@@ -437,7 +437,7 @@ def validate_pod_spec(spec: Any, path: str, e: Errors, restart_policies: tuple[s
             e.required(f"{vp}.persistentVolumeClaim.claimName")
 
 
-def validate_pod_annotations(annotations: dict, path: str, e: Errors) -> None:
+def validate_pod_annotations(annotations: dict[str, Any], path: str, e: Errors) -> None:
     """gpusched's annotations: ``gpu-milli`` an integer 1..1000, ``duration`` a Go duration."""
     milli = annotations.get(ANN_GPU_MILLI)
     if milli is not None:

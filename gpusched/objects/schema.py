@@ -21,6 +21,8 @@ Neighbours: used by objects.strict (decoding), server.discovery (``/openapi/v3``
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import json
 import os
@@ -48,8 +50,8 @@ class KindSchema:
 class Schemas:
     release: str
     source: str
-    definitions: dict       # name -> OpenAPI (v2-style "#/definitions/" refs) schema
-    kinds: dict             # "apiVersion Kind" -> KindSchema
+    definitions: dict[str, Any]       # name -> OpenAPI (v2-style "#/definitions/" refs) schema
+    kinds: dict[str, Any]             # "apiVersion Kind" -> KindSchema
 
 
 def own_definition_name(api_version: str, kind: str) -> str:
@@ -62,7 +64,7 @@ def own_definition_name(api_version: str, kind: str) -> str:
     return ".".join([*reversed(group.split(".")), version, kind])
 
 
-def _own_kind(path: str) -> tuple[KindSchema, dict]:
+def _own_kind(path: str) -> tuple[KindSchema, dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         doc = yaml.safe_load(handle)
     api_version, kind = doc["apiVersion"], doc["kind"]
@@ -105,7 +107,7 @@ def schema_for(api_version: str, kind: str) -> KindSchema | None:
     return schemas.kinds.get(f"{api_version} {kind}")
 
 
-def resolve(node: dict) -> dict:
+def resolve(node: dict[str, Any]) -> dict[str, Any]:
     """Follow ``$ref`` (possibly repeatedly) to the definition it names."""
     definitions = load().definitions
     while "$ref" in node:
@@ -166,7 +168,7 @@ def patch_strategy(definition: str, field: str) -> tuple[str, str]:
     return node.get("x-kubernetes-patch-strategy", ""), node.get("x-kubernetes-patch-merge-key", "")
 
 
-def ref_name(node: dict) -> str:
+def ref_name(node: dict[str, Any]) -> str:
     """The definition name a node refers to (``""`` when it is inline)."""
     ref = node.get("$ref")
     return ref.rpartition("/")[2] if isinstance(ref, str) else ""

@@ -54,7 +54,7 @@ QUANTITY_ERROR = ("quantities must match the regular expression "
 INT_RANGES = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
 
 
-class DuplicateKeys(dict):
+class DuplicateKeys(dict[str, Any]):
     """A mapping whose source text gave some keys more than once (the last value is kept).
 
     ``duplicates`` holds ``(position, key)``: ``position`` is how many distinct keys came before
@@ -64,14 +64,14 @@ class DuplicateKeys(dict):
     duplicates: tuple[tuple[int, str], ...] = ()
 
 
-def mapping_from_pairs(pairs: Iterable[tuple[Any, Any]]) -> dict:
+def mapping_from_pairs(pairs: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
     """A dict from (key, value) pairs in order, a :class:`DuplicateKeys` if a key repeats.
 
     >>> m = mapping_from_pairs([("a", 1), ("b", 2), ("a", 3)])
     >>> m, m.duplicates
     ({'a': 3, 'b': 2}, ((2, 'a'),))
     """
-    out: dict = {}
+    out: dict[str, Any] = {}
     duplicates = []
     for key, value in pairs:
         if key in out:
@@ -113,7 +113,7 @@ class StrictDecodingError(GpuschedError):
 
 @dataclass(frozen=True)
 class Decoded:
-    obj: dict
+    obj: dict[str, Any]
     findings: tuple[str, ...] = ()          # 'unknown field "x"', 'duplicate field "y"'
 
 
@@ -135,7 +135,7 @@ class _Walk:
         else:
             self.finding(f'unknown field "{path}"')
 
-    def wrong_type(self, node: dict, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> None:
+    def wrong_type(self, node: dict[str, Any], value: Any, path: str, struct: str, fields: tuple[str, ...]) -> None:
         if self.custom:
             want = resolve(node).get("type", "object")
             got = json_type(value)
@@ -147,7 +147,7 @@ class _Walk:
 
     # ---- the walk: returns the decoded value ---------------------------------------------------
 
-    def value(self, node: dict, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
+    def value(self, node: dict[str, Any], value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
         if value is None:
             return None
         name = ref_name(node)
@@ -175,7 +175,7 @@ class _Walk:
             return None
         return value
 
-    def object(self, node: dict, name: str, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
+    def object(self, node: dict[str, Any], name: str, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
         if not isinstance(value, dict):
             self.wrong_type(node if not name else {"$ref": f"#/definitions/{name}"}, value, path, struct, fields)
             return None
@@ -237,7 +237,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def json_type(value: Any, node: dict | None = None) -> str:
+def json_type(value: Any, node: dict[str, Any] | None = None) -> str:
     """How encoding/json names a JSON value in a type error (``number 1.5`` for a bad integer)."""
     if isinstance(value, bool):
         return "bool"
@@ -252,7 +252,7 @@ def json_type(value: Any, node: dict | None = None) -> str:
     return "object"
 
 
-def scalar_fits(node: dict, value: Any) -> bool:
+def scalar_fits(node: dict[str, Any], value: Any) -> bool:
     kind = node.get("type")
     if kind == "string":
         return isinstance(value, str)
@@ -268,7 +268,7 @@ def scalar_fits(node: dict, value: Any) -> bool:
     return True
 
 
-def go_type(node: dict) -> str:
+def go_type(node: dict[str, Any]) -> str:
     """The Go type a schema node stands for, as ``reflect.Type.String()`` prints it."""
     name = ref_name(node)
     if name == QUANTITY:
@@ -294,7 +294,7 @@ def go_type(node: dict) -> str:
     return "map[string]interface {}"
 
 
-def decode(obj: dict, where: str = "") -> Decoded:
+def decode(obj: dict[str, Any], where: str = "") -> Decoded:
     """Decode ``obj`` against its kind's schema; raise on a type error (see the module doc).
 
     A kind without a schema decodes as it is.
@@ -312,7 +312,7 @@ def decode(obj: dict, where: str = "") -> Decoded:
     return Decoded(out, tuple(findings))
 
 
-def _raise_type_errors(info: KindSchema, walk: _Walk, obj: dict, where: str) -> None:
+def _raise_type_errors(info: KindSchema, walk: _Walk, obj: dict[str, Any], where: str) -> None:
     if walk.type_error is not None:
         raise StrictDecodingError(info.kind, info.api_version, walk.type_error, where)
     if walk.invalid:
@@ -321,7 +321,7 @@ def _raise_type_errors(info: KindSchema, walk: _Walk, obj: dict, where: str) -> 
         raise InvalidError(info.kind, name, walk.invalid, where=where)
 
 
-def decode_with_mode(obj: dict, mode: str, where: str = "") -> tuple[dict, list[str]]:
+def decode_with_mode(obj: dict[str, Any], mode: str, where: str = "") -> tuple[dict[str, Any], list[str]]:
     """(decoded object, warnings) under a fieldValidation mode; Strict raises on any finding."""
     decoded = decode(obj, where)
     if not decoded.findings or mode == IGNORE:

@@ -80,12 +80,12 @@ _QUOTA_STANDARD = frozenset({
     "limits.cpu", "limits.memory", "limits.ephemeral-storage"})
 
 
-def validate(manifest: Manifest) -> dict:
+def validate(manifest: Manifest) -> dict[str, Any]:
     """Validate and default one manifest's object; raise InvalidError naming file and document."""
     return validate_object(manifest.obj, where=manifest.where, source=manifest.source, index=manifest.index)
 
 
-def validate_object(obj: dict, where: str = "", source: str = "", index: int | None = None) -> dict:
+def validate_object(obj: dict[str, Any], where: str = "", source: str = "", index: int | None = None) -> dict[str, Any]:
     """``validate`` for an object that did not come from a file (the API server)."""
     if not isinstance(obj, dict) or obj.get("kind") not in KINDS:
         kind = obj.get("kind") if isinstance(obj, dict) else None
@@ -106,7 +106,7 @@ def validate_object(obj: dict, where: str = "", source: str = "", index: int | N
     return obj
 
 
-def _nothing(obj: dict, e: Errors) -> None:
+def _nothing(obj: dict[str, Any], e: Errors) -> None:
     return None
 
 
@@ -114,7 +114,7 @@ def _nothing(obj: dict, e: Errors) -> None:
 # metadata
 
 
-def _metadata(obj: dict, kind: str, e: Errors) -> None:
+def _metadata(obj: dict[str, Any], kind: str, e: Errors) -> None:
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
@@ -154,7 +154,7 @@ def _metadata(obj: dict, kind: str, e: Errors) -> None:
 # Pods and workloads
 
 
-def _spec(obj: dict, e: Errors) -> dict:
+def _spec(obj: dict[str, Any], e: Errors) -> dict[str, Any]:
     spec = obj.get("spec")
     if spec is None:
         spec = obj["spec"] = {}
@@ -164,14 +164,14 @@ def _spec(obj: dict, e: Errors) -> dict:
     return spec
 
 
-def _pod(obj: dict, e: Errors) -> None:
+def _pod(obj: dict[str, Any], e: Errors) -> None:
     if obj.get("spec") is None:
         e.required("spec.containers")
         return
     validate_pod_spec(obj.get("spec"), "spec", e)
 
 
-def _template(spec: dict, e: Errors, restart_policies: tuple[str, ...]) -> dict:
+def _template(spec: dict[str, Any], e: Errors, restart_policies: tuple[str, ...]) -> dict[str, Any]:
     """Validate ``spec.template``; return its labels."""
     template = e.mapping(spec, "template", "spec.template")
     if template is None:
@@ -186,8 +186,8 @@ def _template(spec: dict, e: Errors, restart_policies: tuple[str, ...]) -> dict:
     return labels
 
 
-def _selector_and_template(obj: dict, e: Errors, restart_policies: tuple[str, ...], selector_required: bool,
-                           ) -> dict:
+def _selector_and_template(obj: dict[str, Any], e: Errors, restart_policies: tuple[str, ...], selector_required: bool,
+                           ) -> dict[str, Any]:
     spec = _spec(obj, e)
     labels = _template(spec, e, restart_policies)
     selector = spec.get("selector")
@@ -207,25 +207,25 @@ def _selector_and_template(obj: dict, e: Errors, restart_policies: tuple[str, ..
     return spec
 
 
-def _replicas(spec: dict, e: Errors) -> None:
+def _replicas(spec: dict[str, Any], e: Errors) -> None:
     if "replicas" not in spec or spec["replicas"] is None:
         spec["replicas"] = 1
     e.integer(spec, "replicas", "spec.replicas", minimum=0, maximum=limits.MAX_REPLICAS)
 
 
-def _deployment(obj: dict, e: Errors) -> None:
+def _deployment(obj: dict[str, Any], e: Errors) -> None:
     spec = _selector_and_template(obj, e, ("Always",), selector_required=True)
     _replicas(spec, e)
     _strategy_defaults(spec, "strategy", {"maxUnavailable": "25%", "maxSurge": "25%"})
     spec.setdefault("progressDeadlineSeconds", 600)
 
 
-def _daemonset(obj: dict, e: Errors) -> None:
+def _daemonset(obj: dict[str, Any], e: Errors) -> None:
     spec = _selector_and_template(obj, e, ("Always",), selector_required=True)
     _strategy_defaults(spec, "updateStrategy", {"maxUnavailable": 1, "maxSurge": 0})
 
 
-def _strategy_defaults(spec: dict, field: str, rolling: dict) -> None:
+def _strategy_defaults(spec: dict[str, Any], field: str, rolling: dict[str, Any]) -> None:
     """apps/v1 defaults.go SetDefaults_Deployment / SetDefaults_DaemonSet: RollingUpdate with
     its limits, revisionHistoryLimit 10 (kubectl rollout status reads the strategy type)."""
     if not isinstance(spec, dict):
@@ -239,7 +239,7 @@ def _strategy_defaults(spec: dict, field: str, rolling: dict) -> None:
     spec.setdefault("revisionHistoryLimit", 10)
 
 
-def _job(obj: dict, e: Errors) -> None:
+def _job(obj: dict[str, Any], e: Errors) -> None:
     spec = _selector_and_template(obj, e, ("OnFailure", "Never"), selector_required=False)
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
@@ -254,7 +254,7 @@ def _job(obj: dict, e: Errors) -> None:
 # Policy kinds
 
 
-def _priority_class(obj: dict, e: Errors) -> None:
+def _priority_class(obj: dict[str, Any], e: Errors) -> None:
     name = str(obj["metadata"].get("name") or "") if isinstance(obj.get("metadata"), dict) else ""
     value = obj.get("value")
     if value is None:
@@ -282,7 +282,7 @@ def _priority_class(obj: dict, e: Errors) -> None:
         e.unsupported("preemptionPolicy", obj["preemptionPolicy"], ("PreemptLowerPriority", "Never"))
 
 
-def _resource_quota(obj: dict, e: Errors) -> None:
+def _resource_quota(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     for name, value in sorted((e.mapping(spec, "hard", "spec.hard") or {}).items()):
         path = f"spec.hard[{name}]"
@@ -313,13 +313,13 @@ def _scope_valid_for(scope: str, resource: str) -> bool:
     return True
 
 
-def _go_strings(type_name: str, values: list | None) -> str:
+def _go_strings(type_name: str, values: list[Any] | None) -> str:
     if values is None:
         return f"[]{type_name}(nil)"
     return f"[]{type_name}{{" + ", ".join(f'"{v}"' for v in values) + "}"
 
 
-def _go_selector(selector: dict) -> str:
+def _go_selector(selector: dict[str, Any]) -> str:
     reqs = ", ".join(
         f'core.ScopedResourceSelectorRequirement{{ScopeName:"{r.get("scopeName", "")}", '
         f'Operator:"{r.get("operator", "")}", Values:{_go_strings("string", r.get("values"))}}}'
@@ -331,7 +331,7 @@ def _invalid_go(e: Errors, path: str, go_value: str, detail: str) -> None:
     e.items.append(FieldError(path, "Invalid value", go_value, detail, False))
 
 
-def _quota_scopes(spec: dict, e: Errors) -> None:
+def _quota_scopes(spec: dict[str, Any], e: Errors) -> None:
     hard = sorted(k for k in (spec.get("hard") or {}) if isinstance(k, str))
     standard = [k for k in hard if "/" not in k and (k in _QUOTA_STANDARD or k.startswith(("hugepages-", "requests.hugepages-")))]
     scopes = e.items_of(spec, "scopes", "spec.scopes")
@@ -384,7 +384,7 @@ _LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 _LIMIT_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
 
 
-def _limit_range(obj: dict, e: Errors) -> None:
+def _limit_range(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     items = e.items_of(spec, "limits", "spec.limits")
     if items is None:
@@ -397,7 +397,7 @@ def _limit_range(obj: dict, e: Errors) -> None:
         kind = item.get("type")
         if kind not in _LIMIT_TYPES:
             e.unsupported(f"{p}.type", kind if kind is not None else "", _LIMIT_TYPES)
-        parsed: dict[str, dict] = {}
+        parsed: dict[str, dict[str, Any]] = {}
         for field in _LIMIT_FIELDS:
             values = e.mapping(item, field, f"{p}.{field}") or {}
             parsed[field] = {}
@@ -414,7 +414,7 @@ def _limit_range(obj: dict, e: Errors) -> None:
         _limit_order(parsed, p, e)
 
 
-def _default_limit_range_item(item: dict, parsed: dict[str, dict]) -> None:
+def _default_limit_range_item(item: dict[str, Any], parsed: dict[str, dict[str, Any]]) -> None:
     """v1 defaulting (type Container): default=max, defaultRequest=default, else defaultRequest=min."""
     for source, target in (("max", "default"), ("default", "defaultRequest"), ("min", "defaultRequest")):
         for name in sorted(parsed[source]):
@@ -426,7 +426,7 @@ def _default_limit_range_item(item: dict, parsed: dict[str, dict]) -> None:
                 parsed[target][name] = parsed[source][name]
 
 
-def _limit_order(parsed: dict[str, dict], p: str, e: Errors) -> None:
+def _limit_order(parsed: dict[str, dict[str, Any]], p: str, e: Errors) -> None:
     low_high = (("min", "max", "min[{}]", "min value {} is greater than max value {}"),
                 ("min", "defaultRequest", "defaultRequest[{}]", "min value {} is greater than default request value {}"),
                 ("defaultRequest", "default", "defaultRequest[{}]",
@@ -441,7 +441,7 @@ def _limit_order(parsed: dict[str, dict], p: str, e: Errors) -> None:
                 e.invalid(f"{p}.{path.format(name)}", value, message.format(low_text, high_text))
 
 
-def _int_or_percent(spec: dict, field: str, e: Errors) -> None:
+def _int_or_percent(spec: dict[str, Any], field: str, e: Errors) -> None:
     value, path = spec.get(field), f"spec.{field}"
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         e.invalid(path, value, "must be an integer or a percentage (e.g. '5%')")
@@ -455,7 +455,7 @@ def _int_or_percent(spec: dict, field: str, e: Errors) -> None:
         e.invalid(path, value, "must not be greater than 100%")
 
 
-def _pdb(obj: dict, e: Errors) -> None:
+def _pdb(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     given = [f for f in ("minAvailable", "maxUnavailable") if spec.get(f) is not None]
     if len(given) == 2:
@@ -467,7 +467,7 @@ def _pdb(obj: dict, e: Errors) -> None:
     validate_label_selector(spec.get("selector"), "spec.selector", e)
 
 
-def _config_map(obj: dict, e: Errors) -> None:
+def _config_map(obj: dict[str, Any], e: Errors) -> None:
     data = e.mapping(obj, "data", "data") or {}
     for key, value in data.items():
         for msg in config_map_key_errors(key):
@@ -483,7 +483,7 @@ def _config_map(obj: dict, e: Errors) -> None:
 # Nodes
 
 
-def _taints(items: list, path: str, e: Errors) -> None:
+def _taints(items: list[Any], path: str, e: Errors) -> None:
     seen = set()
     for i, taint in enumerate(items):
         p = f"{path}[{i}]"
@@ -506,7 +506,7 @@ def _taints(items: list, path: str, e: Errors) -> None:
         seen.add((key, effect) if isinstance(effect, str) else (key, None))
 
 
-def _node(obj: dict, e: Errors) -> None:
+def _node(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     _taints(e.items_of(spec, "taints", "spec.taints") or [], "spec.taints", e)
     e.boolean(spec, "unschedulable", "spec.unschedulable")
@@ -516,7 +516,7 @@ def _node(obj: dict, e: Errors) -> None:
             e.quantity(value, f"status.{field}[{name}]")
 
 
-def _node_pool(obj: dict, e: Errors) -> None:
+def _node_pool(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     has_count, has_names = spec.get("count") is not None, spec.get("names") is not None
     if _node_pool_autoscaling(spec, e):
@@ -560,7 +560,7 @@ def _node_pool(obj: dict, e: Errors) -> None:
 MAX_POOL_NODES = 1000     # devices.nodepool.MAX_POOL_NODES: the bound of maxNodes
 
 
-def _node_pool_autoscaling(spec: dict, e: Errors) -> bool:
+def _node_pool_autoscaling(spec: dict[str, Any], e: Errors) -> bool:
     """minNodes/maxNodes (Cluster Autoscaler's node group min/max size): both or neither,
     0 <= minNodes <= maxNodes <= MAX_POOL_NODES, count (initial size) within them, a
     provisioningDelay that parses. True when the pool is autoscaled."""
@@ -604,7 +604,7 @@ _POLICY_SECTIONS = ("driver", "toolkit", "devicePlugin", "dcgmExporter", "dcgm",
                     "migManager", "validator", "nodeStatusExporter")
 
 
-def _cluster_policy(obj: dict, e: Errors) -> None:
+def _cluster_policy(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     for section in _POLICY_SECTIONS:
         body = e.mapping(spec, section, f"spec.{section}")
@@ -631,7 +631,7 @@ def _cluster_policy(obj: dict, e: Errors) -> None:
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
 
 
-def _lease(obj: dict, e: Errors) -> None:
+def _lease(obj: dict[str, Any], e: Errors) -> None:
     """``spec.holderIdentity`` a string, ``leaseDurationSeconds`` > 0, ``leaseTransitions`` >= 0,
     ``acquireTime``/``renewTime`` RFC 3339 (MicroTime: ``2024-01-01T00:00:00.000000Z``)."""
     spec = _spec(obj, e)
@@ -651,7 +651,7 @@ def _lease(obj: dict, e: Errors) -> None:
 # RuntimeClass (node.k8s.io/v1), pkg/apis/node/validation/validation.go ValidateRuntimeClass
 
 
-def _runtime_class(obj: dict, e: Errors) -> None:
+def _runtime_class(obj: dict[str, Any], e: Errors) -> None:
     """``handler`` a DNS-1123 label; ``overhead.podFixed`` quantities; ``scheduling.nodeSelector``
     labels and ``scheduling.tolerations`` as a pod's."""
     handler = obj.get("handler")
@@ -671,7 +671,7 @@ def _runtime_class(obj: dict, e: Errors) -> None:
                          "scheduling.tolerations", e)
 
 
-_VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
+_VALIDATORS: dict[str, Callable[[dict[str, Any], Errors], Any]] = {
     "RuntimeClass": _runtime_class,
     "Pod": _pod,
     "Deployment": _deployment,

@@ -52,7 +52,7 @@ _IANA_SVC_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 PORT_NUM_MSG = "must be between 1 and 65535, inclusive"
 
 
-def _spec(obj: dict, e: Errors, path: str = "spec") -> dict:
+def _spec(obj: dict[str, Any], e: Errors, path: str = "spec") -> dict[str, Any]:
     spec = obj.get(path)
     if spec is None:
         spec = obj[path] = {}
@@ -93,7 +93,7 @@ def _int_or_port_name(value: Any, path: str, e: Errors) -> None:
 
 # ---- Service -----------------------------------------------------------------------------------
 
-def _service(obj: dict, e: Errors) -> None:
+def _service(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     kind = spec.setdefault("type", "ClusterIP")
     if kind not in SERVICE_TYPES:
@@ -119,9 +119,9 @@ def _service(obj: dict, e: Errors) -> None:
         _ip(cluster_ip, "spec.clusterIP", e)
 
 
-def _service_ports(ports: list, kind: str, e: Errors) -> None:
+def _service_ports(ports: list[Any], kind: str, e: Errors) -> None:
     names: set[str] = set()
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     for i, port in enumerate(ports):
         p = f"spec.ports[{i}]"
         if not isinstance(port, dict):
@@ -152,7 +152,7 @@ def _service_ports(ports: list, kind: str, e: Errors) -> None:
         seen.add(key)
 
 
-def _node_port(port: dict, kind: str, p: str, e: Errors) -> None:
+def _node_port(port: dict[str, Any], kind: str, p: str, e: Errors) -> None:
     node_port = port.get("nodePort")
     if node_port in (None, 0):
         return
@@ -176,7 +176,7 @@ def _ip(value: Any, path: str, e: Errors) -> None:
 
 # ---- Endpoints / EndpointSlice (written by the controllers; accepted from users too) ------------
 
-def _endpoints(obj: dict, e: Errors) -> None:
+def _endpoints(obj: dict[str, Any], e: Errors) -> None:
     for i, subset in enumerate(e.items_of(obj, "subsets", "subsets") or []):
         if not isinstance(subset, dict):
             e.invalid(f"subsets[{i}]", subset, "must be an object")
@@ -186,7 +186,7 @@ def _endpoints(obj: dict, e: Errors) -> None:
                 _ip(address.get("ip", ""), f"subsets[{i}].addresses[{j}].ip", e)
 
 
-def _endpoint_slice(obj: dict, e: Errors) -> None:
+def _endpoint_slice(obj: dict[str, Any], e: Errors) -> None:
     address_type = obj.get("addressType")
     if not address_type:
         e.required("addressType")
@@ -198,7 +198,7 @@ def _endpoint_slice(obj: dict, e: Errors) -> None:
 
 # ---- ServiceAccount / Secret --------------------------------------------------------------------
 
-def _service_account(obj: dict, e: Errors) -> None:
+def _service_account(obj: dict[str, Any], e: Errors) -> None:
     for i, ref in enumerate(e.items_of(obj, "secrets", "secrets") or []):
         if not isinstance(ref, dict):
             e.invalid(f"secrets[{i}]", ref, "must be an object")
@@ -214,7 +214,7 @@ _SECRET_REQUIRED_KEYS = {
 }
 
 
-def _secret(obj: dict, e: Errors) -> None:
+def _secret(obj: dict[str, Any], e: Errors) -> None:
     """``stringData`` is merged into ``data`` (base64) as the API server's conversion does."""
     data = e.string_map(obj, "data", "data")
     for key, value in data.items():
@@ -257,7 +257,7 @@ def _too_long(path: str, limit: int):
 
 # ---- storage ------------------------------------------------------------------------------------
 
-def _storage_class(obj: dict, e: Errors) -> None:
+def _storage_class(obj: dict[str, Any], e: Errors) -> None:
     provisioner = e.string(obj, "provisioner", "provisioner")
     if not provisioner:
         e.required("provisioner")
@@ -273,7 +273,7 @@ def _storage_class(obj: dict, e: Errors) -> None:
     e.boolean(obj, "allowVolumeExpansion", "allowVolumeExpansion")
 
 
-def _access_modes(spec: dict, e: Errors) -> None:
+def _access_modes(spec: dict[str, Any], e: Errors) -> None:
     modes = e.items_of(spec, "accessModes", "spec.accessModes")
     if not modes:
         e.required("spec.accessModes", "at least 1 access mode is required")
@@ -285,13 +285,13 @@ def _access_modes(spec: dict, e: Errors) -> None:
         e.forbidden("spec.accessModes", "may not use ReadWriteOncePod with other access modes")
 
 
-def _volume_mode(spec: dict, e: Errors) -> None:
+def _volume_mode(spec: dict[str, Any], e: Errors) -> None:
     mode = spec.setdefault("volumeMode", "Filesystem")
     if mode not in VOLUME_MODES:
         e.unsupported("spec.volumeMode", mode, VOLUME_MODES)
 
 
-def _pvc(obj: dict, e: Errors) -> None:
+def _pvc(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     _access_modes(spec, e)
     _volume_mode(spec, e)
@@ -310,7 +310,7 @@ def _pvc(obj: dict, e: Errors) -> None:
     validate_label_selector(spec.get("selector"), "spec.selector", e)
 
 
-def _pv(obj: dict, e: Errors) -> None:
+def _pv(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     _access_modes(spec, e)
     _volume_mode(spec, e)
@@ -342,7 +342,7 @@ def _pv(obj: dict, e: Errors) -> None:
         status.setdefault("phase", "Pending")
 
 
-def _pv_node_affinity(affinity: dict, e: Errors) -> None:
+def _pv_node_affinity(affinity: dict[str, Any], e: Errors) -> None:
     from gpusched.objects.podspec import _node_selector_term  # one NodeSelectorTerm check
     required = e.mapping(affinity, "required", "spec.nodeAffinity.required")
     if required is None:
@@ -358,7 +358,7 @@ def _pv_node_affinity(affinity: dict, e: Errors) -> None:
 
 # ---- NetworkPolicy ------------------------------------------------------------------------------
 
-def _network_policy(obj: dict, e: Errors) -> None:
+def _network_policy(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     if "podSelector" not in spec:
         e.required("spec.podSelector")
@@ -382,7 +382,7 @@ def _network_policy(obj: dict, e: Errors) -> None:
         e.invalid("spec.policyTypes", types, "may not specify more than two policyTypes")
 
 
-def _policy_ports(ports: list, path: str, e: Errors) -> None:
+def _policy_ports(ports: list[Any], path: str, e: Errors) -> None:
     for i, port in enumerate(ports):
         p = f"{path}[{i}]"
         if not isinstance(port, dict):
@@ -423,7 +423,7 @@ def _policy_peer(peer: Any, p: str, e: Errors) -> None:
 
 # ---- autoscalers (accepted and validated; their controllers are not modelled) ------------------
 
-def _scale_target(spec: dict, field: str, e: Errors) -> None:
+def _scale_target(spec: dict[str, Any], field: str, e: Errors) -> None:
     ref = e.mapping(spec, field, f"spec.{field}")
     if ref is None:
         e.required(f"spec.{field}")
@@ -434,7 +434,7 @@ def _scale_target(spec: dict, field: str, e: Errors) -> None:
             e.required(f"spec.{field}.{key}")
 
 
-def _hpa(obj: dict, e: Errors) -> None:
+def _hpa(obj: dict[str, Any], e: Errors) -> None:
     """validateHorizontalPodAutoscalerSpec's order: minReplicas, maxReplicas, scaleTargetRef."""
     spec = _spec(obj, e)
     if "minReplicas" not in spec:
@@ -502,7 +502,7 @@ def _hpa_metric(metric: Any, p: str, e: Errors) -> None:
             e.forbidden(f"{p}.{field}", "must populate the given metric source only")
 
 
-def _hpa_target(target: Any, p: str, e: Errors) -> dict:
+def _hpa_target(target: Any, p: str, e: Errors) -> dict[str, Any]:
     if not isinstance(target, dict):
         e.required(f"{p}.type", "must specify a metric target type")
         return {}
@@ -537,7 +537,7 @@ def _signed_quantity(value: Any, path: str, e: Errors):
         return None
 
 
-def _hpa_identifier(source: dict, p: str, e: Errors) -> None:
+def _hpa_identifier(source: dict[str, Any], p: str, e: Errors) -> None:
     metric = source.get("metric")
     name = metric.get("name") if isinstance(metric, dict) else None
     if not name:
@@ -552,7 +552,7 @@ def _hpa_identifier(source: dict, p: str, e: Errors) -> None:
         validate_label_selector(metric["selector"], f"{p}.metric.selector", e)
 
 
-def _hpa_resource(source: dict, p: str, e: Errors) -> None:
+def _hpa_resource(source: dict[str, Any], p: str, e: Errors) -> None:
     if not source.get("name"):
         e.required(f"{p}.name", "must specify a resource name")
     target = _hpa_target(source.get("target"), f"{p}.target", e)
@@ -564,20 +564,20 @@ def _hpa_resource(source: dict, p: str, e: Errors) -> None:
                     "may not set both a target raw value and a target utilization")
 
 
-def _hpa_container_resource(source: dict, p: str, e: Errors) -> None:
+def _hpa_container_resource(source: dict[str, Any], p: str, e: Errors) -> None:
     _hpa_resource(source, p, e)
     if not source.get("container"):
         e.required(f"{p}.container", "must specify a container")
 
 
-def _hpa_pods(source: dict, p: str, e: Errors) -> None:
+def _hpa_pods(source: dict[str, Any], p: str, e: Errors) -> None:
     _hpa_identifier(source, p, e)
     target = _hpa_target(source.get("target"), f"{p}.target", e)
     if target.get("averageValue") is None:
         e.required(f"{p}.target.averageValue", "must specify a positive target averageValue")
 
 
-def _hpa_object(source: dict, p: str, e: Errors) -> None:
+def _hpa_object(source: dict[str, Any], p: str, e: Errors) -> None:
     described = source.get("describedObject")
     if not isinstance(described, dict) or not described.get("kind"):
         e.required(f"{p}.describedObject.kind")
@@ -589,7 +589,7 @@ def _hpa_object(source: dict, p: str, e: Errors) -> None:
         e.required(f"{p}.target.averageValue", "must set either a target value or averageValue")
 
 
-def _hpa_external(source: dict, p: str, e: Errors) -> None:
+def _hpa_external(source: dict[str, Any], p: str, e: Errors) -> None:
     _hpa_identifier(source, p, e)
     target = _hpa_target(source.get("target"), f"{p}.target", e)
     if target.get("value") is None and target.get("averageValue") is None:
@@ -600,12 +600,12 @@ def _hpa_external(source: dict, p: str, e: Errors) -> None:
                     "may not set both a target value for metric and a per-pod target")
 
 
-_HPA_SOURCE_CHECKS: dict[str, Callable[[dict, str, Errors], None]] = {
+_HPA_SOURCE_CHECKS: dict[str, Callable[[dict[str, Any], str, Errors], None]] = {
     "object": _hpa_object, "pods": _hpa_pods, "resource": _hpa_resource,
     "containerResource": _hpa_container_resource, "external": _hpa_external}
 
 
-def _hpa_behavior(behavior: dict, e: Errors) -> None:
+def _hpa_behavior(behavior: dict[str, Any], e: Errors) -> None:
     """validateBehavior / validateScalingRules / validateScalingPolicy, after the defaults of
     GenerateHPAScaleUpRules / GenerateHPAScaleDownRules fill what is unset."""
     for direction in ("scaleUp", "scaleDown"):
@@ -638,7 +638,7 @@ def _hpa_behavior(behavior: dict, e: Errors) -> None:
             _hpa_policy(policy if isinstance(policy, dict) else {}, f"{p}.policies[{i}]", e)
 
 
-def _hpa_policy(policy: dict, p: str, e: Errors) -> None:
+def _hpa_policy(policy: dict[str, Any], p: str, e: Errors) -> None:
     if policy.get("type") not in ("Percent", "Pods"):
         e.unsupported(f"{p}.type", policy.get("type", ""), ("Percent", "Pods"))
     value = e.integer(policy, "value", f"{p}.value")
@@ -651,7 +651,7 @@ def _hpa_policy(policy: dict, p: str, e: Errors) -> None:
         e.invalid(f"{p}.periodSeconds", period, f"must be less than or equal to {MAX_POLICY_PERIOD}")
 
 
-def _vpa(obj: dict, e: Errors) -> None:
+def _vpa(obj: dict[str, Any], e: Errors) -> None:
     """The CRD schema's enums and required fields (the schema itself is
     ``schemas/own/verticalpodautoscaler.yaml``; ``objects.strict`` reports its unknown fields)."""
     spec = _spec(obj, e)
@@ -674,7 +674,7 @@ def _vpa(obj: dict, e: Errors) -> None:
             e.required(f"spec.recommenders[{i}].name")
 
 
-def _enum(obj: dict, key: str, path: str, supported: tuple[str, ...], e: Errors, required: bool = False) -> None:
+def _enum(obj: dict[str, Any], key: str, path: str, supported: tuple[str, ...], e: Errors, required: bool = False) -> None:
     """A CRD ``enum``: ``Unsupported value: "x": supported values: ...`` in the schema's order."""
     value = obj.get(key)
     if value is None:
@@ -684,7 +684,7 @@ def _enum(obj: dict, key: str, path: str, supported: tuple[str, ...], e: Errors,
         e.unsupported(path, value, supported)
 
 
-VALIDATORS: dict[str, Callable[[dict, Errors], Any]] = {
+VALIDATORS: dict[str, Callable[[dict[str, Any], Errors], Any]] = {
     "Service": _service,
     "Endpoints": _endpoints,
     "EndpointSlice": _endpoint_slice,

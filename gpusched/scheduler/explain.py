@@ -159,9 +159,9 @@ def _node_state(scheduler, framework, pod: PodInfo, taint: Taint) -> list[Sugges
             for node in found.nodes]
 
 
-def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo, tuple]]:
+def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo, tuple[Any, ...]]]:
     replace = dataclasses.replace
-    out: list[tuple[str, str, PodInfo, tuple]] = []
+    out: list[tuple[str, str, PodInfo, tuple[Any, ...]]] = []
     seen = set()
     for taints in snapshot.taint_groups:
         for taint in taints:

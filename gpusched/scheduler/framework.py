@@ -170,7 +170,7 @@ class Plugin(Protocol):
 
 @runtime_checkable
 class QueueSortPlugin(Plugin, Protocol):
-    def sort_key(self, pod: PodInfo) -> tuple: ...
+    def sort_key(self, pod: PodInfo) -> tuple[Any, ...]: ...
 
 
 @runtime_checkable

@@ -158,7 +158,7 @@ def start_or_latest(pod: PodInfo) -> float:
     return math.inf if pod.start_time is None else pod.start_time
 
 
-def importance_key(pod: PodInfo) -> tuple:
+def importance_key(pod: PodInfo) -> tuple[Any, ...]:
     """Sort key, most important first: higher priority, then earlier start, then creation, uid."""
     return (-pod.priority, start_or_latest(pod), pod.creation_seq, pod.uid)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from typing import Callable
+from typing import Any, Callable
 
 from gpusched.objects.types import PodInfo
 
@@ -40,7 +40,7 @@ EVENTS = (POD_DELETED, POD_FINISHED, NODE_ADDED, NODE_CHANGED, DEVICE_CONFIG_CHA
 ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 
 
-def priority_sort_key(pod: PodInfo) -> tuple:
+def priority_sort_key(pod: PodInfo) -> tuple[Any, ...]:
     """PrioritySort's key (kept here too so a queue works without a profile)."""
     return (-pod.priority, pod.creation_seq, pod.namespace, pod.name)
 
@@ -48,7 +48,7 @@ def priority_sort_key(pod: PodInfo) -> tuple:
 class SchedulingQueue:
     """Active / backoff / unschedulable pods; see the module docstring."""
 
-    def __init__(self, clock: Callable[[], float], sort_key: Callable[[PodInfo], tuple] | None = None):
+    def __init__(self, clock: Callable[[], float], sort_key: Callable[[PodInfo], tuple[Any, ...]] | None = None):
         self.clock = clock
         self.sort_key = sort_key or priority_sort_key
         self._pods: dict[str, PodInfo] = {}
@@ -56,8 +56,8 @@ class SchedulingQueue:
         self._token: dict[str, int] = {}          # the heap entry that is current for a pod
         self._attempts: dict[str, int] = {}
         self._last_failure: dict[str, float] = {}
-        self._active: list[tuple] = []
-        self._backoff: list[tuple] = []
+        self._active: list[tuple[Any, ...]] = []
+        self._backoff: list[tuple[Any, ...]] = []
         self._unschedulable: dict[str, float] = {}   # uid -> time it became unschedulable
         self._seq = 0
 

@@ -54,7 +54,7 @@ import copy
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Iterable
+from typing import Any, Callable, ContextManager, Iterable
 
 import numpy as np
 
@@ -124,7 +124,7 @@ class Scheduler:
         """Forget a nomination (the pod was bound, deleted, or lost its nomination)."""
         self.nominated.pop(uid, None)
 
-    def nominated_pods_counted(self, pod: PodInfo) -> ContextManager:
+    def nominated_pods_counted(self, pod: PodInfo) -> ContextManager[Any]:
         """A block in which the nominated pods of priority >= ``pod``'s occupy their nodes."""
         if not self.nominated:
             return contextlib.nullcontext()

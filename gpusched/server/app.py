@@ -105,7 +105,7 @@ class ApiServer:
         self.idle_timeout = idle_timeout
         self.tls = tls
         self.scheme = "https" if tls is not None else "http"
-        self.peers: dict | None = {} if tls is not None and tls.verify_mode != ssl.CERT_NONE else None
+        self.peers: dict[str, Any] | None = {} if tls is not None and tls.verify_mode != ssl.CERT_NONE else None
         self.policy = Policy(authenticator, is_loopback(host), host, tuple(cors_origins), self.peers)
         self.handlers = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="gpusched-handler")
         self.streams = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="gpusched-stream")

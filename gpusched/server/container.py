@@ -48,7 +48,7 @@ def handle_container(worker: Any, req: Request, target: Any) -> Response:
         return error_response(err)
 
 
-def _pod_and_container(view: Any, target: Any, wanted: str) -> tuple[dict, str]:
+def _pod_and_container(view: Any, target: Any, wanted: str) -> tuple[dict[str, Any], str]:
     from gpusched.metrics.container import container_names
     pod = view.get("Pod", target.name, target.namespace or "default")
     if pod is None:
@@ -127,7 +127,7 @@ def exec_session(worker: Any, req: Request, target: Any) -> ExecSession | Respon
                                   bytes([ERROR]) + json.dumps(status).encode()))
 
 
-def _exit_status(code: int, command: list[str]) -> dict:
+def _exit_status(code: int, command: list[str]) -> dict[str, Any]:
     if code == 0:
         return {"metadata": {}, "status": "Success"}
     return {"metadata": {}, "status": "Failure",

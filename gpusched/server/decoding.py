@@ -74,7 +74,7 @@ def mode_of(query: dict[str, str]) -> str:
     return value
 
 
-def _typed(info: KindInfo, body: dict) -> dict:
+def _typed(info: KindInfo, body: dict[str, Any]) -> dict[str, Any]:
     """The body with apiVersion and kind (from the URL when absent), its repeated keys still marked."""
     if body.get("apiVersion") and body.get("kind"):
         return body
@@ -85,7 +85,7 @@ def _typed(info: KindInfo, body: dict) -> dict:
     return out
 
 
-def _outcome(info: KindInfo, body: dict, findings: list[str], mode: str) -> tuple[Any, list[str]]:
+def _outcome(info: KindInfo, body: dict[str, Any], findings: list[str], mode: str) -> tuple[Any, list[str]]:
     if not findings or mode == IGNORE:
         return body, []
     if mode == STRICT:
@@ -102,7 +102,7 @@ def decode_body(info: KindInfo, body: Any, mode: str) -> tuple[Any, list[str]]:
     return _outcome(info, decoded.obj, list(decoded.findings), mode)
 
 
-def decode_patched(info: KindInfo, old: dict, new: Any, patch_body: Any, mode: str) -> tuple[Any, list[str]]:
+def decode_patched(info: KindInfo, old: dict[str, Any], new: Any, patch_body: Any, mode: str) -> tuple[Any, list[str]]:
     """A patched object -> (the object to store, warnings): only the request's own findings count."""
     if not isinstance(new, dict):
         return new, []

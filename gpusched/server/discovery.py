@@ -31,6 +31,8 @@ Neighbours: ``server.app`` routes here; ``objects.kinds`` is the table of kinds.
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import hashlib
 import json
@@ -51,7 +53,7 @@ CATEGORIES = {"Pod": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"], "Dae
               "Job": ["all"], "Service": ["all"], "HorizontalPodAutoscaler": ["all"]}
 
 
-def version() -> dict:
+def version() -> dict[str, Any]:
     major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
     return {"major": major, "minor": minor, "gitVersion": GIT_VERSION,
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
@@ -89,7 +91,7 @@ def subresources(info: KindInfo) -> list[tuple[str, str, str, list[str]]]:
     return out
 
 
-def resource_list(group_version: str) -> dict | None:
+def resource_list(group_version: str) -> dict[str, Any] | None:
     kinds = group_versions().get(group_version)
     if kinds is None:
         return metrics_api.resource_list(group_version)
@@ -111,17 +113,17 @@ def resource_list(group_version: str) -> dict | None:
             "resources": resources}
 
 
-def api_versions() -> dict:
+def api_versions() -> dict[str, Any]:
     return {"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}
 
 
-def _group_entry(group: str, versions: list[str]) -> dict:
+def _group_entry(group: str, versions: list[str]) -> dict[str, Any]:
     listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": listed, "preferredVersion": listed[0]}
 
 
-def api_groups() -> dict:
+def api_groups() -> dict[str, Any]:
     groups: dict[str, list[str]] = {}
     for gv in group_versions():
         if "/" in gv:
@@ -134,7 +136,7 @@ def api_groups() -> dict:
             "groups": [_group_entry(g, vs) for g, vs in groups.items()]}
 
 
-def api_group(group: str) -> dict | None:
+def api_group(group: str) -> dict[str, Any] | None:
     versions = [gv.split("/")[1] for gv in [*group_versions(), *metrics_api.DISCOVERY]
                 if gv.startswith(group + "/")]
     if not versions:
@@ -142,7 +144,7 @@ def api_group(group: str) -> dict | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
 
 
-def _aggregated_resource(info: KindInfo) -> dict:
+def _aggregated_resource(info: KindInfo) -> dict[str, Any]:
     group, _, version = info.api_version.rpartition("/")
     entry = {"resource": info.plural, "singularResource": info.singular,
              "scope": "Namespaced" if info.namespaced else "Cluster",
@@ -157,7 +159,7 @@ def _aggregated_resource(info: KindInfo) -> dict:
     return entry
 
 
-def aggregated(core: bool, version_tag: str) -> dict:
+def aggregated(core: bool, version_tag: str) -> dict[str, Any]:
     """The APIGroupDiscoveryList for ``/api`` (core) or ``/apis`` (named groups)."""
     items = []
     for gv, kinds in group_versions().items():
@@ -191,7 +193,7 @@ def _hash(text: str) -> str:
 
 # ---- OpenAPI v3 ------------------------------------------------------------------------------
 
-def openapi_root() -> dict:
+def openapi_root() -> dict[str, Any]:
     paths = {}
     for gv in group_versions():
         key = "api/v1" if gv == "v1" else f"apis/{gv}"
@@ -204,12 +206,12 @@ def _document_hash(group_version: str) -> str:
     return _hash(json.dumps(openapi_document(group_version), sort_keys=True)).upper()
 
 
-def _path_parameter(name: str) -> dict:
+def _path_parameter(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string", "uniqueItems": True},
             "description": f"name of the {'Namespace' if name == 'namespace' else 'object'}"}
 
 
-def _operation(info: KindInfo, verb: str, action: str) -> dict:
+def _operation(info: KindInfo, verb: str, action: str) -> dict[str, Any]:
     group, _, version = info.api_version.rpartition("/")
     op = {"operationId": f"{verb}{info.kind}", "x-kubernetes-action": action,
           "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.kind},
@@ -235,7 +237,7 @@ def _schema_name(info: KindInfo) -> str:
     return schema.own_definition_name(info.api_version, info.kind)
 
 
-def _open_schema(info: KindInfo) -> dict:
+def _open_schema(info: KindInfo) -> dict[str, Any]:
     group, _, version = info.api_version.rpartition("/")
     return {"type": "object", "description": f"{info.kind} ({info.api_version})",
             "x-kubernetes-preserve-unknown-fields": True,
@@ -243,14 +245,14 @@ def _open_schema(info: KindInfo) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def openapi_document(group_version: str) -> dict | None:
+def openapi_document(group_version: str) -> dict[str, Any] | None:
     """The OpenAPI v3 document of one group version: its paths, and the schemas of its kinds (from
     ``objects.schema``, every definition they refer to included), which ``kubectl explain`` reads."""
     kinds = group_versions().get(group_version)
     if kinds is None:
         return None
     base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-    paths: dict = {}
+    paths: dict[str, Any] = {}
     named, opened = [], {}
     for info in kinds:
         scope = f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
@@ -289,6 +291,6 @@ def openapi_v2_protobuf() -> bytes:
     return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
 
 
-def openapi_v2_json() -> dict:
+def openapi_v2_json() -> dict[str, Any]:
     return {"swagger": "2.0", "info": {"title": "Kubernetes (gpusched)", "version": GIT_VERSION},
             "paths": {}, "definitions": {}}

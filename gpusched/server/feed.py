@@ -26,6 +26,8 @@ Neighbours: ``cluster.store`` (tables), ``server.watch`` (streams to clients).
 
 from __future__ import annotations
 
+from typing import Any
+
 import bisect
 import copy
 import json
@@ -51,8 +53,8 @@ class Change:
     kind: str
     namespace: str
     name: str
-    body: dict
-    prev: dict | None = None   # the state before this change (cacher's PrevObject), if known
+    body: dict[str, Any]
+    prev: dict[str, Any] | None = None   # the state before this change (cacher's PrevObject), if known
 
 
 class _Stream:
@@ -62,7 +64,7 @@ class _Stream:
         self.capacity = capacity
         self.changes: list[Change] = []
         self.rvs: list[int] = []
-        self.state: dict[tuple[str, str, str], dict] = {}
+        self.state: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.cursor = 0
         self.floor = 0
 
@@ -188,7 +190,7 @@ class ChangeFeed:
             stream.rvs.clear()
             stream.cursor = stream.floor = 0
 
-    def _add_objects(self, rows: list, bodies: dict) -> bool:
+    def _add_objects(self, rows: list[Any], bodies: dict[str, Any]) -> bool:
         stream = self.streams[OBJECTS]
         for rv, kind, ns, name, typ in rows:
             key = (kind, ns, name)
@@ -208,7 +210,7 @@ class ChangeFeed:
             stream.emit(Change(rv, change, kind, ns, name, body, prev))
         return bool(rows)
 
-    def _add_events(self, rows: list) -> bool:
+    def _add_events(self, rows: list[Any]) -> bool:
         stream = self.streams[EVENTS]
         for ns, name, seq, text in rows:
             key = ("Event", ns, name)
@@ -228,13 +230,13 @@ class ChangeFeed:
 
     # ---- reading -----------------------------------------------------------------------------
 
-    def snapshot(self, stream: str) -> tuple[int, list[tuple[tuple[str, str, str], dict]]]:
+    def snapshot(self, stream: str) -> tuple[int, list[tuple[tuple[str, str, str], dict[str, Any]]]]:
         """(cursor, current objects sorted by key) for a watch without a resourceVersion."""
         with self.cond:
             s = self.streams[stream]
             return s.cursor, sorted(s.state.items())
 
-    def state_at(self, stream: str, rv: int) -> dict[tuple[str, str, str], dict] | None:
+    def state_at(self, stream: str, rv: int) -> dict[tuple[str, str, str], dict[str, Any]] | None:
         """The stream's objects as they were at ``rv`` (the current state with every later change
         undone, newest first: each change keeps the state before it); None when ``rv`` is older
         than the floor (history dropped: etcd's compaction). After the sync nothing newer than
@@ -277,7 +279,7 @@ class ChangeFeed:
             return found
 
 
-def _stamp(body: dict, rv: int) -> dict:
+def _stamp(body: dict[str, Any], rv: int) -> dict[str, Any]:
     body = copy.deepcopy(body)
     body.setdefault("metadata", {})["resourceVersion"] = str(rv)
     return body

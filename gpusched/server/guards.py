@@ -48,13 +48,13 @@ class Policy:
     loopback: bool
     bind_host: str
     cors_origins: tuple[str, ...] = ()
-    peers: dict | None = None              # client (host, port) -> verified peer certificate
+    peers: dict[str, Any] | None = None              # client (host, port) -> verified peer certificate
 
     def origin_allowed(self, origin: str) -> bool:
         return any(re.search(pattern, origin) for pattern in self.cors_origins)
 
 
-def status(code: int, message: str, reason: str = "", details: dict | None = None) -> Response:
+def status(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> Response:
     return json_response(status_object(code, message, reason, details), code)
 
 
@@ -132,7 +132,7 @@ class Guards:
         self.app = app
         self.policy = policy
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
@@ -152,7 +152,7 @@ class Guards:
         else:
             await reply(scope, receive, send)
 
-    def refusal(self, scope: dict, method: str, path: str, headers: dict[str, str],
+    def refusal(self, scope: dict[str, Any], method: str, path: str, headers: dict[str, str],
                 websocket: bool) -> Response | None:
         policy = self.policy
         refused = browser_refusal(policy, method, headers, websocket)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs
 
 from gpusched.errors import GpuschedError, InvalidError
@@ -84,7 +84,7 @@ def json_response(obj: object, status: int = 200, content_type: str = JSON) -> R
     return Response(status, json.dumps(obj, separators=(",", ":")).encode() + b"\n", content_type)
 
 
-def status_object(code: int, message: str, reason: str = "", details: dict | None = None) -> dict:
+def status_object(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> dict[str, Any]:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason or REASONS.get(code, "Unknown"), "code": code}
     if details:
@@ -92,7 +92,7 @@ def status_object(code: int, message: str, reason: str = "", details: dict | Non
     return body
 
 
-def status_response(code: int, message: str, reason: str = "", details: dict | None = None) -> Response:
+def status_response(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> Response:
     return json_response(status_object(code, message, reason, details), code)
 
 
@@ -108,7 +108,7 @@ def error_response(error: GpuschedError) -> Response:
     return status_response(error.code, error.message, error.reason, details)
 
 
-def success_status(code: int = 200, details: dict | None = None) -> Response:
+def success_status(code: int = 200, details: dict[str, Any] | None = None) -> Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
     if details:
         body["details"] = details

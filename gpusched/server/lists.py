@@ -253,7 +253,7 @@ def _bad_token(reason: str) -> BadRequestError:
     return BadRequestError(f"invalid continue token: {reason}")
 
 
-def storage_key(body: dict, all_namespaces: bool) -> str:
+def storage_key(body: dict[str, Any], all_namespaces: bool) -> str:
     """The item's key below the list's prefix: ``ns/name`` across namespaces, else ``name``."""
     meta = body.get("metadata") or {}
     name = str(meta.get("name", ""))
@@ -262,17 +262,17 @@ def storage_key(body: dict, all_namespaces: bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    items: list[dict]
+    items: list[dict[str, Any]]
     continue_token: str = ""
     remaining: int | None = None
 
 
-def cut_page(keyed: Iterable[tuple[str, dict]], read_plan: ReadPlan, limit: int, rv: int,
+def cut_page(keyed: Iterable[tuple[str, dict[str, Any]]], read_plan: ReadPlan, limit: int, rv: int,
              keep: Any, filtered: bool) -> Page:
     """One page: items (sorted by key) from ``start_key`` on that pass ``keep``, at most
     ``limit`` (0: all); a continue token when keys remain after the last one returned."""
     ordered = sorted((k, body) for k, body in keyed if k >= read_plan.start_key)
-    chosen: list[dict] = []
+    chosen: list[dict[str, Any]] = []
     last = -1
     for index, (_key, body) in enumerate(ordered):
         if limit and len(chosen) >= limit:

@@ -39,7 +39,7 @@ PREFIXES = tuple(f"/apis/{gv}" for gv in (METRICS, CUSTOM, EXTERNAL))
 OBJECT_RESOURCES = {"pods": "Pod", "deployments.apps": "Deployment", "deployments": "Deployment"}
 
 
-def _resources() -> dict[str, list[dict]]:
+def _resources() -> dict[str, list[dict[str, Any]]]:
     metrics = [{"name": "nodes", "singularName": "", "namespaced": False, "kind": "NodeMetrics",
                 "verbs": ["get", "list"]},
                {"name": "pods", "singularName": "", "namespaced": True, "kind": "PodMetrics",
@@ -54,10 +54,10 @@ def _resources() -> dict[str, list[dict]]:
     return {METRICS: metrics, CUSTOM: custom, EXTERNAL: external}
 
 
-DISCOVERY: dict[str, list[dict]] = _resources()
+DISCOVERY: dict[str, list[dict[str, Any]]] = _resources()
 
 
-def resource_list(group_version: str) -> dict | None:
+def resource_list(group_version: str) -> dict[str, Any] | None:
     resources = DISCOVERY.get(group_version)
     if resources is None:
         return None
@@ -65,7 +65,7 @@ def resource_list(group_version: str) -> dict | None:
             "resources": resources}
 
 
-def aggregated_items() -> list[dict]:
+def aggregated_items() -> list[dict[str, Any]]:
     """Aggregated-discovery entries (``apidiscovery.k8s.io``) of the three groups."""
     items = []
     for gv, resources in DISCOVERY.items():
@@ -120,7 +120,7 @@ def _memory(bytes_: int) -> str:
     return f"{bytes_ // 1024}Ki"
 
 
-def _meta(body: dict, view: Any) -> dict:
+def _meta(body: dict[str, Any], view: Any) -> dict[str, Any]:
     meta = body.get("metadata") or {}
     out = {"name": meta.get("name", ""), "creationTimestamp": _stamp(view)}
     if meta.get("namespace"):
@@ -130,21 +130,21 @@ def _meta(body: dict, view: Any) -> dict:
     return out
 
 
-def _node_metrics(usage: Usage, node: dict, view: Any) -> dict:
+def _node_metrics(usage: Usage, node: dict[str, Any], view: Any) -> dict[str, Any]:
     values = usage.node_usage(node)
     return {"kind": "NodeMetrics", "apiVersion": METRICS, "metadata": _meta(node, view),
             "timestamp": _stamp(view), "window": f"{WINDOW_S}s",
             "usage": {"cpu": _cpu(values["cpu"]), "memory": _memory(values["memory"])}}
 
 
-def _pod_metrics(usage: Usage, pod: dict, view: Any) -> dict:
+def _pod_metrics(usage: Usage, pod: dict[str, Any], view: Any) -> dict[str, Any]:
     return {"kind": "PodMetrics", "apiVersion": METRICS, "metadata": _meta(pod, view),
             "timestamp": _stamp(view), "window": f"{WINDOW_S}s",
             "containers": [{"name": name, "usage": {"cpu": _cpu(cpu), "memory": _memory(mem)}}
                            for name, cpu, mem in usage.container_usage(pod)]}
 
 
-def _labels(body: dict) -> dict:
+def _labels(body: dict[str, Any]) -> dict[str, Any]:
     return (body.get("metadata") or {}).get("labels") or {}
 
 
@@ -178,7 +178,7 @@ def _resource_metrics(view: Any, rest: list[str], selector) -> Response:
 # ---- custom.metrics.k8s.io --------------------------------------------------------------------
 
 def _value(kind: str, api_version: str, namespace: str, name: str, metric: str, value: float,
-           view: Any) -> dict:
+           view: Any) -> dict[str, Any]:
     return {"describedObject": {"kind": kind, "namespace": namespace, "name": name,
                                 "apiVersion": api_version},
             "metricName": metric, "timestamp": _stamp(view), "value": format_milli(milli(value)),
@@ -243,12 +243,12 @@ def _external(view: Any, rest: list[str], selector_text: str) -> Response:
                                     for labels, value in items]})
 
 
-def _selector_dict(text: str) -> dict | None:
+def _selector_dict(text: str) -> dict[str, Any] | None:
     """A LabelSelector dict from ``key=value,...`` (the forms external metric selectors use)."""
     if not text:
         return None
     parsed = parse_selector(text)
-    out: dict = {}
+    out: dict[str, Any] = {}
     if parsed.match_labels:
         out["matchLabels"] = dict(parsed.match_labels)
     if parsed.match_expressions:

@@ -56,7 +56,7 @@ def parse_body(raw: bytes, content_type: str) -> Any:
         raise BadRequestError(f"the body of the request could not be decoded: {first}") from None
 
 
-def apply_patch(old: dict, patch: Any, patch_type: str) -> dict:
+def apply_patch(old: dict[str, Any], patch: Any, patch_type: str) -> dict[str, Any]:
     """The object ``old`` with ``patch`` applied (``old`` is not changed)."""
     if patch_type == JSON_PATCH:
         return json_patch(old, patch)
@@ -91,7 +91,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def strategic_merge(old: dict, patch: dict) -> dict:
+def strategic_merge(old: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """Strategic merge patch with the patch metadata of ``old``'s kind (``server.strategic``).
 
     >>> pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"tolerations": [{"key": "a"}],
@@ -269,13 +269,13 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _member(op: dict, name: str, number: int) -> Any:
+def _member(op: dict[str, Any], name: str, number: int) -> Any:
     if name not in op:
         raise JsonPatchError(f'operation {number} ({op.get("op")}) has no "{name}"')
     return op[name]
 
 
-def _apply_one(doc: Any, op: dict, number: int, copied: list[int]) -> Any:
+def _apply_one(doc: Any, op: dict[str, Any], number: int, copied: list[int]) -> Any:
     kind = op.get("op")
     path = _member(op, "path", number)
     if kind == "add":
@@ -327,7 +327,7 @@ def _decode_patch_error(operations: Any) -> str:
     return f"json: cannot unmarshal {_go_json_type(bad)} into Go value of type jsonpatch.Operation"
 
 
-def json_patch(old: dict, operations: Any) -> dict:
+def json_patch(old: dict[str, Any], operations: Any) -> dict[str, Any]:
     """RFC 6902 over a copy of ``old``; any failing operation fails the whole patch.
 
     >>> json_patch({"a": [1]}, [{"op": "add", "path": "/a/-", "value": 2}])

@@ -40,7 +40,7 @@ class GuardedH11Protocol(H11Protocol):
     """See the module docstring; ``header_timeout`` and ``peers`` are set by :func:`protocol_class`."""
 
     header_timeout: float = 60.0
-    peers: dict[tuple[str, int], dict] | None = None
+    peers: dict[tuple[str, int], dict[str, Any]] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -113,7 +113,7 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def protocol_class(header_timeout: float, peers: dict | None) -> type[GuardedH11Protocol]:
+def protocol_class(header_timeout: float, peers: dict[str, Any] | None) -> type[GuardedH11Protocol]:
     """A protocol class carrying one server's settings (uvicorn instantiates it per connection)."""
     settings: dict[str, Any] = {"header_timeout": header_timeout, "peers": peers}
     return type("GpuschedH11Protocol", (GuardedH11Protocol,), settings)

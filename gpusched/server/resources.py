@@ -131,7 +131,7 @@ class ResourceApi:
             ns = t.namespace or ""
             manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
 
-            def put(view: Any) -> dict:
+            def put(view: Any) -> dict[str, Any]:
                 old = copy.deepcopy(view.get(t.info.kind, t.name, ns))
                 stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource)
                 return record_managed(view, t.info, old, stored, manager, t.subresource)
@@ -155,12 +155,12 @@ class ResourceApi:
         kind = t.info.kind
         all_namespaces = t.info.namespaced and t.namespace is None
 
-        def keep(body: dict) -> bool:
+        def keep(body: dict[str, Any]) -> bool:
             return (label_sel is None or matches(
                 label_sel, (body.get("metadata") or {}).get("labels") or {})) \
                 and field_matches(body, field_sel)
 
-        def read(view: Any) -> tuple[int, list[dict], str]:
+        def read(view: Any) -> tuple[int, list[dict[str, Any]], str]:
             if kind == "Event":
                 return view.event_counter, [stamp_event(view, e) for e in view.list_events(
                     t.namespace)], view.timestamp()
@@ -191,7 +191,7 @@ class ResourceApi:
         return json_response({"kind": f"{kind}List", "apiVersion": t.info.api_version,
                               "metadata": meta, "items": items})
 
-    def _items_at(self, t: Target, rv: int, options: lists.ListOptions) -> list[dict]:
+    def _items_at(self, t: Target, rv: int, options: lists.ListOptions) -> list[dict[str, Any]]:
         """The kind's objects at resourceVersion ``rv`` from the change feed's history; 410
         when the history no longer reaches back that far (etcd3 ``interpretListError``)."""
         state = self.feed.state_at(OBJECTS, rv)
@@ -204,13 +204,13 @@ class ResourceApi:
         return [body for (kind, ns, _name), body in state.items()
                 if kind == t.info.kind and (wanted_ns is None or ns == wanted_ns)]
 
-    def table(self, info: KindInfo, items: list[dict], now: str, rv: str, req: Request,
-              with_definitions: bool = True) -> dict:
+    def table(self, info: KindInfo, items: list[dict[str, Any]], now: str, rv: str, req: Request,
+              with_definitions: bool = True) -> dict[str, Any]:
         return build_table(info.kind, items, now, self.columns, rv,
                            req.query.get("includeObject", "Metadata"), with_definitions)
 
     def get(self, req: Request, t: Target) -> Response:
-        def read(view: Any) -> tuple[dict | None, str]:
+        def read(view: Any) -> tuple[dict[str, Any] | None, str]:
             if t.info.kind == "Event":
                 body = view.events.get((t.namespace, t.name))
                 return (stamp_event(view, body) if body else None), view.timestamp()
@@ -258,7 +258,7 @@ class ResourceApi:
         manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), applying)
         force = req.query.get("force") in ("true", "1")
 
-        def write(view: Any) -> tuple[int, dict]:
+        def write(view: Any) -> tuple[int, dict[str, Any]]:
             old = copy.deepcopy(view.get(t.info.kind, t.name, ns))
             if old is None and applying and not t.subresource:
                 created, found = decoding.decode_body(t.info, body, mode)
@@ -296,8 +296,8 @@ class ResourceApi:
         ns = t.namespace or ""
         info = t.info
 
-        def delete(cluster: Any) -> dict:
-            def in_view(view: Any) -> dict:
+        def delete(cluster: Any) -> dict[str, Any]:
+            def in_view(view: Any) -> dict[str, Any]:
                 body = api_ops.get_existing(view, info, ns, t.name)
                 last = copy.deepcopy(body)
                 cluster.delete_in(view, info, t.name, ns or "default", grace)
@@ -326,7 +326,7 @@ class ResourceApi:
                                    f'accepted media types include: {", ".join(patch.PATCH_TYPES)}')
         sent = patch.parse_body(req.body, kind or "application/json")
 
-        def write(view: Any) -> dict:
+        def write(view: Any) -> dict[str, Any]:
             old = view.get(t.info.kind, t.name, ns)
             if old is None:
                 raise NotFoundError(plural_name(t.info), t.name)
@@ -372,9 +372,9 @@ def check_dry_run(req: Request) -> None:
         "dryRun", "Unsupported value", f"[]string{{{shown}}}", 'supported values: "All"', quoted=False)])
 
 
-def record_managed(view: Any, info: KindInfo, old: dict | None, stored: dict, manager: str,
-                   subresource: str = "", entries: list[dict] | None = None,
-                   applied: dict | None = None) -> dict:
+def record_managed(view: Any, info: KindInfo, old: dict[str, Any] | None, stored: dict[str, Any], manager: str,
+                   subresource: str = "", entries: list[dict[str, Any]] | None = None,
+                   applied: dict[str, Any] | None = None) -> dict[str, Any]:
     """Put the write's managedFields (``server.ssa``: ``entries`` from an apply, else an Update
     by ``manager``; ``applied``: an apply that created the object) on the stored object, in
     place when this transaction already changed it (no second resourceVersion); returns a copy."""
@@ -410,7 +410,7 @@ def with_warnings(response: Response, warnings: list[str]) -> Response:
     return response
 
 
-def scale_of(body: dict) -> dict:
+def scale_of(body: dict[str, Any]) -> dict[str, Any]:
     """autoscaling/v1 Scale of a Deployment/ReplicaSet (``status.selector`` as a string)."""
     meta = body.get("metadata") or {}
     selector = selector_to_string(selector_from_dict((body.get("spec") or {}).get("selector")))
@@ -442,7 +442,7 @@ def _dry_write(cluster: Any, fn: Any, settle: bool) -> Any:
         cluster.dry_run = False
 
 
-def stamp_event(view: Any, event: dict) -> dict:
+def stamp_event(view: Any, event: dict[str, Any]) -> dict[str, Any]:
     """An Event as served: its resourceVersion is its recording sequence number."""
     meta = event.get("metadata") or {}
     seq = view.event_seq.get((meta.get("namespace", ""), meta.get("name", "")), 0)

@@ -21,6 +21,8 @@ Neighbours: ``cli.serve`` (commands), ``server.guards`` (authenticates each requ
 
 from __future__ import annotations
 
+from typing import Any
+
 import base64
 import fcntl
 import hmac
@@ -87,7 +89,7 @@ class Authenticator:
     def required(self) -> bool:
         return bool(self.tokens) or self.client_certs
 
-    def authenticate(self, authorization: str, peercert: dict | None = None) -> User | None:
+    def authenticate(self, authorization: str, peercert: dict[str, Any] | None = None) -> User | None:
         if not self.required:
             return ANONYMOUS_ADMIN
         scheme, _, given = authorization.partition(" ")
@@ -103,7 +105,7 @@ class Authenticator:
         return None
 
 
-def user_of_certificate(peercert: dict) -> User | None:
+def user_of_certificate(peercert: dict[str, Any]) -> User | None:
     """kube-apiserver's x509 authenticator: CN is the user, each O a group."""
     names = [(k, v) for rdn in peercert.get("subject", ()) for k, v in rdn]
     common = [v for k, v in names if k == "commonName"]
@@ -244,12 +246,12 @@ def make_certificate(directory: Path, host: str, advertise: str | None = None) -
     return cert, key
 
 
-def kubeconfig(server: str, token: str | None = None, ca_file: Path | None = None) -> dict:
+def kubeconfig(server: str, token: str | None = None, ca_file: Path | None = None) -> dict[str, Any]:
     """A kubeconfig with cluster/context ``gpusched`` and a user with the given credentials."""
-    cluster: dict = {"server": server}
+    cluster: dict[str, Any] = {"server": server}
     if ca_file is not None:
         cluster["certificate-authority-data"] = base64.b64encode(ca_file.read_bytes()).decode()
-    user: dict = {"token": token} if token else {}
+    user: dict[str, Any] = {"token": token} if token else {}
     return {"apiVersion": "v1", "kind": "Config", "preferences": {},
             "clusters": [{"name": CLUSTER_NAME, "cluster": cluster}],
             "users": [{"name": CLUSTER_NAME, "user": user}],
@@ -258,11 +260,11 @@ def kubeconfig(server: str, token: str | None = None, ca_file: Path | None = Non
             "current-context": CLUSTER_NAME}
 
 
-def kubeconfig_text(config: dict) -> str:
+def kubeconfig_text(config: dict[str, Any]) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def write_kubeconfig(path: Path, config: dict) -> Path:
+def write_kubeconfig(path: Path, config: dict[str, Any]) -> Path:
     """Write ``config`` to ``path`` readable by its owner only (0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

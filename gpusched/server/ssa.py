@@ -67,7 +67,7 @@ class Shape:
     "set-list" or "atomic-list"; ``keys`` are a map list's key fields; ``node`` its schema."""
 
     kind: str
-    node: dict | None = None
+    node: dict[str, Any] | None = None
     keys: tuple[str, ...] = ()
 
 
@@ -77,7 +77,7 @@ def root_shape(api_version: str, kind: str) -> Shape:
     return Shape("map", node)
 
 
-_CHILDREN: dict[tuple[int, str, str], tuple[dict | None, Shape]] = {}
+_CHILDREN: dict[tuple[int, str, str], tuple[dict[str, Any] | None, Shape]] = {}
 
 
 def _value_kind(value: Any) -> str:
@@ -169,7 +169,7 @@ def _same(a: Any, b: Any) -> bool:
     return _compact(a) == _compact(b)
 
 
-def tracked(body: dict, shape: Shape, subresource: str = "") -> dict[Path, Any]:
+def tracked(body: dict[str, Any], shape: Shape, subresource: str = "") -> dict[Path, Any]:
     """The owned paths of an object (``stripmeta.go`` and ResetFields leave some out)."""
     body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
     meta = body.get("metadata")
@@ -187,14 +187,14 @@ def tracked(body: dict, shape: Shape, subresource: str = "") -> dict[Path, Any]:
 
 # ---- FieldsV1 --------------------------------------------------------------------------------
 
-def to_fields_v1(paths: Iterable[Path]) -> dict:
+def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     """The FieldsV1 tree of a set of paths; a path that is also a parent gets ``.``.
 
     >>> to_fields_v1([("f:spec", "f:replicas"), ("f:spec", "f:c", 'k:{"name":"a"}'),
     ...               ("f:spec", "f:c", 'k:{"name":"a"}', "f:image")])
     {'f:spec': {'f:c': {'k:{"name":"a"}': {'.': {}, 'f:image': {}}}, 'f:replicas': {}}}
     """
-    tree: dict = {}
+    tree: dict[str, Any] = {}
     ends: set[Path] = set()
     for path in paths:
         node = tree
@@ -204,8 +204,8 @@ def to_fields_v1(paths: Iterable[Path]) -> dict:
     return _render(tree, (), ends)
 
 
-def _render(tree: dict, path: Path, ends: set[Path]) -> dict:
-    out: dict = {}
+def _render(tree: dict[str, Any], path: Path, ends: set[Path]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if path in ends and tree and path:
         out["."] = {}
     for element in sorted(tree):
@@ -267,7 +267,7 @@ class Entry:
         return f"{text} using {self.api_version}" if self.operation == UPDATE else text
 
 
-def read_entries(body: dict | None) -> list[Entry]:
+def read_entries(body: dict[str, Any] | None) -> list[Entry]:
     entries = []
     for raw in ((body or {}).get("metadata") or {}).get("managedFields") or []:
         if not isinstance(raw, dict) or raw.get("fieldsType", "FieldsV1") != "FieldsV1":
@@ -279,7 +279,7 @@ def read_entries(body: dict | None) -> list[Entry]:
     return entries
 
 
-def write_entries(entries: list[Entry]) -> list[dict]:
+def write_entries(entries: list[Entry]) -> list[dict[str, Any]]:
     """Encoded and sorted as ``sortEncodedManagedFields``; empty entries are dropped."""
     kept = sorted((e for e in entries if e.paths),
                   key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource))
@@ -311,8 +311,8 @@ def manager_name(query: dict[str, str], user_agent: str, apply_patch: bool) -> s
 
 # ---- operations ------------------------------------------------------------------------------
 
-def record_update(old: dict | None, new: dict, manager: str, api_version: str, now: str,
-                  shape: Shape, subresource: str = "") -> list[dict]:
+def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str, api_version: str, now: str,
+                  shape: Shape, subresource: str = "") -> list[dict[str, Any]]:
     """The managedFields after a non-apply write of ``new`` over ``old`` (None: created)."""
     entries = read_entries(old)
     before = tracked(old, shape, subresource) if old is not None else {}
@@ -354,8 +354,8 @@ def _merge_into(entries: list[Entry], mine: Entry, add: bool) -> list[Entry]:
     return out
 
 
-def apply(live: dict, config: dict, merged: dict, manager: str, force: bool, api_version: str,
-          now: str, shape: Shape, subresource: str = "") -> tuple[dict, list[dict]]:
+def apply(live: dict[str, Any], config: dict[str, Any], merged: dict[str, Any], manager: str, force: bool, api_version: str,
+          now: str, shape: Shape, subresource: str = "") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Server-side apply of ``config`` by ``manager`` to ``live``; ``merged`` is ``config``
     merged into ``live`` by list type. Returns the new object and its managedFields, or raises
     :class:`ApplyConflictError`. ``subresource`` "status": only status fields count."""
@@ -394,7 +394,7 @@ def merge(live: Any, config: Any, shape: Shape) -> Any:
     return copy.deepcopy(config)
 
 
-def _merge_items(live: list, config: list, shape: Shape) -> list:
+def _merge_items(live: list[Any], config: list[Any], shape: Shape) -> list[Any]:
     """SMD ``visitListItems``: walk both lists at once; an item in both is merged where the
     two meet, taking the shared items in the configuration's order; a live-only item keeps its
     place; a configuration-only item comes where the configuration has it.
@@ -414,7 +414,7 @@ def _merge_items(live: list, config: list, shape: Shape) -> list:
             return merge(live_by_key[key], config_by_key[key], item_shape)
         return copy.deepcopy(config_by_key[key])
 
-    out: list = []
+    out: list[Any] = []
     done: set[str] = set()
     li = ri = 0
     while li < len(live) or ri < len(config):

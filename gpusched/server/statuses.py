@@ -27,6 +27,8 @@ Neighbours: ``server.resources`` (every resource error goes through :func:`error
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 from gpusched.errors import (AlreadyExistsError, ConflictError, FieldError, ForbiddenError,
@@ -73,14 +75,14 @@ def error_status(error: GpuschedError, group: str = "") -> Response:
     return json_response(body, error.code)
 
 
-def _resource_details(plural: str, name: str) -> dict:
+def _resource_details(plural: str, name: str) -> dict[str, Any]:
     """``pods`` -> kind pods; ``deployments.apps`` -> kind deployments, group apps."""
     resource, _, group = plural.partition(".")
     details = {"name": name, "group": group, "kind": resource}
     return {k: v for k, v in details.items() if v}
 
 
-def _invalid(error: InvalidError, group: str) -> tuple[str, dict]:
+def _invalid(error: InvalidError, group: str) -> tuple[str, dict[str, Any]]:
     kind, _, own_group = error.kind.partition(".")
     group = own_group or group
     qualified = f"{kind}.{group}" if group else kind
@@ -93,6 +95,6 @@ def _invalid(error: InvalidError, group: str) -> tuple[str, dict]:
     return message, {k: v for k, v in details.items() if v != ""}
 
 
-def _cause(error: FieldError) -> dict:
+def _cause(error: FieldError) -> dict[str, Any]:
     return {"reason": CAUSE_TYPES.get(error.type, "FieldValueInvalid"),
             "message": str(error).partition(": ")[2], "field": error.path}

@@ -44,12 +44,12 @@ DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
 @dataclass(frozen=True, slots=True)
 class FieldMeta:
     """A field's patch metadata (forkedjson.LookupPatchMetadata's answer)."""
-    node: dict | None       # the resolved schema of the field's value (None: unknown)
+    node: dict[str, Any] | None       # the resolved schema of the field's value (None: unknown)
     strategy: str           # "merge", "replace" or "" (retainKeys is split off)
     merge_key: str
 
 
-def root_node(api_version: str, kind: str) -> dict | None:
+def root_node(api_version: str, kind: str) -> dict[str, Any] | None:
     """The schema of a built-in kind; None for custom resources (no strategic merge there)."""
     info = schema.schema_for(api_version, kind)
     if info is None or info.custom:
@@ -57,7 +57,7 @@ def root_node(api_version: str, kind: str) -> dict | None:
     return schema.load().definitions[info.name]
 
 
-def _field(node: dict | None, key: str) -> FieldMeta:
+def _field(node: dict[str, Any] | None, key: str) -> FieldMeta:
     if not node:
         return FieldMeta(None, "", "")
     props = node.get("properties") or {}
@@ -72,18 +72,18 @@ def _field(node: dict | None, key: str) -> FieldMeta:
                      str(field.get("x-kubernetes-patch-merge-key", "")))
 
 
-def _items(node: dict | None) -> dict | None:
+def _items(node: dict[str, Any] | None) -> dict[str, Any] | None:
     if node and isinstance(node.get("items"), dict):
         return schema.resolve(node["items"])
     return None
 
 
-def strategic_merge_patch(original: dict, patch: dict, node: dict | None) -> dict:
+def strategic_merge_patch(original: dict[str, Any], patch: dict[str, Any], node: dict[str, Any] | None) -> dict[str, Any]:
     """``StrategicMergeMapPatch``: ``original`` and ``patch`` are not changed."""
     return _merge_map(copy.deepcopy(original), copy.deepcopy(patch), node)
 
 
-def _merge_map(original: Any, patch: dict, node: dict | None) -> dict:
+def _merge_map(original: Any, patch: dict[str, Any], node: dict[str, Any] | None) -> dict[str, Any]:
     if DIRECTIVE in patch:
         return _map_directive(patch)
     if not isinstance(original, dict):
@@ -116,7 +116,7 @@ def _merge_map(original: Any, patch: dict, node: dict | None) -> dict:
     return original
 
 
-def _map_directive(patch: dict) -> dict:
+def _map_directive(patch: dict[str, Any]) -> dict[str, Any]:
     directive = patch[DIRECTIVE]
     if directive == "replace":
         del patch[DIRECTIVE]
@@ -126,7 +126,7 @@ def _map_directive(patch: dict) -> dict:
     raise BadRequestError(f"unknown patch type: {directive} in map: {_go(patch)}")
 
 
-def _retain_keys(original: dict, patch: dict) -> None:
+def _retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
     if RETAIN_KEYS not in patch:
         return
     keys = patch.pop(RETAIN_KEYS)
@@ -149,7 +149,7 @@ def _extract(key: str, prefix: str, message: str) -> str:
     return rest
 
 
-def _set_element_orders(original: dict, patch: dict, node: dict | None) -> None:
+def _set_element_orders(original: dict[str, Any], patch: dict[str, Any], node: dict[str, Any] | None) -> None:
     """``mergePatchIntoOriginal``: merge each list that has a ``$setElementOrder`` and order it."""
     for key in [k for k in patch if k.startswith(SET_ORDER)]:
         order = patch.pop(key)
@@ -178,7 +178,7 @@ def _set_element_orders(original: dict, patch: dict, node: dict | None) -> None:
         patch.pop(name, None)
 
 
-def _validate_order(sent: list, order: list, merge_key: str) -> None:
+def _validate_order(sent: list[Any], order: list[Any], merge_key: str) -> None:
     """``validatePatchWithSetOrderList``: the patch's items appear in the order list, in order."""
     if not sent or not order:
         return
@@ -197,8 +197,8 @@ def _validate_order(sent: list, order: list, merge_key: str) -> None:
                               f"$setElementOrder list:\n{_go(order)}\n")
 
 
-def _merge_slice(original: list, patch: list, elem: dict | None, merge_key: str,
-                 is_delete_list: bool) -> list:
+def _merge_slice(original: list[Any], patch: list[Any], elem: dict[str, Any] | None, merge_key: str,
+                 is_delete_list: bool) -> list[Any]:
     if not original and not patch:
         return original
     kind = _element_kind(original + patch)
@@ -215,9 +215,9 @@ def _merge_slice(original: list, patch: list, elem: dict | None, merge_key: str,
     return _normalize(mine, server_only, patch, original, merge_key if kind == "map" else "")
 
 
-def _special_elements(original: list, patch: list, merge_key: str) -> tuple[list, list]:
+def _special_elements(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
     """``mergeSliceWithSpecialElements``: ``$patch: delete`` and ``$patch: replace`` elements."""
-    plain: list = []
+    plain: list[Any] = []
     replace = False
     for item in patch:
         if DIRECTIVE not in item:
@@ -240,7 +240,7 @@ def _special_elements(original: list, patch: list, merge_key: str) -> tuple[list
     return original, plain
 
 
-def _merge_maps_by_key(original: list, patch: list, elem: dict | None, merge_key: str) -> list:
+def _merge_maps_by_key(original: list[Any], patch: list[Any], elem: dict[str, Any] | None, merge_key: str) -> list[Any]:
     out = list(original)
     for item in patch:
         if merge_key not in item:
@@ -269,7 +269,7 @@ def _hashable(value: Any) -> Any:
     return _go_kind(value), repr(value)
 
 
-def _index(items: list, value: Any, merge_key: str) -> int:
+def _index(items: list[Any], value: Any, merge_key: str) -> int:
     wanted = _identity(value, merge_key)
     for i, item in enumerate(items):
         if _identity(item, merge_key) == wanted:
@@ -277,14 +277,14 @@ def _index(items: list, value: Any, merge_key: str) -> int:
     return -1
 
 
-def _partition(merged: list, by: list, merge_key: str) -> tuple[list, list]:
+def _partition(merged: list[Any], by: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
     present = {_identity(i, merge_key) for i in by
                if not (merge_key and isinstance(i, dict) and DIRECTIVE in i and merge_key not in i)}
     mine = [i for i in merged if _identity(i, merge_key) in present]
     return mine, [i for i in merged if _identity(i, merge_key) not in present]
 
 
-def _sort_by(items: list, order: list, merge_key: str) -> list:
+def _sort_by(items: list[Any], order: list[Any], merge_key: str) -> list[Any]:
     """``normalizeSliceOrder``: stable sort by position in ``order`` ($patch: delete items last)."""
     deletes = [i for i in items if merge_key and isinstance(i, dict) and i.get(DIRECTIVE) == "delete"]
     rest = [i for i in items if not any(i is d for d in deletes)]
@@ -294,13 +294,13 @@ def _sort_by(items: list, order: list, merge_key: str) -> list:
     return known + unknown + deletes
 
 
-def _normalize(mine: list, server_only: list, patch_order: list, server_order: list,
-               merge_key: str) -> list:
+def _normalize(mine: list[Any], server_only: list[Any], patch_order: list[Any], server_order: list[Any],
+               merge_key: str) -> list[Any]:
     """``normalizeElementOrder`` then ``mergeSortedSlice``: server-only items are interleaved
     into the patch items by their live order; an item not in the live list goes first."""
     left = _sort_by(server_only, server_order, merge_key)
     right = _sort_by(mine, patch_order, merge_key)
-    out: list = []
+    out: list[Any] = []
     i = j = 0
     while i < len(left) or j < len(right):
         if i >= len(left):
@@ -334,7 +334,7 @@ def _go_kind(value: Any) -> str:
     return "string"
 
 
-def _element_kind(items: list) -> str:
+def _element_kind(items: list[Any]) -> str:
     """``sliceElementType``: every element of one type, and no lists of lists."""
     kinds = {_go_kind(i) for i in items}
     if "slice" in kinds:
@@ -344,9 +344,9 @@ def _element_kind(items: list) -> str:
     return kinds.pop()
 
 
-def _dedupe(items: list) -> list:
-    out: list = []
-    seen: set = set()
+def _dedupe(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    seen: set[Any] = set()
     for item in items:
         key = _hashable(item)
         if key not in seen:

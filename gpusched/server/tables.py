@@ -13,10 +13,10 @@ Neighbours: ``server.resources`` (list/get/watch responses).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 # (kind, objects, now_timestamp) -> (column names, how many are shown without -o wide, rows)
-ColumnSource = Callable[[str, list[dict], str], tuple[list[str], int, list[list[str]]]]
+ColumnSource = Callable[[str, list[dict[str, Any]], str], tuple[list[str], int, list[list[str]]]]
 
 TABLE_ACCEPT = "as=table"
 DESCRIPTIONS = {"Name": "Name must be unique within a namespace. More info: "
@@ -33,11 +33,11 @@ def _title(header: str) -> str:
     return " ".join(word.capitalize() if word.isupper() else word for word in header.split(" "))
 
 
-def _plain_columns(kind: str, objects: list[dict], now: str) -> tuple[list[str], int, list[list[str]]]:
+def _plain_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[list[str], int, list[list[str]]]:
     return ["NAME"], 1, [[str((o.get("metadata") or {}).get("name", ""))] for o in objects]
 
 
-def row_object(obj: dict, include: str) -> dict:
+def row_object(obj: dict[str, Any], include: str) -> dict[str, Any]:
     if include == "Object":
         return obj
     if include == "None":
@@ -46,9 +46,9 @@ def row_object(obj: dict, include: str) -> dict:
             "metadata": obj.get("metadata") or {}}
 
 
-def build_table(kind: str, objects: list[dict], now: str, columns: ColumnSource | None,
+def build_table(kind: str, objects: list[dict[str, Any]], now: str, columns: ColumnSource | None,
                 resource_version: str = "", include: str = "Metadata",
-                with_definitions: bool = True) -> dict:
+                with_definitions: bool = True) -> dict[str, Any]:
     """A Table of ``objects`` (all of one kind)."""
     header, narrow, rows = (columns or _plain_columns)(kind, objects, now)
     definitions = [{"name": _title(name), "type": "string",

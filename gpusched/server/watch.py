@@ -49,7 +49,7 @@ WATCH_CONTENT_TYPE = "application/json"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
-def _line(event_type: str, obj: dict) -> bytes:
+def _line(event_type: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
@@ -69,16 +69,16 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
     table = wants_table(req.accept)
     resets = feed.resets
 
-    def wanted(kind: str, namespace: str, body: dict) -> bool:
+    def wanted(kind: str, namespace: str, body: dict[str, Any]) -> bool:
         if kind != info.kind or (target.namespace is not None and namespace != target.namespace):
             return False
         return passes(body)
 
-    def passes(body: dict) -> bool:
+    def passes(body: dict[str, Any]) -> bool:
         labels = (body.get("metadata") or {}).get("labels") or {}
         return (label_sel is None or matches(label_sel, labels)) and field_matches(body, field_sel)
 
-    initial: list[tuple[str, dict]] = []
+    initial: list[tuple[str, dict[str, Any]]] = []
     end_bookmark = False
     if options.initial_events:
         feed.sync()
@@ -92,7 +92,7 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
     else:
         start = options.rv
 
-    def render(event_type: str, body: dict, first: bool) -> bytes:
+    def render(event_type: str, body: dict[str, Any], first: bool) -> bytes:
         if not table:
             return _line(event_type, body)
         rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
@@ -209,7 +209,7 @@ def watch_options(query: dict[str, str]) -> WatchOptions:
     return WatchOptions(rv_text, rv, _flag(query.get("allowWatchBookmarks")) or False, bool(send))
 
 
-def _bookmark(info: Any, rv: int, initial_events_end: bool = False) -> dict:
+def _bookmark(info: Any, rv: int, initial_events_end: bool = False) -> dict[str, Any]:
     """A BOOKMARK's object: an empty object of the kind carrying only the resourceVersion (and,
     after the initial events, the ``k8s.io/initial-events-end`` annotation: KEP-3157)."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -218,7 +218,7 @@ def _bookmark(info: Any, rv: int, initial_events_end: bool = False) -> dict:
     return {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}
 
 
-def _convert(change: Any, kind: str, namespace: str | None, passes: Any) -> tuple[str, dict] | None:
+def _convert(change: Any, kind: str, namespace: str | None, passes: Any) -> tuple[str, dict[str, Any]] | None:
     """cache_watcher.go ``convertToWatchEvent``: the event a selector watch sees, or None."""
     if change.kind != kind or (namespace is not None and change.namespace != namespace):
         return None

@@ -52,7 +52,7 @@ class ClusterWorker:
         self.tick = tick
         self.on_commit = on_commit or (lambda: None)
         self.wall_clock = wall_clock
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[Any] = queue.Queue()
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -87,10 +87,10 @@ class ClusterWorker:
         """``fn(cluster)`` alone on the worker thread (facade methods: drain, explain, ...)."""
         return self._call("cluster", fn)
 
-    def _call(self, mode: str, fn: Callable) -> Any:
+    def _call(self, mode: str, fn: Callable[..., Any]) -> Any:
         if self._stop.is_set():
             raise GpuschedError("the server is shutting down")
-        future: Future = Future()
+        future: Future[Any] = Future()
         self._queue.put((mode, fn, future))
         return future.result()
 
@@ -150,7 +150,7 @@ class ClusterWorker:
         log.error("real-time clock: advance failed: %s (retried at every tick, logged once)", text,
                   exc_info=err)
 
-    def _serve(self, cluster: Cluster, first: tuple) -> None:
+    def _serve(self, cluster: Cluster, first: tuple[Any, ...]) -> None:
         mode, fn, future = first
         if mode not in (WRITE, WRITE_UNSETTLED):
             _run_into(future, lambda: cluster.read(fn) if mode == "read" else fn(cluster))
@@ -170,7 +170,7 @@ class ClusterWorker:
         self._write_batch(cluster, batch)
         self.on_commit()
 
-    def _write_batch(self, cluster: Cluster, batch: list) -> None:
+    def _write_batch(self, cluster: Cluster, batch: list[Any]) -> None:
         results: list[tuple[bool, Any]] = []
         settle = any(mode == WRITE for mode, _fn, _future in batch)
 
@@ -207,7 +207,7 @@ class ClusterWorker:
                 item[2].set_exception(GpuschedError("the server is shutting down"))
 
 
-def _run_into(future: Future, fn: Callable[[], Any]) -> None:
+def _run_into(future: Future[Any], fn: Callable[[], Any]) -> None:
     try:
         future.set_result(fn())
     except BaseException as err:   # delivered to the waiting handler thread

@@ -18,6 +18,8 @@ Neighbours: read by ``sim.workload`` and ``sim.experiment``; writes nothing but 
 
 from __future__ import annotations
 
+from typing import Any
+
 import csv
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,7 +155,7 @@ def pod_info(pod: TracePod, seq: int, name: str | None = None) -> PodInfo:
 # ---- manifests (gpusched import alibaba) ------------------------------------------------------
 
 
-def node_manifest(node: TraceNode) -> dict:
+def node_manifest(node: TraceNode) -> dict[str, Any]:
     resources = {"cpu": f"{node.cpu_milli}m", "memory": f"{node.memory // MIB}Mi", "pods": "110"}
     if node.gpus:
         resources[GPU_RESOURCE] = str(node.gpus)
@@ -165,7 +167,7 @@ def node_manifest(node: TraceNode) -> dict:
             "status": {"capacity": dict(resources), "allocatable": dict(resources)}}
 
 
-def pod_manifest(pod: TracePod) -> dict:
+def pod_manifest(pod: TracePod) -> dict[str, Any]:
     requests = {"cpu": f"{pod.cpu_milli}m", "memory": f"{pod.memory // MIB}Mi"}
     annotations = {}
     if pod.gpu_milli == 1000:
@@ -175,10 +177,10 @@ def pod_manifest(pod: TracePod) -> dict:
     if pod.gpu_models:
         annotations[ANN_GPU_MODEL] = "|".join(pod.gpu_models)
     limits = {GPU_RESOURCE: requests[GPU_RESOURCE]} if GPU_RESOURCE in requests else {}
-    resources: dict = {"requests": requests}
+    resources: dict[str, Any] = {"requests": requests}
     if limits:
         resources["limits"] = limits
-    metadata: dict = {"name": pod.name, "namespace": TRACE_NAMESPACE}
+    metadata: dict[str, Any] = {"name": pod.name, "namespace": TRACE_NAMESPACE}
     if annotations:
         metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,

@@ -11,6 +11,8 @@ Neighbours: ``sim.experiment``, ``sim.report``, ``sim.alibaba``; called from ``c
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import os
 from pathlib import Path
@@ -94,7 +96,7 @@ def run_sweep_file(args: argparse.Namespace) -> int:
     return _report(results, out, args.published)
 
 
-def _report(results: list, out: Path, published: str) -> int:
+def _report(results: list[Any], out: Path, published: str) -> int:
     """CSVs, plots and the summary table of a finished experiment or sweep."""
     from gpusched.sim.report import load_published, print_summary, summary_rows, write_csvs, write_plots
 

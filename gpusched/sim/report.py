@@ -21,7 +21,7 @@ import multiprocessing
 import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from gpusched.sim.experiment import POINTS, RunResult, RunSpec, run
 
@@ -104,7 +104,7 @@ def _nanmean(values: list[float]) -> float:
     return sum(present) / len(present) if present else float("nan")
 
 
-def summary_rows(results: Iterable[RunResult], published: dict) -> list[dict]:
+def summary_rows(results: Iterable[RunResult], published: dict[str, Any]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for r in results:
         groups[(r.workload, r.policy)].append(r)
@@ -118,7 +118,7 @@ def summary_rows(results: Iterable[RunResult], published: dict) -> list[dict]:
     return rows
 
 
-def print_summary(rows: list[dict]) -> None:
+def print_summary(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 

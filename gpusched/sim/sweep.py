@@ -101,14 +101,14 @@ def load_sweep(path: str | Path) -> list[SweepRun]:
     return runs
 
 
-def _text(doc: dict, key: str, path: Path, default: str | None = None) -> str:
+def _text(doc: dict[str, Any], key: str, path: Path, default: str | None = None) -> str:
     value = doc.get(key, default)
     if not isinstance(value, str) or not value:
         raise UsageError(f"{path}: {key}: must be a non-empty string")
     return value
 
 
-def _list(doc: dict, key: str, path: Path) -> list[str]:
+def _list(doc: dict[str, Any], key: str, path: Path) -> list[str]:
     value = doc.get(key)
     if isinstance(value, str):
         value = [value]

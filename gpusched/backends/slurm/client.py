@@ -30,7 +30,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from gpusched.errors import GpuschedError
 
@@ -129,7 +129,7 @@ def jobs(slurm_conf: str) -> list[SlurmJob]:
     return sorted(found, key=lambda j: tuple(int(x) for x in j.job_id.split("_")))
 
 
-def _job(raw: dict) -> SlurmJob:
+def _job(raw: dict[str, Any]) -> SlurmJob:
     job_id = str(raw.get("job_id"))
     if raw.get("array_job_id") and raw.get("array_task_id") is not None:
         job_id = f"{raw['array_job_id']}_{raw['array_task_id']}"

@@ -299,12 +299,12 @@ def write(config: SlurmConfig, out_dir: str, harness: Harness | None = None) -> 
     return paths
 
 
-def inventory(objects: Sequence[Mapping[str, Any]]) -> tuple[list[dict], list[dict]]:
+def inventory(objects: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Node dicts, PriorityClass dicts) from manifest objects: NodePools are expanded the way
     the embedded cluster's NodePool controller expands them; other kinds are ignored."""
     from gpusched.devices.nodepool import expand_nodepool
-    nodes: list[dict] = []
-    classes: list[dict] = []
+    nodes: list[dict[str, Any]] = []
+    classes: list[dict[str, Any]] = []
     for obj in objects:
         kind = obj.get("kind")
         if kind == "NodePool":

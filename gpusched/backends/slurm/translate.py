@@ -49,7 +49,7 @@ class SbatchRequest:
     warnings: tuple[str, ...]
 
 
-def _pod_of(obj: Mapping[str, Any]) -> tuple[dict, Mapping[str, Any]]:
+def _pod_of(obj: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]]:
     """(pod dict, Job spec or {}) of a Job or Pod object."""
     kind = obj.get("kind")
     meta = obj.get("metadata") or {}
@@ -172,7 +172,7 @@ def _priority(spec: Mapping[str, Any], values: Mapping[str, int], warnings: list
     return int(values[name])
 
 
-def _script(containers: list, warnings: list[str]) -> tuple[str, list[str]]:
+def _script(containers: list[Any], warnings: list[str]) -> tuple[str, list[str]]:
     if not containers:
         raise UsageError("the pod has no containers: nothing to run")
     if len(containers) > 1:

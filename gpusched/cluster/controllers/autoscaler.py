@@ -44,6 +44,8 @@ scheduler), ``controllers.nodepool`` (creates/deletes the Nodes), ``autoscaler_c
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 from collections import Counter
 from dataclasses import dataclass
@@ -63,14 +65,14 @@ MAX_REASON = "max node group size reached"      # orchestrator/skippedreasons.go
 class Group:
     """One autoscaled pool as the autoscaler sees it this pass."""
 
-    pool: dict
+    pool: dict[str, Any]
     name: str
     min_nodes: int
     max_nodes: int
     delay: float
 
     @property
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         return self.pool.get("status") or {}
 
     @property
@@ -78,7 +80,7 @@ class Group:
         return list(self.status.get("nodes") or [])
 
     @property
-    def upcoming(self) -> list[dict]:
+    def upcoming(self) -> list[dict[str, Any]]:
         return list(self.status.get("upcoming") or [])
 
     @property
@@ -121,7 +123,7 @@ def reconcile(view: View) -> None:
     memo["seen"] = (view.mutations, view.clock)
 
 
-def due(view: View, pool: dict) -> float | None:
+def due(view: View, pool: dict[str, Any]) -> float | None:
     """The next time this pool's autoscaling state changes by itself (see module docstring)."""
     status = pool.get("status") or {}
     times = [float(u.get("readyAt", 0)) for u in status.get("upcoming") or []]
@@ -136,7 +138,7 @@ def due(view: View, pool: dict) -> float | None:
 
 # ---- step 1: registration and min size -----------------------------------------------------------
 
-def update_status(view: View, group: Group, changes: dict) -> Group:
+def update_status(view: View, group: Group, changes: dict[str, Any]) -> Group:
     """Write ``changes`` into the pool's status; returns the group with the new pool."""
     pool = view.copy("NodePool", group.name) or copy.deepcopy(group.pool)
     status = pool.setdefault("status", {})
@@ -188,7 +190,7 @@ def add_upcoming(view: View, group: Group, count: int, prefix: str) -> Group:
 EXPENDABLE_PRIORITY_CUTOFF = -10     # --expendable-pods-priority-cutoff
 
 
-def unschedulable_pods(view: View) -> list[dict]:
+def unschedulable_pods(view: View) -> list[dict[str, Any]]:
     """Pending pods the scheduler marked Unschedulable, without a nominated node, queue order;
     pods of priority below ``--expendable-pods-priority-cutoff`` (-10) never trigger a
     scale-up (``core/podlistprocessor/filter_out_expendable.go``)."""
@@ -208,7 +210,7 @@ def unschedulable_pods(view: View) -> list[dict]:
     return out
 
 
-def template(view: View, group: Group, name: str) -> dict:
+def template(view: View, group: Group, name: str) -> dict[str, Any]:
     """A Node of ``group`` named ``name`` as it will register: the pool's node, advertised by
     the device plugin and GFD, with the kubelet's status."""
     from gpusched.cluster.controllers.device_plugin import advertised
@@ -237,11 +239,11 @@ class Simulation:
         self.snapshot, self.order = build_snapshot(view)
         self.scheduler = make_scheduler(self.snapshot, view)
 
-    def info(self, pod: dict):
+    def info(self, pod: dict[str, Any]):
         from gpusched.objects.pod import pod_info
         return pod_info(pod, self.order.get(pod["metadata"]["uid"], 0))
 
-    def add(self, node: dict) -> int:
+    def add(self, node: dict[str, Any]) -> int:
         from gpusched.cluster.scheduling import node_devices_for
         from gpusched.cluster.controllers.gpu_operator import device_inputs
         from gpusched.objects.node import node_info
@@ -264,7 +266,7 @@ def _scale_up(view: View, config: Config, found: list[Group]) -> bool:
     pods = _not_awaiting_upcoming(view, found, pods)
     if not pods:
         return False
-    reasons: dict[str, Counter] = {p["metadata"]["uid"]: Counter() for p in pods}
+    reasons: dict[str, Counter[str]] = {p["metadata"]["uid"]: Counter() for p in pods}
     options = []
     for group in found:
         option = _option(view, group, pods, reasons)
@@ -292,7 +294,7 @@ def _scale_up(view: View, config: Config, found: list[Group]) -> bool:
     return True
 
 
-def _not_awaiting_upcoming(view: View, found: list[Group], pods: list[dict]) -> list[dict]:
+def _not_awaiting_upcoming(view: View, found: list[Group], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``filter_out_schedulable.go``: the pods that fit neither on a node of the cluster nor
     on one being provisioned (upcoming, or registered without its Node object yet) -- those
     wait for the scheduler. Pods are placed in queue order, each taking its room."""
@@ -307,7 +309,7 @@ def _not_awaiting_upcoming(view: View, found: list[Group], pods: list[dict]) -> 
     return [p for p in pods if not sim.scheduler.place(sim.info(p), rows).node]
 
 
-def _option(view: View, group: Group, pods: list[dict], reasons: dict[str, Counter]
+def _option(view: View, group: Group, pods: list[dict[str, Any]], reasons: dict[str, Counter[str]]
             ) -> Option | None:
     """``SchedulablePodGroups`` + ``ComputeExpansionOption`` for one pool (None: no option;
     the pods' reasons are counted)."""
@@ -345,7 +347,7 @@ def _option(view: View, group: Group, pods: list[dict], reasons: dict[str, Count
     return _priced_option(group, probe, len(rows), helped)
 
 
-def _priced_option(group: Group, node: dict, count: int, helped: list) -> Option:
+def _priced_option(group: Group, node: dict[str, Any], count: int, helped: list[Any]) -> Option:
     from gpusched.devices.prices import node_price
     from gpusched.objects.quantity import canonical
     capacity = (node.get("status") or {}).get("capacity") or {}

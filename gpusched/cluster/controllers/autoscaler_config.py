@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class Option:
 def load_config(view: View) -> Config:
     body = view.get("ConfigMap", CONFIG_MAP, NAMESPACE)
     data = (body or {}).get("data") or {}
-    values: dict = {}
+    values: dict[str, Any] = {}
     problems: list[str] = []
     parsers = {
         "expander": ("expander", _expander),
@@ -190,7 +190,7 @@ def _by_priority(view: View, options: Sequence[Option]) -> list[Option]:
     return list(options)
 
 
-def priority_table(view: View) -> list[tuple[int, list[re.Pattern]]]:
+def priority_table(view: View) -> list[tuple[int, list[re.Pattern[str]]]]:
     """``data.priorities`` of the priority expander's ConfigMap, highest priority first;
     an unreadable table is empty (every option stays, as upstream with no match)."""
     import yaml

@@ -37,6 +37,8 @@ Neighbours: ``controllers.autoscaler`` (calls it), ``controllers.node_lifecycle`
 
 from __future__ import annotations
 
+from typing import Any
+
 import dataclasses
 
 
@@ -54,7 +56,7 @@ SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 MAX_EMPTY_BULK_DELETE = 10     # --max-empty-bulk-delete
 
 
-def reconcile(view: View, config: Config, groups: list) -> None:
+def reconcile(view: View, config: Config, groups: list[Any]) -> None:
     from gpusched.cluster.controllers.autoscaler import groups as current
     for group in groups:
         _finish_drains(view, group)
@@ -69,15 +71,15 @@ def reconcile(view: View, config: Config, groups: list) -> None:
     _act(view, config, current(view), removable)
 
 
-def node_pods(view: View, name: str) -> list[dict]:
+def node_pods(view: View, name: str) -> list[dict[str, Any]]:
     return pods_by_node(view).get(name, [])
 
 
-def pods_by_node(view: View) -> dict[str, list[dict]]:
+def pods_by_node(view: View) -> dict[str, list[dict[str, Any]]]:
     """Unfinished bound pods per node, cached for the view's current state (``mutations``)."""
     memo = view.memo.setdefault("autoscaler-pods", {})
     if memo.get("at") != view.mutations:
-        index: dict[str, list[dict]] = {}
+        index: dict[str, list[dict[str, Any]]] = {}
         for pod in view.list("Pod"):
             node = (pod.get("spec") or {}).get("nodeName")
             if node and not is_terminal(pod):
@@ -86,12 +88,12 @@ def pods_by_node(view: View) -> dict[str, list[dict]]:
     return memo["index"]
 
 
-def _is_daemon(pod: dict) -> bool:
+def _is_daemon(pod: dict[str, Any]) -> bool:
     owner = controller_of(pod)
     return owner is not None and owner.get("kind") == "DaemonSet"
 
 
-def _set(view: View, group, changes: dict):
+def _set(view: View, group, changes: dict[str, Any]):
     from gpusched.cluster.controllers.autoscaler import update_status
     return update_status(view, group, changes)
 
@@ -119,7 +121,7 @@ def _finish_drains(view: View, group) -> None:
 MAX_REMOVED_RECORDS = 1000
 
 
-def _remove(view: View, group, name: str, draining: dict):
+def _remove(view: View, group, name: str, draining: dict[str, Any]):
     status = group.status
     created = dict(status.get("created") or {})
     removed = list(status.get("removed") or [])
@@ -139,7 +141,7 @@ def _remove(view: View, group, name: str, draining: dict):
 
 # ---- steps 3-4 ---------------------------------------------------------------------------------
 
-def utilization(view: View, node: dict, pods: list[dict]) -> float:
+def utilization(view: View, node: dict[str, Any], pods: list[dict[str, Any]]) -> float:
     """``utilization.Calculate``: GPU only on a GPU node, else max(cpu, memory)."""
     from gpusched.objects.pod import pod_resource_requests
     from gpusched.objects.quantity import canonical
@@ -157,12 +159,12 @@ def utilization(view: View, node: dict, pods: list[dict]) -> float:
     return max(share("cpu"), share("memory"))
 
 
-def _local_volumes(pod: dict) -> list[str]:
+def _local_volumes(pod: dict[str, Any]) -> list[str]:
     return [str(v.get("name", "")) for v in (pod.get("spec") or {}).get("volumes") or []
             if "emptyDir" in v or "hostPath" in v]
 
 
-def blocking_reason(view: View, pod: dict) -> str:
+def blocking_reason(view: View, pod: dict[str, Any]) -> str:
     """Why ``pod`` keeps its node (``drain.go`` BlockingPodReason names), or ``""``."""
     from gpusched.cluster.controllers.node_lifecycle import pdb_pods
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
@@ -187,7 +189,7 @@ def blocking_reason(view: View, pod: dict) -> str:
     return ""
 
 
-def _removable(view: View, config: Config, groups: list) -> dict[str, tuple[str, bool]]:
+def _removable(view: View, config: Config, groups: list[Any]) -> dict[str, tuple[str, bool]]:
     """node -> (pool, empty) for the nodes that are unneeded now (both checks pass)."""
     from gpusched.cluster.controllers.autoscaler import Simulation
     draining = {n for g in groups for n in (g.status.get("draining") or {})}
@@ -209,7 +211,7 @@ def _removable(view: View, config: Config, groups: list) -> dict[str, tuple[str,
     if not candidates:
         return {}
     out: dict[str, tuple[str, bool]] = {}
-    accepted: list[tuple[str, list[dict]]] = []
+    accepted: list[tuple[str, list[dict[str, Any]]]] = []
     for pool, name, movable in candidates:
         sim = Simulation(view)
         gone = {n for n, _ in accepted} | draining | {name}
@@ -219,7 +221,7 @@ def _removable(view: View, config: Config, groups: list) -> dict[str, tuple[str,
     return out
 
 
-def _moved(sim, removals: list[tuple[str, list[dict]]], gone: set[str]) -> bool:
+def _moved(sim, removals: list[tuple[str, list[dict[str, Any]]]], gone: set[str]) -> bool:
     """Remove the nodes of ``removals`` from the simulation and place their pods elsewhere."""
     for name, pods in removals:
         if name in sim.snapshot.index:
@@ -236,7 +238,7 @@ def _moved(sim, removals: list[tuple[str, list[dict]]], gone: set[str]) -> bool:
 
 # ---- step 5 ---------------------------------------------------------------------------------
 
-def _act(view: View, config: Config, groups: list, removable: dict[str, tuple[str, bool]]) -> None:
+def _act(view: View, config: Config, groups: list[Any], removable: dict[str, tuple[str, bool]]) -> None:
     now = view.now()
     draining_now = any(g.status.get("draining") for g in groups)
     empty_budget = MAX_EMPTY_BULK_DELETE

@@ -17,6 +17,8 @@ Neighbours: ``controllers.autoscaler`` (calls ``ensure``, ``record``, ``write``)
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import hashlib
 import json
@@ -53,7 +55,7 @@ def _stamp(view: View) -> str:
     return f"{iso[:10]} {iso[11:19]} +0000 UTC"
 
 
-def _counts(view: View, names: list[str], draining: int) -> dict:
+def _counts(view: View, names: list[str], draining: int) -> dict[str, Any]:
     from gpusched.cluster.controllers.node_lifecycle import ready_status
     nodes = [view.get("Node", n) for n in names]
     registered = [n for n in nodes if n is not None]
@@ -64,7 +66,7 @@ def _counts(view: View, names: list[str], draining: int) -> dict:
             "longUnregistered": 0, "unregistered": 0}
 
 
-def _group_status(view: View, group) -> dict:
+def _group_status(view: View, group) -> dict[str, Any]:
     status = group.status
     draining = len(status.get("draining") or {})
     candidates = len(status.get("unneeded") or {})
@@ -77,7 +79,7 @@ def _group_status(view: View, group) -> dict:
                           if candidates else {"status": "NoCandidates"})}
 
 
-def _cluster_wide(view: View, groups: list, config: Config) -> dict:
+def _cluster_wide(view: View, groups: list[Any], config: Config) -> dict[str, Any]:
     names = [n for g in groups for n in g.nodes]
     draining = sum(len(g.status.get("draining") or {}) for g in groups)
     candidates = sum(len(g.status.get("unneeded") or {}) for g in groups)
@@ -88,7 +90,7 @@ def _cluster_wide(view: View, groups: list, config: Config) -> dict:
                           if candidates else {"status": "NoCandidates"})}
 
 
-def _with_times(section: dict, now: str, old: dict | None) -> dict:
+def _with_times(section: dict[str, Any], now: str, old: dict[str, Any] | None) -> dict[str, Any]:
     """``section`` with lastProbeTime (now) and lastTransitionTime (kept while the status
     string did not change)."""
     out = copy.deepcopy(section)
@@ -98,7 +100,7 @@ def _with_times(section: dict, now: str, old: dict | None) -> dict:
     return out
 
 
-def write(view: View, config: Config, groups: list) -> None:
+def write(view: View, config: Config, groups: list[Any]) -> None:
     import yaml
     body = view.get("ConfigMap", STATUS_MAP, NAMESPACE)
     if body is None:

@@ -24,6 +24,8 @@ state file before its first read so ``get ns`` lists them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpusched.cluster.kinds_admission import (DEFAULT_CLASS_ANNOTATION, KUBERNETES_SERVICE_IP,
                                               NAMESPACE_NAME_LABEL)
 from gpusched.cluster.view import View
@@ -39,7 +41,7 @@ SYSTEM_PRIORITY_CLASSES = (
 DEFAULT_STORAGE_CLASS = "standard"
 DEFAULT_PROVISIONER = "rancher.io/local-path"
 
-def namespace(name: str) -> dict:
+def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": name, "labels": {NAMESPACE_NAME_LABEL: name}},
             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
@@ -67,7 +69,7 @@ def reconcile(view: View) -> None:
         view.create(_default_storage_class())
 
 
-def _kubernetes_service() -> dict:
+def _kubernetes_service() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "kubernetes", "namespace": "default",
                          "labels": {"component": "apiserver", "provider": "kubernetes"}},
@@ -80,7 +82,7 @@ def _kubernetes_service() -> dict:
             "status": {"loadBalancer": {}}}
 
 
-def _default_storage_class() -> dict:
+def _default_storage_class() -> dict[str, Any]:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": DEFAULT_STORAGE_CLASS,
                          "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},

@@ -10,6 +10,8 @@ Neighbours: used by every module in ``cluster.controllers``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import hashlib
 import logging
@@ -26,20 +28,20 @@ log = logging.getLogger(__name__)
 TERMINAL = ("Succeeded", "Failed")
 
 
-def is_terminal(pod: dict) -> bool:
+def is_terminal(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL
 
 
-def is_running(pod: dict) -> bool:
+def is_running(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running"
 
 
-def is_active(pod: dict) -> bool:
+def is_active(pod: dict[str, Any]) -> bool:
     """``controller.IsPodActive``: not Succeeded/Failed and not being deleted."""
     return not is_terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
 
 
-def is_ready(pod: dict) -> bool:
+def is_ready(pod: dict[str, Any]) -> bool:
     """``podutil.IsPodReady``: the Ready condition is True (Running pods without conditions
     count as ready)."""
     status = pod.get("status") or {}
@@ -49,18 +51,18 @@ def is_ready(pod: dict) -> bool:
     return status.get("phase") == "Running"
 
 
-def labels_of(body: dict) -> dict[str, str]:
+def labels_of(body: dict[str, Any]) -> dict[str, str]:
     return dict((body.get("metadata") or {}).get("labels") or {})
 
 
-def controller_of(body: dict) -> dict | None:
+def controller_of(body: dict[str, Any]) -> dict[str, Any] | None:
     for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):
             return ref
     return None
 
 
-def owned_pods(view: View, owner: dict) -> list[dict]:
+def owned_pods(view: View, owner: dict[str, Any]) -> list[dict[str, Any]]:
     """Pods whose controller is ``owner`` (by uid), sorted by (creationTimestamp, name)."""
     uid = owner["metadata"]["uid"]
     ns = object_namespace(owner.get("kind", ""), owner)
@@ -68,31 +70,31 @@ def owned_pods(view: View, owner: dict) -> list[dict]:
     return sorted(pods, key=creation_order)
 
 
-def creation_order(body: dict) -> tuple:
+def creation_order(body: dict[str, Any]) -> tuple[Any, ...]:
     meta = body.get("metadata") or {}
     return (meta.get("creationTimestamp", ""), meta.get("name", ""))
 
 
-def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     parsed = selector_from_dict(selector)
     return parsed is not None and matches(parsed, labels)
 
 
-def owner_reference(owner: dict) -> dict:
+def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": owner.get("apiVersion", ""), "kind": owner["kind"],
             "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
             "controller": True, "blockOwnerDeletion": True}
 
 
-def template_hash(template: dict) -> str:
+def template_hash(template: dict[str, Any]) -> str:
     """A 10-character, deterministic hash of a pod template (the ``pod-template-hash`` label)."""
     digest = hashlib.sha256(dumps(template).encode()).digest()
     return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:10])
 
 
-def create_from_template(view: View, owner: dict, template: dict, name: str,
+def create_from_template(view: View, owner: dict[str, Any], template: dict[str, Any], name: str,
                          component: str, extra_labels: dict[str, str] | None = None,
-                         spec_patch: dict | None = None) -> dict | None:
+                         spec_patch: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Create a pod from ``template`` owned by ``owner``; admission failures become events."""
     ns = object_namespace(owner["kind"], owner)
     tmeta = template.get("metadata") or {}
@@ -120,7 +122,7 @@ def create_from_template(view: View, owner: dict, template: dict, name: str,
 DEFAULT_GRACE_SECONDS = 30   # SetDefaults_PodSpec: terminationGracePeriodSeconds
 
 
-def grace_period(pod: dict, requested: int | None = None) -> int:
+def grace_period(pod: dict[str, Any], requested: int | None = None) -> int:
     """The grace period a delete gives ``pod``, as ``CheckGracefulDelete`` in kubernetes
     ``pkg/registry/core/pod/strategy.go`` decides it: the request's ``gracePeriodSeconds``, else
     the pod's ``terminationGracePeriodSeconds`` (default 30); 0 for a pod never scheduled
@@ -134,11 +136,11 @@ def grace_period(pod: dict, requested: int | None = None) -> int:
     return period
 
 
-def is_terminating(pod: dict) -> bool:
+def is_terminating(pod: dict[str, Any]) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def delete_pod(view: View, pod: dict, component: str = "", owner: dict | None = None,
+def delete_pod(view: View, pod: dict[str, Any], component: str = "", owner: dict[str, Any] | None = None,
                grace: int | None = None) -> bool:
     """Delete a pod gracefully (``grace`` None = the pod's own period; 0 = at once).
 
@@ -173,7 +175,7 @@ def delete_pod(view: View, pod: dict, component: str = "", owner: dict | None = 
     return True
 
 
-def set_disruption_target(view: View, pod: dict, reason: str, message: str) -> dict:
+def set_disruption_target(view: View, pod: dict[str, Any], reason: str, message: str) -> dict[str, Any]:
     """Add the ``DisruptionTarget`` condition (kubernetes ``pkg/apis/core/types.go``
     ``DisruptionTarget``: PreemptionByScheduler, DeletionByTaintManager, EvictionByEvictionAPI,
     DeletionByPodGC) before a disruptive delete; returns the updated pod."""
@@ -187,7 +189,7 @@ def set_disruption_target(view: View, pod: dict, reason: str, message: str) -> d
     return view.get("Pod", new["metadata"]["name"], new["metadata"].get("namespace", "default")) or new
 
 
-def end_termination(view: View, pod: dict) -> None:
+def end_termination(view: View, pod: dict[str, Any]) -> None:
     """The kubelet has stopped the pod's containers: the pod is removed, or, while it has
     finalizers (a Job's ``batch.kubernetes.io/job-tracking``), kept with ``deletionTimestamp``
     and, when it had not finished, the kubelet's end state for a killed pod (phase Failed,
@@ -200,7 +202,7 @@ def end_termination(view: View, pod: dict) -> None:
         view.delete("Pod", meta["name"], meta.get("namespace", "default"))
 
 
-def _mark_deleted(view: View, pod: dict) -> None:
+def _mark_deleted(view: View, pod: dict[str, Any]) -> None:
     new = copy.deepcopy(pod)
     new["metadata"].setdefault("deletionTimestamp", view.timestamp())
     new["metadata"].setdefault("deletionGracePeriodSeconds", 0)
@@ -222,14 +224,14 @@ def _mark_deleted(view: View, pod: dict) -> None:
     view.epoch += 1
 
 
-def _restart_count(pod: dict, name: str) -> int:
+def _restart_count(pod: dict[str, Any], name: str) -> int:
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         if cs.get("name") == name:
             return int(cs.get("restartCount", 0) or 0)
     return 0
 
 
-def remove_finalizer(view: View, pod: dict, finalizer: str) -> None:
+def remove_finalizer(view: View, pod: dict[str, Any], finalizer: str) -> None:
     """Drop one finalizer; a pod being deleted with none left is removed."""
     current = view.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace", "default"))
     if current is None or finalizer not in (current["metadata"].get("finalizers") or []):
@@ -244,7 +246,7 @@ def remove_finalizer(view: View, pod: dict, finalizer: str) -> None:
     view.update(new)
 
 
-def set_status(view: View, body: dict, status: dict) -> dict:
+def set_status(view: View, body: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
     """Update ``status`` if it changed; returns the current body."""
     if body.get("status") == status:
         return body

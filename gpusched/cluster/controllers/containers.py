@@ -20,6 +20,8 @@ exit codes and restart counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 
 from gpusched.cluster.changes import Changes
@@ -32,7 +34,7 @@ CRASH_BACKOFF_BASE = 10.0
 CRASH_BACKOFF_MAX = 300.0
 
 
-def exit_code(pod: dict) -> int:
+def exit_code(pod: dict[str, Any]) -> int:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_EXIT_CODE, "0")
     try:
         return int(str(text))
@@ -45,7 +47,7 @@ def crash_backoff(restarts_before: int) -> float:
     return min(CRASH_BACKOFF_MAX, CRASH_BACKOFF_BASE * 2 ** max(0, restarts_before))
 
 
-def end_run(view: View, pod: dict, end: float) -> bool:
+def end_run(view: View, pod: dict[str, Any], end: float) -> bool:
     """The pod's run is over at ``end``; returns False when it simply succeeded (exit 0)."""
     code = exit_code(pod)
     if code == 0:
@@ -58,12 +60,12 @@ def end_run(view: View, pod: dict, end: float) -> bool:
     return True
 
 
-def _terminated(status: dict, code: int, end: str) -> dict:
+def _terminated(status: dict[str, Any], code: int, end: str) -> dict[str, Any]:
     started = ((status.get("state") or {}).get("running") or {}).get("startedAt", end)
     return {"exitCode": code, "reason": "Error", "startedAt": started, "finishedAt": end}
 
 
-def _fail(view: View, pod: dict, end: float, code: int) -> None:
+def _fail(view: View, pod: dict[str, Any], end: float, code: int) -> None:
     new = copy.deepcopy(pod)
     status = new["status"]
     finished = view.timestamp(end)
@@ -77,7 +79,7 @@ def _fail(view: View, pod: dict, end: float, code: int) -> None:
     view.epoch += 1
 
 
-def _restart_later(view: View, pod: dict, end: float, code: int) -> None:
+def _restart_later(view: View, pod: dict[str, Any], end: float, code: int) -> None:
     new = copy.deepcopy(pod)
     meta, status = new["metadata"], new["status"]
     finished = view.timestamp(end)
@@ -103,12 +105,12 @@ def _restart_later(view: View, pod: dict, end: float, code: int) -> None:
                           f"({meta.get('uid', '')})", "Warning", "kubelet")
 
 
-def restart_at(pod: dict) -> float | None:
+def restart_at(pod: dict[str, Any]) -> float | None:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_RESTART_AT)
     return float(text) if text is not None else None
 
 
-def restart_due(view: View, pod: dict) -> float | None:
+def restart_due(view: View, pod: dict[str, Any]) -> float | None:
     """Timer (``cluster.timers``): when this pod's crash-loop back-off ends."""
     if (pod.get("status") or {}).get("phase") != "Running":
         return None

@@ -26,6 +26,8 @@ Neighbours: ``controllers.common``; ``cluster.scheduling`` binds the pods.
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 
 from gpusched.cluster.changes import Changes
@@ -49,12 +51,12 @@ DEFAULT_TOLERATIONS = [
                  ("pid-pressure", "NoSchedule"), ("unschedulable", "NoSchedule"))]
 
 
-def node_taints(node: dict) -> list[Taint]:
+def node_taints(node: dict[str, Any]) -> list[Taint]:
     return [Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", ""))
             for t in (node.get("spec") or {}).get("taints") or []]
 
 
-def eligible(template_pod: dict, node: dict) -> bool:
+def eligible(template_pod: dict[str, Any], node: dict[str, Any]) -> bool:
     info = pod_info(template_pod)
     labels = (node.get("metadata") or {}).get("labels") or {}
     name = node["metadata"]["name"]
@@ -78,7 +80,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
         reconcile_one(view, ds)
 
 
-def reconcile_one(view: View, ds: dict) -> None:
+def reconcile_one(view: View, ds: dict[str, Any]) -> None:
     spec = ds.get("spec") or {}
     revision = sync_history(view, ds)
     hash_ = revision["metadata"]["labels"][HASH_LABEL]
@@ -92,7 +94,7 @@ def reconcile_one(view: View, ds: dict) -> None:
             tolerations.append(default)
     probe = {"kind": "Pod", "metadata": {"name": "probe", **(template.get("metadata") or {})},
              "spec": tspec}
-    pods_by_node: dict[str, list[dict]] = {}
+    pods_by_node: dict[str, list[dict[str, Any]]] = {}
     for pod in owned_pods(view, ds):
         if is_active(pod):
             target = _target_node(pod)
@@ -125,7 +127,7 @@ def reconcile_one(view: View, ds: dict) -> None:
     set_status(view, view.get("DaemonSet", name, ds["metadata"]["namespace"]) or ds, status)
 
 
-def _rolling_update(view: View, ds: dict, hash_: str, wanted: list[str]) -> None:
+def _rolling_update(view: View, ds: dict[str, Any], hash_: str, wanted: list[str]) -> None:
     """``rollingUpdate`` (update.go): delete out-of-date pods while at most ``maxUnavailable``
     (default 1) of the wanted nodes lack an available pod; OnDelete deletes nothing."""
     strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
@@ -150,7 +152,7 @@ def _rolling_update(view: View, ds: dict, hash_: str, wanted: list[str]) -> None
 
 # ---- ControllerRevisions (pkg/controller/daemon/update.go constructHistory) ---------------------
 
-def revision_data(ds: dict) -> dict:
+def revision_data(ds: dict[str, Any]) -> dict[str, Any]:
     """``getPatch``: the template as a strategic-merge patch that replaces it (what ``kubectl
     rollout undo`` applies back)."""
     template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
@@ -158,7 +160,7 @@ def revision_data(ds: dict) -> dict:
     return {"spec": {"template": template}}
 
 
-def revisions(view: View, ds: dict) -> list[dict]:
+def revisions(view: View, ds: dict[str, Any]) -> list[dict[str, Any]]:
     """This DaemonSet's ControllerRevisions, by revision number."""
     uid = ds["metadata"]["uid"]
     owned = [r for r in view.list("ControllerRevision", ds["metadata"]["namespace"])
@@ -166,7 +168,7 @@ def revisions(view: View, ds: dict) -> list[dict]:
     return sorted(owned, key=lambda r: int(r.get("revision", 0)))
 
 
-def sync_history(view: View, ds: dict) -> dict:
+def sync_history(view: View, ds: dict[str, Any]) -> dict[str, Any]:
     """The ControllerRevision of the current template, created with the next revision number,
     or an old one with an equal template raised to it (a rollback); old revisions beyond
     ``revisionHistoryLimit`` (default 10) that no pod uses are deleted."""
@@ -194,7 +196,7 @@ def sync_history(view: View, ds: dict) -> dict:
     return current
 
 
-def _cleanup_history(view: View, ds: dict, current: dict) -> None:
+def _cleanup_history(view: View, ds: dict[str, Any], current: dict[str, Any]) -> None:
     limit = int((ds.get("spec") or {}).get("revisionHistoryLimit", 10))
     live = {labels_of(p).get(HASH_LABEL) for p in owned_pods(view, ds) if is_active(p)}
     old = [r for r in revisions(view, ds) if r["metadata"]["name"] != current["metadata"]["name"]
@@ -203,7 +205,7 @@ def _cleanup_history(view: View, ds: dict, current: dict) -> None:
         view.delete("ControllerRevision", rev["metadata"]["name"], rev["metadata"]["namespace"])
 
 
-def _target_node(pod: dict) -> str:
+def _target_node(pod: dict[str, Any]) -> str:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         return spec["nodeName"]
@@ -216,7 +218,7 @@ def _target_node(pod: dict) -> str:
     return ""
 
 
-def _affinity_for(affinity: dict | None, node_name: str) -> dict:
+def _affinity_for(affinity: dict[str, Any] | None, node_name: str) -> dict[str, Any]:
     """The template's affinity with its required node terms replaced by metadata.name=node."""
     affinity = copy.deepcopy(affinity or {})
     node_affinity = affinity.setdefault("nodeAffinity", {})

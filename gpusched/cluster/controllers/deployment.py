@@ -32,6 +32,8 @@ revisions this module writes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import math
 from datetime import datetime
@@ -85,22 +87,22 @@ def resolve_fenceposts(max_surge: object, max_unavailable: object, desired: int)
     return surge, unavailable
 
 
-def _replicas(body: dict | None) -> int:
+def _replicas(body: dict[str, Any] | None) -> int:
     return int(((body or {}).get("spec") or {}).get("replicas", 1) if body else 0)
 
 
-def _status_int(body: dict | None, field: str) -> int:
+def _status_int(body: dict[str, Any] | None, field: str) -> int:
     return int(((body or {}).get("status") or {}).get(field, 0) or 0)
 
 
-def _rolling(deploy: dict) -> dict | None:
+def _rolling(deploy: dict[str, Any]) -> dict[str, Any] | None:
     strategy = (deploy.get("spec") or {}).get("strategy") or {}
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return None
     return strategy.get("rollingUpdate") or {}
 
 
-def max_surge(deploy: dict) -> int:
+def max_surge(deploy: dict[str, Any]) -> int:
     """``MaxSurge``: 0 unless RollingUpdate."""
     rolling = _rolling(deploy)
     if rolling is None:
@@ -109,7 +111,7 @@ def max_surge(deploy: dict) -> int:
                               _replicas(deploy))[0]
 
 
-def max_unavailable(deploy: dict) -> int:
+def max_unavailable(deploy: dict[str, Any]) -> int:
     """``MaxUnavailable``: 0 unless RollingUpdate with replicas > 0; at most ``replicas``."""
     rolling, want = _rolling(deploy), _replicas(deploy)
     if rolling is None or want == 0:
@@ -119,7 +121,7 @@ def max_unavailable(deploy: dict) -> int:
     return min(unavailable, want)
 
 
-def new_rs_new_replicas(deploy: dict, all_sets: list[dict], new_replicas: int) -> int:
+def new_rs_new_replicas(deploy: dict[str, Any], all_sets: list[dict[str, Any]], new_replicas: int) -> int:
     """``NewRSNewReplicas``: what the new ReplicaSet may grow to now."""
     want = _replicas(deploy)
     if _rolling(deploy) is None:
@@ -133,7 +135,7 @@ def new_rs_new_replicas(deploy: dict, all_sets: list[dict], new_replicas: int) -
 
 # ---- reading the owned ReplicaSets -------------------------------------------------------------
 
-def owned_sets(view: View, deploy: dict) -> list[dict]:
+def owned_sets(view: View, deploy: dict[str, Any]) -> list[dict[str, Any]]:
     """ReplicaSets whose controller is ``deploy``, oldest first (``ReplicaSetsByCreationTimestamp``)."""
     uid = deploy["metadata"]["uid"]
     sets = [rs for rs in view.list("ReplicaSet", deploy["metadata"]["namespace"])
@@ -154,7 +156,7 @@ def canonical(value: object, key: str = "") -> object:
     return value
 
 
-def template_without_hash(template: dict) -> dict:
+def template_without_hash(template: dict[str, Any]) -> dict[str, Any]:
     template = canonical(copy.deepcopy(template or {}))
     labels = (template.get("metadata") or {}).get("labels")
     if labels is not None:
@@ -166,17 +168,17 @@ def template_without_hash(template: dict) -> dict:
     return template
 
 
-def equal_ignore_hash(a: dict, b: dict) -> bool:
+def equal_ignore_hash(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """``EqualIgnoreHash``: pod templates equal but for the pod-template-hash label."""
     return dumps(template_without_hash(a)) == dumps(template_without_hash(b))
 
 
-def revision(rs: dict) -> int:
+def revision(rs: dict[str, Any]) -> int:
     text = ((rs.get("metadata") or {}).get("annotations") or {}).get(ANN_REVISION, "0")
     return int(text) if str(text).isdigit() else 0
 
 
-def split_sets(view: View, deploy: dict) -> tuple[dict | None, list[dict]]:
+def split_sets(view: View, deploy: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(new ReplicaSet or None, old ones): ``FindNewReplicaSet`` takes the oldest matching."""
     template = (deploy.get("spec") or {}).get("template") or {}
     sets = owned_sets(view, deploy)
@@ -200,7 +202,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
         reconcile_one(view, deploy)
 
 
-def reconcile_one(view: View, deploy: dict) -> None:
+def reconcile_one(view: View, deploy: dict[str, Any]) -> None:
     ns, name = deploy["metadata"]["namespace"], deploy["metadata"]["name"]
     spec = deploy.get("spec") or {}
     new, old = split_sets(view, deploy)
@@ -221,7 +223,7 @@ def reconcile_one(view: View, deploy: dict) -> None:
     _sync_status(view, deploy, new, old, rollout)
 
 
-def _is_scaling_event(deploy: dict, new: dict | None, old: list[dict]) -> bool:
+def _is_scaling_event(deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> bool:
     """``isScalingEvent``: an active ReplicaSet whose desired-replicas annotation differs."""
     want = str(_replicas(deploy))
     for rs in ([new] if new is not None else []) + old:
@@ -231,7 +233,7 @@ def _is_scaling_event(deploy: dict, new: dict | None, old: list[dict]) -> bool:
     return False
 
 
-def _rollout_rolling(view: View, deploy: dict, new: dict | None, old: list[dict]) -> None:
+def _rollout_rolling(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> None:
     if new is None:
         new = _create_new_set(view, deploy, old)
     else:
@@ -241,7 +243,7 @@ def _rollout_rolling(view: View, deploy: dict, new: dict | None, old: list[dict]
     _reconcile_old(view, deploy, new, old)
 
 
-def _reconcile_new(view: View, deploy: dict, new: dict, old: list[dict]) -> bool:
+def _reconcile_new(view: View, deploy: dict[str, Any], new: dict[str, Any], old: list[dict[str, Any]]) -> bool:
     """``reconcileNewReplicaSet``; True when it scaled."""
     want, have = _replicas(deploy), _replicas(new)
     if have == want:
@@ -251,7 +253,7 @@ def _reconcile_new(view: View, deploy: dict, new: dict, old: list[dict]) -> bool
     return _scale_set(view, deploy, new, new_rs_new_replicas(deploy, [new, *old], have))
 
 
-def _reconcile_old(view: View, deploy: dict, new: dict, old: list[dict]) -> bool:
+def _reconcile_old(view: View, deploy: dict[str, Any], new: dict[str, Any], old: list[dict[str, Any]]) -> bool:
     """``reconcileOldReplicaSets``: as many old replicas go as ``maxUnavailable`` allows."""
     if sum(_replicas(rs) for rs in old) == 0:
         return False
@@ -266,8 +268,8 @@ def _reconcile_old(view: View, deploy: dict, new: dict, old: list[dict]) -> bool
     return cleaned + scaled > 0
 
 
-def _cleanup_unhealthy(view: View, deploy: dict, old: list[dict],
-                       max_cleanup: int) -> tuple[int, list[dict]]:
+def _cleanup_unhealthy(view: View, deploy: dict[str, Any], old: list[dict[str, Any]],
+                       max_cleanup: int) -> tuple[int, list[dict[str, Any]]]:
     """``cleanupUnhealthyReplicas``: drop old replicas that are not available, oldest set first."""
     total, out = 0, []
     for rs in old:
@@ -285,7 +287,7 @@ def _cleanup_unhealthy(view: View, deploy: dict, old: list[dict],
     return total, out
 
 
-def _scale_down_old(view: View, deploy: dict, all_sets: list[dict], old: list[dict],
+def _scale_down_old(view: View, deploy: dict[str, Any], all_sets: list[dict[str, Any]], old: list[dict[str, Any]],
                     min_available: int) -> int:
     """``scaleDownOldReplicaSetsForRollingUpdate``: available pods above the minimum go."""
     available = sum(_status_int(rs, "availableReplicas") for rs in all_sets)
@@ -302,7 +304,7 @@ def _scale_down_old(view: View, deploy: dict, all_sets: list[dict], old: list[di
     return max(done, 0)
 
 
-def _rollout_recreate(view: View, deploy: dict, new: dict | None, old: list[dict]) -> None:
+def _rollout_recreate(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> None:
     """``rolloutRecreate``: old sets to 0, wait for their pods to be gone, then the new set."""
     scaled = False
     for rs in old:
@@ -317,7 +319,7 @@ def _rollout_recreate(view: View, deploy: dict, new: dict | None, old: list[dict
     _scale_set(view, deploy, new, _replicas(deploy))
 
 
-def _old_pods_running(view: View, old: list[dict]) -> bool:
+def _old_pods_running(view: View, old: list[dict[str, Any]]) -> bool:
     """``oldPodsRunning``: an old ReplicaSet still reports pods, or owns a non-finished pod."""
     if any(_status_int(rs, "replicas") > 0 for rs in old):
         return True
@@ -327,7 +329,7 @@ def _old_pods_running(view: View, old: list[dict]) -> bool:
                for p in view.list("Pod"))
 
 
-def _scale(view: View, deploy: dict, new: dict | None, old: list[dict]) -> None:
+def _scale(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> None:
     """``sync.go`` scale: one active set takes the count; else a saturated new set empties the
     old ones; else (RollingUpdate) the difference is spread proportionally."""
     want = _replicas(deploy)
@@ -351,11 +353,11 @@ def _scale(view: View, deploy: dict, new: dict | None, old: list[dict]) -> None:
     _scale_proportionally(view, deploy, active)
 
 
-def _created(rs: dict) -> tuple:
+def _created(rs: dict[str, Any]) -> tuple[Any, ...]:
     return rs["metadata"].get("creationTimestamp", ""), rs["metadata"]["name"]
 
 
-def _scale_proportionally(view: View, deploy: dict, active: list[dict]) -> None:
+def _scale_proportionally(view: View, deploy: dict[str, Any], active: list[dict[str, Any]]) -> None:
     want = _replicas(deploy)
     allowed = want + max_surge(deploy) if want > 0 else 0
     to_add = allowed - sum(_replicas(rs) for rs in active)
@@ -377,7 +379,7 @@ def _scale_proportionally(view: View, deploy: dict, active: list[dict]) -> None:
         _scale_set(view, deploy, rs, size)
 
 
-def _proportion(deploy: dict, rs: dict, to_add: int, added: int) -> int:
+def _proportion(deploy: dict[str, Any], rs: dict[str, Any], to_add: int, added: int) -> int:
     """``GetProportion`` with ``getReplicaSetFraction``."""
     if _replicas(rs) == 0 or to_add == 0 or to_add == added:
         return 0
@@ -395,16 +397,16 @@ def _proportion(deploy: dict, rs: dict, to_add: int, added: int) -> int:
 
 # ---- creating and scaling ReplicaSets ----------------------------------------------------------
 
-def _max_old_revision(old: list[dict]) -> int:
+def _max_old_revision(old: list[dict[str, Any]]) -> int:
     return max((revision(rs) for rs in old), default=0)
 
 
-def _copied_annotations(deploy: dict) -> dict[str, str]:
+def _copied_annotations(deploy: dict[str, Any]) -> dict[str, str]:
     annotations = (deploy["metadata"].get("annotations") or {})
     return {k: v for k, v in annotations.items() if k not in _SKIP_ANNOTATIONS}
 
 
-def _create_new_set(view: View, deploy: dict, old: list[dict]) -> dict:
+def _create_new_set(view: View, deploy: dict[str, Any], old: list[dict[str, Any]]) -> dict[str, Any]:
     """``getNewReplicaSet`` with createIfNotExisted: name, hash label, revision, annotations."""
     meta, spec = deploy["metadata"], deploy.get("spec") or {}
     template = copy.deepcopy(spec.get("template") or {})
@@ -435,7 +437,7 @@ def _create_new_set(view: View, deploy: dict, old: list[dict]) -> dict:
     return created
 
 
-def _sync_new_set(view: View, deploy: dict, new: dict, old: list[dict]) -> dict:
+def _sync_new_set(view: View, deploy: dict[str, Any], new: dict[str, Any], old: list[dict[str, Any]]) -> dict[str, Any]:
     """``SetNewReplicaSetAnnotations`` on an existing new set: copied annotations, and the next
     revision when an old template comes back (the old number goes to revision-history)."""
     body = copy.deepcopy(new)
@@ -454,7 +456,7 @@ def _sync_new_set(view: View, deploy: dict, new: dict, old: list[dict]) -> dict:
     return new
 
 
-def _set_revision(view: View, deploy: dict, value: str) -> None:
+def _set_revision(view: View, deploy: dict[str, Any], value: str) -> None:
     body = view.copy("Deployment", deploy["metadata"]["name"], deploy["metadata"]["namespace"])
     if body is None:
         return
@@ -464,7 +466,7 @@ def _set_revision(view: View, deploy: dict, value: str) -> None:
         view.update(body)
 
 
-def _scale_set(view: View, deploy: dict, rs: dict, replicas: int) -> bool:
+def _scale_set(view: View, deploy: dict[str, Any], rs: dict[str, Any], replicas: int) -> bool:
     """``scaleReplicaSetAndRecordEvent``: spec.replicas and the desired/max annotations."""
     rs = _fresh(view, rs)
     old = _replicas(rs)
@@ -484,11 +486,11 @@ def _scale_set(view: View, deploy: dict, rs: dict, replicas: int) -> bool:
     return True
 
 
-def _fresh(view: View, rs: dict) -> dict:
+def _fresh(view: View, rs: dict[str, Any]) -> dict[str, Any]:
     return view.get("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"]) or rs
 
 
-def _cleanup(view: View, deploy: dict, old: list[dict]) -> None:
+def _cleanup(view: View, deploy: dict[str, Any], old: list[dict[str, Any]]) -> None:
     """``cleanupDeployment``: empty old ReplicaSets beyond revisionHistoryLimit, oldest first."""
     limit = int((deploy.get("spec") or {}).get("revisionHistoryLimit", DEFAULT_HISTORY_LIMIT))
     empty = [rs for rs in old if _replicas(rs) == 0 and _status_int(rs, "replicas") == 0]
@@ -498,7 +500,7 @@ def _cleanup(view: View, deploy: dict, old: list[dict]) -> None:
 
 # ---- status and conditions ---------------------------------------------------------------------
 
-def _complete(deploy: dict, status: dict) -> bool:
+def _complete(deploy: dict[str, Any], status: dict[str, Any]) -> bool:
     """``DeploymentComplete``."""
     want = _replicas(deploy)
     return (int(status.get("updatedReplicas", 0)) == want and int(status.get("replicas", 0)) == want
@@ -506,9 +508,9 @@ def _complete(deploy: dict, status: dict) -> bool:
             and int(status.get("observedGeneration", 0)) >= int(deploy["metadata"].get("generation", 1)))
 
 
-def _progressing(old: dict, new: dict) -> bool:
+def _progressing(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """``DeploymentProgressing``: more updated/ready/available replicas, or fewer old ones."""
-    def get(status: dict, key: str) -> int:
+    def get(status: dict[str, Any], key: str) -> int:
         return int(status.get(key, 0))
     old_old = get(old, "replicas") - get(old, "updatedReplicas")
     new_old = get(new, "replicas") - get(new, "updatedReplicas")
@@ -522,11 +524,11 @@ def seconds_of(timestamp: str) -> float:
     return (when - EPOCH).total_seconds()
 
 
-def _condition(status: dict, type_: str) -> dict | None:
+def _condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
 
 
-def set_condition(status: dict, cond: dict) -> None:
+def set_condition(status: dict[str, Any], cond: dict[str, Any]) -> None:
     """``SetDeploymentCondition``: same status and reason -> unchanged; same status keeps the
     lastTransitionTime; the condition moves to the end."""
     current = _condition(status, cond["type"])
@@ -539,13 +541,13 @@ def set_condition(status: dict, cond: dict) -> None:
                             if c.get("type") != cond["type"]] + [cond]
 
 
-def _new_condition(view: View, type_: str, status: str, reason: str, message: str) -> dict:
+def _new_condition(view: View, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
     now = view.timestamp()
     return {"type": type_, "status": status, "lastUpdateTime": now, "lastTransitionTime": now,
             "reason": reason, "message": message}
 
 
-def _set_progressing(view: View, deploy: dict, status: str, reason: str, message: str) -> None:
+def _set_progressing(view: View, deploy: dict[str, Any], status: str, reason: str, message: str) -> None:
     body = view.copy("Deployment", deploy["metadata"]["name"], deploy["metadata"]["namespace"])
     if body is None or _progress_deadline(body) is None:
         return
@@ -554,12 +556,12 @@ def _set_progressing(view: View, deploy: dict, status: str, reason: str, message
     view.update(body)
 
 
-def _progress_deadline(deploy: dict) -> int | None:
+def _progress_deadline(deploy: dict[str, Any]) -> int | None:
     value = (deploy.get("spec") or {}).get("progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE)
     return None if value is None or int(value) >= 2**31 - 1 else int(value)
 
 
-def calculate_status(deploy: dict, new: dict | None, old: list[dict]) -> dict:
+def calculate_status(deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> dict[str, Any]:
     """``calculateStatus``: counters over all ReplicaSets (zero counters omitted, as the API
     omits them) and the Available condition."""
     sets = ([new] if new is not None else []) + old
@@ -579,7 +581,7 @@ def calculate_status(deploy: dict, new: dict | None, old: list[dict]) -> dict:
     return status
 
 
-def _sync_status(view: View, deploy: dict, new: dict | None, old: list[dict],
+def _sync_status(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]],
                  rollout: bool) -> None:
     """``syncRolloutStatus`` after a rollout step, ``syncDeploymentStatus`` after scaling."""
     status = calculate_status(deploy, new, old)
@@ -600,7 +602,7 @@ def _sync_status(view: View, deploy: dict, new: dict | None, old: list[dict],
                               deploy["metadata"]["namespace"]) or deploy, status)
 
 
-def _paused_condition(view: View, status: dict) -> None:
+def _paused_condition(view: View, status: dict[str, Any]) -> None:
     """``checkPausedConditions`` (a timed-out rollout keeps its condition)."""
     current = _condition(status, "Progressing")
     if current is not None and current.get("reason") in ("ProgressDeadlineExceeded",
@@ -610,11 +612,11 @@ def _paused_condition(view: View, status: dict) -> None:
                                          "Deployment is paused"))
 
 
-def available_enough(deploy: dict, status: dict) -> bool:
+def available_enough(deploy: dict[str, Any], status: dict[str, Any]) -> bool:
     return int(status.get("availableReplicas", 0)) >= _replicas(deploy) - max_unavailable(deploy)
 
 
-def _progress_condition(view: View, deploy: dict, new: dict, status: dict) -> None:
+def _progress_condition(view: View, deploy: dict[str, Any], new: dict[str, Any], status: dict[str, Any]) -> None:
     """The Progressing part of ``syncRolloutStatus`` (a finished rollout is not re-estimated)."""
     current = _condition(deploy.get("status") or {}, "Progressing")
     if (int(status.get("replicas", 0)) == int(status.get("updatedReplicas", 0))
@@ -640,7 +642,7 @@ def _progress_condition(view: View, deploy: dict, new: dict, status: dict) -> No
                                              f'ReplicaSet "{name}" has timed out progressing.'))
 
 
-def _timed_out(view: View, deploy: dict, status: dict) -> bool:
+def _timed_out(view: View, deploy: dict[str, Any], status: dict[str, Any]) -> bool:
     """``DeploymentTimedOut``: lastUpdateTime + progressDeadlineSeconds strictly before now."""
     cond, deadline = _condition(status, "Progressing"), _progress_deadline(deploy)
     if cond is None or deadline is None or cond.get("reason") == "NewReplicaSetAvailable":
@@ -658,7 +660,7 @@ def next_time(view: View) -> float | None:
     return min(times) if times else None
 
 
-def progress_due(view: View, deploy: dict) -> float | None:
+def progress_due(view: View, deploy: dict[str, Any]) -> float | None:
     """Timer (``cluster.timers``): this Deployment's progress deadline, as ``next_time``."""
     status = deploy.get("status") or {}
     cond = _condition(status, "Progressing")

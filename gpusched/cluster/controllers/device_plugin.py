@@ -25,6 +25,8 @@ Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Nod
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import json
 import logging
@@ -65,7 +67,7 @@ def reconcile(view: View) -> None:
             if current else None
 
 
-def advertised(node: dict, configmaps: list[dict], now: str, policy=None) -> tuple[dict, object]:
+def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str, policy=None) -> tuple[dict[str, Any], object]:
     """``node`` as the device plugin and GFD leave it (GFD labels, MIG state annotations,
     ``nvidia.com/*`` capacity and allocatable), and the device state it came from. Pure: the
     Cluster Autoscaler's template nodes (``controllers.autoscaler``) are built with it."""
@@ -83,7 +85,7 @@ def advertised(node: dict, configmaps: list[dict], now: str, policy=None) -> tup
     return new, state
 
 
-def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None) -> None:
+def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str, Any]], policy=None) -> None:
     new, state = advertised(node, configmaps, view.timestamp(), policy)
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
@@ -96,7 +98,7 @@ def _reconcile_node(view: View, node: dict, configmaps: list[dict], policy=None)
                           MIG_MANAGER_COMPONENT)
 
 
-def owned_labels(node: dict) -> set[str]:
+def owned_labels(node: dict[str, Any]) -> set[str]:
     """The labels GFD wrote last time: NFD's ``feature-labels`` annotation (labels NFD created
     for GFD's features), or, on a node GFD never labelled, the keys GFD writes
     (``gfd.is_gfd_label``). A user's ``nvidia.com/gpu=true`` is in neither."""
@@ -107,7 +109,7 @@ def owned_labels(node: dict) -> set[str]:
     return {key for key in meta.get("labels") or {} if is_gfd_label(key)}
 
 
-def write_gfd_labels(node: dict, computed: dict[str, str], now: str) -> None:
+def write_gfd_labels(node: dict[str, Any], computed: dict[str, str], now: str) -> None:
     """Replace the GFD-owned labels of ``node`` with ``computed`` (user labels and annotations
     untouched). ``nvidia.com/gfd.timestamp`` (Unix seconds of the virtual clock) changes only
     when another GFD label does, so settling reaches a fixpoint."""

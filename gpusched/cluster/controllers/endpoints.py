@@ -24,6 +24,8 @@ Neighbours: ``cluster.controllers`` runs :func:`reconcile`; ``objects.selectors`
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 
 from gpusched.cluster.controllers.common import is_terminal
@@ -46,7 +48,7 @@ def reconcile(view: View) -> None:
     _delete_orphans(view, services)
 
 
-def _pods_of(view: View, service: dict) -> list[dict]:
+def _pods_of(view: View, service: dict[str, Any]) -> list[dict[str, Any]]:
     selector = selector_from_dict({"matchLabels": service["spec"]["selector"]})
     return [p for p in view.list("Pod", service["metadata"].get("namespace", "default"))
             if matches(selector, p["metadata"].get("labels") or {})
@@ -54,7 +56,7 @@ def _pods_of(view: View, service: dict) -> list[dict]:
             and not p["metadata"].get("deletionTimestamp")]
 
 
-def is_ready(pod: dict) -> bool:
+def is_ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
     ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
     if ready:
@@ -62,7 +64,7 @@ def is_ready(pod: dict) -> bool:
     return status.get("phase") == "Running"
 
 
-def _target_port(pod: dict, port: dict) -> int | None:
+def _target_port(pod: dict[str, Any], port: dict[str, Any]) -> int | None:
     target = port.get("targetPort", port.get("port"))
     if isinstance(target, int):
         return target
@@ -73,7 +75,7 @@ def _target_port(pod: dict, port: dict) -> int | None:
     return None
 
 
-def _ports(service: dict, pods: list[dict]) -> list[dict]:
+def _ports(service: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for port in service["spec"].get("ports") or []:
         resolved = next((n for n in (_target_port(p, port) for p in pods) if n), None)
@@ -87,20 +89,20 @@ def _ports(service: dict, pods: list[dict]) -> list[dict]:
     return out
 
 
-def _target_ref(pod: dict) -> dict:
+def _target_ref(pod: dict[str, Any]) -> dict[str, Any]:
     meta = pod["metadata"]
     return {"kind": "Pod", "namespace": meta.get("namespace", "default"), "name": meta["name"],
             "uid": meta.get("uid", "")}
 
 
-def _sync(view: View, service: dict) -> None:
+def _sync(view: View, service: dict[str, Any]) -> None:
     pods = sorted(_pods_of(view, service), key=lambda p: p["status"]["podIP"])
     ports = _ports(service, pods)
     _write_endpoints(view, service, pods, ports)
     _write_slice(view, service, pods, ports)
 
 
-def _write_endpoints(view: View, service: dict, pods: list[dict], ports: list[dict]) -> None:
+def _write_endpoints(view: View, service: dict[str, Any], pods: list[dict[str, Any]], ports: list[dict[str, Any]]) -> None:
     meta = service["metadata"]
     ns = meta.get("namespace", "default")
     old = view.get("Endpoints", meta["name"], ns)
@@ -112,7 +114,7 @@ def _write_endpoints(view: View, service: dict, pods: list[dict], ports: list[di
             "metadata": {"name": meta["name"], "namespace": ns}}
     if meta.get("labels"):
         body["metadata"]["labels"] = dict(meta["labels"])
-    subset: dict = {}
+    subset: dict[str, Any] = {}
     if ready:
         subset["addresses"] = ready
     if not_ready:
@@ -136,7 +138,7 @@ def _write_endpoints(view: View, service: dict, pods: list[dict], ports: list[di
     view.create(body)
 
 
-def _slice_of(view: View, service: dict) -> dict | None:
+def _slice_of(view: View, service: dict[str, Any]) -> dict[str, Any] | None:
     meta = service["metadata"]
     for candidate in view.list("EndpointSlice", meta.get("namespace", "default")):
         labels = candidate["metadata"].get("labels") or {}
@@ -145,7 +147,7 @@ def _slice_of(view: View, service: dict) -> dict | None:
     return None
 
 
-def _write_slice(view: View, service: dict, pods: list[dict], ports: list[dict]) -> None:
+def _write_slice(view: View, service: dict[str, Any], pods: list[dict[str, Any]], ports: list[dict[str, Any]]) -> None:
     meta = service["metadata"]
     ns = meta.get("namespace", "default")
     endpoints = [{"addresses": [p["status"]["podIP"]],
@@ -172,7 +174,7 @@ def _write_slice(view: View, service: dict, pods: list[dict], ports: list[dict])
     view.update(new)
 
 
-def _delete_orphans(view: View, services: dict) -> None:
+def _delete_orphans(view: View, services: dict[str, Any]) -> None:
     for endpoints in view.list("Endpoints"):
         meta = endpoints["metadata"]
         if (meta.get("namespace", "default"), meta["name"]) not in services and \

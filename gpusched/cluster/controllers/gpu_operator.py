@@ -78,7 +78,7 @@ def reconcile(view: View) -> None:
     _set_state(view, policy, "ready" if ready else "notReady")
 
 
-def _set_state(view: View, policy: dict, state: str) -> None:
+def _set_state(view: View, policy: dict[str, Any], state: str) -> None:
     current = view.get("ClusterPolicy", policy["metadata"]["name"]) or policy
     status = dict(current.get("status") or {})
     wanted = {**status, "state": state, "namespace": OPERATOR_NAMESPACE}
@@ -101,8 +101,8 @@ def _label_nodes(view: View) -> None:
         view.update(new)
 
 
-def _ensure_daemonset(view: View, policy: dict, config: PolicyConfig, component: Component,
-                      current: dict | None) -> bool:
+def _ensure_daemonset(view: View, policy: dict[str, Any], config: PolicyConfig, component: Component,
+                      current: dict[str, Any] | None) -> bool:
     """Create or update the component's DaemonSet; True when all its pods are ready."""
     body = daemonset(view, policy, config, component)
     digest = body["metadata"]["annotations"][ANN_HASH]
@@ -122,7 +122,7 @@ def _ensure_daemonset(view: View, policy: dict, config: PolicyConfig, component:
     return int(status.get("numberReady", 0)) >= int(status.get("desiredNumberScheduled", 0))
 
 
-def daemonset(view: View, policy: dict, config: PolicyConfig, component: Component) -> dict:
+def daemonset(view: View, policy: dict[str, Any], config: PolicyConfig, component: Component) -> dict[str, Any]:
     """The DaemonSet the operator renders for ``component`` (assets/state-*/..._daemonset.yaml)."""
     image = (config.images or {}).get(component.spec_key, component.image)
     env = []
@@ -139,7 +139,7 @@ def daemonset(view: View, policy: dict, config: PolicyConfig, component: Compone
     if component.spec_key in ("devicePlugin", "gfd") and config.device_plugin_config:
         volumes = [{"name": config.device_plugin_config,
                     "configMap": {"name": config.device_plugin_config}}]
-    pod_spec: dict = {
+    pod_spec: dict[str, Any] = {
         "nodeSelector": {f"{DEPLOY_LABEL}{component.operand}": "true"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "containers": containers, **({"volumes": volumes} if volumes else {})}
@@ -184,11 +184,11 @@ def loaded_config(view: View, config: PolicyConfig) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
-def pinned_configmaps(view: View, config: PolicyConfig | None) -> dict[str, dict | None]:
+def pinned_configmaps(view: View, config: PolicyConfig | None) -> dict[str, dict[str, Any] | None]:
     """Node name -> the device-plugin ConfigMap its newest running plugin pod loaded (None: the
     ConfigMap did not exist). Nodes without such a pod, or whose pod loaded another ConfigMap
     than the policy now names, are absent (the live ConfigMap applies)."""
-    out: dict[str, dict | None] = {}
+    out: dict[str, dict[str, Any] | None] = {}
     if config is None:
         return out
     wanted = f"{OPERATOR_NAMESPACE}/{config.device_plugin_config}" \
@@ -218,7 +218,7 @@ def pinned_configmaps(view: View, config: PolicyConfig | None) -> dict[str, dict
     return out
 
 
-def configmaps_for(configmaps: list[dict], pinned: dict, node: str) -> list[dict]:
+def configmaps_for(configmaps: list[dict[str, Any]], pinned: dict[str, Any], node: str) -> list[dict[str, Any]]:
     """The ConfigMaps as the node's device plugin sees them: the one its pod loaded at start in
     place of the live one in ``gpu-operator``."""
     if node not in pinned:
@@ -234,12 +234,12 @@ def configmaps_for(configmaps: list[dict], pinned: dict, node: str) -> list[dict
 class DeviceInputs:
     """Everything besides the Node that decides what its device plugin advertises."""
 
-    configmaps: list[dict]
+    configmaps: list[dict[str, Any]]
     policy: Any = None                   # devices.operator.PolicyConfig
-    pinned: dict = field(default_factory=dict)
+    pinned: dict[str, Any] = field(default_factory=dict)
     policy_version: str = ""
 
-    def for_node(self, name: str) -> list[dict]:
+    def for_node(self, name: str) -> list[dict[str, Any]]:
         return configmaps_for(self.configmaps, self.pinned, name)
 
 

@@ -27,6 +27,8 @@ Neighbours: ``cluster.usage`` (metrics), ``controllers.common`` (pods, selectors
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import math
 from dataclasses import dataclass, field
@@ -71,10 +73,10 @@ class Sync:
     """One reconcileAutoscaler: the HPA being changed, its conditions and events."""
 
     view: View
-    hpa: dict
-    state: dict
+    hpa: dict[str, Any]
+    state: dict[str, Any]
     usage: Usage
-    conditions: list = field(default_factory=list)
+    conditions: list[Any] = field(default_factory=list)
 
     def condition(self, type_: str, status: str, reason: str, message: str) -> None:
         """``setConditionInList``: replace in place, lastTransitionTime only on a change."""
@@ -91,7 +93,7 @@ class Sync:
     def event(self, type_: str, reason: str, message: str) -> None:
         self.view.record_event(self.hpa, reason, message, type_, COMPONENT)
 
-    def unable(self, err: MetricError) -> dict:
+    def unable(self, err: MetricError) -> dict[str, Any]:
         """``getUnableComputeReplicaCountCondition``: the event now, the condition for later."""
         self.event("Warning", err.reason, str(err))
         return {"type": "ScalingActive", "status": "False", "reason": err.reason,
@@ -100,16 +102,16 @@ class Sync:
 
 # ---- controller entry points ------------------------------------------------------------------
 
-def _key(hpa: dict) -> str:
+def _key(hpa: dict[str, Any]) -> str:
     meta = hpa["metadata"]
     return f"{meta.get('namespace', 'default')}/{meta['name']}"
 
 
-def _states(view: View) -> dict:
+def _states(view: View) -> dict[str, Any]:
     return view.stats.setdefault("hpa", {})
 
 
-def sync_due(view: View, hpa: dict) -> float | None:
+def sync_due(view: View, hpa: dict[str, Any]) -> float | None:
     """When the HPA is next synced (``controllers.TIMED``)."""
     state = view.stats.get("hpa", {}).get(_key(hpa))
     if state is None or state.get("uid") != hpa["metadata"].get("uid"):
@@ -142,7 +144,7 @@ def reconcile(view: View) -> None:
 
 # ---- reconcileAutoscaler ----------------------------------------------------------------------
 
-def _scale(view: View, hpa: dict) -> tuple[dict | None, str]:
+def _scale(view: View, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """(target, error) as the scale subresource answers."""
     ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
     kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
@@ -156,7 +158,7 @@ def _scale(view: View, hpa: dict) -> tuple[dict | None, str]:
     return target, ""
 
 
-def reconcile_autoscaler(view: View, hpa: dict, state: dict, usage: Usage) -> None:
+def reconcile_autoscaler(view: View, hpa: dict[str, Any], state: dict[str, Any], usage: Usage) -> None:
     spec, status = hpa.get("spec") or {}, copy.deepcopy(hpa.get("status") or {})
     sync = Sync(view, hpa, state, usage, list(status.get("conditions") or []))
     target, error = _scale(view, hpa)
@@ -213,7 +215,7 @@ def reconcile_autoscaler(view: View, hpa: dict, state: dict, usage: Usage) -> No
     _write(view, hpa, {**new_status, "conditions": sync.conditions})
 
 
-def _status(old: dict, current: int, desired: int, statuses: list) -> dict:
+def _status(old: dict[str, Any], current: int, desired: int, statuses: list[Any]) -> dict[str, Any]:
     """``setStatus``: currentReplicas, desiredReplicas, lastScaleTime, currentMetrics."""
     out = {"currentReplicas": current, "desiredReplicas": desired}
     if old.get("lastScaleTime"):
@@ -223,7 +225,7 @@ def _status(old: dict, current: int, desired: int, statuses: list) -> dict:
     return out
 
 
-def _write(view: View, hpa: dict, status: dict) -> None:
+def _write(view: View, hpa: dict[str, Any], status: dict[str, Any]) -> None:
     """``updateStatusIfNeeded``: write only a changed status."""
     if status.get("conditions") == []:
         status.pop("conditions")
@@ -234,7 +236,7 @@ def _write(view: View, hpa: dict, status: dict) -> None:
     view.update(new)
 
 
-def _set_replicas(view: View, target: dict, replicas: int) -> None:
+def _set_replicas(view: View, target: dict[str, Any], replicas: int) -> None:
     new = copy.deepcopy(target)
     new.setdefault("spec", {})["replicas"] = int(replicas)
     view.update(new)
@@ -242,8 +244,8 @@ def _set_replicas(view: View, target: dict, replicas: int) -> None:
 
 # ---- computeReplicasForMetrics ----------------------------------------------------------------
 
-def compute_replicas_for_metrics(sync: Sync, target: dict, spec_replicas: int,
-                                 status_replicas: int) -> tuple[int, str, list, str]:
+def compute_replicas_for_metrics(sync: Sync, target: dict[str, Any], spec_replicas: int,
+                                 status_replicas: int) -> tuple[int, str, list[Any], str]:
     """(replicas or -1, metric name, statuses, error text) as upstream's function."""
     selector_dict = (target.get("spec") or {}).get("selector")
     text = selector_to_string(selector_from_dict(selector_dict)) if selector_dict else ""
@@ -263,7 +265,7 @@ def compute_replicas_for_metrics(sync: Sync, target: dict, spec_replicas: int,
     pods = [p for p in sync.view.list("Pod", namespace)
             if matches(selector, (p.get("metadata") or {}).get("labels") or {})]
     specs = (sync.hpa.get("spec") or {}).get("metrics") or []
-    statuses: list[dict] = [{"type": ""} for _ in specs]
+    statuses: list[dict[str, Any]] = [{"type": ""} for _ in specs]
     replicas, metric, invalid, first_error, first_condition = 0, "", 0, "", None
     for i, metric_spec in enumerate(specs):
         try:
@@ -299,8 +301,8 @@ def _milli_of(value: object) -> int | None:
         return None
 
 
-def compute_replicas_for_metric(sync: Sync, spec: dict, spec_replicas: int, status_replicas: int,
-                                pods: list[dict]) -> tuple[int, str, dict]:
+def compute_replicas_for_metric(sync: Sync, spec: dict[str, Any], spec_replicas: int, status_replicas: int,
+                                pods: list[dict[str, Any]]) -> tuple[int, str, dict[str, Any]]:
     kind = spec.get("type")
     if kind == "Resource":
         return _resource_metric(sync, spec.get("resource") or {}, spec_replicas, pods)
@@ -328,7 +330,7 @@ def compute_replicas_for_metric(sync: Sync, spec: dict, spec_replicas: int, stat
     raise MetricError("InvalidMetricSourceType", err)
 
 
-def _identifier(source: dict) -> dict:
+def _identifier(source: dict[str, Any]) -> dict[str, Any]:
     metric = source.get("metric") or {}
     out = {"name": metric.get("name", "")}
     if metric.get("selector") is not None:
@@ -341,7 +343,7 @@ def _q(value_m: int) -> str:
     return format_milli(int(value_m))
 
 
-def _resource_metric(sync: Sync, source: dict, current: int, pods: list[dict],
+def _resource_metric(sync: Sync, source: dict[str, Any], current: int, pods: list[dict[str, Any]],
                      container: str = ""):
     """``computeStatusForResourceMetricGeneric`` for Resource and (with ``container``)
     ContainerResource metrics."""
@@ -381,7 +383,7 @@ def _resource_metric(sync: Sync, source: dict, current: int, pods: list[dict],
             "averageUtilization": percent, "averageValue": _q(raw)}}}
 
 
-def _object_metric(sync: Sync, source: dict, spec_replicas: int, status_replicas: int, pods):
+def _object_metric(sync: Sync, source: dict[str, Any], spec_replicas: int, status_replicas: int, pods):
     described = source.get("describedObject") or {}
     metric = (source.get("metric") or {}).get("name", "")
     target = source.get("target") or {}
@@ -425,7 +427,7 @@ def _object_metric(sync: Sync, source: dict, spec_replicas: int, status_replicas
                           f"failed to get object metric value: {err.wrapped}") from None
 
 
-def _go_selector(source: dict) -> str:
+def _go_selector(source: dict[str, Any]) -> str:
     """``%+v`` of a *metav1.LabelSelector as the controller formats it in metric names."""
     selector = (source.get("metric") or {}).get("selector")
     if selector is None:
@@ -434,7 +436,7 @@ def _go_selector(source: dict) -> str:
     return f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{}},}}"
 
 
-def _external_metric(sync: Sync, source: dict, spec_replicas: int, status_replicas: int, pods):
+def _external_metric(sync: Sync, source: dict[str, Any], spec_replicas: int, status_replicas: int, pods):
     metric = (source.get("metric") or {}).get("name", "")
     selector = (source.get("metric") or {}).get("selector")
     target = source.get("target") or {}
@@ -474,7 +476,7 @@ def _external_metric(sync: Sync, source: dict, spec_replicas: int, status_replic
 
 # ---- replica_calculator.go --------------------------------------------------------------------
 
-def _resource_values(sync: Sync, resource: str, pods: list[dict],
+def _resource_values(sync: Sync, resource: str, pods: list[dict[str, Any]],
                      container: str = "") -> dict[str, int]:
     """``GetResourceMetric``: milli-values per pod name from the resource metrics API (of one
     container when ``container`` is set; pods without it have no value)."""
@@ -500,7 +502,7 @@ def _resource_values(sync: Sync, resource: str, pods: list[dict],
     return values
 
 
-def group_pods(now: float, pods: list[dict], metrics: dict, resource: str):
+def group_pods(now: float, pods: list[dict[str, Any]], metrics: dict[str, Any], resource: str):
     """``groupPods``: (ready count, unready, missing, ignored) pod names."""
     ready, unready, missing, ignored = 0, set(), set(), set()
     for pod in pods:
@@ -521,7 +523,7 @@ def group_pods(now: float, pods: list[dict], metrics: dict, resource: str):
     return ready, unready, missing, ignored
 
 
-def _cpu_unready(pod: dict, now: float) -> bool:
+def _cpu_unready(pod: dict[str, Any], now: float) -> bool:
     status = pod.get("status") or {}
     condition = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
     if condition is None or not status.get("startTime"):
@@ -535,7 +537,7 @@ def _cpu_unready(pod: dict, now: float) -> bool:
 
 
 def resource_replicas(now: float, current: int, target_utilization: int, resource: str,
-                      pods: list[dict], metrics: dict[str, int],
+                      pods: list[dict[str, Any]], metrics: dict[str, int],
                       container: str = "") -> tuple[int, int, int]:
     """``GetResourceReplicas``: (replicas, utilization %, raw average milli-value) from the
     pods' milli-values ``metrics`` (by pod name)."""
@@ -581,7 +583,7 @@ def resource_replicas(now: float, current: int, target_utilization: int, resourc
     return new, utilization, raw
 
 
-def utilization_ratio(metrics: dict, requests: dict, target: int) -> tuple[float, int, int]:
+def utilization_ratio(metrics: dict[str, Any], requests: dict[str, Any], target: int) -> tuple[float, int, int]:
     """``GetResourceUtilizationRatio``: (ratio, utilization %, raw average)."""
     total = sum(metrics[n] for n in metrics if n in requests)
     request_total = sum(requests[n] for n in metrics if n in requests)
@@ -592,7 +594,7 @@ def utilization_ratio(metrics: dict, requests: dict, target: int) -> tuple[float
     return utilization / target, utilization, int(total / entries)
 
 
-def plain_replicas(now: float, metrics: dict, current: int, target: int, pods: list[dict],
+def plain_replicas(now: float, metrics: dict[str, Any], current: int, target: int, pods: list[dict[str, Any]],
                    resource: str = "") -> tuple[int, int]:
     """``calcPlainMetricReplicas``: (replicas, average usage milli-value)."""
     metrics = dict(metrics)
@@ -624,14 +626,14 @@ def plain_replicas(now: float, metrics: dict, current: int, target: int, pods: l
     return new, usage_m
 
 
-def _usage_ratio(metrics: dict, target: int) -> tuple[float, int]:
+def _usage_ratio(metrics: dict[str, Any], target: int) -> tuple[float, int]:
     """``GetMetricUsageRatio``: integer average (Go int64 division), then the ratio."""
     average = sum(metrics.values()) // len(metrics)
     return average / target, average
 
 
 def pods_metric_replicas(sync: Sync, current: int, target: int, metric: str,
-                         pods: list[dict]) -> tuple[int, int]:
+                         pods: list[dict[str, Any]]) -> tuple[int, int]:
     """``GetMetricReplicas`` over the custom metrics API's per-pod values."""
     namespace = sync.hpa["metadata"].get("namespace", "default")
     try:
@@ -647,7 +649,7 @@ def pods_metric_replicas(sync: Sync, current: int, target: int, metric: str,
     return plain_replicas(sync.view.now(), metrics, current, target, pods)
 
 
-def usage_ratio_replicas(sync: Sync, current: int, ratio: float, pods: list[dict]) -> int:
+def usage_ratio_replicas(sync: Sync, current: int, ratio: float, pods: list[dict[str, Any]]) -> int:
     """``getUsageRatioReplicaCount``: scale by the ratio over the ready pods."""
     if current == 0:
         return math.ceil(ratio)
@@ -719,7 +721,7 @@ def _with_rules(current: int, desired: int, minimum: int, maximum: int) -> tuple
     return desired, "DesiredWithinRange", "the desired count is within the acceptable range"
 
 
-def rules_of(hpa: dict, direction: str) -> dict:
+def rules_of(hpa: dict[str, Any], direction: str) -> dict[str, Any]:
     """The defaulted scaling rules (``GenerateHPAScale{Up,Down}Rules`` and
     ``maybeInitScaleDownStabilizationWindow``)."""
     given = ((hpa.get("spec") or {}).get("behavior") or {}).get(direction) or {}
@@ -746,8 +748,8 @@ def normalize_with_behaviors(sync: Sync, current: int, desired: int, minimum: in
     return result
 
 
-def _stabilize_with_behaviors(sync: Sync, current: int, desired: int, up: dict,
-                              down: dict) -> tuple[int, str, str]:
+def _stabilize_with_behaviors(sync: Sync, current: int, desired: int, up: dict[str, Any],
+                              down: dict[str, Any]) -> tuple[int, str, str]:
     now = sync.view.now()
     up_cut = now - int(up["stabilizationWindowSeconds"])
     down_cut = now - int(down["stabilizationWindowSeconds"])
@@ -773,12 +775,12 @@ def _stabilize_with_behaviors(sync: Sync, current: int, desired: int, up: dict,
                                            "applying the highest recent recommendation")
 
 
-def _changes(events: list, period: float, now: float) -> int:
+def _changes(events: list[Any], period: float, now: float) -> int:
     """``getReplicasChangePerPeriod``."""
     return sum(int(change) for change, stamp, _ in events if stamp > now - period)
 
 
-def scale_up_limit(current: int, up_events: list, down_events: list, rules: dict,
+def scale_up_limit(current: int, up_events: list[Any], down_events: list[Any], rules: dict[str, Any],
                    now: float) -> int:
     """``calculateScaleUpLimitWithScalingRules``."""
     select = rules.get("selectPolicy", "Max")
@@ -795,7 +797,7 @@ def scale_up_limit(current: int, up_events: list, down_events: list, rules: dict
     return int(result) if math.isfinite(result) else current
 
 
-def scale_down_limit(current: int, up_events: list, down_events: list, rules: dict,
+def scale_down_limit(current: int, up_events: list[Any], down_events: list[Any], rules: dict[str, Any],
                      now: float) -> int:
     """``calculateScaleDownLimitWithBehaviors``."""
     select = rules.get("selectPolicy", "Max")
@@ -813,7 +815,7 @@ def scale_down_limit(current: int, up_events: list, down_events: list, rules: di
 
 
 def _with_behavior_rate(sync: Sync, current: int, desired: int, minimum: int, maximum: int,
-                        up: dict, down: dict) -> tuple[int, str, str]:
+                        up: dict[str, Any], down: dict[str, Any]) -> tuple[int, str, str]:
     """``convertDesiredReplicasWithBehaviorRate``."""
     now, state = sync.view.now(), sync.state
     if desired > current:

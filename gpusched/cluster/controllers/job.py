@@ -32,6 +32,8 @@ codes and in-place restarts); ``controllers.sbatch`` holds and releases suspende
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 
 from gpusched.cluster.changes import Changes
@@ -52,39 +54,39 @@ COMPLETE_REASON = ("CompletionsReached", "Reached expected number of succeeded p
 
 # ---- reading a Job -----------------------------------------------------------------------------
 
-def _conditions(job: dict) -> list[dict]:
+def _conditions(job: dict[str, Any]) -> list[dict[str, Any]]:
     return list((job.get("status") or {}).get("conditions") or [])
 
 
-def has_condition(job: dict, type_: str) -> dict | None:
+def has_condition(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in _conditions(job) if c.get("type") == type_
                  and c.get("status") == "True"), None)
 
 
-def finished(job: dict) -> dict | None:
+def finished(job: dict[str, Any]) -> dict[str, Any] | None:
     """``IsJobFinished``: the Complete or Failed condition, if any."""
     return has_condition(job, "Complete") or has_condition(job, "Failed")
 
 
-def completions_of(spec: dict) -> int | None:
+def completions_of(spec: dict[str, Any]) -> int | None:
     """Defaulting: completions 1 unless only parallelism is set."""
     if spec.get("completions") is not None:
         return int(spec["completions"])
     return None if "parallelism" in spec else 1
 
 
-def indexed(spec: dict) -> bool:
+def indexed(spec: dict[str, Any]) -> bool:
     return spec.get("completionMode") == "Indexed"
 
 
-def completion_index(pod: dict) -> int | None:
+def completion_index(pod: dict[str, Any]) -> int | None:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(INDEX_KEY)
     return int(text) if text is not None and str(text).isdigit() else None
 
 
 # ---- podFailurePolicy (pod_failure_policy.go) --------------------------------------------------
 
-def match_pod_failure_policy(policy: dict | None, pod: dict) -> tuple[str | None, bool, str | None]:
+def match_pod_failure_policy(policy: dict[str, Any] | None, pod: dict[str, Any]) -> tuple[str | None, bool, str | None]:
     """``matchPodFailurePolicy``: (FailJob message or None, count the failure?, action)."""
     meta = pod.get("metadata") or {}
     for index, rule in enumerate((policy or {}).get("rules") or []):
@@ -113,7 +115,7 @@ def match_pod_failure_policy(policy: dict | None, pod: dict) -> tuple[str | None
     return None, True, None
 
 
-def _match_exit_codes(pod: dict, requirement: dict) -> dict | None:
+def _match_exit_codes(pod: dict[str, Any], requirement: dict[str, Any]) -> dict[str, Any] | None:
     status = pod.get("status") or {}
     values = {int(v) for v in requirement.get("values") or []}
     operator = requirement.get("operator", "In")
@@ -128,7 +130,7 @@ def _match_exit_codes(pod: dict, requirement: dict) -> dict | None:
     return None
 
 
-def _match_conditions(pod: dict, patterns: list[dict]) -> dict | None:
+def _match_conditions(pod: dict[str, Any], patterns: list[dict[str, Any]]) -> dict[str, Any] | None:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         for pattern in patterns:
             if cond.get("type") == pattern.get("type") and \
@@ -137,7 +139,7 @@ def _match_conditions(pod: dict, patterns: list[dict]) -> dict | None:
     return None
 
 
-def is_pod_failed(pod: dict, job: dict) -> bool:
+def is_pod_failed(pod: dict[str, Any], job: dict[str, Any]) -> bool:
     """``isPodFailed``: Failed, or (without a podFailurePolicy) deleted before it succeeded."""
     phase = (pod.get("status") or {}).get("phase")
     if phase == "Failed" or (job.get("spec") or {}).get("podFailurePolicy") is not None:
@@ -159,7 +161,7 @@ def backoff_delay(failures: int) -> float:
     return delay
 
 
-def _finish_time(pod: dict, now: float) -> float:
+def _finish_time(pod: dict[str, Any], now: float) -> float:
     """``getFinishedTime``: the latest container finish, else the deletion time, else now."""
     times = [seconds_of(t["finishedAt"]) for cs in (pod.get("status") or {}).get(
         "containerStatuses") or [] for t in [(cs.get("state") or {}).get("terminated") or {}]
@@ -171,11 +173,11 @@ def _finish_time(pod: dict, now: float) -> float:
     return seconds_of(deleted) - grace if deleted else now
 
 
-def _backoff_record(view: View, job: dict) -> list[float]:
+def _backoff_record(view: View, job: dict[str, Any]) -> list[float]:
     return list(view.stats.get(_BACKOFF_STATS, {}).get(job["metadata"]["uid"], [0, 0.0]))
 
 
-def _update_backoff(view: View, job: dict, succeeded: list[dict], failed: list[dict]) -> None:
+def _update_backoff(view: View, job: dict[str, Any], succeeded: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
     """``newBackoffRecord``: failures since the last success and the last failure's time."""
     if not succeeded and not failed:
         return
@@ -191,7 +193,7 @@ def _update_backoff(view: View, job: dict, succeeded: list[dict], failed: list[d
     view.touch(job)
 
 
-def backoff_remaining(view: View, job: dict) -> float:
+def backoff_remaining(view: View, job: dict[str, Any]) -> float:
     count, last = _backoff_record(view, job)
     if count <= 0:
         return 0.0
@@ -228,7 +230,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
             sync_job(view, job)
 
 
-def sync_job(view: View, job: dict) -> None:
+def sync_job(view: View, job: dict[str, Any]) -> None:
     spec = job.get("spec") or {}
     status = copy.deepcopy(job.get("status") or {})
     pods = owned_pods(view, job)
@@ -262,7 +264,7 @@ def sync_job(view: View, job: dict) -> None:
     _write_status(view, job, status, active, condition, owned_pods(view, job))
 
 
-def _new_finished(job: dict, pods: list[dict]) -> tuple[list[dict], list[dict]]:
+def _new_finished(job: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Pods still carrying the tracking finalizer that have finished (``getNewFinishedPods``)."""
     succeeded, failed = [], []
     for pod in pods:
@@ -275,7 +277,7 @@ def _new_finished(job: dict, pods: list[dict]) -> tuple[list[dict], list[dict]]:
     return succeeded, failed
 
 
-def _count_deleted(view: View, job: dict, status: dict, deleted: list[dict]) -> None:
+def _count_deleted(view: View, job: dict[str, Any], status: dict[str, Any], deleted: list[dict[str, Any]]) -> None:
     """Active pods deleted because the Job failed count as failed (finalizers then go)."""
     for pod in deleted:
         current = view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
@@ -284,7 +286,7 @@ def _count_deleted(view: View, job: dict, status: dict, deleted: list[dict]) -> 
             remove_finalizer(view, current, FINALIZER)
 
 
-def _finish_condition(view: View, job: dict, status: dict, pods: list[dict]) -> tuple | None:
+def _finish_condition(view: View, job: dict[str, Any], status: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Any, ...] | None:
     """(reason, message) when the Job fails now or already has FailureTarget."""
     spec = job.get("spec") or {}
     target = has_condition(job, "FailureTarget")
@@ -308,7 +310,7 @@ def _finish_condition(view: View, job: dict, status: dict, pods: list[dict]) -> 
     return None
 
 
-def _past_backoff_limit_on_failure(job: dict, pods: list[dict]) -> bool:
+def _past_backoff_limit_on_failure(job: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
     """``pastBackoffLimitOnFailure``: restartCounts of Pending/Running pods under OnFailure."""
     spec = job.get("spec") or {}
     if ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") != "OnFailure":
@@ -321,7 +323,7 @@ def _past_backoff_limit_on_failure(job: dict, pods: list[dict]) -> bool:
     return restarts > 0 if limit == 0 else restarts >= limit
 
 
-def _success_condition(view: View, spec: dict, status: dict, active: list[dict]) -> tuple | None:
+def _success_condition(view: View, spec: dict[str, Any], status: dict[str, Any], active: list[dict[str, Any]]) -> tuple[Any, ...] | None:
     completions = completions_of(spec)
     succeeded = int(status.get("succeeded", 0))
     done = succeeded > 0 if completions is None else succeeded >= completions
@@ -330,7 +332,7 @@ def _success_condition(view: View, spec: dict, status: dict, active: list[dict])
 
 # ---- manageJob ---------------------------------------------------------------------------------
 
-def _manage(view: View, job: dict, status: dict, active: list[dict]) -> list[dict]:
+def _manage(view: View, job: dict[str, Any], status: dict[str, Any], active: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``manageJob``: suspend, surplus removal, back-off, and pod creation."""
     spec = job.get("spec") or {}
     if spec.get("suspend"):
@@ -366,12 +368,12 @@ def _manage(view: View, job: dict, status: dict, active: list[dict]) -> list[dic
     return active
 
 
-def _only_replace_failed(spec: dict) -> bool:
+def _only_replace_failed(spec: dict[str, Any]) -> bool:
     """``onlyReplaceFailedPods``: podReplacementPolicy Failed, or a podFailurePolicy set."""
     return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
 
 
-def _indexes_to_create(spec: dict, status: dict, active: list[dict], count: int) -> list:
+def _indexes_to_create(spec: dict[str, Any], status: dict[str, Any], active: list[dict[str, Any]], count: int) -> list[Any]:
     if not indexed(spec):
         return [None] * count
     busy = _indexes(status.get("completedIndexes", "")) | {
@@ -380,7 +382,7 @@ def _indexes_to_create(spec: dict, status: dict, active: list[dict], count: int)
     return free[:count]
 
 
-def _create_pod(view: View, job: dict, index: int | None) -> dict | None:
+def _create_pod(view: View, job: dict[str, Any], index: int | None) -> dict[str, Any] | None:
     meta = job["metadata"]
     name = meta["name"]
     labels = {"batch.kubernetes.io/controller-uid": meta["uid"],
@@ -433,7 +435,7 @@ def _format_indexes(indexes: set[int]) -> str:
 # ---- status, conditions, TTL -------------------------------------------------------------------
 
 def _condition(view: View, type_: str, reason: str = "", message: str = "",
-               status: str = "True") -> dict:
+               status: str = "True") -> dict[str, Any]:
     now = view.timestamp()
     cond = {"type": type_, "status": status, "lastProbeTime": now, "lastTransitionTime": now}
     if reason:
@@ -443,7 +445,7 @@ def _condition(view: View, type_: str, reason: str = "", message: str = "",
     return cond
 
 
-def _ensure_condition(conditions: list[dict], cond: dict) -> bool:
+def _ensure_condition(conditions: list[dict[str, Any]], cond: dict[str, Any]) -> bool:
     """``ensureJobConditionStatus``: add, or update a condition whose status changed."""
     for i, current in enumerate(conditions):
         if current.get("type") == cond["type"]:
@@ -455,8 +457,8 @@ def _ensure_condition(conditions: list[dict], cond: dict) -> bool:
     return True
 
 
-def _write_status(view: View, job: dict, status: dict, active: list[dict],
-                  condition: tuple | None, pods: list[dict]) -> None:
+def _write_status(view: View, job: dict[str, Any], status: dict[str, Any], active: list[dict[str, Any]],
+                  condition: tuple[Any, ...] | None, pods: list[dict[str, Any]]) -> None:
     spec = job.get("spec") or {}
     terminating = sum(1 for p in pods if p["metadata"].get("deletionTimestamp")
                       and not is_terminal(p))
@@ -493,7 +495,7 @@ def _write_status(view: View, job: dict, status: dict, active: list[dict],
         view.update(new)
 
 
-def _suspend_condition(view: View, job: dict, status: dict, conditions: list[dict]) -> None:
+def _suspend_condition(view: View, job: dict[str, Any], status: dict[str, Any], conditions: list[dict[str, Any]]) -> None:
     """Suspended True (JobSuspended) while suspended; False (JobResumed) once resumed, which
     also resets startTime (the deadline counts from the resume)."""
     if (job.get("spec") or {}).get("suspend"):
@@ -507,12 +509,12 @@ def _suspend_condition(view: View, job: dict, status: dict, conditions: list[dic
             status["startTime"] = view.timestamp()
 
 
-def _finished_at(job: dict) -> float | None:
+def _finished_at(job: dict[str, Any]) -> float | None:
     cond = finished(job)
     return seconds_of(cond["lastTransitionTime"]) if cond and cond.get("lastTransitionTime") else None
 
 
-def _expire(view: View, job: dict) -> None:
+def _expire(view: View, job: dict[str, Any]) -> None:
     """The TTL-after-finished controller: delete the Job once its TTL has passed."""
     ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
     at = _finished_at(job)
@@ -520,7 +522,7 @@ def _expire(view: View, job: dict) -> None:
         view.delete("Job", job["metadata"]["name"], job["metadata"]["namespace"])
 
 
-def deadline_due(view: View, job: dict) -> float | None:
+def deadline_due(view: View, job: dict[str, Any]) -> float | None:
     """When this unfinished, unsuspended Job's activeDeadlineSeconds expires (``explain`` dates
     the room its pods free with it)."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
@@ -530,7 +532,7 @@ def deadline_due(view: View, job: dict) -> float | None:
     return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
 
 
-def due(view: View, job: dict) -> float | None:
+def due(view: View, job: dict[str, Any]) -> float | None:
     """Timer (``cluster.timers``): this Job's earliest active deadline, back-off expiry or TTL
     expiry. A back-off record change touches the Job (``View.touch``) so this is re-derived."""
     spec = job.get("spec") or {}

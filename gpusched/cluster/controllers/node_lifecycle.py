@@ -26,6 +26,8 @@ Neighbours: ``cluster.cluster`` (cordon, taint, drain); ``controllers.job.second
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import math
 
@@ -53,7 +55,7 @@ class EvictionRefused(GpuschedError):
     reason = "TooManyRequests"
 
 
-def _eviction_time(view: View, pod: dict, node: dict) -> float | None:
+def _eviction_time(view: View, pod: dict[str, Any], node: dict[str, Any]) -> float | None:
     """When the pod must go (now or later), or None when it may stay."""
     info = pod_info(pod)
     deadline: float | None = None
@@ -74,7 +76,7 @@ def _eviction_time(view: View, pod: dict, node: dict) -> float | None:
     return deadline
 
 
-def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict, dict]]:
+def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Unfinished pods bound to a node that has a NoExecute taint, with that node (among the
     changed pods and the pods of changed nodes when ``changes`` is given)."""
     if changes is None:
@@ -91,7 +93,7 @@ def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict, 
             if not is_terminal(pod) and (pod.get("spec") or {}).get("nodeName") in nodes]
 
 
-def eviction_due(view: View, pod: dict) -> float | None:
+def eviction_due(view: View, pod: dict[str, Any]) -> float | None:
     """Timer (``cluster.timers``): when a NoExecute taint on the pod's node evicts it."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = view.get("Node", node_name) if node_name else None
@@ -100,7 +102,7 @@ def eviction_due(view: View, pod: dict) -> float | None:
     return _eviction_time(view, pod, node)
 
 
-def _has_no_execute(node: dict) -> bool:
+def _has_no_execute(node: dict[str, Any]) -> bool:
     return any(t.get("effect") == "NoExecute" for t in (node.get("spec") or {}).get("taints") or [])
 
 
@@ -156,7 +158,7 @@ def _count(value, total: int) -> int:
     return int(value)
 
 
-def pdb_pods(view: View, pdb: dict) -> list[dict]:
+def pdb_pods(view: View, pdb: dict[str, Any]) -> list[dict[str, Any]]:
     selector = (pdb.get("spec") or {}).get("selector")
     if selector is None:
         selector = {}
@@ -164,7 +166,7 @@ def pdb_pods(view: View, pdb: dict) -> list[dict]:
             if not is_terminal(p) and selector_matches(selector, labels_of(p))]
 
 
-def pdb_status(view: View, pdb: dict) -> dict:
+def pdb_status(view: View, pdb: dict[str, Any]) -> dict[str, Any]:
     spec = pdb.get("spec") or {}
     pods = pdb_pods(view, pdb)
     expected = len(pods)
@@ -188,7 +190,7 @@ def refresh_pdbs(view: View, namespaces: set[str] | None = None) -> None:
         set_status(view, pdb, pdb_status(view, pdb))
 
 
-def evict(view: View, pod: dict) -> None:
+def evict(view: View, pod: dict[str, Any]) -> None:
     """The Eviction API: delete the pod unless a PDB covering it allows no disruption."""
     for pdb in view.list("PodDisruptionBudget", pod["metadata"]["namespace"]):
         if pod in pdb_pods(view, pdb) and is_running(pod) and not is_terminating(pod):
@@ -209,7 +211,7 @@ UNREACHABLE_KEY = "node.kubernetes.io/unreachable"
 _MANAGED = (UNSCHEDULABLE_KEY, NOT_READY_KEY, UNREACHABLE_KEY)
 
 
-def ready_status(node: dict) -> str:
+def ready_status(node: dict[str, Any]) -> str:
     """The Ready condition's status: True, False or Unknown (True when not reported yet)."""
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
@@ -217,7 +219,7 @@ def ready_status(node: dict) -> str:
     return "True"
 
 
-def wanted_taints(node: dict) -> list[tuple[str, str]]:
+def wanted_taints(node: dict[str, Any]) -> list[tuple[str, str]]:
     """(key, effect) the node lifecycle controller keeps on a node: ``unschedulable:NoSchedule``
     for a cordoned node (doNoScheduleTaintingPass, UnschedulableTaintTemplate); for Ready False
     ``not-ready`` and for Ready Unknown ``unreachable``, each NoSchedule (taint by condition) and
@@ -231,7 +233,7 @@ def wanted_taints(node: dict) -> list[tuple[str, str]]:
     return out
 
 
-def taint_nodes(view: View, keys: list | None = None) -> None:
+def taint_nodes(view: View, keys: list[Any] | None = None) -> None:
     """Add and remove the controller's taints; a kept taint keeps its ``timeAdded``. Every node,
     or the nodes of ``keys``."""
     nodes = view.list("Node") if keys is None else [view.objects[k] for k in keys

@@ -12,6 +12,8 @@ Neighbours: run by ``cluster.controllers`` (settle); ``pod_lifecycle`` asks ``no
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import zlib
 
@@ -44,13 +46,13 @@ def pod_ip(namespace: str, name: str) -> str:
     return _ip("10.244", f"{namespace}/{name}", 2)
 
 
-def kubelet_status(node: dict, now: str) -> dict:
+def kubelet_status(node: dict[str, Any], now: str) -> dict[str, Any]:
     """What the kubelet reports for ``node`` (conditions, addresses, nodeInfo); the Cluster
     Autoscaler's template nodes (``controllers.autoscaler``) use it too."""
     return _node_status(node, now)
 
 
-def _node_status(node: dict, now: str) -> dict:
+def _node_status(node: dict[str, Any], now: str) -> dict[str, Any]:
     name = node["metadata"]["name"]
     conditions = [{"type": ctype, "status": "False", "reason": reason, "message": message,
                    "lastHeartbeatTime": now, "lastTransitionTime": now}

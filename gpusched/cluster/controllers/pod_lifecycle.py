@@ -23,6 +23,8 @@ their devices.
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import functools
 import re
@@ -41,7 +43,7 @@ from gpusched.objects.types import ANN_DURATION, ANN_START_TIME
 _SLEEP = re.compile(r"(?:^|[;&|]\s*|\s)sleep\s+(\d+(?:\.\d+)?[smhd]?)\s*$")
 
 
-def run_time(pod: dict) -> float | None:
+def run_time(pod: dict[str, Any]) -> float | None:
     """Seconds the pod runs, or None for "until deleted"."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     if ANN_DURATION in annotations:
@@ -68,12 +70,12 @@ def _annotated_duration(text: str) -> float | None:
         return None
 
 
-def start_time(pod: dict) -> float | None:
+def start_time(pod: dict[str, Any]) -> float | None:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME)
     return float(text) if text is not None else None
 
 
-def end_time(pod: dict) -> float | None:
+def end_time(pod: dict[str, Any]) -> float | None:
     if not is_running(pod):
         return None
     start, duration = start_time(pod), run_time(pod)
@@ -82,12 +84,12 @@ def end_time(pod: dict) -> float | None:
     return start + duration
 
 
-def completion_due(view: View, pod: dict) -> float | None:
+def completion_due(view: View, pod: dict[str, Any]) -> float | None:
     """Timer (``cluster.timers``): when this running pod's run time is up."""
     return None if is_terminating(pod) else end_time(pod)
 
 
-def termination_due(view: View, pod: dict) -> float | None:
+def termination_due(view: View, pod: dict[str, Any]) -> float | None:
     """Timer (``cluster.timers``): when the kubelet removes this Terminating pod: at its
     ``deletionTimestamp`` (the grace period ends), or earlier when its containers exit first."""
     meta = pod.get("metadata") or {}
@@ -119,7 +121,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
                 finish(view, pod, end)
 
 
-def _conditions(view: View, pod: dict, ready: str) -> list[dict]:
+def _conditions(view: View, pod: dict[str, Any], ready: str) -> list[dict[str, Any]]:
     now = view.timestamp()
     scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or []
                       if c.get("type") == "PodScheduled"), None)
@@ -133,7 +135,7 @@ def _conditions(view: View, pod: dict, ready: str) -> list[dict]:
     return out
 
 
-def start(view: View, pod: dict) -> None:
+def start(view: View, pod: dict[str, Any]) -> None:
     new = copy.deepcopy(pod)
     now = view.timestamp()
     new["metadata"].setdefault("annotations", {})[ANN_START_TIME] = repr(float(view.now()))
@@ -154,7 +156,7 @@ def start(view: View, pod: dict) -> None:
                           "kubelet")
 
 
-def finish(view: View, pod: dict, end: float) -> None:
+def finish(view: View, pod: dict[str, Any], end: float) -> None:
     if containers.end_run(view, pod, end):   # a non-zero exit code: restartPolicy decides
         return
     new = copy.deepcopy(pod)

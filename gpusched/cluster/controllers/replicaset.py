@@ -19,6 +19,8 @@ Neighbours: created by ``controllers.deployment``; uses ``controllers.common``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import math
 
@@ -41,7 +43,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
         reconcile_one(view, rs)
 
 
-def reconcile_one(view: View, rs: dict) -> None:
+def reconcile_one(view: View, rs: dict[str, Any]) -> None:
     spec = rs.get("spec") or {}
     want = int(spec.get("replicas", 1))
     pods = [p for p in owned_pods(view, rs)
@@ -65,7 +67,7 @@ def reconcile_one(view: View, rs: dict) -> None:
     set_status(view, rs, status)
 
 
-def related_pods(view: View, rs: dict) -> list[dict]:
+def related_pods(view: View, rs: dict[str, Any]) -> list[dict[str, Any]]:
     """``getIndirectlyRelatedPods``: pods of every ReplicaSet with the same controller (the
     Deployment's other ReplicaSets); just this set's pods when it has no controller."""
     owner = controller_of(rs)
@@ -73,13 +75,13 @@ def related_pods(view: View, rs: dict) -> list[dict]:
     sets = [rs] if owner is None else [
         other for other in view.list("ReplicaSet", ns)
         if (controller_of(other) or {}).get("uid") == owner.get("uid")]
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for other in sets:
         out.extend(owned_pods(view, other))
     return out
 
 
-def pods_to_delete(pods: list[dict], related: list[dict], count: int, now: float) -> list[dict]:
+def pods_to_delete(pods: list[dict[str, Any]], related: list[dict[str, Any]], count: int, now: float) -> list[dict[str, Any]]:
     """``getPodsToDelete``: the first ``count`` pods in ``ActivePodsWithRanks`` order."""
     on_node: dict[str, int] = {}
     for pod in related:
@@ -91,7 +93,7 @@ def pods_to_delete(pods: list[dict], related: list[dict], count: int, now: float
     return [pod for pod, _rank in ranked[:count]]
 
 
-def _compare(a: tuple[dict, int], b: tuple[dict, int], now: float) -> int:
+def _compare(a: tuple[dict[str, Any], int], b: tuple[dict[str, Any], int], now: float) -> int:
     """-1 when ``a`` should be deleted before ``b`` (``ActivePodsWithRanks.Less``)."""
     for key in (_unassigned_first, _phase_key, _ready_key, _cost_key):
         ka, kb = key(a[0]), key(b[0])
@@ -109,19 +111,19 @@ def _compare(a: tuple[dict, int], b: tuple[dict, int], now: float) -> int:
     return _time_order(_created_at(a[0]), _created_at(b[0]), a[0], b[0], now)
 
 
-def _unassigned_first(pod: dict) -> int:
+def _unassigned_first(pod: dict[str, Any]) -> int:
     return 1 if (pod.get("spec") or {}).get("nodeName") else 0
 
 
-def _phase_key(pod: dict) -> int:
+def _phase_key(pod: dict[str, Any]) -> int:
     return _PHASE_ORDINAL.get((pod.get("status") or {}).get("phase", ""), -1)
 
 
-def _ready_key(pod: dict) -> int:
+def _ready_key(pod: dict[str, Any]) -> int:
     return 1 if is_ready(pod) else 0
 
 
-def _cost_key(pod: dict) -> int:
+def _cost_key(pod: dict[str, Any]) -> int:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(DELETION_COST, "0")
     try:
         return int(text)
@@ -129,7 +131,7 @@ def _cost_key(pod: dict) -> int:
         return 0
 
 
-def _restarts(pod: dict) -> int:
+def _restarts(pod: dict[str, Any]) -> int:
     return max((int(c.get("restartCount", 0) or 0)
                 for c in (pod.get("status") or {}).get("containerStatuses") or []), default=0)
 
@@ -142,14 +144,14 @@ def _seconds(timestamp: str | None) -> float | None:
     return (when - EPOCH).total_seconds()
 
 
-def _ready_since(pod: dict) -> float | None:
+def _ready_since(pod: dict[str, Any]) -> float | None:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             return _seconds(cond.get("lastTransitionTime"))
     return None
 
 
-def _created_at(pod: dict) -> float | None:
+def _created_at(pod: dict[str, Any]) -> float | None:
     return _seconds((pod.get("metadata") or {}).get("creationTimestamp"))
 
 
@@ -158,7 +160,7 @@ def _bucket(then: float, now: float) -> int:
     return int(math.log2(nanos)) if nanos > 0 else -1
 
 
-def _time_order(ta: float | None, tb: float | None, a: dict, b: dict, now: float) -> int:
+def _time_order(ta: float | None, tb: float | None, a: dict[str, Any], b: dict[str, Any], now: float) -> int:
     """Newer first; an empty time first; equal log2 buckets -> lower uid first."""
     if ta == tb:
         return 0

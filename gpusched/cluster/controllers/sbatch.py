@@ -12,6 +12,8 @@ Neighbours: ``cluster.batch`` (writes the Jobs), ``controllers.job`` (honours ``
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 
 from gpusched.cluster.changes import Changes
@@ -30,17 +32,17 @@ def job_object_name(job_id: str) -> str:
     return f"sbatch-{job_id}"
 
 
-def find_job(view: View, job_id: str, namespace: str) -> dict | None:
+def find_job(view: View, job_id: str, namespace: str) -> dict[str, Any] | None:
     return view.get("Job", job_object_name(job_id), namespace)
 
 
-def complete(job: dict | None) -> bool:
+def complete(job: dict[str, Any] | None) -> bool:
     return job is not None and any(
         c.get("type") == "Complete" and c.get("status") == "True"
         for c in (job.get("status") or {}).get("conditions") or [])
 
 
-def dependencies_met(view: View, job: dict) -> bool:
+def dependencies_met(view: View, job: dict[str, Any]) -> bool:
     text = ((job.get("metadata") or {}).get("annotations") or {}).get(ANN_DEPENDENCY, "")
     ids = [i.split("_")[0] for i in text.partition(":")[2].split(":") if i]
     ns = job["metadata"].get("namespace", "default")

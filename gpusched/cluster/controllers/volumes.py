@@ -46,7 +46,7 @@ Neighbours: ``cluster.controllers`` runs :func:`reconcile`; ``cluster.scheduling
 from __future__ import annotations
 
 import copy
-from typing import Iterable
+from typing import Any, Iterable
 
 from gpusched.cluster.view import View
 from gpusched.objects.quantity import QuantityError, canonical
@@ -69,7 +69,7 @@ WAIT_MESSAGE = "waiting for first consumer to be created before binding"
 
 # ---- matching (pure) ----------------------------------------------------------------------
 
-def _storage(obj: dict, path: tuple[str, ...]) -> int:
+def _storage(obj: dict[str, Any], path: tuple[str, ...]) -> int:
     value: object = obj
     for key in path:
         value = (value or {}).get(key) if isinstance(value, dict) else None
@@ -79,31 +79,31 @@ def _storage(obj: dict, path: tuple[str, ...]) -> int:
         return 0
 
 
-def claim_request(claim: dict) -> int:
+def claim_request(claim: dict[str, Any]) -> int:
     return _storage(claim, ("spec", "resources", "requests", "storage"))
 
 
-def volume_capacity(volume: dict) -> int:
+def volume_capacity(volume: dict[str, Any]) -> int:
     return _storage(volume, ("spec", "capacity", "storage"))
 
 
-def claim_class(claim: dict) -> str:
+def claim_class(claim: dict[str, Any]) -> str:
     return str((claim.get("spec") or {}).get("storageClassName") or "")
 
 
-def volume_class(volume: dict) -> str:
+def volume_class(volume: dict[str, Any]) -> str:
     return str((volume.get("spec") or {}).get("storageClassName") or "")
 
 
-def _modes(obj: dict) -> frozenset[str]:
+def _modes(obj: dict[str, Any]) -> frozenset[str]:
     return frozenset((obj.get("spec") or {}).get("accessModes") or ())
 
 
-def _volume_mode(obj: dict) -> str:
+def _volume_mode(obj: dict[str, Any]) -> str:
     return str((obj.get("spec") or {}).get("volumeMode") or "Filesystem")
 
 
-def is_bound_to(volume: dict, claim: dict) -> bool:
+def is_bound_to(volume: dict[str, Any], claim: dict[str, Any]) -> bool:
     """IsVolumeBoundToClaim: claimRef names the claim (and its uid, when the ref has one)."""
     ref = (volume.get("spec") or {}).get("claimRef") or {}
     meta = claim["metadata"]
@@ -111,7 +111,7 @@ def is_bound_to(volume: dict, claim: dict) -> bool:
             and ref.get("uid") in (None, "", meta.get("uid")))
 
 
-def volume_fits_node(volume: dict, node: dict) -> bool:
+def volume_fits_node(volume: dict[str, Any], node: dict[str, Any]) -> bool:
     """CheckNodeAffinity: the volume's required node affinity selects the node."""
     required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required")
     if not required:
@@ -121,7 +121,7 @@ def volume_fits_node(volume: dict, node: dict) -> bool:
     return node_selector_matches(terms, meta.get("labels") or {}, meta.get("name", ""))
 
 
-def volume_mismatch(volume: dict, claim: dict) -> str:
+def volume_mismatch(volume: dict[str, Any], claim: dict[str, Any]) -> str:
     """checkVolumeSatisfyClaim: why ``volume`` cannot serve ``claim`` ("" when it can)."""
     if (volume.get("metadata") or {}).get("deletionTimestamp"):
         return f'the volume is marked for deletion "{volume["metadata"]["name"]}"'
@@ -136,8 +136,8 @@ def volume_mismatch(volume: dict, claim: dict) -> str:
     return ""
 
 
-def find_best_match(claim: dict, volumes: Iterable[dict], delay_binding: bool,
-                    node: dict | None = None) -> dict | None:
+def find_best_match(claim: dict[str, Any], volumes: Iterable[dict[str, Any]], delay_binding: bool,
+                    node: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """findBestMatchForClaim / FindMatchingVolume (see the module docstring).
 
     Volumes are grouped by their access-mode set; groups that include every mode the claim
@@ -146,7 +146,7 @@ def find_best_match(claim: dict, volumes: Iterable[dict], delay_binding: bool,
     ``node`` only pre-bound volumes are taken: the scheduler picks the rest.
     """
     wanted = _modes(claim)
-    groups: dict[frozenset[str], list[dict]] = {}
+    groups: dict[frozenset[str], list[dict[str, Any]]] = {}
     for volume in volumes:
         if wanted <= _modes(volume):
             groups.setdefault(_modes(volume), []).append(volume)
@@ -157,12 +157,12 @@ def find_best_match(claim: dict, volumes: Iterable[dict], delay_binding: bool,
     return None
 
 
-def _best_in_group(claim: dict, volumes: list[dict], delay_binding: bool,
-                   node: dict | None) -> dict | None:
+def _best_in_group(claim: dict[str, Any], volumes: list[dict[str, Any]], delay_binding: bool,
+                   node: dict[str, Any] | None) -> dict[str, Any] | None:
     request = claim_request(claim)
     selector_raw = (claim.get("spec") or {}).get("selector")
     selector = selector_from_dict(selector_raw) if selector_raw else None
-    best: dict | None = None
+    best: dict[str, Any] | None = None
     for volume in sorted(volumes, key=lambda v: v["metadata"]["name"]):
         if volume_capacity(volume) < request or _volume_mode(volume) != _volume_mode(claim):
             continue
@@ -189,12 +189,12 @@ def _best_in_group(claim: dict, volumes: list[dict], delay_binding: bool,
 
 # ---- the controller ---------------------------------------------------------------------
 
-def storage_class(view: View, claim: dict) -> dict | None:
+def storage_class(view: View, claim: dict[str, Any]) -> dict[str, Any] | None:
     name = claim_class(claim)
     return view.get("StorageClass", name) if name else None
 
 
-def delays_binding(view: View, claim: dict) -> bool:
+def delays_binding(view: View, claim: dict[str, Any]) -> bool:
     """IsDelayBindingMode: the claim's class exists and binds WaitForFirstConsumer."""
     cls = storage_class(view, claim)
     return bool(cls) and cls.get("volumeBindingMode") == "WaitForFirstConsumer"
@@ -209,11 +209,11 @@ def reconcile(view: View) -> None:
         _sync_volume(view, volume)
 
 
-def _annotations(obj: dict) -> dict:
+def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
-def _sync_claim(view: View, claim: dict) -> None:
+def _sync_claim(view: View, claim: dict[str, Any]) -> None:
     if _annotations(claim).get(ANN_BIND_COMPLETED):
         _sync_bound_claim(view, claim)
         return
@@ -238,7 +238,7 @@ def _sync_claim(view: View, claim: dict) -> None:
     _set_claim_phase(view, claim, "Pending", None)      # the volume is someone else's
 
 
-def _sync_unbound_claim(view: View, claim: dict) -> None:
+def _sync_unbound_claim(view: View, claim: dict[str, Any]) -> None:
     delay = delays_binding(view, claim)
     volume = find_best_match(claim, view.list("PersistentVolume"), delay)
     if volume is not None:
@@ -259,7 +259,7 @@ def _sync_unbound_claim(view: View, claim: dict) -> None:
     _set_claim_phase(view, claim, "Pending", None)
 
 
-def _sync_bound_claim(view: View, claim: dict) -> None:
+def _sync_bound_claim(view: View, claim: dict[str, Any]) -> None:
     name = (claim.get("spec") or {}).get("volumeName")
     volume = view.get("PersistentVolume", name) if name else None
     if volume is None:
@@ -279,7 +279,7 @@ def _sync_bound_claim(view: View, claim: dict) -> None:
     _set_claim_phase(view, claim, "Lost", None)
 
 
-def _sync_volume(view: View, volume: dict) -> None:
+def _sync_volume(view: View, volume: dict[str, Any]) -> None:
     ref = (volume.get("spec") or {}).get("claimRef")
     if not ref or not ref.get("uid"):
         _set_volume_phase(view, volume, "Available")
@@ -293,7 +293,7 @@ def _sync_volume(view: View, volume: dict) -> None:
         _set_volume_phase(view, volume, "Bound")
 
 
-def _reclaim(view: View, volume: dict) -> None:
+def _reclaim(view: View, volume: dict[str, Any]) -> None:
     policy = (volume.get("spec") or {}).get("persistentVolumeReclaimPolicy") or "Retain"
     if policy == "Delete":
         view.delete("PersistentVolume", volume["metadata"]["name"])
@@ -306,7 +306,7 @@ def _reclaim(view: View, volume: dict) -> None:
         _set_volume_phase(view, volume, "Released")
 
 
-def _bind(view: View, volume: dict, claim: dict, by_controller: bool) -> None:
+def _bind(view: View, volume: dict[str, Any], claim: dict[str, Any], by_controller: bool) -> None:
     meta = claim["metadata"]
     claim = view.get("PersistentVolumeClaim", meta["name"], meta.get("namespace", "default")) or claim
     meta = claim["metadata"]
@@ -332,11 +332,11 @@ def _bind(view: View, volume: dict, claim: dict, by_controller: bool) -> None:
     _set_claim_phase(view, new_claim, "Bound", volume)
 
 
-def _phase(obj: dict) -> str:
+def _phase(obj: dict[str, Any]) -> str:
     return str((obj.get("status") or {}).get("phase") or "")
 
 
-def _set_claim_phase(view: View, claim: dict, phase: str, volume: dict | None) -> None:
+def _set_claim_phase(view: View, claim: dict[str, Any], phase: str, volume: dict[str, Any] | None) -> None:
     """updateClaimStatus: phase, plus capacity and access modes from the volume (or none)."""
     meta = claim["metadata"]
     new = view.copy("PersistentVolumeClaim", meta["name"], meta.get("namespace", "default"))
@@ -353,7 +353,7 @@ def _set_claim_phase(view: View, claim: dict, phase: str, volume: dict | None) -
     view.update(new)
 
 
-def _set_volume_phase(view: View, volume: dict, phase: str) -> None:
+def _set_volume_phase(view: View, volume: dict[str, Any], phase: str) -> None:
     if _phase(volume) == phase:
         return
     new = copy.deepcopy(volume)
@@ -361,7 +361,7 @@ def _set_volume_phase(view: View, volume: dict, phase: str) -> None:
     view.update(new)
 
 
-def _event_once(view: View, obj: dict, reason: str, message: str, type_: str = "Normal",
+def _event_once(view: View, obj: dict[str, Any], reason: str, message: str, type_: str = "Normal",
                 component: str = CONTROLLER) -> None:
     """Record an event unless this object already has it (the periodic resync's repeats are
     not modelled; they would only bump the count)."""
@@ -373,7 +373,7 @@ def _event_once(view: View, obj: dict, reason: str, message: str, type_: str = "
     view.record_event(obj, reason, message, type_, component)
 
 
-def _unscheduled_pods_using(view: View, claim: dict) -> list[str]:
+def _unscheduled_pods_using(view: View, claim: dict[str, Any]) -> list[str]:
     meta = claim["metadata"]
     names = []
     for pod in view.list("Pod", meta.get("namespace", "default")):
@@ -385,7 +385,7 @@ def _unscheduled_pods_using(view: View, claim: dict) -> list[str]:
     return names
 
 
-def _claim_names(pod: dict) -> set[str]:
+def _claim_names(pod: dict[str, Any]) -> set[str]:
     return {str((v.get("persistentVolumeClaim") or {}).get("claimName") or "")
             for v in (pod.get("spec") or {}).get("volumes") or []
             if isinstance(v, dict) and v.get("persistentVolumeClaim")}
@@ -393,7 +393,7 @@ def _claim_names(pod: dict) -> set[str]:
 
 # ---- provisioning -----------------------------------------------------------------------
 
-def _provision(view: View, claim: dict) -> None:
+def _provision(view: View, claim: dict[str, Any]) -> None:
     meta = claim["metadata"]
     cls = storage_class(view, claim)
     if cls is None:
@@ -426,11 +426,11 @@ def _provision(view: View, claim: dict) -> None:
                 component=component)
 
 
-def _provisioned_volume(name: str, claim: dict, cls: dict) -> dict:
+def _provisioned_volume(name: str, claim: dict[str, Any], cls: dict[str, Any]) -> dict[str, Any]:
     meta, spec = claim["metadata"], claim.get("spec") or {}
     provisioner = str(cls.get("provisioner") or "")
     node = _annotations(claim).get(ANN_SELECTED_NODE, "")
-    volume_spec: dict = {
+    volume_spec: dict[str, Any] = {
         "accessModes": list(spec.get("accessModes") or []),
         "capacity": {"storage": spec["resources"]["requests"]["storage"]},
         "persistentVolumeReclaimPolicy": cls.get("reclaimPolicy") or "Delete",
@@ -454,7 +454,7 @@ def _provisioned_volume(name: str, claim: dict, cls: dict) -> dict:
 
 # ---- scheduler side ---------------------------------------------------------------------
 
-def prebind(view: View, pod: dict, node_name: str) -> None:
+def prebind(view: View, pod: dict[str, Any], node_name: str) -> None:
     """VolumeBinding PreBind for a just-bound pod's unbound WaitForFirstConsumer claims."""
     node = view.get("Node", node_name)
     ns = pod["metadata"].get("namespace", "default")
@@ -471,7 +471,7 @@ def prebind(view: View, pod: dict, node_name: str) -> None:
         view.update(new)
 
 
-def claim_infos(view: View) -> list:
+def claim_infos(view: View) -> list[Any]:
     """Every claim as the VolumeBinding plugin sees it (``ClaimInfo``)."""
     from gpusched.scheduler.plugins.volume_binding import ClaimInfo
     out = []
@@ -496,7 +496,7 @@ def claim_infos(view: View) -> list:
     return out
 
 
-def _static_candidates(claim: dict, volumes: list[dict]) -> list[dict]:
+def _static_candidates(claim: dict[str, Any], volumes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Volumes the scheduler could bind the claim to on some node (FindPodVolumes per node)."""
     out = []
     for volume in volumes:
@@ -507,13 +507,13 @@ def _static_candidates(claim: dict, volumes: list[dict]) -> list[dict]:
     return out
 
 
-def _match_ignoring_node(claim: dict, volume: dict) -> dict | None:
+def _match_ignoring_node(claim: dict[str, Any], volume: dict[str, Any]) -> dict[str, Any] | None:
     loose = copy.deepcopy(volume)
     loose["spec"].pop("nodeAffinity", None)
     return find_best_match(claim, [loose], True, node={"metadata": {"labels": {}}})
 
 
-def _terms(volume: dict) -> tuple | None:
+def _terms(volume: dict[str, Any]) -> tuple[Any, ...] | None:
     required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required")
     if not required:
         return None

@@ -27,6 +27,8 @@ Neighbours: ``cluster.usage`` (samples), ``cluster.gpu_fit`` (the GPU suggestion
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import math
 
@@ -75,15 +77,15 @@ def bucket_start(options: tuple[float, float, float], bucket: int) -> float:
     return first * (ratio ** bucket - 1) / (ratio - 1)
 
 
-def new_histogram() -> dict:
+def new_histogram() -> dict[str, Any]:
     return {"ref": None, "buckets": {}}
 
 
-def _factor(hist: dict, t: float) -> float:
+def _factor(hist: dict[str, Any], t: float) -> float:
     return 2.0 ** ((t - hist["ref"]) / HALF_LIFE)
 
 
-def add_sample(hist: dict, options, value: float, weight: float, t: float) -> None:
+def add_sample(hist: dict[str, Any], options, value: float, weight: float, t: float) -> None:
     """``decayingHistogram.AddSample``: weight x 2^((t - reference) / half-life); the reference
     moves forward (weights rescaled) when the exponent would exceed 100."""
     if hist["ref"] is None:
@@ -97,7 +99,7 @@ def add_sample(hist: dict, options, value: float, weight: float, t: float) -> No
     hist["buckets"][key] = hist["buckets"].get(key, 0.0) + weight * _factor(hist, t)
 
 
-def subtract_sample(hist: dict, options, value: float, weight: float, t: float) -> None:
+def subtract_sample(hist: dict[str, Any], options, value: float, weight: float, t: float) -> None:
     key = str(find_bucket(options, value))
     left = hist["buckets"].get(key, 0.0) - weight * _factor(hist, t)
     if left <= 0:
@@ -106,7 +108,7 @@ def subtract_sample(hist: dict, options, value: float, weight: float, t: float) 
         hist["buckets"][key] = left
 
 
-def percentile(hist: dict, options, p: float) -> float:
+def percentile(hist: dict[str, Any], options, p: float) -> float:
     """``histogram.Percentile``: the end of the first bucket where the cumulative weight
     reaches ``p`` of the total (the start of the last bucket has no end)."""
     weights = {int(k): w for k, w in hist["buckets"].items() if w > 0}
@@ -128,19 +130,19 @@ def percentile(hist: dict, options, p: float) -> float:
 
 # ---- the recommender loop ---------------------------------------------------------------------
 
-def _key(vpa: dict) -> str:
+def _key(vpa: dict[str, Any]) -> str:
     meta = vpa["metadata"]
     return f"{meta.get('namespace', 'default')}/{meta['name']}"
 
 
-def sample_due(view: View, vpa: dict) -> float | None:
+def sample_due(view: View, vpa: dict[str, Any]) -> float | None:
     state = view.stats.get("vpa", {}).get(_key(vpa))
     if state is None or state.get("uid") != vpa["metadata"].get("uid"):
         return view.now()
     return float(state["lastSample"]) + RECOMMENDER_INTERVAL
 
 
-def target_pods(view: View, vpa: dict) -> list[dict]:
+def target_pods(view: View, vpa: dict[str, Any]) -> list[dict[str, Any]]:
     ref = (vpa.get("spec") or {}).get("targetRef") or {}
     ns = vpa["metadata"].get("namespace", "default")
     target = view.get(str(ref.get("kind", "")), str(ref.get("name", "")), ns) \
@@ -177,7 +179,7 @@ def reconcile(view: View) -> None:
         view.touch(vpa)
 
 
-def _sample(state: dict, usage: Usage, pod: dict, now: float) -> None:
+def _sample(state: dict[str, Any], usage: Usage, pod: dict[str, Any], now: float) -> None:
     requests = {c.get("name", ""): c for c in (pod.get("spec") or {}).get("containers") or []}
     for name, cpu_m, memory in usage.container_usage(pod):
         container = state["containers"].setdefault(name, {
@@ -200,7 +202,7 @@ def _sample(state: dict, usage: Usage, pod: dict, now: float) -> None:
                                 .get("gpusched.io/assigned-devices", "").split(",") if d])
 
 
-def _cpu_request_cores(container: dict) -> float:
+def _cpu_request_cores(container: dict[str, Any]) -> float:
     from gpusched.objects.quantity import QuantityError, canonical
     resources = container.get("resources") or {}
     raw = (resources.get("requests") or {}).get("cpu", (resources.get("limits") or {}).get("cpu"))
@@ -210,7 +212,7 @@ def _cpu_request_cores(container: dict) -> float:
         return 0.0
 
 
-def _memory_sample(container: dict, value: float, now: float) -> None:
+def _memory_sample(container: dict[str, Any], value: float, now: float) -> None:
     """``ContainerState.AddMemorySample``: one peak per aggregation window."""
     end = container["windowEnd"]
     if end is not None and now < end:
@@ -226,7 +228,7 @@ def _memory_sample(container: dict, value: float, now: float) -> None:
     add_sample(container["memory"], MEMORY_HISTOGRAM, value, 1.0, end)
 
 
-def recommend(container: dict, containers: int) -> dict[str, tuple[float, float, float]]:
+def recommend(container: dict[str, Any], containers: int) -> dict[str, tuple[float, float, float]]:
     """{"cpu": (lower, target, upper) cores, "memory": (...) bytes} for one container."""
     days = (container["last"] - container["first"]) / 86400.0
     confidence = min(days, container["samples"] / (60 * 24))
@@ -261,7 +263,7 @@ def _memory_text(value: float) -> str:
     return format_milli(int(math.ceil(round(value, 3))) * 1000)
 
 
-def _write(view: View, vpa: dict, state: dict) -> None:
+def _write(view: View, vpa: dict[str, Any], state: dict[str, Any]) -> None:
     containers = state["containers"]
     recommendations = []
     for name in sorted(containers):

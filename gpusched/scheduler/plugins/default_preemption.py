@@ -19,7 +19,7 @@ Neighbours: ``scheduler.preemption``; registered in ``plugins/__init__``.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler import preemption
@@ -37,7 +37,7 @@ RUNNER_FRAMEWORK_KEY = "framework"
 class DefaultPreemption:
     name = NAME
 
-    def __init__(self, args: Mapping | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.pdbs: tuple[PdbInfo, ...] = ()
         self.set_pdbs((args or {}).get("pdbs", ()))
 
@@ -56,5 +56,5 @@ class DefaultPreemption:
         return preemption.preempt(snapshot, pod, diagnosis, fits, self.pdbs, handle.rng)
 
 
-def new(args: Mapping | None = None) -> DefaultPreemption:
+def new(args: Mapping[str, Any] | None = None) -> DefaultPreemption:
     return DefaultPreemption(args)

@@ -20,6 +20,8 @@ Args: none. Neighbours: ``policy_common`` (node arrays, pod GPU request); experi
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_common import MILLI, pod_gpu
@@ -31,7 +33,7 @@ SATURATION_TIERS = 7
 class GpuSaturatedFirst:
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         pass
 
     def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
@@ -43,5 +45,5 @@ class GpuSaturatedFirst:
         return (SATURATION_TIERS - gpus_idle).astype(np.int64)
 
 
-def new(args: dict | None = None, *_: object) -> GpuSaturatedFirst:
+def new(args: dict[str, Any] | None = None, *_: object) -> GpuSaturatedFirst:
     return GpuSaturatedFirst(args)

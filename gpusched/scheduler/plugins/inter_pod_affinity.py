@@ -32,7 +32,7 @@ Neighbours: reads ``snapshot.Snapshot``; helpers from ``pod_topology_spread``; r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -143,7 +143,7 @@ class InterPodAffinity:
 
     name = NAME
 
-    def __init__(self, args: Mapping | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         args = dict(args or {})
         self.hard_pod_affinity_weight = int(args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT))
 
@@ -221,5 +221,5 @@ class InterPodAffinity:
         return (MAX_NODE_SCORE * (scores - low) // (high - low)).astype(np.int64)
 
 
-def new(args: Mapping | None = None) -> InterPodAffinity:
+def new(args: Mapping[str, Any] | None = None) -> InterPodAffinity:
     return InterPodAffinity(args)

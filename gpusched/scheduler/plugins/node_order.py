@@ -16,6 +16,8 @@ Neighbours: ``framework`` (ScorePlugin protocol); used by ``sim.experiment`` pro
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 NAME = "NodeOrder"
@@ -24,7 +26,7 @@ NAME = "NodeOrder"
 class NodeOrder:
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.seed = int((args or {}).get("seed", 0))
         self._rank: np.ndarray | None = None
 
@@ -38,5 +40,5 @@ class NodeOrder:
         return (num_nodes - self.rank(num_nodes)[nodes]).astype(np.int64)
 
 
-def new(args: dict | None = None, *_: object) -> NodeOrder:
+def new(args: dict[str, Any] | None = None, *_: object) -> NodeOrder:
     return NodeOrder(args)

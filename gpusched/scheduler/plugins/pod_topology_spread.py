@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class PodTopologySpread:
 
     name = NAME
 
-    def __init__(self, args: Mapping | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.args = dict(args or {})
 
     # -- filter --
@@ -226,5 +226,5 @@ class PodTopologySpread:
         return np.where(ignored, 0, out).astype(np.int64)
 
 
-def new(args: Mapping | None = None) -> PodTopologySpread:
+def new(args: Mapping[str, Any] | None = None) -> PodTopologySpread:
     return PodTopologySpread(args)

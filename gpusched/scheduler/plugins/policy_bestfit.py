@@ -9,6 +9,8 @@ GPU selection: best fit. Neighbours: ``policy_common``; ``framework`` Score/Scor
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
@@ -43,5 +45,5 @@ class PolicyBestFit(BestFitPolicy):
         return min_max(scores)
 
 
-def new(args: dict | None = None, *_: object) -> PolicyBestFit:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyBestFit:
     return PolicyBestFit(args)

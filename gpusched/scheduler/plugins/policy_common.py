@@ -14,6 +14,8 @@ Not a plugin (no ``NAME``). Neighbours: ``scheduler.snapshot`` (read only), ``fr
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -68,7 +70,7 @@ def best_fit_gpus(gpu_left: np.ndarray, share: int, count: int) -> np.ndarray:
     return np.where(ok, order, -1)
 
 
-class GpuSelection(Mapping):
+class GpuSelection(Mapping[str, Any]):
     """node row -> tuple of GPU indices, backed by arrays (rows, (n, k) GPU indices)."""
 
     def __init__(self, rows: np.ndarray, gpus: np.ndarray) -> None:
@@ -119,7 +121,7 @@ class BestFitPolicy:
 
     name = ""
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         pass
 
     def score(self, state, pod: PodInfo, snapshot, nodes: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ Neighbours: ``policy_common``; ``framework`` ScorePlugin protocol.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
@@ -34,5 +36,5 @@ class PolicyDotProduct(BestFitPolicy):
                                   int(pod.requests.get("cpu", 0)), share * count)
 
 
-def new(args: dict | None = None, *_: object) -> PolicyDotProduct:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyDotProduct:
     return PolicyDotProduct(args)

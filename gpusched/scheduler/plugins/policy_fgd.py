@@ -21,6 +21,8 @@ Neighbours: ``policy_fragmentation`` (measure), ``policy_common``; ``sim.experim
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +52,7 @@ class ShapeScores:
 class PolicyFGD:
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         shapes = (args or {}).get("target_workload") or []
         self.shapes: list[TargetShape] = list(shapes)
         self.frag: FragState | None = None
@@ -113,5 +115,5 @@ class PolicyFGD:
         return sigmoid_score(self.deltas(state, pod, snapshot, nodes))
 
 
-def new(args: dict | None = None, *_: object) -> PolicyFGD:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGD:
     return PolicyFGD(args)

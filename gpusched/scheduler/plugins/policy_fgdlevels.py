@@ -19,6 +19,8 @@ Neighbours: ``policy_fgd``, ``policy_fragmentation``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.errors import UsageError
@@ -30,7 +32,7 @@ NAME = "PolicyFGDLevels"
 class PolicyFGDLevels(PolicyFGD):
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         super().__init__(args)
         self.levels = int((args or {}).get("levels", 100))
         if self.levels < 2:
@@ -43,5 +45,5 @@ class PolicyFGDLevels(PolicyFGD):
         return (self.levels / (1.0 + np.exp(-delta / 1000.0))).astype(np.int64)
 
 
-def new(args: dict | None = None, *_: object) -> PolicyFGDLevels:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGDLevels:
     return PolicyFGDLevels(args)

@@ -11,6 +11,8 @@ Args: ``target_workload`` (as FGD). Neighbours: ``policy_fgd``, ``policy_common`
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_common import node_arrays
@@ -36,5 +38,5 @@ class PolicyFGDPlus(PolicyFGD):
         return fine * 100 + (99 - packed)
 
 
-def new(args: dict | None = None, *_: object) -> PolicyFGDPlus:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGDPlus:
     return PolicyFGDPlus(args)

@@ -9,6 +9,8 @@ Args: ``target_workload`` (as FGD). Neighbours: ``policy_fgd``, ``policy_fragmen
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_fgd import PolicyFGD
@@ -29,5 +31,5 @@ class PolicyFGDTight(PolicyFGD):
         return np.argmax(scores * KEY_SCALE - np.clip(left, 0, None), axis=1)
 
 
-def new(args: dict | None = None, *_: object) -> PolicyFGDTight:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGDTight:
     return PolicyFGDTight(args)

@@ -15,6 +15,8 @@ GPU selection: best fit. Neighbours: ``policy_common``; ``framework`` Score/Rese
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.framework import SUCCESS
@@ -45,7 +47,7 @@ def clustering_scores(tag_counts: np.ndarray, tag: int, gpu_left_total: np.ndarr
 class PolicyGpuClustering:
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.tags: dict[str, int] = {}
         self.counts = np.zeros((0, MAX_TAGS), dtype=np.int64)
 
@@ -81,5 +83,5 @@ class PolicyGpuClustering:
             self.counts[node, self._column(tag)] -= 1
 
 
-def new(args: dict | None = None, *_: object) -> PolicyGpuClustering:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyGpuClustering:
     return PolicyGpuClustering(args)

@@ -14,6 +14,8 @@ GPU selection: best fit. Neighbours: ``policy_common``; ``framework`` ScorePlugi
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_common import MILLI, BestFitPolicy, best_fit_gpus
@@ -44,5 +46,5 @@ class PolicyGpuPacking(BestFitPolicy):
         return packing_scores(arrays.gpu_left[nodes], share, count)
 
 
-def new(args: dict | None = None, *_: object) -> PolicyGpuPacking:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyGpuPacking:
     return PolicyGpuPacking(args)

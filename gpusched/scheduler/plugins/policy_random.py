@@ -11,6 +11,8 @@ Neighbours: ``policy_common`` (node arrays, GpuSelection); ``framework`` ScorePl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpusched.scheduler.plugins.policy_common import (GPU_SELECTION_KEY, GpuSelection,
@@ -22,7 +24,7 @@ NAME = "PolicyRandom"
 class PolicyRandom:
     name = NAME
 
-    def __init__(self, args: dict | None = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.rng = np.random.default_rng(int((args or {}).get("seed", 0)))
 
     def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
@@ -41,5 +43,5 @@ class PolicyRandom:
         return scores
 
 
-def new(args: dict | None = None, *_: object) -> PolicyRandom:
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyRandom:
     return PolicyRandom(args)

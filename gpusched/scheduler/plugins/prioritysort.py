@@ -17,7 +17,7 @@ NAME = "PrioritySort"
 class PrioritySort:
     name = NAME
 
-    def sort_key(self, pod: PodInfo) -> tuple:
+    def sort_key(self, pod: PodInfo) -> tuple[Any, ...]:
         return (-pod.priority, pod.creation_seq, pod.namespace, pod.name)
 
 

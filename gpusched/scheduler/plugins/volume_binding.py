@@ -29,7 +29,7 @@ Neighbours: node-set helpers from ``pod_topology_spread``; registered in ``plugi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -77,7 +77,7 @@ class VolumeBinding:
 
     name = NAME
 
-    def __init__(self, args: Mapping | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.claims: dict[str, ClaimInfo] = {}
         self.set_claims((args or {}).get("claims", ()))
 
@@ -140,5 +140,5 @@ def _any_volume_mask(snapshot, candidates) -> np.ndarray:
     return mask
 
 
-def new(args: Mapping | None = None) -> VolumeBinding:
+def new(args: Mapping[str, Any] | None = None) -> VolumeBinding:
     return VolumeBinding(args)

@@ -40,9 +40,9 @@ def _weight(profile: str) -> int:
     return int(head) if head.isdigit() else 1
 
 
-def gpu_usage(rows: list) -> list[float]:
+def gpu_usage(rows: list[Any]) -> list[float]:
     """Used share (0..1) of each physical GPU, from ``NodeDevices.rows()``."""
-    by_gpu: dict[int, list] = {}
+    by_gpu: dict[int, list[Any]] = {}
     for row in rows:
         by_gpu.setdefault(row.gpu_index, []).append(row)
     usage = []
@@ -65,7 +65,7 @@ def fragmentation(usage: list[float]) -> float:
     return partial / free if free > 0 else 0.0
 
 
-def _pod_ref(pod: dict | None) -> dict[str, Any]:
+def _pod_ref(pod: dict[str, Any] | None) -> dict[str, Any]:
     if pod is None:
         return {}
     meta = pod["metadata"]
@@ -73,7 +73,7 @@ def _pod_ref(pod: dict | None) -> dict[str, Any]:
             "priority": int((pod.get("spec") or {}).get("priority") or 0)}
 
 
-def _pending(pods: list[dict]) -> list[dict]:
+def _pending(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for pod in pods:
         if (pod.get("spec") or {}).get("nodeName") or is_terminal(pod):
