@@ -110,7 +110,7 @@ def _quota_rows(quota: dict[str, Any], convert: bool = True) -> list[tuple[str, 
 def _whole(value: object) -> int | object:
     """Quantity.Value(): the amount rounded up to a whole unit."""
     try:
-        return math.ceil(parse_quantity(value))   # type: ignore[arg-type]
+        return math.ceil(parse_quantity(value))
     except (QuantityError, ValueError, TypeError):
         return value
 

@@ -73,7 +73,7 @@ def gpu_class(resource: str, labels: dict[str, str]) -> str | None:
 
 def _amount(resource: str, value: object) -> float:
     try:
-        amount = canonical(resource, value)  # type: ignore[arg-type]
+        amount = canonical(resource, value)
     except (QuantityError, TypeError, ValueError):
         return 0.0
     return amount / 1000 if resource == RESOURCE_GPU_MILLI else float(amount)

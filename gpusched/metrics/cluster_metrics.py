@@ -54,7 +54,7 @@ def is_gpu_resource(name: str) -> bool:
 
 def _number(value: object) -> float:
     try:
-        return float(parse_quantity(value))  # type: ignore[arg-type]
+        return float(parse_quantity(value))
     except (QuantityError, TypeError, ValueError):
         return 0.0
 

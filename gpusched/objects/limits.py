@@ -159,7 +159,7 @@ def check_yaml_text(text: str, loader: Any) -> None:
                 if stack:
                     stack[-1][1] += size
             elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
-                size = 1 if isinstance(event, yaml.ScalarEvent) else 1 + sizes.get(event.anchor, 0)
+                size = 1 if isinstance(event, yaml.ScalarEvent) else 1 + sizes.get(event.anchor or "", 0)
                 if isinstance(event, yaml.ScalarEvent) and event.anchor:
                     sizes[event.anchor] = 1
                 if isinstance(event, yaml.AliasEvent):

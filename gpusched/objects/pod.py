@@ -163,7 +163,7 @@ def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     return _pod_totals(spec, limits=False, overhead=True, keep_zero=False)
 
 
-def _checked(kind: str, name: str, compute):  # type: ignore[no-untyped-def]
+def _checked(kind: str, name: str, compute: Callable[[], dict[str, int]]) -> dict[str, int]:
     try:
         return compute()
     except _BadQuantity as bad:

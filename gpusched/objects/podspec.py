@@ -327,7 +327,8 @@ def _container_resources(container: dict[str, Any], path: str, e: Errors) -> Non
                 parsed_limits[name] = amount
                 if name == RESOURCE_GPU_MILLI and not 1 <= amount <= 1000:
                     e.invalid(p, quantity_text(limits[name]), "must be an integer between 1 and 1000")
-    for name in sorted(requests or {}):
+    requests = requests or {}
+    for name in sorted(requests):
         p = f"{rp}[{name}]"
         if not _resource_name_ok(name, p, e):
             continue

@@ -18,7 +18,7 @@ import re
 from fractions import Fraction
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
+_DECIMAL: dict[str, Fraction | int] = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _QUANTITY = re.compile(
     r"^(?P<sign>[+-]?)(?P<num>\d+(?:\.\d*)?|\.\d+)"
@@ -32,7 +32,7 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message quotes apimachinery."""
 
 
-def parse_quantity(value: str | int | float) -> Fraction:
+def parse_quantity(value: object) -> Fraction:
     """Parse a quantity into an exact Fraction of base units.
 
     >>> parse_quantity("500m"), parse_quantity("16Gi"), parse_quantity("1e3"), parse_quantity(2)
@@ -65,7 +65,7 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return number * _DECIMAL[match["dec"] or ""]
 
 
-def canonical(resource: str, value: str | int | float) -> int:
+def canonical(resource: str, value: object) -> int:
     """The integer a quantity stands for in ``resource``'s canonical unit (see module doc).
 
     >>> canonical("cpu", "500m"), canonical("cpu", "2"), canonical("memory", "1Gi"), canonical("nvidia.com/gpu", 1)

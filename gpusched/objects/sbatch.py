@@ -380,7 +380,8 @@ def hostlist(names: list[str]) -> str:
         if len(numbers) == 1:
             parts.append(f"{prefix}{numbers[0]}")
             continue
-        ranges, start = [], numbers[0]
+        ranges: list[str] = []
+        start: int | None = numbers[0]
         for prev, cur in zip(numbers, numbers[1:] + [None]):
             if cur is None or cur != prev + 1:
                 ranges.append(f"{start}-{prev}" if prev != start else f"{start}")

@@ -316,7 +316,8 @@ def _raise_type_errors(info: KindSchema, walk: _Walk, obj: dict[str, Any], where
     if walk.type_error is not None:
         raise StrictDecodingError(info.kind, info.api_version, walk.type_error, where)
     if walk.invalid:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
         name = str(meta.get("name") or meta.get("generateName") or "")
         raise InvalidError(info.kind, name, walk.invalid, where=where)
 

@@ -84,21 +84,24 @@ def validate(manifest: Manifest) -> dict[str, Any]:
     """Validate and default one manifest's object; raise InvalidError naming file and document."""
     return validate_object(manifest.obj, where=manifest.where, source=manifest.source, index=manifest.index)
 
+Validator = Callable[[dict[str, Any], Errors], Any]
+
 
 def validate_object(obj: dict[str, Any], where: str = "", source: str = "", index: int | None = None) -> dict[str, Any]:
     """``validate`` for an object that did not come from a file (the API server)."""
     if not isinstance(obj, dict) or obj.get("kind") not in KINDS:
-        kind = obj.get("kind") if isinstance(obj, dict) else None
-        raise ManifestError(source or "<object>", index, "kind", f'no matches for kind "{kind}"')
+        found = obj.get("kind") if isinstance(obj, dict) else None
+        raise ManifestError(source or "<object>", index, "kind", f'no matches for kind "{found}"')
     if obj.get("apiVersion") not in ACCEPTED_API_VERSIONS[obj["kind"]]:
         raise ManifestError(source or "<object>", index, "",
                             f'no matches for kind "{obj["kind"]}" in version "{obj.get("apiVersion")}"')
     limits.check_object(obj, where)        # depth, NaN, 1.5 MiB: before anything walks it
     obj = copy.deepcopy(obj)
-    kind = obj["kind"]
+    kind: str = obj["kind"]
     errors = Errors()
     _metadata(obj, kind, errors)
-    _VALIDATORS.get(kind, _nothing)(obj, errors)
+    validator: Validator = _VALIDATORS.get(kind, _nothing)
+    validator(obj, errors)
     if errors:
         meta = obj.get("metadata")
         name = (meta.get("name") or meta.get("generateName") or "") if isinstance(meta, dict) else ""
@@ -532,7 +535,7 @@ def _node_pool(obj: dict[str, Any], e: Errors) -> None:
         e.too_many("spec.names", len(names), limits.MAX_NODES_PER_POOL)
         names = []
     seen: set[str] = set()
-    for i, name in enumerate(e.items_of(spec, "names", "spec.names") if names else ()):
+    for i, name in enumerate((e.items_of(spec, "names", "spec.names") or []) if names else []):
         if not isinstance(name, str):
             e.invalid(f"spec.names[{i}]", name, "must be a string")
             continue
@@ -671,7 +674,7 @@ def _runtime_class(obj: dict[str, Any], e: Errors) -> None:
                          "scheduling.tolerations", e)
 
 
-_VALIDATORS: dict[str, Callable[[dict[str, Any], Errors], Any]] = {
+_VALIDATORS: dict[str, Validator] = {
     "RuntimeClass": _runtime_class,
     "Pod": _pod,
     "Deployment": _deployment,

@@ -23,8 +23,10 @@ import base64
 import binascii
 import ipaddress
 import re
+from fractions import Fraction
 from typing import Any, Callable
 
+from gpusched.errors import FieldError
 from gpusched.objects.fieldcheck import Errors
 from gpusched.objects.names import config_map_key_errors, dns1123_label_errors
 from gpusched.objects.podspec import validate_label_selector, validate_labels
@@ -250,8 +252,7 @@ def _is_b64(value: str) -> bool:
         return False
 
 
-def _too_long(path: str, limit: int):
-    from gpusched.errors import FieldError
+def _too_long(path: str, limit: int) -> FieldError:
     return FieldError(path, "Too long", None, f"must have at most {limit} bytes")
 
 
@@ -525,7 +526,7 @@ def _hpa_target(target: Any, p: str, e: Errors) -> dict[str, Any]:
     return target
 
 
-def _signed_quantity(value: Any, path: str, e: Errors):
+def _signed_quantity(value: Any, path: str, e: Errors) -> Fraction | None:
     from gpusched.objects.quantity import QuantityError, parse_quantity
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         e.invalid(path, value, "must be a quantity (a string or a number)")
