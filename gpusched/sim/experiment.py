@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ import numpy as np
 from gpusched.devices.catalog import lookup_model
 from gpusched.devices.node import NodeDevices
 from gpusched.errors import UsageError
+from gpusched.scheduler.framework import ScheduleResult
 from gpusched.scheduler.plugins import (gpu_saturated_first, policy_bestfit, policy_dotprod,
                                         policy_fgd, policy_fgdlevels, policy_fgdplus,
                                         policy_fgdtight, policy_gpuclustering, policy_gpupacking,
@@ -117,8 +119,13 @@ def policy_label(policy: str) -> str:
     return POLICIES[policy][0]
 
 
-def run(spec: RunSpec) -> RunResult:
-    """One run of the protocol; deterministic for a given spec."""
+# called after every submitted pod with (pod index, the cycle's result, fragmentation amount)
+Observer = Callable[[int, ScheduleResult, float], None]
+
+
+def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None) -> RunResult:
+    """One run of the protocol; deterministic for a given spec. ``observe`` sees every pod's
+    decision (tests, progress); ``limit`` stops after that many pods (a prefix of the run)."""
     label = policy_label(spec.policy)
     nodes, pods = _nodes(spec.nodes_csv), list(_pods(spec.pods_csv))
     if not nodes:
@@ -131,7 +138,7 @@ def run(spec: RunSpec) -> RunResult:
                                      TIE_BREAKS.get(spec.policy, ()))
     arrays = node_arrays(snapshot)
     frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id)
-    sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)
+    sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)[:limit]
     arrived = np.zeros(len(sequence), dtype=np.int64)
     used = np.zeros(len(sequence), dtype=np.int64)
     amount = np.zeros(len(sequence))
@@ -140,7 +147,8 @@ def run(spec: RunSpec) -> RunResult:
     mark = snapshot.journal_mark()
     for i, (pod, name) in enumerate(sequence):
         arrived_milli += pod.total_gpu_milli
-        if scheduler.schedule_one(pod_info(pod, i, name)).scheduled:
+        result = scheduler.schedule_one(pod_info(pod, i, name))
+        if result.scheduled:
             used_milli += pod.total_gpu_milli
             arrays = node_arrays(snapshot)
             frag.observe(arrays.gpu_left, arrays.cpu_free, snapshot.rows_touched_since(mark))
@@ -148,10 +156,27 @@ def run(spec: RunSpec) -> RunResult:
         else:
             failed += 1
         arrived[i], used[i], amount[i], idle[i] = arrived_milli, used_milli, frag.amount, frag.idle
+        if observe is not None:
+            observe(i, result, float(amount[i]))
     log.info("%s %s seed %d: %d pods, %d failed", workload_name(spec.pods_csv), label, spec.seed,
              len(sequence), failed)
     return RunResult(workload_name(spec.pods_csv), label, spec.tune, spec.seed, capacity // 1000,
                      *discretise(arrived, used, amount, idle, capacity), pods=len(sequence), failed=failed)
+
+
+def decision_lines(spec: RunSpec, limit: int | None = None) -> list[str]:
+    """A run as text, for byte-for-byte comparisons: one line per pod (``index node gpus milli
+    fragmentation-amount``, the float's ``repr``) and one per discretised curve."""
+    lines: list[str] = []
+
+    def observe(i: int, result: ScheduleResult, amount: float) -> None:
+        gpus = ",".join(str(g) for g in result.assignment.gpu_indices)
+        lines.append(f"{i} {result.node or '-'} {gpus or '-'} {result.assignment.milli} {amount!r}")
+
+    result = run(spec, observe, limit)
+    for field in ("allocation", "fragmentation", "fragmentation_ratio"):
+        lines.append(f"{field} " + " ".join(repr(v) for v in getattr(result, field)))
+    return lines
 
 
 def discretise(arrived: np.ndarray, used: np.ndarray, amount: np.ndarray, idle: np.ndarray,
