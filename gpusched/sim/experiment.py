@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,8 @@ from gpusched.scheduler.plugins import (gpu_saturated_first, policy_bestfit, pol
                                         policy_random)
 from gpusched.scheduler.plugins.policy_common import node_arrays
 from gpusched.scheduler.snapshot import Snapshot
-from gpusched.sim.alibaba import load_nodes, load_pods, node_info, pod_info, workload_name
+from gpusched.sim.alibaba import (TraceNode, TracePod, load_nodes, load_pods, node_info, pod_info,
+                                  workload_name)
 from gpusched.sim.experiment_profile import experiment_scheduler
 from gpusched.sim.fragmentation import ClusterFragmentation
 from gpusched.sim.workload import target_workload, tuned_sequence
@@ -96,16 +97,16 @@ class RunResult:
 
 
 @functools.lru_cache(maxsize=4)
-def _nodes(path: str):
+def _nodes(path: str) -> tuple[TraceNode, ...]:
     return tuple(load_nodes(path, gpu_only=True))
 
 
 @functools.lru_cache(maxsize=4)
-def _pods(path: str):
+def _pods(path: str) -> tuple[TracePod, ...]:
     return tuple(load_pods(path))
 
 
-def build_snapshot(nodes) -> Snapshot:
+def build_snapshot(nodes: Iterable[TraceNode]) -> Snapshot:
     snapshot = Snapshot()
     for node in nodes:
         devices = NodeDevices.build(node.name, lookup_model(node.model), node.gpus) if node.gpus else None
