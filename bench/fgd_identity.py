@@ -29,8 +29,8 @@ NODES = str(DATA / "openb_node_list_gpu_node.csv")
 # name -> (workload, policy, seed)
 RUNS = {f"{w}-{p}-{s}": (w, p, s) for w, p, s in (
     ("default", "fgd", 42), ("default", "fgd", 43), ("cpu200", "fgd", 42), ("gpuspec25", "fgd", 42),
-    ("multigpu40", "fgd", 42), ("default", "fgdsat", 42), ("default", "fgdtight", 42),
-    ("default", "fgdfine", 42))}
+    ("multigpu40", "fgd", 42), ("default", "fgdsat", 42), ("gpushare80", "fgd", 42),
+    ("multigpu20", "fgdsat", 42))}
 
 
 def _one(name: str) -> tuple[str, list[str]]:

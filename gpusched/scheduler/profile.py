@@ -56,7 +56,7 @@ from typing import Any, Mapping
 import yaml
 
 from gpusched.errors import UsageError
-from gpusched.scheduler.plugins import REGISTRY
+from gpusched.scheduler.plugins import REGISTRY, Factory
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -144,6 +144,8 @@ class ProfileConfig:
     points: Mapping[str, tuple[PluginSpec, ...]] = field(default_factory=dict)
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int = 0      # 0 = adaptive
+    registry: Mapping[str, Factory] = field(default_factory=lambda: REGISTRY, compare=False,
+                                            repr=False)   # what the plugin names resolve to
 
 
 class Framework:
@@ -157,7 +159,7 @@ class Framework:
         for specs in config.points.values():
             for spec in specs:
                 if spec.name not in self.plugins:
-                    self.plugins[spec.name] = REGISTRY[spec.name](dict(config.plugin_args.get(spec.name, {})))
+                    self.plugins[spec.name] = config.registry[spec.name](dict(config.plugin_args.get(spec.name, {})))
         listed = {point: [self.plugins[s.name] for s in config.points.get(point, ())] for point in POINTS}
         sort = listed["queueSort"]
         self.queue_sort = sort[0] if sort else None
@@ -192,30 +194,29 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def _implements(name: str, point: str) -> bool:
-    plugin_type = _plugin_types().get(name)
-    return plugin_type is not None and hasattr(plugin_type, POINTS[point])
+def _implements(name: str, point: str, registry: Mapping[str, Factory]) -> bool:
+    factory = registry.get(name)
+    return factory is not None and hasattr(_plugin_type(name, factory), POINTS[point])
 
 
-_TYPES: dict[str, type] = {}
+_TYPES: dict[Factory, type] = {}
 
 
-def _plugin_types() -> dict[str, type]:
-    """The class of each registered plugin (built once with default args)."""
-    for name, factory in REGISTRY.items():
-        if name not in _TYPES:
-            try:
-                _TYPES[name] = type(factory(None))
-            except Exception as exc:   # a factory that needs args: config errors name it later
-                raise UsageError(f"plugin {name}: cannot be built with default args: {exc}") from None
-    return _TYPES
+def _plugin_type(name: str, factory: Factory) -> type:
+    """The class of a registered plugin (built once with default args)."""
+    if factory not in _TYPES:
+        try:
+            _TYPES[factory] = type(factory(None))
+        except Exception as exc:   # a factory that needs args: config errors name it later
+            raise UsageError(f"plugin {name}: cannot be built with default args: {exc}") from None
+    return _TYPES[factory]
 
 
 def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
     return resolve_profile({"schedulerName": scheduler_name}, 0, 0)
 
 
-def _specs(entries: Any, where: str) -> list[PluginSpec]:
+def _specs(entries: Any, where: str, registry: Mapping[str, Factory]) -> list[PluginSpec]:
     if entries is None:
         return []
     if not isinstance(entries, list):
@@ -225,9 +226,9 @@ def _specs(entries: Any, where: str) -> list[PluginSpec]:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
             raise UsageError(f"{where}[{i}].name: Required value")
         name = entry["name"]
-        if name != "*" and name not in REGISTRY:
+        if name != "*" and name not in registry:
             raise UsageError(f'{where}[{i}].name: Invalid value: "{name}": unknown plugin; '
-                             f"registered: {', '.join(sorted(REGISTRY))}")
+                             f"registered: {', '.join(sorted(registry))}")
         weight = entry.get("weight", 0)
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
             raise UsageError(f"{where}[{i}].weight: Invalid value: {weight!r}: must be a "
@@ -236,8 +237,10 @@ def _specs(entries: Any, where: str) -> list[PluginSpec]:
     return specs
 
 
-def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int) -> ProfileConfig:
-    """Resolve one ``profiles[index]`` entry over the defaults (see module docstring)."""
+def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int,
+                    registry: Mapping[str, Factory] = REGISTRY) -> ProfileConfig:
+    """Resolve one ``profiles[index]`` entry over the defaults (see module docstring) against
+    ``registry`` (the in-tree plugins unless a caller merges more in)."""
     where = f"profiles[{index}]"
     plugins = profile.get("plugins") or {}
     if not isinstance(plugins, Mapping):
@@ -245,27 +248,27 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int) -> 
     for point in plugins:
         if point not in POINTS and point not in IGNORED_POINTS and point != "multiPoint":
             raise UsageError(f'{where}.plugins: unknown extension point "{point}"')
-    multi = [PluginSpec(n, w) for n, w in DEFAULT_PLUGINS if n in REGISTRY]
+    multi = [PluginSpec(n, w) for n, w in DEFAULT_PLUGINS if n in registry]
     multi_cfg = plugins.get("multiPoint") or {}
-    disabled = _specs(multi_cfg.get("disabled"), f"{where}.plugins.multiPoint.disabled")
+    disabled = _specs(multi_cfg.get("disabled"), f"{where}.plugins.multiPoint.disabled", registry)
     if any(s.name == "*" for s in disabled):
         multi = []
     off = {s.name for s in disabled}
     multi = [s for s in multi if s.name not in off]
-    for spec in _specs(multi_cfg.get("enabled"), f"{where}.plugins.multiPoint.enabled"):
+    for spec in _specs(multi_cfg.get("enabled"), f"{where}.plugins.multiPoint.enabled", registry):
         multi = [s for s in multi if s.name != spec.name] + [spec]
     points: dict[str, tuple[PluginSpec, ...]] = {}
     for point in POINTS:
         cfg = plugins.get(point) or {}
-        enabled = _specs(cfg.get("enabled"), f"{where}.plugins.{point}.enabled")
+        enabled = _specs(cfg.get("enabled"), f"{where}.plugins.{point}.enabled", registry)
         for i, spec in enumerate(enabled):
-            if not _implements(spec.name, point):
+            if not _implements(spec.name, point, registry):
                 raise UsageError(f'{where}.plugins.{point}.enabled[{i}].name: Invalid value: '
                                  f'"{spec.name}": plugin does not extend {point}')
-        point_disabled = _specs(cfg.get("disabled"), f"{where}.plugins.{point}.disabled")
+        point_disabled = _specs(cfg.get("disabled"), f"{where}.plugins.{point}.disabled", registry)
         drop_all = any(s.name == "*" for s in point_disabled)
         drop = {s.name for s in point_disabled} | set(DEFAULT_DISABLED.get(point, ()))
-        from_multi = [] if drop_all else [s for s in multi if _implements(s.name, point)
+        from_multi = [] if drop_all else [s for s in multi if _implements(s.name, point, registry)
                                           and s.name not in drop]
         explicit = {s.name for s in enabled}
         in_multi = {s.name for s in from_multi}
@@ -280,7 +283,7 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int) -> 
     args: dict[str, Mapping[str, Any]] = {}
     for i, entry in enumerate(profile.get("pluginConfig") or []):
         name = entry.get("name") if isinstance(entry, Mapping) else None
-        if name not in REGISTRY:
+        if name not in registry:
             raise UsageError(f'{where}.pluginConfig[{i}].name: Invalid value: "{name}": unknown plugin')
         args[name] = entry.get("args") or {}
     own = profile.get("percentageOfNodesToScore")
@@ -288,10 +291,12 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int) -> 
     if not isinstance(pct, int) or isinstance(pct, bool) or not 0 <= pct <= 100:
         raise UsageError(f"{where}.percentageOfNodesToScore: Invalid value: {pct!r}: "
                          f"not in valid range [0-100]")
-    return ProfileConfig(profile.get("schedulerName") or DEFAULT_SCHEDULER_NAME, points, args, pct)
+    return ProfileConfig(profile.get("schedulerName") or DEFAULT_SCHEDULER_NAME, points, args, pct,
+                         registry)
 
 
-def parse_config(config: Mapping[str, Any] | str) -> list[ProfileConfig]:
+def parse_config(config: Mapping[str, Any] | str,
+                 registry: Mapping[str, Factory] = REGISTRY) -> list[ProfileConfig]:
     """Profiles from a KubeSchedulerConfiguration (a dict or YAML text). No profiles = default."""
     if isinstance(config, str):
         try:
@@ -309,7 +314,7 @@ def parse_config(config: Mapping[str, Any] | str) -> list[ProfileConfig]:
                          f'supported values: "KubeSchedulerConfiguration"')
     percentage = config.get("percentageOfNodesToScore") or 0
     profiles = config.get("profiles") or [{}]
-    resolved = [resolve_profile(p or {}, i, percentage) for i, p in enumerate(profiles)]
+    resolved = [resolve_profile(p or {}, i, percentage, registry) for i, p in enumerate(profiles)]
     names = [p.scheduler_name for p in resolved]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -317,14 +322,14 @@ def parse_config(config: Mapping[str, Any] | str) -> list[ProfileConfig]:
     return resolved
 
 
-def load_config(path: str) -> list[ProfileConfig]:
+def load_config(path: str, registry: Mapping[str, Factory] = REGISTRY) -> list[ProfileConfig]:
     """``parse_config`` of a file; a missing file is a ``UsageError``."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except OSError as exc:
         raise UsageError(f"scheduler config {path}: {exc.strerror}") from None
-    return parse_config(text)
+    return parse_config(text, registry)
 
 
 def gpusched_profiles(percentage: int = 0) -> list[ProfileConfig]:

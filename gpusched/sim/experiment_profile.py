@@ -27,13 +27,18 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.scheduler.plugins import REGISTRY, gpu_devices, node_order, node_resources_fit
-from gpusched.scheduler.plugins.policy_common import POLICY_WEIGHT
+from gpusched import policies
+from gpusched.policies import node_order
+from gpusched.policies.common import POLICY_WEIGHT
+from gpusched.scheduler.plugins import IN_TREE, gpu_devices, merged, node_resources_fit
 from gpusched.scheduler.profile import DEFAULT_SCHEDULER_NAME, ProfileConfig, resolve_profile
 from gpusched.scheduler.runner import Scheduler
 from gpusched.scheduler.snapshot import Snapshot
 
 FILTERS = (node_resources_fit.NAME, gpu_devices.NAME)
+# kube-scheduler's in-tree plugins and the policies, fed to the profile from above (the scheduler
+# layer does not import ``policies``)
+REGISTRY = merged(IN_TREE, policies.REGISTRY)
 ALL = [{"name": "*"}]
 
 
@@ -66,7 +71,7 @@ def experiment_config(policy: str, args: dict[str, Any],
 
 def experiment_profile(policy: str, args: dict[str, Any],
                        tie_breaks: tuple[tuple[str, int], ...] = ()) -> ProfileConfig:
-    return resolve_profile(experiment_config(policy, args, tie_breaks), 0, 100)
+    return resolve_profile(experiment_config(policy, args, tie_breaks), 0, 100, REGISTRY)
 
 
 def experiment_scheduler(snapshot: Snapshot, policy: str, args: dict[str, Any],

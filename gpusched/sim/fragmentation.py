@@ -1,7 +1,7 @@
 """Cluster fragmentation metrics for experiments (section 3.2/3.3 of ``fgd-and-alibaba-trace.md``).
 
 ``ClusterFragmentation(shapes, model_names, model_id)`` keeps F_n(M) for every node in arrays
-(the vectorised measure of ``scheduler.plugins.policy_fragmentation``, shared with the FGD
+(the vectorised measure of ``policies.fragmentation``, shared with the FGD
 plugin so that the metric and the policy can never disagree); ``observe(gpu_left, cpu_free)``
 recomputes only the nodes whose free CPU or GPUs changed, then ``amount`` (sum of F_n(M), milli)
 and ``ratio`` (amount / idle milli) describe the cluster.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_fragmentation import (FragState, FragTables, TargetShape,
+from gpusched.policies.fragmentation import (FragState, FragTables, TargetShape,
                                                               per_shape)
 
 

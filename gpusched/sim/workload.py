@@ -13,7 +13,7 @@ Section 3.1 / 3.3 / 3.7 of ``fgd-and-alibaba-trace.md``:
   drop random pods while the total is above it.
 
 Neighbours: reads ``sim.alibaba`` records; feeds ``sim.experiment`` and the FGD plugins'
-``TargetShape`` list (``scheduler.plugins.policy_fragmentation``).
+``TargetShape`` list (``policies.fragmentation``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_fragmentation import TargetShape
+from gpusched.policies.fragmentation import TargetShape
 from gpusched.sim.alibaba import TracePod
 
 POPULARITY_THRESHOLD = 95      # percent of pods the kept shapes must cover

@@ -31,8 +31,10 @@ CASES = {
     "slice-gpuspec25-fgd-42": ("slice", "gpuspec25", "fgd", 42, None),
     "slice-multigpu40-fgd-42": ("slice", "multigpu40", "fgd", 42, None),
     "slice-default-fgdsat-42": ("slice", "default", "fgdsat", 42, None),
-    "slice-default-fgdtight-42": ("slice", "default", "fgdtight", 42, None),
-    "slice-default-fgdfine-42": ("slice", "default", "fgdfine", 42, None),
+    # recorded at 2b3d998, before the move to gpusched/policies: they replace the fgdtight and
+    # fgdfine cases, variants that left the code (docs/fgd-results.md keeps their results)
+    "slice-gpushare80-fgd-42": ("slice", "gpushare80", "fgd", 42, None),
+    "slice-multigpu20-fgdsat-42": ("slice", "multigpu20", "fgdsat", 42, None),
     "full-default-fgd-42-first-800": ("full", "default", "fgd", 42, 800),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusched.scheduler.plugins.policy_fragmentation import (FragState, FragTables, TargetShape,
+from gpusched.policies.fragmentation import (FragState, FragTables, TargetShape,
                                                               per_shape, sigmoid_score)
 from gpusched.sim.fragmentation import ClusterFragmentation
 
@@ -52,7 +52,7 @@ def test_fragmentation_cases(one_node, target, expected):
 
 
 def test_weighted_node_fragmentation_worked_example():
-    # docstring example of policy_fragmentation: 0.5*300 + 0.5*1300 = 800
+    # docstring example of policies.fragmentation: 0.5*300 + 0.5*1300 = 800
     tables = FragTables([shape(4000, 500, weight=0.5), shape(16000, 1000, weight=0.5)], MODELS)
     state = FragState(tables, np.array([0]))
     state.sync(np.array([[1000, 300]]), np.array([8000]))

@@ -11,21 +11,19 @@ messages, objects and devices.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+from gpusched.errors import UsageError
 
 from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_affinity, node_name,
                                         node_resources_fit, node_unschedulable, prioritysort,
                                         taint_toleration)
 from gpusched.scheduler.plugins import (default_preemption, dynamic_resources, inter_pod_affinity,
                                         node_ports, pod_topology_spread, volume_binding)
-from gpusched.scheduler.plugins import (gpu_saturated_first, node_order, policy_bestfit,
-                                        policy_dotprod, policy_fgd, policy_fgdlevels,
-                                        policy_fgdplus, policy_fgdtight, policy_gpuclustering,
-                                        policy_gpupacking, policy_random)
 
 Factory = Callable[[dict[str, Any] | None], Any]
 
-REGISTRY: dict[str, Factory] = {
+IN_TREE: dict[str, Factory] = {
     prioritysort.NAME: prioritysort.new,
     node_unschedulable.NAME: node_unschedulable.new,
     node_name.NAME: node_name.new,
@@ -40,16 +38,16 @@ REGISTRY: dict[str, Factory] = {
     inter_pod_affinity.NAME: inter_pod_affinity.new,
     volume_binding.NAME: volume_binding.new,
     default_preemption.NAME: default_preemption.new,
-    # placement policies of the FGD experiments (sim.experiment builds their profile)
-    node_order.NAME: node_order.new,
-    gpu_saturated_first.NAME: gpu_saturated_first.new,
-    policy_random.NAME: policy_random.new,
-    policy_dotprod.NAME: policy_dotprod.new,
-    policy_gpuclustering.NAME: policy_gpuclustering.new,
-    policy_gpupacking.NAME: policy_gpupacking.new,
-    policy_bestfit.NAME: policy_bestfit.new,
-    policy_fgd.NAME: policy_fgd.new,
-    policy_fgdplus.NAME: policy_fgdplus.new,
-    policy_fgdtight.NAME: policy_fgdtight.new,
-    policy_fgdlevels.NAME: policy_fgdlevels.new,
 }
+REGISTRY = IN_TREE    # the registry profiles resolve against unless a caller passes another
+
+
+def merged(*registries: Mapping[str, Factory]) -> dict[str, Factory]:
+    """One registry from several (upstream ``runtime.Registry.Merge``): a name in two is an error."""
+    out: dict[str, Factory] = {}
+    for registry in registries:
+        for name, factory in registry.items():
+            if name in out:
+                raise UsageError(f"a plugin named {name} already exists")
+            out[name] = factory
+    return out

@@ -6,7 +6,7 @@ enough free milli, written under ``"gpu-selection"`` for GpuDevices' Reserve.
 
 Randomness: a ``numpy.random.Generator`` seeded from ``args["seed"]`` (default 0), owned by the
 plugin so a run is reproducible whatever the other plugins draw.
-Neighbours: ``policy_common`` (node arrays, GpuSelection); ``framework`` ScorePlugin protocol.
+Neighbours: ``common`` (node arrays, GpuSelection); ``framework`` ScorePlugin protocol.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import (GPU_SELECTION_KEY, GpuSelection,
+from gpusched.policies.common import (GPU_SELECTION_KEY, GpuSelection,
                                                        node_arrays, pod_gpu)
 
 NAME = "PolicyRandom"

@@ -4,8 +4,8 @@ node = (cpu_left / 128000, gpu_left_total / 8000), pod = (cpu_req / 128000, gpu_
 score = ``int(100 * (1 - (node . pod) / 2))``: the smallest dot product wins (nodes with less free
 room in the dimensions the pod asks for). Example: an empty 8-GPU 96-core node and a 1-GPU,
 8-core pod: dot = 0.75*0.0625 + 1*0.125 = 0.171875 -> int(100 * 0.9140625) = 91.
-GPU selection: best fit (``policy_common.best_fit_gpus``).
-Neighbours: ``policy_common``; ``framework`` ScorePlugin protocol.
+GPU selection: best fit (``common.best_fit_gpus``).
+Neighbours: ``common``; ``framework`` ScorePlugin protocol.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
+from gpusched.policies.common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
                                                        gpu_left_total)
 
 NAME = "PolicyDotProduct"

@@ -9,7 +9,7 @@ c) every GPU of the node is free: ``max(33 - free GPUs, free GPUs)``.
 
 CPU-only pods score 0 everywhere. Example: a 470 share on a node with left = [600, 1000]:
 case a, chosen GPU 0 -> 100 - 60 // 10 = 94.
-GPU selection: best fit. Neighbours: ``policy_common``; ``framework`` ScorePlugin protocol.
+GPU selection: best fit. Neighbours: ``common``; ``framework`` ScorePlugin protocol.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import MILLI, BestFitPolicy, best_fit_gpus
+from gpusched.policies.common import MILLI, BestFitPolicy, best_fit_gpus
 
 NAME = "PolicyGpuPacking"
 

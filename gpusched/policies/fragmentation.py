@@ -1,7 +1,7 @@
 """The FGD fragmentation measure, vectorised over nodes x GPUs x target shapes.
 
-Shared by the FGD-family score plugins (``policy_fgd`` and its variants) and by the
-experiment metrics (``sim.fragmentation``); it lives in the scheduler layer so that plugins can
+Shared by the FGD score plugin (``policies.fgd``) and by the experiment metrics
+(``sim.fragmentation``); it lives in the policies layer (below ``sim``) so that the plugin can
 use it without importing ``sim``. Not a plugin itself (no ``NAME``).
 
 Fragmentation of node n for shape m, F_n(m), in milli-GPU (section 3.3 of

@@ -10,7 +10,7 @@ Example: an empty 8-GPU node -> 25 + 0; the same node holding two 1-GPU pods, fo
 
 The per-node tag counts are kept by this plugin's own Reserve/Unreserve (the framework calls
 them for the chosen node), so the plugin must be enabled at Reserve as well as Score.
-GPU selection: best fit. Neighbours: ``policy_common``; ``framework`` Score/Reserve protocols.
+GPU selection: best fit. Neighbours: ``common``; ``framework`` Score/Reserve protocols.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gpusched.scheduler.framework import SUCCESS
-from gpusched.scheduler.plugins.policy_common import (MAX_SPEC_GPU, node_arrays, pod_gpu,
+from gpusched.policies.common import (MAX_SPEC_GPU, node_arrays, pod_gpu,
                                                        write_best_fit)
 
 NAME = "PolicyGpuClustering"

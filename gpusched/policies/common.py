@@ -1,4 +1,4 @@
-"""Helpers shared by the placement-policy score plugins (``policy_*.py``, ``node_order``).
+"""Helpers shared by the placement-policy score plugins (``gpusched.policies``).
 
 - ``node_arrays(snapshot)``: the per-node arrays the policies read (free CPU, free milli per GPU,
   GPU model id) from ``scheduler.snapshot.Snapshot``.

@@ -15,7 +15,7 @@ No NormalizeScore: meant to run with a weight between the policy's and NodeOrder
 orders the policy's ties (``sim.experiment_profile`` uses policy 10_000, this 1_250, NodeOrder 1:
 7 x 1_250 < 10_000 and 1_250 > the NodeOrder range 1..1_213).
 
-Args: none. Neighbours: ``policy_common`` (node arrays, pod GPU request); experiment profiles.
+Args: none. Neighbours: ``common`` (node arrays, pod GPU request); experiment profiles.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import MILLI, pod_gpu
+from gpusched.policies.common import MILLI, pod_gpu
 
 NAME = "GpuSaturatedFirst"
 SATURATION_TIERS = 7

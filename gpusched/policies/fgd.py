@@ -1,7 +1,7 @@
 """FGD placement policy (Fragmentation Gradient Descent, FGD baseline 06-FGD) as a score plugin.
 
 For each candidate node n: delta = F_n(M) - F_{n+pod}(M) (fragmentation before minus after the
-hypothetical placement, ``policy_fragmentation``), score = ``int(100 * sigmoid(delta / 1000))``,
+hypothetical placement, ``fragmentation``), score = ``int(100 * sigmoid(delta / 1000))``,
 truncated: unchanged fragmentation -> 50, +1 GPU of fragmentation -> 26.
 
 - Sharing pods: every GPU i with ``left[i] >= share`` is tried; the node's score is the best GPU
@@ -16,7 +16,7 @@ recomputed, whoever changed them. A node's delta (and GPU choice) for a pod depe
 node's state and the pod's shape (cpu, per-GPU share, GPU count), so it is cached per shape and
 node (``ShapeScores``) and recomputed only for nodes whose ``FragState.version`` moved: in a
 fill-only run that is the one node the previous pod went to.
-Neighbours: ``policy_fragmentation`` (measure), ``policy_common``; ``sim.experiment`` builds it.
+Neighbours: ``fragmentation`` (measure), ``common``; ``sim.experiment`` builds it.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpusched.scheduler.plugins.policy_common import (GPU_SELECTION_KEY, GpuSelection,
+from gpusched.policies.common import (GPU_SELECTION_KEY, GpuSelection,
                                                        node_arrays, pod_gpu)
-from gpusched.scheduler.plugins.policy_fragmentation import (FragState, FragTables, TargetShape,
+from gpusched.policies.fragmentation import (FragState, FragTables, TargetShape,
                                                               sigmoid_score)
 
 NAME = "PolicyFGD"
