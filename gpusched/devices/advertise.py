@@ -213,7 +213,7 @@ def _custom_mig_configs(configmaps: list[dict[str, Any]], policy: PolicyConfig |
                         ) -> dict[str, list[MigConfigEntry]] | None:
     by_place = {((cm.get("metadata") or {}).get("namespace", "default"),
                  (cm.get("metadata") or {}).get("name")): cm for cm in configmaps}
-    names = MIG_PARTED_CONFIGMAP_NAMES
+    names: tuple[str, ...] = MIG_PARTED_CONFIGMAP_NAMES
     if policy is not None and policy.mig_parted_config not in names:
         names = (policy.mig_parted_config, *names)      # spec.migManager.config.name
     for namespace in MIG_PARTED_NAMESPACES:

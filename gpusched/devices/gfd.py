@@ -62,7 +62,7 @@ def gfd_labels(model: GpuModel | None, gpu_count: int, config: DevicePluginConfi
         return {}
     config = config or DEFAULT_CONFIG
     strategy = config.mig_strategy or mig_strategy or "none"
-    layout = list(mig_layout) if mig_layout is not None else [None] * gpu_count
+    layout: list[list[str] | None] = list(mig_layout) if mig_layout is not None else [None] * gpu_count
     any_mig = any(entry is not None for entry in layout)
     labels = {
         "nvidia.com/gpu.present": "true",

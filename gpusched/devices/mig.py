@@ -200,7 +200,7 @@ def single_strategy_problem(layout: Layout) -> str | None:
     for index, entry in enumerate(layout):
         if not entry:
             return f"device {index} has no MIG devices configured"
-    if len({p.replace("+", ".") for entry in layout for p in entry}) > 1:
+    if len({p.replace("+", ".") for entry in layout if entry for p in entry}) > 1:
         return "more than one MIG device type present on node"
     return None
 
@@ -286,7 +286,7 @@ def _apply_entries(model: GpuModel, name: str, entries: list[MigConfigEntry],
         if entry.device_filter:
             log.warning("mig config %s: device-filter %s is not matched by gpusched; the entry "
                         "applies to the selected devices of every model", name, entry.device_filter)
-        selected = range(gpu_count) if entry.devices == "all" else entry.devices
+        selected = range(gpu_count) if isinstance(entry.devices, str) else entry.devices
         profiles: list[str] | None = None
         if entry.mig_enabled:
             profiles = []

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
@@ -103,12 +103,28 @@ def assignment_resource(pod: PodInfo) -> str:
     return ",".join(device_requests(pod))
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class NodeDevices:
-    """The devices of one node and their holders; see the module docstring."""
+    """The devices of one node and their holders; see the module docstring.
 
-    __slots__ = ("node_name", "model", "gpu_count", "config", "mig_strategy", "mig_layout",
-                 "devices", "_by_id", "_by_resource", "_mig_enabled", "_shared_gpu", "_gpu_ids",
-                 "_holder", "_held", "_frac")
+    Built by ``build``; the fields after ``devices`` are indexes over it and the holder state
+    (identity equality, as a mutable holder table)."""
+
+    node_name: str
+    model: GpuModel | None
+    gpu_count: int
+    config: DevicePluginConfig
+    mig_strategy: str
+    mig_layout: list[list[str] | None]
+    devices: tuple[Device, ...]
+    _by_id: dict[str, Device]
+    _by_resource: dict[str, tuple[Device, ...]]
+    _mig_enabled: tuple[bool, ...]
+    _shared_gpu: tuple[bool, ...]
+    _gpu_ids: tuple[str, ...]
+    _holder: dict[str, str] = field(default_factory=dict)               # device id -> pod uid
+    _held: dict[str, DeviceAssignment] = field(default_factory=dict)    # pod uid -> assignment
+    _frac: list[dict[str, int]] = field(default_factory=list)           # per GPU: pod uid -> milli
 
     # ---- construction -----------------------------------------------------------------------
 
@@ -126,7 +142,7 @@ class NodeDevices:
         strategy = config.mig_strategy or mig_strategy or "none"
         if model is None:
             gpu_count = 0
-        layout = list(mig_layout) if mig_layout is not None else [None] * gpu_count
+        layout: list[list[str] | None] = list(mig_layout) if mig_layout is not None else [None] * gpu_count
         if len(layout) != gpu_count:
             raise UsageError(f"node {node_name}: MIG layout lists {len(layout)} GPUs, "
                              f"the node has {gpu_count}")
@@ -141,7 +157,7 @@ class NodeDevices:
         if model is not None:
             check_for_node(config, model.compute_capability, any(mig_enabled) and strategy != "none")
         devices: list[Device] = []
-        shared_gpu = []
+        shared_gpu: list[bool] = []
         for index in range(gpu_count):
             units = _physical_units(node_name, model, index, layout[index], strategy)
             shared_gpu.append(any(not p and config.replicated(r) for _, r, p, _ in units))
@@ -152,32 +168,19 @@ class NodeDevices:
                     continue
                 devices.extend(Device(f"{device_id}::{k}", index, entry.advertised, profile, start,
                                       k, device_id) for k in range(entry.replicas))
-        self = cls.__new__(cls)
-        self.node_name, self.model, self.gpu_count = node_name, model, gpu_count
-        self.config, self.mig_strategy = config, strategy
-        self.mig_layout = [None if e is None else list(e) for e in layout]
-        self.devices = tuple(devices)
-        self._by_id = {d.device_id: d for d in devices}
         by_resource: dict[str, list[Device]] = {}
         for device in devices:
             by_resource.setdefault(device.resource, []).append(device)
-        self._by_resource = {r: tuple(ds) for r, ds in by_resource.items()}
-        self._mig_enabled = mig_enabled
-        self._shared_gpu = tuple(shared_gpu)
-        self._gpu_ids = tuple(gpu_uuid(node_name, i) for i in range(gpu_count))
-        self._holder: dict[str, str] = {}
-        self._held: dict[str, DeviceAssignment] = {}
-        self._frac: list[dict[str, int]] = [{} for _ in range(gpu_count)]
-        return self
+        return cls(node_name, model, gpu_count, config, strategy,
+                   [None if e is None else list(e) for e in layout], tuple(devices),
+                   {d.device_id: d for d in devices}, {r: tuple(ds) for r, ds in by_resource.items()},
+                   mig_enabled, tuple(shared_gpu), tuple(gpu_uuid(node_name, i) for i in range(gpu_count)),
+                   _frac=[{} for _ in range(gpu_count)])
 
     def clone(self) -> "NodeDevices":
-        copy = NodeDevices.__new__(NodeDevices)
-        for name in self.__slots__:
-            setattr(copy, name, getattr(self, name))
-        copy._holder = dict(self._holder)
-        copy._held = dict(self._held)
-        copy._frac = [dict(f) for f in self._frac]
-        return copy
+        """A copy whose holder state is its own (the device tables are shared, never mutated)."""
+        return replace(self, _holder=dict(self._holder), _held=dict(self._held),
+                       _frac=[dict(f) for f in self._frac])
 
     # ---- what the plugin advertises ----------------------------------------------------------
 

@@ -42,7 +42,7 @@ controller.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from gpusched.devices.advertise import ANN_GPU_COUNT, ANN_MIG_STRATEGY
 from gpusched.devices.catalog import CATALOG, GpuModel
@@ -58,7 +58,7 @@ POOL_LABEL = "gpusched.io/nodepool"
 MAX_POOL_NODES = 1000                 # the bound of maxNodes (and count) of an autoscaled pool
 DEFAULT_GPU_DELAY = 180.0             # seconds from scale-up to a registered GPU node
 DEFAULT_CPU_DELAY = 60.0
-DEFAULTS = {"cpu": "8", "memory": "32Gi", "pods": 110, "ephemeral-storage": "100Gi"}
+DEFAULTS: dict[str, str | int] = {"cpu": "8", "memory": "32Gi", "pods": 110, "ephemeral-storage": "100Gi"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -172,7 +172,7 @@ def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None =
                                   f'{", ".join(MIG_STRATEGIES)}')
     resources = {key: _quantity(key, spec.get(key, DEFAULTS[key]), fail)
                  for key in ("cpu", "memory", "pods")}
-    resources["ephemeral-storage"] = DEFAULTS["ephemeral-storage"]
+    resources["ephemeral-storage"] = str(DEFAULTS["ephemeral-storage"])
     labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
     taints = [_taint(t, i, fail) for i, t in enumerate(spec.get("taints") or [])]
     nodes = []
@@ -204,7 +204,10 @@ def name_prefix(pool: dict[str, Any]) -> str:
     return str((pool.get("spec") or {}).get("namePrefix") or (pool.get("metadata") or {}).get("name", ""))
 
 
-def _node_names(pool_name: str, spec: dict[str, Any], fail) -> list[str]:
+Fail = Callable[[str, str], UsageError]     # (field path, message) -> the error to raise
+
+
+def _node_names(pool_name: str, spec: dict[str, Any], fail: Fail) -> list[str]:
     if spec.get("names"):
         names = [str(n) for n in spec["names"]]
         if len(set(names)) != len(names):
@@ -217,7 +220,7 @@ def _node_names(pool_name: str, spec: dict[str, Any], fail) -> list[str]:
     return [f"{prefix}-{i}" for i in range(1, count + 1)]
 
 
-def _quantity(key: str, value: Any, fail) -> str:
+def _quantity(key: str, value: Any, fail: Fail) -> str:
     try:
         amount = canonical(key, value)
     except QuantityError as err:
@@ -227,7 +230,7 @@ def _quantity(key: str, value: Any, fail) -> str:
     return str(value)
 
 
-def _taint(raw: Any, index: int, fail) -> dict[str, str]:
+def _taint(raw: Any, index: int, fail: Fail) -> dict[str, str]:
     if not isinstance(raw, dict) or not raw.get("key"):
         raise fail(f"taints[{index}].key", "Required value")
     effect = raw.get("effect", "")

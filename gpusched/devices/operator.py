@@ -107,7 +107,8 @@ def policy_config(policy: Mapping[str, Any] | None) -> PolicyConfig | None:
     """The :class:`PolicyConfig` of a ClusterPolicy dict (None for no policy)."""
     if not policy:
         return None
-    spec = policy.get("spec") if isinstance(policy.get("spec"), Mapping) else {}
+    spec = policy.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
     enabled, images = {}, {}
     for component in COMPONENTS:
         section = _section(spec, component.spec_key)

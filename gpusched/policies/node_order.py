@@ -16,9 +16,14 @@ Neighbours: ``framework`` (ScorePlugin protocol); used by ``sim.experiment`` pro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "NodeOrder"
 
@@ -35,9 +40,10 @@ class NodeOrder:
             self._rank = np.random.default_rng(self.seed).permutation(num_nodes)
         return self._rank
 
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         num_nodes = int(snapshot.gpu_free_milli.shape[0])
-        return (num_nodes - self.rank(num_nodes)[nodes]).astype(np.int64)
+        result: np.ndarray = (num_nodes - self.rank(num_nodes)[nodes]).astype(np.int64)
+        return result
 
 
 def new(args: dict[str, Any] | None = None, *_: object) -> NodeOrder:

@@ -20,11 +20,16 @@ Args: none. Neighbours: ``common`` (node arrays, pod GPU request); experiment pr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpusched.policies.common import MILLI, pod_gpu
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "GpuSaturatedFirst"
 SATURATION_TIERS = 7
@@ -36,13 +41,14 @@ class GpuSaturatedFirst:
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         pass
 
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         _, count = pod_gpu(pod)
         if count or not len(nodes):
             return np.zeros(len(nodes), dtype=np.int64)
         idle = np.clip(snapshot.gpu_free_milli[nodes], 0, None).sum(axis=1)
         gpus_idle = np.minimum(-(-idle // MILLI), SATURATION_TIERS)
-        return (SATURATION_TIERS - gpus_idle).astype(np.int64)
+        result: np.ndarray = (SATURATION_TIERS - gpus_idle).astype(np.int64)
+        return result
 
 
 def new(args: dict[str, Any] | None = None, *_: object) -> GpuSaturatedFirst:

@@ -133,7 +133,7 @@ def free_at(timeline: Timeline, reservations: tuple[Reservation, ...] | list[Res
     return out
 
 
-def _breakpoints(timeline: Timeline, reservations, now: float) -> np.ndarray:
+def _breakpoints(timeline: Timeline, reservations: tuple[Reservation, ...] | list[Reservation], now: float) -> np.ndarray:
     """``now`` and every later moment the free resources change, ascending."""
     points = [now]
     points += [float(e) for e in timeline.ends if now < e < INF]

@@ -31,13 +31,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
 from gpusched.objects.types import PodInfo, Taint, Toleration
 from gpusched.scheduler import preemption
-from gpusched.scheduler.framework import Code, CycleState
+from gpusched.scheduler.framework import Code, CycleState, PostFilterResult, ScheduleResult
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.profile import Framework
+    from gpusched.scheduler.runner import Scheduler
+    from gpusched.scheduler.snapshot import Snapshot
 
 GPU = "nvidia.com/gpu"
 
@@ -106,12 +111,12 @@ class Explanation:
 # ---- filters and scores ----------------------------------------------------------------------
 
 
-def _feasible_rows(scheduler, framework, pod: PodInfo) -> np.ndarray:
+def _feasible_rows(scheduler: Scheduler, framework: Framework, pod: PodInfo) -> np.ndarray:
     with scheduler.nominated_pods_counted(pod):
         return scheduler.run_filters(None, pod, None, True, framework).feasible
 
 
-def _scores(scheduler, framework, state: CycleState, pod: PodInfo, rows: np.ndarray) -> dict[int, list[tuple[str, int]]]:
+def _scores(scheduler: Scheduler, framework: Framework, state: CycleState, pod: PodInfo, rows: np.ndarray) -> dict[int, list[tuple[str, int]]]:
     per_node: dict[int, list[tuple[str, int]]] = {int(r): [] for r in rows}
     if not len(rows):
         return per_node
@@ -134,7 +139,7 @@ def _scores(scheduler, framework, state: CycleState, pod: PodInfo, rows: np.ndar
 # ---- suggestions ----------------------------------------------------------------------------------
 
 
-def _try(scheduler, framework, kind: str, change: str, pod: PodInfo,
+def _try(scheduler: Scheduler, framework: Framework, kind: str, change: str, pod: PodInfo,
          edit: tuple[tuple[str, Any], ...] = ()) -> Suggestion | None:
     rows = _feasible_rows(scheduler, framework, pod)
     if not len(rows):
@@ -142,7 +147,7 @@ def _try(scheduler, framework, kind: str, change: str, pod: PodInfo,
     return Suggestion(kind, change, tuple(scheduler.snapshot.names[int(r)] for r in rows), edit=edit)
 
 
-def _node_state(scheduler, framework, pod: PodInfo, taint: Taint) -> list[Suggestion]:
+def _node_state(scheduler: Scheduler, framework: Framework, pod: PodInfo, taint: Taint) -> list[Suggestion]:
     """A taint the node lifecycle controller sets (cordon, NotReady, pressure): tolerating it is
     no advice for a pod, so the what-if names the nodes and the cluster change instead."""
     toleration = Toleration(taint.key, "Equal", taint.value, taint.effect)
@@ -159,7 +164,7 @@ def _node_state(scheduler, framework, pod: PodInfo, taint: Taint) -> list[Sugges
             for node in found.nodes]
 
 
-def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo, tuple[Any, ...]]]:
+def _relaxations(snapshot: Snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo, tuple[Any, ...]]]:
     replace = dataclasses.replace
     out: list[tuple[str, str, PodInfo, tuple[Any, ...]]] = []
     seen = set()
@@ -194,7 +199,7 @@ def _relaxations(snapshot, pod: PodInfo) -> list[tuple[str, str, PodInfo, tuple[
     return out
 
 
-def _node_state_taints(snapshot, pod: PodInfo) -> list[Taint]:
+def _node_state_taints(snapshot: Snapshot, pod: PodInfo) -> list[Taint]:
     seen: list[Taint] = []
     for taints in snapshot.taint_groups:
         for taint in taints:
@@ -204,7 +209,7 @@ def _node_state_taints(snapshot, pod: PodInfo) -> list[Taint]:
     return seen
 
 
-def _fewer_gpus(scheduler, framework, pod: PodInfo) -> Suggestion | None:
+def _fewer_gpus(scheduler: Scheduler, framework: Framework, pod: PodInfo) -> Suggestion | None:
     wanted = pod.requests.get(GPU, 0)
     for count in range(wanted - 1, 0, -1):
         smaller = dataclasses.replace(pod, requests={**pod.requests, GPU: count})
@@ -215,11 +220,13 @@ def _fewer_gpus(scheduler, framework, pod: PodInfo) -> Suggestion | None:
     return None
 
 
-def _preemption(scheduler, framework, pod: PodInfo, failed) -> Suggestion | None:
-    result = failed
+def _preemption(scheduler: Scheduler, framework: Framework, pod: PodInfo,
+                failed: ScheduleResult) -> Suggestion | None:
+    result: ScheduleResult | PostFilterResult = failed
     if not framework.post_filter:
         fits = preemption.framework_fit_check(framework, scheduler.snapshot)
         pdbs = getattr(framework.plugins.get("DefaultPreemption"), "pdbs", ())
+        assert failed.diagnosis is not None     # explain() asks only for a failure with a diagnosis
         with scheduler.nominated_pods_counted(pod):
             result = preemption.preempt(scheduler.snapshot, pod, failed.diagnosis, fits, pdbs, rng=None)
     if not result.nominated_node:
@@ -239,7 +246,7 @@ class Finishing:
     stamp: Callable[[float], str]
 
 
-def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray,
+def _finishing(scheduler: Scheduler, framework: Framework, pod: PodInfo, unresolvable: np.ndarray,
                finishing: Finishing | None = None) -> Suggestion | None:
     """The earliest room from pods that will finish (only those in ``finishing.times`` when
     given): per node, the smallest set of such pods whose leaving lets the pod fit."""
@@ -262,8 +269,8 @@ def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray,
             best = candidate
     if best is None:
         return None
-    when, count, row, gone = best
-    node = snapshot.names[row]
+    when, count, best_row, gone = best
+    node = snapshot.names[best_row]
     if finishing is None:
         return Suggestion("finishing", f"room frees up on {node} when {count} pod(s) finish",
                           (node,), tuple(p.key for p in gone))
@@ -278,7 +285,7 @@ def _finishing(scheduler, framework, pod: PodInfo, unresolvable: np.ndarray,
 # ---- the entry point ------------------------------------------------------------------------------
 
 
-def explain(scheduler, pod: PodInfo, finishing: Finishing | None = None) -> Explanation:
+def explain(scheduler: Scheduler, pod: PodInfo, finishing: Finishing | None = None) -> Explanation:
     """Per node reasons and scores for ``pod``, plus suggestions when it fits nowhere;
     ``finishing`` limits the "room frees up" suggestion to pods that will end on their own."""
     framework = scheduler.framework_for(pod) or next(iter(scheduler.frameworks.values()))
@@ -290,12 +297,12 @@ def explain(scheduler, pod: PodInfo, finishing: Finishing | None = None) -> Expl
     with scheduler.nominated_pods_counted(pod):
         status = scheduler.run_pre_filter(framework, state, pod)
         if not status.ok:
-            verdicts = tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names)
-            return Explanation(pod.key, message, verdicts)
+            return Explanation(pod.key, message,
+                               tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names))
         outcome = scheduler.run_filters(state, pod, None, False, framework)
     feasible = outcome.feasible
     per_node_scores = _scores(scheduler, framework, state, pod, feasible)
-    verdicts = []
+    verdicts: list[NodeVerdict] = []
     for row, name in enumerate(names):
         reasons = tuple((r.plugin, r.reason) for r in outcome.diagnosis.rejections if r.nodes[row])
         scores = tuple(per_node_scores.get(row, ()))

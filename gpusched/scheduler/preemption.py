@@ -42,15 +42,18 @@ import logging
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from gpusched.objects.types import NO_DEVICES, LabelSelector, PodInfo
+from gpusched.objects.types import NO_DEVICES, DeviceAssignment, LabelSelector, PodInfo
 from gpusched.scheduler.framework import Code, Diagnosis, PostFilterResult, SUCCESS, Status
 from gpusched.objects.selectors import matches
 from gpusched.scheduler.messages import histogram
 from gpusched.scheduler.preemption_fit import FrameworkFitCheck, framework_fit_check
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
 
 __all__ = ["FrameworkFitCheck", "framework_fit_check"]   # re-exported: callers build fits here
 
@@ -190,7 +193,7 @@ def split_by_pdb(pods: Sequence[PodInfo], pdbs: Sequence[PdbInfo]) -> tuple[list
 # ---- step 1: eligibility ----------------------------------------------------------------------
 
 
-def eligibility_message(pod: PodInfo, snapshot, unresolvable: np.ndarray | None = None) -> str:
+def eligibility_message(pod: PodInfo, snapshot: Snapshot, unresolvable: np.ndarray | None = None) -> str:
     """Upstream ``PodEligibleToPreemptOthers``: ``""`` when the pod may preempt, else the reason."""
     if pod.preemption_policy == "Never":
         return MSG_POLICY_NEVER
@@ -211,13 +214,13 @@ def eligibility_message(pod: PodInfo, snapshot, unresolvable: np.ndarray | None 
 
 
 @contextmanager
-def pods_removed(snapshot, pods: Iterable[PodInfo]) -> Iterator[dict[str, tuple[PodInfo, int, object]]]:
+def pods_removed(snapshot: Snapshot, pods: Iterable[PodInfo]) -> Iterator[dict[str, tuple[PodInfo, int, DeviceAssignment]]]:
     """Remove ``pods`` from the snapshot for the duration of the block; put back what is still out.
 
     Yields the dict uid -> (pod, node, assignment) of pods currently removed; a caller that adds a
     pod back itself deletes its entry.
     """
-    removed: dict[str, tuple[PodInfo, int, object]] = {}
+    removed: dict[str, tuple[PodInfo, int, DeviceAssignment]] = {}
     try:
         for pod in pods:
             node, assignment = snapshot.remove_pod(pod.uid)
@@ -228,7 +231,7 @@ def pods_removed(snapshot, pods: Iterable[PodInfo]) -> Iterator[dict[str, tuple[
             snapshot.add_pod(pod, node, assignment)
 
 
-def minimal_removal(snapshot, pod: PodInfo, node: int, removable: Sequence[PodInfo],
+def minimal_removal(snapshot: Snapshot, pod: PodInfo, node: int, removable: Sequence[PodInfo],
                     reprieve_order: Sequence[Sequence[PodInfo]], fits: FitCheck
                     ) -> tuple[list[PodInfo], tuple[str, ...]]:
     """Remove all ``removable``; if ``pod`` fits, add pods back group by group, in order, keeping
@@ -263,7 +266,7 @@ def minimal_removal(snapshot, pod: PodInfo, node: int, removable: Sequence[PodIn
     return must_go, ()
 
 
-def select_victims_on_node(snapshot, pod: PodInfo, node: int, fits: FitCheck,
+def select_victims_on_node(snapshot: Snapshot, pod: PodInfo, node: int, fits: FitCheck,
                            pdbs: Sequence[PdbInfo] = ()) -> Candidate | tuple[str, ...]:
     """Upstream ``SelectVictimsOnNode``: a Candidate, or the reasons this node cannot help."""
     lower = sorted((p for p in snapshot.pods_on(node) if p.priority < pod.priority), key=importance_key)
@@ -288,7 +291,7 @@ def num_candidates(num_potential: int) -> int:
     return min(max(n, MIN_CANDIDATE_NODES_ABSOLUTE), num_potential)
 
 
-def prejudge(snapshot, pod: PodInfo, nodes: np.ndarray, fits: FitCheck
+def prejudge(snapshot: Snapshot, pod: PodInfo, nodes: np.ndarray, fits: FitCheck
              ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
     """Necessary conditions, vectorised over ``nodes``, that decide a node without a what-if.
 
@@ -312,7 +315,7 @@ def prejudge(snapshot, pod: PodInfo, nodes: np.ndarray, fits: FitCheck
     return verdict, groups
 
 
-def dry_run(snapshot, pod: PodInfo, potential: Sequence[int], fits: FitCheck,
+def dry_run(snapshot: Snapshot, pod: PodInfo, potential: Sequence[int] | np.ndarray, fits: FitCheck,
             pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> DryRun:
     """Evaluate nodes from a random offset until enough candidates are found (upstream
     ``DryRunPreemption``: stop once there is a PDB-free candidate and ``num_candidates`` in all).
@@ -419,7 +422,7 @@ def unresolvable_nodes(diagnosis: Diagnosis) -> np.ndarray:
     return diagnosis.unresolvable()
 
 
-def preempt(snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitCheck,
+def preempt(snapshot: Snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitCheck,
             pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> PostFilterResult:
     """DefaultPreemption's PostFilter: a nominated node and victims, or why there is none.
 
@@ -446,7 +449,7 @@ def preempt(snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitCheck,
 
 
 @contextmanager
-def nominated_pods_added(snapshot, pod: PodInfo, nominated: Iterable[PodInfo]) -> Iterator[list[str]]:
+def nominated_pods_added(snapshot: Snapshot, pod: PodInfo, nominated: Iterable[PodInfo]) -> Iterator[list[str]]:
     """Count nominated pods of priority >= ``pod``'s as occupying their nominated nodes.
 
     Upstream evaluates a node "with nominated pods" so that a pod of equal or lower priority does

@@ -13,13 +13,16 @@ Neighbours: built by ``preemption.framework_fit_check`` (re-exported there); rea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler.framework import Code, CycleState
 from gpusched.scheduler.snapshot import PODS
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
 
 # Filters that read only the node (name, cordon, taints, labels) and reject UnschedulableAndUnresolvable:
 # a node preemption evaluates has passed them, with or without its pods.
@@ -53,7 +56,7 @@ class FrameworkFitCheck:
     GPUs (``nvidia.com/gpu``) and MIG/shared resources are extended resources and are checked here.
     """
 
-    def __init__(self, framework: Any, snapshot) -> None:
+    def __init__(self, framework: Any, snapshot: Snapshot) -> None:
         self.framework, self.snapshot = framework, snapshot
         names = [p.name for p in framework.filter]
         self.port_sensitive = (RESOURCES_FIT in names
@@ -77,7 +80,8 @@ class FrameworkFitCheck:
             if status.code == Code.SKIP:
                 skipped.add(plugin.name)
             elif not status.ok:
-                return status.reasons
+                result: tuple[str, ...] = status.reasons
+                return result
         candidates = np.array([node], dtype=np.int64)
         for plugin in self.checked_filters:
             if plugin.name in skipped:
@@ -92,6 +96,7 @@ class FrameworkFitCheck:
         """Would NodeResourcesFit reject ``node`` for ``pod`` once ``other`` is added to it?
         (Any filter rejecting means no fit, so this needs no order among the filters.)"""
         snapshot = self.snapshot
+        assert self.resources_fit is not None     # short_with is offered only with NodeResourcesFit
         if self._last is None or self._last[0] is not pod or len(self._last[1]) != len(snapshot.resource_names):
             vec = snapshot.request_vector(pod)
             self._last = (pod, vec, self.resources_fit._checked(snapshot, vec))
@@ -107,6 +112,7 @@ class FrameworkFitCheck:
         snapshot = self.snapshot
         if self.port_sensitive and pod.host_ports:      # NodePorts might reject first: no shortcut
             return np.full(len(nodes), -1, dtype=np.int64), []
+        assert self.resources_fit is not None     # precheck is offered only with NodeResourcesFit
         vec = snapshot.request_vector(pod)
         free = snapshot.free[nodes]
         free[:, : len(snapshot.resource_names)] += snapshot.requested_below(pod.priority, nodes)
@@ -123,6 +129,6 @@ class FrameworkFitCheck:
         return ids, reasons
 
 
-def framework_fit_check(framework: Any, snapshot) -> FrameworkFitCheck:
+def framework_fit_check(framework: Any, snapshot: Snapshot) -> FrameworkFitCheck:
     """The profile's ``FitCheck`` (with the vectorised resource ``precheck`` where exact)."""
     return FrameworkFitCheck(framework, snapshot)

@@ -103,7 +103,8 @@ class SchedulingQueue:
         attempts = self._attempts.get(uid, 0)
         if attempts <= 0:
             return 0.0
-        return min(INITIAL_BACKOFF_SECONDS * 2 ** (attempts - 1), MAX_BACKOFF_SECONDS)
+        result: float = min(INITIAL_BACKOFF_SECONDS * 2 ** (attempts - 1), MAX_BACKOFF_SECONDS)
+        return result
 
     def backoff_expiry(self, uid: str) -> float:
         return self._last_failure.get(uid, 0.0) + self.backoff_duration(uid)

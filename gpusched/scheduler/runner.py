@@ -162,7 +162,8 @@ class Scheduler:
             if status.code == Code.SKIP:
                 skipped.add(plugin.name)
             elif not status.ok:
-                return status.with_plugin(plugin.name)
+                result: Status = status.with_plugin(plugin.name)
+                return result
         state.write(SKIPPED_FILTERS_KEY, skipped)
         return Status()
 
@@ -189,7 +190,7 @@ class Scheduler:
         skipped = state.read(SKIPPED_FILTERS_KEY) or ()
         rejections: list[Rejection] = []
         alive = candidates
-        rejected_any = None if stop_at_first else np.zeros(snapshot.num_nodes, dtype=bool)
+        rejected_any = np.zeros(0 if stop_at_first else snapshot.num_nodes, dtype=bool)
         for plugin in framework.filter:
             if plugin.name in skipped:
                 continue
@@ -368,7 +369,8 @@ class Scheduler:
 
     def _unschedulable(self, framework: Framework, state: CycleState, pod: PodInfo,
                        diagnosis: Diagnosis, status: Status, track: bool = True) -> ScheduleResult:
-        nominated, victims, post_messages = "", (), []
+        nominated, victims = "", ()
+        post_messages: list[str] = []
         # upstream runs PostFilter after any FitError, a PreFilter rejection included (every node
         # then carries the PreFilter's status: "pod has unbound immediate PersistentVolumeClaims.
         # preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
@@ -406,9 +408,9 @@ class Scheduler:
         Failed pods go to the queue's unschedulable set (errors to backoff); they come back on
         ``self.queue.move_all_to_active(event)``.
         """
-        for pod in pods:
-            self.queue.add(pod)
-        results = []
+        for added in pods:
+            self.queue.add(added)
+        results: list[ScheduleResult] = []
         while True:
             pod = self.queue.pop()
             if pod is None:

@@ -61,6 +61,18 @@ _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 class Snapshot:
     """Node rows as NumPy arrays plus the pods on each node; see the module docstring."""
 
+    # capacity-sized buffers (``_allocate_buffers``); the public arrays are views of their first rows
+    _alloc_buf: np.ndarray
+    _req_buf: np.ndarray
+    _free_buf: np.ndarray
+    _nonzero_buf: np.ndarray
+    _unsched_buf: np.ndarray
+    _gpu_buf: np.ndarray
+    _model_buf: np.ndarray
+    _taint_buf: np.ndarray
+    _plain_buf: np.ndarray
+    _min_prio_buf: np.ndarray
+
     def __init__(self) -> None:
         self.names: list[str] = []
         self.index: dict[str, int] = {}

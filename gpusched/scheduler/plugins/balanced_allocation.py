@@ -61,7 +61,8 @@ class BalancedAllocation:
 def _nth_included(values: np.ndarray, include: np.ndarray, n: int) -> np.ndarray:
     rank = np.cumsum(include, axis=1) - 1
     pick = include & (rank == n)
-    return (values * pick).sum(axis=1)
+    result: np.ndarray = (values * pick).sum(axis=1)
+    return result
 
 
 def new(args: dict[str, Any] | None = None) -> BalancedAllocation:

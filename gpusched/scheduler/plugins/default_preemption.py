@@ -19,12 +19,15 @@ Neighbours: ``scheduler.preemption``; registered in ``plugins/__init__``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler import preemption
 from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilterResult, Status
 from gpusched.scheduler.preemption import PdbInfo
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "DefaultPreemption"
 # The keys under which ``runner.Scheduler`` puts itself and the profile's Framework before
@@ -45,7 +48,7 @@ class DefaultPreemption:
         """Replace the PodDisruptionBudgets preemption tries not to violate."""
         self.pdbs = tuple(pdbs)
 
-    def post_filter(self, state: CycleState, pod: PodInfo, snapshot, diagnosis: Diagnosis) -> PostFilterResult:
+    def post_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis) -> PostFilterResult:
         handle = state.read(preemption.HANDLE_KEY)
         if handle is None and state.read(RUNNER_FRAMEWORK_KEY) is not None:
             scheduler = state.read(RUNNER_SCHEDULER_KEY)

@@ -111,7 +111,8 @@ class GpuDevices:
                 ok[j] = not pod.gpu_milli
             else:
                 ok[j] = devices.fits(pod) is None      # fits() returns None or a reason
-        return ok
+        result: np.ndarray = ok
+        return result
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
                   nodes: np.ndarray) -> Status:
@@ -140,7 +141,8 @@ class GpuDevices:
                 used = snapshot.requested[rows, col] + pod.requests.get(gpu_resource(pod), 0)
                 packed[shared] = np.minimum(used, alloc) * MAX_NODE_SCORE // np.maximum(alloc, 1)
         packed = np.clip(packed, 0, MAX_NODE_SCORE).astype(np.int64)
-        return packed if self.strategy == "binpack" else MAX_NODE_SCORE - packed
+        result: np.ndarray = packed if self.strategy == "binpack" else MAX_NODE_SCORE - packed
+        return result
 
     def reserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> Status:
         if not has_gpu_demand(pod):
@@ -169,15 +171,18 @@ def allocate(devices: Any, pod: PodInfo, policy: str,
     Adapter over ``NodeDevices.allocate(pod, policy, ...)``: a selection is passed as the keyword
     ``gpus`` when ``allocate`` accepts it; otherwise the policy decides.
     """
+    result: DeviceAssignment | None
     if selection is not None and _accepts_gpus(type(devices)):
-        return devices.allocate(pod, policy, gpus=tuple(selection))
-    return devices.allocate(pod, policy)
+        result = devices.allocate(pod, policy, gpus=tuple(selection))
+    else:
+        result = devices.allocate(pod, policy)
+    return result
 
 
-_ACCEPTS: dict[type, bool] = {}
+_ACCEPTS: dict[type[Any], bool] = {}
 
 
-def _accepts_gpus(cls: type) -> bool:
+def _accepts_gpus(cls: type[Any]) -> bool:
     known = _ACCEPTS.get(cls)
     if known is None:
         try:

@@ -32,7 +32,7 @@ Neighbours: reads ``snapshot.Snapshot``; helpers from ``pod_topology_spread``; r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from gpusched.objects.selectors import matches
 from gpusched.objects.types import PodAffinityTerm, PodInfo, WeightedPodAffinityTerm
 from gpusched.scheduler.framework import Code, CycleState, MAX_NODE_SCORE, Rejection, SKIP, SUCCESS, Status
 from gpusched.scheduler.plugins.pod_topology_spread import domain_ids, pods_by_node
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -56,7 +59,7 @@ def term_matches(term: PodAffinityTerm, owner_namespace: str, pod: PodInfo) -> b
     return pod.namespace in namespaces and matches(term.label_selector, pod.labels)
 
 
-def affinity_pods(snapshot) -> list[tuple[int, PodInfo]]:
+def affinity_pods(snapshot: Snapshot) -> list[tuple[int, PodInfo]]:
     """(row, pod) of every pod in the snapshot that carries pod (anti-)affinity terms.
 
     Read from ``Snapshot.affinity_pods`` (kept current by ``add_pod``/``remove_pod``, like
@@ -69,7 +72,7 @@ def affinity_pods(snapshot) -> list[tuple[int, PodInfo]]:
 class _Domains:
     """Per topology key: domain id per node row and the number of domains (memoised)."""
 
-    def __init__(self, snapshot) -> None:
+    def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self._cache: dict[str, tuple[np.ndarray, int]] = {}
 
@@ -102,7 +105,7 @@ class _FilterState:
         return self
 
 
-def _filter_state(snapshot, pod: PodInfo) -> _FilterState:
+def _filter_state(snapshot: Snapshot, pod: PodInfo) -> _FilterState:
     domains = _Domains(snapshot)
     n = snapshot.num_nodes
     affinity_fail = np.zeros(n, dtype=bool)
@@ -148,14 +151,14 @@ class InterPodAffinity:
         self.hard_pod_affinity_weight = int(args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT))
 
     # -- filter --
-    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
         if not (pod.pod_affinity or pod.pod_anti_affinity) and not any(
                 other.pod_anti_affinity for _, other in affinity_pods(snapshot)):
             return SKIP
         state.write(_PRE_FILTER_KEY, _filter_state(snapshot, pod))
         return SUCCESS
 
-    def filter(self, state: CycleState, pod: PodInfo, snapshot, candidates: np.ndarray) -> list[Rejection]:
+    def filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, candidates: np.ndarray) -> list[Rejection]:
         candidates = snapshot.mask(candidates)     # row indices -> bool per row
         fs: _FilterState | None = state.read(_PRE_FILTER_KEY)
         if fs is None:
@@ -184,7 +187,7 @@ class InterPodAffinity:
             arr = totals.setdefault(term.topology_key, np.zeros(size, dtype=np.int64))
             arr[ids[row]] += sign * w
 
-    def pre_score(self, state: CycleState, pod: PodInfo, snapshot, nodes: np.ndarray) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> Status:
         own = bool(pod.preferred_pod_affinity or pod.preferred_pod_anti_affinity)
         candidates = list(pods_by_node(snapshot)) if own else affinity_pods(snapshot)
         if not candidates:
@@ -206,11 +209,12 @@ class InterPodAffinity:
         state.write(_PRE_SCORE_KEY, per_node)
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         per_node = state.read(_PRE_SCORE_KEY)
         if per_node is None:
             return np.zeros(len(nodes), dtype=np.int64)
-        return per_node[np.asarray(nodes)]
+        result: np.ndarray = per_node[np.asarray(nodes)]
+        return result
 
     def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray, scores: np.ndarray) -> np.ndarray:
         if len(scores) == 0:

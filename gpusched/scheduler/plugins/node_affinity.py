@@ -59,7 +59,8 @@ def requirement_mask(snapshot: Snapshot, req: Requirement, nodes: np.ndarray) ->
             numbers = snapshot.label_numbers(req.key)
             with np.errstate(invalid="ignore"):
                 table[:-1] = numbers > bound if op == "Gt" else numbers < bound
-    return table[ids[nodes]]
+    result: np.ndarray = table[ids[nodes]]
+    return result
 
 
 def field_mask(snapshot: Snapshot, req: Requirement, nodes: np.ndarray) -> np.ndarray:

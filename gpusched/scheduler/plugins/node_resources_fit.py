@@ -142,7 +142,7 @@ def allocation_matrix(snapshot: Snapshot, pod: PodInfo, vec: np.ndarray, nodes: 
     """
     alloc = np.zeros((len(nodes), len(resources)), dtype=np.int64)
     req = np.zeros_like(alloc)
-    pod_nonzero = Snapshot.nonzero_vector(pod) if nonzero else None
+    pod_nonzero = Snapshot.nonzero_vector(pod) if nonzero else np.zeros(0, dtype=np.int64)  # read only with nonzero
     for j, (resource, _) in enumerate(resources):
         col = snapshot.resources.get(resource)
         if col is None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from gpusched.scheduler.framework import (
     Code, CycleState, MAX_NODE_SCORE, Rejection, SKIP, SUCCESS, Status,
 )
 from gpusched.scheduler.plugins import node_affinity
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "PodTopologySpread"
 HOSTNAME = "kubernetes.io/hostname"
@@ -55,7 +58,7 @@ _PRE_SCORE_KEY = "PreScore" + NAME
 # ---- helpers shared by the topology plugins ----------------------------------------------------
 
 
-def domain_ids(snapshot, key: str) -> tuple[np.ndarray, int]:
+def domain_ids(snapshot: Snapshot, key: str) -> tuple[np.ndarray, int]:
     """(per-node domain id, -1 where the node lacks ``key``; number of domain ids)."""
     if key == HOSTNAME:
         return np.arange(snapshot.num_nodes, dtype=np.int64), snapshot.num_nodes
@@ -63,14 +66,14 @@ def domain_ids(snapshot, key: str) -> tuple[np.ndarray, int]:
     return np.asarray(ids, dtype=np.int64), len(vocab)
 
 
-def pods_by_node(snapshot) -> Iterator[tuple[int, PodInfo]]:
+def pods_by_node(snapshot: Snapshot) -> Iterator[tuple[int, PodInfo]]:
     """Every (node row, pod) in the snapshot, nodes in row order."""
     for node in range(snapshot.num_nodes):
         for pod in snapshot.pods_on(node):
             yield node, pod
 
 
-def terms_mask(snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> np.ndarray:
+def terms_mask(snapshot: Snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> np.ndarray:
     """Nodes (bool per row) matching any of ``terms``; every node when ``terms`` is None."""
     nodes = snapshot.all_nodes()
     if terms is None:
@@ -81,7 +84,7 @@ def terms_mask(snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> np.ndarr
     return mask
 
 
-def node_affinity_mask(snapshot, pod: PodInfo) -> np.ndarray:
+def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> np.ndarray:
     """Nodes (bool per row) matching the pod's nodeSelector and required node affinity."""
     return node_affinity.required_mask(snapshot, pod, snapshot.all_nodes())
 
@@ -114,7 +117,7 @@ class _Spread:
         return minimum
 
 
-def count_spread(snapshot, pod: PodInfo, constraints: tuple[TopologySpreadConstraint, ...]) -> _Spread:
+def count_spread(snapshot: Snapshot, pod: PodInfo, constraints: tuple[TopologySpreadConstraint, ...]) -> _Spread:
     """Count matching pods per domain for each constraint over the nodes that take part."""
     domains, sizes = zip(*(domain_ids(snapshot, c.topology_key) for c in constraints))
     has_all = np.ones(snapshot.num_nodes, dtype=bool)
@@ -146,14 +149,14 @@ class PodTopologySpread:
         self.args = dict(args or {})
 
     # -- filter --
-    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
         hard = tuple(c for c in pod.topology_spread if c.when_unsatisfiable == "DoNotSchedule")
         if not hard:
             return SKIP
         state.write(_PRE_FILTER_KEY, count_spread(snapshot, pod, hard))
         return SUCCESS
 
-    def filter(self, state: CycleState, pod: PodInfo, snapshot, candidates: np.ndarray) -> list[Rejection]:
+    def filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, candidates: np.ndarray) -> list[Rejection]:
         candidates = snapshot.mask(candidates)
         spread: _Spread | None = state.read(_PRE_FILTER_KEY)
         if spread is None:
@@ -179,7 +182,7 @@ class PodTopologySpread:
         return rejections
 
     # -- score --
-    def pre_score(self, state: CycleState, pod: PodInfo, snapshot, nodes: np.ndarray) -> Status:
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> Status:
         soft = tuple(c for c in pod.topology_spread if c.when_unsatisfiable == "ScheduleAnyway")
         if not soft or len(nodes) == 0:
             return SKIP
@@ -196,7 +199,7 @@ class PodTopologySpread:
         state.write(_PRE_SCORE_KEY, (spread, tuple(weights)))
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         entry = state.read(_PRE_SCORE_KEY)
         nodes = np.asarray(nodes)
         if entry is None:

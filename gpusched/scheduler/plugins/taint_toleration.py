@@ -75,7 +75,8 @@ class TaintToleration:
               nodes: np.ndarray) -> np.ndarray:
         per_group = np.array([intolerable_prefer_no_schedule(taints, pod.tolerations)
                               for taints in snapshot.taint_groups], dtype=np.int64)
-        return per_group[snapshot.taint_group[nodes]]
+        result: np.ndarray = per_group[snapshot.taint_group[nodes]]
+        return result
 
     def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray,
                   scores: np.ndarray) -> np.ndarray:

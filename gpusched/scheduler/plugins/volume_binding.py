@@ -29,13 +29,16 @@ Neighbours: node-set helpers from ``pod_topology_spread``; registered in ``plugi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
 from gpusched.objects.types import NodeSelectorTerm, PodInfo
 from gpusched.scheduler.framework import Code, CycleState, Rejection, SKIP, SUCCESS, Status
 from gpusched.scheduler.plugins.pod_topology_spread import terms_mask
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "VolumeBinding"
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
@@ -85,7 +88,7 @@ class VolumeBinding:
         """Replace the known claims (the cluster calls this when PVCs or PVs change)."""
         self.claims = {claim.key: claim for claim in claims}
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
         if not pod.pvc_names:
             return SKIP
         restricting: list[ClaimInfo] = []
@@ -104,7 +107,7 @@ class VolumeBinding:
         state.write(_PRE_FILTER_KEY, tuple(restricting))
         return SUCCESS
 
-    def filter(self, state: CycleState, pod: PodInfo, snapshot, candidates: np.ndarray) -> list[Rejection]:
+    def filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, candidates: np.ndarray) -> list[Rejection]:
         candidates = snapshot.mask(candidates)     # row indices -> bool per row
         restricting = state.read(_PRE_FILTER_KEY)
         if not restricting:
@@ -132,7 +135,7 @@ class VolumeBinding:
         return rejections
 
 
-def _any_volume_mask(snapshot, candidates) -> np.ndarray:
+def _any_volume_mask(snapshot: Snapshot, candidates: tuple[tuple[NodeSelectorTerm, ...] | None, ...]) -> np.ndarray:
     """Nodes where at least one candidate volume's node affinity holds."""
     mask = np.zeros(snapshot.num_nodes, dtype=bool)
     for terms in candidates:
