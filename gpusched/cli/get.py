@@ -327,13 +327,16 @@ def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
     None when deleted)], the virtual clock's timestamp), read in one transaction."""
     import json
 
-    from gpusched.cluster.store import rfc3339
+    from gpusched.cluster.store import TooOldResourceVersionError, rfc3339
 
     info = request.info
     namespace = None if (args.all_namespaces or not info.namespaced) else namespace_of(args)
     store = cluster.store
     out = []
     with store.reading():
+        floor = store.compacted_rv()
+        if rv < floor:     # the changes after rv were compacted away: kube-apiserver's 410
+            raise TooOldResourceVersionError(rv, floor)
         rows = store.changes_since(rv)
         clock = float(store.read_meta("clock").get("clock", 0.0))
         for change_rv, kind, ns, name, typ in rows:

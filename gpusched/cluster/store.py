@@ -5,10 +5,20 @@ Tables:
 - ``objects``: kind, namespace ("" for cluster-scoped kinds), name, uid, resource_version,
   generation, creation_timestamp and the JSON body (the raw dict, unknown fields kept);
   unique (kind, namespace, name).
-- ``events``: Kubernetes Event objects, keyed by (namespace, name).
+- ``events``: Kubernetes Event objects, keyed by (namespace, name), each with ``expires``: the
+  virtual-clock second it vanishes, set at every write of the event to the clock plus
+  ``event_ttl`` (kube-apiserver's ``--event-ttl``, default 1 h, a TTL renewed on each write).
 - ``changes``: a watch-friendly change log (rv, kind, namespace, name, type ADDED|MODIFIED|DELETED).
+  Compacted as etcd is: rows older than the newest ``CHANGES_KEPT`` resourceVersions are
+  dropped and ``meta.compacted_rv`` records the floor; a watch or list from an older
+  resourceVersion is answered 410 "too old resource version" (CLI ``get -w`` and ``serve``).
 - ``meta``: counters and the clock: ``rv`` (global resourceVersion), ``clock`` (virtual seconds),
-  ``seed``, ``uid_counter``, ``name_counter``, ``event_counter``, ``sched_rounds`` ...
+  ``seed``, ``uid_counter``, ``name_counter``, ``event_counter``, ``compacted_rv`` ...
+
+Schema version: ``PRAGMA user_version``. A new file gets ``SCHEMA_VERSION``; an older file is
+migrated in place by the steps in ``MIGRATIONS`` (one transaction); a file from a newer gpusched
+is refused with one line (:class:`SchemaVersionError`). Version 0 is the layout before versioning
+(events without ``expires``).
 
 A command works on an in-memory :class:`~gpusched.cluster.view.View` loaded inside one
 ``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
@@ -51,24 +61,36 @@ BUSY_TIMEOUT_MS = 30_000
 SQLITE_FULL, SQLITE_IOERR = 13, 10
 LOW_DISK_BYTES = 1 << 20        # an I/O error with less free than this is a full disk
 DEFAULT_SEED = 0
+# kube-apiserver --event-ttl (cmd/kube-apiserver/app/options/options.go: EventTTL 1 * time.Hour).
+DEFAULT_EVENT_TTL = 3600.0
+CHANGES_KEPT = 10_000       # resourceVersions of change log kept (the API server's watch window)
+COMPACT_EVERY = 1_000       # compact once the floor may move this far (etcd compacts periodically)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS objects (
+SCHEMA_VERSION = 1
+# The newest layout, for a new file (statements run one by one inside a transaction).
+_SCHEMA = (
+    """CREATE TABLE objects (
     kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
     uid TEXT NOT NULL, resource_version INTEGER NOT NULL, generation INTEGER NOT NULL,
     creation_timestamp TEXT NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (kind, namespace, name)
-);
-CREATE TABLE IF NOT EXISTS events (
+    PRIMARY KEY (kind, namespace, name))""",
+    """CREATE TABLE events (
     namespace TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (namespace, name)
-);
-CREATE TABLE IF NOT EXISTS changes (
+    expires REAL NOT NULL DEFAULT 0, PRIMARY KEY (namespace, name))""",
+    "CREATE INDEX events_expires ON events (expires)",
+    """CREATE TABLE changes (
     rv INTEGER PRIMARY KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    type TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+    type TEXT NOT NULL)""",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+# MIGRATIONS[v]: the statements that take a version v-1 file to version v.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE events ADD COLUMN expires REAL NOT NULL DEFAULT 0",
+        # events stored before retention live one TTL from the migration
+        "UPDATE events SET expires = COALESCE((SELECT CAST(value AS REAL) FROM meta "
+        f"WHERE key = 'clock'), 0) + {DEFAULT_EVENT_TTL}",
+        "CREATE INDEX events_expires ON events (expires)"),
+}
 
 
 def default_state_path(explicit: str | None = None) -> Path:
@@ -149,6 +171,27 @@ class StoreFullError(GpuschedError):
                          "(free disk space and retry)")
 
 
+class SchemaVersionError(GpuschedError):
+    """The state file was written by a newer gpusched (a schema this code does not know)."""
+
+    def __init__(self, path: str, version: int) -> None:
+        super().__init__(f"state file {path} has schema version {version}, newer than this "
+                         f"gpusched knows ({SCHEMA_VERSION}): upgrade gpusched or use another "
+                         "--state")
+
+
+class TooOldResourceVersionError(GpuschedError):
+    """A watch from a resourceVersion the change log no longer holds (etcd compacted it):
+    kube-apiserver's 410 Expired, ``too old resource version: R (floor)`` (apiserver
+    pkg/storage/cacher/watch_cache.go)."""
+
+    code = 410
+    reason = "Expired"
+
+    def __init__(self, rv: int, floor: int) -> None:
+        super().__init__(f"too old resource version: {rv} ({floor})")
+
+
 class Store:
     """One SQLite connection to the state file; transactions via :meth:`immediate`.
 
@@ -156,9 +199,13 @@ class Store:
     API server's change feed does, with a lock).
     """
 
+    changes_kept = CHANGES_KEPT       # retention of the change log (see :meth:`retain`)
+    compact_every = COMPACT_EVERY
+
     def __init__(self, path: str | os.PathLike[str], shared: bool = False,
-                 start: float | None = None) -> None:
+                 start: float | None = None, event_ttl: float = DEFAULT_EVENT_TTL) -> None:
         self.path = Path(path)
+        self.event_ttl = float(event_ttl)
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
@@ -167,7 +214,7 @@ class Store:
             self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(_SCHEMA)   # idempotent; runs outside any transaction
+            self._prepare_schema()
             if start is not None:   # a new state file's clock starts here (an old one keeps its own)
                 self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('clock', ?)",
                                   (repr(float(start)),))
@@ -177,6 +224,32 @@ class Store:
             if full is None:
                 raise
             raise full from None
+        except (SchemaVersionError, StoreFullError):
+            self.conn.close()
+            raise
+
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _prepare_schema(self) -> None:
+        """Create a new file's tables, or migrate an older file in place (one transaction, so
+        two processes opening the same old file migrate it once); refuse a newer file."""
+        if self.schema_version() == SCHEMA_VERSION:
+            return
+        with self.immediate() as conn:
+            version = self.schema_version()
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(str(self.path), version)
+            fresh = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                                 "name='objects'").fetchone() is None
+            steps = [_SCHEMA] if fresh else [MIGRATIONS[v] for v in
+                                             range(version + 1, SCHEMA_VERSION + 1)]
+            if not fresh and version < SCHEMA_VERSION:
+                log.info("state file %s: schema %d -> %d", self.path, version, SCHEMA_VERSION)
+            for statements in steps:
+                for statement in statements:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.conn.close()
@@ -257,14 +330,34 @@ class Store:
                                 "namespace=? AND name=?", (kind, ns, name)).fetchone()
         return (int(row[0]), row[1]) if row else None
 
-    def events_since(self, seq: int) -> list[tuple[str, str, int, str]]:
-        """Events stored after ``seq``: (namespace, name, seq, JSON body), oldest first."""
-        return self.conn.execute("SELECT namespace, name, seq, body FROM events WHERE seq > ? "
-                                 "ORDER BY seq", (seq,)).fetchall()
+    def events_since(self, seq: int) -> list[tuple[str, str, int, str, float]]:
+        """Events stored after ``seq``: (namespace, name, seq, JSON body, expires), oldest first."""
+        return self.conn.execute("SELECT namespace, name, seq, body, expires FROM events "
+                                 "WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
+
+    def compacted_rv(self) -> int:
+        """The compaction floor: the change log holds nothing at or below it."""
+        return int(self.read_meta("compacted_rv").get("compacted_rv", 0))
 
     def compact_changes(self, rv: int) -> None:
-        """Drop the change log up to ``rv`` (watch resumes from older versions get 410)."""
+        """Drop the change log up to ``rv`` (watch resumes from older versions get 410) and
+        record the floor (inside a transaction: the two statements go together)."""
         self.conn.execute("DELETE FROM changes WHERE rv <= ?", (rv,))
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('compacted_rv', ?)",
+                          (str(max(rv, self.compacted_rv())),))
+
+    def retain(self, rv: int, clock: float) -> list[tuple[str, str]]:
+        """Retention after a write at ``rv`` / virtual ``clock`` (inside the transaction): compact
+        the change log to the newest ``CHANGES_KEPT`` versions (every ``COMPACT_EVERY``), and
+        delete the events whose TTL ran out; returns their (namespace, name) keys."""
+        floor = rv - self.changes_kept
+        if floor > 0 and floor - self.compacted_rv() >= self.compact_every:
+            self.compact_changes(floor)
+        rows = self.conn.execute("SELECT namespace, name FROM events WHERE expires <= ?",
+                                 (clock,)).fetchall()
+        if rows:
+            self.conn.execute("DELETE FROM events WHERE expires <= ?", (clock,))
+        return [(str(ns), str(name)) for ns, name in rows]
 
     # ---- raw writes (inside an immediate transaction) ---------------------------------------
 
@@ -289,9 +382,12 @@ class Store:
         self.conn.execute("INSERT OR REPLACE INTO changes (rv, kind, namespace, name, type) "
                           "VALUES (?, ?, ?, ?, 'DELETED')", (rv, kind, ns, name))
 
-    def upsert_event(self, ns: str, name: str, seq: int, body: dict[str, Any]) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO events (namespace, name, seq, body) "
-                          "VALUES (?, ?, ?, ?)", (ns, name, seq, dumps(body)))
+    def upsert_event(self, ns: str, name: str, seq: int, body: dict[str, Any],
+                     clock: float = 0.0) -> None:
+        """Store an Event written at virtual ``clock``: it expires ``event_ttl`` later."""
+        self.conn.execute("INSERT OR REPLACE INTO events (namespace, name, seq, body, expires) "
+                          "VALUES (?, ?, ?, ?, ?)", (ns, name, seq, dumps(body),
+                                                     clock + self.event_ttl))
 
     def clear(self) -> None:
         """Empty every table (``gpusched reset``); the caller is inside a transaction."""

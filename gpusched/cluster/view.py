@@ -131,8 +131,11 @@ class View:
             else:
                 store.upsert_object(kind, ns, name, body, change)
         for ekey in sorted(self._dirty_events, key=lambda k: self.event_seq[k]):
-            store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], self.events[ekey])
+            store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], self.events[ekey],
+                               self.clock)
         store.write_meta(self.meta_dict())
+        for ekey in store.retain(self.rv, self.clock):   # event TTL, change-log compaction
+            self.forget_event(ekey)
         self._dirty.clear()
         self._dirty_events.clear()
         self._deleted_rv.clear()
@@ -382,6 +385,13 @@ class View:
         self._event_index[_event_key(probe)] = ekey
         self._dirty_events.add(ekey)
         return event
+
+    def forget_event(self, ekey: tuple[str, str]) -> None:
+        """Drop an Event whose TTL ran out (the store deleted it)."""
+        event = self.events.pop(ekey, None)
+        self.event_seq.pop(ekey, None)
+        if event is not None and self._event_index.get(_event_key(event)) == ekey:
+            del self._event_index[_event_key(event)]
 
     def list_events(self, namespace: str | None = None) -> list[dict[str, Any]]:
         """Events oldest first (by lastTimestamp, then recording order)."""

@@ -17,6 +17,10 @@ Resuming: a watch from resourceVersion R gets every change with rv > R, provided
 than ``floor`` (the last rv dropped from memory, or the rv when the feed started); else the
 caller answers 410 Expired. Dropped rows are also deleted from the ``changes`` table so the
 state file does not grow without bound.
+A writer's own compaction (``Store.retain``) past the feed's cursor means rows were dropped
+before the feed read them: the feed starts over from the current state (as after ``reset``; open
+watches end and clients relist). Events whose TTL ran out leave the feed's state (no DELETED
+event is sent for them).
 
 The feed is the only reader of wall-clock-free time here: polling uses ``threading.Condition``
 timeouts; nothing it emits depends on when it polled.
@@ -99,6 +103,7 @@ class ChangeFeed:
         self.resets = 0
         self._poll_lock = threading.Lock()
         self.clock = 0.0      # the cluster's virtual clock at the last poll (table AGE columns)
+        self._expires: dict[tuple[str, str, str], float] = {}   # event key -> TTL end
         self._store = Store(self.path, shared=True)   # its own connection: other writers show up
         self._thread: threading.Thread | None = None
         self._load()
@@ -113,8 +118,10 @@ class ChangeFeed:
             objects.state = {(k, ns, n): body for k, ns, n, body in store.read_objects()}
             objects.cursor = objects.floor = int(store.read_meta("rv").get("rv", 0))
             events.state = {}
-            for ns, name, seq, body in store.read_events():
-                events.state[("Event", ns, name)] = _stamp(body, seq)
+            self._expires = {}
+            for ns, name, seq, text, expires in store.events_since(0):
+                events.state[("Event", ns, name)] = _stamp(json.loads(text), seq)
+                self._expires[("Event", ns, name)] = float(expires)
                 events.cursor = max(events.cursor, seq)
             events.floor = events.cursor
 
@@ -162,17 +169,24 @@ class ChangeFeed:
         hold ``_poll_lock``: the connection is shared by the feed thread and :meth:`sync`)."""
         store = self._store
         with store.reading():
-            meta = store.read_meta("rv", "clock")
+            meta = store.read_meta("rv", "clock", "compacted_rv")
             store_rv = int(meta.get("rv", 0))
+            compacted = int(meta.get("compacted_rv", 0))
             self.clock = float(meta.get("clock", self.clock))
             object_rows = store.changes_since(self.streams[OBJECTS].cursor)
             bodies = {rv: store.object_version(kind, ns, name)
                       for rv, kind, ns, name, typ in object_rows if typ != "DELETED"}
             event_rows = store.events_since(self.streams[EVENTS].cursor)
         with self.cond:
+            if compacted > self.streams[OBJECTS].cursor:   # rows dropped unread: start over
+                self._reset()
+                self._load()
+                self.cond.notify_all()
+                return
             if store_rv < self.streams[OBJECTS].cursor:
                 self._reset()
             moved = self._add_objects(object_rows, bodies) | self._add_events(event_rows)
+            self._expire_events()
             floors = self.streams[OBJECTS].trim()
             self.streams[EVENTS].trim()
             if moved:
@@ -210,10 +224,18 @@ class ChangeFeed:
             stream.emit(Change(rv, change, kind, ns, name, body, prev))
         return bool(rows)
 
+    def _expire_events(self) -> None:
+        """Forget the events whose TTL ran out on the cluster clock (the store deleted them)."""
+        state = self.streams[EVENTS].state
+        for key in [k for k, when in self._expires.items() if when <= self.clock]:
+            state.pop(key, None)
+            del self._expires[key]
+
     def _add_events(self, rows: list[Any]) -> bool:
         stream = self.streams[EVENTS]
-        for ns, name, seq, text in rows:
+        for ns, name, seq, text, expires in rows:
             key = ("Event", ns, name)
+            self._expires[key] = float(expires)
             stream.cursor = max(stream.cursor, seq)
             body = _stamp(json.loads(text), seq)
             prev = stream.state.get(key)
@@ -224,7 +246,8 @@ class ChangeFeed:
 
     def _compact(self, floor: int) -> None:
         try:
-            self._store.compact_changes(floor)
+            with self._store.immediate():
+                self._store.compact_changes(floor)
         except sqlite3.OperationalError:   # busy: the next trim tries again
             log.debug("change feed: compaction deferred", exc_info=True)
 
