@@ -33,7 +33,7 @@ bind, failure records; it calls :func:`schedule_in_order`), ``controllers.pod_li
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import logging
 import time
@@ -54,6 +54,10 @@ from gpusched.objects.types import PodInfo
 from gpusched.scheduler.backfill import (INF, Request, Reservation, Timeline, allowed_to_start,
                                          blocked_amounts, format_offset, plan_reservation,
                                          take_start)
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.runner import Scheduler
+    from gpusched.scheduler.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 CONFIG_NAMESPACE, CONFIG_NAME = "kube-system", "gpusched-scheduler"
@@ -123,7 +127,7 @@ def time_limit(view: View, pod: dict[str, Any]) -> float:
 
 # ---- the pass ----------------------------------------------------------------------------------
 
-def feasible_nodes(view: View, snapshot) -> "callable":
+def feasible_nodes(view: View, snapshot: Snapshot) -> "callable":
     """pod info -> bool mask of the nodes that could ever host it (every filter on an empty copy
     of the cluster: node selectors, GPU model, taints, capacity). Built on first use."""
     cache: dict[str, Any] = {}
@@ -144,7 +148,7 @@ def feasible_nodes(view: View, snapshot) -> "callable":
     return mask
 
 
-def build_timeline(view: View, snapshot) -> Timeline:
+def build_timeline(view: View, snapshot: Snapshot) -> Timeline:
     """The snapshot's free resources and every bound pod's end by its limit."""
     by_uid = {p["metadata"]["uid"]: p for p in scheduling.bound_pods(view)}
     now = view.now()
@@ -201,7 +205,7 @@ def schedule_in_order(view: View, config: ModeConfig, pending: list[dict[str, An
             blocked_seen -= 1      # never fits: holds nothing and does not count
 
 
-def _attempt(view: View, scheduler, pod: dict[str, Any], info: PodInfo, request: Request,
+def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInfo, request: Request,
              reservations: list[Reservation], now: float) -> int | str | None:
     """Schedule ``pod``; bind it if the backfill rule allows. Returns the node row it started
     on, ``"preempted"`` when it preempted (as in default mode), or None (left Pending)."""
@@ -232,7 +236,7 @@ def _attempt(view: View, scheduler, pod: dict[str, Any], info: PodInfo, request:
     return None
 
 
-def _schedule_around(scheduler, info: PodInfo, request: Request,
+def _schedule_around(scheduler: Scheduler, info: PodInfo, request: Request,
                      reservations: list[Reservation], now: float):
     """Schedule ``info`` with each reserved node's protected share held by a placeholder pod;
     the result if it was placed (assumed in the snapshot), else None. Nothing else changes."""
@@ -259,17 +263,17 @@ def _schedule_around(scheduler, info: PodInfo, request: Request,
     return result
 
 
-def _nodes_phrase(snapshot) -> str:
+def _nodes_phrase(snapshot: Snapshot) -> str:
     return f"0/{snapshot.num_nodes} nodes are available"
 
 
-def backfill_message(snapshot, reservation: Reservation, now: float) -> str:
+def backfill_message(snapshot: Snapshot, reservation: Reservation, now: float) -> str:
     """gpusched's own FailedScheduling text for a pod held by a backfill reservation."""
     return (f"{_nodes_phrase(snapshot)}: waiting for backfill reservation of {reservation.key} "
             f"on {reservation.node} at {format_offset(reservation.start - now)}.")
 
 
-def strict_message(snapshot, reservation: Reservation, now: float) -> str:
+def strict_message(snapshot: Snapshot, reservation: Reservation, now: float) -> str:
     """gpusched's own FailedScheduling text for a pod behind a waiting one in strict mode."""
     return (f"{_nodes_phrase(snapshot)}: waiting for {reservation.key} to start first (strict "
             f"priority order; reserved {reservation.node} at "

@@ -172,7 +172,8 @@ def _purpose_constraint(view: View, partition: str) -> str:
     for node in nodes:
         purpose = ((node.get("metadata") or {}).get("labels") or {}).get(PURPOSE_LABEL, "")
         if purpose and gres_type(purpose) == partition:
-            return purpose
+            result: str = purpose
+            return result
     return ""
 
 

@@ -126,7 +126,8 @@ def finish_times(view: View) -> dict[str, float]:
 
 def _slot(row: Any) -> str:
     if row.profile:
-        return row.profile
+        result: str = row.profile
+        return result
     if row.replica >= 0:
         return f"replica {row.replica}"
     if row.milli and row.milli < 1000:

@@ -208,7 +208,8 @@ class _NodeKubelet:
             return None
         if found is None or found.empty or set(found.gpu_indices) - set(current.gpu_indices):
             return None
-        return found
+        result: DeviceAssignment | None = found
+        return result
 
     # ---- new pods ----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ Neighbours: ``cluster.cluster`` (the facade), ``controllers.node_lifecycle`` (ev
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
 from gpusched.cluster.controllers.node_lifecycle import EvictionRefused, evict
@@ -168,7 +168,7 @@ def set_ready(view: View, node_name: str, status: str) -> str:
 
 
 def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_data: bool,
-          force: bool, settle=None) -> tuple[list[str], GpuschedError | None]:
+          force: bool, settle: Callable[[View], None] | None = None) -> tuple[list[str], GpuschedError | None]:
     """Cordon, check, evict. Returns kubectl's lines and the error to raise after committing.
 
     An eviction a PDB refuses is retried after ``settle(view)`` (controllers and scheduler) has
@@ -233,7 +233,7 @@ def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_d
     return lines, None
 
 
-def _progress(view: View, settle) -> bool:
+def _progress(view: View, settle: Callable[[View], None] | None) -> bool:
     """Let controllers and the scheduler run (replacements start); True when anything changed."""
     if settle is None:
         return False

@@ -139,9 +139,9 @@ def pod_matches_scope(selector: dict[str, Any], pod: dict[str, Any]) -> bool:
     """``podMatchesScopeFunc``."""
     name = selector.get("scopeName")
     if name in ("Terminating", "NotTerminating"):
-        return _is_terminating(pod) == (name == "Terminating")
+        return bool(_is_terminating(pod) == (name == "Terminating"))
     if name in ("BestEffort", "NotBestEffort"):
-        return is_best_effort(pod) == (name == "BestEffort")
+        return bool(is_best_effort(pod) == (name == "BestEffort"))
     if name == "CrossNamespacePodAffinity":
         return _cross_namespace_affinity(pod)
     if name == "PriorityClass":

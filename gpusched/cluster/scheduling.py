@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,10 @@ from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import selector_from_dict
 from gpusched.errors import UsageError
 from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.runner import Scheduler
+    from gpusched.scheduler.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 SCHEDULER_NAME = "default-scheduler"
@@ -123,7 +127,8 @@ def _remapped(devices, info: PodInfo) -> DeviceAssignment:
         log.warning("pod %s: its devices are gone after re-advertising; counted by requests only",
                     info.key)
         return NO_DEVICES
-    return assignment
+    result: DeviceAssignment = assignment
+    return result
 
 
 def node_devices(view: View, node_name: str) -> Any:
@@ -136,7 +141,7 @@ def node_devices(view: View, node_name: str) -> Any:
 
 # ---- scheduling --------------------------------------------------------------------------------
 
-def make_scheduler(snapshot, view: View, order: dict[str, int] | None = None):
+def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None):
     """The default profile(s) over ``snapshot``, seeded from (seed, resourceVersion), with the
     PodDisruptionBudgets handed to DefaultPreemption. With ``order`` (from ``build_snapshot``),
     pending pods that carry ``status.nominatedNodeName`` are registered as nominated, so they
@@ -219,7 +224,7 @@ ATTEMPT_BUCKETS = tuple(0.001 * 2 ** i for i in range(15))
 VICTIM_BUCKETS = tuple(float(2 ** i) for i in range(7))
 
 
-def record_attempt(view: View, scheduler, result, seconds: float) -> None:
+def record_attempt(view: View, scheduler: Scheduler, result, seconds: float) -> None:
     """Count one scheduling attempt in ``view.stats`` (persisted, so ``/metrics`` of any process
     sees every CLI call's attempts): by result and profile, its real duration in the histogram
     buckets above, and preemption attempts (PostFilter ran) and victims (a candidate was chosen).

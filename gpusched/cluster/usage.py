@@ -173,7 +173,8 @@ class Usage:
         if key not in self._owner:
             self._owner[key] = self.deployment_of(pod)
         owner = self._owner[key]
-        return (owner or {}).get("metadata", {}).get("uid", "")
+        result: str = (owner or {}).get("metadata", {}).get("uid", "")
+        return result
 
     def _curve(self, pod: dict[str, Any]) -> tuple[LoadCurve, dict[str, Any]] | None:
         key = (pod.get("metadata") or {}).get("uid", "")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import builtins
 import copy
 import hashlib
 import json
@@ -147,7 +148,7 @@ class View:
             return self._deleted_rv.get(key, 0)
         return int(body["metadata"].get("resourceVersion", 0))
 
-    def snapshot(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def snapshot(self) -> tuple[dict[Key, dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
         """Objects and events as plain data (for comparing with a reload from disk)."""
         return copy.deepcopy(self.objects), copy.deepcopy(self.events)
 
@@ -203,17 +204,17 @@ class View:
             if on_node is not None:
                 on_node.discard(key)
                 if not on_node:
-                    del self._pods_on_node[node]
+                    del self._pods_on_node[node or ""]
             self._unbound.discard(key)
 
     # ---- indexes (what a change affects; ``cluster.changes``) -------------------------------
 
-    def pods_on(self, node: str) -> list[Key]:
+    def pods_on(self, node: str) -> builtins.list[Key]:     # builtins: View.list shadows list
         """Keys of the pods bound to ``node`` (any phase), sorted."""
         return sorted(k for k in self._pods_on_node.get(node, ())
                       if (self.objects[k].get("spec") or {}).get("nodeName") == node)
 
-    def unbound_pods(self) -> list[dict[str, Any]]:
+    def unbound_pods(self) -> builtins.list[dict[str, Any]]:
         """Unfinished pods without ``spec.nodeName``, sorted by (namespace, name)."""
         pods = (self.objects[k] for k in sorted(self._unbound))
         return [p for p in pods if not (p.get("spec") or {}).get("nodeName")
@@ -223,7 +224,7 @@ class View:
         key = self._uids.get(uid)
         return self.objects.get(key) if key is not None else None
 
-    def dependents(self, uid: str) -> list[Key]:
+    def dependents(self, uid: str) -> builtins.list[Key]:
         """Keys of the objects whose controller ownerReference names ``uid``, sorted."""
         return sorted(self._dependents.get(uid, ()))
 
@@ -393,7 +394,7 @@ class View:
         if event is not None and self._event_index.get(_event_key(event)) == ekey:
             del self._event_index[_event_key(event)]
 
-    def list_events(self, namespace: str | None = None) -> list[dict[str, Any]]:
+    def list_events(self, namespace: str | None = None) -> builtins.list[dict[str, Any]]:
         """Events oldest first (by lastTimestamp, then recording order)."""
         keys = [k for k in self.events if namespace is None or k[0] == namespace]
         keys.sort(key=lambda k: (self.events[k].get("lastTimestamp", ""), self.event_seq[k]))

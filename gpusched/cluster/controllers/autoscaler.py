@@ -247,7 +247,8 @@ class Simulation:
         from gpusched.cluster.scheduling import node_devices_for
         from gpusched.cluster.controllers.gpu_operator import device_inputs
         from gpusched.objects.node import node_info
-        return self.snapshot.add_node(node_info(node), node_devices_for(node, device_inputs(self.view)))
+        result: int = self.snapshot.add_node(node_info(node), node_devices_for(node, device_inputs(self.view)))
+        return result
 
     def check(self, info, row: int) -> tuple[str, ...]:
         """The Filter plugins' reasons ``info`` does not fit ``row`` (empty: it fits)."""

@@ -37,7 +37,7 @@ Neighbours: ``controllers.autoscaler`` (calls it), ``controllers.node_lifecycle`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dataclasses
 
@@ -48,6 +48,9 @@ from gpusched.cluster.controllers.autoscaler_config import COMPONENT, Config
 from gpusched.cluster.controllers.common import (controller_of, delete_pod, is_terminal,
                                                  is_terminating, set_disruption_target)
 from gpusched.cluster.view import View
+
+if TYPE_CHECKING:
+    from gpusched.cluster.controllers.autoscaler import Group
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -85,7 +88,8 @@ def pods_by_node(view: View) -> dict[str, list[dict[str, Any]]]:
             if node and not is_terminal(pod):
                 index.setdefault(node, []).append(pod)
         memo["at"], memo["index"] = view.mutations, index
-    return memo["index"]
+    result: dict[str, list[dict[str, Any]]] = memo["index"]
+    return result
 
 
 def _is_daemon(pod: dict[str, Any]) -> bool:
@@ -93,14 +97,14 @@ def _is_daemon(pod: dict[str, Any]) -> bool:
     return owner is not None and owner.get("kind") == "DaemonSet"
 
 
-def _set(view: View, group, changes: dict[str, Any]):
+def _set(view: View, group: Group, changes: dict[str, Any]):
     from gpusched.cluster.controllers.autoscaler import update_status
     return update_status(view, group, changes)
 
 
 # ---- step 1 ----------------------------------------------------------------------------------
 
-def _finish_drains(view: View, group) -> None:
+def _finish_drains(view: View, group: Group) -> None:
     from gpusched.cluster.controllers import autoscaler_status
     draining = dict(group.status.get("draining") or {})
     for name in sorted(draining):
@@ -121,7 +125,7 @@ def _finish_drains(view: View, group) -> None:
 MAX_REMOVED_RECORDS = 1000
 
 
-def _remove(view: View, group, name: str, draining: dict[str, Any]):
+def _remove(view: View, group: Group, name: str, draining: dict[str, Any]):
     status = group.status
     created = dict(status.get("created") or {})
     removed = list(status.get("removed") or [])
@@ -262,7 +266,7 @@ def _act(view: View, config: Config, groups: list[Any], removable: dict[str, tup
             group = _start_deletion(view, config, group, name, empty)
 
 
-def _start_deletion(view: View, config: Config, group, name: str, empty: bool):
+def _start_deletion(view: View, config: Config, group: Group, name: str, empty: bool):
     node = view.copy("Node", name)
     if node is not None:
         taints = [t for t in (node.get("spec") or {}).get("taints") or []

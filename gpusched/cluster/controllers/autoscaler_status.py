@@ -17,7 +17,7 @@ Neighbours: ``controllers.autoscaler`` (calls ``ensure``, ``record``, ``write``)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import copy
 import hashlib
@@ -25,6 +25,9 @@ import json
 
 from gpusched.cluster.controllers.autoscaler_config import COMPONENT, NAMESPACE, Config
 from gpusched.cluster.view import View
+
+if TYPE_CHECKING:
+    from gpusched.cluster.controllers.autoscaler import Group
 
 STATUS_MAP = "cluster-autoscaler-status"
 LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"
@@ -66,7 +69,7 @@ def _counts(view: View, names: list[str], draining: int) -> dict[str, Any]:
             "longUnregistered": 0, "unregistered": 0}
 
 
-def _group_status(view: View, group) -> dict[str, Any]:
+def _group_status(view: View, group: Group) -> dict[str, Any]:
     status = group.status
     draining = len(status.get("draining") or {})
     candidates = len(status.get("unneeded") or {})

@@ -58,7 +58,8 @@ def labels_of(body: dict[str, Any]) -> dict[str, str]:
 def controller_of(body: dict[str, Any]) -> dict[str, Any] | None:
     for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):
-            return ref
+            result: dict[str, Any] | None = ref
+            return result
     return None
 
 

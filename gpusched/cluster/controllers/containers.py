@@ -44,7 +44,8 @@ def exit_code(pod: dict[str, Any]) -> int:
 
 def crash_backoff(restarts_before: int) -> float:
     """10 s, 20 s, 40 s, ... capped at 300 s."""
-    return min(CRASH_BACKOFF_MAX, CRASH_BACKOFF_BASE * 2 ** max(0, restarts_before))
+    result: float = min(CRASH_BACKOFF_MAX, CRASH_BACKOFF_BASE * 2 ** max(0, restarts_before))
+    return result
 
 
 def end_run(view: View, pod: dict[str, Any], end: float) -> bool:

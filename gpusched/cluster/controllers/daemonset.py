@@ -208,13 +208,15 @@ def _cleanup_history(view: View, ds: dict[str, Any], current: dict[str, Any]) ->
 def _target_node(pod: dict[str, Any]) -> str:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
-        return spec["nodeName"]
+        result: str = spec["nodeName"]
+        return result
     terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
     for term in terms:
         for field in term.get("matchFields") or []:
             if field.get("key") == "metadata.name" and field.get("values"):
-                return field["values"][0]
+                value: str = field["values"][0]
+                return value
     return ""
 
 

@@ -60,7 +60,8 @@ def is_ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
     ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
     if ready:
-        return ready[0].get("status") == "True"
+        result: bool = ready[0].get("status") == "True"
+        return result
     return status.get("phase") == "Running"
 
 

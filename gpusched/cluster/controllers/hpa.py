@@ -108,7 +108,8 @@ def _key(hpa: dict[str, Any]) -> str:
 
 
 def _states(view: View) -> dict[str, Any]:
-    return view.stats.setdefault("hpa", {})
+    result: dict[str, Any] = view.stats.setdefault("hpa", {})
+    return result
 
 
 def sync_due(view: View, hpa: dict[str, Any]) -> float | None:
@@ -326,8 +327,8 @@ def compute_replicas_for_metric(sync: Sync, spec: dict[str, Any], spec_replicas:
     if kind == "External":
         return _external_metric(sync, spec.get("external") or {}, spec_replicas, status_replicas,
                                 pods)
-    err = f'unknown metric source type "{kind}"'
-    raise MetricError("InvalidMetricSourceType", err)
+    message = f'unknown metric source type "{kind}"'
+    raise MetricError("InvalidMetricSourceType", message)
 
 
 def _identifier(source: dict[str, Any]) -> dict[str, Any]:
@@ -344,7 +345,7 @@ def _q(value_m: int) -> str:
 
 
 def _resource_metric(sync: Sync, source: dict[str, Any], current: int, pods: list[dict[str, Any]],
-                     container: str = ""):
+                     container: str = "") -> tuple[int, str, dict[str, Any]]:
     """``computeStatusForResourceMetricGeneric`` for Resource and (with ``container``)
     ContainerResource metrics."""
     name = str(source.get("name", ""))
@@ -383,7 +384,8 @@ def _resource_metric(sync: Sync, source: dict[str, Any], current: int, pods: lis
             "averageUtilization": percent, "averageValue": _q(raw)}}}
 
 
-def _object_metric(sync: Sync, source: dict[str, Any], spec_replicas: int, status_replicas: int, pods):
+def _object_metric(sync: Sync, source: dict[str, Any], spec_replicas: int, status_replicas: int,
+                   pods: list[dict[str, Any]]) -> tuple[int, str, dict[str, Any]]:
     described = source.get("describedObject") or {}
     metric = (source.get("metric") or {}).get("name", "")
     target = source.get("target") or {}
@@ -436,7 +438,8 @@ def _go_selector(source: dict[str, Any]) -> str:
     return f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{}},}}"
 
 
-def _external_metric(sync: Sync, source: dict[str, Any], spec_replicas: int, status_replicas: int, pods):
+def _external_metric(sync: Sync, source: dict[str, Any], spec_replicas: int, status_replicas: int,
+                     pods: list[dict[str, Any]]) -> tuple[int, str, dict[str, Any]]:
     metric = (source.get("metric") or {}).get("name", "")
     selector = (source.get("metric") or {}).get("selector")
     target = source.get("target") or {}
@@ -502,9 +505,13 @@ def _resource_values(sync: Sync, resource: str, pods: list[dict[str, Any]],
     return values
 
 
-def group_pods(now: float, pods: list[dict[str, Any]], metrics: dict[str, Any], resource: str):
+def group_pods(now: float, pods: list[dict[str, Any]], metrics: dict[str, Any],
+               resource: str) -> tuple[int, set[str], set[str], set[str]]:
     """``groupPods``: (ready count, unready, missing, ignored) pod names."""
-    ready, unready, missing, ignored = 0, set(), set(), set()
+    ready = 0
+    unready: set[str] = set()
+    missing: set[str] = set()
+    ignored: set[str] = set()
     for pod in pods:
         name, status = pod["metadata"]["name"], pod.get("status") or {}
         if pod["metadata"].get("deletionTimestamp") or status.get("phase") == "Failed":

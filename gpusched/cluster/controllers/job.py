@@ -126,7 +126,8 @@ def _match_exit_codes(pod: dict[str, Any], requirement: dict[str, Any]) -> dict[
             continue
         code = int(terminated.get("exitCode", 0))
         if code != 0 and ((operator == "In") == (code in values)):
-            return cs
+            result: dict[str, Any] | None = cs
+            return result
     return None
 
 
@@ -135,7 +136,8 @@ def _match_conditions(pod: dict[str, Any], patterns: list[dict[str, Any]]) -> di
         for pattern in patterns:
             if cond.get("type") == pattern.get("type") and \
                     cond.get("status") == pattern.get("status", "True"):
-                return cond
+                result: dict[str, Any] | None = cond
+                return result
     return None
 
 

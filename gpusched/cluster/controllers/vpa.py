@@ -82,7 +82,8 @@ def new_histogram() -> dict[str, Any]:
 
 
 def _factor(hist: dict[str, Any], t: float) -> float:
-    return 2.0 ** ((t - hist["ref"]) / HALF_LIFE)
+    result: float = 2.0 ** ((t - hist["ref"]) / HALF_LIFE)
+    return result
 
 
 def add_sample(hist: dict[str, Any], options, value: float, weight: float, t: float) -> None:
