@@ -33,7 +33,7 @@ bind, failure records; it calls :func:`schedule_in_order`), ``controllers.pod_li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import logging
 import time
@@ -43,7 +43,8 @@ import numpy as np
 
 from gpusched.cluster import scheduling
 from gpusched.cluster.controllers.common import controller_of
-from gpusched.cluster.controllers.job import seconds_of
+from gpusched.cluster.controllers.deployment import seconds_of
+from gpusched.cluster.controllers.gpu_operator import device_inputs
 from gpusched.cluster.controllers.pod_lifecycle import run_time, start_time
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError, UsageError
@@ -127,7 +128,7 @@ def time_limit(view: View, pod: dict[str, Any]) -> float:
 
 # ---- the pass ----------------------------------------------------------------------------------
 
-def feasible_nodes(view: View, snapshot: Snapshot) -> "callable":
+def feasible_nodes(view: View, snapshot: Snapshot) -> Callable[[PodInfo], np.ndarray]:
     """pod info -> bool mask of the nodes that could ever host it (every filter on an empty copy
     of the cluster: node selectors, GPU model, taints, capacity). Built on first use."""
     cache: dict[str, Any] = {}
@@ -136,7 +137,7 @@ def feasible_nodes(view: View, snapshot: Snapshot) -> "callable":
         if "scheduler" not in cache:
             from gpusched.scheduler.snapshot import Snapshot
             empty = Snapshot()
-            configmaps = scheduling.device_inputs(view)
+            configmaps = device_inputs(view)
             for node in view.list("Node"):
                 empty.add_node(node_info(node), scheduling.node_devices_for(node, configmaps))
             cache["scheduler"] = scheduling.make_scheduler(empty, view)

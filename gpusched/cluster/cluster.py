@@ -23,7 +23,7 @@ import copy
 import logging
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from gpusched.cluster import kubelet, scheduling
 from gpusched.cluster.admission import refresh_quotas
@@ -55,7 +55,7 @@ def _has_quotas(changes: Changes) -> bool:
 
 # After the controllers: the kubelet admits the pods bound to each node, pod_lifecycle starts
 # them, quotas are refreshed, the scheduler runs (it reads only the unbound pods' index).
-AFTER_CONTROLLERS = (
+AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("kubelet", kubelet.admit_bound_pods),
     ("pod-lifecycle", pod_lifecycle.reconcile),
     ("resourcequota", refresh_quotas),

@@ -285,7 +285,8 @@ class Usage:
 
     def _framebuffer(self, pod: dict[str, Any], ids: list[str]) -> int:
         # late import: cluster.scheduling imports the controllers package, which imports this
-        from gpusched.cluster.scheduling import device_inputs, node_devices_for
+        from gpusched.cluster.controllers.gpu_operator import device_inputs
+        from gpusched.cluster.scheduling import node_devices_for
         node = self.view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
         if node is None:
             return 0

@@ -46,7 +46,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from gpusched.errors import UsageError
 from gpusched.objects.node import node_info
@@ -119,7 +119,7 @@ def partition_names(node: Mapping[str, Any], by_purpose: bool) -> tuple[str, ...
     return (DEFAULT_PARTITION, gres_type(info.gpu_model) if info.gpu_model else CPU_PARTITION)
 
 
-def partitions_by_purpose(nodes: list[Mapping[str, Any]]) -> bool:
+def partitions_by_purpose(nodes: Sequence[Mapping[str, Any]]) -> bool:
     """A cluster is partitioned by purpose when any node carries ``gpusched.io/purpose``."""
     return any(PURPOSE_LABEL in ((n.get("metadata") or {}).get("labels") or {}) for n in nodes)
 

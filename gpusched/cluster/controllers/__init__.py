@@ -18,6 +18,8 @@ Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, daemonset, deployment,
                                           device_plugin, endpoints, gpu_operator, hpa, job,
                                           node_lifecycle,
@@ -28,7 +30,8 @@ from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 
 # Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
-CONTROLLERS = (
+# (name, reconcile(view) or reconcile(view, changes) for the KEYED ones)
+CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("bootstrap", bootstrap.reconcile),
     ("cluster-autoscaler", autoscaler.reconcile),
     ("nodepool", nodepool.reconcile),
@@ -55,7 +58,7 @@ KEYED = frozenset({"garbage-collector", "deployment", "replicaset", "sbatch", "j
                    "node-lifecycle", "containers"})
 
 
-def _kinds(*kinds: str, operator_pods: bool = False):
+def _kinds(*kinds: str, operator_pods: bool = False) -> Callable[[Changes], bool]:
     """A watch: any change of these kinds (and of the GPU operator's pods)."""
     wanted = frozenset(kinds)
 
@@ -87,7 +90,7 @@ def _autoscaler_watch(changes: Changes) -> bool:
     return changes.any_kind(("NodePool",)) or bool(autoscaler.groups(changes.view))
 
 
-def _present(kind: str):
+def _present(kind: str) -> Callable[[Changes], bool]:
     """A watch for a controller of ``kind`` objects that reads pods and metrics: its own kind's
     changes, and anything while one of them exists."""
     def watches(changes: Changes) -> bool:

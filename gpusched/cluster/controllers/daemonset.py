@@ -76,7 +76,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     """Every DaemonSet, or (``changes``) the changed ones and those owning a changed pod or
     ControllerRevision; all of them when a Node changed."""
     full = changes is None or changes.resync or changes.any_kind(("Node",))
-    for ds in view.list("DaemonSet") if full else changes.targets("DaemonSet"):
+    for ds in view.list("DaemonSet") if changes is None or full else changes.targets("DaemonSet"):
         reconcile_one(view, ds)
 
 

@@ -80,8 +80,8 @@ def resolve_fenceposts(max_surge: object, max_unavailable: object, desired: int)
     surge = scaled_value("25%" if max_surge is None else max_surge, desired, True)
     unavailable = scaled_value("25%" if max_unavailable is None else max_unavailable, desired,
                                False)
-    surge = scaled_value("25%", desired, True) if surge is None else surge
-    unavailable = scaled_value("25%", desired, False) if unavailable is None else unavailable
+    surge = (scaled_value("25%", desired, True) or 0) if surge is None else surge
+    unavailable = (scaled_value("25%", desired, False) or 0) if unavailable is None else unavailable
     if surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, unavailable
@@ -144,7 +144,7 @@ def owned_sets(view: View, deploy: dict[str, Any]) -> list[dict[str, Any]]:
                                         rs["metadata"]["name"]))
 
 
-def canonical(value: object, key: str = "") -> object:
+def canonical(value: Any, key: str = "") -> Any:
     """A template as the API server would hold it typed: quantities as strings (``1`` and
     ``"1"`` are one quantity), null fields dropped (``creationTimestamp: null``)."""
     if isinstance(value, dict):
@@ -417,7 +417,7 @@ def _create_new_set(view: View, deploy: dict[str, Any], old: list[dict[str, Any]
     want = _replicas(deploy)
     annotations = {**_copied_annotations(deploy), ANN_REVISION: str(_max_old_revision(old) + 1),
                    ANN_DESIRED: str(want), ANN_MAX: str(want + max_surge(deploy))}
-    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+    rs: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
           "metadata": {"name": f"{meta['name']}-{hash_}", "namespace": meta["namespace"],
                        "labels": dict(template["metadata"]["labels"]), "annotations": annotations,
                        "ownerReferences": [owner_reference(deploy)]},
@@ -572,7 +572,7 @@ def calculate_status(deploy: dict[str, Any], new: dict[str, Any] | None, old: li
               "readyReplicas": sum(_status_int(rs, "readyReplicas") for rs in sets),
               "availableReplicas": available,
               "unavailableReplicas": max(0, total - available)}
-    status = {"observedGeneration": int(deploy["metadata"].get("generation", 1))}
+    status: dict[str, Any] = {"observedGeneration": int(deploy["metadata"].get("generation", 1))}
     status.update({k: v for k, v in counts.items() if v})
     old_status = deploy.get("status") or {}
     status["conditions"] = copy.deepcopy(old_status.get("conditions") or [])
@@ -650,7 +650,7 @@ def _timed_out(view: View, deploy: dict[str, Any], status: dict[str, Any]) -> bo
     if cond.get("reason") == "ProgressDeadlineExceeded":
         return True
     since = cond.get("lastUpdateTime")
-    return bool(since) and seconds_of(since) + deadline < view.now()
+    return bool(since) and seconds_of(str(since)) + deadline < view.now()
 
 
 def next_time(view: View) -> float | None:

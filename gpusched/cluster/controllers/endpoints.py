@@ -111,7 +111,7 @@ def _write_endpoints(view: View, service: dict[str, Any], pods: list[dict[str, A
                   "targetRef": _target_ref(p)} for p in pods]
     ready = [a for a, p in zip(addresses, pods) if is_ready(p)]
     not_ready = [a for a, p in zip(addresses, pods) if not is_ready(p)]
-    body = {"apiVersion": "v1", "kind": "Endpoints",
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": meta["name"], "namespace": ns}}
     if meta.get("labels"):
         body["metadata"]["labels"] = dict(meta["labels"])
@@ -175,7 +175,7 @@ def _write_slice(view: View, service: dict[str, Any], pods: list[dict[str, Any]]
     view.update(new)
 
 
-def _delete_orphans(view: View, services: dict[str, Any]) -> None:
+def _delete_orphans(view: View, services: dict[tuple[str, str], dict[str, Any]]) -> None:
     for endpoints in view.list("Endpoints"):
         meta = endpoints["metadata"]
         if (meta.get("namespace", "default"), meta["name"]) not in services and \

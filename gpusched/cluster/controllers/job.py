@@ -207,12 +207,13 @@ def backoff_remaining(view: View, job: dict[str, Any]) -> float:
 def reconcile(view: View, changes: Changes | None = None) -> None:
     """Every Job, or (``changes``) the changed ones and those owning a changed pod."""
     full = changes is None or changes.resync
-    job_list = view.list("Job") if full else changes.targets("Job")
+    job_list = view.list("Job") if changes is None or full else changes.targets("Job")
     jobs = {j["metadata"]["uid"] for j in view.list("Job") if not finished(j)} if full else \
         {j["metadata"]["uid"] for j in job_list if not finished(j)}
     if full:
         pods = view.list("Pod")
     else:     # changed pods, and the pods of changed Jobs (a Job that finished frees them)
+        assert changes is not None      # full is False only with changes
         keys = {k for k in changes.keys if k[0] == "Pod"}
         for job in job_list:
             keys.update(k for k in view.dependents(job["metadata"]["uid"]) if k[0] == "Pod")

@@ -38,8 +38,7 @@ _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 def reconcile(view: View, changes: Changes | None = None) -> None:
     """Every ReplicaSet, or (``changes``) the changed ones and those owning a changed pod."""
-    full = changes is None or changes.resync
-    for rs in view.list("ReplicaSet") if full else changes.targets("ReplicaSet"):
+    for rs in view.list("ReplicaSet") if changes is None or changes.resync else changes.targets("ReplicaSet"):
         reconcile_one(view, rs)
 
 
