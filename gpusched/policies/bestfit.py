@@ -9,12 +9,16 @@ GPU selection: best fit. Neighbours: ``common``; ``framework`` Score/ScoreNormal
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.policies.common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
+from gpusched.policies.common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy, NodeArrays,
                                                        gpu_left_total)
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
 
 NAME = "PolicyBestFit"
 
@@ -37,11 +41,12 @@ def min_max(scores: np.ndarray) -> np.ndarray:
 class PolicyBestFit(BestFitPolicy):
     name = NAME
 
-    def node_scores(self, arrays, nodes, pod, share, count) -> np.ndarray:
+    def node_scores(self, arrays: NodeArrays, nodes: np.ndarray, pod: PodInfo, share: int,
+                    count: int) -> np.ndarray:
         return best_fit_scores(arrays.cpu_free[nodes], gpu_left_total(arrays, nodes),
                                int(pod.requests.get("cpu", 0)), share * count)
 
-    def normalize(self, state, pod, nodes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return min_max(scores)
 
 

@@ -14,7 +14,7 @@ Not a plugin (no ``NAME``). Neighbours: ``scheduler.snapshot`` (read only), ``fr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,6 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusched.objects.types import PodInfo
+
+if TYPE_CHECKING:
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
 
 GPU_SELECTION_KEY = "gpu-selection"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -40,7 +44,7 @@ class NodeArrays:
     model_names: list[str]
 
 
-def node_arrays(snapshot) -> NodeArrays:
+def node_arrays(snapshot: Snapshot) -> NodeArrays:
     """Read the policy inputs from a Snapshot."""
     cpu_free = np.asarray(snapshot.free[:, snapshot.resources["cpu"]], dtype=np.int64)
     gpu_left = np.asarray(snapshot.gpu_free_milli, dtype=np.int64)
@@ -70,7 +74,7 @@ def best_fit_gpus(gpu_left: np.ndarray, share: int, count: int) -> np.ndarray:
     return np.where(ok, order, -1)
 
 
-class GpuSelection(Mapping[str, Any]):
+class GpuSelection(Mapping[int, tuple[int, ...]]):
     """node row -> tuple of GPU indices, backed by arrays (rows, (n, k) GPU indices)."""
 
     def __init__(self, rows: np.ndarray, gpus: np.ndarray) -> None:
@@ -89,7 +93,7 @@ class GpuSelection(Mapping[str, Any]):
 
     def __contains__(self, node: object) -> bool:
         try:
-            self[node]  # type: ignore[index]
+            self[node]  # type: ignore[index]  # any key may be asked: a non-int is not contained
         except (KeyError, TypeError, ValueError):
             return False
         return True
@@ -104,7 +108,7 @@ class GpuSelection(Mapping[str, Any]):
         return self
 
 
-def write_best_fit(state, gpu_left: np.ndarray, nodes: np.ndarray, pod: PodInfo) -> None:
+def write_best_fit(state: CycleState, gpu_left: np.ndarray, nodes: np.ndarray, pod: PodInfo) -> None:
     """Record the best-fit GPU choice for a GPU pod on every candidate node."""
     share, count = pod_gpu(pod)
     if count:
@@ -124,7 +128,7 @@ class BestFitPolicy:
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         pass
 
-    def score(self, state, pod: PodInfo, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         arrays = node_arrays(snapshot)
         write_best_fit(state, arrays.gpu_left, nodes, pod)
         share, count = pod_gpu(pod)
@@ -137,4 +141,5 @@ class BestFitPolicy:
 
 def gpu_left_total(arrays: NodeArrays, nodes: np.ndarray) -> np.ndarray:
     """Free GPU milli summed over each candidate node's GPUs."""
-    return np.clip(arrays.gpu_left[nodes], 0, None).sum(axis=1)
+    result: np.ndarray = np.clip(arrays.gpu_left[nodes], 0, None).sum(axis=1)
+    return result

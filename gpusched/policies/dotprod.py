@@ -10,12 +10,15 @@ Neighbours: ``common``; ``framework`` ScorePlugin protocol.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.policies.common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy,
+from gpusched.policies.common import (MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitPolicy, NodeArrays,
                                                        gpu_left_total)
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
 
 NAME = "PolicyDotProduct"
 
@@ -31,7 +34,8 @@ def dot_product_scores(cpu_left: np.ndarray, gpu_left_total: np.ndarray, cpu_req
 class PolicyDotProduct(BestFitPolicy):
     name = NAME
 
-    def node_scores(self, arrays, nodes, pod, share, count) -> np.ndarray:
+    def node_scores(self, arrays: NodeArrays, nodes: np.ndarray, pod: PodInfo, share: int,
+                    count: int) -> np.ndarray:
         return dot_product_scores(arrays.cpu_free[nodes], gpu_left_total(arrays, nodes),
                                   int(pod.requests.get("cpu", 0)), share * count)
 

@@ -21,7 +21,7 @@ Neighbours: ``fragmentation`` (measure), ``common``; ``sim.experiment`` builds i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass
 
@@ -31,6 +31,11 @@ from gpusched.policies.common import (GPU_SELECTION_KEY, GpuSelection,
                                                        node_arrays, pod_gpu)
 from gpusched.policies.fragmentation import (FragState, FragTables, TargetShape,
                                                               sigmoid_score)
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "PolicyFGD"
 
@@ -60,7 +65,7 @@ class PolicyFGD:
         self._scores: dict[tuple[int, int, int], ShapeScores] = {}
         self._mark: tuple[int, int] | None = None
 
-    def _state(self, snapshot) -> FragState:
+    def _state(self, snapshot: Snapshot) -> FragState:
         generation = snapshot.generation
         if self.frag is not None and generation == self._generation:
             return self.frag                     # nothing changed since the previous cycle
@@ -74,7 +79,7 @@ class PolicyFGD:
         self._generation, self._mark = generation, snapshot.journal_mark()
         return self.frag
 
-    def deltas(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def deltas(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         """delta = F before - F after (milli-GPU) per candidate node; writes the GPU choice."""
         frag = self._state(snapshot)
         cpu = int(pod.requests.get("cpu", 0))
@@ -88,7 +93,8 @@ class PolicyFGD:
             self._rescore(frag, cached, stale, cpu, share, count, sharing)
         if sharing:
             state.write(GPU_SELECTION_KEY, GpuSelection(nodes, cached.best_gpu[nodes][:, None]))
-        return cached.delta[nodes]
+        result: np.ndarray = cached.delta[nodes]
+        return result
 
     def _rescore(self, frag: FragState, cached: ShapeScores, nodes: np.ndarray, cpu: int,
                  share: int, count: int, sharing: bool) -> None:
@@ -107,9 +113,10 @@ class PolicyFGD:
         """Per node, the first GPU with the best *integer* score (the reference's rule);
         ``left`` (free milli per GPU) is for subclasses that break these ties otherwise."""
         scores = np.where(np.isfinite(delta), sigmoid_score(np.where(np.isfinite(delta), delta, 0)), -1)
-        return np.argmax(scores, axis=1)
+        result: np.ndarray = np.argmax(scores, axis=1)
+        return result
 
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         if not len(nodes):
             return np.zeros(0, dtype=np.int64)
         return sigmoid_score(self.deltas(state, pod, snapshot, nodes))

@@ -101,7 +101,8 @@ def fragmentation(tables: FragTables, small: np.ndarray, fits: np.ndarray, idle:
     ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & ~tables.always_idle[model_row]
     # sum_m p_m * (ok ? small : idle) = idle * sum(p) + sum_m p_m * ok * (small - idle)
     gain = np.where(ok, small - idle[..., None], 0).astype(np.float64)
-    return idle * tables.weight.sum() + gain @ tables.weight
+    result: np.ndarray = idle * tables.weight.sum() + gain @ tables.weight
+    return result
 
 
 def per_shape(tables: FragTables, gpu_left: np.ndarray, cpu_free: np.ndarray,
@@ -112,7 +113,8 @@ def per_shape(tables: FragTables, gpu_left: np.ndarray, cpu_free: np.ndarray,
     idle = np.clip(gpu_left, 0, None).sum(axis=1)
     ok = (fits >= tables.num_gpu) & (cpu_free[:, None] >= tables.cpu) & \
         ~tables.always_idle[tables.model_rows(model_id)]
-    return np.where(ok, small, idle[:, None])
+    result: np.ndarray = np.where(ok, small, idle[:, None])
+    return result
 
 
 class FragState:
@@ -128,13 +130,15 @@ class FragState:
         self.tables = tables
         self.model_id = np.asarray(model_id)
         self.model_row = tables.model_rows(self.model_id)
-        self.gpu_left: np.ndarray | None = None
-        self.cpu_free: np.ndarray | None = None
+        self.gpu_left = np.empty((0, 0), dtype=np.int64)    # copies of the last sync's inputs
+        self.cpu_free = np.empty(0, dtype=np.int64)
+        self._synced = False
 
     def sync(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Bring the sums up to date with ``gpu_left``/``cpu_free``; ``rows``, when given, are the
         only rows that may have changed since the previous sync (a snapshot journal's answer)."""
-        if self.gpu_left is None or self.gpu_left.shape != gpu_left.shape:
+        if not self._synced or self.gpu_left.shape != gpu_left.shape:
+            self._synced = True
             changed = np.arange(gpu_left.shape[0])
             self.gpu_left, self.cpu_free = gpu_left.copy(), cpu_free.copy()
             n, k = gpu_left.shape[0], len(self.tables.shapes)

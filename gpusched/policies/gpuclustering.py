@@ -15,19 +15,24 @@ GPU selection: best fit. Neighbours: ``common``; ``framework`` Score/Reserve pro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.scheduler.framework import SUCCESS
+from gpusched.scheduler.framework import SUCCESS, Status
 from gpusched.policies.common import (MAX_SPEC_GPU, node_arrays, pod_gpu,
                                                        write_best_fit)
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "PolicyGpuClustering"
 MAX_TAGS = 16
 
 
-def pod_tag(pod) -> str:
+def pod_tag(pod: PodInfo) -> str:
     share, count = pod_gpu(pod)
     if not count:
         return ""
@@ -41,7 +46,8 @@ def clustering_scores(tag_counts: np.ndarray, tag: int, gpu_left_total: np.ndarr
     kinds = held.sum(axis=1)
     mine = held[:, tag]
     base = np.where(mine, np.where(kinds == 1, 75, 50), np.where(kinds == 0, 25, 0))
-    return (base + packed).astype(np.int64)
+    result: np.ndarray = (base + packed).astype(np.int64)
+    return result
 
 
 class PolicyGpuClustering:
@@ -60,7 +66,7 @@ class PolicyGpuClustering:
             grown[: self.counts.shape[0]] = self.counts
             self.counts = grown
 
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         arrays = node_arrays(snapshot)
         self._ensure(arrays.gpu_left.shape[0])
         tag = pod_tag(pod)
@@ -70,14 +76,14 @@ class PolicyGpuClustering:
         left_total = np.clip(arrays.gpu_left[nodes], 0, None).sum(axis=1)
         return clustering_scores(self.counts[nodes], self._column(tag), left_total)
 
-    def reserve(self, state, pod, snapshot, node: int):
+    def reserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> Status:
         tag = pod_tag(pod)
         if tag:
             self._ensure(int(node) + 1)
             self.counts[node, self._column(tag)] += 1
         return SUCCESS
 
-    def unreserve(self, state, pod, snapshot, node: int) -> None:
+    def unreserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> None:
         tag = pod_tag(pod)
         if tag and self.counts[node, self._column(tag)] > 0:
             self.counts[node, self._column(tag)] -= 1

@@ -14,11 +14,14 @@ GPU selection: best fit. Neighbours: ``common``; ``framework`` ScorePlugin proto
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.policies.common import MILLI, BestFitPolicy, best_fit_gpus
+from gpusched.policies.common import MILLI, BestFitPolicy, NodeArrays, best_fit_gpus
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
 
 NAME = "PolicyGpuPacking"
 
@@ -42,7 +45,8 @@ def packing_scores(gpu_left: np.ndarray, share: int, count: int) -> np.ndarray:
 class PolicyGpuPacking(BestFitPolicy):
     name = NAME
 
-    def node_scores(self, arrays, nodes, pod, share, count) -> np.ndarray:
+    def node_scores(self, arrays: NodeArrays, nodes: np.ndarray, pod: PodInfo, share: int,
+                    count: int) -> np.ndarray:
         return packing_scores(arrays.gpu_left[nodes], share, count)
 
 

@@ -11,12 +11,17 @@ Neighbours: ``common`` (node arrays, GpuSelection); ``framework`` ScorePlugin pr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpusched.policies.common import (GPU_SELECTION_KEY, GpuSelection,
                                                        node_arrays, pod_gpu)
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "PolicyRandom"
 
@@ -27,7 +32,7 @@ class PolicyRandom:
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.rng = np.random.default_rng(int((args or {}).get("seed", 0)))
 
-    def score(self, state, pod, snapshot, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(nodes), dtype=np.int64)
         if not len(nodes):
             return scores

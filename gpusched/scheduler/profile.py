@@ -285,7 +285,7 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int,
         name = entry.get("name") if isinstance(entry, Mapping) else None
         if name not in registry:
             raise UsageError(f'{where}.pluginConfig[{i}].name: Invalid value: "{name}": unknown plugin')
-        args[name] = entry.get("args") or {}
+        args[str(name)] = entry.get("args") or {}
     own = profile.get("percentageOfNodesToScore")
     pct = percentage if own is None else own
     if not isinstance(pct, int) or isinstance(pct, bool) or not 0 <= pct <= 100:
