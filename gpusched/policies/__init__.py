@@ -8,7 +8,7 @@ and are not kept as code.
 
 Layering: this package imports ``scheduler`` (the framework's types, the snapshot); the
 scheduler never imports it. A caller that wants these plugins feeds ``REGISTRY`` to the
-profile resolution from above (``scheduler.plugins.merged(IN_TREE, REGISTRY)``), as an
+profile resolution from above (``scheduler.registry.merged(IN_TREE, REGISTRY)``), as an
 out-of-tree registry is merged into kube-scheduler's in-tree one.
 
 Neighbours: ``scheduler.framework`` (extension points), ``scheduler.snapshot``; used by
@@ -17,18 +17,17 @@ Neighbours: ``scheduler.framework`` (extension points), ``scheduler.snapshot``; 
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 from gpusched.policies import (bestfit, dotprod, fgd, gpuclustering, gpupacking, node_order,
                                random, saturated_first)
+from gpusched.scheduler.registry import PluginEntry, registry_of
 
-REGISTRY: dict[str, Callable[[dict[str, Any] | None], Any]] = {
-    node_order.NAME: node_order.new,
-    saturated_first.NAME: saturated_first.new,
-    random.NAME: random.new,
-    dotprod.NAME: dotprod.new,
-    gpuclustering.NAME: gpuclustering.new,
-    gpupacking.NAME: gpupacking.new,
-    bestfit.NAME: bestfit.new,
-    fgd.NAME: fgd.new,
-}
+REGISTRY: dict[str, PluginEntry] = registry_of(
+    PluginEntry(node_order.NodeOrder, node_order.new),
+    PluginEntry(saturated_first.GpuSaturatedFirst, saturated_first.new),
+    PluginEntry(random.PolicyRandom, random.new),
+    PluginEntry(dotprod.PolicyDotProduct, dotprod.new),
+    PluginEntry(gpuclustering.PolicyGpuClustering, gpuclustering.new),
+    PluginEntry(gpupacking.PolicyGpuPacking, gpupacking.new),
+    PluginEntry(bestfit.PolicyBestFit, bestfit.new),
+    PluginEntry(fgd.PolicyFGD, fgd.new),
+)

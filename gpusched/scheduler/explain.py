@@ -125,14 +125,14 @@ def _scores(scheduler: Scheduler, framework: Framework, state: CycleState, pod: 
         status = plugin.pre_score(state, pod, scheduler.snapshot, rows)
         if status.code == Code.SKIP:
             skipped.add(plugin.name)
-    for plugin, weight, normalize in framework.score:
-        if plugin.name in skipped:
+    for scorer, weight, normalize in framework.score:
+        if scorer.name in skipped:
             continue
-        raw = np.asarray(plugin.score(state, pod, scheduler.snapshot, rows), dtype=np.int64)
+        raw = np.asarray(scorer.score(state, pod, scheduler.snapshot, rows), dtype=np.int64)
         if normalize is not None:
             raw = np.asarray(normalize(state, pod, rows, raw), dtype=np.int64)
         for row, value in zip(rows, raw * weight):
-            per_node[int(row)].append((plugin.name, int(value)))
+            per_node[int(row)].append((scorer.name, int(value)))
     return per_node
 
 

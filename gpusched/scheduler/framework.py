@@ -27,6 +27,7 @@ Legal results per extension point (a plugin returns a Status; raising means a bu
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -203,9 +204,15 @@ class ScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class ScoreNormalizer(Protocol):
+class ScoreExtensions(Protocol):
+    """Upstream's ``ScoreExtensions.NormalizeScore``: a Score plugin that has ``normalize`` gets
+    its raw scores mapped (to 0..100) before the weight is applied."""
+
     def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray,
                   scores: np.ndarray) -> np.ndarray: ...
+
+
+ScoreNormalizer = ScoreExtensions      # the earlier name
 
 
 @runtime_checkable
@@ -218,3 +225,70 @@ class ReservePlugin(Plugin, Protocol):
 @runtime_checkable
 class PermitPlugin(Plugin, Protocol):
     def permit(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+# ---- extension points: config key -> protocol, in cycle order --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionPoint:
+    """One extension point gpusched runs: its ``plugins:`` key in a KubeSchedulerConfiguration,
+    the Protocol a plugin serving it implements, that Protocol's methods and how many
+    positional arguments (after ``self``) the framework passes each."""
+
+    key: str
+    protocol: type
+    methods: tuple[tuple[str, int], ...]
+
+
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    ExtensionPoint("queueSort", QueueSortPlugin, (("sort_key", 1),)),
+    ExtensionPoint("preFilter", PreFilterPlugin, (("pre_filter", 3),)),
+    ExtensionPoint("filter", FilterPlugin, (("filter", 4),)),
+    ExtensionPoint("postFilter", PostFilterPlugin, (("post_filter", 4),)),
+    ExtensionPoint("preScore", PreScorePlugin, (("pre_score", 4),)),
+    ExtensionPoint("score", ScorePlugin, (("score", 4),)),
+    ExtensionPoint("reserve", ReservePlugin, (("reserve", 4), ("unreserve", 4))),
+    ExtensionPoint("permit", PermitPlugin, (("permit", 3),)),
+)
+POINT_KEYS: tuple[str, ...] = tuple(p.key for p in EXTENSION_POINTS)
+NORMALIZE = ("normalize", 4)          # ScoreExtensions, optional beside Score
+# Upstream extension points the caller does instead of plugins (they are accepted in a
+# configuration and change nothing): PreEnqueue (gated pods are never queued), PreBind, Bind,
+# PostBind (the store or the API binds after Reserve/Permit).
+CALLER_POINTS: tuple[str, ...] = ("preEnqueue", "preBind", "bind", "postBind")
+
+
+def _accepts(cls: type, method: str, positional: int) -> bool:
+    """Whether ``cls.method`` exists and takes ``positional`` arguments after ``self``."""
+    function = getattr(cls, method, None)
+    if not callable(function):
+        return False
+    try:
+        inspect.signature(function).bind(*([None] * (positional + 1)))
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def extension_points(cls: type) -> tuple[str, ...]:
+    """The extension points (config keys) a plugin class implements, read off the class (its
+    methods and their arity), never by building an instance: what upstream's Go compiler
+    proves with ``var _ framework.FilterPlugin = &NodeName{}``."""
+    return tuple(p.key for p in EXTENSION_POINTS
+                 if all(_accepts(cls, m, n) for m, n in p.methods))
+
+
+def contract_problems(cls: type) -> list[str]:
+    """Why ``cls`` is not a usable plugin class: no string ``name``, a point's method present
+    but with the wrong arity (a half-implemented point), ``normalize`` without ``score``."""
+    problems = [] if isinstance(getattr(cls, "name", None), str) else ["has no string name"]
+    for point in EXTENSION_POINTS:
+        present = [m for m, _ in point.methods if hasattr(cls, m)]
+        broken = [m for m, n in point.methods if hasattr(cls, m) and not _accepts(cls, m, n)]
+        if broken or (present and len(present) < len(point.methods)):
+            wanted = ", ".join(f"{m}(self + {n} arguments)" for m, n in point.methods)
+            problems.append(f"does not implement {point.key}: needs {wanted}")
+    if hasattr(cls, NORMALIZE[0]) and not (_accepts(cls, *NORMALIZE) and hasattr(cls, "score")):
+        problems.append("normalize needs score and (self + 4 arguments)")
+    return problems

@@ -33,30 +33,50 @@ GPU-aware scoring is opt-in: ``build_frameworks`` adds gpusched's named profiles
 ``gpusched-spread`` - which pods select with ``spec.schedulerName``; a configuration that names
 one of them itself replaces it.
 
-``plugins.multiPoint`` edits the multiPoint list; each
-extension point then takes the multiPoint plugins that implement it, and its own
-``enabled``/``disabled`` apply on top: per point, plugins enabled at the point and also in
-multiPoint come first (their weight wins), then the other multiPoint plugins, then plugins
-enabled only at that point. ``disabled: [{name: "*"}]`` drops every multiPoint plugin at that
-point. Any registered plugin takes any positive integer weight; weight 0 or absent means the
-default weight (or 1). Unknown plugin names, points a plugin does not implement, and bad values
+Resolution (``resolve_profile``) runs the steps of ``scheduler.profile_steps``, each upstream's:
+read and validate, merge the defaults (``mergePluginSet``), expand multiPoint per extension
+point (``expandMultiPointPlugins``), weigh the score plugins. ``plugins.multiPoint`` edits the
+multiPoint list (a re-configured default keeps its place); each extension point then takes the
+multiPoint plugins that implement it, and its own ``enabled``/``disabled`` apply on top: per
+point, plugins enabled at the point and also in multiPoint come first (their weight wins),
+then the other multiPoint plugins, then plugins enabled only at that point.
+``disabled: [{name: "*"}]`` drops every multiPoint plugin at that point. Any registered plugin
+takes any positive integer weight; weight 0 or absent means the default weight (or 1).
+Unknown plugin names, points a plugin does not implement (read off its class), and bad values
 raise ``UsageError`` naming the field.
 
 ``percentageOfNodesToScore`` (``num_feasible_nodes_to_find``): upstream's adaptive default is
 ``50 - nodes/125`` percent, at least 5%; at least 100 nodes are always searched.
 
-Neighbours: builds plugins from ``scheduler.plugins.REGISTRY``; used by ``scheduler.runner``.
+Neighbours: ``scheduler.profile_steps`` (the resolution steps); builds plugins from a registry
+(``scheduler.plugins.default_registry()`` unless the caller passes one); used by
+``scheduler.runner``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+import numpy as np
 
 import yaml
 
 from gpusched.errors import UsageError
-from gpusched.scheduler.plugins import REGISTRY, Factory
+from gpusched.scheduler.framework import (POINT_KEYS, FilterPlugin, PermitPlugin, PostFilterPlugin,
+                                          PreFilterPlugin, PreScorePlugin, QueueSortPlugin,
+                                          ReservePlugin, ScoreExtensions, ScorePlugin)
+from gpusched.scheduler.plugins import default_registry
+from gpusched.scheduler.profile_steps import (MULTI_POINT, PluginSet, PluginSpec, check_implemented,
+                                              check_queue_sort, expand_multi_point,
+                                              merge_plugin_set, read_percentage, read_plugin_args,
+                                              read_plugins, with_weights)
+from gpusched.scheduler.registry import Registry
+
+__all__ = ["PluginSpec", "ProfileConfig", "Framework", "resolve_profile", "parse_config",
+           "load_config", "build_frameworks", "default_profile", "gpusched_profiles",
+           "num_feasible_nodes_to_find"]
+Normalize = Callable[[Any, Any, np.ndarray, np.ndarray], np.ndarray]
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -116,24 +136,11 @@ GPUSCHED_PROFILES: Mapping[str, Mapping[str, Any]] = {
     for name, strategy in ((GPUSCHED_BINPACK, "binpack"), (GPUSCHED_SPREAD, "spread"))
 }
 
-# extension point (config key) -> the method a plugin needs to serve it, in cycle order.
-POINTS: dict[str, str] = {
-    "queueSort": "sort_key",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
+# The default plugin sets: upstream's multiPoint list, and per point the plugins it leaves off.
+DEFAULT_SETS: Mapping[str, PluginSet] = {
+    MULTI_POINT: PluginSet(tuple(PluginSpec(n, w) for n, w in DEFAULT_PLUGINS)),
+    **{point: PluginSet(disabled=frozenset(names)) for point, names in DEFAULT_DISABLED.items()},
 }
-IGNORED_POINTS = ("preEnqueue", "preBind", "bind", "postBind")   # done by the caller
-
-
-@dataclass(frozen=True, slots=True)
-class PluginSpec:
-    name: str
-    weight: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,34 +151,45 @@ class ProfileConfig:
     points: Mapping[str, tuple[PluginSpec, ...]] = field(default_factory=dict)
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int = 0      # 0 = adaptive
-    registry: Mapping[str, Factory] = field(default_factory=lambda: REGISTRY, compare=False,
-                                            repr=False)   # what the plugin names resolve to
+    registry: Registry = field(default_factory=default_registry, compare=False, repr=False)
 
 
 class Framework:
-    """A profile's instantiated plugins, one instance per plugin name, listed per point."""
+    """A profile's instantiated plugins, one instance per plugin name, listed per point and
+    typed by the point's Protocol (upstream ``frameworkImpl``'s per-point plugin slices)."""
 
     def __init__(self, config: ProfileConfig) -> None:
         self.config = config
         self.scheduler_name = config.scheduler_name
         self.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score
-        self.plugins: dict[str, Any] = {}
-        for specs in config.points.values():
-            for spec in specs:
-                if spec.name not in self.plugins:
-                    self.plugins[spec.name] = config.registry[spec.name](dict(config.plugin_args.get(spec.name, {})))
-        listed = {point: [self.plugins[s.name] for s in config.points.get(point, ())] for point in POINTS}
-        sort = listed["queueSort"]
+        names = dict.fromkeys(s.name for specs in config.points.values() for s in specs)
+        self.plugins: dict[str, Any] = {
+            name: config.registry[name].new(dict(config.plugin_args.get(name, {}))) for name in names}
+        sort: tuple[QueueSortPlugin, ...] = self._listed("queueSort", QueueSortPlugin)
         self.queue_sort = sort[0] if sort else None
-        self.pre_filter = tuple(listed["preFilter"])
-        self.filter = tuple(listed["filter"])
-        self.post_filter = tuple(listed["postFilter"])
-        self.pre_score = tuple(listed["preScore"])
-        self.score = tuple((self.plugins[s.name], s.weight or DEFAULT_WEIGHTS.get(s.name, 1),
-                            getattr(self.plugins[s.name], "normalize", None))
-                           for s in config.points.get("score", ()))
-        self.reserve = tuple(listed["reserve"])
-        self.permit = tuple(listed["permit"])
+        self.pre_filter: tuple[PreFilterPlugin, ...] = self._listed("preFilter", PreFilterPlugin)
+        self.filter: tuple[FilterPlugin, ...] = self._listed("filter", FilterPlugin)
+        self.post_filter: tuple[PostFilterPlugin, ...] = self._listed("postFilter", PostFilterPlugin)
+        self.pre_score: tuple[PreScorePlugin, ...] = self._listed("preScore", PreScorePlugin)
+        scores: tuple[ScorePlugin, ...] = self._listed("score", ScorePlugin)
+        self.score: tuple[tuple[ScorePlugin, int, Normalize | None], ...] = tuple(
+            (plugin, spec.weight or DEFAULT_WEIGHTS.get(spec.name, 1),
+             plugin.normalize if isinstance(plugin, ScoreExtensions) else None)
+            for plugin, spec in zip(scores, config.points.get("score", ())))
+        self.reserve: tuple[ReservePlugin, ...] = self._listed("reserve", ReservePlugin)
+        self.permit: tuple[PermitPlugin, ...] = self._listed("permit", PermitPlugin)
+
+    def _listed(self, point: str, protocol: Any) -> tuple[Any, ...]:
+        """The point's plugins, each checked against the point's Protocol (``protocol`` is typed
+        ``Any``: mypy takes no Protocol class for a ``type[T]`` parameter, python/mypy#4717)."""
+        listed = []
+        for spec in self.config.points.get(point, ()):
+            plugin = self.plugins[spec.name]
+            if not isinstance(plugin, protocol):     # its class said so: a factory built another
+                raise UsageError(f"plugin {spec.name}: the object its factory built does not "
+                                 f"implement {point}")
+            listed.append(plugin)
+        return tuple(listed)
 
     def __repr__(self) -> str:
         return f"Framework({self.scheduler_name!r}, plugins={list(self.plugins)})"
@@ -194,109 +212,37 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def _implements(name: str, point: str, registry: Mapping[str, Factory]) -> bool:
-    factory = registry.get(name)
-    return factory is not None and hasattr(_plugin_type(name, factory), POINTS[point])
-
-
-_TYPES: dict[Factory, type] = {}
-
-
-def _plugin_type(name: str, factory: Factory) -> type:
-    """The class of a registered plugin (built once with default args)."""
-    if factory not in _TYPES:
-        try:
-            _TYPES[factory] = type(factory(None))
-        except Exception as exc:   # a factory that needs args: config errors name it later
-            raise UsageError(f"plugin {name}: cannot be built with default args: {exc}") from None
-    return _TYPES[factory]
-
-
 def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
     return resolve_profile({"schedulerName": scheduler_name}, 0, 0)
 
 
-def _specs(entries: Any, where: str, registry: Mapping[str, Factory]) -> list[PluginSpec]:
-    if entries is None:
-        return []
-    if not isinstance(entries, list):
-        raise UsageError(f"{where}: must be a list of {{name, weight}}")
-    specs = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-            raise UsageError(f"{where}[{i}].name: Required value")
-        name = entry["name"]
-        if name != "*" and name not in registry:
-            raise UsageError(f'{where}[{i}].name: Invalid value: "{name}": unknown plugin; '
-                             f"registered: {', '.join(sorted(registry))}")
-        weight = entry.get("weight", 0)
-        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
-            raise UsageError(f"{where}[{i}].weight: Invalid value: {weight!r}: must be a "
-                             f"non-negative integer")
-        specs.append(PluginSpec(name, weight))
-    return specs
-
-
 def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int,
-                    registry: Mapping[str, Factory] = REGISTRY) -> ProfileConfig:
+                    registry: Registry | None = None) -> ProfileConfig:
     """Resolve one ``profiles[index]`` entry over the defaults (see module docstring) against
-    ``registry`` (the in-tree plugins unless a caller merges more in)."""
+    ``registry`` (``default_registry()`` unless a caller merges more in)."""
+    registry = default_registry() if registry is None else registry
     where = f"profiles[{index}]"
-    plugins = profile.get("plugins") or {}
-    if not isinstance(plugins, Mapping):
-        raise UsageError(f"{where}.plugins: must be a mapping of extension points")
-    for point in plugins:
-        if point not in POINTS and point not in IGNORED_POINTS and point != "multiPoint":
-            raise UsageError(f'{where}.plugins: unknown extension point "{point}"')
-    multi = [PluginSpec(n, w) for n, w in DEFAULT_PLUGINS if n in registry]
-    multi_cfg = plugins.get("multiPoint") or {}
-    disabled = _specs(multi_cfg.get("disabled"), f"{where}.plugins.multiPoint.disabled", registry)
-    if any(s.name == "*" for s in disabled):
-        multi = []
-    off = {s.name for s in disabled}
-    multi = [s for s in multi if s.name not in off]
-    for spec in _specs(multi_cfg.get("enabled"), f"{where}.plugins.multiPoint.enabled", registry):
-        multi = [s for s in multi if s.name != spec.name] + [spec]
+    custom = read_plugins(profile.get("plugins"), f"{where}.plugins", registry)
+    known = PluginSet(tuple(s for s in DEFAULT_SETS[MULTI_POINT].enabled if s.name in registry))
+    multi = merge_plugin_set(known, custom[MULTI_POINT])
     points: dict[str, tuple[PluginSpec, ...]] = {}
-    for point in POINTS:
-        cfg = plugins.get(point) or {}
-        enabled = _specs(cfg.get("enabled"), f"{where}.plugins.{point}.enabled", registry)
-        for i, spec in enumerate(enabled):
-            if not _implements(spec.name, point, registry):
-                raise UsageError(f'{where}.plugins.{point}.enabled[{i}].name: Invalid value: '
-                                 f'"{spec.name}": plugin does not extend {point}')
-        point_disabled = _specs(cfg.get("disabled"), f"{where}.plugins.{point}.disabled", registry)
-        drop_all = any(s.name == "*" for s in point_disabled)
-        drop = {s.name for s in point_disabled} | set(DEFAULT_DISABLED.get(point, ()))
-        from_multi = [] if drop_all else [s for s in multi if _implements(s.name, point, registry)
-                                          and s.name not in drop]
-        explicit = {s.name for s in enabled}
-        in_multi = {s.name for s in from_multi}
-        ordered = ([s for s in enabled if s.name in in_multi]
-                   + [s for s in from_multi if s.name not in explicit]
-                   + [s for s in enabled if s.name not in in_multi])
-        if point == "score":
-            ordered = [PluginSpec(s.name, s.weight or DEFAULT_WEIGHTS.get(s.name, 1)) for s in ordered]
-        points[point] = tuple(ordered)
-    if len(points["queueSort"]) > 1:
-        raise UsageError(f"{where}.plugins.queueSort: only one queue sort plugin can be enabled")
-    args: dict[str, Mapping[str, Any]] = {}
-    for i, entry in enumerate(profile.get("pluginConfig") or []):
-        name = entry.get("name") if isinstance(entry, Mapping) else None
-        if name not in registry:
-            raise UsageError(f'{where}.pluginConfig[{i}].name: Invalid value: "{name}": unknown plugin')
-        args[str(name)] = entry.get("args") or {}
-    own = profile.get("percentageOfNodesToScore")
-    pct = percentage if own is None else own
-    if not isinstance(pct, int) or isinstance(pct, bool) or not 0 <= pct <= 100:
-        raise UsageError(f"{where}.percentageOfNodesToScore: Invalid value: {pct!r}: "
-                         f"not in valid range [0-100]")
+    for point in POINT_KEYS:
+        def implements(name: str, point: str = point) -> bool:
+            return point in registry[name].points
+        check_implemented(point, custom[point], f"{where}.plugins", implements)
+        at_point = merge_plugin_set(DEFAULT_SETS.get(point, PluginSet()), custom[point])
+        points[point] = expand_multi_point(at_point, multi, implements)
+    points["score"] = with_weights(points["score"], DEFAULT_WEIGHTS)
+    check_queue_sort(points, f"{where}.plugins")
+    args = read_plugin_args(profile.get("pluginConfig"), f"{where}.pluginConfig", registry)
+    pct = read_percentage(profile.get("percentageOfNodesToScore"), percentage,
+                          f"{where}.percentageOfNodesToScore")
     return ProfileConfig(profile.get("schedulerName") or DEFAULT_SCHEDULER_NAME, points, args, pct,
                          registry)
 
 
 def parse_config(config: Mapping[str, Any] | str,
-                 registry: Mapping[str, Factory] = REGISTRY) -> list[ProfileConfig]:
+                 registry: Registry | None = None) -> list[ProfileConfig]:
     """Profiles from a KubeSchedulerConfiguration (a dict or YAML text). No profiles = default."""
     if isinstance(config, str):
         try:
@@ -322,7 +268,7 @@ def parse_config(config: Mapping[str, Any] | str,
     return resolved
 
 
-def load_config(path: str, registry: Mapping[str, Factory] = REGISTRY) -> list[ProfileConfig]:
+def load_config(path: str, registry: Registry | None = None) -> list[ProfileConfig]:
     """``parse_config`` of a file; a missing file is a ``UsageError``."""
     try:
         with open(path, encoding="utf-8") as handle:

@@ -329,10 +329,10 @@ class Scheduler:
                 log.warning("PreScore %s failed for %s: %s", plugin.name, pod.key, status.message)
                 return None
         total = np.zeros(len(nodes), dtype=np.int64)
-        for plugin, weight, normalize in framework.score:
-            if plugin.name in skipped:
+        for scorer, weight, normalize in framework.score:
+            if scorer.name in skipped:
                 continue
-            scores = plugin.score(state, pod, self.snapshot, nodes)
+            scores = scorer.score(state, pod, self.snapshot, nodes)
             if normalize is not None:
                 scores = normalize(state, pod, nodes, scores)
             total += np.asarray(scores, dtype=np.int64) * weight
@@ -352,12 +352,12 @@ class Scheduler:
         assignment = state.read(ASSIGNMENT_KEY) or NO_DEVICES
         snapshot.add_pod(pod, row, assignment)
         name = snapshot.names[row]
-        for plugin in framework.permit:
-            status = plugin.permit(state, pod, name)
+        for permit in framework.permit:
+            status = permit.permit(state, pod, name)
             if not status.ok:
                 snapshot.remove_pod(pod.uid)
                 self._unreserve(framework, state, pod, row)
-                status = status.with_plugin(plugin.name)
+                status = status.with_plugin(permit.name)
                 return ScheduleResult(pod, status=status, message=status.message,
                                       feasible_nodes=feasible, evaluated_nodes=evaluated, scores=scores)
         return ScheduleResult(pod, node=name, assignment=assignment, feasible_nodes=feasible,
@@ -369,7 +369,8 @@ class Scheduler:
 
     def _unschedulable(self, framework: Framework, state: CycleState, pod: PodInfo,
                        diagnosis: Diagnosis, status: Status, track: bool = True) -> ScheduleResult:
-        nominated, victims = "", ()
+        nominated = ""
+        victims: tuple[PodInfo, ...] = ()
         post_messages: list[str] = []
         # upstream runs PostFilter after any FitError, a PreFilter rejection included (every node
         # then carries the PreFilter's status: "pod has unbound immediate PersistentVolumeClaims.
@@ -379,16 +380,16 @@ class Scheduler:
             state.write(SCHEDULER_KEY, self)
             state.write(FRAMEWORK_KEY, framework)
             for plugin in framework.post_filter:     # upstream RunPostFilterPlugins
-                result = plugin.post_filter(state, pod, self.snapshot, diagnosis)
-                if result.status.ok:
-                    nominated, victims = result.nominated_node, result.victims
+                post = plugin.post_filter(state, pod, self.snapshot, diagnosis)
+                if post.status.ok:
+                    nominated, victims = post.nominated_node, post.victims
                     post_messages = []
                     break
-                if result.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    post_messages = list(result.status.reasons)    # returned alone, at once
+                if post.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    post_messages = list(post.status.reasons)    # returned alone, at once
                     break
-                post_messages.extend(result.status.reasons)
-                if result.status.code != Code.UNSCHEDULABLE:
+                post_messages.extend(post.status.reasons)
+                if post.status.code != Code.UNSCHEDULABLE:
                     break
         diagnosis.post_filter_message = ", ".join(post_messages)   # Status.Message() joins with ", "
         code = status.code if status.code != Code.SUCCESS else Code.UNSCHEDULABLE

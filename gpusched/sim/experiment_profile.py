@@ -49,7 +49,7 @@ def experiment_config(policy: str, args: dict[str, Any],
     ``tie_breaks``: extra ``(score plugin, weight)`` between the policy and NodeOrder (their
     weight x max score must stay below ``POLICY_WEIGHT``)."""
     reserve = [{"name": gpu_devices.NAME}]
-    if hasattr(type(REGISTRY[policy](None)), "reserve"):
+    if "reserve" in REGISTRY[policy].points:
         reserve.append({"name": policy})
     filters = [{"name": name} for name in FILTERS]
     return {

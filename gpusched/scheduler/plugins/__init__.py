@@ -1,53 +1,54 @@
-"""The plugin registry: plugin name -> factory ``new(args: dict | None) -> plugin``.
+"""The in-tree plugin registry: kube-scheduler's plugins gpusched implements, and GpuDevices.
 
-Adding a plugin = one module in this package (``NAME``, a class with ``name``, ``new(args)``) plus
-one line below. Profiles (``scheduler.profile``) look names up here; an unknown name is a
-``UsageError``. Which extension points a plugin serves follows from the methods it has
-(``filter``, ``score``, ``reserve`` ...), as upstream's multiPoint does.
+Adding a plugin = one module in this package (``NAME``, a class with ``name`` and the methods
+of the extension points it serves, ``new(args)``) plus one ``PluginEntry`` line below. Which
+extension points a plugin serves is read off its class (``framework.extension_points``), as
+upstream's multiPoint does with the interfaces a plugin implements.
 
-Neighbours: used by ``scheduler.profile``; each plugin module imports only framework, snapshot,
-messages, objects and devices.
+``default_registry()`` is what profiles resolve against unless a caller passes its own: these
+plugins merged with the out-of-tree ones installed distributions declare in the entry-point
+group ``gpusched.plugins`` (``scheduler.registry``). Callers above the scheduler layer merge in
+more (``gpusched.policies``) with ``merged``.
+
+Neighbours: ``scheduler.registry``; used by ``scheduler.profile``; each plugin module imports
+only framework, snapshot, messages, objects and devices.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
-
-from gpusched.errors import UsageError
+import functools
 
 from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_affinity, node_name,
                                         node_resources_fit, node_unschedulable, prioritysort,
                                         taint_toleration)
 from gpusched.scheduler.plugins import (default_preemption, dynamic_resources, inter_pod_affinity,
                                         node_ports, pod_topology_spread, volume_binding)
+from gpusched.scheduler.registry import (Factory, PluginEntry, Registry, entry_point_plugins,
+                                         merged, registry_of)
 
-Factory = Callable[[dict[str, Any] | None], Any]
+__all__ = ["IN_TREE", "REGISTRY", "Factory", "PluginEntry", "Registry", "default_registry",
+           "merged", "registry_of"]
 
-IN_TREE: dict[str, Factory] = {
-    prioritysort.NAME: prioritysort.new,
-    node_unschedulable.NAME: node_unschedulable.new,
-    node_name.NAME: node_name.new,
-    node_resources_fit.NAME: node_resources_fit.new,
-    balanced_allocation.NAME: balanced_allocation.new,
-    node_affinity.NAME: node_affinity.new,
-    taint_toleration.NAME: taint_toleration.new,
-    node_ports.NAME: node_ports.new,
-    dynamic_resources.NAME: dynamic_resources.new,
-    gpu_devices.NAME: gpu_devices.new,
-    pod_topology_spread.NAME: pod_topology_spread.new,
-    inter_pod_affinity.NAME: inter_pod_affinity.new,
-    volume_binding.NAME: volume_binding.new,
-    default_preemption.NAME: default_preemption.new,
-}
-REGISTRY = IN_TREE    # the registry profiles resolve against unless a caller passes another
+IN_TREE: dict[str, PluginEntry] = registry_of(
+    PluginEntry(prioritysort.PrioritySort, prioritysort.new),
+    PluginEntry(node_unschedulable.NodeUnschedulable, node_unschedulable.new),
+    PluginEntry(node_name.NodeName, node_name.new),
+    PluginEntry(node_resources_fit.NodeResourcesFit, node_resources_fit.new),
+    PluginEntry(balanced_allocation.BalancedAllocation, balanced_allocation.new),
+    PluginEntry(node_affinity.NodeAffinity, node_affinity.new),
+    PluginEntry(taint_toleration.TaintToleration, taint_toleration.new),
+    PluginEntry(node_ports.NodePorts, node_ports.new),
+    PluginEntry(dynamic_resources.DynamicResources, dynamic_resources.new),
+    PluginEntry(gpu_devices.GpuDevices, gpu_devices.new),
+    PluginEntry(pod_topology_spread.PodTopologySpread, pod_topology_spread.new),
+    PluginEntry(inter_pod_affinity.InterPodAffinity, inter_pod_affinity.new),
+    PluginEntry(volume_binding.VolumeBinding, volume_binding.new),
+    PluginEntry(default_preemption.DefaultPreemption, default_preemption.new),
+)
+REGISTRY = IN_TREE
 
 
-def merged(*registries: Mapping[str, Factory]) -> dict[str, Factory]:
-    """One registry from several (upstream ``runtime.Registry.Merge``): a name in two is an error."""
-    out: dict[str, Factory] = {}
-    for registry in registries:
-        for name, factory in registry.items():
-            if name in out:
-                raise UsageError(f"a plugin named {name} already exists")
-            out[name] = factory
-    return out
+@functools.cache
+def default_registry() -> dict[str, PluginEntry]:
+    """The in-tree plugins merged with the installed out-of-tree ones (read once per process)."""
+    return merged(IN_TREE, entry_point_plugins())
