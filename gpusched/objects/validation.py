@@ -335,7 +335,8 @@ def _invalid_go(e: Errors, path: str, go_value: str, detail: str) -> None:
 
 
 def _quota_scopes(spec: dict[str, Any], e: Errors) -> None:
-    hard = sorted(k for k in (spec.get("hard") or {}) if isinstance(k, str))
+    quantities = spec.get("hard")
+    hard = sorted(k for k in quantities if isinstance(k, str)) if isinstance(quantities, dict) else []
     standard = [k for k in hard if "/" not in k and (k in _QUOTA_STANDARD or k.startswith(("hugepages-", "requests.hugepages-")))]
     scopes = e.items_of(spec, "scopes", "spec.scopes")
     rendered = _go_strings("core.ResourceQuotaScope", scopes)

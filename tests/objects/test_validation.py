@@ -181,6 +181,9 @@ BAD = [
      '"PreemptLowerPriority", "Never"'),
     ("quota-bad-quantity", simple("ResourceQuota", spec={"hard": {"requests.nvidia.com/gpu": "lots"}}),
      'The ResourceQuota "x" is invalid: spec.hard[requests.nvidia.com/gpu]: Invalid value: "lots": ' + QUANTITY_RE),
+    # found by test_fuzz: a non-map spec.hard reached the scopes check and raised TypeError
+    ("quota-hard-not-map", simple("ResourceQuota", spec={"hard": True}),
+     'The ResourceQuota "x" is invalid: spec.hard: Invalid value: true: must be an object'),
     ("quota-unknown", simple("ResourceQuota", spec={"hard": {"gpus": "4"}}),
      'The ResourceQuota "x" is invalid: spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for '
      "quota"),
