@@ -27,10 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpusched.policies.common import (GPU_SELECTION_KEY, GpuSelection,
-                                                       node_arrays, pod_gpu)
-from gpusched.policies.fragmentation import (FragState, FragTables, TargetShape,
-                                                              sigmoid_score)
+from gpusched.policies.common import GPU_SELECTION_KEY, GpuSelection, pod_gpu
+from gpusched.policies.fragmentation import FragState, FragTables, TargetShape, sigmoid_score
 
 if TYPE_CHECKING:
     from gpusched.objects.types import PodInfo
@@ -42,16 +40,17 @@ NAME = "PolicyFGD"
 
 @dataclass
 class ShapeScores:
-    """Per node, for one pod shape: the delta, the chosen GPU (shares) and the node version
+    """Per node, for one pod shape: the FGD score, the chosen GPU (shares) and the node version
     they were computed at (-1: never)."""
 
-    delta: np.ndarray
+    score: np.ndarray
     best_gpu: np.ndarray
     version: np.ndarray
 
     @classmethod
     def empty(cls, nodes: int) -> "ShapeScores":
-        return cls(np.zeros(nodes), np.zeros(nodes, dtype=np.int64), np.full(nodes, -1, dtype=np.int64))
+        return cls(np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64),
+                   np.full(nodes, -1, dtype=np.int64))
 
 
 class PolicyFGD:
@@ -69,18 +68,24 @@ class PolicyFGD:
         generation = snapshot.generation
         if self.frag is not None and generation == self._generation:
             return self.frag                     # nothing changed since the previous cycle
-        arrays = node_arrays(snapshot)
+        gpu_left = snapshot.gpu_free_milli
+        cpu_free = snapshot.free[:, snapshot.resources["cpu"]]
         rows = snapshot.rows_touched_since(self._mark)
-        if self.frag is None or len(self.frag.model_id) != len(arrays.model_id):
-            self.frag = FragState(FragTables(self.shapes, arrays.model_names), arrays.model_id)
+        if self.frag is None or len(self.frag.model_id) != len(gpu_left):
+            model_id = np.asarray(snapshot.gpu_model_id, dtype=np.int64)
+            self.frag = FragState(FragTables(self.shapes, list(snapshot.gpu_models)), model_id)
             self._scores.clear()
             rows = None
-        self.frag.sync(arrays.gpu_left, arrays.cpu_free, rows)
+        self.frag.sync(gpu_left, cpu_free, rows)
         self._generation, self._mark = generation, snapshot.journal_mark()
         return self.frag
 
-    def deltas(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
-        """delta = F before - F after (milli-GPU) per candidate node; writes the GPU choice."""
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+              nodes: np.ndarray) -> np.ndarray:
+        """``int(100 * sigmoid(delta / 1000))`` per candidate node (delta = F before - F after,
+        milli-GPU); for a share, writes the GPU chosen on each node under ``"gpu-selection"``."""
+        if not len(nodes):
+            return np.zeros(0, dtype=np.int64)
         frag = self._state(snapshot)
         cpu = int(pod.requests.get("cpu", 0))
         share, count = pod_gpu(pod)
@@ -93,33 +98,24 @@ class PolicyFGD:
             self._rescore(frag, cached, stale, cpu, share, count, sharing)
         if sharing:
             state.write(GPU_SELECTION_KEY, GpuSelection(nodes, cached.best_gpu[nodes][:, None]))
-        result: np.ndarray = cached.delta[nodes]
-        return result
+        scores: np.ndarray = cached.score[nodes]
+        return scores
 
-    def _rescore(self, frag: FragState, cached: ShapeScores, nodes: np.ndarray, cpu: int,
+    @staticmethod
+    def _rescore(frag: FragState, cached: ShapeScores, nodes: np.ndarray, cpu: int,
                  share: int, count: int, sharing: bool) -> None:
         before = frag.frag[nodes]
         if sharing:
+            # per GPU: the score of putting the share there (-1 where it does not fit); the node
+            # takes the first GPU with the best *integer* score (the reference's rule)
             after, valid = frag.after_share(nodes, cpu, share)
-            delta = np.where(valid, before[:, None] - after, -np.inf)
-            best = self.pick_gpu(delta, frag.gpu_left[nodes])
+            per_gpu = np.where(valid, sigmoid_score(before[:, None] - after), -1)
+            best = np.argmax(per_gpu, axis=1)
             cached.best_gpu[nodes] = best
-            cached.delta[nodes] = np.take_along_axis(delta, best[:, None], axis=1)[:, 0]
+            cached.score[nodes] = np.maximum(per_gpu[np.arange(len(nodes)), best], 0)
         else:
-            cached.delta[nodes] = before - frag.after_whole(nodes, cpu, share, count)
+            cached.score[nodes] = sigmoid_score(before - frag.after_whole(nodes, cpu, share, count))
         cached.version[nodes] = frag.version[nodes]
-
-    def pick_gpu(self, delta: np.ndarray, left: np.ndarray | None = None) -> np.ndarray:
-        """Per node, the first GPU with the best *integer* score (the reference's rule);
-        ``left`` (free milli per GPU) is for subclasses that break these ties otherwise."""
-        scores = np.where(np.isfinite(delta), sigmoid_score(np.where(np.isfinite(delta), delta, 0)), -1)
-        result: np.ndarray = np.argmax(scores, axis=1)
-        return result
-
-    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
-        if not len(nodes):
-            return np.zeros(0, dtype=np.int64)
-        return sigmoid_score(self.deltas(state, pod, snapshot, nodes))
 
 
 def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGD:

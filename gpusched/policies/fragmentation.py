@@ -69,6 +69,8 @@ class FragTables:
             for j, name in enumerate(model_names):
                 always[j, k] = bool(s.gpu_models) and name not in s.gpu_models
         self.always_idle = always
+        self.allowed = ~always                       # shape m can use the node's model
+        self.weight_total = self.weight.sum()
         self._delta_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def model_rows(self, model_id: np.ndarray) -> np.ndarray:
@@ -96,12 +98,13 @@ def fragmentation(tables: FragTables, small: np.ndarray, fits: np.ndarray, idle:
                   cpu_free: np.ndarray, model_row: np.ndarray) -> np.ndarray:
     """F_n(M) from per-node sums; leading axes of ``small``/``fits`` broadcast against the rest.
 
-    ``small``/``fits``: (..., K); ``idle``/``cpu_free``/``model_row``: (...).
+    ``small``/``fits``: (..., K); ``idle``/``cpu_free``/``model_row``: (...), or with size-1 axes
+    that broadcast against them (one value per node for all its GPUs).
     """
-    ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & ~tables.always_idle[model_row]
+    ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & tables.allowed[model_row]
     # sum_m p_m * (ok ? small : idle) = idle * sum(p) + sum_m p_m * ok * (small - idle)
     gain = np.where(ok, small - idle[..., None], 0).astype(np.float64)
-    result: np.ndarray = idle * tables.weight.sum() + gain @ tables.weight
+    result: np.ndarray = idle * tables.weight_total + gain @ tables.weight
     return result
 
 
@@ -130,9 +133,18 @@ class FragState:
         self.tables = tables
         self.model_id = np.asarray(model_id)
         self.model_row = tables.model_rows(self.model_id)
-        self.gpu_left = np.empty((0, 0), dtype=np.int64)    # copies of the last sync's inputs
-        self.cpu_free = np.empty(0, dtype=np.int64)
+        self.gpu_left = np.zeros((0, 0), dtype=np.int64)   # no node yet: the first sync fills
+        self.cpu_free = np.zeros(0, dtype=np.int64)
         self._synced = False
+        self._allocate(0)
+
+    def _allocate(self, n: int) -> None:
+        k = len(self.tables.shapes)
+        self.small = np.zeros((n, k), dtype=np.int64)
+        self.fits = np.zeros((n, k), dtype=np.int64)
+        self.idle = np.zeros(n, dtype=np.int64)
+        self.frag = np.zeros(n, dtype=np.float64)
+        self.version = np.zeros(n, dtype=np.int64)
 
     def sync(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Bring the sums up to date with ``gpu_left``/``cpu_free``; ``rows``, when given, are the
@@ -140,13 +152,8 @@ class FragState:
         if not self._synced or self.gpu_left.shape != gpu_left.shape:
             self._synced = True
             changed = np.arange(gpu_left.shape[0])
-            self.gpu_left, self.cpu_free = gpu_left.copy(), cpu_free.copy()
-            n, k = gpu_left.shape[0], len(self.tables.shapes)
-            self.small = np.zeros((n, k), dtype=np.int64)
-            self.fits = np.zeros((n, k), dtype=np.int64)
-            self.idle = np.zeros(n, dtype=np.int64)
-            self.frag = np.zeros(n, dtype=np.float64)
-            self.version = np.zeros(n, dtype=np.int64)
+            self.gpu_left, self.cpu_free = gpu_left.astype(np.int64), cpu_free.astype(np.int64)
+            self._allocate(gpu_left.shape[0])
         else:
             if rows is None:
                 diff = (self.gpu_left != gpu_left).any(axis=1) | (self.cpu_free != cpu_free)
@@ -163,12 +170,13 @@ class FragState:
 
     def recompute(self, rows: np.ndarray) -> None:
         left = self.gpu_left[rows]
-        idx = table_index(left)
-        self.small[rows] = self.tables.small[idx].sum(axis=1)
-        self.fits[rows] = self.tables.fits[idx].sum(axis=1)
-        self.idle[rows] = np.clip(left, 0, None).sum(axis=1)
-        self.frag[rows] = fragmentation(self.tables, self.small[rows], self.fits[rows],
-                                        self.idle[rows], self.cpu_free[rows], self.model_row[rows])
+        idx = np.where(left < 0, ABSENT, left)
+        small = self.tables.small[idx].sum(axis=1)
+        fits = self.tables.fits[idx].sum(axis=1)
+        idle = np.maximum(left, 0).sum(axis=1)
+        self.small[rows], self.fits[rows], self.idle[rows] = small, fits, idle
+        self.frag[rows] = fragmentation(self.tables, small, fits, idle, self.cpu_free[rows],
+                                        self.model_row[rows])
         self.version[rows] += 1
 
     # ---- hypothetical placements ---------------------------------------------------------
@@ -177,15 +185,14 @@ class FragState:
         """F_n(M) after putting a share on each GPU of each node: ``(len(nodes), G)`` and a mask
         of the GPUs that can take it (``left >= share``)."""
         left = self.gpu_left[nodes]
-        valid = left >= share
         d_small, d_fits = self.tables.deltas(share)
-        idx = table_index(left)
+        idx = np.where(left < 0, ABSENT, left)
         small = self.small[nodes][:, None, :] + d_small[idx]
         fits = self.fits[nodes][:, None, :] + d_fits[idx]
-        idle = np.broadcast_to((self.idle[nodes] - share)[:, None], left.shape)
-        cpu_after = np.broadcast_to((self.cpu_free[nodes] - cpu)[:, None], left.shape)
-        rows = np.broadcast_to(self.model_row[nodes][:, None], left.shape)
-        return fragmentation(self.tables, small, fits, idle, cpu_after, rows), valid
+        idle = (self.idle[nodes] - share)[:, None]          # (n, 1): broadcast over the GPUs
+        cpu_after = (self.cpu_free[nodes] - cpu)[:, None]
+        after = fragmentation(self.tables, small, fits, idle, cpu_after, self.model_row[nodes][:, None])
+        return after, left >= share
 
     def after_whole(self, nodes: np.ndarray, cpu: int, gpu_milli: int, num_gpu: int) -> np.ndarray:
         """F_n(M) after a CPU-only / whole-GPU / multi-GPU pod: it takes ``gpu_milli`` from the

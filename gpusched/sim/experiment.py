@@ -131,6 +131,8 @@ def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None
                                      TIE_BREAKS.get(spec.policy, ()))
     arrays = node_arrays(snapshot)
     frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id)
+    frag.observe(arrays.gpu_left, arrays.cpu_free)
+    cpu_col = snapshot.resources["cpu"]
     sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)[:limit]
     arrived = np.zeros(len(sequence), dtype=np.int64)
     used = np.zeros(len(sequence), dtype=np.int64)
@@ -143,8 +145,9 @@ def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None
         result = scheduler.schedule_one(pod_info(pod, i, name))
         if result.scheduled:
             used_milli += pod.total_gpu_milli
-            arrays = node_arrays(snapshot)
-            frag.observe(arrays.gpu_left, arrays.cpu_free, snapshot.rows_touched_since(mark))
+            # the snapshot's own views: only the touched rows are read (no per-pod copy)
+            frag.observe(snapshot.gpu_free_milli, snapshot.free[:, cpu_col],
+                         snapshot.rows_touched_since(mark))
             mark = snapshot.journal_mark()
         else:
             failed += 1

@@ -26,7 +26,7 @@ class ClusterFragmentation:
 
     def observe(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Recompute the nodes that changed; ``rows`` (optional) are the only candidates."""
-        self.state.sync(np.asarray(gpu_left, dtype=np.int64), np.asarray(cpu_free, dtype=np.int64), rows)
+        self.state.sync(gpu_left, cpu_free, rows)
 
     @property
     def amount(self) -> float:

@@ -121,13 +121,13 @@ class _State(dict):
 POD_SHAPES = [(250, 1, 2000), (500, 1, 4000), (1000, 1, 4000), (1000, 2, 8000), (0, 0, 2000)]
 
 
-def fgd_scores(plugin: PolicyFGD, snap, placed) -> tuple[list[float], list[tuple[int, ...]]]:
+def fgd_scores(plugin: PolicyFGD, snap, placed) -> tuple[list[int], list[tuple[int, ...]]]:
     state = CycleState()
     nodes = snap.all_nodes()
-    deltas = plugin.deltas(state, placed, snap, nodes)
+    scores = plugin.score(state, placed, snap, nodes)
     selection = state.read(GPU_SELECTION_KEY)
     gpus = [selection.get(int(n), ()) for n in nodes] if selection is not None else []
-    return deltas.tolist(), gpus
+    return scores.tolist(), gpus
 
 
 @settings(max_examples=40, deadline=None)
