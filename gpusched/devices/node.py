@@ -42,6 +42,7 @@ import numpy as np
 
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.mig import mig_resource_name, place, single_strategy_problem
+from gpusched.devices.mig_profiles import MigGeometry, MigProfile
 from gpusched.devices.plugin_config import (DEFAULT_CONFIG, DevicePluginConfig,
                                             DevicePluginConfigError, check_for_node)
 from gpusched.errors import UsageError
@@ -196,6 +197,22 @@ class NodeDevices:
         if milli:
             counts[RESOURCE_GPU_MILLI] = milli
         return dict(sorted(counts.items()))
+
+    @property
+    def gpu_model(self) -> GpuModel:
+        """``model`` where the caller has GPUs in hand (a node without a model has none)."""
+        if self.model is None:
+            raise UsageError(f"node {self.node_name} has no GPU model")
+        return self.model
+
+    def mig_profile(self, profile: str) -> tuple[MigGeometry, MigProfile]:
+        """The MIG geometry and the profile of one of this node's MIG devices (``build`` placed
+        them, so both exist for every device it made)."""
+        geometry = self.gpu_model.mig
+        found = geometry.find(profile) if geometry is not None else None
+        if geometry is None or found is None:
+            raise UsageError(f"node {self.node_name}: GPU model {self.gpu_model.name} has no MIG profile {profile}")
+        return geometry, found
 
     def mig_enabled(self, gpu_index: int) -> bool:
         return self._mig_enabled[gpu_index]

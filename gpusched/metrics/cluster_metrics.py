@@ -27,7 +27,7 @@ Neighbours: ``cluster_source`` (GPU states), ``cost``; ``exposition`` registers 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
                                     Metric)
@@ -36,10 +36,14 @@ from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_
                                          pending_pods)
 from gpusched.cluster.view import View
 from gpusched.devices.node import gpu_uuid
+from gpusched.devices.prices import DEFAULT_PRICES
 from gpusched.metrics import cost
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
 from gpusched.objects.quantity import QuantityError, parse_quantity
 from gpusched.objects.types import RESOURCE_GPU_MILLI
+
+if TYPE_CHECKING:
+    from gpusched.devices.node import NodeDevices
 
 PENDING_HELP = ("Number of pending pods, by the queue type. 'active' means number of pods in "
                 "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
@@ -87,7 +91,7 @@ def share_milli(pod: dict[str, Any]) -> int:
     return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
 
 
-def cut_gpus(devices) -> int:
+def cut_gpus(devices: NodeDevices) -> int:
     """How many physical GPUs of a node hold milli-GPU shares: each is taken for whole-GPU pods."""
     return len({r.gpu_index for r in devices.rows() if r.holder and r.milli and r.milli < 1000})
 
@@ -111,7 +115,7 @@ class ClusterCollector:
                  prices: dict[str, float] | None = None) -> None:
         self.view = view
         self.source = source or ClusterSource(view)
-        self.prices = prices or cost.DEFAULT_PRICES
+        self.prices = prices or DEFAULT_PRICES
 
     def collect(self) -> Iterator[Metric]:
         yield from self.scheduler_metrics()
@@ -183,18 +187,18 @@ class ClusterCollector:
         per_node: dict[tuple[str, str], float] = defaultdict(float)
         per_ns: dict[tuple[str, str], float] = defaultdict(float)
         for pod in view.list("Pod"):
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if not node_name or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             for resource, amount in _requests(pod).items():
-                per_node[(node, resource)] += amount
+                per_node[(node_name, resource)] += amount
                 per_ns[(pod["metadata"].get("namespace", "default"), resource)] += amount
         snapshot, _ = build_snapshot(view)
         for row, devices in enumerate(snapshot.devices):
             if devices is not None and devices.gpu_count and cut_gpus(devices):
                 per_node[(snapshot.names[row], "nvidia.com/gpu")] += cut_gpus(devices)
-        for (node, resource), amount in sorted(per_node.items()):
-            allocated.add_metric([node, models.get(node, ""), resource], amount)
+        for (node_name, resource), amount in sorted(per_node.items()):
+            allocated.add_metric([node_name, models.get(node_name, ""), resource], amount)
         for (ns, resource), amount in sorted(per_ns.items()):
             by_ns.add_metric([ns, resource], amount)
         yield from (allocatable, allocated, by_ns)
@@ -293,7 +297,7 @@ class ClusterCollector:
                                 value=self.view.now())
 
 
-def _free_fractions(devices) -> list[float]:
+def _free_fractions(devices: NodeDevices) -> list[float]:
     """Per physical GPU, the free share of its capacity (0..1).
 
     Whole GPU: 1 if free, else 0 (minus fractional shares: ``free_milli / 1000``); time-sliced:
@@ -309,8 +313,9 @@ def _free_fractions(devices) -> list[float]:
         if any(r.replica >= 0 for r in mine):
             out.append(sum(1 for r in mine if not r.holder) / len(mine))
         elif devices.mig_enabled(index):
-            geometry = devices.model.mig
-            slices = sum(geometry.find(r.profile).compute_slices for r in mine
+            geometry = devices.gpu_model.mig
+            assert geometry is not None     # NodeDevices.build enables MIG only on MIG models
+            slices = sum(devices.mig_profile(r.profile)[1].compute_slices for r in mine
                          if r.profile and not r.holder)
             out.append(slices / geometry.compute_slices)
         else:

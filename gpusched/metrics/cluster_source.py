@@ -33,14 +33,15 @@ devices of a node); used by ``exposition``, ``cluster_metrics`` and ``cli.monito
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.scheduling import device_inputs, node_devices_for
+from gpusched.cluster.controllers.gpu_operator import device_inputs
+from gpusched.cluster.scheduling import node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.usage import Usage
 from gpusched.cluster.view import View
@@ -49,6 +50,9 @@ from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     ANN_START_TIME)
+
+if TYPE_CHECKING:
+    from gpusched.devices.node import NodeDevices
 
 ANN_GPU_XID = "gpusched.io/gpu-xid"
 # PCI buses of a DGX A100's eight GPUs; more GPUs continue from 0xC0.
@@ -109,7 +113,7 @@ def _container(pod: dict[str, Any]) -> str:
     return str(containers[0].get("name", "")) if containers else ""
 
 
-def holdings_of(pod: dict[str, Any], devices, end: float | None, util: float | None = None) -> list[Holding]:
+def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, util: float | None = None) -> list[Holding]:
     """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``); ``util`` (%)
     overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``)."""
     meta = pod.get("metadata") or {}
@@ -134,8 +138,7 @@ def holdings_of(pod: dict[str, Any], devices, end: float | None, util: float | N
         if device is None:
             continue          # re-advertised away; the pod is not attributed any more
         if device.profile:
-            geometry = devices.model.mig
-            profile = geometry.find(device.profile)
+            geometry, profile = devices.mig_profile(device.profile)
             slices = profile.compute_slices / geometry.compute_slices
             out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, device.parent or
                                device.device_id.split("::")[0], float(start), end, util,
@@ -200,8 +203,9 @@ class ClusterSource:
         self._states = out
         return out
 
-    def _node(self, node: dict[str, Any], devices, holdings: list[Holding]):
-        name, model = node["metadata"]["name"], devices.model
+    def _node(self, node: dict[str, Any], devices: NodeDevices,
+              holdings: list[Holding]) -> list[tuple[GpuState, list[GpuSample]]]:
+        name, model = node["metadata"]["name"], devices.gpu_model
         physics = gm.physics_of(model.name)
         since = seconds_of(node["metadata"].get("creationTimestamp", ""))
         xids = _xids(node)
@@ -245,13 +249,12 @@ class ClusterSource:
             out.append((state, samples))
         return out
 
-    def _instances(self, devices, index: int, live: list[Holding], base: dict[str, Any]) -> list[GpuSample]:
-        geometry = devices.model.mig
+    def _instances(self, devices: NodeDevices, index: int, live: list[Holding], base: dict[str, Any]) -> list[GpuSample]:
         instances = sorted({(d.start, d.parent or d.device_id.split("::")[0], d.profile)
                             for d in devices.devices if d.gpu_index == index and d.profile})
         samples = []
         for position, (_start, instance_id, profile_name) in enumerate(instances, start=1):
-            profile = geometry.find(profile_name)
+            _, profile = devices.mig_profile(profile_name)
             mine = [h for h in live if h.instance == instance_id]
             util = min(100.0, sum(h.util for h in mine))
             used = min(profile.memory_mib, sum(h.memory_mib for h in mine))

@@ -33,20 +33,25 @@ the Slurm output writer (``cli.slurm_cmd``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hashlib
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.scheduling import device_inputs, node_devices_for
+from gpusched.cluster.controllers.gpu_operator import device_inputs
+from gpusched.cluster.scheduling import node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
 from gpusched.metrics.dcgm import pci_bus_id
 from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_START_TIME
+
+if TYPE_CHECKING:
+    from gpusched.devices.node import NodeDevices
+    from gpusched.metrics.cluster_source import GpuState
 
 WIDTH = 91
 NOT_RUN = 126
@@ -168,9 +173,12 @@ def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView
     held = [by_id[i] for i in ids if i in by_id]
     host_indices = sorted({d.gpu_index for d in held})
     states = {(s.node, s.gpu): s for s in ClusterSource(view).gpus()}
-    physics = gm.physics_of(devices.model.name)
-    nvml = physics.nvml_name if devices.model.name in gm.PHYSICS else devices.model.nvml_name
-    gpus, processes, visible = [], [], []
+    model = devices.gpu_model
+    physics = gm.physics_of(model.name)
+    nvml = physics.nvml_name if model.name in gm.PHYSICS else model.nvml_name
+    gpus: list[GpuView] = []
+    processes: list[Process] = []
+    visible: list[str] = []
     running = (pod.get("status") or {}).get("phase") == "Running"
     own_util = gm.pod_util(pod)
     for index, host in enumerate(host_indices):
@@ -195,9 +203,8 @@ def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView
                          tuple(visible), env)
 
 
-def _mig_views(devices, host: int, mine: list[Any], state, pod: dict[str, Any], running: bool) -> list[MigView]:
-    geometry = devices.model.mig
-    if geometry is None or not any(d.profile for d in mine):
+def _mig_views(devices: NodeDevices, host: int, mine: list[Any], state: GpuState | None, pod: dict[str, Any], running: bool) -> list[MigView]:
+    if devices.gpu_model.mig is None or not any(d.profile for d in mine):
         return []
     instances = sorted({(d.start, d.parent or d.device_id.split("::")[0], d.profile)
                         for d in devices.devices if d.gpu_index == host and d.profile})
@@ -205,7 +212,7 @@ def _mig_views(devices, host: int, mine: list[Any], state, pod: dict[str, Any], 
     out = []
     for dev, device in enumerate(sorted(mine, key=lambda d: d.start)):
         instance = device.parent or device.device_id.split("::")[0]
-        profile = geometry.find(device.profile)
+        _, profile = devices.mig_profile(device.profile)
         if state is not None and running:
             used = sum(h.memory_mib for h in state.live if h.instance == instance)
         else:
@@ -219,7 +226,7 @@ def _mig_views(devices, host: int, mine: list[Any], state, pod: dict[str, Any], 
 
 
 def _processes(index: int, mig: list[MigView], live: list[Any], pod: dict[str, Any], running: bool,
-               own_util: float, devices, host: int) -> list[Process]:
+               own_util: float, devices: NodeDevices, host: int) -> list[Process]:
     uid = (pod.get("metadata") or {}).get("uid", "")
     name = _command_name(pod)
     if mig:
@@ -234,7 +241,7 @@ def _processes(index: int, mig: list[MigView], live: list[Any], pod: dict[str, A
                                holding.memory_mib))
     if not running:
         out.append(Process(index, "N/A", "N/A", pid_of(uid), name,
-                           gm.pod_memory_mib(pod, devices.model.memory_mib)))
+                           gm.pod_memory_mib(pod, devices.gpu_model.memory_mib)))
     return out
 
 
@@ -471,8 +478,8 @@ def pod_log(view: View, pod: dict[str, Any], container: str) -> str:
     if labels.get("app") == "nvidia-device-plugin-daemonset" and container == "nvidia-device-plugin" \
             and (pod.get("status") or {}).get("phase") == "Running":
         lines += ["[gpusched: simulated output of the device plugin]", *device_plugin_log(view, pod)]
-    spec = next((c for c in (pod.get("spec") or {}).get("containers") or []
-                 if c.get("name") == container), {})
+    spec: dict[str, Any] = next((c for c in (pod.get("spec") or {}).get("containers") or []
+                                 if c.get("name") == container), {})
     words = _unwrap_shell([str(w) for w in (spec.get("command") or []) + (spec.get("args") or [])])
     started = (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
     if started and words and words[0] != "sleep":

@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import signal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from types import FrameType
+from typing import Any, Callable, Iterator, NoReturn
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -38,7 +39,7 @@ def exporter_body(source: GpuSource, available: bool) -> bytes:
     samples = source.samples()
 
     class Own:
-        def collect(self):
+        def collect(self) -> Iterator[GaugeMetricFamily]:
             yield GaugeMetricFamily("gpusched_exporter_nvml_up",
                                     "1 when NVML initialised on this host, else 0",
                                     value=1 if available else 0)
@@ -63,7 +64,7 @@ def make_server(host: str, port: int, body: Callable[[], bytes]) -> ThreadingHTT
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args) -> None:  # quiet: logging, debug level
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: logging, debug level
             log.debug("%s " + format, self.address_string(), *args)
 
     return ThreadingHTTPServer((host, port), Handler)
@@ -74,7 +75,7 @@ def serve(host: str, port: int, source: GpuSource, available: bool,
     """Serve until SIGTERM/SIGINT; ``ready(port)`` is called once listening (port 0 = any)."""
     server = make_server(host, port, lambda: exporter_body(source, available))
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise _Stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -11,6 +11,8 @@ Neighbours: ``dcgm``, ``cluster_source``, ``cluster_metrics``; called by ``serve
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, generate_latest
 
 from gpusched.metrics import dcgm
@@ -18,8 +20,12 @@ from gpusched.metrics.dcgm import CONTENT_TYPE
 from gpusched.metrics.cluster_metrics import ClusterCollector
 from gpusched.metrics.cluster_source import ClusterSource
 
+if TYPE_CHECKING:
+    from gpusched.cluster.cluster import Cluster
+    from gpusched.cluster.view import View
 
-def render_view(view, prices: dict[str, float] | None = None) -> bytes:
+
+def render_view(view: View, prices: dict[str, float] | None = None) -> bytes:
     """The exposition body for one cluster ``View``."""
     source = ClusterSource(view)
     registry = CollectorRegistry(auto_describe=False)
@@ -27,6 +33,6 @@ def render_view(view, prices: dict[str, float] | None = None) -> bytes:
     return dcgm.render(source.samples()).encode() + generate_latest(registry)
 
 
-def render_cluster(cluster, prices: dict[str, float] | None = None) -> tuple[str, bytes]:
+def render_cluster(cluster: Cluster, prices: dict[str, float] | None = None) -> tuple[str, bytes]:
     """(content type, body) of ``/metrics`` for a ``gpusched.cluster.cluster.Cluster``."""
     return CONTENT_TYPE, render_view(cluster.view(), prices)

@@ -30,7 +30,7 @@ MIB = 1 << 20
 NO_GPU_PREFIX = "no NVIDIA GPU/driver on this machine"
 
 
-def _call(fn: Callable[..., Any], *args):
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """NVML value or None when this part does not support it (or it fails)."""
     import pynvml
     try:
@@ -39,7 +39,7 @@ def _call(fn: Callable[..., Any], *args):
         return None
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -99,7 +99,7 @@ class NvmlSource:
         out = []
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            base = dict(gpu=index, uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
+            base: dict[str, Any] = dict(gpu=index, uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
                         model_name=_text(pynvml.nvmlDeviceGetName(handle)),
                         pci_bus_id=_text(pynvml.nvmlDeviceGetPciInfo(handle).busId),
                         hostname=self.hostname, driver_version=driver)
@@ -110,12 +110,12 @@ class NvmlSource:
         return out
 
 
-def device_values(handle) -> dict[str, float]:
+def device_values(handle: Any) -> dict[str, float]:     # handle: pynvml's (untyped) device handle
     """DCGM field -> value for one GPU handle (unsupported fields left out)."""
     import pynvml
     values: dict[str, float] = {}
 
-    def put(name: str, value, scale: float = 1.0) -> None:
+    def put(name: str, value: float | None, scale: float = 1.0) -> None:
         if value is not None:
             values[name] = value * scale if scale != 1.0 else value
 
@@ -148,7 +148,7 @@ def device_values(handle) -> dict[str, float]:
     return values
 
 
-def memory_values(handle) -> dict[str, float]:
+def memory_values(handle: Any) -> dict[str, float]:
     """FB free/used/reserved in MiB from the v2 struct (v1 fallback: reserved unknown)."""
     import pynvml
     info = _call(pynvml.nvmlDeviceGetMemoryInfo, handle, pynvml.nvmlMemory_v2)
@@ -161,7 +161,7 @@ def memory_values(handle) -> dict[str, float]:
     return {"DCGM_FI_DEV_FB_FREE": info.free // MIB, "DCGM_FI_DEV_FB_USED": info.used // MIB}
 
 
-def mig_samples(handle, base: dict[str, Any]) -> list[GpuSample]:
+def mig_samples(handle: Any, base: dict[str, Any]) -> list[GpuSample]:
     """One sample per MIG device of a MIG-enabled GPU (none otherwise)."""
     import pynvml
     mode = _call(pynvml.nvmlDeviceGetMigMode, handle)
