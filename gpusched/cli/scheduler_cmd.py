@@ -66,9 +66,10 @@ def profiles_for(config_path: str | None, scheduler_name: str) -> list[Any]:
             return [resolve_profile(GPUSCHED_PROFILES[scheduler_name], 0, 0)]
         return [default_profile(scheduler_name)]
     from gpusched import policies
-    from gpusched.scheduler.plugins import IN_TREE, merged
-    # the FGD study's policies are out of the scheduler layer; a served profile may still name them
-    config = load_config(config_path, merged(IN_TREE, policies.REGISTRY))
+    from gpusched.scheduler.plugins import default_registry, merged
+    # in-tree and installed out-of-tree plugins, and the FGD study's policies (they are out of
+    # the scheduler layer; a served profile may still name them)
+    config = load_config(config_path, merged(default_registry(), policies.REGISTRY))
     return [dataclasses.replace(p, scheduler_name=scheduler_name)
             if p.scheduler_name == DEFAULT_SCHEDULER_NAME else p for p in config]
 
