@@ -1,7 +1,13 @@
 """Extension points, statuses and per-cycle state of the scheduling framework.
 
 This module is the contract between the framework runner (``scheduler.runner``) and plugins
-(``scheduler.plugins.*``). It mirrors kube-scheduler's ``framework/interface.go`` with one change
+(``scheduler.plugins.*``, ``gpusched.policies``, out-of-tree ones). It mirrors kube-scheduler's
+plugin interfaces (``staging/src/k8s.io/kube-scheduler/framework/interface.go``: Plugin,
+QueueSortPlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, PreScorePlugin, ScorePlugin
+with ScoreExtensions, ReservePlugin, PermitPlugin) as typed Protocols, listed with their config
+keys in ``EXTENSION_POINTS``; ``extension_points(cls)`` reads the points a plugin class
+implements off the class. PreEnqueue, PreBind, Bind and PostBind are done by the caller
+(``CALLER_POINTS``). One change
 that makes large clusters fast: **Filter and Score are vectorised**. A Filter plugin looks at all
 candidate nodes at once and returns ``Rejection`` groups (a boolean mask over snapshot rows plus
 one reason string); a Score plugin returns an integer array for an array of node indices.

@@ -15,7 +15,7 @@ from gpusched import policies
 from gpusched.errors import UsageError
 from gpusched.scheduler.framework import (EXTENSION_POINTS, SUCCESS, FilterPlugin, ScorePlugin,
                                           contract_problems, extension_points)
-from gpusched.scheduler.plugins import IN_TREE
+from gpusched.scheduler.plugins import DECLARED, IN_TREE
 from gpusched.scheduler.profile import Framework, default_profile, gpusched_profiles, resolve_profile
 from gpusched.scheduler.registry import PluginEntry, merged, registry_of
 from gpusched.sim.experiment import POLICIES, TIE_BREAKS
@@ -141,3 +141,13 @@ def test_a_name_in_two_registries_is_an_error() -> None:
 
 def test_policies_stay_out_of_the_in_tree_registry() -> None:
     assert not set(policies.REGISTRY) & set(IN_TREE)
+
+
+@pytest.mark.parametrize("point", [*PROTOCOL, "normalize"])
+def test_declared_lists_are_what_the_classes_implement(point: str) -> None:
+    # scheduler/plugins/__init__.py DECLARED: the typed lists mypy checks against the Protocols
+    if point == "normalize":
+        implementing = {e.cls for e in IN_TREE.values() if hasattr(e.cls, "normalize")}
+    else:
+        implementing = {e.cls for e in IN_TREE.values() if point in e.points}
+    assert set(DECLARED[point]) == implementing

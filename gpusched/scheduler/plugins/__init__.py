@@ -23,6 +23,7 @@ from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_a
                                         taint_toleration)
 from gpusched.scheduler.plugins import (default_preemption, dynamic_resources, inter_pod_affinity,
                                         node_ports, pod_topology_spread, volume_binding)
+from gpusched.scheduler import framework
 from gpusched.scheduler.registry import (Factory, PluginEntry, Registry, entry_point_plugins,
                                          merged, registry_of)
 
@@ -52,3 +53,39 @@ REGISTRY = IN_TREE
 def default_registry() -> dict[str, PluginEntry]:
     """The in-tree plugins merged with the installed out-of-tree ones (read once per process)."""
     return merged(IN_TREE, entry_point_plugins())
+
+
+# upstream's `var _ framework.FilterPlugin = &NodeName{}` lines: mypy checks each class's methods
+# against the point's Protocol (arguments and results); tests/scheduler/test_plugin_contract.py
+# checks these lists against what the classes implement and every profile entry against its class.
+_QUEUE_SORT: tuple[type[framework.QueueSortPlugin], ...] = (prioritysort.PrioritySort,)
+_PRE_FILTER: tuple[type[framework.PreFilterPlugin], ...] = (
+    node_resources_fit.NodeResourcesFit, node_ports.NodePorts, volume_binding.VolumeBinding,
+    pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity,
+    dynamic_resources.DynamicResources, gpu_devices.GpuDevices)
+_FILTER: tuple[type[framework.FilterPlugin], ...] = (
+    node_unschedulable.NodeUnschedulable, node_name.NodeName, taint_toleration.TaintToleration,
+    node_affinity.NodeAffinity, node_ports.NodePorts, node_resources_fit.NodeResourcesFit,
+    volume_binding.VolumeBinding, pod_topology_spread.PodTopologySpread,
+    inter_pod_affinity.InterPodAffinity, dynamic_resources.DynamicResources,
+    gpu_devices.GpuDevices)
+_POST_FILTER: tuple[type[framework.PostFilterPlugin], ...] = (
+    dynamic_resources.DynamicResources, default_preemption.DefaultPreemption)
+_PRE_SCORE: tuple[type[framework.PreScorePlugin], ...] = (
+    balanced_allocation.BalancedAllocation, node_affinity.NodeAffinity,
+    pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity,
+    gpu_devices.GpuDevices)
+_SCORE: tuple[type[framework.ScorePlugin], ...] = (
+    taint_toleration.TaintToleration, node_affinity.NodeAffinity,
+    node_resources_fit.NodeResourcesFit, pod_topology_spread.PodTopologySpread,
+    inter_pod_affinity.InterPodAffinity, balanced_allocation.BalancedAllocation,
+    gpu_devices.GpuDevices)
+_NORMALIZE: tuple[type[framework.ScoreExtensions], ...] = (
+    taint_toleration.TaintToleration, node_affinity.NodeAffinity,
+    pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity)
+_RESERVE: tuple[type[framework.ReservePlugin], ...] = (gpu_devices.GpuDevices,)
+DECLARED: dict[str, tuple[type, ...]] = {
+    "queueSort": _QUEUE_SORT, "preFilter": _PRE_FILTER, "filter": _FILTER,
+    "postFilter": _POST_FILTER, "preScore": _PRE_SCORE, "score": _SCORE, "reserve": _RESERVE,
+    "permit": (), "normalize": _NORMALIZE,
+}
