@@ -58,19 +58,36 @@ def get(web: WebRoutes, path: str, method: str = "GET"):
     return web.handle(Request(method, path, {}, {}))
 
 
-def test_summary_cells_allocation_pending_and_history(web):
-    response = get(web, "/gpusched/v1/summary")
-    data = json.loads(response.body)
-    (node,) = data["nodes"]
-    assert (node["name"], node["model"], node["gpus"]) == ("a-1", "A100-40GB", 4)
-    assert [c.get("pod", "") for c in node["cells"]] == ["default/train", "default/train", "", ""]
+def get_json(web: WebRoutes, path: str, **query: str) -> dict:
+    response = web.handle(Request("GET", path, query, {}))
+    assert response.status == 200, response.body
+    return json.loads(response.body)
+
+
+def test_summary_groups_allocation_pending_and_history(web):
+    data = get_json(web, "/gpusched/v1/summary")
+    (group,) = data["groups"]
+    assert (group["id"], group["pool"], group["model"]) == ("a/A100-40GB", "a", "A100-40GB")
+    assert (group["nodes"], group["gpus"], group["used"], group["matching"]) == (1, 4, 2.0, 1)
+    assert group["namespaces"] == {"default": {"Running": 1}}
+    assert data["totals"] == {"nodes": 1, "gpus": 4, "pods": 2, "matching": 1, "pending": 1}
     assert data["allocation"] == 0.5 and data["fragmentation"] == 0.0
     (pending,) = data["pending"]
-    assert pending["pod"] == "default/huge"
+    assert pending["pod"] == "default/huge" and data["pendingTotal"] == 1
     assert pending["message"].startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+    assert data["namespaces"] == ["default"] and data["models"] == ["A100-40GB"]
+    assert "nodes" not in data                            # cells come one group page at a time
     assert len(data["history"]) == 1
-    again = json.loads(get(web, "/gpusched/v1/summary").body)
+    again = get_json(web, "/gpusched/v1/summary")
     assert len(again["history"]) == 1                    # same resourceVersion: no new point
+
+
+def test_nodes_page_cells(web):
+    page = get_json(web, "/gpusched/v1/summary/nodes", group="a/A100-40GB")
+    (node,) = page["nodes"]
+    assert (node["name"], node["model"], node["gpus"], page["total"]) == ("a-1", "A100-40GB", 4, 1)
+    assert [c.get("pod", "") for c in node["cells"]] == ["default/train", "default/train", "", ""]
+    assert node["cells"][0]["phase"] == "Running" and node["usage"] == [1.0, 1.0, 0.0, 0.0]
 
 
 def test_explain_endpoint(web):
@@ -82,8 +99,10 @@ def test_explain_endpoint(web):
 @pytest.mark.parametrize("path,method,code", [
     ("/", "GET", 200), ("/static/app.js", "GET", 200), ("/static/style.css", "GET", 200),
     ("/static/../routes.py", "GET", 404), ("/static/nope.js", "GET", 404),
-    ("/gpusched/v1/summary", "POST", 405), ("/gpusched/v1/explain/default", "GET", 404)],
-    ids=["index", "js", "css", "traversal", "missing", "post", "explain-short"])
+    ("/gpusched/v1/summary", "POST", 405), ("/gpusched/v1/explain/default", "GET", 404),
+    ("/gpusched/v1/summary/nodes", "GET", 400), ("/gpusched/v1/summary/other", "GET", 404)],
+    ids=["index", "js", "css", "traversal", "missing", "post", "explain-short", "nodes-no-group",
+         "unknown-sub-path"])
 def test_routes(web, path, method, code):
     assert get(web, path, method).status == code
 

@@ -3,8 +3,10 @@
 :class:`HistoryRecorder` runs one thread per ``gpusched serve``: it waits on the change feed
 (``server.feed``: the server's own writes and other processes' writes to the same state file)
 and, after a change to a kind the chart depends on (:data:`CHART_KINDS`: pods, nodes, node
-pools, ConfigMaps; Lease renewals and Events are not), reads ``summary.summary`` on the cluster
-worker and appends a point to the shared :class:`~gpusched.server.web.summary.History`.
+pools, ConfigMaps; Lease renewals and Events are not), reads the page's index (``current()``:
+``routes.WebRoutes.current``, built on the cluster worker and shared with the page's requests, so
+a summary right after a point costs no rebuild) and appends a point to the shared
+:class:`~gpusched.server.web.summary.History`.
 
 Throttled: at most one point per ``interval`` (0.5 s). Changes that arrive during the pause are
 not lost: the feed cursor has not moved past them, so the next point (trailing edge) shows the
@@ -12,8 +14,8 @@ state after all of them. A point is also recorded at start. The thread ends when
 (the server stops) or :meth:`close` is called; a reset of the state file (``gpusched reset``)
 resynchronises the cursor.
 
-Neighbours: ``server.feed`` (``wait``, ``floor``), ``server.worker`` (``read``),
-``server.web.summary`` (``summary``, ``History``); started by ``server.web.routes.mount``.
+Neighbours: ``server.feed`` (``wait``, ``floor``), ``server.web.query`` (``point``),
+``server.web.summary`` (``History``); started by ``server.web.routes.mount``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any, Callable
 
 from gpusched.errors import GpuschedError
 from gpusched.server.feed import OBJECTS
-from gpusched.server.web.summary import History, summary
+from gpusched.server.web.query import point
+from gpusched.server.web.summary import History
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +39,9 @@ WAIT_SECONDS = 1.0
 class HistoryRecorder:
     """See the module docstring. ``start()`` begins recording; ``close()`` ends it."""
 
-    def __init__(self, feed: Any, read: Callable[[Callable[[Any], Any]], Any], history: History,
+    def __init__(self, feed: Any, current: Callable[[], Any], history: History,
                  interval: float = INTERVAL_SECONDS) -> None:
-        self.feed, self.read, self.history, self.interval = feed, read, history, interval
+        self.feed, self.current, self.history, self.interval = feed, current, history, interval
         self._closed = threading.Event()
         self.cursor = 0          # the resourceVersion up to which changes have been handled
         self._thread = threading.Thread(target=self._run, name="gpusched-history", daemon=True)
@@ -80,7 +83,7 @@ class HistoryRecorder:
         if self._done():
             return False
         try:
-            self.history.record(self.read(summary))
+            self.history.record(point(self.current()))
         except GpuschedError:                       # "the server is shutting down"
             return False
         except Exception:  # noqa: BLE001 - a bug in the summary must not end the server
