@@ -4,7 +4,7 @@ raw = ``int(100 * (1 - [0.5 (cpu_left - cpu_req)/128000 + 0.5 (gpu_left_total - 
 (truncated), then ``normalize`` maps it min-max onto 0..100 across the candidate nodes
 (``(raw - min) * 100 // (max - min)``; all equal -> all 0). Example: a node left with exactly
 the pod's request scores raw 100.
-GPU selection: best fit. Neighbours: ``common``; ``framework`` Score/ScoreNormalizer.
+GPU selection: best fit. Neighbours: ``common``; ``framework`` Score/ScoreExtensions.
 """
 
 from __future__ import annotations

@@ -218,8 +218,6 @@ class ScoreExtensions(Protocol):
                   scores: np.ndarray) -> np.ndarray: ...
 
 
-ScoreNormalizer = ScoreExtensions      # the earlier name
-
 
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):

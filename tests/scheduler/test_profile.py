@@ -100,3 +100,13 @@ def test_config_errors(config, fragment):
 ], ids=lambda v: str(v))
 def test_num_feasible_nodes_to_find(nodes, percentage, expected):
     assert num_feasible_nodes_to_find(nodes, percentage) == expected
+
+
+def test_multipoint_reconfigured_default_keeps_its_place():
+    # upstream mergePluginSet (apis/config/v1/default_plugins.go): "Update the default plugin in
+    # place to preserve order"; the new weight applies at score
+    (config,) = parse_config({"profiles": [{"plugins": {"multiPoint": {
+        "enabled": [{"name": "TaintToleration", "weight": 7}]}}}]})
+    assert names(config, "filter") == names(default_profile(), "filter")
+    assert names(config, "score") == names(default_profile(), "score")
+    assert weights(config)["TaintToleration"] == 7
