@@ -218,7 +218,6 @@ class ScoreExtensions(Protocol):
                   scores: np.ndarray) -> np.ndarray: ...
 
 
-
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot", node: int) -> Status: ...
