@@ -83,31 +83,37 @@ class NodeResourcesFit:
             vec = snapshot.request_vector(pod)
         every = len(candidates) == snapshot.num_nodes       # all rows: no gather needed
         return self.rejections_for(snapshot, vec, candidates,
-                                   snapshot.free if every else snapshot.free[candidates])
+                                   snapshot.free if every else snapshot.free[candidates], every)
 
     def rejections_for(self, snapshot: Snapshot, vec: np.ndarray, candidates: np.ndarray,
-                       free: np.ndarray) -> list[Rejection]:
+                       free: np.ndarray, every: bool = False) -> list[Rejection]:
         """Filter's verdict given ``free`` (rows aligned with ``candidates``); preemption's
-        pre-check passes ``free`` plus what removing the lower-priority pods would free."""
+        pre-check passes ``free`` plus what removing the lower-priority pods would free.
+        ``every``: ``candidates`` are all rows in order, so a mask over them is one over rows."""
         too_many = free[:, PODS] < 1
         cols = self._checked(snapshot, vec)
-        short = free[:, cols] < vec[cols] if len(cols) else np.zeros((len(candidates), 0), dtype=bool)
-        failing = too_many | short.any(axis=1)
-        if not failing.any():
+        need = vec[cols]
+        short = free[:, cols] < need if len(cols) else np.zeros((len(candidates), 0), dtype=bool)
+        short_cols = short.any(axis=0)
+        if not too_many.any() and not short_cols.any():
             return []
-        unresolvable = np.zeros(len(candidates), dtype=bool)
-        if len(cols):
-            rows = candidates[failing]
-            unresolvable[failing] = (snapshot.allocatable[np.ix_(rows, cols)] < vec[cols]).any(axis=1)
+        alloc = snapshot.allocatable if every else snapshot.allocatable[candidates]
+        # a node lacking more than its whole allocatable of some resource cannot be helped by
+        # preemption (such a node always fails, so no need to restrict this to failing rows)
+        unresolvable = (alloc[:, cols] < need).any(axis=1) if len(cols) else too_many & False
+        split = bool(unresolvable.any())
         reasons = [(too_many, messages.TOO_MANY_PODS)] + [
             (short[:, j], messages.insufficient(snapshot.resource_names[cols[j]]))
-            for j in np.flatnonzero(short.any(axis=0))]
+            for j in np.flatnonzero(short_cols)]
         rejections = []
         for hit, reason in reasons:
-            for code, part in ((Code.UNSCHEDULABLE, hit & ~unresolvable),
-                               (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, hit & unresolvable)):
+            parts = ((Code.UNSCHEDULABLE, hit & ~unresolvable),
+                     (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, hit & unresolvable)) if split else \
+                ((Code.UNSCHEDULABLE, hit),)
+            for code, part in parts:
                 if part.any():
-                    rejections.append(Rejection(snapshot.mask(candidates, part), reason, code))
+                    nodes = part.copy() if every else snapshot.mask(candidates, part)
+                    rejections.append(Rejection(nodes, reason, code))
         return rejections
 
     # ---- Score ----------------------------------------------------------------------------
