@@ -64,7 +64,9 @@ class PolicyFGD:
         self._scores: dict[tuple[int, int, int], ShapeScores] = {}
         self._mark: tuple[int, int] | None = None
 
-    def _state(self, snapshot: Snapshot) -> FragState:
+    def fragmentation_state(self, snapshot: Snapshot) -> FragState:
+        """The per-node fragmentation sums, synced with ``snapshot`` (only touched rows are
+        recomputed); the experiment metric reads them too rather than keeping a second copy."""
         generation = snapshot.generation
         if self.frag is not None and generation == self._generation:
             return self.frag                     # nothing changed since the previous cycle
@@ -86,7 +88,7 @@ class PolicyFGD:
         milli-GPU); for a share, writes the GPU chosen on each node under ``"gpu-selection"``."""
         if not len(nodes):
             return np.zeros(0, dtype=np.int64)
-        frag = self._state(snapshot)
+        frag = self.fragmentation_state(snapshot)
         cpu = int(pod.requests.get("cpu", 0))
         share, count = pod_gpu(pod)
         sharing = count == 1 and share < 1000

@@ -31,6 +31,7 @@ import numpy as np
 
 MILLI = 1000
 ABSENT = MILLI + 1          # table row for a GPU slot the node does not have (free milli -1)
+DEDUPE_AT = 64              # after_share on this many nodes or more computes each state once
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +184,19 @@ class FragState:
 
     def after_share(self, nodes: np.ndarray, cpu: int, share: int) -> tuple[np.ndarray, np.ndarray]:
         """F_n(M) after putting a share on each GPU of each node: ``(len(nodes), G)`` and a mask
-        of the GPUs that can take it (``left >= share``)."""
+        of the GPUs that can take it (``left >= share``). Nodes in the same state (model, free
+        CPU, free milli per GPU) get the same values, so many nodes are computed once per state
+        (each node's values come from its own matrix-vector product either way)."""
+        if len(nodes) >= DEDUPE_AT:
+            key = np.column_stack((self.model_row[nodes], self.cpu_free[nodes], self.gpu_left[nodes]))
+            _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+            if len(first) < len(nodes):
+                after, valid = self._after_share(nodes[first], cpu, share)
+                inverse = inverse.reshape(-1)
+                return after[inverse], valid[inverse]
+        return self._after_share(nodes, cpu, share)
+
+    def _after_share(self, nodes: np.ndarray, cpu: int, share: int) -> tuple[np.ndarray, np.ndarray]:
         left = self.gpu_left[nodes]
         d_small, d_fits = self.tables.deltas(share)
         idx = np.where(left < 0, ABSENT, left)

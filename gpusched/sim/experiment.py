@@ -34,7 +34,9 @@ from gpusched.errors import UsageError
 from gpusched.policies import (bestfit, dotprod, fgd, gpuclustering, gpupacking, random,
                                saturated_first)
 from gpusched.policies.common import node_arrays
+from gpusched.policies.fragmentation import TargetShape
 from gpusched.scheduler.framework import ScheduleResult
+from gpusched.scheduler.runner import Scheduler
 from gpusched.scheduler.snapshot import Snapshot
 from gpusched.sim.alibaba import (TraceNode, TracePod, load_nodes, load_pods, node_info, pod_info,
                                   workload_name)
@@ -129,26 +131,20 @@ def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None
     args = {"seed": spec.seed, "target_workload": shapes, **POLICY_ARGS.get(spec.policy, {})}
     scheduler = experiment_scheduler(snapshot, POLICIES[spec.policy][1], args,
                                      TIE_BREAKS.get(spec.policy, ()))
-    arrays = node_arrays(snapshot)
-    frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id)
-    frag.observe(arrays.gpu_left, arrays.cpu_free)
-    cpu_col = snapshot.resources["cpu"]
+    metric = Metric(scheduler, snapshot, shapes)
+    frag = metric.frag
     sequence = tuned_sequence(pods, spec.seed, spec.tune, capacity)[:limit]
     arrived = np.zeros(len(sequence), dtype=np.int64)
     used = np.zeros(len(sequence), dtype=np.int64)
     amount = np.zeros(len(sequence))
     idle = np.zeros(len(sequence))
     arrived_milli = used_milli = failed = 0
-    mark = snapshot.journal_mark()
     for i, (pod, name) in enumerate(sequence):
         arrived_milli += pod.total_gpu_milli
         result = scheduler.schedule_one(pod_info(pod, i, name))
         if result.scheduled:
             used_milli += pod.total_gpu_milli
-            # the snapshot's own views: only the touched rows are read (no per-pod copy)
-            frag.observe(snapshot.gpu_free_milli, snapshot.free[:, cpu_col],
-                         snapshot.rows_touched_since(mark))
-            mark = snapshot.journal_mark()
+            metric.observe()
         else:
             failed += 1
         arrived[i], used[i], amount[i], idle[i] = arrived_milli, used_milli, frag.amount, frag.idle
@@ -158,6 +154,35 @@ def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None
              len(sequence), failed)
     return RunResult(workload_name(spec.pods_csv), label, spec.tune, spec.seed, capacity // 1000,
                      *discretise(arrived, used, amount, idle, capacity), pods=len(sequence), failed=failed)
+
+
+class Metric:
+    """The cluster fragmentation after every placement: the FGD policy's own per-node sums when
+    the profile runs FGD with the run's target workload (the same numbers, computed once),
+    else a ``ClusterFragmentation`` that recomputes the rows the snapshot journal names."""
+
+    def __init__(self, scheduler: Scheduler, snapshot: Snapshot, shapes: list[TargetShape]) -> None:
+        self.snapshot = snapshot
+        plugins = next(iter(scheduler.frameworks.values())).plugins
+        policy = plugins.get(fgd.NAME)
+        self.policy = policy if isinstance(policy, fgd.PolicyFGD) and policy.shapes == shapes else None
+        arrays = node_arrays(snapshot)
+        shared = self.policy.fragmentation_state(snapshot) if self.policy is not None else None
+        self.frag = ClusterFragmentation(shapes, arrays.model_names, arrays.model_id, shared)
+        if shared is None:
+            self.frag.observe(arrays.gpu_left, arrays.cpu_free)
+        self.cpu_col = snapshot.resources["cpu"]
+        self.mark = snapshot.journal_mark()
+
+    def observe(self) -> None:
+        if self.policy is not None:
+            self.policy.fragmentation_state(self.snapshot)
+            return
+        # the snapshot's own views: only the touched rows are read (no per-pod copy)
+        snapshot = self.snapshot
+        self.frag.observe(snapshot.gpu_free_milli, snapshot.free[:, self.cpu_col],
+                          snapshot.rows_touched_since(self.mark))
+        self.mark = snapshot.journal_mark()
 
 
 def decision_lines(spec: RunSpec, limit: int | None = None) -> list[str]:

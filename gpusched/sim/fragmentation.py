@@ -20,9 +20,12 @@ from gpusched.policies.fragmentation import (FragState, FragTables, TargetShape,
 class ClusterFragmentation:
     """Incremental cluster fragmentation amount and ratio for one target workload."""
 
-    def __init__(self, shapes: list[TargetShape], model_names: list[str], model_id: np.ndarray) -> None:
-        self.tables = FragTables(shapes, model_names)
-        self.state = FragState(self.tables, np.asarray(model_id))
+    def __init__(self, shapes: list[TargetShape], model_names: list[str], model_id: np.ndarray,
+                 state: FragState | None = None) -> None:
+        """``state``: the FGD policy's own sums for the same shapes, kept in sync by the policy
+        (``PolicyFGD.fragmentation_state``); then ``observe`` is never needed."""
+        self.tables = state.tables if state is not None else FragTables(shapes, model_names)
+        self.state = state if state is not None else FragState(self.tables, np.asarray(model_id))
 
     def observe(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Recompute the nodes that changed; ``rows`` (optional) are the only candidates."""
