@@ -37,10 +37,10 @@ import json
 import logging
 import queue
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from kubernetes import client, config, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from gpusched.backends.secondary import BIND, KINDS, PREEMPT, UNSCHEDULABLE, Decision, SchedulerState
 from gpusched.cluster.scheduling import PREEMPT_MESSAGE, set_condition
@@ -57,7 +57,8 @@ MERGE_PATCH = "application/merge-patch+json"
 def connect(kubeconfig: str) -> client.ApiClient:
     """An API client for the kubeconfig's current context; a bad file is a ``UsageError``."""
     try:
-        return config.new_client_from_config(config_file=kubeconfig)
+        api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
+        return api_client
     except (config.ConfigException, OSError, ValueError, TypeError) as exc:
         raise UsageError(f"kubeconfig {kubeconfig}: {exc}".splitlines()[0]) from None
 
@@ -69,7 +70,18 @@ def timestamp(seconds: float, micro: bool = False) -> str:
 
 
 def _raw(response: Any) -> dict[str, Any]:
-    return json.loads(response.data or b"{}")
+    body: dict[str, Any] = json.loads(response.data or b"{}")
+    return body
+
+
+_T = TypeVar("_T")
+
+
+def _built(model: _T | None) -> _T:
+    """A client model from ``from_dict``, which returns None only for a None input."""
+    if model is None:
+        raise ValueError("from_dict returned None for a dict")
+    return model
 
 
 class KubeApi:
@@ -83,8 +95,10 @@ class KubeApi:
     # ---- reading ------------------------------------------------------------------------------
 
     def _lister(self, kind: str) -> Callable[..., Any]:
-        return {"Node": self.core.list_node, "Pod": self.core.list_pod_for_all_namespaces,
-                "ConfigMap": self.core.list_config_map_for_all_namespaces}[kind]
+        listers: dict[str, Callable[..., Any]] = {
+            "Node": self.core.list_node, "Pod": self.core.list_pod_for_all_namespaces,
+            "ConfigMap": self.core.list_config_map_for_all_namespaces}
+        return listers[kind]
 
     def list(self, kind: str) -> tuple[list[dict[str, Any]], str]:
         """Every object of ``kind`` (with kind/apiVersion filled in) and the list's resourceVersion."""
@@ -121,10 +135,10 @@ class KubeApi:
 
     def bind(self, pod: dict[str, Any], node: str) -> None:
         meta = pod["metadata"]
-        body = client.V1Binding.from_dict({
+        body = _built(client.V1Binding.from_dict({
             "apiVersion": "v1", "kind": "Binding",
             "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}))
         # Raw response: the server answers a Status, which V1Binding cannot deserialize.
         self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body,
                                                 _preload_content=False)
@@ -148,7 +162,7 @@ class KubeApi:
     def record_event(self, pod: dict[str, Any], reason: str, message: str, type_: str = "Normal") -> None:
         meta = pod["metadata"]
         now = self.clock()
-        body = client.CoreV1Event.from_dict({
+        body = _built(client.CoreV1Event.from_dict({
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{int(now * 1e9):x}", "namespace": meta["namespace"]},
             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
@@ -157,7 +171,7 @@ class KubeApi:
             "reason": reason, "message": message, "type": type_, "count": 1,
             "source": {"component": COMPONENT},
             "firstTimestamp": timestamp(now), "lastTimestamp": timestamp(now),
-            "reportingComponent": COMPONENT, "reportingInstance": COMPONENT})
+            "reportingComponent": COMPONENT, "reportingInstance": COMPONENT}))
         try:
             self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False)
         except ApiException as exc:       # events are best effort, as upstream's recorder
@@ -283,7 +297,7 @@ class LeaderElector:
 
     def _write(self, lease: dict[str, Any], create: bool) -> bool:
         """Create or replace (with the resourceVersion read); False when another write won."""
-        coord, body = self.api.coordination, client.V1Lease.from_dict(lease)
+        coord, body = self.api.coordination, _built(client.V1Lease.from_dict(lease))
         try:
             if create:
                 coord.create_namespaced_lease(self.namespace, body, _preload_content=False)

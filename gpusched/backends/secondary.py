@@ -24,6 +24,7 @@ driven by ``backends.kube``.
 
 from __future__ import annotations
 
+import builtins
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -85,7 +86,7 @@ class ObjectCache:
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         return self.objects[kind].get((namespace, name))
 
-    def unbound_pods(self) -> list[dict[str, Any]]:
+    def unbound_pods(self) -> builtins.list[dict[str, Any]]:     # builtins: self.list shadows list
         """Unfinished pods without ``spec.nodeName`` (``View.unbound_pods``; a scan here)."""
         return [p for p in self.list("Pod") if not (p.get("spec") or {}).get("nodeName")
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
@@ -181,6 +182,8 @@ class SchedulerState:
 
     def _place(self, uid: str, pod: dict[str, Any] | None) -> None:
         """Move the pod in the snapshot to where the API (or our assumption) says it is."""
+        if self.scheduler is None:
+            return
         snapshot = self.scheduler.snapshot
         want = None
         if pod is not None and not is_terminal(pod):
@@ -196,7 +199,7 @@ class SchedulerState:
         if have is not None:
             snapshot.remove_pod(uid)
             self.epoch += 1                          # capacity freed: retry the pending pods
-        if want is not None:
+        if want is not None and pod is not None:      # want is set only for a pod
             info = pod_info(pod, self._seq_of(uid))
             devices = snapshot.devices[snapshot.index[want]]
             try:

@@ -37,7 +37,7 @@ import numpy as np
 from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.controllers.gpu_operator import DeviceInputs, device_inputs
-from gpusched.cluster.view import View
+from gpusched.cluster.view import ObjectSource, View
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import selector_from_dict
@@ -46,6 +46,8 @@ from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 
 if TYPE_CHECKING:
     from gpusched.scheduler.runner import Scheduler
+    from gpusched.devices.node import NodeDevices
+    from gpusched.scheduler.framework import ScheduleResult
     from gpusched.scheduler.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -81,12 +83,12 @@ def _creation_key(pod: dict[str, Any]) -> tuple[Any, ...]:
             meta["name"])
 
 
-def bound_pods(view: View) -> list[dict[str, Any]]:
+def bound_pods(view: ObjectSource) -> list[dict[str, Any]]:
     return [p for p in view.list("Pod")
             if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
 
 
-def build_snapshot(view: View):
+def build_snapshot(view: ObjectSource) -> tuple[Snapshot, dict[str, int]]:
     """A Snapshot of every node and every bound, unfinished pod (with its devices held)."""
     from gpusched.scheduler.snapshot import Snapshot
     snapshot = Snapshot()
@@ -111,7 +113,7 @@ def build_snapshot(view: View):
     return snapshot, order
 
 
-def _remapped(devices, info: PodInfo) -> DeviceAssignment:
+def _remapped(devices: NodeDevices, info: PodInfo) -> DeviceAssignment:
     """Devices standing in for a running pod's after a re-advertisement removed its device IDs.
 
     A plugin restart (new sharing config or MIG layout) does not stop running pods: they keep
@@ -141,7 +143,7 @@ def node_devices(view: View, node_name: str) -> Any:
 
 # ---- scheduling --------------------------------------------------------------------------------
 
-def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None):
+def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None) -> Scheduler:
     """The default profile(s) over ``snapshot``, seeded from (seed, resourceVersion), with the
     PodDisruptionBudgets handed to DefaultPreemption. With ``order`` (from ``build_snapshot``),
     pending pods that carry ``status.nominatedNodeName`` are registered as nominated, so they
@@ -171,7 +173,7 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
     return scheduler
 
 
-def pending_pods(view: View, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict[str, Any]]:
+def pending_pods(view: ObjectSource, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict[str, Any]]:
     """Unbound, unfinished pods for these schedulers, in queue order. Pods naming another
     scheduler are left alone, as upstream kube-scheduler leaves them to that scheduler."""
     pods = [p for p in view.unbound_pods()      # an index: no scan of the bound pods
@@ -224,7 +226,7 @@ ATTEMPT_BUCKETS = tuple(0.001 * 2 ** i for i in range(15))
 VICTIM_BUCKETS = tuple(float(2 ** i) for i in range(7))
 
 
-def record_attempt(view: View, scheduler: Scheduler, result, seconds: float) -> None:
+def record_attempt(view: View, scheduler: Scheduler, result: ScheduleResult, seconds: float) -> None:
     """Count one scheduling attempt in ``view.stats`` (persisted, so ``/metrics`` of any process
     sees every CLI call's attempts): by result and profile, its real duration in the histogram
     buckets above, and preemption attempts (PostFilter ran) and victims (a candidate was chosen).
@@ -288,7 +290,7 @@ def record_failure(view: View, pod: dict[str, Any], message: str, nominated: str
     view.record_event(new, "FailedScheduling", message, "Warning", SCHEDULER_NAME)
 
 
-def preempt(view: View, pod: dict[str, Any], result) -> None:
+def preempt(view: View, pod: dict[str, Any], result: ScheduleResult) -> None:
     """Act on a preemption decision (nvidia-gpu-stack.md 7.6 step 5)."""
     node = result.nominated_node
     preemptor_uid = pod["metadata"]["uid"]

@@ -18,7 +18,7 @@ Neighbours: built and written by ``cluster.cluster``; read by admission, control
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import builtins
 import copy
@@ -31,6 +31,15 @@ from gpusched.cluster.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
+
+
+class ObjectSource(Protocol):
+    """What the scheduling helpers read: a ``View``, or the secondary scheduler's cache of the
+    objects it watches through a real API server (``backends.secondary.ObjectCache``)."""
+
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[dict[str, Any]]: ...
+
+    def unbound_pods(self) -> builtins.list[dict[str, Any]]: ...
 # Kinds whose changes can make a pending pod schedulable (the scheduler retries its pods).
 EPOCH_KINDS = frozenset({"Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
 

@@ -23,7 +23,7 @@ by objects.validation, scheduler plugins, cluster controllers, the CLI and the A
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, overload
 
 from gpusched.errors import UsageError
 from gpusched.objects.names import label_value_errors, qualified_name_errors
@@ -109,6 +109,12 @@ def requirement_from_dict(d: Mapping[str, Any]) -> Requirement:
                        tuple(str(v) for v in values) if isinstance(values, (list, tuple)) else ())
 
 
+@overload
+def selector_from_dict(d: Mapping[str, Any]) -> LabelSelector: ...
+@overload
+def selector_from_dict(d: None) -> None: ...
+@overload
+def selector_from_dict(d: Mapping[str, Any] | None) -> LabelSelector | None: ...
 def selector_from_dict(d: Mapping[str, Any] | None) -> LabelSelector | None:
     """metav1.LabelSelector dict -> LabelSelector; ``None`` stays ``None`` (selects nothing)."""
     if d is None:

@@ -23,7 +23,7 @@ DEFAULT_POLICIES = "random,dotprod,clustering,packing,bestfit,fgd"
 PUBLISHED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fgd-published"
 
 
-def add_commands(subparsers) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     experiment = subparsers.add_parser("experiment", help="run trace-driven experiments")
     kinds = experiment.add_subparsers(dest="experiment_kind", required=True)
     fgd = kinds.add_parser("fgd", help="the FGD (ATC '23) protocol on an Alibaba GPU trace")

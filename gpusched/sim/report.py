@@ -21,9 +21,13 @@ import multiprocessing
 import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from gpusched.sim.experiment import POINTS, RunResult, RunSpec, run
+
+if TYPE_CHECKING:
+    import numpy as np
+    from matplotlib.axes import Axes
 
 HEADER = ["workload", "sc_policy", "tune", "seed", "total_gpus"] + [str(i) for i in range(POINTS)]
 FILES = {"allocation.csv": "allocation", "fragmentation.csv": "fragmentation",
@@ -104,13 +108,14 @@ def _nanmean(values: list[float]) -> float:
     return sum(present) / len(present) if present else float("nan")
 
 
-def summary_rows(results: Iterable[RunResult], published: dict[str, Any]) -> list[dict[str, Any]]:
+def summary_rows(results: Iterable[RunResult],
+                 published: dict[tuple[str, str], dict[int, float]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for r in results:
         groups[(r.workload, r.policy)].append(r)
     rows = []
     for (workload, policy), runs in sorted(groups.items()):
-        row = {"workload": workload, "policy": policy, "seeds": len(runs)}
+        row: dict[str, Any] = {"workload": workload, "policy": policy, "seeds": len(runs)}
         for point in (100, 130):
             row[f"alloc{point}"] = sum(r.allocation[point] for r in runs) / len(runs)
             row[f"published{point}"] = published.get((workload, policy), {}).get(point)
@@ -211,7 +216,7 @@ def write_plots(results: Iterable[RunResult], out: str | Path,
     return paths
 
 
-def _fit_y(ax, series, x, window: tuple[int, int]) -> None:
+def _fit_y(ax: Axes, series: Sequence[Any], x: np.ndarray, window: tuple[int, int]) -> None:
     """Scale the zoomed panel's y axis to the data inside the window."""
     import numpy as np
 

@@ -43,7 +43,7 @@ def shape_counts(pods: list[TracePod]) -> list[ShapeCount]:
     """Distinct shapes by decreasing count; equal counts keep their first appearance order."""
     keys = [(p.cpu_milli or NON_ZERO_CPU, p.gpu_milli, p.num_gpu, p.gpu_spec) for p in pods]
     counts = Counter(keys)
-    first = {}
+    first: dict[tuple[int, int, int, str], int] = {}
     for i, key in enumerate(keys):
         first.setdefault(key, i)
     ordered = sorted(counts, key=lambda k: (-counts[k], first[k]))

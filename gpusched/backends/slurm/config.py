@@ -35,7 +35,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from gpusched.devices.catalog import lookup_model
+from gpusched.devices.catalog import GpuModel, lookup_model
 from gpusched.devices.mig import MIG_CONFIG_LABEL, layout_for
 from gpusched.errors import GpuschedError
 from gpusched.objects.node import node_info
@@ -121,7 +121,7 @@ def slurm_node(node: Mapping[str, Any], by_purpose: bool) -> SlurmNode:
                      partition_names(node, by_purpose), info.unschedulable)
 
 
-def _gres_entries(node: Mapping[str, Any], model, name: str, count: int) -> list[GresEntry]:
+def _gres_entries(node: Mapping[str, Any], model: GpuModel | None, name: str, count: int) -> list[GresEntry]:
     meta = node.get("metadata") or {}
     mig_config = (meta.get("labels") or {}).get(MIG_CONFIG_LABEL, "")
     strategy = (meta.get("annotations") or {}).get(MIG_STRATEGY_ANNOTATION, "none")

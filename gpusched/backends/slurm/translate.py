@@ -34,6 +34,7 @@ from gpusched.devices.catalog import lookup_model
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.pod import pod_info
 from gpusched.objects.sbatch import gres_type
+from gpusched.objects.types import PodInfo
 
 GPU_TYPE_KEYS = ("gpu-type", "nvidia.com/gpu.product", "gpusched.io/gpu-model")
 _KNOWN_SPEC = {"containers", "restartPolicy", "nodeSelector", "affinity", "priorityClassName",
@@ -113,7 +114,7 @@ def translate(obj: Mapping[str, Any], priority_values: Mapping[str, int] | None 
     return SbatchRequest(name, tuple(options), script, tuple(warnings))
 
 
-def _gpu_models(info) -> tuple[list[str], list[str]]:
+def _gpu_models(info: PodInfo) -> tuple[list[str], list[str]]:
     """GRES types allowed by the selector/affinity/annotation, and warnings for other labels."""
     warnings = []
     values: list[str] = []
@@ -139,7 +140,7 @@ def _gpu_models(info) -> tuple[list[str], list[str]]:
     return sorted(set(types)), warnings
 
 
-def _gres_options(info, models: list[str], warnings: list[str]) -> list[str]:
+def _gres_options(info: PodInfo, models: list[str], warnings: list[str]) -> list[str]:
     gpus = info.requests.get("nvidia.com/gpu", 0)
     mig = {k.removeprefix("nvidia.com/mig-"): v for k, v in info.requests.items()
            if k.startswith("nvidia.com/mig-")}
@@ -199,7 +200,7 @@ def _script(containers: list[Any], warnings: list[str]) -> tuple[str, list[str]]
     return body, ([f"--export=ALL,{','.join(env_pairs)}"] if env_pairs else [])
 
 
-def _unsupported(info, spec: Mapping[str, Any]) -> list[str]:
+def _unsupported(info: PodInfo, spec: Mapping[str, Any]) -> list[str]:
     warnings = [f"toleration {t.key or '*'}{'=' + t.value if t.value else ''}"
                 f"{':' + t.effect if t.effect else ''}: Slurm has no taints (ignored)"
                 for t in info.tolerations]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusched.cluster.controllers.common import owner_reference, set_status
-from gpusched.cluster.view import View
+from gpusched.cluster.view import ObjectSource, View
 from gpusched.devices.operator import (COMPONENTS, DEPLOY_LABEL, DEVICE_PLUGIN,
                                        OPERATOR_NAMESPACE, Component, PolicyConfig,
                                        active_policy, policy_config)
@@ -58,6 +58,8 @@ def reconcile(view: View) -> None:
     if policy is None:
         return
     config = policy_config(policy)
+    if config is None:          # only for an empty policy, which active_policy never returns
+        return
     for other in policies:
         if other is not policy:
             _set_state(view, other, "ignored")
@@ -184,7 +186,7 @@ def loaded_config(view: View, config: PolicyConfig) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
-def pinned_configmaps(view: View, config: PolicyConfig | None) -> dict[str, dict[str, Any] | None]:
+def pinned_configmaps(view: ObjectSource, config: PolicyConfig | None) -> dict[str, dict[str, Any] | None]:
     """Node name -> the device-plugin ConfigMap its newest running plugin pod loaded (None: the
     ConfigMap did not exist). Nodes without such a pod, or whose pod loaded another ConfigMap
     than the policy now names, are absent (the live ConfigMap applies)."""
@@ -243,7 +245,7 @@ class DeviceInputs:
         return configmaps_for(self.configmaps, self.pinned, name)
 
 
-def device_inputs(view: View) -> DeviceInputs:
+def device_inputs(view: ObjectSource) -> DeviceInputs:
     body = active_policy(view.list("ClusterPolicy"))
     config = policy_config(body)
     return DeviceInputs(view.list("ConfigMap"), config, pinned_configmaps(view, config),
