@@ -14,7 +14,7 @@ import argparse
 import re
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from gpusched import __version__
 from gpusched.cli.columns import event_time, table_rows
@@ -22,11 +22,14 @@ from gpusched.cli.output import Clock, as_list, render_table, resource_name, to_
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 
+if TYPE_CHECKING:
+    from gpusched.cluster.cluster import Cluster
+
 DEFAULT_NAMESPACE = "default"
 
 
 @contextmanager
-def open_cluster(args: argparse.Namespace, dry_run: str = "none") -> Iterator["object"]:
+def open_cluster(args: argparse.Namespace, dry_run: str = "none") -> Iterator[Cluster]:
     """The cluster of ``--state``; with ``dry_run`` ``client`` or ``server`` every write is
     validated and admitted, then rolled back (``Cluster.dry_run``)."""
     from gpusched.cluster.cluster import Cluster
@@ -387,7 +390,7 @@ def cmd_advance(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         cluster.advance(seconds)
         now = cluster.timestamp()
-        from gpusched.cli.slurm_cmd import write_job_outputs   # sbatch jobs' slurm-%j.out
+        from gpusched.cli.job_outputs import write_job_outputs   # sbatch jobs' slurm-%j.out
         write_job_outputs(cluster)
     print(f"clock advanced by {format_duration(seconds)}, now {now}")
     return 0

@@ -4,12 +4,13 @@ Each scenario starts from a fresh cluster (``reset``, then ``examples/cluster.ya
 ``examples/priority-classes.yaml``), runs the commands a person would type, prints each command
 with its output (or the lines of it that matter, e.g. the FailedScheduling and Preempted events),
 and says what happened and why. The state lives in a temporary directory, never in the user's
-state file. Commands run in-process through ``cli.main.main``, so the whole tour takes seconds.
+state file. Commands run in-process through the ``command`` :func:`run_demo` is given
+(``cli.main.main``), so the whole tour takes seconds.
 
 Exit code: 0 when every step behaved as the scenario expects (errors only where a refusal is the
 point), 1 otherwise.
 
-Neighbours: ``cli.main`` (the commands), ``examples/`` (the manifests).
+Neighbours: ``cli.main`` (calls :func:`run_demo` with itself), ``examples/`` (the manifests).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from gpusched.errors import UsageError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASE = ("apply", "-f", "examples/cluster.yaml", "-f", "examples/priority-classes.yaml")
 KEY_EVENTS = ("FailedScheduling", "Preempted", "Killing", "DeadlineExceeded", "Evicted")
+Command = Callable[[list[str]], int]     # gpusched's main(argv) -> exit code
 
 
 @dataclass(frozen=True)
@@ -131,12 +134,10 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
-def _run(state: str, args: tuple[str, ...]) -> tuple[int, str, str]:
-    from gpusched.cli.main import main
-
+def _run(command: Command, state: str, args: tuple[str, ...]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["--state", state, *args])
+        code = command(["--state", state, *args])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -152,9 +153,9 @@ def _show(text: str, grep: tuple[str, ...], section: str = "") -> None:
         print(f"    {line}")
 
 
-def _step(state: str, step: Step) -> bool:
+def _step(command: Command, state: str, step: Step) -> bool:
     print(f"  $ gpusched {' '.join(step.args)}")
-    code, out, err = _run(state, step.args)
+    code, out, err = _run(command, state, step.args)
     _show(out, step.grep, step.section)
     _show(err, ())
     ok = (code != 0) == step.expect_error
@@ -163,8 +164,9 @@ def _step(state: str, step: Step) -> bool:
     return ok
 
 
-def run_demo() -> int:
-    """Walk through every scenario; returns 0 when all steps behaved as expected."""
+def run_demo(command: Command) -> int:
+    """Walk through every scenario, running each step with ``command``; returns 0 when all
+    steps behaved as expected."""
     if not (EXAMPLES / "cluster.yaml").is_file():
         raise UsageError(f"examples not found at {EXAMPLES} (the demo runs from a source checkout)")
     failures = 0
@@ -177,11 +179,11 @@ def run_demo() -> int:
             print(textwrap.fill(scenario.intro, 100, initial_indent="  ", subsequent_indent="  "))
             if scenario.fresh:
                 for args in (("reset",), BASE):
-                    code, _, err = _run(state, args)
+                    code, _, err = _run(command, state, args)
                     if code:
                         print(f"  !! setting up the cluster failed: {err.strip()}")
                         failures += 1
-            failures += sum(not _step(state, step) for step in scenario.steps)
+            failures += sum(not _step(command, state, step) for step in scenario.steps)
             print(textwrap.fill("Why: " + scenario.why, 100, initial_indent="  ", subsequent_indent="  "))
             print()
     print("demo finished" + (f" with {failures} unexpected result(s)" if failures else ": all steps as expected"))

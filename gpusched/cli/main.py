@@ -241,7 +241,7 @@ def _run_completion(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from gpusched.cli.demo import run_demo
 
-    return run_demo()
+    return run_demo(main)
 
 
 SIM_COMMANDS = ("experiment", "sweep", "import")

@@ -34,7 +34,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], namesp
 def _rows(view, namespace: str | None, prices):
     from gpusched.cluster.controllers.vpa import _key
     from gpusched.cluster.gpu_fit import fit
-    from gpusched.cluster.scheduling import device_inputs, node_devices_for
+    from gpusched.cluster.device_inputs import device_inputs, node_devices_for
     inputs = device_inputs(view)
     cpu, gpu = [], []
     states = view.stats.get("vpa", {})

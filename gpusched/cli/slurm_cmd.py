@@ -24,6 +24,7 @@ import os
 import sys
 from typing import Any, Sequence
 
+from gpusched.cli.job_outputs import write_job_outputs
 from gpusched.errors import UsageError
 
 SQUEUE_WIDTHS = (18, 9, 8, 8, 2, 10, 6)
@@ -80,25 +81,6 @@ def cmd_sbatch(args: argparse.Namespace) -> int:
         write_job_outputs(cluster)
     print(f"Submitted batch job {job_id}")
     return 0
-
-
-def write_job_outputs(cluster) -> None:
-    """Write the output files (``slurm-%j.out``) of sbatch jobs that started or timed out since
-    the last call (``metrics.slurm_output``); a file that cannot be written is one warning."""
-    from gpusched.metrics.slurm_output import ANN_OUTPUT_STATE, pending_outputs
-
-    with cluster.writing(settle=False) as view:
-        for write in pending_outputs(view):
-            try:
-                if write.text or not write.append:
-                    with open(write.path, "a" if write.append else "w", encoding="utf-8") as out:
-                        out.write(write.text)
-            except OSError as err:
-                print(f"warning: cannot write {write.path}: {err.strerror}", file=sys.stderr)
-            pod = view.copy("Pod", write.pod, write.namespace)
-            if pod is not None:
-                pod["metadata"].setdefault("annotations", {})[ANN_OUTPUT_STATE] = write.state
-                view.update(pod)
 
 
 def format_squeue(rows: Sequence[Any]) -> str:

@@ -3,7 +3,7 @@
 Switched on by the ConfigMap ``kube-system/gpusched-scheduler``, key ``mode``:
 
 - ``default`` (or no ConfigMap): kube-scheduler's order: any pod that fits starts, no
-  reservations (``cluster.scheduling.schedule_pending`` as always);
+  reservations (``cluster.scheduling_pass.schedule_pending`` as always);
 - ``backfill``: Slurm's sched/backfill (EASY for depth 1). Pending pods go in queue order
   (priority, then creation). The first ``backfillDepth`` pods (key ``backfillDepth``, default 1,
   at least 1; Slurm's ``bf_max_job_test``) that cannot start now get a reservation
@@ -27,7 +27,7 @@ Held pods are re-checked when capacity is freed (a pod ends), like every unsched
 ``cluster.scheduling``; a blocked pod's reservation is recomputed in every pass.
 
 Neighbours: ``scheduler.backfill`` (planning), ``cluster.scheduling`` (snapshot, scheduler,
-bind, failure records; it calls :func:`schedule_in_order`), ``controllers.pod_lifecycle``
+bind, failure records), ``cluster.scheduling_pass`` (calls :func:`schedule_in_order`), ``controllers.pod_lifecycle``
 (run times), ``controllers.job`` (Job start).
 """
 
@@ -44,7 +44,7 @@ import numpy as np
 from gpusched.cluster import scheduling
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.controllers.deployment import seconds_of
-from gpusched.cluster.controllers.gpu_operator import device_inputs
+from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.controllers.pod_lifecycle import run_time, start_time
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError, UsageError
@@ -139,7 +139,7 @@ def feasible_nodes(view: View, snapshot: Snapshot) -> Callable[[PodInfo], np.nda
             empty = Snapshot()
             configmaps = device_inputs(view)
             for node in view.list("Node"):
-                empty.add_node(node_info(node), scheduling.node_devices_for(node, configmaps))
+                empty.add_node(node_info(node), node_devices_for(node, configmaps))
             cache["scheduler"] = scheduling.make_scheduler(empty, view)
         scheduler = cache["scheduler"]
         outcome = scheduler.run_filters(None, info)

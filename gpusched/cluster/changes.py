@@ -14,7 +14,7 @@ controller reconciles (a pod to its owner, a node to its pods).
 everything, as a FailedCreate would be retried upstream.
 
 Neighbours: built by ``cluster.cluster`` (settle) from ``View.journal_since``; read by the
-controllers whose ``reconcile(view, changes)`` accepts it (``controllers.KEYED``).
+controllers whose ``reconcile(view, changes)`` accepts it (``controllers.registry.KEYED``).
 """
 
 from __future__ import annotations

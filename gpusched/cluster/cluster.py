@@ -25,12 +25,12 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from gpusched.cluster import kubelet, scheduling
+from gpusched.cluster import kubelet, scheduling, scheduling_pass
 from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.changes import Changes
-from gpusched.cluster.controllers import (CONTROLLERS, KEYED, TIMED, WATCHES, bootstrap,
-                                          pod_lifecycle)
+from gpusched.cluster.controllers import bootstrap, pod_lifecycle
+from gpusched.cluster.controllers.registry import CONTROLLERS, KEYED, TIMED, WATCHES
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.controllers.node_lifecycle import collect_orphans
 from gpusched.cluster.kinds_admission import check_deletable
@@ -59,7 +59,7 @@ AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("kubelet", kubelet.admit_bound_pods),
     ("pod-lifecycle", pod_lifecycle.reconcile),
     ("resourcequota", refresh_quotas),
-    ("scheduler", lambda view, changes=None: scheduling.schedule_pending(view)),
+    ("scheduler", lambda view, changes=None: scheduling_pass.schedule_pending(view)),
 )
 KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})
 WATCHES_AFTER = {"resourcequota": _has_quotas}

@@ -186,7 +186,7 @@ def _why_not_offered(view: View, node: dict[str, Any], resource: str) -> tuple[s
 
     name = _meta(node).get("name", "")
     labels = _meta(node).get("labels") or {}
-    from gpusched.cluster.controllers.gpu_operator import device_inputs
+    from gpusched.cluster.device_inputs import device_inputs
     inputs = device_inputs(view)
     configmaps = inputs.for_node(name)
     state = node_device_state(node, configmaps, policy=inputs.policy)

@@ -84,8 +84,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
     """Re-check running pods' devices, then admit or reject the pods waiting on each node:
     every node, or (``changes``) the changed nodes and the nodes of changed pods, unless a
     device-plugin input changed (ConfigMaps, ClusterPolicy, the operator's pods)."""
-    from gpusched.cluster.controllers.gpu_operator import device_inputs
-    from gpusched.cluster.scheduling import node_devices_for
+    from gpusched.cluster.device_inputs import device_inputs, node_devices_for
     configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
     by_node: dict[str, list[dict[str, Any]]] = {}
     newest: dict[str, int] = {}
@@ -125,7 +124,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
 
 
 def device_inputs_changed(changes: Changes) -> bool:
-    """A change to what every node's devices derive from (``scheduling.device_inputs``)."""
+    """A change to what every node's devices derive from (``cluster.device_inputs``)."""
     return any(k[0] in ("ConfigMap", "ClusterPolicy") or (k[0] == "Pod" and k[1] == OPERATOR_NAMESPACE)
                for k in changes.keys)
 

@@ -1,42 +1,39 @@
 """The bridge between the store's view and the scheduler: snapshot in, decisions applied.
 
-One scheduling pass (:func:`schedule_pending`):
+The building blocks of a scheduling pass (``cluster.scheduling_pass`` runs the pass, in
+kube-scheduler's order or ``cluster.backfill``'s):
 
-1. build a ``Snapshot`` from the view: every Node (``node_info``) with its ``NodeDevices``
-   (``devices.advertise.node_device_state`` from the node and the ConfigMaps), every bound,
-   unfinished pod held on its node with the devices recorded in its assignment annotations;
-2. order the pending pods (``spec.nodeName`` empty, not finished, no ``spec.schedulingGates``) by
-   priority (higher first), then creation (earlier first), then name;
-3. for each pod whose last attempt happened before the latest capacity change (``view.epoch``),
-   run ``Scheduler.schedule_one`` and apply the result:
-   - bound: ``spec.nodeName``, assignment annotations, PodScheduled True, event ``Scheduled``;
-   - preemption: victims get ``DisruptionTarget`` (PreemptionByScheduler), a ``Preempted``
-     event and a graceful delete (Terminating for their ``terminationGracePeriodSeconds``,
-     holding their resources); the preemptor gets ``status.nominatedNodeName`` and waits
-     Pending until they are gone (``scheduler.preemption``: "not eligible due to a terminating
-     pod on the nominated node"), then binds in the pass after their deletion;
-   - unschedulable: PodScheduled False reason Unschedulable with the FitError message and a
-     Warning ``FailedScheduling`` event (a repeat of the same message bumps its count).
-
-Skipping pods whose situation has not changed since their last attempt stands in for
-upstream's unschedulable queue (retried on cluster events), and keeps ``settle`` finite.
+- :func:`build_snapshot`: every Node (``node_info``) with its ``NodeDevices``
+  (``devices.advertise.node_device_state`` from the node and the ConfigMaps), every bound,
+  unfinished pod held on its node with the devices recorded in its assignment annotations;
+- :func:`pending_pods`: ``spec.nodeName`` empty, not finished, ordered by priority (higher
+  first), then creation (earlier first), then name; :func:`is_gated` (``spec.schedulingGates``);
+- applying a result:
+  - :func:`bind`: ``spec.nodeName``, assignment annotations, PodScheduled True, event
+    ``Scheduled``;
+  - :func:`preempt`: victims get ``DisruptionTarget`` (PreemptionByScheduler), a ``Preempted``
+    event and a graceful delete (Terminating for their ``terminationGracePeriodSeconds``,
+    holding their resources); the preemptor gets ``status.nominatedNodeName`` and waits
+    Pending until they are gone (``scheduler.preemption``: "not eligible due to a terminating
+    pod on the nominated node"), then binds in the pass after their deletion;
+  - :func:`record_failure`: PodScheduled False reason Unschedulable with the FitError message
+    and a Warning ``FailedScheduling`` event (a repeat of the same message bumps its count).
 
 Neighbours: ``scheduler.snapshot``/``scheduler.runner`` (decisions), ``devices`` (per-node
-devices), ``cluster.view``; called by ``cluster.cluster.settle``.
+devices), ``cluster.view``; used by ``cluster.scheduling_pass`` and ``cluster.backfill``.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
-from gpusched.cluster.controllers.gpu_operator import DeviceInputs, device_inputs
+from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.view import ObjectSource, View
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
@@ -59,17 +56,6 @@ PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priorit
 
 
 # ---- devices ---------------------------------------------------------------------------------
-
-def node_devices_for(node: dict[str, Any], inputs: Any) -> Any:
-    """The node's ``NodeDevices``, as the device plugin advertises them (``devices.advertise``).
-    ``inputs``: ``device_inputs(view)`` (ConfigMaps, ClusterPolicy, the config each node's
-    plugin loaded), or a plain list of ConfigMaps (no GPU Operator)."""
-    from gpusched.devices.advertise import node_device_state
-    if not isinstance(inputs, DeviceInputs):
-        inputs = DeviceInputs(list(inputs))
-    name = (node.get("metadata") or {}).get("name", "")
-    return node_device_state(node, inputs.for_node(name), policy=inputs.policy).devices
-
 
 def pod_assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
     from gpusched.devices.node import assignment_from_annotations, assignment_resource
@@ -187,37 +173,6 @@ def is_gated(pod: dict[str, Any]) -> bool:
     of the scheduling queue until every gate is removed (``pkg/scheduler/framework/plugins/
     schedulinggates``); it is never attempted, so it gets no FailedScheduling."""
     return bool((pod.get("spec") or {}).get("schedulingGates"))
-
-
-def schedule_pending(view: View) -> None:
-    """One scheduling pass over the pending pods; see the module docstring."""
-    pending = [p for p in pending_pods(view) if not is_gated(p)]
-    live = {p["metadata"]["uid"] for p in pending}
-    for uid in [u for u in view.attempts if u not in live]:
-        del view.attempts[uid]
-    todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
-    from gpusched.cluster.backfill import schedule_in_order, scheduler_mode
-    mode = scheduler_mode(view)      # ConfigMap kube-system/gpusched-scheduler, docs/backfill.md
-    if not todo:
-        return
-    if mode.mode != "default":
-        schedule_in_order(view, mode, pending, todo)
-        return
-    snapshot, order = build_snapshot(view)
-    scheduler = make_scheduler(snapshot, view, order)
-    for pod in todo:
-        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
-        started = time.perf_counter()     # the one real timer: attempt latency for /metrics
-        result = scheduler.schedule_one(info)
-        record_attempt(view, scheduler, result, time.perf_counter() - started)
-        if result.scheduled:
-            bind(view, pod, result.node, result.assignment)
-            continue
-        view.attempts[pod["metadata"]["uid"]] = view.epoch
-        if result.nominated_node:
-            preempt(view, pod, result)
-            return   # capacity changed: the next pass rebuilds the snapshot
-        record_failure(view, pod, result.message, nominated="")
 
 
 # kube-scheduler's buckets: scheduling_attempt_duration_seconds ExponentialBuckets(0.001, 2, 15),

@@ -22,7 +22,7 @@ with them (``cluster.changes``), syncs, repeats: the cost of ``advance 30d`` fol
 inside the 30 days, not steps x objects.
 
 Adding a timer (e.g. Job back-off): write ``due(view, job) -> float | None`` in the controller
-and add it under its kind in ``controllers.TIMED``; ``reconcile`` acts when ``view.now() >= due``.
+and add it under its kind in ``controllers.registry.TIMED``; ``reconcile`` acts when ``view.now() >= due``.
 
 Neighbours: ``cluster.cluster`` (advance), ``cluster.controllers`` (``TIMED``), ``cluster.view``.
 """

@@ -49,6 +49,7 @@ from typing import Any
 import math
 from dataclasses import dataclass
 
+from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.load import LoadCurve, load_of
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
@@ -284,9 +285,6 @@ class Usage:
         return float(self._framebuffer(pod, devices))
 
     def _framebuffer(self, pod: dict[str, Any], ids: list[str]) -> int:
-        # late import: cluster.scheduling imports the controllers package, which imports this
-        from gpusched.cluster.controllers.gpu_operator import device_inputs
-        from gpusched.cluster.scheduling import node_devices_for
         node = self.view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
         if node is None:
             return 0

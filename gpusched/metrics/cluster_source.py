@@ -27,7 +27,7 @@ model and the per-model physics):
 - XID: the node annotation ``gpusched.io/gpu-xid: "<gpu>=<code>[,...]"`` injects the last XID
   error of a GPU (for alert drills); otherwise 0.
 
-Neighbours: ``dcgm`` (sample type, rendering); ``cluster.scheduling.node_devices_for`` (the
+Neighbours: ``dcgm`` (sample type, rendering); ``cluster.device_inputs.node_devices_for`` (the
 devices of a node); used by ``exposition``, ``cluster_metrics`` and ``cli.monitor``.
 """
 
@@ -40,8 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.controllers.gpu_operator import device_inputs
-from gpusched.cluster.scheduling import node_devices_for
+from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.usage import Usage
 from gpusched.cluster.view import View

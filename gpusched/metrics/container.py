@@ -40,8 +40,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.controllers.gpu_operator import device_inputs
-from gpusched.cluster.scheduling import node_devices_for
+from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics import gpu_model as gm

@@ -1,4 +1,5 @@
-"""Controllers: each module reconciles one kind; ``CONTROLLERS`` is the order ``settle`` runs them.
+"""Controllers: each module reconciles one kind; ``controllers.registry`` lists them
+(``CONTROLLERS``: the order ``settle`` runs them; ``KEYED``, ``WATCHES``, ``TIMED``).
 
 Every controller is ``reconcile(view) -> None`` (changes go through the View); timed ones also
 have per-object timers ``due(view, body) -> float | None`` listed by kind in ``TIMED``: the
@@ -12,113 +13,9 @@ any other runs its full pass whenever anything changed (always correct, not prop
 command's own settle (apply, delete ...) runs every controller's full pass, as an informer's
 resync.
 
+This package's ``__init__`` imports nothing, so a module that needs one helper
+(``controllers.common``) does not load every controller (and what they import).
+
 Neighbours: ``cluster.cluster`` (settle, advance) runs them; they use ``cluster.admission`` and
 ``cluster.view``.
 """
-
-from __future__ import annotations
-
-from typing import Callable
-
-from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, daemonset, deployment,
-                                          device_plugin, endpoints, gpu_operator, hpa, job,
-                                          node_lifecycle,
-                                          node_status, nodepool, pod_lifecycle, replicaset,
-                                          sbatch, volumes, vpa)
-from gpusched.cluster.changes import Changes
-from gpusched.cluster.controllers.common import collect_garbage
-from gpusched.devices.operator import OPERATOR_NAMESPACE
-
-# Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
-# (name, reconcile(view) or reconcile(view, changes) for the KEYED ones)
-CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("bootstrap", bootstrap.reconcile),
-    ("cluster-autoscaler", autoscaler.reconcile),
-    ("nodepool", nodepool.reconcile),
-    ("node-status", node_status.reconcile),
-    ("device-plugin", device_plugin.reconcile),
-    ("persistentvolume", volumes.reconcile),
-    ("endpoints", endpoints.reconcile),
-    ("gpu-operator", gpu_operator.reconcile),
-    ("garbage-collector", collect_garbage),
-    ("horizontal-pod-autoscaler", hpa.reconcile),
-    ("vpa-recommender", vpa.reconcile),
-    ("deployment", deployment.reconcile),
-    ("replicaset", replicaset.reconcile),
-    ("sbatch", sbatch.reconcile),
-    ("job", job.reconcile),
-    ("daemonset", daemonset.reconcile),
-    ("node-lifecycle", node_lifecycle.reconcile),
-    ("containers", containers.reconcile),
-)
-# After these, the kubelet admits the pods bound to each node (cluster.kubelet), then
-# pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs.
-
-KEYED = frozenset({"garbage-collector", "deployment", "replicaset", "sbatch", "job", "daemonset",
-                   "node-lifecycle", "containers"})
-
-
-def _kinds(*kinds: str, operator_pods: bool = False) -> Callable[[Changes], bool]:
-    """A watch: any change of these kinds (and of the GPU operator's pods)."""
-    wanted = frozenset(kinds)
-
-    def watches(changes: Changes) -> bool:
-        return any(k[0] in wanted or (operator_pods and k[0] == "Pod" and k[1] == OPERATOR_NAMESPACE)
-                   for k in changes.keys)
-    return watches
-
-
-def _endpoints_watch(changes: Changes) -> bool:
-    """Services, their endpoints, and pods in a namespace that has a Service with a selector."""
-    if changes.any_kind(("Service", "Endpoints", "EndpointSlice")):
-        return True
-    namespaces = {k[1] for k in changes.keys if k[0] == "Pod"}
-    return any((s.get("spec") or {}).get("selector")
-               for ns in namespaces for s in changes.view.list("Service", ns))
-
-
-def _volumes_watch(changes: Changes) -> bool:
-    """Claims, volumes, classes, nodes, and pods in a namespace that has a claim."""
-    if changes.any_kind(("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Node")):
-        return True
-    namespaces = {k[1] for k in changes.keys if k[0] == "Pod"}
-    return any(changes.view.list("PersistentVolumeClaim", ns) for ns in namespaces)
-
-
-def _autoscaler_watch(changes: Changes) -> bool:
-    """NodePools; and anything while a pool is autoscaled (pending pods, node utilization)."""
-    return changes.any_kind(("NodePool",)) or bool(autoscaler.groups(changes.view))
-
-
-def _present(kind: str) -> Callable[[Changes], bool]:
-    """A watch for a controller of ``kind`` objects that reads pods and metrics: its own kind's
-    changes, and anything while one of them exists."""
-    def watches(changes: Changes) -> bool:
-        return changes.any_kind((kind,)) or bool(changes.view.list(kind))
-    return watches
-
-
-WATCHES = {
-    "cluster-autoscaler": _autoscaler_watch,
-    "horizontal-pod-autoscaler": _present("HorizontalPodAutoscaler"),
-    "vpa-recommender": _present("VerticalPodAutoscaler"),
-    "bootstrap": _kinds("Namespace", "PriorityClass", "Service", "ServiceAccount", "StorageClass"),
-    "nodepool": _kinds("NodePool", "Node", "ConfigMap"),
-    "node-status": _kinds("Node"),
-    "device-plugin": _kinds("Node", "ConfigMap", "ClusterPolicy", operator_pods=True),
-    "persistentvolume": _volumes_watch,
-    "endpoints": _endpoints_watch,
-    "gpu-operator": _kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
-                           "PriorityClass", operator_pods=True),
-}
-
-# kind -> per-object timers (``cluster.timers``); add a controller's due function here.
-TIMED = {
-    "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
-            node_lifecycle.eviction_due, containers.restart_due),
-    "Job": (job.due,),
-    "Deployment": (deployment.progress_due,),
-    "NodePool": (autoscaler.due,),
-    "HorizontalPodAutoscaler": (hpa.sync_due,),
-    "VerticalPodAutoscaler": (vpa.sample_due,),
-}

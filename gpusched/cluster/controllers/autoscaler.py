@@ -39,69 +39,28 @@ every controller each round). Timers (``due``): upcoming nodes' ``readyAt``, unn
 
 Neighbours: ``devices.nodepool`` (settings, template), ``cluster.scheduling`` (snapshot,
 scheduler), ``controllers.nodepool`` (creates/deletes the Nodes), ``autoscaler_config``,
-``autoscaler_scaledown``, ``autoscaler_status``.
+``autoscaler_groups`` (node groups, simulation), ``autoscaler_scaledown``,
+``autoscaler_status``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import copy
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
 from gpusched.cluster.controllers import autoscaler_scaledown, autoscaler_status
+from gpusched.cluster.controllers.autoscaler_groups import (Group, Simulation, groups,
+                                                            update_status)
 from gpusched.cluster.controllers.autoscaler_config import (COMPONENT, Config, Option,
                                                             best_option, load_config)
+from gpusched.cluster.scheduling import pending_pods
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
 
 MAX_REASON = "max node group size reached"      # orchestrator/skippedreasons.go
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """One autoscaled pool as the autoscaler sees it this pass."""
-
-    pool: dict[str, Any]
-    name: str
-    min_nodes: int
-    max_nodes: int
-    delay: float
-
-    @property
-    def status(self) -> dict[str, Any]:
-        return self.pool.get("status") or {}
-
-    @property
-    def nodes(self) -> list[str]:
-        return list(self.status.get("nodes") or [])
-
-    @property
-    def upcoming(self) -> list[dict[str, Any]]:
-        return list(self.status.get("upcoming") or [])
-
-    @property
-    def target(self) -> int:
-        """The node group's target size (registered + upcoming)."""
-        return len(self.nodes) + len(self.upcoming)
-
-
-def groups(view: View) -> list[Group]:
-    """The autoscaled pools, by name (an invalid spec is no node group)."""
-    from gpusched.devices.nodepool import autoscaling
-    out = []
-    for pool in sorted(view.list("NodePool"), key=lambda p: p["metadata"]["name"]):
-        try:
-            scaling = autoscaling(pool)
-        except GpuschedError:
-            continue
-        if scaling is not None:
-            out.append(Group(pool, pool["metadata"]["name"], scaling.min_nodes,
-                             scaling.max_nodes, scaling.provisioning_delay))
-    return out
 
 
 def reconcile(view: View) -> None:
@@ -137,16 +96,6 @@ def due(view: View, pool: dict[str, Any]) -> float | None:
 
 
 # ---- step 1: registration and min size -----------------------------------------------------------
-
-def update_status(view: View, group: Group, changes: dict[str, Any]) -> Group:
-    """Write ``changes`` into the pool's status; returns the group with the new pool."""
-    pool = view.copy("NodePool", group.name) or copy.deepcopy(group.pool)
-    status = pool.setdefault("status", {})
-    status.update(changes)
-    view.update(pool)
-    fresh = view.get("NodePool", group.name) or pool
-    return Group(fresh, group.name, group.min_nodes, group.max_nodes, group.delay)
-
 
 def _register(view: View, group: Group) -> None:
     from gpusched.devices.nodepool import expand_nodepool, name_prefix
@@ -194,7 +143,6 @@ def unschedulable_pods(view: View) -> list[dict[str, Any]]:
     """Pending pods the scheduler marked Unschedulable, without a nominated node, queue order;
     pods of priority below ``--expendable-pods-priority-cutoff`` (-10) never trigger a
     scale-up (``core/podlistprocessor/filter_out_expendable.go``)."""
-    from gpusched.cluster.scheduling import pending_pods
     out = []
     for pod in pending_pods(view):
         status = pod.get("status") or {}
@@ -214,7 +162,7 @@ def template(view: View, group: Group, name: str) -> dict[str, Any]:
     """A Node of ``group`` named ``name`` as it will register: the pool's node, advertised by
     the device plugin and GFD, with the kubelet's status."""
     from gpusched.cluster.controllers.device_plugin import advertised
-    from gpusched.cluster.controllers.gpu_operator import device_inputs
+    from gpusched.cluster.device_inputs import device_inputs
     from gpusched.cluster.controllers.node_status import kubelet_status
     from gpusched.devices.nodepool import template_node
     from gpusched.devices.user_models import user_models
@@ -228,36 +176,6 @@ def template(view: View, group: Group, name: str) -> dict[str, Any]:
     for key, value in kubelet_status(node, view.timestamp()).items():
         node["status"].setdefault(key, value)
     return node
-
-
-class Simulation:
-    """The scheduler over the cluster's snapshot plus template nodes (``scheduling``)."""
-
-    def __init__(self, view: View) -> None:
-        from gpusched.cluster.scheduling import build_snapshot, make_scheduler
-        self.view = view
-        self.snapshot, self.order = build_snapshot(view)
-        self.scheduler = make_scheduler(self.snapshot, view)
-
-    def info(self, pod: dict[str, Any]):
-        from gpusched.objects.pod import pod_info
-        return pod_info(pod, self.order.get(pod["metadata"]["uid"], 0))
-
-    def add(self, node: dict[str, Any]) -> int:
-        from gpusched.cluster.scheduling import node_devices_for
-        from gpusched.cluster.controllers.gpu_operator import device_inputs
-        from gpusched.objects.node import node_info
-        result: int = self.snapshot.add_node(node_info(node), node_devices_for(node, device_inputs(self.view)))
-        return result
-
-    def check(self, info, row: int) -> tuple[str, ...]:
-        """The Filter plugins' reasons ``info`` does not fit ``row`` (empty: it fits)."""
-        outcome = self.scheduler.run_filters(None, info, np.array([row], dtype=np.int64))
-        if not outcome.status.ok:
-            return tuple(outcome.status.reasons) or (outcome.status.message,)
-        if len(outcome.feasible):
-            return ()
-        return tuple(dict.fromkeys(outcome.diagnosis.node_reasons(row)))
 
 
 def _scale_up(view: View, config: Config, found: list[Group]) -> bool:

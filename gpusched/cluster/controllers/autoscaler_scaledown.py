@@ -37,7 +37,7 @@ Neighbours: ``controllers.autoscaler`` (calls it), ``controllers.node_lifecycle`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dataclasses
 
@@ -45,12 +45,11 @@ import dataclasses
 import numpy as np
 
 from gpusched.cluster.controllers.autoscaler_config import COMPONENT, Config
+from gpusched.cluster.controllers.autoscaler_groups import Group, Simulation, update_status
+from gpusched.cluster.controllers.autoscaler_groups import groups as current
 from gpusched.cluster.controllers.common import (controller_of, delete_pod, is_terminal,
                                                  is_terminating, set_disruption_target)
 from gpusched.cluster.view import View
-
-if TYPE_CHECKING:
-    from gpusched.cluster.controllers.autoscaler import Group
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -60,7 +59,6 @@ MAX_EMPTY_BULK_DELETE = 10     # --max-empty-bulk-delete
 
 
 def reconcile(view: View, config: Config, groups: list[Any]) -> None:
-    from gpusched.cluster.controllers.autoscaler import groups as current
     for group in groups:
         _finish_drains(view, group)
     groups = current(view)
@@ -97,8 +95,7 @@ def _is_daemon(pod: dict[str, Any]) -> bool:
     return owner is not None and owner.get("kind") == "DaemonSet"
 
 
-def _set(view: View, group: Group, changes: dict[str, Any]):
-    from gpusched.cluster.controllers.autoscaler import update_status
+def _set(view: View, group: Group, changes: dict[str, Any]) -> Group:
     return update_status(view, group, changes)
 
 
@@ -195,7 +192,6 @@ def blocking_reason(view: View, pod: dict[str, Any]) -> str:
 
 def _removable(view: View, config: Config, groups: list[Any]) -> dict[str, tuple[str, bool]]:
     """node -> (pool, empty) for the nodes that are unneeded now (both checks pass)."""
-    from gpusched.cluster.controllers.autoscaler import Simulation
     draining = {n for g in groups for n in (g.status.get("draining") or {})}
     candidates = []
     for group in groups:
@@ -293,7 +289,6 @@ def _start_deletion(view: View, config: Config, group: Group, name: str, empty: 
     unneeded.pop(name, None)
     group = _set(view, group, {"draining": draining, "unneeded": unneeded})
     _finish_drains(view, group)
-    from gpusched.cluster.controllers.autoscaler import groups as current
     return next(g for g in current(view) if g.name == group.name)
 
 

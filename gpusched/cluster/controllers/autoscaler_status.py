@@ -27,7 +27,7 @@ from gpusched.cluster.controllers.autoscaler_config import COMPONENT, NAMESPACE,
 from gpusched.cluster.view import View
 
 if TYPE_CHECKING:
-    from gpusched.cluster.controllers.autoscaler import Group
+    from gpusched.cluster.controllers.autoscaler_groups import Group
 
 STATUS_MAP = "cluster-autoscaler-status"
 LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"

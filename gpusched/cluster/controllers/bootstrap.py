@@ -17,7 +17,7 @@ StorageClass ``standard`` as kind installs it: provisioner ``rancher.io/local-pa
 ``reclaimPolicy: Delete``, ``volumeBindingMode: WaitForFirstConsumer``. It is not put back
 after a user deletes it (no add-on manager), so "no default class" can be tried.
 
-Neighbours: first in ``cluster.controllers.CONTROLLERS``; ``cluster.kinds_admission`` refuses to
+Neighbours: first in ``controllers.registry.CONTROLLERS``; ``cluster.kinds_admission`` refuses to
 delete the immortal namespaces and the system PriorityClasses; ``Cluster`` settles a fresh
 state file before its first read so ``get ns`` lists them.
 """

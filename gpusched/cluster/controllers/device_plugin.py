@@ -33,7 +33,7 @@ import logging
 from datetime import datetime, timezone
 
 from gpusched.cluster.view import View
-from gpusched.cluster.controllers.gpu_operator import device_inputs
+from gpusched.cluster.device_inputs import device_inputs
 from gpusched.devices.advertise import node_device_state
 from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
 

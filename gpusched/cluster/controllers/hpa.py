@@ -113,7 +113,7 @@ def _states(view: View) -> dict[str, Any]:
 
 
 def sync_due(view: View, hpa: dict[str, Any]) -> float | None:
-    """When the HPA is next synced (``controllers.TIMED``)."""
+    """When the HPA is next synced (``controllers.registry.TIMED``)."""
     state = view.stats.get("hpa", {}).get(_key(hpa))
     if state is None or state.get("uid") != hpa["metadata"].get("uid"):
         return view.now()
