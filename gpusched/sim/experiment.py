@@ -47,6 +47,7 @@ from gpusched.sim.workload import target_workload, tuned_sequence
 log = logging.getLogger(__name__)
 
 POINTS = 131                     # arrived-% points 0..130
+PROGRESS_BATCH = 250             # pods between two progress reports of a run
 SATURATED_FIRST_WEIGHT = 1_250   # > NodeOrder's range (1..1213), x 7 < the policy's 10_000
 # CLI name -> (published sc_policy label, score plugin name in the registry)
 POLICIES = {
@@ -118,9 +119,11 @@ def policy_label(policy: str) -> str:
 Observer = Callable[[int, ScheduleResult, float], None]
 
 
-def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None) -> RunResult:
+def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None,
+        progress: Callable[[int, int], None] | None = None) -> RunResult:
     """One run of the protocol; deterministic for a given spec. ``observe`` sees every pod's
-    decision (tests, progress); ``limit`` stops after that many pods (a prefix of the run)."""
+    decision (tests); ``limit`` stops after that many pods (a prefix of the run); ``progress``
+    gets ``(pods done, pods in the run)`` every ``PROGRESS_BATCH`` pods and once at the end."""
     label = policy_label(spec.policy)
     nodes, pods = _nodes(spec.nodes_csv), list(_pods(spec.pods_csv))
     if not nodes:
@@ -150,6 +153,10 @@ def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None
         arrived[i], used[i], amount[i], idle[i] = arrived_milli, used_milli, frag.amount, frag.idle
         if observe is not None:
             observe(i, result, float(amount[i]))
+        if progress is not None and (i + 1) % PROGRESS_BATCH == 0 and i + 1 < len(sequence):
+            progress(i + 1, len(sequence))
+    if progress is not None:
+        progress(len(sequence), len(sequence))          # exactly one final report per run
     log.info("%s %s seed %d: %d pods, %d failed", workload_name(spec.pods_csv), label, spec.seed,
              len(sequence), failed)
     return RunResult(workload_name(spec.pods_csv), label, spec.tune, spec.seed, capacity // 1000,

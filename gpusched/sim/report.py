@@ -1,7 +1,8 @@
 """Experiment outputs: published-layout CSVs, the terminal summary, PNG plots, parallel runs.
 
 - ``run_all(specs, jobs, progress)``: runs ``sim.experiment.run`` over specs, in a ``spawn``
-  process pool when ``jobs > 1`` (results ordered like the specs), with a rich progress bar.
+  process pool when ``jobs > 1`` (results ordered like the specs), with a rich progress bar that
+  advances per batch of pods (``sim.progress``).
 - ``write_csvs(results, out)``: ``allocation.csv``, ``fragmentation.csv``,
   ``fragmentation_ratio.csv`` with columns ``workload,sc_policy,tune,seed,total_gpus,0..130``
   (the published layout; ``total_gpus`` in every file here).
@@ -17,43 +18,34 @@ Neighbours: ``sim.experiment``; used by ``sim.commands`` and ``scripts/compare_f
 from __future__ import annotations
 
 import csv
-import multiprocessing
 import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from gpusched.sim.experiment import POINTS, RunResult, RunSpec, run
+from gpusched.sim.experiment import POINTS, RunResult, RunSpec
+from gpusched.sim.progress import RunProgress, run_local
 
 if TYPE_CHECKING:
     import numpy as np
     from matplotlib.axes import Axes
 
+
+REDIRECTED_WIDTH = 10_000        # columns of the summary table when stdout is not a terminal
 HEADER = ["workload", "sc_policy", "tune", "seed", "total_gpus"] + [str(i) for i in range(POINTS)]
 FILES = {"allocation.csv": "allocation", "fragmentation.csv": "fragmentation",
          "fragmentation_ratio.csv": "fragmentation_ratio"}
 
 
 def run_all(specs: list[RunSpec], jobs: int = 1, progress: bool = True) -> list[RunResult]:
-    from rich.progress import Progress
-
     results: list[RunResult | None] = [None] * len(specs)
-    with Progress(disable=not progress, transient=False) as bar:
-        task = bar.add_task("runs", total=len(specs))
-        if jobs <= 1:
-            for i, spec in enumerate(specs):
-                results[i] = run(spec)
-                bar.advance(task)
-        else:
-            with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-                for i, result in pool.imap_unordered(_indexed_run, list(enumerate(specs))):
-                    results[i] = result
-                    bar.advance(task)
+
+    def finished(i: int, result: RunResult) -> None:
+        results[i] = result
+
+    with RunProgress(len(specs), progress) as bar:
+        run_local(list(enumerate(specs)), jobs, finished, bar)
     return [r for r in results if r is not None]
-
-
-def _indexed_run(item: tuple[int, RunSpec]) -> tuple[int, RunResult]:
-    return item[0], run(item[1])
 
 
 def _cell(value: float) -> str:
@@ -135,8 +127,8 @@ def print_summary(rows: list[dict[str, Any]]) -> None:
                       f"{row['alloc100']:.2f}", _maybe(row["published100"]),
                       f"{row['alloc130']:.2f}", _maybe(row["published130"]))
     console = Console()
-    if not console.is_terminal:          # redirected: never squeeze or cut the columns
-        console = Console(width=200)
+    if not console.is_terminal:          # redirected: never squeeze or cut the columns (the
+        console = Console(width=REDIRECTED_WIDTH)   # table keeps its natural width)
     console.print(table)
 
 

@@ -19,7 +19,8 @@ seeds and optional variants (overrides of a run's settings); its runs are the cr
   version: a cached result is reused only when all of them are the same.
 - ``run_sweep(runs, executor, jobs, address, cache, progress)``: results in the order of
   ``runs``; runs found in the cache are not run again (a killed sweep resumes where it stopped);
-  each finished run is cached at once. ``executor="local"`` runs in a ``spawn`` process pool;
+  each finished run is cached at once. ``executor="local"`` runs in a ``spawn`` process pool
+  (``sim.progress``: the bar advances per batch of pods);
   ``executor="ray"`` ships each run with the bytes of its CSV files to a Ray cluster
   (``address``: ``auto``, ``host:port`` of a running cluster, or None for a private local one),
   so workers need gpusched installed but not the trace files. Both executors run the same
@@ -34,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import multiprocessing
 import tempfile
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -45,6 +45,7 @@ import yaml
 from gpusched import __version__
 from gpusched.errors import UsageError
 from gpusched.sim.experiment import POLICIES, RunResult, RunSpec, parse_seeds, run
+from gpusched.sim.progress import RunProgress, run_local
 
 MAX_RUNS = 10_000                   # a bound on the cross product of one sweep file
 MAX_FILE_BYTES = 1 << 20            # sweep files are small
@@ -240,35 +241,21 @@ def run_sweep(runs: list[SweepRun], executor: str = "local", jobs: int = 1, addr
     keys = [run_key(r.spec, memo) for r in runs]
     results: list[RunResult | None] = [store.get(k) for k in keys]
     todo = [i for i, r in enumerate(results) if r is None]
-    from rich.progress import Progress
 
-    with Progress(disable=not progress, transient=False) as bar:
-        task = bar.add_task("runs", total=len(runs), completed=len(runs) - len(todo))
+    with RunProgress(len(runs), progress, done=len(runs) - len(todo)) as bar:
 
         def finished(i: int, result: RunResult) -> None:
             results[i] = result
             store.put(keys[i], result)
-            bar.advance(task)
 
-        if todo:
-            submit = _run_on_ray if executor == "ray" else _run_locally
-            submit([(i, runs[i].spec) for i in todo], jobs, address, finished)
+        items = [(i, runs[i].spec) for i in todo]
+        if not items:
+            pass
+        elif executor == "ray":
+            _run_on_ray(items, jobs, address, finished, bar)
+        else:
+            run_local(items, jobs, finished, bar)
     return [r for r in results if r is not None]
-
-
-def _run_locally(items: list[tuple[int, RunSpec]], jobs: int, _address: str | None,
-                 finished: Callable[[int, RunResult], None]) -> None:
-    if jobs <= 1:
-        for i, spec in items:
-            finished(i, run(spec))
-        return
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        for i, result in pool.imap_unordered(_indexed_run, items):
-            finished(i, result)
-
-
-def _indexed_run(item: tuple[int, RunSpec]) -> tuple[int, RunResult]:
-    return item[0], run(item[1])
 
 
 def run_with_inputs(spec: RunSpec, nodes_csv: bytes, pods_csv: bytes) -> RunResult:
@@ -284,7 +271,9 @@ def run_with_inputs(spec: RunSpec, nodes_csv: bytes, pods_csv: bytes) -> RunResu
 
 
 def _run_on_ray(items: list[tuple[int, RunSpec]], jobs: int, address: str | None,
-                finished: Callable[[int, RunResult], None]) -> None:
+                finished: Callable[[int, RunResult], None], bar: RunProgress) -> None:
+    """Each run as a Ray task; the progress bar moves per finished run here (no pod batches
+    travel back from Ray workers)."""
     try:
         import ray
     except ImportError:
@@ -312,7 +301,9 @@ def _run_on_ray(items: list[tuple[int, RunSpec]], jobs: int, address: str | None
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                finished(pending.pop(ref), ray.get(ref))
+                index, result = pending.pop(ref), ray.get(ref)
+                finished(index, result)
+                bar.finished(index, result.pods)
     finally:
         if started_here:
             ray.shutdown()
