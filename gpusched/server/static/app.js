@@ -149,11 +149,9 @@ function renderGroups(data) {
     details.hidden = filterActive() && group.matching === 0;
     root.append(details);                   // keeps the server's order
     const open = state.open.has(group.id) ? state.open.get(group.id) : defaultOpen;
-    if (open && !details.hidden) {
+    if (open && !details.hidden) {           // a hidden group keeps its open state
       if (!details.open) details.open = true; // the toggle event loads its nodes
       else loadNodes(details, 0, Math.max(PAGE, state.loaded.get(group.id) || 0));
-    } else if (details.open && details.hidden) {
-      details.open = false;
     }
   }
 }

@@ -60,13 +60,14 @@ function drawAxes(svg, x, y, t0, t1) {
          t0 > 1e8 ? "time (UTC)" : "cluster clock");
 }
 
-function nearest(history, t) {            // index of the point closest in time (sorted input)
+function nearest(history, t) {   // the point closest in time; of points at one time, the newest
   let lo = 0, hi = history.length - 1;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (history[mid].clock < t) lo = mid + 1; else hi = mid;
   }
   if (lo > 0 && t - history[lo - 1].clock < history[lo].clock - t) lo -= 1;
+  while (lo + 1 < history.length && history[lo + 1].clock === history[lo].clock) lo += 1;
   return lo;
 }
 

@@ -14,7 +14,8 @@ keeps two caches across reads, so a summary after a change costs what changed:
 Holders come from the assignment annotations the scheduler wrote at bind
 (``devices.node.assignment_annotation``): a device is held by the unfinished pod that names it,
 a fractional share (``gpusched.io/gpu-milli``) sits on the GPU index it names. The result, an
-:class:`Index`, is cached by (resourceVersion, clock, event counter) and holds the nodes in display order
+:class:`Index`, is cached by (resourceVersion, clock, event counter) and holds the nodes in display
+order (by group, then name with numbers compared as numbers)
 with their cells, usage, namespaces, phases and a search text, grouped by
 (``gpusched.io/nodepool`` label, GPU model).
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 import threading
 from operator import itemgetter
 from dataclasses import dataclass
@@ -219,7 +221,7 @@ class WebIndex:
             fresh[static.name] = cached
         self._entries = fresh
         return tuple(sorted((entry for _, _, entry in fresh.values()),
-                            key=lambda n: (n.group, n.name)))
+                            key=lambda n: (n.group, natural(n.name))))
 
     def _statics(self, view: Any) -> list[_Static]:
         inputs = device_inputs(view)
@@ -249,6 +251,12 @@ def _static(node: dict[str, Any], inputs: Any) -> _Static:
     rows = tuple(devices.rows()) if devices is not None else ()
     pool = str(((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) or NO_POOL)
     return _Static(info.name, pool, info.gpu_model, info.unschedulable, rows)
+
+
+def natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders ``node-2`` before ``node-10``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in re.split(r"(\d+)", name) if part)
 
 
 def _same(old: tuple[PodEntry, ...], new: tuple[PodEntry, ...]) -> bool:
