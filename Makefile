@@ -12,7 +12,7 @@ SHARED ?= $(or $(GPUSCHED_SHARED),../shared)
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,experiments,gpu,kube]'
 	touch $(STAMP)
 
 demo: $(STAMP)

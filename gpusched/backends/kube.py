@@ -35,11 +35,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import queue
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
 from kubernetes import client, config, watch
+from kubernetes.config import incluster_config
 from kubernetes.client.exceptions import ApiException
 
 from gpusched.backends.secondary import BIND, KINDS, PREEMPT, UNSCHEDULABLE, Decision, SchedulerState
@@ -54,13 +57,37 @@ WATCH_SECONDS = 60          # server-side timeout of one watch request, then it 
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def connect(kubeconfig: str) -> client.ApiClient:
-    """An API client for the kubeconfig's current context; a bad file is a ``UsageError``."""
+@dataclass(frozen=True)
+class ServiceAccount:
+    """Where a pod finds its ServiceAccount's credentials (the client's in-cluster defaults)."""
+
+    token: str = incluster_config.SERVICE_TOKEN_FILENAME
+    ca_cert: str = incluster_config.SERVICE_CERT_FILENAME
+
+
+def connect(kubeconfig: str | None, service_account: ServiceAccount = ServiceAccount()
+            ) -> client.ApiClient:
+    """An API client for the kubeconfig's current context; without one, the in-cluster
+    configuration (``config.load_incluster_config``'s loader: ``https://$KUBERNETES_SERVICE_HOST:
+    $KUBERNETES_SERVICE_PORT``, the pod's ServiceAccount token and CA), as kube-scheduler does
+    when ``--kubeconfig`` is empty. A bad file, or neither, is a ``UsageError``."""
+    if kubeconfig:
+        try:
+            api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
+            return api_client
+        except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+            raise UsageError(f"kubeconfig {kubeconfig}: {exc}".splitlines()[0]) from None
+    if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise UsageError("no --kubeconfig, and not running in a pod (KUBERNETES_SERVICE_HOST is "
+                         "not set): pass --kubeconfig PATH")
+    configuration = client.Configuration()
     try:
-        api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
-        return api_client
-    except (config.ConfigException, OSError, ValueError, TypeError) as exc:
-        raise UsageError(f"kubeconfig {kubeconfig}: {exc}".splitlines()[0]) from None
+        incluster_config.InClusterConfigLoader(
+            token_filename=service_account.token, cert_filename=service_account.ca_cert,
+        ).load_and_set(configuration)
+    except (config.ConfigException, OSError) as exc:
+        raise UsageError(f"in-cluster configuration: {exc}".splitlines()[0]) from None
+    return client.ApiClient(configuration)
 
 
 def timestamp(seconds: float, micro: bool = False) -> str:

@@ -2,7 +2,7 @@
 
 ::
 
-    gpusched scheduler --kubeconfig ~/.kube/config [--scheduler-name gpusched]
+    gpusched scheduler [--kubeconfig ~/.kube/config] [--scheduler-name gpusched]
                        [--config profile.yaml] [--once] [--seed N]
                        [--leader-elect [--lease-namespace NS] [--lease-name NAME]
                                        [--lease-duration SECONDS]]
@@ -14,7 +14,9 @@ KubeSchedulerConfiguration's profiles, a profile without ``schedulerName`` takin
 ``--scheduler-name``). ``--once`` schedules what is pending and exits. SIGTERM and Ctrl-C stop it
 cleanly (a held lease is released). ``--leader-elect``: replicas share the Lease
 ``<lease-namespace>/<lease-name>`` (default ``kube-system/<scheduler-name>``); each replica's
-identity is ``<hostname>_<pid>``. The kube client is imported only when the command runs.
+identity is ``<hostname>_<pid>``. Without ``--kubeconfig`` it connects as the pod it runs in
+(in-cluster configuration, ``KUBERNETES_SERVICE_HOST``; ``deploy/scheduler/``). The kube client
+(the ``kube`` extra) is imported only when the command runs.
 
 Neighbours: ``backends.kube`` (API, loop), ``backends.secondary`` (state); registered in
 ``cli.main``.
@@ -41,7 +43,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     help_text = "Run gpusched's scheduler as a secondary scheduler of a Kubernetes cluster"
     p = sub.add_parser("scheduler", help=help_text, description=help_text)
     p.set_defaults(handler=cmd_scheduler)
-    p.add_argument("--kubeconfig", required=True, metavar="PATH", help="kubeconfig of the cluster")
+    p.add_argument("--kubeconfig", default=None, metavar="PATH",
+                   help="kubeconfig of the cluster (default: the in-cluster configuration of "
+                        "the pod this runs in: its ServiceAccount token and CA)")
     p.add_argument("--scheduler-name", default=DEFAULT_NAME,
                    help=f"spec.schedulerName served (default: {DEFAULT_NAME})")
     p.add_argument("--config", default=None, metavar="PATH",
@@ -77,6 +81,8 @@ def profiles_for(config_path: str | None, scheduler_name: str) -> list[Any]:
 def cmd_scheduler(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from gpusched.extras import require
+    require("kube", "gpusched scheduler")
     from gpusched.backends.kube import KubeApi, LeaderElector, connect, run
     from gpusched.backends.secondary import SchedulerState
     from gpusched.errors import UsageError

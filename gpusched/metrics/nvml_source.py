@@ -23,6 +23,7 @@ import logging
 import socket
 from typing import Any, Callable
 
+from gpusched.extras import MissingExtraError, missing
 from gpusched.metrics.dcgm import GpuSample
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,11 @@ class NvmlSource:
         self.error = ""
         self._xid: dict[int, int] = {}
         self._events = None
+        self._no_bindings = bool(missing("gpu"))
+        if self._no_bindings:           # the [gpu] extra is not installed
+            self.error = str(MissingExtraError("gpusched exporter", "gpu", missing("gpu")))
+            log.warning("%s", self.error)
+            return
         try:
             import pynvml
             pynvml.nvmlInit()
@@ -66,6 +72,8 @@ class NvmlSource:
 
     @property
     def message(self) -> str:
+        if self._no_bindings:
+            return self.error
         return f"{NO_GPU_PREFIX}: {self.error}" if self.error else ""
 
     def _register_xid_events(self) -> None:

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from gpusched.errors import UsageError
+from gpusched.extras import require
 
 DEFAULT_POLICIES = "random,dotprod,clustering,packing,bestfit,fgd"
 PUBLISHED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fgd-published"
@@ -72,6 +73,7 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
     from gpusched.sim.experiment import RunSpec, check_inputs, parse_policies, parse_seeds
     from gpusched.sim.report import run_all
 
+    require("experiments", "gpusched experiment")
     check_inputs(args.nodes, args.pods)
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
         raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
@@ -86,6 +88,7 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
 def run_sweep_file(args: argparse.Namespace) -> int:
     from gpusched.sim.sweep import load_sweep, run_sweep
 
+    require("experiments", "gpusched sweep")
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
         raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
     runs = load_sweep(args.file)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from gpusched.extras import require
 from gpusched.sim.whatif_stats import Estimate, estimate, paired_difference
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -83,6 +84,7 @@ def _values(runs: Sequence[RunMetrics], key: str) -> list[float]:
 
 def comparison_table(runs: Runs, metrics: Sequence[Metric], title: str) -> Any:
     """The rich Table described in the module docstring."""
+    require("experiments", "the what-if report")
     from rich.table import Table
 
     names = list(runs)
@@ -171,6 +173,7 @@ def _metadata(suffix: str) -> dict[str, Any]:
 def write_plots(runs: Runs, metrics: Sequence[Metric], series_labels: Mapping[str, str],
                 out: Path, title: str) -> list[Path]:
     """``timeseries`` and ``summary`` figures (module docstring), PNG and SVG each."""
+    require("experiments", "the what-if plots")
     import matplotlib
 
     matplotlib.use("Agg")
