@@ -144,12 +144,14 @@ BAD_QUERIES = [
     ("/gpusched/v1/summary/nodes", {"group": "<b>x</b>"}, 404, 'groups "<b>x</b>" not found'),
     ("/gpusched/v1/summary", {"q": "x" * 254}, 400,
      "query parameter q: longer than 253 characters"),
+    ("/gpusched/v1/summary/nodes", {"group": "g" * 4097}, 400,
+     "query parameter group: longer than 4,096 characters"),
 ]
 
 
 @pytest.mark.parametrize("path,query,code,message", BAD_QUERIES,
                          ids=["limit-too-big", "offset-negative", "limit-not-a-number",
-                              "no-group", "unknown-group", "search-too-long"])
+                              "no-group", "unknown-group", "search-too-long", "group-too-long"])
 def test_bad_query_values_are_one_line(web, path, query, code, message):
     status, body = get(web, path, **query)
     assert (status, body["kind"], body["code"], body["message"]) == (code, "Status", code, message)

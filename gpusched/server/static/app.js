@@ -4,9 +4,10 @@
 // next page when the end of the list scrolls into view). Filters (namespace, node, GPU model,
 // phase) and the search box go to the server as query parameters, so at 1,000 nodes and 20,000
 // pods the browser only ever holds what is shown. Re-reads whenever the watch API reports a
-// change to pods, nodes or events (coalesced; reconnects from the last resourceVersion, and
-// from scratch after 410 Gone). Read-only: it only sends GETs. Every server string is shown
-// with textContent or an attribute, never parsed as markup.
+// change to pods, nodes or events (coalesced; the watches start at the summary's
+// resourceVersion, so no initial list of 20,000 pods, and reconnect from the last one seen).
+// Read-only: it only sends GETs. Every server string is shown with textContent or an
+// attribute, never parsed as markup.
 "use strict";
 
 const PAGE = 50;
@@ -328,8 +329,8 @@ function scheduleRefetch() {          // coalesce bursts of watch events into on
   }, 250);
 }
 
-async function watch(path) {
-  let resourceVersion = "";
+async function watch(path) {      // from the summary's version: no initial list of every object
+  let resourceVersion = state.data ? state.data.resourceVersion : "";
   const live = document.getElementById("live");
   for (;;) {
     try {
@@ -350,8 +351,9 @@ async function watch(path) {
           buffer = buffer.slice(newline + 1);
           if (!line) continue;
           const event = JSON.parse(line);
-          if (event.type === "ERROR") {         // 410 Gone: start again from now
-            resourceVersion = "";
+          if (event.type === "ERROR") {         // 410 Gone: re-read, go on from the newest summary
+            resourceVersion = state.data ? state.data.resourceVersion : "";
+            scheduleRefetch();
             continue;
           }
           resourceVersion = (event.object.metadata || {}).resourceVersion || resourceVersion;

@@ -32,14 +32,15 @@ LIMIT_MAX = 200
 OFFSET_MAX = 1_000_000
 PENDING_LIMIT = 100
 VALUE_MAX = 253          # a DNS subdomain's length: longer than any name it can match
+GROUP_MAX = 4096         # a group id holds a GPU model, which may come from a free annotation
 FILTERS = ("namespace", "node", "model", "phase", "q")
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
-def _text(query: dict[str, str], name: str) -> str:
+def _text(query: dict[str, str], name: str, most: int = VALUE_MAX) -> str:
     value = query.get(name, "")
-    if len(value) > VALUE_MAX:
-        raise UsageError(f"query parameter {name}: longer than {VALUE_MAX} characters")
+    if len(value) > most:
+        raise UsageError(f"query parameter {name}: longer than {most:,} characters")
     return value
 
 
@@ -127,7 +128,7 @@ def point(index: Index) -> dict[str, Any]:
 def nodes_page(index: Index, query: dict[str, str]) -> dict[str, Any]:
     """One page of a group's matching nodes with their cells."""
     flt = Filter.from_query(query)
-    group = _text(query, "group")
+    group = _text(query, "group", GROUP_MAX)
     if not group:
         raise UsageError("query parameter group: required (a group id from the summary)")
     offset = _number(query, "offset", 0, 0, OFFSET_MAX)
