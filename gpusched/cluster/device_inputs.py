@@ -37,6 +37,21 @@ def loaded_config(view: View, config: PolicyConfig) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
+def _loaded_record(pod: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(node, the recorded config) of a running, bound plugin pod with a readable record."""
+    meta = pod.get("metadata") or {}
+    raw = (meta.get("annotations") or {}).get(ANN_LOADED_CONFIG)
+    node = (pod.get("spec") or {}).get("nodeName")
+    if raw is None or not node or meta.get("deletionTimestamp") or \
+            (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    return (str(node), record) if isinstance(record, dict) else None
+
+
 def pinned_configmaps(view: ObjectSource, config: PolicyConfig | None) -> dict[str, dict[str, Any] | None]:
     """Node name -> the device-plugin ConfigMap its newest running plugin pod loaded (None: the
     ConfigMap did not exist). Nodes without such a pod, or whose pod loaded another ConfigMap
@@ -50,19 +65,11 @@ def pinned_configmaps(view: ObjectSource, config: PolicyConfig | None) -> dict[s
                   key=lambda p: ((p.get("metadata") or {}).get("creationTimestamp", ""),
                                  (p.get("metadata") or {}).get("name", "")))
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        raw = (meta.get("annotations") or {}).get(ANN_LOADED_CONFIG)
-        node = (pod.get("spec") or {}).get("nodeName")
-        if raw is None or not node or meta.get("deletionTimestamp") or \
-                (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        loaded = _loaded_record(pod)
+        if loaded is None or str(loaded[1].get("configMap", "")) != wanted:
             continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            continue
-        if str(record.get("configMap", "")) != wanted:
-            continue
-        namespace, _, name = str(record.get("configMap", "")).partition("/")
+        node, record = loaded
+        namespace, _, name = wanted.partition("/")
         out[node] = None if not record.get("found") else {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace,
