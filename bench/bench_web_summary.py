@@ -15,6 +15,10 @@ cluster worker, and times:
 - ``nodes page``: ``/gpusched/v1/summary/nodes?group=...&limit=50`` (one expanded group);
 - ``filtered``: the summary with ``namespace=`` and ``q=`` filters.
 
+With ``--serve`` the same requests go over HTTP to a real ``gpusched serve --virtual-clock`` on
+the state file (the change before each cold summary is a pod created through the API; the
+server's CPU is read from /proc around each request, so it includes its other threads).
+
 Each is run ``--repeat`` times (a cold one after a one-pod change each time); wall and CPU
 milliseconds (median) and the response size are printed with the load average (on a shared
 machine only the CPU milliseconds compare).
@@ -29,11 +33,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import http.client
 import json
 import os
 import pstats
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -118,6 +125,56 @@ def measure(cluster: Cluster, web: WebRoutes, repeat: int) -> dict[str, list[tup
     return rows
 
 
+def serve_measure(state: Path, repeat: int) -> dict[str, list[tuple[float, float, int]]]:
+    """The requests of :func:`measure` over HTTP to ``gpusched serve`` (see the docstring)."""
+    process = subprocess.Popen([sys.executable, "-m", "gpusched", "--state", str(state), "serve",
+                                "--port", "0", "--virtual-clock"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    try:
+        port = int(process.stdout.readline().split("listening on ")[1].split()[0].rpartition(":")[2])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+        def call(method: str, path: str, body: dict[str, Any] | None = None) -> bytes:
+            conn.request(method, path, body=json.dumps(body) if body else None,
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            data = response.read()
+            assert 200 <= response.status < 300, data[:300]
+            return data
+
+        def get(path: str) -> Callable[[], bytes]:
+            return lambda: call("GET", path)
+
+        def timed_server(fn: Callable[[], bytes]) -> tuple[float, float, int]:
+            cpu = _server_cpu(process.pid)
+            wall, _, size = timed(fn)
+            return wall, 1000 * (_server_cpu(process.pid) - cpu), size
+
+        rows: dict[str, list[tuple[float, float, int]]] = {
+            "first summary (empty caches)": [timed_server(get("/gpusched/v1/summary"))],
+            "summary cold": [], "summary warm": [], "nodes page": [], "filtered": []}
+        group = json.loads(get("/gpusched/v1/summary")())["groups"][0]["id"]
+        for i in range(repeat):
+            call("POST", "/api/v1/namespaces/team-a/pods",
+                 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"http-{i}"},
+                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+            rows["summary cold"].append(timed_server(get("/gpusched/v1/summary")))
+            rows["summary warm"].append(timed_server(get("/gpusched/v1/summary")))
+            rows["nodes page"].append(timed_server(get(f"/gpusched/v1/summary/nodes?group={group}&limit=50")))
+            rows["filtered"].append(timed_server(get("/gpusched/v1/summary?namespace=team-c&q=p-0001")))
+        return rows
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def _server_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _load(values: tuple[float, float, float]) -> str:
     return " ".join(f"{v:.1f}" for v in values)
 
@@ -140,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--keep", type=Path, help="a state file: reused if it exists, else saved")
+    parser.add_argument("--serve", action="store_true", help="over HTTP to gpusched serve")
     args = parser.parse_args(argv)
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.keep is not None:                 # closed: the WAL is checkpointed
                 shutil.copyfile(state, args.keep)
         built = time.perf_counter() - started
+        if args.serve:
+            report(serve_measure(state, args.repeat), args.nodes, args.pods)
+            print(f"over HTTP to gpusched serve; load average (1, 5, 15 min) at start "
+                  f"{_load(load_start)}, at end {_load(os.getloadavg())}; {os.cpu_count()} CPUs")
+            return 0
         with Cluster.open(str(state)) as cluster:
             web = WebRoutes(cluster.read, lambda fn: fn(cluster))
             if args.profile:
