@@ -58,8 +58,10 @@ class FragTables:
         small = np.where(values[:, None] < gpu[None, :], values[:, None], 0)
         fits = (values[:, None] >= gpu[None, :]).astype(np.int64)
         small[ABSENT], fits[ABSENT] = 0, 0
-        self.small = small.astype(np.int64)          # (1002, K): the sliver a GPU leaves for m
-        self.fits = fits                             # (1002, K): 1 if a GPU can host m
+        # (1002, 2K): [small | fits], one gather serves both; ``small`` and ``fits`` are views
+        self.both = np.concatenate((small.astype(np.int64), fits), axis=1)
+        self.small = self.both[:, :len(shapes)]      # (1002, K): the sliver a GPU leaves for m
+        self.fits = self.both[:, len(shapes):]       # (1002, K): 1 if a GPU can host m
         self.model_names = list(model_names)
         # (models + 1, K): True where F = idle regardless of state (CPU-only or no access).
         # The extra last row is "no GPU model" (CPU-only nodes).
@@ -72,7 +74,7 @@ class FragTables:
         self.always_idle = always
         self.allowed = ~always                       # shape m can use the node's model
         self.weight_total = self.weight.sum()
-        self._delta_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._delta_cache: dict[int, np.ndarray] = {}
 
     def model_rows(self, model_id: np.ndarray) -> np.ndarray:
         """Row of ``always_idle`` for each node (model id < 0 = CPU-only node)."""
@@ -80,13 +82,18 @@ class FragTables:
 
     def deltas(self, share: int) -> tuple[np.ndarray, np.ndarray]:
         """Tables of the change when a GPU with ``left`` gives away ``share``: ``(1002, K)`` each."""
+        both = self.deltas_both(share)
+        k = len(self.shapes)
+        return both[:, :k], both[:, k:]
+
+    def deltas_both(self, share: int) -> np.ndarray:
+        """``deltas`` side by side, ``(1002, 2K)``: [small change | fits change]."""
         cached = self._delta_cache.get(share)
         if cached is None:
             values = np.arange(ABSENT + 1)
             after = np.where(values >= share, values - share, values)
             after[ABSENT] = ABSENT
-            cached = (self.small[after] - self.small, self.fits[after] - self.fits)
-            self._delta_cache[share] = cached
+            cached = self._delta_cache[share] = self.both[after] - self.both
         return cached
 
 
@@ -141,8 +148,8 @@ class FragState:
 
     def _allocate(self, n: int) -> None:
         k = len(self.tables.shapes)
-        self.small = np.zeros((n, k), dtype=np.int64)
-        self.fits = np.zeros((n, k), dtype=np.int64)
+        self.both = np.zeros((n, 2 * k), dtype=np.int64)   # per node [small sums | fits sums]
+        self.small, self.fits = self.both[:, :k], self.both[:, k:]
         self.idle = np.zeros(n, dtype=np.int64)
         self.frag = np.zeros(n, dtype=np.float64)
         self.version = np.zeros(n, dtype=np.int64)
@@ -172,10 +179,11 @@ class FragState:
     def recompute(self, rows: np.ndarray) -> None:
         left = self.gpu_left[rows]
         idx = np.where(left < 0, ABSENT, left)
-        small = self.tables.small[idx].sum(axis=1)
-        fits = self.tables.fits[idx].sum(axis=1)
+        both = self.tables.both[idx].sum(axis=1)
+        k = len(self.tables.shapes)
+        small, fits = both[:, :k], both[:, k:]
         idle = np.maximum(left, 0).sum(axis=1)
-        self.small[rows], self.fits[rows], self.idle[rows] = small, fits, idle
+        self.both[rows], self.idle[rows] = both, idle
         self.frag[rows] = fragmentation(self.tables, small, fits, idle, self.cpu_free[rows],
                                         self.model_row[rows])
         self.version[rows] += 1
@@ -198,10 +206,10 @@ class FragState:
 
     def _after_share(self, nodes: np.ndarray, cpu: int, share: int) -> tuple[np.ndarray, np.ndarray]:
         left = self.gpu_left[nodes]
-        d_small, d_fits = self.tables.deltas(share)
         idx = np.where(left < 0, ABSENT, left)
-        small = self.small[nodes][:, None, :] + d_small[idx]
-        fits = self.fits[nodes][:, None, :] + d_fits[idx]
+        both = self.both[nodes][:, None, :] + self.tables.deltas_both(share)[idx]
+        k = len(self.tables.shapes)
+        small, fits = both[..., :k], both[..., k:]
         idle = (self.idle[nodes] - share)[:, None]          # (n, 1): broadcast over the GPUs
         cpu_after = (self.cpu_free[nodes] - cpu)[:, None]
         after = fragmentation(self.tables, small, fits, idle, cpu_after, self.model_row[nodes][:, None])
@@ -210,17 +218,16 @@ class FragState:
     def after_whole(self, nodes: np.ndarray, cpu: int, gpu_milli: int, num_gpu: int) -> np.ndarray:
         """F_n(M) after a CPU-only / whole-GPU / multi-GPU pod: it takes ``gpu_milli`` from the
         ``num_gpu`` GPUs with the least free milli that still fit (whole GPUs: fully free ones)."""
-        small, fits = self.small[nodes], self.fits[nodes]
-        idle = self.idle[nodes].copy()
+        both, idle = self.both[nodes], self.idle[nodes]
         if num_gpu and gpu_milli:
             left = self.gpu_left[nodes]
             key = np.where(left >= gpu_milli, left, ABSENT + 1)
             chosen = np.sort(key, axis=1)[:, :num_gpu]           # least free first
             chosen = np.where(chosen > MILLI, ABSENT, chosen)    # nodes that cannot host it
-            d_small, d_fits = self.tables.deltas(gpu_milli)
-            small = small + d_small[chosen].sum(axis=1)
-            fits = fits + d_fits[chosen].sum(axis=1)
+            both = both + self.tables.deltas_both(gpu_milli)[chosen].sum(axis=1)
             idle = idle - np.where(chosen <= MILLI, gpu_milli, 0).sum(axis=1)
+        k = len(self.tables.shapes)
+        small, fits = both[:, :k], both[:, k:]
         return fragmentation(self.tables, small, fits, idle, self.cpu_free[nodes] - cpu,
                              self.model_row[nodes])
 

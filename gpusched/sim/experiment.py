@@ -142,15 +142,17 @@ def run(spec: RunSpec, observe: Observer | None = None, limit: int | None = None
     amount = np.zeros(len(sequence))
     idle = np.zeros(len(sequence))
     arrived_milli = used_milli = failed = 0
+    frag_now = frag.amount, frag.idle             # changes only when a pod is placed
     for i, (pod, name) in enumerate(sequence):
         arrived_milli += pod.total_gpu_milli
         result = scheduler.schedule_one(pod_info(pod, i, name))
         if result.scheduled:
             used_milli += pod.total_gpu_milli
             metric.observe()
+            frag_now = frag.amount, frag.idle
         else:
             failed += 1
-        arrived[i], used[i], amount[i], idle[i] = arrived_milli, used_milli, frag.amount, frag.idle
+        arrived[i], used[i], (amount[i], idle[i]) = arrived_milli, used_milli, frag_now
         if observe is not None:
             observe(i, result, float(amount[i]))
         if progress is not None and (i + 1) % PROGRESS_BATCH == 0 and i + 1 < len(sequence):
