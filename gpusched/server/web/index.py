@@ -165,7 +165,7 @@ class _Static:
     pool: str
     model: str
     unschedulable: bool
-    rows: tuple[Any, ...]
+    rows: tuple[DeviceRow, ...]
 
 
 class WebIndex:
