@@ -167,3 +167,22 @@ def test_history_is_bounded_and_keeps_the_time_axis():
     assert clocks[0] == 1.0 and clocks[-1] == 100.0            # the first and newest survive
     assert history.record({"resourceVersion": "100", "clock": 1e9, "allocation": 0,
                            "fragmentation": 0}) == points       # same resourceVersion: no point
+
+
+def test_an_event_alone_renews_the_index(cluster):
+    """Events change no resourceVersion; the index is keyed by the event counter too."""
+    web_index = WebIndex()
+    before = cluster.read(web_index.index)
+    node = cluster.get("nodes", ["t4-node"])[0]
+    cluster.write(lambda view: view.record_event(node, "<b>Odd</b>", "a <i>new</i> event", "Warning"),
+                  settle=False)
+    after = cluster.read(web_index.index)
+    assert after is not before
+    assert after.events[-1]["reason"] == "<b>Odd</b>" and after.events[-1]["object"] == "Node/t4-node"
+
+
+def test_nodes_sort_by_group_then_name_numerically(tmp_path):
+    with Cluster.open(str(tmp_path / "c.db")) as c:
+        apply(c, pool("n", count=12, gpus=1))
+        names = [n.name for n in c.read(WebIndex().index).nodes]
+    assert names == [f"n-{i}" for i in range(1, 13)]
