@@ -419,7 +419,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         all_events = cluster.events(None)
 
         def lookup(kind: str, in_namespace: str | None) -> list[dict[str, Any]]:
-            return cluster.get(kind, namespace=in_namespace or "default")
+            result: list[dict[str, Any]] = cluster.get(kind, namespace=in_namespace or "default")
+            return result
 
         for obj in objects:
             own_namespace = _meta(obj).get("namespace") if info.namespaced else None

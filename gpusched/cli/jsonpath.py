@@ -352,12 +352,12 @@ def _compare(left: Any, op: str, right: Any) -> bool:
     if kinds[0] != kinds[1] or kinds[0] == "other":
         raise JSONPathError("incompatible types for comparison")
     if op == "==":
-        return left == right
+        return bool(left == right)
     if op == "!=":
-        return left != right
+        return bool(left != right)
     if kinds[0] == "bool":
         raise JSONPathError("invalid type for comparison")
-    return {"<": left < right, ">": left > right, "<=": left <= right, ">=": left >= right}[op]
+    return bool({"<": left < right, ">": left > right, "<=": left <= right, ">=": left >= right}[op])
 
 
 # ---- printing -----------------------------------------------------------------------------

@@ -61,7 +61,8 @@ from starlette.websockets import WebSocket
 from gpusched.errors import GpuschedError
 from gpusched.server import discovery, metrics_api
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
-from gpusched.server.guards import MAX_BODY_BYTES, Guards, Policy
+from gpusched.objects.limits import MAX_BODY_BYTES
+from gpusched.server.guards import Guards, Policy
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
                                   normalise_path, status_response, warning_header)
 from gpusched.server.protocol import MAX_HEAD_BYTES, protocol_class
@@ -105,7 +106,7 @@ class ApiServer:
         self.idle_timeout = idle_timeout
         self.tls = tls
         self.scheme = "https" if tls is not None else "http"
-        self.peers: dict[str, Any] | None = {} if tls is not None and tls.verify_mode != ssl.CERT_NONE else None
+        self.peers: dict[tuple[Any, ...], Any] | None = {} if tls is not None and tls.verify_mode != ssl.CERT_NONE else None
         self.policy = Policy(authenticator, is_loopback(host), host, tuple(cors_origins), self.peers)
         self.handlers = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="gpusched-handler")
         self.streams = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="gpusched-stream")
@@ -327,7 +328,7 @@ class ApiServer:
         await websocket.close(1000)
 
 
-def _call(handler: Handler, req: Request) -> Any:
+def _call(handler: Callable[[Request], Any], req: Request) -> Any:
     """``handler(req)``; errors become Status responses (a bug: 500, traceback in the log)."""
     try:
         return handler(req)

@@ -213,7 +213,7 @@ def _path_parameter(name: str) -> dict[str, Any]:
 
 def _operation(info: KindInfo, verb: str, action: str) -> dict[str, Any]:
     group, _, version = info.api_version.rpartition("/")
-    op = {"operationId": f"{verb}{info.kind}", "x-kubernetes-action": action,
+    op: dict[str, Any] = {"operationId": f"{verb}{info.kind}", "x-kubernetes-action": action,
           "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.kind},
           "responses": {"200": {"description": "OK", "content": {"application/json": {
               "schema": {"$ref": f"#/components/schemas/{_schema_name(info)}"}}}}}}

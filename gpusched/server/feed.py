@@ -204,7 +204,7 @@ class ChangeFeed:
             stream.rvs.clear()
             stream.cursor = stream.floor = 0
 
-    def _add_objects(self, rows: list[Any], bodies: dict[str, Any]) -> bool:
+    def _add_objects(self, rows: list[Any], bodies: dict[int, tuple[int, str] | None]) -> bool:
         stream = self.streams[OBJECTS]
         for rv, kind, ns, name, typ in rows:
             key = (kind, ns, name)

@@ -48,7 +48,7 @@ class Policy:
     loopback: bool
     bind_host: str
     cors_origins: tuple[str, ...] = ()
-    peers: dict[str, Any] | None = None              # client (host, port) -> verified peer certificate
+    peers: dict[tuple[Any, ...], Any] | None = None              # client (host, port) -> verified peer certificate
 
     def origin_allowed(self, origin: str) -> bool:
         return any(re.search(pattern, origin) for pattern in self.cors_origins)

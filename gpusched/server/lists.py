@@ -220,7 +220,7 @@ def _token_fields(decoded: object) -> tuple[str, int, str]:
     if not isinstance(decoded, dict):
         raise _bad_token(f"{ERR_GENERIC}: json: cannot unmarshal {_json_type(decoded)} into Go "
                          "value of type storage.continueToken")
-    values = []
+    values: list[Any] = []
     for name, python_type, go_type in GO_FIELD_TYPES:
         value = decoded.get(name)
         if value is None:

@@ -29,6 +29,7 @@ from gpusched.cluster.usage import (EXTERNAL_BUILTIN, POD_METRICS, WINDOW_S, Met
                                     Usage, format_milli, milli)
 from gpusched.errors import UsageError
 from gpusched.objects.selectors import matches, parse_selector
+from gpusched.objects.types import LabelSelector
 from gpusched.server.http import Request, Response, json_response, status_response
 
 METRICS = "metrics.k8s.io/v1beta1"
@@ -79,7 +80,8 @@ def aggregated_items() -> list[dict[str, Any]]:
 
 
 def _stamp(view: Any) -> str:
-    return view.timestamp()
+    result: str = view.timestamp()
+    return result
 
 
 def handle(worker: Any, req: Request) -> Response:
@@ -97,11 +99,14 @@ def handle(worker: Any, req: Request) -> Response:
     except UsageError as err:
         return status_response(400, str(err), "BadRequest")
     try:
+        response: Response
         if group_version == METRICS:
-            return worker.read(lambda view: _resource_metrics(view, rest, selector))
-        if group_version == CUSTOM:
-            return worker.read(lambda view: _custom(view, rest, selector, selector_text))
-        return worker.read(lambda view: _external(view, rest, selector_text))
+            response = worker.read(lambda view: _resource_metrics(view, rest, selector))
+        elif group_version == CUSTOM:
+            response = worker.read(lambda view: _custom(view, rest, selector, selector_text))
+        else:
+            response = worker.read(lambda view: _external(view, rest, selector_text))
+        return response
     except MetricNotFound as err:
         return status_response(404, str(err), "NotFound")
 
@@ -148,7 +153,7 @@ def _labels(body: dict[str, Any]) -> dict[str, Any]:
     return (body.get("metadata") or {}).get("labels") or {}
 
 
-def _resource_metrics(view: Any, rest: list[str], selector) -> Response:
+def _resource_metrics(view: Any, rest: list[str], selector: LabelSelector | None) -> Response:
     usage = Usage(view)
     if rest[0] == "nodes" and len(rest) <= 2:
         nodes = [n for n in view.list("Node") if selector is None or matches(selector, _labels(n))]
@@ -185,7 +190,7 @@ def _value(kind: str, api_version: str, namespace: str, name: str, metric: str, 
             "selector": None}
 
 
-def _custom(view: Any, rest: list[str], selector, selector_text: str) -> Response:
+def _custom(view: Any, rest: list[str], selector: LabelSelector | None, selector_text: str) -> Response:
     # namespaces/<ns>/<resource>/<name>/<metric>
     if len(rest) != 5 or rest[0] != "namespaces":
         return _not_found()
@@ -199,11 +204,11 @@ def _custom(view: Any, rest: list[str], selector, selector_text: str) -> Respons
         ns = None if namespace == "*" else namespace
         if metric not in POD_METRICS:
             raise MetricNotFound(f"the server could not find the metric {metric} for pods")
-        for value in usage.pods_metric(ns, metric):
-            pod = view.get("Pod", value.name, value.namespace)
+        for pod_value in usage.pods_metric(ns, metric):
+            pod = view.get("Pod", pod_value.name, pod_value.namespace)
             if selector is None or matches(selector, _labels(pod or {})):
-                items.append(_value("Pod", "/v1", value.namespace, value.name, metric,
-                                    value.value, view))
+                items.append(_value("Pod", "/v1", pod_value.namespace, pod_value.name, metric,
+                                    pod_value.value, view))
     elif name == "*":
         for body in view.list(kind, None if namespace == "*" else namespace):
             if selector is not None and not matches(selector, _labels(body)):

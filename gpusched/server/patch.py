@@ -70,7 +70,8 @@ def apply_patch(old: dict[str, Any], patch: Any, patch_type: str) -> dict[str, A
                  "map[string]interface {}")
         raise BadRequestError(f"error decoding patch: {error}" if patch_type == MERGE else error)
     if patch_type == MERGE:
-        return merge_patch(old, patch)
+        result: dict[str, Any] = merge_patch(old, patch)
+        return result
     return strategic_merge(old, patch)
 
 
@@ -316,7 +317,9 @@ def _apply_one(doc: Any, op: dict[str, Any], number: int, copied: list[int]) -> 
 def _go_json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
-    return {dict: "object", list: "array", str: "string"}.get(type(value), "number")
+    names: dict[type[Any], str] = {dict: "object", list: "array", str: "string"}
+    result = names.get(type(value), "number")
+    return result
 
 
 def _decode_patch_error(operations: Any) -> str:

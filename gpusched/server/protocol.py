@@ -40,7 +40,7 @@ class GuardedH11Protocol(H11Protocol):
     """See the module docstring; ``header_timeout`` and ``peers`` are set by :func:`protocol_class`."""
 
     header_timeout: float = 60.0
-    peers: dict[tuple[str, int], dict[str, Any]] | None = None
+    peers: dict[tuple[Any, ...], Any] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -83,8 +83,9 @@ class GuardedH11Protocol(H11Protocol):
         self._header_timer = self.loop.call_later(self.header_timeout, self._header_timed_out)
 
     def _disarm_header_timer(self) -> None:
-        if getattr(self, "_header_timer", None) is not None:
-            self._header_timer.cancel()
+        timer = getattr(self, "_header_timer", None)
+        if timer is not None:
+            timer.cancel()
         self._header_timer = None
 
     def _header_timed_out(self) -> None:
@@ -113,7 +114,7 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def protocol_class(header_timeout: float, peers: dict[str, Any] | None) -> type[GuardedH11Protocol]:
+def protocol_class(header_timeout: float, peers: dict[tuple[Any, ...], Any] | None) -> type[GuardedH11Protocol]:
     """A protocol class carrying one server's settings (uvicorn instantiates it per connection)."""
     settings: dict[str, Any] = {"header_timeout": header_timeout, "peers": peers}
     return type("GpuschedH11Protocol", (GuardedH11Protocol,), settings)

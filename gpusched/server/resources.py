@@ -27,6 +27,7 @@ Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``ser
 
 from __future__ import annotations
 
+import builtins
 import copy
 import json
 from urllib.parse import parse_qs
@@ -191,7 +192,7 @@ class ResourceApi:
         return json_response({"kind": f"{kind}List", "apiVersion": t.info.api_version,
                               "metadata": meta, "items": items})
 
-    def _items_at(self, t: Target, rv: int, options: lists.ListOptions) -> list[dict[str, Any]]:
+    def _items_at(self, t: Target, rv: int, options: lists.ListOptions) -> builtins.list[dict[str, Any]]:
         """The kind's objects at resourceVersion ``rv`` from the change feed's history; 410
         when the history no longer reaches back that far (etcd3 ``interpretListError``)."""
         state = self.feed.state_at(OBJECTS, rv)
@@ -204,7 +205,7 @@ class ResourceApi:
         return [body for (kind, ns, _name), body in state.items()
                 if kind == t.info.kind and (wanted_ns is None or ns == wanted_ns)]
 
-    def table(self, info: KindInfo, items: list[dict[str, Any]], now: str, rv: str, req: Request,
+    def table(self, info: KindInfo, items: builtins.list[dict[str, Any]], now: str, rv: str, req: Request,
               with_definitions: bool = True) -> dict[str, Any]:
         return build_table(info.kind, items, now, self.columns, rv,
                            req.query.get("includeObject", "Metadata"), with_definitions)
@@ -303,9 +304,12 @@ class ResourceApi:
                 cluster.delete_in(view, info, t.name, ns or "default", grace)
                 current = view.get(info.kind, t.name, ns if info.namespaced else "")
                 return copy.deepcopy(current) if current is not None else last
+            result: dict[str, Any]
             if dry_run:
-                return _dry_write(cluster, in_view, api_ops.needs_settle(info))
-            return cluster.write(in_view, api_ops.needs_settle(info))
+                result = _dry_write(cluster, in_view, api_ops.needs_settle(info))
+            else:
+                result = cluster.write(in_view, api_ops.needs_settle(info))
+            return result
 
         return json_response(self.worker.cluster_call(delete))
 

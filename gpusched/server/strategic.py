@@ -54,7 +54,8 @@ def root_node(api_version: str, kind: str) -> dict[str, Any] | None:
     info = schema.schema_for(api_version, kind)
     if info is None or info.custom:
         return None
-    return schema.load().definitions[info.name]
+    result: dict[str, Any] | None = schema.load().definitions[info.name]
+    return result
 
 
 def _field(node: dict[str, Any] | None, key: str) -> FieldMeta:
@@ -113,7 +114,8 @@ def _merge_map(original: Any, patch: dict[str, Any], node: dict[str, Any] | None
                              if meta.strategy == "merge" else value)
         else:
             original[key] = value
-    return original
+    result: dict[str, Any] = original
+    return result
 
 
 def _map_directive(patch: dict[str, Any]) -> dict[str, Any]:
@@ -173,6 +175,7 @@ def _set_element_orders(original: dict[str, Any], patch: dict[str, Any], node: d
             merged = _merge_slice(live, sent, _items(meta.node), meta.merge_key, False)
         else:
             merged = sent
+        assert merged is not None       # both None was skipped above
         mine, server_only = _partition(merged, order, meta.merge_key)
         original[name] = _normalize(mine, server_only, order, live or [], meta.merge_key)
         patch.pop(name, None)

@@ -24,6 +24,7 @@ Neighbours: ``cluster.cluster`` (write/read/advance); used by ``server.app`` and
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -189,7 +190,7 @@ class ClusterWorker:
                 return
             log.debug("group commit failed; retrying the writes one by one", exc_info=True)
             for mode, fn, future in batch:
-                _run_into(future, lambda fn=fn, mode=mode: cluster.write(fn, mode == WRITE))
+                _run_into(future, functools.partial(cluster.write, fn, mode == WRITE))
             return
         for (ok, value), (_mode, _fn, future) in zip(results, batch):
             if ok:
