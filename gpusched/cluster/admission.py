@@ -65,7 +65,7 @@ def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[
         default_toleration_seconds(body)            # DefaultTolerationSeconds (create, update)
     elif kind == "PersistentVolumeClaim" and old is None:
         default_storage_class(view, body)           # DefaultStorageClass
-    elif kind == "PersistentVolumeClaim":
+    elif kind == "PersistentVolumeClaim" and old is not None:
         admit_claim_update(body, old)
     elif kind == "PersistentVolume" and old is not None:
         admit_volume_update(body, old)

@@ -200,7 +200,7 @@ MAX_GRACE_SECONDS = 2**63 - 1     # DeleteOptions.gracePeriodSeconds is an int64
 def delete_grace(query: dict[str, Any], body: bytes) -> int | None:
     """DeleteOptions.gracePeriodSeconds from the query or the JSON body (kubectl sends the
     body); None when absent. Negative values mean 1 (apimachinery ``rest.BeforeDelete``)."""
-    value: object = query.get("gracePeriodSeconds")
+    value: Any = query.get("gracePeriodSeconds")     # a query string or a JSON value
     if body.strip():
         try:
             options = json.loads(body)

@@ -30,6 +30,7 @@ from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.manifest import Manifest
+from gpusched.objects.manifest import Manifest
 from gpusched.objects.strict import STRICT, decode_with_mode
 from gpusched.objects.podspec import admission_pending
 from gpusched.objects.validation import validate
@@ -44,7 +45,7 @@ POD_SPEC_FORBIDDEN = (
     "to 1 if it was previously negative)")
 
 
-def validated(manifest, field_validation: str = STRICT) -> tuple[dict[str, Any], list[str]]:
+def validated(manifest: Manifest, field_validation: str = STRICT) -> tuple[dict[str, Any], list[str]]:
     """(the decoded, defaulted object of a manifest, decoding warnings); see the module doc.
     A Pod's request/limit rules wait for admission, which validates the mutated pod (upstream
     order)."""
@@ -55,7 +56,7 @@ def validated(manifest, field_validation: str = STRICT) -> tuple[dict[str, Any],
     return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
 
 
-def apply_one(view: View, manifest, field_validation: str = STRICT) -> tuple[str, str, str, str, list[str]]:
+def apply_one(view: View, manifest: Manifest, field_validation: str = STRICT) -> tuple[str, str, str, str, list[str]]:
     """Apply one manifest; returns (kind, name, namespace, action, warnings)."""
     body, warnings = validated(manifest, field_validation)
     kind = body.get("kind", "")

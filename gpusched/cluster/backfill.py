@@ -57,6 +57,7 @@ from gpusched.scheduler.backfill import (INF, Request, Reservation, Timeline, al
                                          take_start)
 
 if TYPE_CHECKING:
+    from gpusched.scheduler.framework import ScheduleResult
     from gpusched.scheduler.runner import Scheduler
     from gpusched.scheduler.snapshot import Snapshot
 
@@ -190,7 +191,7 @@ def schedule_in_order(view: View, config: ModeConfig, pending: list[dict[str, An
                 outcome = _attempt(view, scheduler, pod, info, request, reservations, now)
                 if outcome == "preempted":
                     return    # capacity changed: the next pass rebuilds everything
-                if outcome is not None:
+                if isinstance(outcome, int):       # a node row: it started
                     started = True
                     timeline, reservations = take_start(timeline, reservations, request,
                                                         outcome, now)
@@ -238,12 +239,12 @@ def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInf
 
 
 def _schedule_around(scheduler: Scheduler, info: PodInfo, request: Request,
-                     reservations: list[Reservation], now: float):
+                     reservations: list[Reservation], now: float) -> ScheduleResult | None:
     """Schedule ``info`` with each reserved node's protected share held by a placeholder pod;
     the result if it was placed (assumed in the snapshot), else None. Nothing else changes."""
     snapshot = scheduler.snapshot
     holds = blocked_amounts(request.limit, now, snapshot.free, reservations)
-    placed = []
+    placed: list[str] = []
     for row, amount in holds.items():
         requests = {snapshot.resource_names[col]: int(v) for col, v in enumerate(amount)
                     if v > 0 and snapshot.resource_names[col] != "pods"}

@@ -28,7 +28,7 @@ Neighbours: ``objects.sbatch`` (parsing, partition names), ``cluster.cluster`` (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers.common import controller_of, is_terminal, owned_pods
@@ -45,6 +45,9 @@ from gpusched.objects.sbatch import (DEFAULT_ARRAY_OUTPUT, DEFAULT_OUTPUT, DEFAU
                                      partition_names, partitions_by_purpose)
 from gpusched.objects.types import ANN_DURATION, ANN_GPU_MODEL, ANN_START_TIME
 
+if TYPE_CHECKING:
+    from gpusched.cluster.cluster import Cluster
+
 COUNTER = "gpusched-sbatch"
 ANN_ARRAY = "gpusched.io/slurm-array"        # the array's task ids, "0,1,2,3"
 ANN_WORKDIR = "gpusched.io/slurm-workdir"    # absolute submit directory (sbatch's cwd or --chdir)
@@ -54,7 +57,7 @@ ANN_SCRIPT = "gpusched.io/slurm-script"      # on the pod: nothing (the script i
 
 # ---- submission --------------------------------------------------------------------------------
 
-def submit(cluster, job: SbatchJob, namespace: str = "default", workdir: str = "") -> int:
+def submit(cluster: Cluster, job: SbatchJob, namespace: str = "default", workdir: str = "") -> int:
     """Create the Job for ``job`` and return its id (see the module docstring). ``workdir``:
     the absolute submit directory, where the job's output file is written."""
     # The id and the Job are written in one store transaction (the facade's write context).
@@ -177,7 +180,7 @@ def _purpose_constraint(view: View, partition: str) -> str:
     return ""
 
 
-def cancel(cluster, job_id: str, namespace: str = "default") -> None:
+def cancel(cluster: Cluster, job_id: str, namespace: str = "default") -> None:
     """scancel: delete the Job ``sbatch-<id>`` (its pods go with it)."""
     base = job_id.split("_")[0]
     if not base.isdigit():
@@ -418,7 +421,7 @@ def sinfo_rows(view: View, per_node: bool = False) -> list[InfoRow]:
         for partition in partition_names(node, by_purpose):
             groups.setdefault((partition, state), []).append(name)
     order = {"idle": 0, "mix": 1, "alloc": 2, "drain": 3}
-    rows = []
+    rows: list[InfoRow] = []
     for (partition, state), names in sorted(groups.items(), key=lambda kv: (
             kv[0][0] != DEFAULT_PARTITION, kv[0][0], order[kv[0][1]])):
         label = partition + ("*" if partition == DEFAULT_PARTITION else "")

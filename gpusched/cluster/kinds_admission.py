@@ -170,7 +170,7 @@ def _keep_allocations(spec: dict[str, Any], old_spec: dict[str, Any], name: str)
 
 
 def _used_ips(view: View, skip: tuple[str, str]) -> set[str]:
-    used = set()
+    used: set[str] = set()
     for svc in view.list("Service"):
         meta = svc["metadata"]
         if (meta.get("namespace"), meta["name"]) != skip:

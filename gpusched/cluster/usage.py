@@ -44,7 +44,7 @@ used by ``cluster.controllers.hpa``, ``server.metrics_api`` and ``metrics.gpu_mo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import math
 from dataclasses import dataclass
@@ -55,6 +55,9 @@ from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import matches, selector_from_dict
+
+if TYPE_CHECKING:
+    from gpusched.cluster.controllers.gpu_operator import DeviceInputs
 
 ANN_GPU_UTIL = "gpusched.io/gpu-util"
 ANN_GPU_MEMORY = "gpusched.io/gpu-memory"
@@ -145,7 +148,7 @@ class Usage:
         self.now = view.now()
         self._owner: dict[str, dict[str, Any] | None] = {}
         self._ready: dict[str, int] = {}
-        self._inputs = None
+        self._inputs: DeviceInputs | None = None
 
     # ---- load ------------------------------------------------------------------------------
 
@@ -182,7 +185,9 @@ class Usage:
         if key not in self._owner:
             self._owner[key] = self.deployment_of(pod)
         deployment = self._owner[key]
-        curve = load_of(deployment) if deployment else None
+        if not deployment:
+            return None
+        curve = load_of(deployment)
         return (curve, deployment) if curve else None
 
     def pod_rps(self, pod: dict[str, Any]) -> float:

@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpusched.cluster.view import View
 from gpusched.errors import ManifestError
+
+if TYPE_CHECKING:
+    from gpusched.objects.manifest import Manifest
 
 TEMPLATE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
 MAX_PODS = 100       # pods asked about per command: more is refused in one line
@@ -68,7 +71,7 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def pod_bodies(manifest, body: dict[str, Any]) -> list[dict[str, Any]]:
+def pod_bodies(manifest: Manifest, body: dict[str, Any]) -> list[dict[str, Any]]:
     """The pods a validated ``body`` stands for: itself (a Pod) or ``replicas`` / ``parallelism``
     copies of its pod template (one for a DaemonSet or a Job without parallelism)."""
     kind = body.get("kind", "")
@@ -108,7 +111,7 @@ def _free_name(view: View, body: dict[str, Any], namespace: str) -> dict[str, An
     return {**body, "metadata": {**_meta(body), "name": name, "namespace": namespace}}
 
 
-def _admit(view: View, manifest, body: dict[str, Any], default_ns: str) -> dict[str, Any]:
+def _admit(view: View, manifest: Manifest, body: dict[str, Any], default_ns: str) -> dict[str, Any]:
     from gpusched.cluster.admission import admit
     from gpusched.errors import InvalidError
 
@@ -134,7 +137,9 @@ def _schedule(view: View, pod: dict[str, Any]) -> tuple[Any, tuple[dict[str, Any
     if not result.scheduled:
         return result, ()
     scheduling.bind(view, pod, result.node, result.assignment)
-    held = dict(running_fact(view, view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])).fields)
+    bound = view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])
+    assert bound is not None            # bound just above
+    held = dict(running_fact(view, bound).fields)
     return result, tuple(held["devices"])
 
 
@@ -142,7 +147,7 @@ def _held(devices: tuple[dict[str, Any], ...]) -> str:
     return ", ".join(f"GPU {d['gpu']} ({d['device']}, {d['resource']}, {d['slot']})" for d in devices)
 
 
-def _fits_now(view: View, pod: dict[str, Any], explanation) -> PodAnswer:
+def _fits_now(view: View, pod: dict[str, Any], explanation: Any) -> PodAnswer:
     key = explanation.pod
     result, devices = _schedule(view, pod)
     if not result.scheduled:        # explain said feasible; Reserve/Permit said no
@@ -161,14 +166,16 @@ def _after_preemption(view: View, pod: dict[str, Any], answer: PodAnswer) -> Pod
         view.delete("Pod", name, namespace)
     nominated = {**pod, "status": {**(pod.get("status") or {}), "nominatedNodeName": answer.node}}
     view.update(nominated)
-    result, devices = _schedule(view, view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"]))
+    current = view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])
+    assert current is not None          # updated just above
+    result, devices = _schedule(view, current)
     if not result.scheduled or result.node != answer.node:
         return answer
     text = answer.text + (f"; then holds {_held(devices)}" if devices else "")
     return replace(answer, text=text, devices=devices)
 
 
-def _does_not_fit(explanation) -> PodAnswer:
+def _does_not_fit(explanation: Any) -> PodAnswer:
     reasons = tuple(f.text for f in explanation.facts)
     found = {s.kind: s for s in explanation.suggestions}
     key = explanation.pod
@@ -199,12 +206,13 @@ def _stamp_of(change: str) -> str:
     return rest.partition(")")[0] if rest else ""
 
 
-def answer(view: View, manifests: list[Any], default_ns: str, explain_pod) -> list[PodAnswer]:
+def answer(view: View, manifests: list[Any], default_ns: str,
+           explain_pod: Callable[[View, dict[str, Any]], Any]) -> list[PodAnswer]:
     """One ``PodAnswer`` per pod the manifests stand for (see the module docstring);
     ``explain_pod(view, pod)`` is ``Cluster._explain_pod``. Mutates ``view``: roll it back."""
     from gpusched.cluster.apply import validated
 
-    bodies = []
+    bodies: list[tuple[Manifest, dict[str, Any]]] = []
     for manifest in manifests:
         body, _warnings = validated(manifest, "Strict")
         bodies.extend((manifest, pod) for pod in pod_bodies(manifest, body))

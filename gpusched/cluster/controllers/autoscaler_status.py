@@ -99,7 +99,7 @@ def _with_times(section: dict[str, Any], now: str, old: dict[str, Any] | None) -
     out = copy.deepcopy(section)
     same = old is not None and old.get("status") == section.get("status")
     out["lastProbeTime"] = now
-    out["lastTransitionTime"] = old.get("lastTransitionTime", now) if same else now
+    out["lastTransitionTime"] = old.get("lastTransitionTime", now) if old is not None and same else now
     return out
 
 
@@ -108,7 +108,7 @@ def write(view: View, config: Config, groups: list[Any]) -> None:
     body = view.get("ConfigMap", STATUS_MAP, NAMESPACE)
     if body is None:
         return
-    content = {"clusterWide": _cluster_wide(view, groups, config),
+    content: dict[str, Any] = {"clusterWide": _cluster_wide(view, groups, config),
                "nodeGroups": [_group_status(view, g) for g in groups]}
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
     annotations = (body.get("metadata") or {}).get("annotations") or {}

@@ -52,10 +52,10 @@ METRIC_WINDOW = 30.0
 SCALE_UP_LIMIT_FACTOR, SCALE_UP_LIMIT_MINIMUM = 2.0, 4.0
 SCALABLE = {"Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps"}
 # pkg/apis/autoscaling/v2/defaults.go: defaultHPAScaleUpRules / defaultHPAScaleDownRules
-DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+DEFAULT_SCALE_UP: dict[str, Any] = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                     "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
                                  {"type": "Percent", "value": 100, "periodSeconds": 15}]}
-DEFAULT_SCALE_DOWN = {"selectPolicy": "Max",
+DEFAULT_SCALE_DOWN: dict[str, Any] = {"selectPolicy": "Max",
                       "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
 
 
@@ -176,7 +176,8 @@ def reconcile_autoscaler(view: View, hpa: dict[str, Any], state: dict[str, Any],
     if not state["recommendations"]:                      # recordInitialRecommendation
         state["recommendations"].append([current, view.now()])
     minimum, maximum = int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 1))
-    desired, reason, statuses, rescale = 0, "", [], True
+    desired, reason, rescale = 0, "", True
+    statuses: list[dict[str, Any]] = []
     if current == 0 and minimum != 0:
         rescale = False
         sync.condition("ScalingActive", "False", "ScalingDisabled",
@@ -218,7 +219,7 @@ def reconcile_autoscaler(view: View, hpa: dict[str, Any], state: dict[str, Any],
 
 def _status(old: dict[str, Any], current: int, desired: int, statuses: list[Any]) -> dict[str, Any]:
     """``setStatus``: currentReplicas, desiredReplicas, lastScaleTime, currentMetrics."""
-    out = {"currentReplicas": current, "desiredReplicas": desired}
+    out: dict[str, Any] = {"currentReplicas": current, "desiredReplicas": desired}
     if old.get("lastScaleTime"):
         out["lastScaleTime"] = old["lastScaleTime"]
     if statuses:

@@ -221,8 +221,8 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     for pod in pods:
         owner = (controller_of(pod) or {}).get("uid")
         if not full and owner not in jobs:
-            job = view.by_uid(owner or "")
-            if job is not None and job.get("kind") == "Job" and not finished(job):
+            owner_job = view.by_uid(owner or "")
+            if owner_job is not None and owner_job.get("kind") == "Job" and not finished(owner_job):
                 jobs.add(owner)
         if FINALIZER in (pod["metadata"].get("finalizers") or []) and owner not in jobs:
             remove_finalizer(view, pod, FINALIZER)   # orphan or finished Job: nothing to count
@@ -475,6 +475,7 @@ def _write_status(view: View, job: dict[str, Any], status: dict[str, Any], activ
             status["completionTime"] = view.timestamp()
             view.record_event(job, "Completed", "Job completed", "Normal", COMPONENT)
     else:
+        assert condition is not None        # None took one of the branches above
         reason, message = condition
         _ensure_condition(conditions, _condition(view, "FailureTarget", reason, message))
         if terminating == 0 and _ensure_condition(conditions,

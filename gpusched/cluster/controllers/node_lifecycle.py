@@ -85,8 +85,8 @@ def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict[s
     else:
         pods = changes.pods()
         names = {(p.get("spec") or {}).get("nodeName") for p in pods}
-        nodes = {n: view.get("Node", n) for n in names if n}
-        nodes = {n: node for n, node in nodes.items() if node is not None and _has_no_execute(node)}
+        found = {n: view.get("Node", n) for n in names if n}
+        nodes = {n: node for n, node in found.items() if node is not None and _has_no_execute(node)}
     if not nodes:
         return []
     return [(pod, nodes[pod["spec"]["nodeName"]]) for pod in pods
@@ -152,7 +152,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
         refresh_pdbs(view, namespaces)
 
 
-def _count(value, total: int) -> int:
+def _count(value: Any, total: int) -> int:     # minAvailable/maxUnavailable: int or "N%"
     if isinstance(value, str) and value.endswith("%"):
         return math.ceil(int(value[:-1]) * total / 100)
     return int(value)

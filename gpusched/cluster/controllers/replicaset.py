@@ -87,8 +87,8 @@ def pods_to_delete(pods: list[dict[str, Any]], related: list[dict[str, Any]], co
         if is_active(pod):
             node = (pod.get("spec") or {}).get("nodeName", "")
             on_node[node] = on_node.get(node, 0) + 1
-    ranked = [(pod, on_node.get((pod.get("spec") or {}).get("nodeName", ""), 0)) for pod in pods]
-    ranked.sort(key=functools.cmp_to_key(lambda a, b: _compare(a, b, now)))
+    ranked: list[tuple[dict[str, Any], int]] = [(pod, on_node.get((pod.get("spec") or {}).get("nodeName", ""), 0)) for pod in pods]
+    ranked.sort(key=functools.cmp_to_key(functools.partial(_compare, now=now)))
     return [pod for pod, _rank in ranked[:count]]
 
 

@@ -197,7 +197,7 @@ def storage_class(view: View, claim: dict[str, Any]) -> dict[str, Any] | None:
 def delays_binding(view: View, claim: dict[str, Any]) -> bool:
     """IsDelayBindingMode: the claim's class exists and binds WaitForFirstConsumer."""
     cls = storage_class(view, claim)
-    return bool(cls) and cls.get("volumeBindingMode") == "WaitForFirstConsumer"
+    return cls is not None and cls.get("volumeBindingMode") == "WaitForFirstConsumer"
 
 
 def reconcile(view: View) -> None:

@@ -86,7 +86,7 @@ def _factor(hist: dict[str, Any], t: float) -> float:
     return result
 
 
-def add_sample(hist: dict[str, Any], options, value: float, weight: float, t: float) -> None:
+def add_sample(hist: dict[str, Any], options: tuple[float, float, float], value: float, weight: float, t: float) -> None:
     """``decayingHistogram.AddSample``: weight x 2^((t - reference) / half-life); the reference
     moves forward (weights rescaled) when the exponent would exceed 100."""
     if hist["ref"] is None:
@@ -100,7 +100,7 @@ def add_sample(hist: dict[str, Any], options, value: float, weight: float, t: fl
     hist["buckets"][key] = hist["buckets"].get(key, 0.0) + weight * _factor(hist, t)
 
 
-def subtract_sample(hist: dict[str, Any], options, value: float, weight: float, t: float) -> None:
+def subtract_sample(hist: dict[str, Any], options: tuple[float, float, float], value: float, weight: float, t: float) -> None:
     key = str(find_bucket(options, value))
     left = hist["buckets"].get(key, 0.0) - weight * _factor(hist, t)
     if left <= 0:
@@ -109,7 +109,7 @@ def subtract_sample(hist: dict[str, Any], options, value: float, weight: float, 
         hist["buckets"][key] = left
 
 
-def percentile(hist: dict[str, Any], options, p: float) -> float:
+def percentile(hist: dict[str, Any], options: tuple[float, float, float], p: float) -> float:
     """``histogram.Percentile``: the end of the first bucket where the cumulative weight
     reaches ``p`` of the total (the start of the last bucket has no end)."""
     weights = {int(k): w for k, w in hist["buckets"].items() if w > 0}
@@ -246,7 +246,7 @@ def recommend(container: dict[str, Any], containers: int) -> dict[str, tuple[flo
         else:
             upper = math.inf
             lower = 0.0
-        out[resource] = tuple(max(minimum, v) for v in (lower, target, upper))
+        out[resource] = (max(minimum, lower), max(minimum, target), max(minimum, upper))
     return out
 
 
@@ -285,7 +285,7 @@ def _write(view: View, vpa: dict[str, Any], state: dict[str, Any]) -> None:
         cond["lastTransitionTime"] = previous.get("lastTransitionTime", cond["lastTransitionTime"])
     if not provided:
         cond.update(reason="NoPodsMatched", message="No pods match this VPA object")
-    new_status = {"conditions": [cond]}
+    new_status: dict[str, Any] = {"conditions": [cond]}
     if provided:
         new_status["recommendation"] = {"containerRecommendations": recommendations}
     if vpa.get("status") != new_status:
