@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gpusched.cli.columns_kinds import KIND_COLUMNS, _age, _meta, _name, _spec, _status  # shared cell readers
-from gpusched.cli.output import Clock, human_duration, parse_timestamp
+from gpusched.cli.output import Clock, parse_timestamp
+from gpusched.objects.duration import format_duration as human_duration
 from gpusched.objects.kinds import resolve_kind
 
 NONE = "<none>"
@@ -180,7 +181,8 @@ def quota_columns(quota: dict[str, Any]) -> tuple[str, str]:
     """REQUEST and LIMIT: ``key: used/hard`` pairs sorted by key, ``limits.*`` in LIMIT."""
     hard = _status(quota).get("hard") or _spec(quota).get("hard") or {}
     used = _status(quota).get("used") or {}
-    requests, limits = [], []
+    requests: list[str] = []
+    limits: list[str] = []
     for key in sorted(hard):
         cell = f"{key}: {used.get(key, '0')}/{hard[key]}"
         (limits if key.startswith("limits.") else requests).append(cell)

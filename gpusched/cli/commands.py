@@ -24,6 +24,7 @@ from gpusched.objects.kinds import KindInfo, resolve_kind
 
 if TYPE_CHECKING:
     from gpusched.cluster.cluster import Cluster
+    from gpusched.objects.manifest import Manifest
 
 DEFAULT_NAMESPACE = "default"
 
@@ -107,7 +108,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _print_applied(args: argparse.Namespace, cluster, manifest, outcome) -> None:
+def _print_applied(args: argparse.Namespace, cluster: Cluster, manifest: Manifest, outcome: Any) -> None:
     for warning in getattr(outcome, "warnings", ()):
         print(f"Warning: {warning}", file=sys.stderr, flush=True)
     info = resolve_kind(outcome.kind)
@@ -121,7 +122,7 @@ def _print_applied(args: argparse.Namespace, cluster, manifest, outcome) -> None
         print(f"{resource_name(info)}/{outcome.name} {outcome.action}{dry_run_suffix(args)}", flush=True)
 
 
-def _with_source(message: str, manifest) -> str:
+def _with_source(message: str, manifest: Manifest) -> str:
     """kubectl names the file of a refused object (``error when creating "x.yaml": ...``)."""
     return message if message.startswith(manifest.source) else \
         f'error when creating "{manifest.source}": {message}'

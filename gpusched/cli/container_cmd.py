@@ -19,7 +19,7 @@ import sys
 from gpusched.errors import NotFoundError, UsageError
 
 
-def add_commands(sub) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("exec", help="Run a command in a pod's container (simulated: nvidia-smi, "
                                     "nvidia-smi -L, env, ls /dev/nvidia*)")
     p.add_argument("pod", help="pod name (or pod/NAME)")

@@ -291,7 +291,9 @@ def _node_pods(sheet: Sheet, running: list[dict[str, Any]], alloc: dict[str, int
                clock: Clock) -> tuple[dict[str, int], dict[str, int]]:
     """The Non-terminated Pods table; returns the summed requests and limits."""
     sheet.kv("Non-terminated Pods", f"({len(running)} in total)")
-    rows, req_total, lim_total = [], {}, {}
+    rows: list[list[Any]] = []
+    req_total: dict[str, int] = {}
+    lim_total: dict[str, int] = {}
     for pod in sorted(running, key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", ""))):
         req, lim = pod_resources(pod, "requests"), pod_resources(pod, "limits")
         for totals, values in ((req_total, req), (lim_total, lim)):

@@ -218,7 +218,8 @@ def _endpoints(slices: list[dict[str, Any]], port_name: str, most: int = 3) -> s
     at most, then ``+ N more...`` (set, as kubectl does, once any endpoint follows a full list)."""
     if not slices:
         return NONE
-    shown, count, more = [], 0, False
+    shown: list[str] = []
+    count, more = 0, False
     for item in slices:
         ports = [p for p in item.get("ports") or [] if (p.get("name") or "") == port_name]
         for port in ports if item.get("ports") else [None]:

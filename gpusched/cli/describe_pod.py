@@ -12,7 +12,7 @@ tolerations), ``cli.describe_base`` (dates, labels, annotations, events).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import re
 
@@ -22,6 +22,7 @@ from gpusched.cli.output import tabwrite
 from gpusched.cli.describe_template import containers_lines, toleration_lines, volumes_lines
 from gpusched.objects.quantity import QuantityError, parse_quantity
 from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS
+from fractions import Fraction
 
 GPU_BLOCK = "GPU Assignment (gpusched):"
 _KEYED = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
@@ -90,7 +91,7 @@ def gpu_lines(pod: dict[str, Any]) -> list[str]:
     return [GPU_BLOCK, f"  Assigned GPUs:\t{gpus or NONE}", f"  Assigned Devices:\t{devices or NONE}"]
 
 
-def field_resolver(pod: dict[str, Any]):
+def field_resolver(pod: dict[str, Any]) -> Callable[[str], str]:
     """describe.go EnvValueRetriever: the value a downward-API ``fieldPath`` names ("" if none)."""
     info, spec, status = meta(pod), pod.get("spec") or {}, pod.get("status") or {}
     simple = {"metadata.name": info.get("name"), "metadata.namespace": info.get("namespace"),
@@ -110,8 +111,8 @@ def pod_qos(pod: dict[str, Any]) -> str:
     """kubectl pkg/util/qos GetPodQOS over cpu and memory: BestEffort without requests or limits,
     Guaranteed when every container limits both and requests equal limits, else Burstable."""
     spec = pod.get("spec") or {}
-    requests: dict[str, object] = {}
-    limits: dict[str, object] = {}
+    requests: dict[str, Fraction | int] = {}
+    limits: dict[str, Fraction | int] = {}
     guaranteed = True
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         resources = container.get("resources") or {}
@@ -133,7 +134,7 @@ def pod_qos(pod: dict[str, Any]) -> str:
     return "Burstable"
 
 
-def _amount(value: object):
+def _amount(value: object) -> Fraction | int:
     try:
         return parse_quantity(value)
     except (QuantityError, ValueError, TypeError):

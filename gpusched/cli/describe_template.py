@@ -11,7 +11,7 @@ Neighbours: ``cli.describe_workloads`` (the pages), ``cli.describe_base`` (share
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from gpusched.cli.describe_base import (NONE, annotation_lines, kube_date, label_lines,
                                         selector_text)
@@ -41,7 +41,7 @@ def pod_template_lines(template: dict[str, Any] | None) -> list[str]:
 
 
 def containers_lines(label: str, containers: list[dict[str, Any]], space: str = "  ",
-                     statuses: list[dict[str, Any]] | None = None, resolve=None) -> list[str]:
+                     statuses: list[dict[str, Any]] | None = None, resolve: Callable[[str], str] | None = None) -> list[str]:
     """describe.go describeContainers. A template passes space ``"  "`` (names get one more
     space) and no statuses; a pod passes space ``""``, its container statuses (Container ID,
     Image ID, State, Ready, Restart Count) and ``resolve`` for field references."""
@@ -140,7 +140,7 @@ def _env_from_lines(sources: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _env_lines(env: list[dict[str, Any]], resolve=None) -> list[str]:
+def _env_lines(env: list[dict[str, Any]], resolve: Callable[[str], str] | None = None) -> list[str]:
     """describeContainerEnvVars (a template has no resolver: field references print empty; a
     pod's ``resolve(fieldPath)`` gives the value)."""
     if not env:
@@ -156,7 +156,7 @@ def _env_lines(env: list[dict[str, Any]], resolve=None) -> list[str]:
     return lines
 
 
-def _value_from(source: dict[str, Any], resolve=None) -> str:
+def _value_from(source: dict[str, Any], resolve: Callable[[str], str] | None = None) -> str:
     if source.get("fieldRef"):
         ref = source["fieldRef"]
         value = resolve(str(ref.get("fieldPath", ""))) if resolve else ""

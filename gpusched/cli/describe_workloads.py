@@ -12,7 +12,7 @@ blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, controlled_by, event_lines,
                                         go_value, kube_date, label_lines, meta, selector_text)
@@ -89,7 +89,7 @@ def _without_hash(template: dict[str, Any] | None) -> dict[str, Any]:
     metadata = dict(template.get("metadata") or {})
     metadata["labels"] = {k: v for k, v in (metadata.get("labels") or {}).items() if k != HASH_LABEL}
     template["metadata"] = metadata
-    return _pruned(template)
+    return cast("dict[str, Any]", _pruned(template))      # a dict prunes to a dict
 
 
 def _pruned(value: object) -> object:

@@ -109,6 +109,7 @@ def _parse_action(text: str, pos: int, closing: str = "}") -> tuple[list[tuple[A
             steps.append(("wild",) if name == "*" else ("field", name))
         elif char in "+-" or char.isdigit():
             match = re.match(r"[+-]?[\d.]*", text[pos:])
+            assert match is not None        # the pattern matches the empty string too
             number = match.group(0)
             pos += len(number)
             steps.append(_number(number))

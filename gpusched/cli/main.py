@@ -23,7 +23,7 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence, cast
 
 from gpusched.cli.help_examples import EXAMPLES
 from gpusched.errors import GpuschedError
@@ -42,7 +42,8 @@ class CommandParser(argparse.ArgumentParser):
 
     _intermixing = False
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]  # one form of the stub's overloads
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         if self._intermixing or self._subparsers is not None:
             return super().parse_known_args(args, namespace)
         self._intermixing = True
@@ -51,7 +52,7 @@ class CommandParser(argparse.ArgumentParser):
         finally:
             self._intermixing = False
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(USAGE_EXIT, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
 
@@ -103,7 +104,7 @@ def _get_options(p: argparse.ArgumentParser) -> None:
 def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from gpusched.cli import commands, create, describe, get, top  # light: no NumPy at import
 
-    def command(name: str, handler: Callable[..., Any], help_text: str, **kwargs) -> argparse.ArgumentParser:
+    def command(name: str, handler: Callable[..., Any], help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=help_text, description=help_text, **kwargs)
         parser.set_defaults(handler=handler)
         return parser
@@ -325,8 +326,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                              "2026-01-01T00:00:00Z; default: $GPUSCHED_START, else now)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="Log to stderr (-v info, -vv debug)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
-                                parser_class=CommandParser)
+    # the command modules take ArgumentParser subparsers; CommandParser is one (a cast, not a lie)
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                     parser_class=CommandParser))
     _add_commands(sub)
     from gpusched.cli import serve   # serve, kubeconfig (the server is imported when run)
     serve.add_commands(sub)

@@ -15,7 +15,7 @@ Neighbours: ``cli.main`` registers ``add_commands``; ``cli.top`` calls :func:`no
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import argparse
 import sys
@@ -23,6 +23,11 @@ from collections import defaultdict
 
 from gpusched.cli.commands import open_cluster
 from gpusched.cli.output import render_table
+
+if TYPE_CHECKING:
+    from gpusched.cluster.view import View
+    from gpusched.metrics.cluster_source import GpuState
+    from gpusched.metrics.cost import NodeUsage
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,7 +87,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_node_cost(rows) -> int:
+def _print_node_cost(rows: list[NodeUsage]) -> int:
     if not rows:
         print("No NodePools found", file=sys.stderr)
         return 0
@@ -96,7 +101,7 @@ def _print_node_cost(rows) -> int:
     return 0
 
 
-def pod_gpu_use(gpus) -> dict[tuple[str, str], dict[str, Any]]:
+def pod_gpu_use(gpus: list[GpuState]) -> dict[tuple[str, str], dict[str, Any]]:
     """(namespace, pod) -> node, devices, GPUs, util %, memory MiB, from ``GpuState`` rows.
 
     A pod's utilization is its demand scaled down when its GPU is oversubscribed (time-sliced
@@ -117,7 +122,7 @@ def pod_gpu_use(gpus) -> dict[tuple[str, str], dict[str, Any]]:
     return use
 
 
-def node_gpu_use(view) -> dict[str, tuple[float, int, int]]:
+def node_gpu_use(view: View) -> dict[str, tuple[float, int, int]]:
     """node -> (mean GPU utilization %, framebuffer used MiB, framebuffer total MiB)."""
     from gpusched.metrics.cluster_source import ClusterSource
 

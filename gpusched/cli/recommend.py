@@ -8,11 +8,16 @@ Neighbours: ``cli.main`` registers it; data from the ``Cluster`` facade.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import argparse
 import sys
 
 from gpusched.cli.commands import namespace_of, open_cluster
 from gpusched.cli.output import render_table
+
+if TYPE_CHECKING:
+    from gpusched.cluster.view import View
 
 CPU_HEADER = ["NAMESPACE", "VPA", "CONTAINER", "CPU LOWER", "CPU TARGET", "CPU UPPER",
               "MEM LOWER", "MEM TARGET", "MEM UPPER"]
@@ -20,7 +25,8 @@ GPU_HEADER = ["NAMESPACE", "VPA", "POD", "GPU", "PEAK UTIL", "PEAK MEMORY", "SUG
               "GPU-HOURS SAVED/DAY", "USD SAVED/DAY"]
 
 
-def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], namespace_options) -> None:
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                namespace_options: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser("recommend", help="Right-sizing: VPA CPU/memory recommendations and GPU "
                                          "(MIG / time-slicing) suggestions with their savings",
                        description="Right-sizing: VPA CPU/memory recommendations and GPU "
@@ -31,7 +37,8 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], namesp
     p.set_defaults(handler=cmd_recommend)
 
 
-def _rows(view, namespace: str | None, prices):
+def _rows(view: View, namespace: str | None,
+          prices: dict[str, float] | None) -> tuple[list[list[Any]], list[list[Any]]]:
     from gpusched.cluster.controllers.vpa import _key
     from gpusched.cluster.gpu_fit import fit
     from gpusched.cluster.device_inputs import device_inputs, node_devices_for

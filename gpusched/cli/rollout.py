@@ -11,9 +11,14 @@ Neighbours: ``cluster.rollout`` (the logic); registered by ``cli.main``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 
 from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
+
+if TYPE_CHECKING:
+    from gpusched.objects.kinds import KindInfo
 
 EXAMPLES = {
     "status": ("gpusched rollout status deployment/web", "gpusched rollout status ds/nvidia-device-plugin-daemonset -n gpu-operator"),
@@ -57,7 +62,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                            help="Accepted for kubectl compatibility; the line is printed once")
 
 
-def _target(args: argparse.Namespace):
+def _target(args: argparse.Namespace) -> tuple[KindInfo, str, str]:
     from gpusched.errors import UsageError
 
     info, names = split_kind_name(args.kind, [args.name] if args.name else [])
@@ -66,7 +71,7 @@ def _target(args: argparse.Namespace):
     return info, names[0], namespace_of(args)
 
 
-def _qualified(info) -> str:
+def _qualified(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
 
 

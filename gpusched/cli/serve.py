@@ -22,7 +22,7 @@ Neighbours: ``cli.main`` registers :func:`add_commands`; ``server`` does the wor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import argparse
 import importlib.util
@@ -30,6 +30,10 @@ import signal
 import ssl
 import sys
 from pathlib import Path
+
+if TYPE_CHECKING:
+    from gpusched.server.app import ApiServer
+    from gpusched.server.security import Credentials
 
 DEFAULT_PORT = 8080
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
@@ -85,7 +89,7 @@ def run_kubeconfig(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mount_web(app) -> None:
+def _mount_web(app: ApiServer) -> None:
     if importlib.util.find_spec("gpusched.server.web") is None:
         return
     from gpusched.server import web
@@ -95,7 +99,7 @@ def _mount_web(app) -> None:
         mount(app)
 
 
-def _wall_clock(args: argparse.Namespace):
+def _wall_clock(args: argparse.Namespace) -> Callable[[], float]:
     """Seconds on the cluster clock now: ``--start``/``$GPUSCHED_START`` pins it (tests), else
     the wall clock (read here, in the CLI, never below)."""
     import os
@@ -129,7 +133,8 @@ def _client_ca(path: str | None) -> Path | None:
     return Path(path)
 
 
-def _write_kubeconfigs(args: argparse.Namespace, app, credentials, secrets_dir: Path) -> None:
+def _write_kubeconfigs(args: argparse.Namespace, app: ApiServer, credentials: Credentials,
+                      secrets_dir: Path) -> None:
     """The admin and read-only kubeconfigs (0600), naming the advertised address."""
     from gpusched.server.security import advertised_address, kubeconfig, write_kubeconfig
 

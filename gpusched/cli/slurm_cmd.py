@@ -22,16 +22,19 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from gpusched.cli.job_outputs import write_job_outputs
 from gpusched.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpusched.cluster.cluster import Cluster
 
 SQUEUE_WIDTHS = (18, 9, 8, 8, 2, 10, 6)
 SQUEUE_HEADER = ("JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)")
 
 
-def add_commands(subparsers) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("sbatch", help="Submit an sbatch script to the embedded cluster")
     p.add_argument("script", help="sbatch script (#SBATCH lines, body with sleep N)")
     p.add_argument("--dry-run", action="store_true", help="print the Job, create nothing")
@@ -209,7 +212,7 @@ def cmd_sinfo(args: argparse.Namespace) -> int:
     return 0
 
 
-def dump_json(document) -> str:
+def dump_json(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True)
 
 
@@ -220,7 +223,7 @@ def slurm_conf_of(args: argparse.Namespace) -> str:
     return conf
 
 
-def _add_slurm_group(subparsers) -> None:
+def _add_slurm_group(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``slurm config|submit|jobs|cancel`` (real Slurm; see docs/slurm.md)."""
     slurm = subparsers.add_parser("slurm", help="Slurm: config from the cluster, real jobs")
     sub = slurm.add_subparsers(dest="slurm_command", metavar="COMMAND", required=True)

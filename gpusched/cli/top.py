@@ -121,7 +121,8 @@ def top_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             by_node[node_name].append(pod)
-    rows, per_model = [], {}
+    rows: list[list[Any]] = []
+    per_model: dict[str, list[Any]] = {}     # model -> [nodes, GPUs, Usage]
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
