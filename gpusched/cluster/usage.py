@@ -57,7 +57,7 @@ from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import matches, selector_from_dict
 
 if TYPE_CHECKING:
-    from gpusched.cluster.controllers.gpu_operator import DeviceInputs
+    from gpusched.cluster.device_inputs import DeviceInputs
 
 ANN_GPU_UTIL = "gpusched.io/gpu-util"
 ANN_GPU_MEMORY = "gpusched.io/gpu-memory"

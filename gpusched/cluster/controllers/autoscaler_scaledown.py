@@ -122,7 +122,7 @@ def _finish_drains(view: View, group: Group) -> None:
 MAX_REMOVED_RECORDS = 1000
 
 
-def _remove(view: View, group: Group, name: str, draining: dict[str, Any]):
+def _remove(view: View, group: Group, name: str, draining: dict[str, Any]) -> Group:
     status = group.status
     created = dict(status.get("created") or {})
     removed = list(status.get("removed") or [])
@@ -221,7 +221,7 @@ def _removable(view: View, config: Config, groups: list[Any]) -> dict[str, tuple
     return out
 
 
-def _moved(sim, removals: list[tuple[str, list[dict[str, Any]]]], gone: set[str]) -> bool:
+def _moved(sim: Simulation, removals: list[tuple[str, list[dict[str, Any]]]], gone: set[str]) -> bool:
     """Remove the nodes of ``removals`` from the simulation and place their pods elsewhere."""
     for name, pods in removals:
         if name in sim.snapshot.index:
@@ -262,7 +262,7 @@ def _act(view: View, config: Config, groups: list[Any], removable: dict[str, tup
             group = _start_deletion(view, config, group, name, empty)
 
 
-def _start_deletion(view: View, config: Config, group: Group, name: str, empty: bool):
+def _start_deletion(view: View, config: Config, group: Group, name: str, empty: bool) -> Group:
     node = view.copy("Node", name)
     if node is not None:
         taints = [t for t in (node.get("spec") or {}).get("taints") or []

@@ -34,7 +34,8 @@ from datetime import datetime, timezone
 
 from gpusched.cluster.view import View
 from gpusched.cluster.device_inputs import device_inputs
-from gpusched.devices.advertise import node_device_state
+from gpusched.devices.advertise import NodeDeviceState, node_device_state
+from gpusched.devices.operator import PolicyConfig
 from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,8 @@ def reconcile(view: View) -> None:
             if current else None
 
 
-def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str, policy=None) -> tuple[dict[str, Any], object]:
+def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
+               policy: PolicyConfig | None = None) -> tuple[dict[str, Any], NodeDeviceState]:
     """``node`` as the device plugin and GFD leave it (GFD labels, MIG state annotations,
     ``nvidia.com/*`` capacity and allocatable), and the device state it came from. Pure: the
     Cluster Autoscaler's template nodes (``controllers.autoscaler``) are built with it."""
@@ -85,7 +87,8 @@ def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
     return new, state
 
 
-def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str, Any]], policy=None) -> None:
+def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str, Any]],
+                    policy: PolicyConfig | None = None) -> None:
     new, state = advertised(node, configmaps, view.timestamp(), policy)
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
