@@ -28,10 +28,11 @@ shared-data:
 
 test: shared-data $(STAMP) system-deps
 	$(BIN)/lint-imports
+	$(BIN)/mypy --strict gpusched
 	$(BIN)/python -m pytest -n 2 -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_scheduler.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build *.egg-info
