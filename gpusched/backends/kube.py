@@ -47,7 +47,7 @@ from kubernetes.client.exceptions import ApiException
 
 from gpusched.backends.secondary import BIND, KINDS, PREEMPT, UNSCHEDULABLE, Decision, SchedulerState
 from gpusched.cluster.scheduling import PREEMPT_MESSAGE, set_condition
-from gpusched.devices.node import assignment_annotation
+from gpusched.objects.assignment import assignment_annotations
 from gpusched.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,7 @@ def act(api: KubeApi, state: SchedulerState, decision: Decision) -> None:
     key = f"{meta['namespace']}/{meta['name']}"
     try:
         if decision.action == BIND:
-            annotations = assignment_annotation(decision.assignment)
+            annotations = assignment_annotations(decision.assignment)
             if annotations:
                 api.patch_annotations(pod, annotations)
             api.bind(pod, decision.node)

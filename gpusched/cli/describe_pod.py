@@ -16,12 +16,12 @@ from typing import Any, Callable
 
 import re
 
+from gpusched.objects.assignment import held_by
 from gpusched.cli.describe_base import (NONE, Related, annotation_lines, controlled_by, event_lines,
                                         kube_date, label_lines, meta)
 from gpusched.cli.output import tabwrite
 from gpusched.cli.describe_template import containers_lines, toleration_lines, volumes_lines
 from gpusched.objects.quantity import QuantityError, parse_quantity
-from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS
 from fractions import Fraction
 
 GPU_BLOCK = "GPU Assignment (gpusched):"
@@ -84,8 +84,8 @@ def _header_lines(pod: dict[str, Any], related: Related) -> list[str]:
 def gpu_lines(pod: dict[str, Any]) -> list[str]:
     """gpusched's own block (no kubectl counterpart): the GPU indices and device IDs the pod
     holds, from the annotations the Annotations block hides."""
-    annotations = meta(pod).get("annotations") or {}
-    gpus, devices = annotations.get(ANN_ASSIGNED_GPUS), annotations.get(ANN_ASSIGNED_DEVICES)
+    held = held_by(pod)
+    gpus, devices = ",".join(str(g) for g in held.gpu_indices), ",".join(held.device_ids)
     if not gpus and not devices:
         return [f"{GPU_BLOCK}\t{NONE}"]
     return [GPU_BLOCK, f"  Assigned GPUs:\t{gpus or NONE}", f"  Assigned Devices:\t{devices or NONE}"]

@@ -23,11 +23,12 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from gpusched.objects.assignment import held_by
 from gpusched.cli.commands import open_cluster
 from gpusched.cli.describe import pod_resources, share_milli
 from gpusched.cli.output import render_table
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import ANN_ASSIGNED_GPUS, ANN_GPU_MODEL, RESOURCE_GPU_MILLI
+from gpusched.objects.types import ANN_GPU_MODEL, RESOURCE_GPU_MILLI
 
 CLASSES = ("whole", "shared", "mig")
 
@@ -93,8 +94,7 @@ def node_usage(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Usage,
         for res, amount in pod_resources(pod, "requests").items():
             requested[res] += amount
         if share_milli(pod):
-            shared_gpus.update(g for g in str(((pod.get("metadata") or {}).get("annotations") or {})
-                                              .get(ANN_ASSIGNED_GPUS, "")).split(",") if g)
+            shared_gpus.update(str(g) for g in held_by(pod).gpu_indices)
     for res, amount in requested.items():
         cls = gpu_class(res, labels)
         if cls:

@@ -55,6 +55,8 @@ from gpusched.cluster.controllers.common import TERMINAL, creation_order
 from gpusched.cluster.view import View
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.errors import UsageError
+from gpusched.objects.assignment import (assignment_annotations, assignment_resource, device_requests,
+                                         pod_annotations, read_assignment)
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import map_matches, node_selector_matches
@@ -297,7 +299,6 @@ def allocate_failed(error: str) -> str:
 
 def _plugin_request(devices: Any, info: PodInfo) -> bool:
     """Whether the pod asks for a resource the device plugin serves (``isDevicePluginResource``)."""
-    from gpusched.devices.node import device_requests
     if info.gpu_milli > 0:
         return True
     advertised = devices.advertised
@@ -312,7 +313,6 @@ def _unavailable(devices: Any, info: PodInfo, pod: dict[str, Any]) -> str:
     containers, so only app containers use up what is free. Worked example: 1 GPU free, two
     containers asking 1 each: the first gets it, the second reads ``Requested: 1, Available: 0``.
     """
-    from gpusched.devices.node import device_requests
     if info.gpu_milli > 0:
         free = max((int(m) for m in devices.free_milli()), default=0)
         return (f"requested number of devices unavailable for {RESOURCE_GPU_MILLI}. "
@@ -338,28 +338,24 @@ def _unavailable(devices: Any, info: PodInfo, pod: dict[str, Any]) -> str:
 
 
 def _first_resource(info: PodInfo) -> str:
-    from gpusched.devices.node import device_requests
     if info.gpu_milli > 0:
         return RESOURCE_GPU_MILLI
     return next(iter(device_requests(info)), "nvidia.com/gpu")
 
 
 def _assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
-    from gpusched.devices.node import assignment_from_annotations, assignment_resource
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
     try:
-        return assignment_from_annotations(assignment_resource(info), annotations)
+        return read_assignment(pod_annotations(pod), assignment_resource(info))
     except UsageError:
         return NO_DEVICES
 
 
 def _write_assignment(view: View, pod: dict[str, Any], assignment: DeviceAssignment) -> None:
-    from gpusched.devices.node import assignment_annotation
     new = copy.deepcopy(view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod)
     annotations = new["metadata"].setdefault("annotations", {})
     annotations.pop(ANN_ASSIGNED_GPUS, None)
     annotations.pop(ANN_ASSIGNED_DEVICES, None)
-    annotations.update(assignment_annotation(assignment))
+    annotations.update(assignment_annotations(assignment))
     view.update(new)
 
 

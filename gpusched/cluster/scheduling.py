@@ -35,6 +35,7 @@ from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.view import ObjectSource, View
+from gpusched.objects.assignment import assignment_annotations, assignment_resource, pod_annotations, read_assignment
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import selector_from_dict
@@ -58,9 +59,7 @@ PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priorit
 # ---- devices ---------------------------------------------------------------------------------
 
 def pod_assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
-    from gpusched.devices.node import assignment_from_annotations, assignment_resource
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return assignment_from_annotations(assignment_resource(info), annotations)
+    return read_assignment(pod_annotations(pod), assignment_resource(info))
 
 
 def _creation_key(pod: dict[str, Any]) -> tuple[Any, ...]:
@@ -213,10 +212,9 @@ def _observe(histograms: dict[str, Any], key: str, value: float, bounds: tuple[f
 
 
 def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignment) -> None:
-    from gpusched.devices.node import assignment_annotation
     new = copy.deepcopy(pod)
     new["spec"]["nodeName"] = node
-    annotations = assignment_annotation(assignment)
+    annotations = assignment_annotations(assignment)
     if annotations:
         new["metadata"].setdefault("annotations", {}).update(annotations)
     status = new.setdefault("status", {})

@@ -53,6 +53,7 @@ from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.load import LoadCurve, load_of
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
+from gpusched.objects.assignment import held_by
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import matches, selector_from_dict
 
@@ -63,7 +64,6 @@ ANN_GPU_UTIL = "gpusched.io/gpu-util"
 ANN_GPU_MEMORY = "gpusched.io/gpu-memory"
 ANN_CPU_USAGE = "gpusched.io/cpu-usage"
 ANN_MEMORY_USAGE = "gpusched.io/memory-usage"
-ANN_ASSIGNED_DEVICES = "gpusched.io/assigned-devices"
 ANN_GPU_MILLI = "gpusched.io/gpu-milli"
 EXTERNAL_CONFIGMAP = "gpusched-external-metrics"
 MIB = 1 << 20
@@ -282,7 +282,7 @@ class Usage:
             return None
         if metric == "requests_per_second":
             return self.pod_rps(pod) if self._curve(pod) else None
-        devices = [d for d in _annotations(pod).get(ANN_ASSIGNED_DEVICES, "").split(",") if d]
+        devices = list(held_by(pod).device_ids)
         if not devices:
             return None
         if metric == "gpu_utilization":

@@ -27,6 +27,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
+from gpusched.objects.types import ANN_ASSIGNED_DEVICES
 from gpusched.cluster.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 
@@ -442,7 +443,7 @@ def note_pod_end(view: View, old: dict[str, Any], new: dict[str, Any] | None) ->
         return
     meta, spec = old.get("metadata") or {}, old.get("spec") or {}
     annotations = meta.get("annotations") or {}
-    if "gpusched.io/assigned-devices" not in annotations:
+    if ANN_ASSIGNED_DEVICES not in annotations:
         return
     trimmed = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "annotations",
                                                   "labels", "ownerReferences") if k in meta},

@@ -36,7 +36,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 import numpy as np
 
@@ -46,11 +45,10 @@ from gpusched.devices.mig_profiles import MigGeometry, MigProfile
 from gpusched.devices.plugin_config import (DEFAULT_CONFIG, DevicePluginConfig,
                                             DevicePluginConfigError, check_for_node)
 from gpusched.errors import UsageError
-from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
-                                    NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
+from gpusched.objects.assignment import device_requests
+from gpusched.objects.types import NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo
 
 GPU_RESOURCE = "nvidia.com/gpu"
-DEVICE_PREFIX = "nvidia.com/"
 _UUID_NAMESPACE = uuid.UUID("6f1c3a52-2d0e-4c8b-9a57-4b0a1c9e7d10")
 
 
@@ -90,18 +88,6 @@ class DeviceRow:
     replica: int
     holder: str          # pod uid, "" when free
     milli: int           # 1000 for a whole GPU held, the share for fractional holders, else 0
-
-
-def device_requests(pod: PodInfo) -> dict[str, int]:
-    """The ``nvidia.com/*`` device resources a (non-fractional) pod asks for."""
-    return {r: n for r, n in sorted(pod.requests.items()) if r.startswith(DEVICE_PREFIX) and n > 0}
-
-
-def assignment_resource(pod: PodInfo) -> str:
-    """The ``DeviceAssignment.resource`` that ``allocate`` produces for ``pod``."""
-    if pod.gpu_milli > 0:
-        return RESOURCE_GPU_MILLI
-    return ",".join(device_requests(pod))
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -448,37 +434,3 @@ def _physical_units(node_name: str, model: GpuModel | None, index: int,
     return [(mig_uuid(node_name, index, profile, start),
              GPU_RESOURCE if strategy == "single" else mig_resource_name(profile), profile, start)
             for profile, start in placed]
-
-
-def assignment_annotation(assignment: DeviceAssignment) -> dict[str, str]:
-    """The pod annotations that record an assignment (empty for no devices)."""
-    if assignment.empty:
-        return {}
-    return {ANN_ASSIGNED_GPUS: ",".join(str(i) for i in assignment.gpu_indices),
-            ANN_ASSIGNED_DEVICES: ",".join(assignment.device_ids)}
-
-
-def assignment_from_annotations(resource: str, annotations: Mapping[str, str]) -> DeviceAssignment:
-    """Rebuild an assignment from ``assignment_annotation``'s output (state survives a reload).
-
-    ``resource`` is ``assignment_resource(pod)``; for fractional pods the share is read from
-    the pod's ``gpusched.io/gpu-milli`` annotation.
-    """
-    ids = tuple(i for i in annotations.get(ANN_ASSIGNED_DEVICES, "").split(",") if i)
-    gpus = annotations.get(ANN_ASSIGNED_GPUS, "")
-    try:
-        indices = tuple(int(i) for i in gpus.split(",") if i)
-    except ValueError:
-        raise UsageError(f'invalid annotation {ANN_ASSIGNED_GPUS}="{gpus}": expected GPU indices '
-                         f'like "0,1"') from None
-    if not ids and not indices:
-        return NO_DEVICES
-    if resource == RESOURCE_GPU_MILLI:
-        raw = annotations.get(ANN_GPU_MILLI, "")
-        if not raw.isdigit():
-            raise UsageError(f'invalid annotation {ANN_GPU_MILLI}="{raw}": expected milli-GPU')
-        milli = int(raw)
-    else:
-        whole = all(i.startswith("GPU-") and "::" not in i for i in ids)
-        milli = 1000 if whole else 0
-    return DeviceAssignment(resource, ids, indices, milli)

@@ -47,8 +47,8 @@ from gpusched.cluster.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id
-from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
-                                    ANN_START_TIME)
+from gpusched.objects.assignment import held_by
+from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME
 
 if TYPE_CHECKING:
     from gpusched.devices.node import NodeDevices
@@ -118,7 +118,8 @@ def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, ut
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     start = annotations.get(ANN_START_TIME)
-    ids = [i for i in annotations.get(ANN_ASSIGNED_DEVICES, "").split(",") if i]
+    held = held_by(pod)
+    ids = held.device_ids
     if start is None or not ids:
         return []
     ref = PodRef(meta.get("namespace", "default"), meta.get("name", ""), _container(pod))
@@ -129,7 +130,7 @@ def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, ut
     out = []
     if milli.isdigit() and not any("::" in i or i.startswith("MIG-") for i in ids):
         share = int(milli) / 1000
-        gpus = [int(g) for g in annotations.get(ANN_ASSIGNED_GPUS, "").split(",") if g.isdigit()]
+        gpus = held.gpu_indices
         return [Holding(ref, meta.get("uid", ""), g, "", float(start), end, util * share, 1.0,
                         int(gm.pod_memory_mib(pod, total) * share), share, klass) for g in gpus]
     for device_id in ids:

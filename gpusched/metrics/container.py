@@ -46,7 +46,8 @@ from gpusched.cluster.view import View
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
 from gpusched.metrics.dcgm import pci_bus_id
-from gpusched.objects.types import ANN_ASSIGNED_DEVICES, ANN_START_TIME
+from gpusched.objects.assignment import held_by
+from gpusched.objects.types import ANN_START_TIME
 
 if TYPE_CHECKING:
     from gpusched.devices.node import NodeDevices
@@ -159,8 +160,7 @@ def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView
     """The devices, processes and environment ``container`` of ``pod`` would see."""
     spec = pod.get("spec") or {}
     node_name = str(spec.get("nodeName") or "")
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    ids = [i for i in annotations.get(ANN_ASSIGNED_DEVICES, "").split(",") if i]
+    ids = list(held_by(pod).device_ids)
     node = view.get("Node", node_name) if node_name else None
     env = _base_env(pod, container)
     if node is None or not ids:
@@ -464,7 +464,7 @@ def pod_log(view: View, pod: dict[str, Any], container: str) -> str:
             lines.append(f"{event.get('lastTimestamp', '')} {event.get('reason', '')}: "
                          f"{event.get('message', '')}")
     annotations = meta.get("annotations") or {}
-    ids = annotations.get(ANN_ASSIGNED_DEVICES, "")
+    ids = ",".join(held_by(pod).device_ids)
     if ids and ANN_START_TIME in annotations:
         when = view.timestamp(float(annotations[ANN_START_TIME]))
         cv = build_view(view, pod, container)

@@ -38,13 +38,14 @@ import shlex
 from dataclasses import dataclass
 from datetime import datetime
 
+from gpusched.objects.assignment import held_by
 from gpusched.cluster import batch
 from gpusched.cluster.controllers.common import controller_of, owned_pods
 from gpusched.cluster.controllers.sbatch import ANN_JOB_NAME, LABEL_JOB_ID
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics.container import build_view, known_output
-from gpusched.objects.types import ANN_ASSIGNED_GPUS, ANN_START_TIME
+from gpusched.objects.types import ANN_START_TIME
 
 ANN_OUTPUT_STATE = "gpusched.io/slurm-output-state"
 SILENT = ("sleep", "cd", "export", "module", "set", "source", ".", "ulimit", "umask", "true", ":")
@@ -95,8 +96,7 @@ def output_path(job: dict[str, Any], pod: dict[str, Any], task: str) -> str:
 
 
 def job_env(view: View, job: dict[str, Any], pod: dict[str, Any], task: str) -> dict[str, str]:
-    annotations = pod["metadata"].get("annotations") or {}
-    gpus = [g for g in annotations.get(ANN_ASSIGNED_GPUS, "").split(",") if g]
+    gpus = [str(g) for g in held_by(pod).gpu_indices]
     job_id = job["metadata"]["labels"][LABEL_JOB_ID]
     node = pod["spec"].get("nodeName", "")
     cpus = ((pod["spec"]["containers"][0].get("resources") or {}).get("requests") or {}).get("cpu", 1)

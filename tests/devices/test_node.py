@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpusched.devices.node import (NodeDevices, assignment_annotation, assignment_from_annotations,
-                                   assignment_resource, gpu_uuid)
+from gpusched.devices.node import NodeDevices, gpu_uuid
+from gpusched.objects.assignment import assignment_annotations, assignment_resource, held_by, read_assignment
 from gpusched.devices.plugin_config import DevicePluginConfigError
 from gpusched.errors import UsageError
 from gpusched.objects.types import NO_DEVICES, RESOURCE_GPU_MILLI
@@ -271,10 +271,10 @@ def test_rows_show_holders():
 def test_annotations_roundtrip(node, pod):
     devices = node()
     assignment = devices.allocate(pod)
-    annotations = assignment_annotation(assignment)
-    assert assignment_from_annotations(assignment_resource(pod), annotations) == assignment
+    annotations = assignment_annotations(assignment)
+    assert read_assignment(annotations, assignment_resource(pod)) == assignment
     fresh = node()
-    fresh.hold(pod.uid, assignment_from_annotations(assignment_resource(pod), annotations))
+    fresh.hold(pod.uid, read_assignment(annotations, assignment_resource(pod)))
     assert fresh.allocated() == {assignment.resource: len(assignment.device_ids)}
 
 
@@ -282,6 +282,23 @@ def test_fractional_annotation_roundtrip():
     node = make_node("2xV100-16GB")
     pod = make_pod("a", milli=300)
     assignment = node.allocate(pod)
-    annotations = {**assignment_annotation(assignment), "gpusched.io/gpu-milli": "300"}
-    assert assignment_from_annotations(assignment_resource(pod), annotations) == assignment
-    assert assignment_annotation(NO_DEVICES) == {}
+    annotations = {**assignment_annotations(assignment), "gpusched.io/gpu-milli": "300"}
+    assert read_assignment(annotations, assignment_resource(pod)) == assignment
+    assert assignment_annotations(NO_DEVICES) == {}
+
+
+# Readers (metrics, describe, top, VPA, Slurm env) read holdings through held_by: the same parse,
+# a malformed record held as nothing, the scheduler's read refusing it with one line.
+@pytest.mark.parametrize("annotations,held", [
+    ({}, ()),
+    ({"gpusched.io/assigned-gpus": "0,1", "gpusched.io/assigned-devices": "GPU-a,GPU-b"}, ("GPU-a", "GPU-b")),
+    ({"gpusched.io/assigned-gpus": "0,x", "gpusched.io/assigned-devices": "GPU-a"}, ()),
+    ({"gpusched.io/assigned-devices": "MIG-a,"}, ("MIG-a",)),
+], ids=["none", "two-whole", "malformed-indices", "trailing-comma"])
+def test_held_by(annotations, held):
+    assert held_by({"metadata": {"annotations": annotations}}).device_ids == held
+
+
+def test_read_assignment_refuses_malformed_indices():
+    with pytest.raises(UsageError, match='invalid annotation gpusched.io/assigned-gpus="0,x": expected GPU indices'):
+        read_assignment({"gpusched.io/assigned-gpus": "0,x"})

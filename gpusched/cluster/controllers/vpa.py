@@ -32,6 +32,7 @@ from typing import Any
 import copy
 import math
 
+from gpusched.objects.assignment import held_by
 from gpusched.cluster.usage import Usage
 from gpusched.cluster.view import View
 from gpusched.objects.selectors import matches, selector_from_dict
@@ -199,8 +200,7 @@ def _sample(state: dict[str, Any], usage: Usage, pod: dict[str, Any], now: float
         entry["util"] = max(entry["util"], gpu)
         entry["memory"] = max(entry["memory"], usage.pod_metric(pod, "gpu_memory_used") or 0.0)
         entry["node"] = (pod.get("spec") or {}).get("nodeName", "")
-        entry["devices"] = len([d for d in ((pod.get("metadata") or {}).get("annotations") or {})
-                                .get("gpusched.io/assigned-devices", "").split(",") if d])
+        entry["devices"] = len(held_by(pod).device_ids)
 
 
 def _cpu_request_cores(container: dict[str, Any]) -> float:

@@ -1,0 +1,99 @@
+"""A pod's device holdings: the one place that writes and reads the assignment annotations.
+
+When a pod is bound, the scheduler records the devices it holds on the pod, as the NVIDIA device
+plugin's ``Allocate`` answer would be seen from outside: ``gpusched.io/assigned-gpus`` (the
+physical GPU indices, ``"0,1"``) and ``gpusched.io/assigned-devices`` (the device plugin's IDs,
+``GPU-<uuid>``, ``GPU-<uuid>::<k>`` for a replica, ``MIG-<uuid>``). Every reader (the kubelet's
+admission, the scheduler's snapshot, metrics, describe, top, the VPA recommender, Slurm's job
+environment) goes through :func:`read_assignment` or :func:`held_by`, so there is one parse:
+
+- :func:`assignment_annotations` writes an assignment (nothing for no devices);
+- :func:`read_assignment` reads one back exactly (``resource`` from :func:`assignment_resource`,
+  the fractional share from ``gpusched.io/gpu-milli``) and raises ``UsageError`` on a malformed
+  value, which only a hand-edited state file can hold (admission strips the annotations from
+  user input);
+- :func:`held_by` is what a pod holds for readers that need only the devices: the same parse,
+  with a malformed value read as holding nothing.
+
+Neighbours: objects.types (``DeviceAssignment``), devices.node (``allocate``/``hold``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from gpusched.errors import UsageError
+from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
+                                    NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
+
+DEVICE_PREFIX = "nvidia.com/"
+
+
+def device_requests(pod: PodInfo) -> dict[str, int]:
+    """The ``nvidia.com/*`` device resources a (non-fractional) pod asks for."""
+    return {r: n for r, n in sorted(pod.requests.items()) if r.startswith(DEVICE_PREFIX) and n > 0}
+
+
+def assignment_resource(pod: PodInfo) -> str:
+    """The ``DeviceAssignment.resource`` that ``NodeDevices.allocate`` produces for ``pod``."""
+    if pod.gpu_milli > 0:
+        return RESOURCE_GPU_MILLI
+    return ",".join(device_requests(pod))
+
+
+def assignment_annotations(assignment: DeviceAssignment) -> dict[str, str]:
+    """The pod annotations that record ``assignment`` (empty for no devices).
+
+    >>> assignment_annotations(DeviceAssignment("nvidia.com/gpu", ("GPU-a", "GPU-b"), (0, 1), 1000))
+    {'gpusched.io/assigned-gpus': '0,1', 'gpusched.io/assigned-devices': 'GPU-a,GPU-b'}
+    """
+    if assignment.empty:
+        return {}
+    return {ANN_ASSIGNED_GPUS: ",".join(str(i) for i in assignment.gpu_indices),
+            ANN_ASSIGNED_DEVICES: ",".join(assignment.device_ids)}
+
+
+def read_assignment(annotations: Mapping[str, Any], resource: str = "") -> DeviceAssignment:
+    """The assignment :func:`assignment_annotations` recorded (state survives a reload).
+
+    >>> read_assignment({"gpusched.io/assigned-gpus": "1", "gpusched.io/assigned-devices": "GPU-x::2"})
+    DeviceAssignment(resource='', device_ids=('GPU-x::2',), gpu_indices=(1,), milli=0)
+    """
+    ids = tuple(i for i in str(annotations.get(ANN_ASSIGNED_DEVICES, "")).split(",") if i)
+    gpus = str(annotations.get(ANN_ASSIGNED_GPUS, ""))
+    try:
+        indices = tuple(int(i) for i in gpus.split(",") if i)
+    except ValueError:
+        raise UsageError(f'invalid annotation {ANN_ASSIGNED_GPUS}="{gpus}": expected GPU indices '
+                         f'like "0,1"') from None
+    if not ids and not indices:
+        return NO_DEVICES
+    if resource == RESOURCE_GPU_MILLI:
+        raw = str(annotations.get(ANN_GPU_MILLI, ""))
+        if not raw.isdigit():
+            raise UsageError(f'invalid annotation {ANN_GPU_MILLI}="{raw}": expected milli-GPU')
+        milli = int(raw)
+    else:
+        whole = all(i.startswith("GPU-") and "::" not in i for i in ids)
+        milli = 1000 if whole else 0
+    return DeviceAssignment(resource, ids, indices, milli)
+
+
+def pod_annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def held_by(pod: Mapping[str, Any]) -> DeviceAssignment:
+    """The devices ``pod`` holds (``NO_DEVICES`` when none, or when the record is malformed).
+
+    >>> held_by({"metadata": {"annotations": {"gpusched.io/assigned-gpus": "x"}}})
+    DeviceAssignment(resource='', device_ids=(), gpu_indices=(), milli=0)
+    """
+    annotations = pod_annotations(pod)
+    if ANN_ASSIGNED_DEVICES not in annotations and ANN_ASSIGNED_GPUS not in annotations:
+        return NO_DEVICES
+    try:
+        return read_assignment(annotations)
+    except UsageError:
+        return NO_DEVICES
