@@ -87,10 +87,14 @@ class Variant:
     name: str
     specs: tuple[str, ...] = ()                 # the options as given, for the report
     changes: tuple[Change, ...] = field(default=(), compare=False)
+    where: str = ""                             # prefix of its errors: '--variant "NAME": '
 
     def apply(self, scenario: Scenario) -> Scenario:
-        for change in self.changes:
-            scenario = change(scenario)
+        try:
+            for change in self.changes:
+                scenario = change(scenario)
+        except UsageError as exc:
+            raise UsageError(f"{self.where}{exc}") from None
         return scenario
 
     @property
@@ -222,9 +226,9 @@ def _read_small(option: str, path: str) -> str:
         raise UsageError(f"{option} {path}: not UTF-8 text") from None
 
 
-def parse_policy(name: str, known: Sequence[str]) -> Change:
+def parse_policy(name: str, known: Sequence[str], option: str = "--policy") -> Change:
     if name not in known:
-        raise UsageError(f'--policy {name}: unknown policy (one of {", ".join(known)})')
+        raise UsageError(f'{option} {name}: unknown policy (one of {", ".join(known)})')
     return lambda scenario: replace(scenario, policy=name)
 
 
@@ -309,7 +313,7 @@ def add_change_options(parser: argparse.ArgumentParser) -> None:
     """The change options, shared by ``gpusched whatif`` and each ``--variant``."""
     parser.add_argument("--add-nodes", action="append", default=[], metavar="NxMODEL[:gpus=,cpu=,memory=]",
                         help="add N nodes of a GPU model (default shape 8 GPUs, 128 CPUs, 1 TiB)")
-    parser.add_argument("--remove-nodes", action="append", default=[], metavar="P%%:MODEL|N:MODEL",
+    parser.add_argument("--remove-nodes", action="append", default=[], metavar="P%:MODEL|N:MODEL",
                         help="remove nodes whose GPU model starts with MODEL (last in list order first)")
     parser.add_argument("--policy", default=None, help="the replay's scheduling policy")
     parser.add_argument("--profile", default=None, metavar="FILE",
@@ -352,10 +356,15 @@ def parse_variant(text: str, policies: Sequence[str]) -> Variant:
         words = shlex.split(options)
     except ValueError as exc:
         raise UsageError(f'--variant "{text}": {exc}') from None
-    parser = _Raise(prog=f'--variant "{name}"', add_help=False, allow_abbrev=False)
+    where = f'--variant "{name}"'
+    parser = _Raise(prog=where, add_help=False, allow_abbrev=False)
     add_change_options(parser)
-    specs, changes = changes_from(parser.parse_args(words), policies)
-    return Variant(name, specs, changes)
+    parsed = parser.parse_args(words)
+    try:
+        specs, changes = changes_from(parsed, policies)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    return Variant(name, specs, changes, f"{where}: ")
 
 
 def build_variants(args: argparse.Namespace, policies: Sequence[str]) -> list[Variant]:

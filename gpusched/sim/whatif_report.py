@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from gpusched.extras import require
 from gpusched.sim.whatif_stats import Estimate, estimate, paired_difference
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -84,7 +83,6 @@ def _values(runs: Sequence[RunMetrics], key: str) -> list[float]:
 
 def comparison_table(runs: Runs, metrics: Sequence[Metric], title: str) -> Any:
     """The rich Table described in the module docstring."""
-    require("experiments", "the what-if report")
     from rich.table import Table
 
     names = list(runs)
@@ -93,9 +91,9 @@ def comparison_table(runs: Runs, metrics: Sequence[Metric], title: str) -> Any:
                   f"Δ = paired difference from \"{baseline}\" [95 % interval], * = outside seed noise")
     table.add_column("metric", justify="left", no_wrap=True)
     for name in names:
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(name, justify="right")
         if name != baseline:
-            table.add_column(f"Δ {name}", justify="right", no_wrap=True)
+            table.add_column(f"Δ {name}", justify="right")
     for metric in metrics:
         base = _values(runs[baseline], metric.key)
         cells = [metric.label]
@@ -173,7 +171,6 @@ def _metadata(suffix: str) -> dict[str, Any]:
 def write_plots(runs: Runs, metrics: Sequence[Metric], series_labels: Mapping[str, str],
                 out: Path, title: str) -> list[Path]:
     """``timeseries`` and ``summary`` figures (module docstring), PNG and SVG each."""
-    require("experiments", "the what-if plots")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -220,18 +217,23 @@ def _plot_series(ax: Any, runs: Runs, key: str, label: str) -> None:
 
 def _summary_figure(plt: Any, runs: Runs, metrics: Sequence[Metric], title: str) -> Any:
     names = list(runs)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(2.4 * len(metrics) + 1, 3.2), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    columns = min(3, len(metrics))
+    rows = -(-len(metrics) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 2.9 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
         for k, name in enumerate(names):
             e = estimate(_values(runs[name], metric.key))
             err = 0.0 if math.isnan(e.half_width) else e.half_width
             style = _style(k)
             ax.errorbar([k], [e.mean], yerr=[err], fmt=style["marker"], color=style["color"],
                         capsize=4, markersize=6, label=name)
-        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
+        ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=7)
+        ax.set_xlim(-0.6, len(names) - 0.4)
         ax.set_title(metric.label, fontsize=8)
+        ax.ticklabel_format(axis="y", useOffset=False)
         ax.grid(alpha=0.3, axis="y")
-    axes[0, 0].legend(fontsize=6, loc="best")
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
     fig.suptitle(f"{title}: mean and 95 % t interval over seeds", fontsize=10)
     fig.tight_layout()
     return fig
