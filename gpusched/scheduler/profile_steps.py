@@ -21,8 +21,8 @@ Upstream resolves a ``KubeSchedulerProfile`` in three places, and so does this m
 
 Whether a plugin implements a point comes from its class (``registry.PluginEntry.points``);
 enabling a plugin at a point it does not implement is an error (upstream ``updatePluginList``:
-"plugin %q does not extend %s plugin"). A name enabled twice in one list counts once, the last
-entry wins.
+"plugin %q does not extend %s plugin"), and so is a name enabled twice in one list ("plugin %q
+already registered as %q").
 
 Neighbours: ``scheduler.framework`` (point keys), ``scheduler.registry``; used by
 ``scheduler.profile``.
@@ -58,10 +58,16 @@ class PluginSet:
 EMPTY = PluginSet()
 
 
-def _last_wins(specs: list[PluginSpec]) -> tuple[PluginSpec, ...]:
-    """Each name once, at its last entry's place with its last entry's weight."""
-    last = {s.name: i for i, s in enumerate(specs)}
-    return tuple(s for i, s in enumerate(specs) if last[s.name] == i)
+def _unique(specs: list[PluginSpec], where: str, point: str) -> tuple[PluginSpec, ...]:
+    """The list as given; a name enabled twice is refused as upstream's ``updatePluginList``
+    refuses it (``plugin %q already registered as %q``, the point's plugin interface)."""
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise UsageError(f'{where}: plugin "{spec.name}" already registered as '
+                             f'"{point[:1].upper() + point[1:]}Plugin"')
+        seen.add(spec.name)
+    return tuple(specs)
 
 
 def read_specs(entries: Any, where: str, registry: Registry) -> list[PluginSpec]:
@@ -94,7 +100,7 @@ def read_plugin_set(config: Any, where: str, registry: Registry) -> PluginSet:
         raise UsageError(f"{where}: must be a mapping with enabled and disabled lists")
     enabled = read_specs(config.get("enabled"), f"{where}.enabled", registry)
     disabled = read_specs(config.get("disabled"), f"{where}.disabled", registry)
-    return PluginSet(_last_wins(enabled), frozenset(s.name for s in disabled))
+    return PluginSet(_unique(enabled, f"{where}.enabled", where.rsplit(".", 1)[-1]), frozenset(s.name for s in disabled))
 
 
 def read_plugins(plugins: Any, where: str, registry: Registry) -> dict[str, PluginSet]:

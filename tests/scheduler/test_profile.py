@@ -75,6 +75,12 @@ ERRORS = [
      'profiles[0].plugins.score.enabled[0].name: Invalid value: "Nope": unknown plugin'),
     ("wrong-point", {"profiles": [{"plugins": {"score": {"enabled": [{"name": "NodeName"}]}}}]},
      "plugin does not extend score"),
+    # pkg/scheduler/framework/runtime/framework.go updatePluginList: a name twice at one point
+    ("enabled-twice", {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "NodeName"}, {"name": "NodeName"}]}}}]},
+     'profiles[0].plugins.filter.enabled: plugin "NodeName" already registered as "FilterPlugin"'),
+    ("score-enabled-twice", {"profiles": [{"plugins": {"score": {"enabled": [
+        {"name": "NodeAffinity", "weight": 2}, {"name": "NodeAffinity", "weight": 3}]}}}]},
+     'plugin "NodeAffinity" already registered as "ScorePlugin"'),
     ("bad-api-version", {"apiVersion": "v2"}, 'apiVersion: Unsupported value: "v2"'),
     ("bad-percentage", {"percentageOfNodesToScore": 150}, "not in valid range [0-100]"),
     ("negative-weight", {"profiles": [{"plugins": {"score": {"enabled": [{"name": "NodeAffinity", "weight": -1}]}}}]},

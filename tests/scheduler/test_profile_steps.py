@@ -89,10 +89,11 @@ def test_read_plugin_set_rejects(config: object, message: str) -> None:
         read_plugin_set(config, "p.filter", IN_TREE)
 
 
-def test_read_plugin_set_last_entry_wins() -> None:
-    got = read_plugin_set({"enabled": [{"name": "NodeName", "weight": 1}, {"name": "NodePorts"},
-                                       {"name": "NodeName", "weight": 4}]}, "p", IN_TREE)
-    assert got.enabled == (PluginSpec("NodePorts"), PluginSpec("NodeName", 4))
+def test_read_plugin_set_refuses_a_name_twice() -> None:
+    # kubernetes pkg/scheduler/framework/runtime/framework.go updatePluginList
+    with pytest.raises(UsageError, match=r'^p.filter.enabled: plugin "NodeName" already registered as "FilterPlugin"$'):
+        read_plugin_set({"enabled": [{"name": "NodeName", "weight": 1}, {"name": "NodePorts"},
+                                     {"name": "NodeName", "weight": 4}]}, "p.filter", IN_TREE)
 
 
 @pytest.mark.parametrize("plugins,message", [
