@@ -197,6 +197,9 @@ def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     from gpusched.cli import whatif   # whatif pod (the cluster layer is imported when run)
     whatif.add_commands(sub)
 
+    from gpusched.cli import replay   # gpusched replay (the sim layer is imported when run)
+    replay.add_command(sub)
+
     from gpusched.cli import recommend
     recommend.add_command(sub, _namespace_options)
 

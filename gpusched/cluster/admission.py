@@ -33,7 +33,6 @@ pods; ``cluster.quota`` (ResourceQuota), ``cluster.resources`` (pod totals).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from gpusched.cluster.kinds_admission import (admit_claim_update, admit_service,
@@ -42,7 +41,7 @@ from gpusched.cluster.kinds_admission import (admit_claim_update, admit_service,
 from gpusched.cluster.quota import check_quota, pod_qos, refresh_quotas
 from gpusched.cluster.resources import (container_resources, format_amount,
                                         limit_range_pod_limits, limit_range_pod_requests)
-from gpusched.cluster.view import View, object_namespace
+from gpusched.cluster.view import View, copy_tree, object_namespace
 from gpusched.cluster.load import check_load
 from gpusched.errors import FieldError, ForbiddenError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KINDS
@@ -59,7 +58,7 @@ LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
     """Run the admission chain on ``body`` (``old`` = the stored object on update)."""
     kind = body.get("kind", "")
-    body = copy.deepcopy(body)
+    body = copy_tree(body)
     ensure_namespace(view, kind, body)
     if kind == "Pod":
         default_toleration_seconds(body)            # DefaultTolerationSeconds (create, update)
@@ -388,7 +387,7 @@ def set_runtime_class(pod: dict[str, Any], runtime_class: dict[str, Any] | None)
         current = _pod_overhead(pod)
         if current is not None and current != fixed:
             raise ForbiddenError("pods", name, OVERHEAD_MISMATCH)
-        spec["overhead"] = copy.deepcopy(runtime_class["overhead"]["podFixed"])
+        spec["overhead"] = copy_tree(runtime_class["overhead"]["podFixed"])
     scheduling = runtime_class.get("scheduling")
     if not scheduling:
         return

@@ -86,7 +86,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
     """Re-check running pods' devices, then admit or reject the pods waiting on each node:
     every node, or (``changes``) the changed nodes and the nodes of changed pods, unless a
     device-plugin input changed (ConfigMaps, ClusterPolicy, the operator's pods)."""
-    from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+    from gpusched.cluster.device_inputs import device_inputs
     configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
     by_node: dict[str, list[dict[str, Any]]] = {}
     newest: dict[str, int] = {}
@@ -94,7 +94,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
         pods = view.list("Pod")
     else:
         pods = [view.objects[k] for k in sorted(k for n in changes.node_names()
-                                                for k in view.pods_on(n))]
+                                                for k in view.live_pods_on(n))]
     for pod in pods:
         node_name = (pod.get("spec") or _EMPTY).get("nodeName")
         if not node_name or (pod.get("status") or _EMPTY).get("phase") in TERMINAL:
@@ -120,9 +120,37 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
         if seen.get(node_name) == key:
             continue
         before = view.mutations
-        devices = node_devices_for(node, configmaps)
-        _NodeKubelet(view, node_info(node), devices).run(pods)
+        info, devices = _node_state(view, node, configmaps, key[:3])
+        _NodeKubelet(view, info, devices).run(pods)
         seen[node_name] = key if view.mutations == before else None
+
+
+def _pod_info(view: View, pod: dict[str, Any]) -> PodInfo:
+    """``pod_info(pod)``, once per (uid, resourceVersion): the kubelet re-checks every running
+    pod of a node at each pass, and a pod's info changes only with its body."""
+    memo: dict[Any, Any] = view.memo.setdefault("kubelet-pods", {})
+    meta = pod["metadata"]
+    key = (meta.get("uid"), meta.get("resourceVersion"))
+    info: PodInfo | None = memo.get(key)
+    if info is None:
+        if len(memo) > 100_000:
+            memo.clear()
+        info = memo[key] = pod_info(pod)
+    return info
+
+
+def _node_state(view: View, node: dict[str, Any], configmaps: Any,
+                key: tuple[Any, ...]) -> tuple[NodeInfo, Any]:
+    """The node's ``NodeInfo`` and a fresh copy of its advertised devices, derived once per
+    (node resourceVersion, ConfigMaps, pinned config) and cloned for each pass."""
+    from gpusched.cluster.device_inputs import node_devices_for
+    cache = view.memo.setdefault("kubelet-nodes", {})
+    name = node["metadata"]["name"]
+    hit = cache.get(name)
+    if hit is None or hit[0] != key:
+        hit = cache[name] = (key, node_info(node), node_devices_for(node, configmaps))
+    devices = hit[2]
+    return hit[1], (devices.clone() if devices is not None else None)
 
 
 def device_inputs_changed(changes: Changes) -> bool:
@@ -173,7 +201,7 @@ class _NodeKubelet:
     # ---- running pods: re-check holdings after a re-advertisement ----------------------------
 
     def _keep_devices(self, pod: dict[str, Any]) -> Rejection | None:
-        info = pod_info(pod)
+        info = _pod_info(self.view, pod)
         if self.devices is None:
             self._charge(info)
             return None
@@ -216,7 +244,7 @@ class _NodeKubelet:
     # ---- new pods ----------------------------------------------------------------------------
 
     def _admit(self, pod: dict[str, Any]) -> Rejection | None:
-        info = pod_info(pod)
+        info = _pod_info(self.view, pod)
         assignment, rejection = self._allocate(pod, info)
         if rejection is None:
             rejection = self._predicates(pod, info)

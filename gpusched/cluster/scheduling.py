@@ -25,7 +25,6 @@ devices), ``cluster.view``; used by ``cluster.scheduling_pass`` and ``cluster.ba
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +33,13 @@ import numpy as np
 from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.view import ObjectSource, View
+from gpusched.cluster.store import seconds_of
+from gpusched.cluster.view import ObjectSource, View, copy_tree
 from gpusched.objects.assignment import assignment_annotations, assignment_resource, pod_annotations, read_assignment
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import selector_from_dict
-from gpusched.errors import UsageError
+from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 
 if TYPE_CHECKING:
@@ -68,6 +68,18 @@ def _creation_key(pod: dict[str, Any]) -> tuple[Any, ...]:
             meta["name"])
 
 
+def creation_number(pod: dict[str, Any]) -> int:
+    """``PodInfo.creation_seq``: a number that orders pods as ``_creation_key`` does
+    (creationTimestamp, whole seconds, then resourceVersion), without sorting every pod, so
+    ``cluster.snapshot_cache`` can number a changed pod alone. Only compared, never shown."""
+    meta = pod["metadata"]
+    try:
+        seconds = int(seconds_of(str(meta.get("creationTimestamp") or "")))
+    except (ValueError, GpuschedError):
+        seconds = 0
+    return (seconds << 40) + int(meta.get("resourceVersion", 0) or 0)
+
+
 def bound_pods(view: ObjectSource) -> list[dict[str, Any]]:
     return [p for p in view.list("Pod")
             if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
@@ -80,8 +92,7 @@ def build_snapshot(view: ObjectSource) -> tuple[Snapshot, dict[str, int]]:
     configmaps = device_inputs(view)
     for node in view.list("Node"):
         snapshot.add_node(node_info(node), node_devices_for(node, configmaps))
-    order = {p["metadata"]["uid"]: i for i, p in enumerate(
-        sorted(view.list("Pod"), key=_creation_key))}
+    order = {p["metadata"]["uid"]: creation_number(p) for p in view.list("Pod")}
     for pod in bound_pods(view):
         node_name = pod["spec"]["nodeName"]
         if node_name not in snapshot.index:
@@ -128,15 +139,19 @@ def node_devices(view: View, node_name: str) -> Any:
 
 # ---- scheduling --------------------------------------------------------------------------------
 
-def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None) -> Scheduler:
+def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None,
+                   frameworks: dict[str, Any] | None = None) -> Scheduler:
     """The default profile(s) over ``snapshot``, seeded from (seed, resourceVersion), with the
     PodDisruptionBudgets handed to DefaultPreemption. With ``order`` (from ``build_snapshot``),
     pending pods that carry ``status.nominatedNodeName`` are registered as nominated, so they
-    count on that node for pods of equal or lower priority, as upstream's nominator does."""
+    count on that node for pods of equal or lower priority, as upstream's nominator does.
+    ``frameworks``: the plugin instances to run (kept between passes by ``schedule_pending``);
+    None builds them from the profiles."""
     from gpusched.scheduler.preemption import PdbInfo
     from gpusched.scheduler.runner import Scheduler
     rng = np.random.default_rng([view.seed, view.rv])
-    scheduler = Scheduler(snapshot, rng=rng, clock=view.now)
+    profiles: Any = frameworks if frameworks is not None else configured_profiles(view)
+    scheduler = Scheduler(snapshot, profiles, rng=rng, clock=view.now)
     pdbs = [PdbInfo(pdb["metadata"]["namespace"],
                     selector_from_dict((pdb.get("spec") or {}).get("selector") or {}),
                     int((pdb.get("status") or {}).get("disruptionsAllowed", 0)),
@@ -156,6 +171,43 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
             if node:
                 scheduler.set_nominated(pod_info(pod, order.get(pod["metadata"]["uid"], 0)), node)
     return scheduler
+
+
+PROFILES_MEMO = "scheduler-profiles"
+
+
+def use_profiles(view: View, profiles: list[Any]) -> None:
+    """Run the embedded scheduler with these ``ProfileConfig`` s instead of the default profile,
+    as a kube-scheduler started with ``--config``, for this view's life (in-process callers such
+    as ``sim.replay``; never stored). gpusched's named profiles are still served."""
+    view.memo[PROFILES_MEMO] = {"profiles": list(profiles)}
+    view.memo.pop("scheduler-frameworks", None)
+
+
+def configured_profiles(view: View) -> list[Any] | None:
+    """The profiles of :func:`use_profiles`, or None for the default profile."""
+    memo = view.memo.get(PROFILES_MEMO)
+    return list(memo["profiles"]) if memo else None
+
+
+def kept_frameworks(view: View, snapshot: Any) -> dict[str, Any]:
+    """The profiles' plugin instances for the scheduler's cached snapshot, built once per
+    snapshot (upstream's scheduler builds its frameworks once at start-up): plugins that cache
+    per-node work between cycles (the FGD policies' scores) keep it between passes."""
+    from gpusched.scheduler.profile import build_frameworks
+    memo = view.memo.setdefault("scheduler-frameworks", {})
+    if memo.get("snapshot") is not snapshot:
+        memo["snapshot"] = snapshot
+        memo["frameworks"] = build_frameworks(configured_profiles(view))
+    frameworks: dict[str, Any] = memo["frameworks"]
+    return frameworks
+
+
+def served_names(view: View) -> tuple[str, ...]:
+    """The scheduler names the embedded scheduler serves: the defaults and configured ones."""
+    profiles = configured_profiles(view) or []
+    return SERVED_NAMES + tuple(p.scheduler_name for p in profiles
+                                if p.scheduler_name not in SERVED_NAMES)
 
 
 def pending_pods(view: ObjectSource, scheduler_names: tuple[str, ...] = SERVED_NAMES) -> list[dict[str, Any]]:
@@ -212,7 +264,7 @@ def _observe(histograms: dict[str, Any], key: str, value: float, bounds: tuple[f
 
 
 def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignment) -> None:
-    new = copy.deepcopy(pod)
+    new = copy_tree(pod)
     new["spec"]["nodeName"] = node
     annotations = assignment_annotations(assignment)
     if annotations:
@@ -230,7 +282,7 @@ def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignmen
 
 
 def record_failure(view: View, pod: dict[str, Any], message: str, nominated: str) -> None:
-    new = copy.deepcopy(pod)
+    new = copy_tree(pod)
     status = new.setdefault("status", {})
     status["phase"] = "Pending"
     if nominated:
@@ -263,7 +315,7 @@ def preempt(view: View, pod: dict[str, Any], result: ScheduleResult) -> None:
         status = other.get("status") or {}
         if (status.get("nominatedNodeName") == node and other["metadata"]["uid"] != preemptor_uid
                 and int((other.get("spec") or {}).get("priority") or 0) < priority):
-            cleared = copy.deepcopy(other)
+            cleared = copy_tree(other)
             cleared["status"].pop("nominatedNodeName", None)
             view.update(cleared)
     current = view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod

@@ -49,6 +49,18 @@ NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _UID_NAMESPACE = uuid.UUID("6f1f3a62-5a0e-4d0e-9a53-677075736368")   # fixed: uids are stable
 
 
+def copy_tree(value: Any) -> Any:
+    """A deep copy of a JSON-shaped object (dicts, lists, scalars), about 4x faster than
+    ``copy.deepcopy``, which pods are copied with on every change. Other values (tuples,
+    datetimes: immutable) are shared, as deepcopy shares atomic values."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_tree(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_tree(v) for v in value]
+    return value
+
+
 def object_namespace(kind: str, body: dict[str, Any]) -> str:
     """The namespace an object lives in: "" for cluster-scoped kinds, else default "default"."""
     info = KINDS.get(kind)
@@ -93,6 +105,7 @@ class View:
     _event_index: dict[tuple[Any, ...], tuple[str, str]] = field(default_factory=dict)
     _by_kind: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
     _touched: set[Key] = field(default_factory=set)   # changed since take_touched (timers)
+    _unsnapped: set[Key] = field(default_factory=set)   # changed since take_unsnapped (snapshot cache)
     _deleted_nodes: set[str] = field(default_factory=set)   # for PodGC (take_deleted_nodes)
     # Settle's work queues (``cluster.changes``): every change in order since ``clear_journal``,
     # the last body of each key deleted since, and indexes that map a change to what it affects.
@@ -100,6 +113,7 @@ class View:
     _gone: dict[Key, dict[str, Any]] = field(default_factory=dict)
     _pods_on_node: dict[str, set[Key]] = field(default_factory=dict)   # spec.nodeName -> pods
     _unbound: set[Key] = field(default_factory=set)     # unfinished pods without spec.nodeName
+    _live_on_node: dict[str, set[Key]] = field(default_factory=dict)   # the unfinished ones
     _uids: dict[str, Key] = field(default_factory=dict)
     _dependents: dict[str, set[Key]] = field(default_factory=dict)   # owner uid -> dependents
     # Per-view caches of pure derivations (never persisted; a reload starts empty).
@@ -169,7 +183,7 @@ class View:
 
     def copy(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         body = self.get(kind, name, namespace)
-        return copy.deepcopy(body) if body is not None else None
+        return copy_tree(body) if body is not None else None
 
     def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of a kind, sorted by (namespace, name); ``None`` = every namespace."""
@@ -195,6 +209,8 @@ class View:
             node = (body.get("spec") or {}).get("nodeName")
             if node:
                 self._pods_on_node.setdefault(node, set()).add(key)
+                if (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    self._live_on_node.setdefault(node, set()).add(key)
             elif (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 self._unbound.add(key)
 
@@ -210,11 +226,12 @@ class View:
                     del self._dependents[ref["uid"]]
         if key[0] == "Pod":
             node = (body.get("spec") or {}).get("nodeName")
-            on_node = self._pods_on_node.get(node or "")
-            if on_node is not None:
-                on_node.discard(key)
-                if not on_node:
-                    del self._pods_on_node[node or ""]
+            for index in (self._pods_on_node, self._live_on_node):
+                on_node = index.get(node or "")
+                if on_node is not None:
+                    on_node.discard(key)
+                    if not on_node:
+                        del index[node or ""]
             self._unbound.discard(key)
 
     # ---- indexes (what a change affects; ``cluster.changes``) -------------------------------
@@ -223,6 +240,11 @@ class View:
         """Keys of the pods bound to ``node`` (any phase), sorted."""
         return sorted(k for k in self._pods_on_node.get(node, ())
                       if (self.objects[k].get("spec") or {}).get("nodeName") == node)
+
+    def live_pods_on(self, node: str) -> builtins.list[Key]:
+        """Keys of the pods bound to ``node`` that are not Succeeded or Failed, sorted (finished
+        pods stay bound to their node until deleted; the kubelet has nothing to do with them)."""
+        return sorted(self._live_on_node.get(node, ()))
 
     def unbound_pods(self) -> builtins.list[dict[str, Any]]:
         """Unfinished pods without ``spec.nodeName``, sorted by (namespace, name)."""
@@ -277,7 +299,7 @@ class View:
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
-        body = copy.deepcopy(body)
+        body = copy_tree(body)
         kind = body["kind"]
         meta = body.setdefault("metadata", {})
         ns = object_namespace(kind, body)
@@ -290,6 +312,7 @@ class View:
         meta["resourceVersion"] = str(self.next_rv())
         self._put(key, body)
         self._touched.add(key)
+        self._unsnapped.add(key)
         self._journal.append(key)
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
@@ -319,6 +342,7 @@ class View:
         meta["resourceVersion"] = str(self.next_rv())
         self._put(key, body)
         self._touched.add(key)
+        self._unsnapped.add(key)
         self._journal.append(key)
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
@@ -340,6 +364,7 @@ class View:
         self._deleted_rv[key] = self.next_rv()
         self._dirty[key] = "DELETED"
         self._touched.add(key)
+        self._unsnapped.add(key)
         if kind == "Node":
             self._deleted_nodes.add(name)
         self.mutations += 1
@@ -357,6 +382,11 @@ class View:
         """The keys created, changed or deleted since the last call (``cluster.timers``)."""
         touched, self._touched = self._touched, set()
         return touched
+
+    def take_unsnapped(self) -> set[Key]:
+        """The keys created, changed or deleted since the last call (``cluster.snapshot_cache``)."""
+        changed, self._unsnapped = self._unsnapped, set()
+        return changed
 
     def take_deleted_nodes(self) -> set[str]:
         """Names of the Nodes deleted since the last call (``controllers.node_lifecycle``)."""
@@ -420,9 +450,10 @@ class View:
         self._dirty.clear()
         self._dirty_events.clear()
         self._touched.clear()
+        self._unsnapped.clear()
         self._deleted_nodes.clear()
-        for index in (self._journal, self._gone, self._pods_on_node, self._unbound, self._uids,
-                      self._dependents):
+        for index in (self._journal, self._gone, self._pods_on_node, self._live_on_node,
+                      self._unbound, self._uids, self._dependents):
             index.clear()
         self.memo.clear()
         self.attempts.clear()

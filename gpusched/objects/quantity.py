@@ -13,6 +13,7 @@ Neighbours: used by ``objects.validation`` and ``objects.pod``; nothing below it
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -47,7 +48,13 @@ def parse_quantity(value: object) -> Fraction:
         if not math.isfinite(value):
             raise QuantityError(f"invalid quantity {value!r}")
         return Fraction(str(value))
-    text = str(value).strip()
+    return _parse_text(str(value).strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Fraction:
+    """``parse_quantity`` of a string; memoised (Fractions are immutable, the same few
+    quantities recur in every manifest and node, and parsing them was a profile hot spot)."""
     match = _QUANTITY.match(text)
     if not match:
         raise QuantityError("quantities must match the regular expression "

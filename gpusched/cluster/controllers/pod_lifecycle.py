@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import copy
 import functools
 import re
 
@@ -35,7 +34,7 @@ from gpusched.cluster.controllers.common import (end_termination, is_running, is
                                                  is_terminating)
 from gpusched.cluster.store import seconds_of
 from gpusched.cluster.controllers.node_status import node_ip, pod_ip
-from gpusched.cluster.view import View
+from gpusched.cluster.view import View, copy_tree
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.types import ANN_DURATION, ANN_START_TIME
@@ -136,7 +135,7 @@ def _conditions(view: View, pod: dict[str, Any], ready: str) -> list[dict[str, A
 
 
 def start(view: View, pod: dict[str, Any]) -> None:
-    new = copy.deepcopy(pod)
+    new = copy_tree(pod)
     now = view.timestamp()
     new["metadata"].setdefault("annotations", {})[ANN_START_TIME] = repr(float(view.now()))
     status = new.setdefault("status", {})
@@ -159,7 +158,7 @@ def start(view: View, pod: dict[str, Any]) -> None:
 def finish(view: View, pod: dict[str, Any], end: float) -> None:
     if containers.end_run(view, pod, end):   # a non-zero exit code: restartPolicy decides
         return
-    new = copy.deepcopy(pod)
+    new = copy_tree(pod)
     status = new["status"]
     started = status.get("startTime", view.timestamp())
     finished = view.timestamp(end)

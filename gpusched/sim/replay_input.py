@@ -1,0 +1,224 @@
+"""Readers of replay inputs: Alibaba trace CSVs, the simple job CSV/Parquet, and manifests.
+
+Every reader returns a ``sim.replay.ReplayTrace``; a bad input raises ``UsageError`` with one
+line naming the file, the line (or document) and column, and what is wrong (docs/replay.md).
+
+- :func:`alibaba_trace`: ``openb_node_list_*.csv`` + ``openb_pod_list_*.csv`` with the time
+  columns. Arrival = ``creation_time`` minus the earliest one; run time = ``deletion_time -
+  scheduled_time`` (the pod's observed run time), or ``deletion_time - creation_time`` for a pod
+  the trace never scheduled; ``qos`` -> PriorityClass (``sim.replay.QOS_PRIORITY_CLASSES``).
+- :func:`job_trace`: the job format of docs/replay.md (``name, arrival, gpus`` required;
+  ``duration, cpu_milli, memory_mib, gpu_model, qos, namespace`` optional), CSV or Parquet
+  (Parquet needs pyarrow).
+- :func:`manifest_trace`: Pod and Job documents; ``gpusched.io/arrival`` (a duration such as
+  ``90s`` or ``2h``, default 0) is when each is created; run times come from their own
+  ``gpusched.io/duration``.
+
+Neighbours: ``sim.alibaba`` (node/pod CSV parsing), ``sim.replay``; used by ``cli.replay``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+from gpusched.devices.catalog import lookup_model
+from gpusched.errors import GpuschedError, UsageError
+from gpusched.objects.duration import parse_duration
+from gpusched.sim.alibaba import MIB, TraceNode, load_nodes, load_pods
+from gpusched.sim.replay import QOS_PRIORITY_CLASSES, ReplayJob, ReplayTrace
+
+ANN_ARRIVAL = "gpusched.io/arrival"
+TIME_COLUMNS = ("creation_time", "deletion_time")
+JOB_COLUMNS = ("name", "arrival", "gpus")
+MAX_ROWS = 1_000_000          # bound on jobs per input
+MAX_SECONDS = 10 * 365 * 86400.0
+
+
+def nodes_from(path: str | Path) -> tuple[TraceNode, ...]:
+    """The GPU nodes of an openb node list; every model must be one gpusched knows."""
+    nodes = load_nodes(path, gpu_only=True)
+    for line, node in enumerate(nodes, start=2):
+        try:
+            lookup_model(node.model)
+        except UsageError:
+            raise UsageError(f'{path}: node {node.name}: model: unknown GPU model "{node.model}"') from None
+    if not nodes:
+        raise UsageError(f"{path}: no GPU nodes")
+    return tuple(nodes)
+
+
+def _rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in required if c not in (reader.fieldnames or ())]
+            if missing:
+                raise UsageError(f"{path}: missing column(s) {', '.join(missing)}")
+            rows = []
+            for row in reader:
+                rows.append(row)
+                if len(rows) > MAX_ROWS:
+                    raise UsageError(f"{path}: more than {MAX_ROWS:,} rows")
+            return rows
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a CSV file: {exc}") from None
+
+
+def _seconds(path: Path, line: int, column: str, text: str, optional: bool = False) -> float | None:
+    text = (text or "").strip()
+    if not text and optional:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{path}: line {line}: {column}: not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{path}: line {line}: {column}: must be a time >= 0 seconds, got {text}")
+    if value > MAX_SECONDS:
+        raise UsageError(f"{path}: line {line}: {column}: more than 10 years ({text} s)")
+    return value
+
+
+def _qos(path: Path, line: int, text: str) -> str:
+    qos = (text or "").strip()
+    if qos and qos not in QOS_PRIORITY_CLASSES:
+        raise UsageError(f'{path}: line {line}: qos: unknown QoS class "{qos}" '
+                         f'(one of {", ".join(QOS_PRIORITY_CLASSES)}, or empty)')
+    return qos
+
+
+def _models(path: Path, line: int, column: str, models: Iterable[str]) -> tuple[str, ...]:
+    out = []
+    for model in models:
+        try:
+            out.append(lookup_model(model).name)
+        except UsageError:
+            raise UsageError(f'{path}: line {line}: {column}: unknown GPU model "{model}"') from None
+    return tuple(sorted(set(out)))
+
+
+def alibaba_trace(nodes_csv: str | Path, pods_csv: str | Path) -> ReplayTrace:
+    """See the module docstring."""
+    path = Path(pods_csv)
+    nodes = nodes_from(nodes_csv)
+    rows = _rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli") + TIME_COLUMNS)
+    pods = load_pods(path)
+    jobs = []
+    for line, (row, pod) in enumerate(zip(rows, pods), start=2):
+        created = _seconds(path, line, "creation_time", row["creation_time"])
+        deleted = _seconds(path, line, "deletion_time", row["deletion_time"])
+        scheduled = _seconds(path, line, "scheduled_time", row.get("scheduled_time", ""), optional=True)
+        assert created is not None and deleted is not None
+        began = scheduled if scheduled is not None else created
+        if deleted < began:
+            raise UsageError(f"{path}: line {line}: deletion_time: {row['deletion_time']} is before "
+                             f"{'scheduled_time' if scheduled is not None else 'creation_time'} {began:g}")
+        jobs.append(ReplayJob(pod.name, created, deleted - began, pod.cpu_milli, pod.memory,
+                              pod.num_gpu, pod.gpu_milli,
+                              _models(path, line, "gpu_spec", pod.gpu_models),
+                              _qos(path, line, row.get("qos", ""))))
+    return _trace(jobs, nodes, str(path))
+
+
+def _trace(jobs: list[ReplayJob], nodes: tuple[TraceNode, ...], source: str,
+           extra: tuple[dict[str, Any], ...] = ()) -> ReplayTrace:
+    """Arrivals shifted so the first is at 0, sorted by (arrival, input order)."""
+    origin = min((j.arrival for j in jobs), default=0.0)
+    shifted = [ReplayJob(j.name, j.arrival - origin, j.run_time, j.cpu_milli, j.memory, j.num_gpu,
+                         j.gpu_milli, j.gpu_models, j.qos, j.namespace, j.manifest) for j in jobs]
+    order = sorted(range(len(shifted)), key=lambda i: (shifted[i].arrival, i))
+    return ReplayTrace(nodes, tuple(shifted[i] for i in order), source, extra)
+
+
+def _job_rows(path: Path) -> list[dict[str, str]]:
+    if path.suffix.lower() != ".parquet":
+        return _rows(path, JOB_COLUMNS)
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-not-found]  # optional, no stubs
+    except ImportError:
+        raise UsageError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), "
+                         "or give the jobs as CSV") from None
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a Parquet file: {exc}") from None
+    missing = [c for c in JOB_COLUMNS if c not in table.column_names]
+    if missing:
+        raise UsageError(f"{path}: missing column(s) {', '.join(missing)}")
+    if table.num_rows > MAX_ROWS:
+        raise UsageError(f"{path}: more than {MAX_ROWS:,} rows")
+    return [{k: "" if v is None else str(v) for k, v in row.items()} for row in table.to_pylist()]
+
+
+def _gpus(path: Path, line: int, text: str) -> tuple[int, int]:
+    """``gpus`` -> (num_gpu, per-GPU milli): 0 none, 0.25 a share, 2 two whole GPUs."""
+    value = _seconds(path, line, "gpus", text)
+    assert value is not None
+    if value == 0:
+        return 0, 0
+    if value < 1:
+        return 1, max(1, round(value * 1000))
+    if value != int(value) or value > 1024:
+        raise UsageError(f"{path}: line {line}: gpus: a share below 1 or a whole number of GPUs "
+                         f"(at most 1024), got {text}")
+    return int(value), 1000
+
+
+def _int(path: Path, line: int, column: str, text: str, default: int) -> int:
+    value = _seconds(path, line, column, text, optional=True)
+    return default if value is None else int(value)
+
+
+def job_trace(nodes_csv: str | Path, jobs_path: str | Path) -> ReplayTrace:
+    """The job format of docs/replay.md over the GPU nodes of an openb node list."""
+    path = Path(jobs_path)
+    nodes = nodes_from(nodes_csv)
+    jobs, names = [], set()
+    for line, row in enumerate(_job_rows(path), start=2):
+        name = (row.get("name") or "").strip()
+        namespace = (row.get("namespace") or "").strip() or "default"
+        if not name or (namespace, name) in names:
+            raise UsageError(f"{path}: line {line}: name: "
+                             + (f'"{name}" appears twice' if name else "required"))
+        names.add((namespace, name))
+        num_gpu, milli = _gpus(path, line, row.get("gpus", ""))
+        duration = _seconds(path, line, "duration", row.get("duration", ""), optional=True)
+        arrival = _seconds(path, line, "arrival", row.get("arrival", ""))
+        assert arrival is not None
+        models = [m for m in (row.get("gpu_model") or "").split("|") if m.strip()]
+        jobs.append(ReplayJob(name, arrival, duration,
+                              _int(path, line, "cpu_milli", row.get("cpu_milli", ""), 1000),
+                              _int(path, line, "memory_mib", row.get("memory_mib", ""), 1024) * MIB,
+                              num_gpu, milli, _models(path, line, "gpu_model", models),
+                              _qos(path, line, row.get("qos", "")), namespace))
+    return _trace(jobs, nodes, str(path))
+
+
+def manifest_trace(nodes_csv: str | Path, paths: list[str]) -> ReplayTrace:
+    """Pods and Jobs from YAML files; other kinds (ConfigMaps, quotas, PriorityClasses) are
+    created before the first arrival."""
+    from gpusched.objects.manifest import load_manifests
+    nodes = nodes_from(nodes_csv)
+    jobs: list[ReplayJob] = []
+    extra: list[dict[str, Any]] = []
+    for manifest in load_manifests(paths):
+        obj = manifest.obj
+        if manifest.kind not in ("Pod", "Job"):
+            extra.append(obj)
+            continue
+        meta = obj.get("metadata") or {}
+        text = (meta.get("annotations") or {}).get(ANN_ARRIVAL, "0")
+        try:
+            arrival = parse_duration(str(text))
+        except GpuschedError as err:
+            raise UsageError(f"{manifest.where}: metadata.annotations[{ANN_ARRIVAL}]: {err}") from None
+        jobs.append(ReplayJob(manifest.name, arrival, manifest=obj,
+                              namespace=str(meta.get("namespace") or "default")))
+    if not jobs:
+        raise UsageError(f"{', '.join(paths)}: no Pod or Job to replay")
+    return ReplayTrace(nodes, tuple(sorted(jobs, key=lambda j: j.arrival)), ", ".join(paths), tuple(extra))
