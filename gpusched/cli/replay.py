@@ -40,7 +40,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="Pod/Job manifests (file, directory or -; repeatable)")
     parser.add_argument("--policy", default="default",
                         help="default (kube-scheduler's default profile) or an FGD-study policy: "
-                             "fgd, bestfit, packing, clustering, dotprod, random, fgdplus, ...")
+                             "fgd, bestfit, packing, clustering, dotprod, random, ...")
     parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
     parser.add_argument("--sample-every", default="1h", metavar="DURATION",
                         help="time-series step (default 1h)")

@@ -51,6 +51,7 @@ QOS_PRIORITY_CLASSES: dict[str, tuple[str, int, str]] = {
     "BE": ("replay-best-effort", 0, "Never"),
 }
 HOUR = 3600.0
+MAX_SAMPLES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ def replay(trace: ReplayTrace, config: ReplayConfig = ReplayConfig(),
     """Run ``trace`` through a fresh in-memory cluster; see the module docstring."""
     if not trace.nodes:
         raise UsageError(f"{trace.source}: no nodes")
+    _check_samples(trace, config)
     from gpusched.cluster.scheduling import use_profiles
     from gpusched.sim.replay_profile import replay_profiles
     profiles = replay_profiles(trace, config.policy, config.seed)
@@ -133,6 +135,17 @@ def replay(trace: ReplayTrace, config: ReplayConfig = ReplayConfig(),
         samples, records = recorder.finish(view)
         holder.append(ReplayResult(samples, records, summarize(recorder, records), config))
     return holder[0]
+
+
+def _check_samples(trace: ReplayTrace, config: ReplayConfig) -> None:
+    """Bound the time series: at most ``MAX_SAMPLES`` rows over the trace's expected span."""
+    if not config.sample_every > 0:
+        raise UsageError(f"sample_every: must be more than 0 seconds, got {config.sample_every:g}")
+    span = config.until if config.until is not None else max(
+        (j.arrival + (j.run_time or 0.0) for j in trace.jobs), default=0.0)
+    if span / config.sample_every > MAX_SAMPLES:
+        raise UsageError(f"sample_every: {config.sample_every:g} s gives more than {MAX_SAMPLES:,} "
+                         f"samples over the {span:,.0f} s of {trace.source}")
 
 
 def _apply_all(view: View, docs: list[dict[str, Any]], source: str) -> set[Key]:

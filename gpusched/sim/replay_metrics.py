@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpusched.cluster.snapshot_cache import cached_snapshot
 from gpusched.cluster.view import View
-from gpusched.scheduler.plugins.policy_common import node_arrays
+from gpusched.policies.common import node_arrays
 from gpusched.sim.fragmentation import ClusterFragmentation
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ def trace_pods(jobs: "tuple[ReplayJob, ...]") -> list[TracePod]:
 def replay_profiles(trace: "ReplayTrace", policy: str, seed: int) -> list[ProfileConfig] | None:
     """The profiles for ``policy`` (None: the default profile); see the module docstring."""
     from gpusched.sim.experiment import POLICIES, POLICY_ARGS, TIE_BREAKS
-    from gpusched.sim.experiment_profile import experiment_config
+    from gpusched.sim.experiment_profile import REGISTRY, experiment_config
     from gpusched.sim.workload import target_workload
     if policy == DEFAULT_POLICY:
         return None
@@ -57,4 +57,4 @@ def replay_profiles(trace: "ReplayTrace", policy: str, seed: int) -> list[Profil
     plugins["score"]["disabled"] = [{"name": "*"}]
     plugins["reserve"]["enabled"] = [e for e in plugins["reserve"]["enabled"]
                                      if e["name"] == plugin]
-    return [resolve_profile(config, 0, 100)]
+    return [resolve_profile(config, 0, 100, REGISTRY)]

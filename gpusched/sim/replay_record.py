@@ -188,30 +188,31 @@ class Recorder:
         annotations = body["metadata"].get("annotations") or {}
         status = body.get("status") or {}
         phase = status.get("phase", "Pending")
-        if any(c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
-               for c in status.get("conditions") or []):
-            pod.preempted = True
+        pod.preempted = pod.preempted or _preempted(status)
         node = (body.get("spec") or {}).get("nodeName") or ""
         if node and pod.pending:
             self._set_pending(pod, False)
         if ANN_START_TIME in annotations and pod.start is None:
             pod.start = float(annotations[ANN_START_TIME]) - self.origin
             pod.node = node
-            pod.devices = annotations.get(ANN_ASSIGNED_DEVICES) or annotations.get(ANN_ASSIGNED_GPUS, "")
             self._set_holding(pod, True)
         if pod.holding:
-            pod.devices = annotations.get(ANN_ASSIGNED_DEVICES) or annotations.get(ANN_ASSIGNED_GPUS, "")
-        ended = gone or phase in ("Succeeded", "Failed")
-        if ended and pod.end is None:
-            if pod.holding:
-                self._set_holding(pod, False)
-            if pod.pending:
-                self._set_pending(pod, False)
-            pod.end = t - self.origin
-            pod.outcome = ("Preempted" if pod.preempted else phase if phase in ("Succeeded", "Failed")
-                           else "Deleted")
-        elif not ended:
+            pod.devices = _devices(annotations)
+        if gone or phase in ("Succeeded", "Failed"):
+            self._end(pod, phase, t)
+        else:
             pod.outcome = "Running" if pod.holding else "Pending"
+
+    def _end(self, pod: _Pod, phase: str, t: float) -> None:
+        if pod.end is not None:
+            return
+        if pod.holding:
+            self._set_holding(pod, False)
+        if pod.pending:
+            self._set_pending(pod, False)
+        pod.end = t - self.origin
+        pod.outcome = ("Preempted" if pod.preempted else phase if phase in ("Succeeded", "Failed")
+                       else "Deleted")
 
     def _set_holding(self, pod: _Pod, on: bool) -> None:
         sign = 1 if on else -1
@@ -247,6 +248,15 @@ class Recorder:
                     for ns, name, at, _message in self.refusals]
         records.sort(key=lambda r: (r.arrival, r.namespace, r.name))
         return tuple(self.samples), tuple(records)
+
+
+def _preempted(status: dict[str, Any]) -> bool:
+    return any(c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+               for c in status.get("conditions") or [])
+
+
+def _devices(annotations: dict[str, Any]) -> str:
+    return str(annotations.get(ANN_ASSIGNED_DEVICES) or annotations.get(ANN_ASSIGNED_GPUS, ""))
 
 
 def size_class(gpus: float) -> str:

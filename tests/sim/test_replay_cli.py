@@ -1,0 +1,142 @@
+"""``gpusched replay`` end to end through the console script: the three input formats, the
+output files, and bad input (one line naming file, row or key and what is wrong; exit 1)."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import gpusched_executable
+
+NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\nn1,32000,131072,2,T4\nn2,32000,131072,4,V100M16\n"
+JOBS_CSV = ("name,arrival,duration,gpus,cpu_milli,memory_mib,gpu_model,qos,namespace\n"
+            "a,0,3600,1,4000,8192,,BE,team-a\n"
+            "b,60,1800,0.5,2000,4096,T4,LS,team-b\n"
+            "c,120,,4,8000,16384,V100M16,,team-a\n"
+            "d,180,600,4,8000,16384,,Guaranteed,team-b\n")
+MANIFESTS = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  annotations: {gpusched.io/arrival: 2m}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {gpusched.io/duration: 10m}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: trainer
+        resources: {limits: {nvidia.com/gpu: 2}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: notebook
+  annotations: {gpusched.io/duration: 1h, gpusched.io/gpu-milli: "250"}
+spec:
+  containers:
+  - name: main
+    image: jupyter
+"""
+
+
+def gpusched(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([gpusched_executable(), "replay", "--no-progress", *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "nodes.csv").write_text(NODES_CSV)
+    (tmp_path / "jobs.csv").write_text(JOBS_CSV)
+    (tmp_path / "jobs.yaml").write_text(MANIFESTS)
+    return tmp_path
+
+
+def test_job_file_outputs(files: Path):
+    done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", "--sample-every", "30m",
+                    "--out", "out", cwd=files)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("replay: 4 pods (4 started, 3 finished, 0 never started, "
+                                  "0 refused), 1 preemptions")
+    pods = {r["name"]: r for r in rows(files / "out" / "pods.csv")}
+    assert (pods["c"]["outcome"], pods["d"]["wait_s"], pods["d"]["node"]) == ("Preempted", "30.0", "n2")
+    series = rows(files / "out" / "timeseries.csv")
+    assert [(r["time_s"], r["gpu_allocated"], r["running_team-a"]) for r in series] == [
+        ("0.0", "1.0", "1"), ("1800.0", "1.5", "1"), ("3600.0", "0.0", "0")]
+    assert [r["size"] for r in rows(files / "out" / "summary.csv")] == ["<1", "1", "4"]
+
+
+def test_manifests_with_arrival_annotation(files: Path):
+    done = gpusched("--nodes", "nodes.csv", "-f", "jobs.yaml", "--out", "out", cwd=files)
+    assert done.returncode == 0, done.stderr
+    pods = {r["job"]: r for r in rows(files / "out" / "pods.csv")}
+    assert (pods["train"]["arrival_s"], pods["train"]["end_s"], pods["train"]["gpus"]) == ("120.0", "720.0", "2.0")
+    assert (pods["notebook"]["gpus"], pods["notebook"]["run_s"]) == ("0.25", "3600.0")
+
+
+def test_alibaba_slice(files: Path, trace_dir: Path):
+    lines = (trace_dir / "openb_pod_list_default.csv").read_text().splitlines(keepends=True)
+    (files / "pods.csv").write_text("".join(lines[:201]))
+    nodes = (trace_dir / "openb_node_list_gpu_node.csv").read_text().splitlines(keepends=True)
+    (files / "gpu-nodes.csv").write_text("".join(nodes[:101]))
+    done = gpusched("--nodes", "gpu-nodes.csv", "--pods", "pods.csv", "--policy", "fgd",
+                    "--seed", "42", "--out", "out", cwd=files)
+    assert done.returncode == 0, done.stderr
+    records = rows(files / "out" / "pods.csv")
+    assert len(records) == 200
+    assert all(float(r["start_s"]) >= float(r["arrival_s"]) for r in records if r["start_s"])
+
+
+BAD = [
+    ("missing-column", "jobs.csv", "name,arrival\na,0\n", [],
+     "error: jobs.csv: missing column(s) gpus"),
+    ("negative-time", "jobs.csv", "name,arrival,gpus\na,-5,1\n", [],
+     "error: jobs.csv: line 2: arrival: must be a time >= 0 seconds, got -5"),
+    ("unknown-model", "jobs.csv", "name,arrival,gpus,gpu_model\na,0,1,H900\n", [],
+     'error: jobs.csv: line 2: gpu_model: unknown GPU model "H900"'),
+    ("unknown-qos", "jobs.csv", "name,arrival,gpus,qos\na,0,1,Gold\n", [],
+     'error: jobs.csv: line 2: qos: unknown QoS class "Gold" (one of Guaranteed, LS, Burstable, BE, or empty)'),
+    ("duplicate-name", "jobs.csv", "name,arrival,gpus\na,0,1\na,5,1\n", [],
+     'error: jobs.csv: line 3: name: "a" appears twice'),
+    ("bad-gpus", "jobs.csv", "name,arrival,gpus\na,0,1.5\n", [],
+     "error: jobs.csv: line 2: gpus: a share below 1 or a whole number of GPUs (at most 1024), got 1.5"),
+    ("no-time-columns", "pods.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,1000\n",
+     [], "error: pods.csv: missing column(s) creation_time, deletion_time"),
+    ("deleted-before-created", "pods.csv",
+     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np,1000,1024,1,1000,50,10\n",
+     [], "error: pods.csv: line 2: deletion_time: 10 is before creation_time 50"),
+    ("unknown-policy", "jobs.csv", JOBS_CSV, ["--policy", "fgdx"],
+     'error: --policy: unknown policy "fgdx" (one of default, random, dotprod, clustering, packing, '
+     'bestfit, fgd'),
+    ("no-file", "other.csv", "", ["--jobs", "missing.csv"],
+     "error: missing.csv: cannot read: No such file or directory"),
+]
+
+
+@pytest.mark.parametrize("case_id,name,text,extra,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_one_line(files: Path, case_id, name, text, extra, message):
+    (files / name).write_text(text)
+    source = ["--pods" if name == "pods.csv" else "--jobs", name] if "--jobs" not in extra else []
+    done = gpusched("--nodes", "nodes.csv", *source, *extra, "--out", "out", cwd=files)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.strip() == message or (case_id == "unknown-policy"
+                                              and done.stderr.startswith(message))
+    assert "Traceback" not in done.stderr and not (files / "out").exists()
+
+
+def test_unknown_node_model(files: Path):
+    (files / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1000,2,Z80\n")
+    done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", cwd=files)
+    assert (done.returncode, done.stderr.strip()) == (1, 'error: nodes.csv: node n1: model: unknown GPU model "Z80"')
