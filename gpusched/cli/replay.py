@@ -5,7 +5,8 @@ CSV/Parquet of docs/replay.md, ``-f`` Pod/Job manifests with ``gpusched.io/durat
 ``gpusched.io/arrival``); ``--nodes`` an openb node list (its GPU nodes become the cluster).
 Prints a summary (wait by job size, GPU-hours used and idle, preemptions) and writes
 ``timeseries``, ``pods`` and ``summary`` tables to ``--out`` (CSV, and Parquet with pyarrow).
-A progress bar advances per simulated hour (on stderr; ``--no-progress`` turns it off).
+A progress bar advances per simulated hour (on stderr, when ``rich`` is installed:
+``gpusched[experiments]``; ``--no-progress`` turns it off).
 
 Neighbours: ``sim.replay`` (the run), ``sim.replay_input`` (readers), ``sim.replay_output``.
 """
@@ -100,7 +101,8 @@ class _progress:
         self.task: Any = None
 
     def __enter__(self) -> Callable[[float, float], None]:
-        if self.on:
+        import importlib.util
+        if self.on and importlib.util.find_spec("rich") is not None:   # rich: gpusched[experiments]
             from rich.console import Console
             from rich.progress import Progress
             self.bar = Progress(console=Console(stderr=True), transient=False)
