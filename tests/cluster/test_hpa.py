@@ -13,7 +13,7 @@ import re
 import pytest
 import yaml
 
-from gpusched.cluster.controllers import hpa
+from gpusched.cluster.controllers import hpa_behavior, hpa_replicas, hpa_sync
 from gpusched.cluster.load import LoadError, parse_load
 from gpusched.cluster.store import rfc3339
 from gpusched.errors import GpuschedError
@@ -77,7 +77,7 @@ RESOURCE_CASES = [
 @pytest.mark.parametrize("pods, metrics, current, target, replicas, utilization",
                          [c[1:] for c in RESOURCE_CASES], ids=[c[0] for c in RESOURCE_CASES])
 def test_resource_replicas(pods, metrics, current, target, replicas, utilization):
-    got, percent, _raw = hpa.resource_replicas(NOW, current, target, "cpu", pods, metrics)
+    got, percent, _raw = hpa_replicas.resource_replicas(NOW, current, target, "cpu", pods, metrics)
     assert (got, percent) == (replicas, utilization)
 
 
@@ -94,8 +94,8 @@ RESOURCE_ERRORS = [
 @pytest.mark.parametrize("pods, metrics, message", [c[1:] for c in RESOURCE_ERRORS],
                          ids=[c[0] for c in RESOURCE_ERRORS])
 def test_resource_replicas_errors(pods, metrics, message):
-    with pytest.raises(hpa.MetricError, match=re.escape(message)):
-        hpa.resource_replicas(NOW, 1, 50, "cpu", pods, metrics)
+    with pytest.raises(hpa_sync.MetricError, match=re.escape(message)):
+        hpa_replicas.resource_replicas(NOW, 1, 50, "cpu", pods, metrics)
 
 
 # calcPlainMetricReplicas (Pods metrics, averageValue): milli-values per pod, target milli.
@@ -113,7 +113,7 @@ PLAIN_CASES = [
 @pytest.mark.parametrize("pods, metrics, current, target, replicas",
                          [c[1:] for c in PLAIN_CASES], ids=[c[0] for c in PLAIN_CASES])
 def test_plain_metric_replicas(pods, metrics, current, target, replicas):
-    assert hpa.plain_replicas(NOW, metrics, current, target, pods)[0] == replicas
+    assert hpa_replicas.plain_replicas(NOW, metrics, current, target, pods)[0] == replicas
 
 
 # GetObjectPerPodMetricReplicas / GetExternalPerPodMetricReplicas: (status replicas, usage,
@@ -128,7 +128,7 @@ PER_POD_CASES = [
 @pytest.mark.parametrize("status, usage, target, replicas, average",
                          [c[1:] for c in PER_POD_CASES], ids=[c[0] for c in PER_POD_CASES])
 def test_per_pod_replicas(status, usage, target, replicas, average):
-    assert hpa.per_pod_replicas(status, usage, target) == (replicas, average)
+    assert hpa_replicas.per_pod_replicas(status, usage, target) == (replicas, average)
 
 
 def rules(select="Max", *policies):
@@ -164,7 +164,7 @@ LIMIT_CASES = [
 @pytest.mark.parametrize("direction, current, up, down, scaling, limit",
                          [c[1:] for c in LIMIT_CASES], ids=[c[0] for c in LIMIT_CASES])
 def test_rate_limits(direction, current, up, down, scaling, limit):
-    fn = hpa.scale_up_limit if direction == "up" else hpa.scale_down_limit
+    fn = hpa_behavior.scale_up_limit if direction == "up" else hpa_behavior.scale_down_limit
     assert fn(current, up, down, scaling, NOW) == limit
 
 
@@ -181,7 +181,7 @@ RULE_CASES = [
 @pytest.mark.parametrize("current, desired, minimum, maximum, result, reason",
                          [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES])
 def test_rules_without_behavior(current, desired, minimum, maximum, result, reason):
-    got, why, _ = hpa._with_rules(current, desired, minimum, maximum)
+    got, why, _ = hpa_behavior._with_rules(current, desired, minimum, maximum)
     assert (got, why) == (result, reason)
 
 
@@ -190,7 +190,7 @@ def test_behavior_defaults_fill_unset_fields():
     horizontal.go maybeInitScaleDownStabilizationWindow (300 s)."""
     body = {"spec": {"behavior": {"scaleDown": {"policies": [
         {"type": "Pods", "value": 1, "periodSeconds": 60}]}}}}
-    down, up = hpa.rules_of(body, "scaleDown"), hpa.rules_of(body, "scaleUp")
+    down, up = hpa_behavior.rules_of(body, "scaleDown"), hpa_behavior.rules_of(body, "scaleUp")
     assert down == {"selectPolicy": "Max", "stabilizationWindowSeconds": 300,
                     "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
     assert up["stabilizationWindowSeconds"] == 0 and len(up["policies"]) == 2
