@@ -154,3 +154,13 @@ class Errors:
 def quantity_text(value: Any) -> str:
     """How a quantity reads in a message (the text as written)."""
     return render(value)[0]
+
+
+def _spec(obj: dict[str, Any], e: Errors, path: str = "spec") -> dict[str, Any]:
+    spec = obj.get(path)
+    if spec is None:
+        spec = obj[path] = {}
+    if not isinstance(spec, dict):
+        e.invalid(path, spec, "must be an object")
+        return {}
+    return spec
