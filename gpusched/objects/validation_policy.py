@@ -1,0 +1,259 @@
+"""Validation and defaulting of the policy kinds: PriorityClass (``value`` bounds, system classes,
+preemptionPolicy), ResourceQuota (hard quantities, scopes and scopeSelector), LimitRange (item
+types, quantities, defaulting, the min <= defaultRequest <= default <= max order),
+PodDisruptionBudget (one of minAvailable / maxUnavailable) and ConfigMap (keys, string data).
+Messages follow kubernetes ``pkg/apis/scheduling/validation``, ``pkg/apis/core/validation``
+(ValidateResourceQuota, ValidateLimitRange, ValidateConfigMap) and ``pkg/apis/policy/validation``.
+
+Neighbours: ``objects.validation`` registers these validators; uses ``fieldcheck``, ``names``,
+``limits``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import re
+
+from gpusched.errors import FieldError
+from gpusched.objects.fieldcheck import Errors, _spec, quantity_text
+from gpusched.objects.names import config_map_key_errors
+from gpusched.objects.podspec import validate_label_selector
+
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+_PERCENT = re.compile(r"^[0-9]+%$")
+_QUOTA_STANDARD = frozenset({
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers", "cpu", "memory", "storage",
+    "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage"})
+
+# ----------------------------------------------------------------------------------------------
+# Policy kinds
+
+
+def _priority_class(obj: dict[str, Any], e: Errors) -> None:
+    name = str(obj["metadata"].get("name") or "") if isinstance(obj.get("metadata"), dict) else ""
+    value = obj.get("value")
+    if value is None:
+        e.required("value")
+    value = e.integer(obj, "value", "value")
+    global_default = e.boolean(obj, "globalDefault", "globalDefault")
+    if name.startswith("system-"):
+        wanted = SYSTEM_PRIORITY_CLASSES.get(name)
+        if wanted is None:
+            problem = f"{name} is not a known system priority class"
+        elif value != wanted:
+            problem = f"value of {name} PriorityClass must be {wanted}"
+        elif global_default:
+            problem = f"globalDefault of {name} PriorityClass must be false"
+        else:
+            problem = ""
+        if problem:
+            e.forbidden("metadata.name", "priority class names with 'system-' prefix are reserved for system use "
+                        f"only. error: {problem}")
+    elif value is not None and value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        e.forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}")
+    if obj.get("preemptionPolicy") is None:
+        obj["preemptionPolicy"] = "PreemptLowerPriority"
+    if obj["preemptionPolicy"] not in ("PreemptLowerPriority", "Never"):
+        e.unsupported("preemptionPolicy", obj["preemptionPolicy"], ("PreemptLowerPriority", "Never"))
+
+
+def _resource_quota(obj: dict[str, Any], e: Errors) -> None:
+    spec = _spec(obj, e)
+    for name, value in sorted((e.mapping(spec, "hard", "spec.hard") or {}).items()):
+        path = f"spec.hard[{name}]"
+        if "/" not in name and name not in _QUOTA_STANDARD and not name.startswith(("hugepages-", "requests.hugepages-")):
+            e.invalid(path, name, "must be a standard resource for quota")
+            continue
+        e.quantity(value, path)
+    _quota_scopes(spec, e)
+
+
+# ResourceQuota scopes, pkg/apis/core/validation/validation.go validateResourceQuotaScopes and
+# validateScopedResourceSelectorRequirement; values render as Go's %#v of the internal types.
+_QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity", "VolumeAttributesClass")
+_POD_COMPUTE_QUOTA = frozenset({"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu",
+                                "requests.memory"})
+_EXISTS_ONLY = ("BestEffort", "NotBestEffort", "Terminating", "NotTerminating", "CrossNamespacePodAffinity")
+_CONFLICTING = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
+
+
+def _scope_valid_for(scope: str, resource: str) -> bool:
+    """``IsResourceQuotaScopeValidForResource``."""
+    if scope in ("Terminating", "NotTerminating", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity"):
+        return resource == "pods" or resource in _POD_COMPUTE_QUOTA
+    if scope == "BestEffort":
+        return resource == "pods"
+    return True
+
+
+def _go_strings(type_name: str, values: list[Any] | None) -> str:
+    if values is None:
+        return f"[]{type_name}(nil)"
+    return f"[]{type_name}{{" + ", ".join(f'"{v}"' for v in values) + "}"
+
+
+def _go_selector(selector: dict[str, Any]) -> str:
+    reqs = ", ".join(
+        f'core.ScopedResourceSelectorRequirement{{ScopeName:"{r.get("scopeName", "")}", '
+        f'Operator:"{r.get("operator", "")}", Values:{_go_strings("string", r.get("values"))}}}'
+        for r in selector.get("matchExpressions") or [] if isinstance(r, dict))
+    return f"&core.ScopeSelector{{MatchExpressions:[]core.ScopedResourceSelectorRequirement{{{reqs}}}}}"
+
+
+def _invalid_go(e: Errors, path: str, go_value: str, detail: str) -> None:
+    e.items.append(FieldError(path, "Invalid value", go_value, detail, False))
+
+
+def _quota_scopes(spec: dict[str, Any], e: Errors) -> None:
+    quantities = spec.get("hard")
+    hard = sorted(k for k in quantities if isinstance(k, str)) if isinstance(quantities, dict) else []
+    standard = [k for k in hard if "/" not in k and (k in _QUOTA_STANDARD or k.startswith(("hugepages-", "requests.hugepages-")))]
+    scopes = e.items_of(spec, "scopes", "spec.scopes")
+    rendered = _go_strings("core.ResourceQuotaScope", scopes)
+    for scope in scopes or []:
+        if scope not in _QUOTA_SCOPES:
+            _invalid_go(e, "spec.scopes", rendered, "unsupported scope")
+        for key in standard:
+            if not _scope_valid_for(str(scope), key):
+                _invalid_go(e, "spec.scopes", rendered, "unsupported scope applied to resource")
+    for pair in _CONFLICTING:
+        if all(p in (scopes or []) for p in pair):
+            _invalid_go(e, "spec.scopes", rendered, "conflicting scopes")
+    selector = e.mapping(spec, "scopeSelector", "spec.scopeSelector")
+    if selector is None:
+        return
+    path = "spec.scopeSelector.matchExpressions"
+    names = []
+    for req in e.items_of(selector, "matchExpressions", path) or []:
+        if not isinstance(req, dict):
+            continue
+        name, operator, values = req.get("scopeName"), req.get("operator"), req.get("values") or []
+        names.append(name)
+        if name not in _QUOTA_SCOPES:
+            e.invalid(f"{path}.scopeName", name, "unsupported scope")
+        for key in standard:
+            if not _scope_valid_for(str(name), key):
+                _invalid_go(e, path, _go_selector(selector), "unsupported scope applied to resource")
+        if name in _EXISTS_ONLY and operator != "Exists":
+            e.invalid(f"{path}.operator", operator, "must be 'Exist' when scope is any of "
+                      "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
+                      "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+                      "ResourceQuotaScopeCrossNamespacePodAffinity")
+        if operator in ("In", "NotIn"):
+            if not values:
+                e.required(f"{path}.values", "must be at least one value when `operator` is 'In' "
+                           "or 'NotIn' for scope selector")
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                _invalid_go(e, f"{path}.values", _go_strings("string", values), "must be no value when "
+                          "`operator` is 'Exist' or 'DoesNotExist' for scope selector")
+        else:
+            e.invalid(f"{path}.operator", operator, "not a valid selector operator")
+    for pair in _CONFLICTING:
+        if all(p in names for p in pair):
+            _invalid_go(e, path, rendered, "conflicting scopes")
+
+
+_LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
+_LIMIT_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+
+
+def _limit_range(obj: dict[str, Any], e: Errors) -> None:
+    spec = _spec(obj, e)
+    items = e.items_of(spec, "limits", "spec.limits")
+    if items is None:
+        e.required("spec.limits")
+    for i, item in enumerate(items or ()):
+        p = f"spec.limits[{i}]"
+        if not isinstance(item, dict):
+            e.invalid(p, item, "must be an object")
+            continue
+        kind = item.get("type")
+        if kind not in _LIMIT_TYPES:
+            e.unsupported(f"{p}.type", kind if kind is not None else "", _LIMIT_TYPES)
+        parsed: dict[str, dict[str, Any]] = {}
+        for field in _LIMIT_FIELDS:
+            values = e.mapping(item, field, f"{p}.{field}") or {}
+            parsed[field] = {}
+            for name, value in sorted(values.items()):
+                amount = e.quantity(value, f"{p}.{field}[{name}]")
+                if amount is not None:
+                    parsed[field][name] = (amount, quantity_text(value))
+        if kind == "Pod":
+            for field in ("default", "defaultRequest"):
+                if item.get(field):
+                    e.forbidden(f"{p}.{field}", "may not be specified when `type` is 'Pod'")
+        if kind == "Container":
+            _default_limit_range_item(item, parsed)
+        _limit_order(parsed, p, e)
+
+
+def _default_limit_range_item(item: dict[str, Any], parsed: dict[str, dict[str, Any]]) -> None:
+    """v1 defaulting (type Container): default=max, defaultRequest=default, else defaultRequest=min."""
+    for source, target in (("max", "default"), ("default", "defaultRequest"), ("min", "defaultRequest")):
+        for name in sorted(parsed[source]):
+            if name not in parsed[target]:
+                raw = item[source][name]
+                if not isinstance(item.get(target), dict):
+                    item[target] = {}
+                item[target][name] = raw
+                parsed[target][name] = parsed[source][name]
+
+
+def _limit_order(parsed: dict[str, dict[str, Any]], p: str, e: Errors) -> None:
+    low_high = (("min", "max", "min[{}]", "min value {} is greater than max value {}"),
+                ("min", "defaultRequest", "defaultRequest[{}]", "min value {} is greater than default request value {}"),
+                ("defaultRequest", "default", "defaultRequest[{}]",
+                 "default request value {} is greater than default limit value {}"),
+                ("default", "max", "default[{}]", "default value {} is greater than max value {}"),
+                ("defaultRequest", "max", "defaultRequest[{}]", "default request value {} is greater than max value {}"))
+    for low, high, path, message in low_high:
+        for name in sorted(set(parsed[low]) & set(parsed[high])):
+            (low_amount, low_text), (high_amount, high_text) = parsed[low][name], parsed[high][name]
+            if low_amount > high_amount:
+                value = low_text if path.startswith(low) else high_text
+                e.invalid(f"{p}.{path.format(name)}", value, message.format(low_text, high_text))
+
+
+def _int_or_percent(spec: dict[str, Any], field: str, e: Errors) -> None:
+    value, path = spec.get(field), f"spec.{field}"
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        e.invalid(path, value, "must be an integer or a percentage (e.g. '5%')")
+    elif isinstance(value, int):
+        if value < 0:
+            e.invalid(path, value, "must be greater than or equal to 0")
+    elif not _PERCENT.match(value):
+        e.invalid(path, value, "a valid percent string must be a numeric string followed by an ending '%' "
+                  "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")
+    elif int(value[:-1]) > 100:
+        e.invalid(path, value, "must not be greater than 100%")
+
+
+def _pdb(obj: dict[str, Any], e: Errors) -> None:
+    spec = _spec(obj, e)
+    given = [f for f in ("minAvailable", "maxUnavailable") if spec.get(f) is not None]
+    if len(given) == 2:
+        e.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set")
+    elif not given:
+        e.required("spec", "one of minAvailable or maxUnavailable must be set")
+    for field in given:
+        _int_or_percent(spec, field, e)
+    validate_label_selector(spec.get("selector"), "spec.selector", e)
+
+
+def _config_map(obj: dict[str, Any], e: Errors) -> None:
+    data = e.mapping(obj, "data", "data") or {}
+    for key, value in data.items():
+        for msg in config_map_key_errors(key):
+            e.invalid(f"data[{key}]", key, msg)
+        if not isinstance(value, str):
+            e.invalid(f"data[{key}]", value, "must be a string")
+    for key in e.mapping(obj, "binaryData", "binaryData") or {}:
+        if key in data:
+            e.invalid(f"data[{key}]", key, "duplicate of key present in binaryData")
