@@ -43,7 +43,7 @@ import numpy as np
 
 from gpusched.cluster import scheduling
 from gpusched.cluster.controllers.common import controller_of
-from gpusched.cluster.controllers.deployment import seconds_of
+from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.controllers.pod_lifecycle import run_time, start_time
 from gpusched.cluster.view import View

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.controllers.deployment import seconds_of
+from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.controllers.job import finished
 from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
 from gpusched.cluster.view import View

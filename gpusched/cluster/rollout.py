@@ -23,7 +23,7 @@ from typing import Any
 import copy
 
 from gpusched.cluster.controllers import daemonset as ds_controller
-from gpusched.cluster.controllers import deployment as deploy_controller
+from gpusched.cluster.controllers import deployment_util
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo
@@ -114,8 +114,8 @@ def history(view: View, body: dict[str, Any]) -> list[tuple[int, str, dict[str, 
     """(revision, change-cause or ``<none>``, pod template) by revision."""
     rows = []
     if body["kind"] == "Deployment":
-        for rs in deploy_controller.owned_sets(view, body):
-            number = deploy_controller.revision(rs)
+        for rs in deployment_util.owned_sets(view, body):
+            number = deployment_util.revision(rs)
             if number > 0:
                 rows.append((number, _cause(rs), (rs.get("spec") or {}).get("template") or {}))
     else:
@@ -146,11 +146,11 @@ def _undo_deployment(view: View, body: dict[str, Any], to_revision: int) -> str:
                            "'kubectl rollout resume' and try again")
     chosen = _deployment_revision(view, body, to_revision)
     template = copy.deepcopy((chosen.get("spec") or {}).get("template") or {})
-    if deploy_controller.equal_ignore_hash(template, (body.get("spec") or {}).get("template") or {}):
+    if deployment_util.equal_ignore_hash(template, (body.get("spec") or {}).get("template") or {}):
         return f"skipped rollback (current template already matches revision {to_revision})"
-    template = deploy_controller.template_without_hash(template)
+    template = deployment_util.template_without_hash(template)
     new = copy.deepcopy(body)
-    skip = deploy_controller._SKIP_ANNOTATIONS
+    skip = deployment_util._SKIP_ANNOTATIONS
     annotations = {k: v for k, v in (body["metadata"].get("annotations") or {}).items()
                    if k in skip}
     annotations.update({k: v for k, v in (chosen["metadata"].get("annotations") or {}).items()
@@ -165,8 +165,8 @@ def _deployment_revision(view: View, body: dict[str, Any], to_revision: int) -> 
     """``deploymentRevision``: the given revision, else the one before the latest."""
     latest: tuple[int, dict[str, Any] | None] = (-1, None)
     previous: tuple[int, dict[str, Any] | None] = (-1, None)
-    for rs in deploy_controller.owned_sets(view, body):
-        number = deploy_controller.revision(rs)
+    for rs in deployment_util.owned_sets(view, body):
+        number = deployment_util.revision(rs)
         if to_revision and number == to_revision:
             return rs
         if not to_revision:
@@ -189,8 +189,8 @@ def _undo_daemonset(view: View, body: dict[str, Any], to_revision: int) -> str:
         chosen = revisions[-2] if len(revisions) > 1 else None
     if chosen is None:
         raise RolloutError(f"unable to find specified revision {to_revision} in history")
-    if deploy_controller.canonical(ds_controller.revision_data(body)) == \
-            deploy_controller.canonical(chosen.get("data")):
+    if deployment_util.canonical(ds_controller.revision_data(body)) == \
+            deployment_util.canonical(chosen.get("data")):
         return f"skipped rollback (current template already matches revision {to_revision})"
     template = copy.deepcopy(chosen["data"]["spec"]["template"])
     template.pop("$patch", None)

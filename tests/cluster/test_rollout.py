@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpusched.cluster.controllers import deployment as dc
+from gpusched.cluster.controllers import deployment_util as dc
 from gpusched.cluster.controllers.replicaset import pods_to_delete
 
 from .builders import apply, join, pool

@@ -40,7 +40,7 @@ from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
-from gpusched.cluster.controllers.deployment import seconds_of
+from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.view import View
 
 COMPONENT = "job-controller"

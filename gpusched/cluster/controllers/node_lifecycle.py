@@ -36,7 +36,7 @@ from gpusched.cluster.controllers.common import (delete_pod, is_running, is_term
                                                  is_terminating, labels_of, selector_matches,
                                                  set_disruption_target, set_status)
 from gpusched.cluster.controllers.daemonset import node_taints
-from gpusched.cluster.controllers.deployment import seconds_of
+from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.pod import pod_info

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, daemonset, deployment,
+                                          deployment_status,
                                           device_plugin, endpoints, gpu_operator, hpa, job,
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
@@ -111,7 +112,7 @@ TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
             node_lifecycle.eviction_due, containers.restart_due),
     "Job": (job.due,),
-    "Deployment": (deployment.progress_due,),
+    "Deployment": (deployment_status.progress_due,),
     "NodePool": (autoscaler.due,),
     "HorizontalPodAutoscaler": (hpa.sync_due,),
     "VerticalPodAutoscaler": (vpa.sample_due,),
