@@ -75,7 +75,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.metrics.container import pod_log
+    from gpusched.metrics.container_logs import pod_log
     from gpusched.objects.selectors import matches, parse_selector
 
     ns = args.namespace or "default"

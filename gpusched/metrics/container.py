@@ -21,14 +21,11 @@ says they are doing. :func:`exec_output` answers the commands GPU guides run in 
   9*gi`` for a GPU instance, +1+ci for its compute instance; unverified beyond A100 examples);
 - anything else: one line saying the embedded cluster runs no containers, exit code 126.
 
-Every answer starts with one line marking it simulated. :func:`pod_log` is ``logs``: the
-kubelet-side events of the pod's life (scheduled, devices allocated, started, finished with
-exit code), labelled as such, followed by the simulated output of a container command
-:func:`exec_output` knows (``command: ["nvidia-smi"]`` in the guides' test pods).
+Every answer starts with one line marking it simulated. ``logs`` is ``metrics.container_logs``.
 
 Neighbours: ``metrics.cluster_source`` (GPU state), ``metrics.gpu_model`` (names, physics,
-driver); used by ``cli`` (``gpusched exec|logs``), ``server`` (``pods/exec``, ``pods/log``) and
-the Slurm output writer (``cli.slurm_cmd``).
+driver), ``metrics.container_logs`` (``logs``); used by ``cli`` (``gpusched exec|logs``),
+``server`` (``pods/exec``, ``pods/log``) and the Slurm output writer (``cli.slurm_cmd``).
 """
 
 from __future__ import annotations
@@ -44,10 +41,9 @@ from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics import gpu_model as gm
-from gpusched.metrics.cluster_source import ClusterSource, seconds_of
+from gpusched.metrics.cluster_source import ClusterSource
 from gpusched.metrics.dcgm import pci_bus_id
 from gpusched.objects.assignment import held_by
-from gpusched.objects.types import ANN_START_TIME
 
 if TYPE_CHECKING:
     from gpusched.devices.node import NodeDevices
@@ -448,112 +444,3 @@ def ls_dev(cv: ContainerView, paths: list[str]) -> ExecResult:
 
 def _wall(view: View) -> datetime:
     return datetime.fromtimestamp(EPOCH.timestamp() + view.now(), tz=EPOCH.tzinfo)
-
-
-# ---- logs ---------------------------------------------------------------------------------------
-
-def pod_log(view: View, pod: dict[str, Any], container: str) -> str:
-    """``kubectl logs``: the kubelet-side life of the pod, then its known command's output."""
-    meta = pod.get("metadata") or {}
-    lines = [marker(pod, container, "log") + " (kubelet-side events of the pod's life)"]
-    uid = meta.get("uid", "")
-    for event in view.list_events(meta.get("namespace", "default")):
-        ref = event.get("involvedObject") or {}
-        if ref.get("uid") == uid or (ref.get("kind") == "Pod" and ref.get("name") == meta.get("name")
-                                     and not ref.get("uid")):
-            lines.append(f"{event.get('lastTimestamp', '')} {event.get('reason', '')}: "
-                         f"{event.get('message', '')}")
-    annotations = meta.get("annotations") or {}
-    ids = ",".join(held_by(pod).device_ids)
-    if ids and ANN_START_TIME in annotations:
-        when = view.timestamp(float(annotations[ANN_START_TIME]))
-        cv = build_view(view, pod, container)
-        allocated = (f"{when} DevicesAllocated: {ids} (NVIDIA_VISIBLE_DEVICES="
-                     f"{cv.env.get('NVIDIA_VISIBLE_DEVICES', '')})")
-        after = next((i for i, line in enumerate(lines) if " Scheduled: " in line), 0)
-        lines.insert(after + 1, allocated)
-    lines += _termination(pod, container)
-    labels = meta.get("labels") or {}
-    if labels.get("app") == "nvidia-device-plugin-daemonset" and container == "nvidia-device-plugin" \
-            and (pod.get("status") or {}).get("phase") == "Running":
-        lines += ["[gpusched: simulated output of the device plugin]", *device_plugin_log(view, pod)]
-    spec: dict[str, Any] = next((c for c in (pod.get("spec") or {}).get("containers") or []
-                                 if c.get("name") == container), {})
-    words = _unwrap_shell([str(w) for w in (spec.get("command") or []) + (spec.get("args") or [])])
-    started = (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
-    if started and words and words[0] != "sleep":
-        answer = known_output(view, pod, container, words)
-        if answer is not None:
-            lines += [f"[gpusched: simulated output of `{' '.join(words)}`]", answer.stdout]
-    return "\n".join(lines) + "\n"
-
-
-def _klog(view: View, pod: dict[str, Any], source: str, text: str, level: str = "I") -> str:
-    """One klog line at the pod's start time: ``I0101 00:00:00.000000       1 main.go:1] text``."""
-    start = float(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME, 0))
-    when = datetime.fromtimestamp(EPOCH.timestamp() + start, tz=EPOCH.tzinfo)
-    return f"{level}{when:%m%d %H:%M:%S}.000000       1 {source}] {text}"
-
-
-def device_plugin_log(view: View, pod: dict[str, Any]) -> list[str]:
-    """What the device plugin logs at start (k8s-device-plugin cmd/nvidia-device-plugin/main.go
-    and internal/plugin/server.go messages): the config it loaded, one GRPC server and one
-    kubelet registration per advertised resource."""
-    import json as _json
-
-    import yaml as _yaml
-    from gpusched.devices.advertise import node_device_state
-
-    node = view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
-    if node is None:
-        return []
-    inputs = device_inputs(view)
-    state = node_device_state(node, inputs.for_node(node["metadata"]["name"]),
-                              policy=inputs.policy)
-    image = next((c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []), "")
-    lines = [_klog(view, pod, "main.go:235", f'"Starting NVIDIA Device Plugin" '
-                                           f'version="{image.rpartition(":")[2]}"'),
-             _klog(view, pod, "main.go:317", "Loading configuration.")]
-    if state.error:
-        return lines + [_klog(view, pod, "main.go:173", f"error starting plugins: {state.error}",
-                              "E")]
-    config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": state.devices.mig_strategy}}
-    for cm in inputs.for_node(node["metadata"]["name"]):
-        raw = (cm.get("data") or {}).get(state.config_key) if state.config_key else None
-        if raw:
-            loaded = _yaml.safe_load(raw) or {}
-            config = {**loaded, "flags": {**(loaded.get("flags") or {}),
-                                          "migStrategy": state.devices.mig_strategy}}
-            break
-    lines += [_klog(view, pod, "main.go:353", ""), "Running with config:",
-              _json.dumps(config, indent=2), _klog(view, pod, "main.go:356", "Retrieving plugins.")]
-    for resource in sorted(state.capacity):
-        sock = resource.replace("nvidia.com/", "nvidia-").replace("/", "-")
-        lines += [_klog(view, pod, "server.go:195", f"Starting GRPC server for '{resource}'"),
-                  _klog(view, pod, "server.go:139", f"Starting to serve '{resource}' on "
-                                                    f"/var/lib/kubelet/device-plugins/{sock}.sock"),
-                  _klog(view, pod, "server.go:146", f"Registered device plugin for '{resource}' "
-                                                    f"with Kubelet")]
-    return lines
-
-
-def _termination(pod: dict[str, Any], container: str) -> list[str]:
-    status = pod.get("status") or {}
-    for cs in status.get("containerStatuses") or []:
-        terminated = (cs.get("state") or {}).get("terminated")
-        if cs.get("name") == container and terminated:
-            return [f"{terminated.get('finishedAt', '')} Finished: container {container} exited "
-                    f"with code {terminated.get('exitCode', 0)} "
-                    f"({terminated.get('reason', 'Completed')})"]
-    if status.get("phase") == "Failed":
-        return [f"{_last_time(pod)} Failed: {status.get('reason', '')}: {status.get('message', '')}"]
-    return []
-
-
-def _last_time(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("startTime") or
-               (pod.get("metadata") or {}).get("creationTimestamp", ""))
-
-
-__all__ = ["ContainerView", "ExecResult", "build_view", "container_names", "exec_output",
-           "known_output", "pod_log", "seconds_of"]

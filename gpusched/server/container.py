@@ -1,7 +1,7 @@
 """``pods/log`` and ``pods/exec`` for kubectl: the simulated container view over HTTP.
 
 - ``GET .../pods/NAME/log[?container=C][&tailLines=N]`` -> ``text/plain``, the answer of
-  ``metrics.container.pod_log`` (``kubectl logs``, also ``-l SELECTOR`` and ``-f``: the log is
+  ``metrics.container_logs.pod_log`` (``kubectl logs``, also ``-l SELECTOR`` and ``-f``: the log is
   written and the response ends).
 - ``GET .../pods/NAME/exec?command=...&container=C&stdout=true&stderr=true`` with a WebSocket
   upgrade (``Sec-WebSocket-Protocol: v5.channel.k8s.io``, what kubectl 1.30+ sends first; also
@@ -64,7 +64,7 @@ class _BadRequest(GpuschedError):
 
 
 def _log(worker: Any, req: Request, target: Any) -> Response:
-    from gpusched.metrics.container import pod_log
+    from gpusched.metrics.container_logs import pod_log
 
     def read(view: Any) -> str:
         pod, container = _pod_and_container(view, target, req.query.get("container", ""))
