@@ -32,14 +32,17 @@ class FragmentationProbe:
         self.shapes = target_workload(pods) if pods else []
         self.frag: ClusterFragmentation | None = None
         self.generation: object = None
+        self.mark: tuple[int, int] | None = None
 
     def amount(self, view: View) -> float:
         if not self.shapes:
             return 0.0
         snapshot, _order = cached_snapshot(view)
         arrays = node_arrays(snapshot)
+        rows = snapshot.rows_touched_since(self.mark)
         if self.frag is None or self.generation is not snapshot:
             self.frag = ClusterFragmentation(self.shapes, arrays.model_names, arrays.model_id)
-            self.generation = snapshot
-        self.frag.observe(arrays.gpu_left, arrays.cpu_free)
+            self.generation, rows = snapshot, None
+        self.frag.observe(arrays.gpu_left, arrays.cpu_free, rows)   # only the nodes that changed
+        self.mark = snapshot.journal_mark()
         return self.frag.amount
