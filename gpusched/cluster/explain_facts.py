@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpusched.cluster.controllers.deployment_status import seconds_of
-from gpusched.cluster.controllers.job import finished
+from gpusched.cluster.controllers.job_rules import finished
 from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
 from gpusched.cluster.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from gpusched.cluster.controllers import job as jc
+from gpusched.cluster.controllers import job_rules as jr
 from gpusched.cluster.controllers.containers import crash_backoff
 
 from .builders import apply, join, pod, pool, priority_class
@@ -53,7 +54,7 @@ def job_pods(cluster, name: str = "train") -> list[dict]:
 ])
 def test_backoff_delay(failures, delay):
     # backoff_utils.go getRemainingTime (TestGetRemainingBackoffTime)
-    assert jc.backoff_delay(failures) == delay
+    assert jr.backoff_delay(failures) == delay
 
 
 def test_failed_pods_are_retried_after_the_backoff_delay(cluster):
@@ -160,7 +161,7 @@ def _failed_pod(code: int = 0, disrupted: bool = False) -> dict:
                   True, "FailJob"), id="onPodConditions-FailJob-message"),
 ])
 def test_match_pod_failure_policy(policy, pod_body, expected):
-    assert jc.match_pod_failure_policy(policy, pod_body) == expected
+    assert jr.match_pod_failure_policy(policy, pod_body) == expected
 
 
 def test_fail_job_rule_fails_the_job_with_reason_pod_failure_policy(cluster):
@@ -238,15 +239,15 @@ def test_deleting_a_running_job_pod_counts_it_failed_and_removes_it(cluster):
 def test_indexed_job_pods_carry_their_index(cluster):
     apply(cluster, join(pool(gpus=0), job(completions=3, parallelism=2, completionMode="Indexed")))
     pods = sorted(job_pods(cluster), key=lambda p: p["metadata"]["name"])
-    assert [p["metadata"]["annotations"][jc.INDEX_KEY] for p in pods] == ["0", "1"]
-    assert [p["metadata"]["labels"][jc.INDEX_KEY] for p in pods] == ["0", "1"]
+    assert [p["metadata"]["annotations"][jr.INDEX_KEY] for p in pods] == ["0", "1"]
+    assert [p["metadata"]["labels"][jr.INDEX_KEY] for p in pods] == ["0", "1"]
     assert [p["spec"]["hostname"] for p in pods] == ["train-0", "train-1"]
     assert all(p["metadata"]["name"].startswith(f"train-{i}-") for i, p in enumerate(pods))
     env = pods[0]["spec"]["containers"][0]["env"][-1]
     assert env["name"] == "JOB_COMPLETION_INDEX"
     cluster.advance(60)
     assert status(cluster)["completedIndexes"] == "0,1"
-    assert [p["metadata"]["annotations"][jc.INDEX_KEY] for p in job_pods(cluster)
+    assert [p["metadata"]["annotations"][jr.INDEX_KEY] for p in job_pods(cluster)
             if p["status"]["phase"] == "Running"] == ["2"]
     cluster.advance(60)
     assert status(cluster)["completedIndexes"] == "0-2" and status(cluster)["succeeded"] == 3

@@ -28,6 +28,7 @@
 
 Neighbours: pods finish in ``controllers.pod_lifecycle`` (``controllers.containers`` for exit
 codes and in-place restarts); ``controllers.sbatch`` holds and releases suspended Jobs.
+``controllers.job_rules`` reads a Job, matches podFailurePolicy and computes the back-off.
 """
 
 from __future__ import annotations
@@ -41,166 +42,12 @@ from gpusched.cluster.controllers.common import (controller_of, create_from_temp
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
 from gpusched.cluster.controllers.deployment_status import seconds_of
+from gpusched.cluster.controllers.job_rules import (COMPLETE_REASON, COMPONENT, FINALIZER,
+                                                    INDEX_KEY, _update_backoff, backoff_remaining,
+                                                    completion_index, completions_of, finished,
+                                                    has_condition, indexed, is_pod_failed,
+                                                    match_pod_failure_policy)
 from gpusched.cluster.view import View
-
-COMPONENT = "job-controller"
-FINALIZER = "batch.kubernetes.io/job-tracking"
-INDEX_KEY = "batch.kubernetes.io/job-completion-index"
-BACKOFF_BASE = 10.0      # DefaultJobPodFailureBackOff
-BACKOFF_MAX = 360.0      # MaxJobPodFailureBackOff
-_BACKOFF_STATS = "job_backoff"
-COMPLETE_REASON = ("CompletionsReached", "Reached expected number of succeeded pods")
-
-
-# ---- reading a Job -----------------------------------------------------------------------------
-
-def _conditions(job: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((job.get("status") or {}).get("conditions") or [])
-
-
-def has_condition(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    return next((c for c in _conditions(job) if c.get("type") == type_
-                 and c.get("status") == "True"), None)
-
-
-def finished(job: dict[str, Any]) -> dict[str, Any] | None:
-    """``IsJobFinished``: the Complete or Failed condition, if any."""
-    return has_condition(job, "Complete") or has_condition(job, "Failed")
-
-
-def completions_of(spec: dict[str, Any]) -> int | None:
-    """Defaulting: completions 1 unless only parallelism is set."""
-    if spec.get("completions") is not None:
-        return int(spec["completions"])
-    return None if "parallelism" in spec else 1
-
-
-def indexed(spec: dict[str, Any]) -> bool:
-    return spec.get("completionMode") == "Indexed"
-
-
-def completion_index(pod: dict[str, Any]) -> int | None:
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(INDEX_KEY)
-    return int(text) if text is not None and str(text).isdigit() else None
-
-
-# ---- podFailurePolicy (pod_failure_policy.go) --------------------------------------------------
-
-def match_pod_failure_policy(policy: dict[str, Any] | None, pod: dict[str, Any]) -> tuple[str | None, bool, str | None]:
-    """``matchPodFailurePolicy``: (FailJob message or None, count the failure?, action)."""
-    meta = pod.get("metadata") or {}
-    for index, rule in enumerate((policy or {}).get("rules") or []):
-        action = rule.get("action", "")
-        if rule.get("onExitCodes") is not None:
-            status = _match_exit_codes(pod, rule["onExitCodes"])
-            if status is None:
-                continue
-            code = status["state"]["terminated"]["exitCode"]
-            message = (f"Container {status.get('name', '')} for pod {meta.get('namespace', '')}/"
-                       f"{meta.get('name', '')} failed with exit code {code} matching {action} "
-                       f"rule at index {index}")
-        elif rule.get("onPodConditions") is not None:
-            cond = _match_conditions(pod, rule["onPodConditions"])
-            if cond is None:
-                continue
-            message = (f"Pod {meta.get('namespace', '')}/{meta.get('name', '')} has condition "
-                       f"{cond.get('type')} matching {action} rule at index {index}")
-        else:
-            continue
-        if action == "Ignore":
-            return None, False, action
-        if action == "FailJob":
-            return message, True, action
-        return None, True, action
-    return None, True, None
-
-
-def _match_exit_codes(pod: dict[str, Any], requirement: dict[str, Any]) -> dict[str, Any] | None:
-    status = pod.get("status") or {}
-    values = {int(v) for v in requirement.get("values") or []}
-    operator = requirement.get("operator", "In")
-    name = requirement.get("containerName")
-    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        terminated = (cs.get("state") or {}).get("terminated")
-        if terminated is None or (name and cs.get("name") != name):
-            continue
-        code = int(terminated.get("exitCode", 0))
-        if code != 0 and ((operator == "In") == (code in values)):
-            result: dict[str, Any] | None = cs
-            return result
-    return None
-
-
-def _match_conditions(pod: dict[str, Any], patterns: list[dict[str, Any]]) -> dict[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        for pattern in patterns:
-            if cond.get("type") == pattern.get("type") and \
-                    cond.get("status") == pattern.get("status", "True"):
-                result: dict[str, Any] | None = cond
-                return result
-    return None
-
-
-def is_pod_failed(pod: dict[str, Any], job: dict[str, Any]) -> bool:
-    """``isPodFailed``: Failed, or (without a podFailurePolicy) deleted before it succeeded."""
-    phase = (pod.get("status") or {}).get("phase")
-    if phase == "Failed" or (job.get("spec") or {}).get("podFailurePolicy") is not None:
-        return phase == "Failed"
-    return bool(pod["metadata"].get("deletionTimestamp")) and phase != "Succeeded"
-
-
-# ---- back-off (backoff_utils.go) ---------------------------------------------------------------
-
-def backoff_delay(failures: int) -> float:
-    """10 s doubling per failure after the first, capped at 6 min (``getRemainingTime``)."""
-    if failures <= 0:
-        return 0.0
-    delay = BACKOFF_BASE
-    for _ in range(1, failures):
-        delay *= 2
-        if delay >= BACKOFF_MAX:
-            return BACKOFF_MAX
-    return delay
-
-
-def _finish_time(pod: dict[str, Any], now: float) -> float:
-    """``getFinishedTime``: the latest container finish, else the deletion time, else now."""
-    times = [seconds_of(t["finishedAt"]) for cs in (pod.get("status") or {}).get(
-        "containerStatuses") or [] for t in [(cs.get("state") or {}).get("terminated") or {}]
-        if t.get("finishedAt")]
-    if times:
-        return max(times)
-    deleted = pod["metadata"].get("deletionTimestamp")      # getFinishTimeFromDeletionTimestamp:
-    grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)   # minus the grace
-    return seconds_of(deleted) - grace if deleted else now
-
-
-def _backoff_record(view: View, job: dict[str, Any]) -> list[float]:
-    return list(view.stats.get(_BACKOFF_STATS, {}).get(job["metadata"]["uid"], [0, 0.0]))
-
-
-def _update_backoff(view: View, job: dict[str, Any], succeeded: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
-    """``newBackoffRecord``: failures since the last success and the last failure's time."""
-    if not succeeded and not failed:
-        return
-    count, last = _backoff_record(view, job)
-    now = view.now()
-    if not succeeded:
-        count, last = count + len(failed), max(_finish_time(p, now) for p in failed)
-    else:
-        success = max(_finish_time(p, now) for p in succeeded)
-        after = [_finish_time(p, now) for p in failed if _finish_time(p, now) > success]
-        count, last = len(after), max(after, default=0.0)
-    view.stats.setdefault(_BACKOFF_STATS, {})[job["metadata"]["uid"]] = [count, last]
-    view.touch(job)
-
-
-def backoff_remaining(view: View, job: dict[str, Any]) -> float:
-    count, last = _backoff_record(view, job)
-    if count <= 0:
-        return 0.0
-    return max(0.0, backoff_delay(int(count)) - (view.now() - last))
-
 
 # ---- the sync ----------------------------------------------------------------------------------
 
