@@ -14,27 +14,28 @@ its previous run plus the timers that fired, so an event costs what it changes, 
 the cluster; the command's settles before and after the steps are full passes.
 
 Neighbours: ``cluster.store`` / ``cluster.view`` (state), ``cluster.admission``,
-``cluster.controllers``, ``cluster.scheduling``; used by ``cli`` and ``server``.
+``cluster.controllers``, ``cluster.scheduling``, ``cluster.settle`` (the work-queue settle
+loop); used by ``cli`` and ``server``.
 """
 
 from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
 
 import copy
 import logging
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
 
-from gpusched.cluster import kubelet, scheduling, scheduling_pass
-from gpusched.cluster.admission import refresh_quotas
+from gpusched.cluster import scheduling
 from gpusched.cluster.apply import apply_one
-from gpusched.cluster.changes import Changes
-from gpusched.cluster.controllers import bootstrap, pod_lifecycle
-from gpusched.cluster.controllers.registry import CONTROLLERS, KEYED, TIMED, WATCHES
+from gpusched.cluster.controllers import bootstrap
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.controllers.node_lifecycle import collect_orphans
+from gpusched.cluster.controllers.registry import CONTROLLERS, TIMED
 from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, set_ready, taint
+from gpusched.cluster.settle import AFTER_CONTROLLERS, MAX_SETTLE_ROUNDS, _settle_changed
 from gpusched.cluster.store import Store, default_state_path
 from gpusched.cluster.timers import Timeline
 from gpusched.cluster.view import View, object_namespace
@@ -45,25 +46,7 @@ from gpusched.objects.types import Taint
 from gpusched.objects.validation import validate_object
 
 log = logging.getLogger(__name__)
-MAX_SETTLE_ROUNDS = 500
 MAX_ADVANCE_STEPS = 100_000
-
-
-def _has_quotas(changes: Changes) -> bool:
-    return bool(changes.view.list("ResourceQuota"))
-
-
-# After the controllers: the kubelet admits the pods bound to each node, pod_lifecycle starts
-# them, quotas are refreshed, the scheduler runs (it reads only the unbound pods' index).
-AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("kubelet", kubelet.admit_bound_pods),
-    ("pod-lifecycle", pod_lifecycle.reconcile),
-    ("resourcequota", refresh_quotas),
-    ("scheduler", lambda view, changes=None: scheduling_pass.schedule_pending(view)),
-)
-KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})
-WATCHES_AFTER = {"resourcequota": _has_quotas}
-
 
 @dataclass(frozen=True, slots=True)
 class ApplyOutcome:
@@ -85,36 +68,6 @@ def qualified_plural(info: KindInfo) -> str:
 
 def qualified_singular(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
-
-
-def _settle_changed(view: View, fired: set[Any]) -> None:
-    """Settle on work queues: each step (controller, kubelet, scheduler) has a cursor in the
-    view's journal of changes and is handed the keys changed since its previous run, plus
-    ``fired`` in the first round. A ``KEYED`` step reconciles only what they affect; a
-    ``WATCHES`` step runs its full pass when one of them is a kind it reads; any other step runs
-    its full pass when anything changed. Rounds repeat until one changes nothing: then every
-    step has seen every change, the same fixpoint as the full passes reach."""
-    view.clear_journal()
-    steps = CONTROLLERS + AFTER_CONTROLLERS
-    keyed, watches = KEYED | KEYED_AFTER, {**WATCHES, **WATCHES_AFTER}
-    cursors = [0] * len(steps)
-    for round_ in range(MAX_SETTLE_ROUNDS):
-        before = view.mutations
-        for index, (name, reconcile) in enumerate(steps):
-            keys = view.journal_since(cursors[index])
-            cursors[index] = view.journal_size()
-            if round_ == 0:
-                keys |= fired
-            if not keys:
-                continue
-            changes = Changes(view, frozenset(keys))
-            if name in keyed:
-                reconcile(view, changes)
-            elif name not in watches or watches[name](changes):
-                reconcile(view)
-        if view.mutations == before:
-            return
-    log.warning("settle: no fixpoint after %d rounds", MAX_SETTLE_ROUNDS)
 
 
 class Cluster:
@@ -498,4 +451,3 @@ class Cluster:
         """The current in-memory view (tests compare it with a reload from disk)."""
         with self._read() as view:
             return view
-
