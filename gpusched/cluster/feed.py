@@ -6,7 +6,7 @@ creates at given times. :func:`feed` runs both in one write transaction over one
 step the clock moves to the earlier of the next timer and the next arrival; the arrivals of
 that time are applied (``cluster.apply.apply_one``: validation and admission, as ``apply``
 does), then the view settles on work queues seeded with the timers that fired and the created
-keys (``cluster.cluster._settle_changed``) and the timeline re-derives what changed. Nothing
+keys (``cluster.settle._settle_changed``) and the timeline re-derives what changed. Nothing
 here knows about traces: the same controllers, kubelet and scheduler run as for ``advance``.
 
 ``observer.before(view, t)`` runs before anything changes at ``t`` (the state since the
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Protocol
 
 from gpusched.cluster.apply import apply_one
-from gpusched.cluster.cluster import MAX_ADVANCE_STEPS, _settle_changed
+from gpusched.cluster.cluster import MAX_ADVANCE_STEPS
+from gpusched.cluster.settle import _settle_changed
 from gpusched.cluster.controllers.registry import TIMED
 from gpusched.cluster.timers import Timeline
 from gpusched.cluster.view import Key, View
