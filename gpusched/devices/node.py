@@ -33,6 +33,7 @@ Neighbours: built by ``devices.advertise`` (and tests, the sim) from ``devices.c
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -52,7 +53,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 _UUID_NAMESPACE = uuid.UUID("6f1c3a52-2d0e-4c8b-9a57-4b0a1c9e7d10")
 
 
+@functools.lru_cache(maxsize=65_536)
 def gpu_uuid(node_name: str, index: int) -> str:
+    """A GPU's stable UUID (uuid5 of node and index); memoized: every re-advertisement of a node
+    (a device-plugin pass, a scheduler snapshot) asks for the same ones again."""
     return "GPU-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}"))
 
 
