@@ -47,6 +47,8 @@ class _Cache:
     snapshot: Snapshot
     order: dict[str, int]
     placed: dict[Key, str] = field(default_factory=dict)   # pod key -> uid in the snapshot
+    tracked: set[str] = field(default_factory=set)         # the uids in ``placed``
+    mark: tuple[int, int] | None = None                   # snapshot journal at the last call
 
 
 def _rebuild(view: View) -> _Cache:
@@ -55,7 +57,7 @@ def _rebuild(view: View) -> _Cache:
     pods = view.list("Pod")
     placed = {("Pod", p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["uid"]
               for p in pods if p["metadata"]["uid"] in snapshot.pod_node}
-    return _Cache(snapshot, order, placed)
+    return _Cache(snapshot, order, placed, set(placed.values()), snapshot.journal_mark())
 
 
 def _needs_rebuild(keys: set[Key]) -> bool:
@@ -72,9 +74,41 @@ def cached_snapshot(view: View) -> tuple[Snapshot, dict[str, int]]:
         cache = _rebuild(view)
         view.memo[MEMO_KEY] = {"cache": cache}
         return cache.snapshot, cache.order
-    for key in sorted(k for k in changed if k[0] == "Pod"):
+    pod_keys = {k for k in changed if k[0] == "Pod"} | _adopt_assumed(cache)
+    for key in sorted(pod_keys):
         _sync_pod(view, cache, key)
+    cache.mark = cache.snapshot.journal_mark()
     return cache.snapshot, cache.order
+
+
+def _adopt_assumed(cache: _Cache) -> set[Key]:
+    """Pods the scheduler assumed into the snapshot since the last call (``add_pod`` during a
+    pass, not through this cache), found on the rows the snapshot's journal says changed:
+    tracked under their key and synced, so a pod that was bound and then deleted (or replaced
+    under its name) before this call leaves the snapshot instead of holding its node's
+    resources and devices for good."""
+    snapshot = cache.snapshot
+    rows = snapshot.rows_touched_since(cache.mark)
+    if rows is None:
+        candidates = list(snapshot.pod_node)
+    else:
+        candidates = [p.uid for r in rows.tolist() if r < snapshot.num_nodes
+                      for p in snapshot.pods_on(int(r))]
+    keys: set[Key] = set()
+    for uid in candidates:
+        info = snapshot.pod(uid)
+        if uid in cache.tracked or info is None:
+            continue
+        key: Key = ("Pod", info.namespace, info.name)
+        stale = cache.placed.get(key)
+        if stale is not None:
+            cache.tracked.discard(stale)
+            if stale in snapshot.pod_node:
+                snapshot.remove_pod(stale)
+        cache.placed[key] = uid
+        cache.tracked.add(uid)
+        keys.add(key)
+    return keys
 
 
 def _sync_pod(view: View, cache: _Cache, key: Key) -> None:
@@ -87,6 +121,7 @@ def _sync_pod(view: View, cache: _Cache, key: Key) -> None:
     if body is not None:
         cache.order[body["metadata"]["uid"]] = creation_number(body)
     old_uid = cache.placed.pop(key, None)
+    cache.tracked.discard(str(old_uid))
     uids = {old_uid, body["metadata"]["uid"] if body is not None else None} - {None}
     for uid in uids:
         if uid in snapshot.pod_node:
@@ -106,3 +141,4 @@ def _sync_pod(view: View, cache: _Cache, key: Key) -> None:
         snapshot.remove_pod(info.uid)
         snapshot.add_pod(info, node_name, _remapped(devices, info))
     cache.placed[key] = uid
+    cache.tracked.add(uid)
