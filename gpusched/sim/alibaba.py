@@ -63,16 +63,28 @@ class TracePod:
         return self.num_gpu * self.gpu_milli
 
 
-def _rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+MAX_ROWS = 1_000_000          # bound on the rows of one trace or job file
+
+
+def csv_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of a CSV file with the ``required`` columns; any problem is one line naming the
+    file (missing columns, over :data:`MAX_ROWS` rows, unreadable, not CSV)."""
     try:
         with open(path, newline="") as handle:
             reader = csv.DictReader(handle)
             missing = [c for c in required if c not in (reader.fieldnames or ())]
             if missing:
                 raise UsageError(f"{path}: missing column(s) {', '.join(missing)}")
-            return list(reader)
+            rows = []
+            for row in reader:
+                rows.append(row)
+                if len(rows) > MAX_ROWS:
+                    raise UsageError(f"{path}: more than {MAX_ROWS:,} rows")
+            return rows
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a CSV file: {exc}") from None
 
 
 def _int(path: Path, line: int, row: dict[str, str], column: str) -> int:
@@ -87,7 +99,7 @@ def load_nodes(path: str | Path, gpu_only: bool = False) -> list[TraceNode]:
     """Read a node list CSV (``sn,cpu_milli,memory_mib,gpu,model``) in file order."""
     path = Path(path)
     nodes = []
-    for line, row in enumerate(_rows(path, NODE_COLUMNS), start=2):
+    for line, row in enumerate(csv_rows(path, NODE_COLUMNS), start=2):
         gpus = _int(path, line, row, "gpu")
         model = (row["model"] or "").strip()
         if gpus and not model:
@@ -103,7 +115,7 @@ def load_pods(path: str | Path) -> list[TracePod]:
     """Read a pod list CSV: the 11-column files and the 5-column ``multigpu`` files."""
     path = Path(path)
     pods = []
-    for line, row in enumerate(_rows(path, POD_COLUMNS), start=2):
+    for line, row in enumerate(csv_rows(path, POD_COLUMNS), start=2):
         num_gpu, gpu_milli = _int(path, line, row, "num_gpu"), _int(path, line, row, "gpu_milli")
         if not 0 <= gpu_milli <= 1000 or num_gpu < 0:
             raise UsageError(f"{path}: line {line}: gpu_milli: must be 0..1000, got {gpu_milli}")

@@ -19,7 +19,6 @@ Neighbours: ``sim.alibaba`` (node/pod CSV parsing), ``sim.replay``; used by ``cl
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Any, Iterable
@@ -27,13 +26,12 @@ from typing import Any, Iterable
 from gpusched.devices.catalog import lookup_model
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.duration import parse_duration
-from gpusched.sim.alibaba import MIB, TraceNode, load_nodes, load_pods
+from gpusched.sim.alibaba import MAX_ROWS, MIB, TraceNode, csv_rows, load_nodes, load_pods
 from gpusched.sim.replay import QOS_PRIORITY_CLASSES, ReplayJob, ReplayTrace
 
 ANN_ARRIVAL = "gpusched.io/arrival"
 TIME_COLUMNS = ("creation_time", "deletion_time")
 JOB_COLUMNS = ("name", "arrival", "gpus")
-MAX_ROWS = 1_000_000          # bound on jobs per input
 MAX_SECONDS = 10 * 365 * 86400.0
 
 
@@ -48,25 +46,6 @@ def nodes_from(path: str | Path) -> tuple[TraceNode, ...]:
     if not nodes:
         raise UsageError(f"{path}: no GPU nodes")
     return tuple(nodes)
-
-
-def _rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
-    try:
-        with open(path, newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in required if c not in (reader.fieldnames or ())]
-            if missing:
-                raise UsageError(f"{path}: missing column(s) {', '.join(missing)}")
-            rows = []
-            for row in reader:
-                rows.append(row)
-                if len(rows) > MAX_ROWS:
-                    raise UsageError(f"{path}: more than {MAX_ROWS:,} rows")
-            return rows
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    except (csv.Error, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a CSV file: {exc}") from None
 
 
 def _seconds(path: Path, line: int, column: str, text: str, optional: bool = False) -> float | None:
@@ -106,7 +85,7 @@ def alibaba_trace(nodes_csv: str | Path, pods_csv: str | Path) -> ReplayTrace:
     """See the module docstring."""
     path = Path(pods_csv)
     nodes = nodes_from(nodes_csv)
-    rows = _rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli") + TIME_COLUMNS)
+    rows = csv_rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli") + TIME_COLUMNS)
     pods = load_pods(path)
     jobs = []
     for line, (row, pod) in enumerate(zip(rows, pods), start=2):
@@ -137,7 +116,7 @@ def _trace(jobs: list[ReplayJob], nodes: tuple[TraceNode, ...], source: str,
 
 def _job_rows(path: Path) -> list[dict[str, str]]:
     if path.suffix.lower() != ".parquet":
-        return _rows(path, JOB_COLUMNS)
+        return csv_rows(path, JOB_COLUMNS)
     try:
         import pyarrow.parquet as pq  # type: ignore[import-not-found]  # optional, no stubs
     except ImportError:
