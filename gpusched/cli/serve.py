@@ -55,6 +55,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                             "(default: next to the state file)")
     serve.add_argument("--watch-cache-size", type=int, default=10_000, metavar="N",
                        help="changes kept for watch resumption (default 10000)")
+    serve.add_argument("--event-ttl", default="1h", metavar="DURATION",
+                       help="how long an event is kept after its last write, on the cluster "
+                            "clock (kube-apiserver --event-ttl; default 1h)")
     serve.add_argument("--advertise-address", default=None, metavar="IP",
                        help="the address clients use, put in the certificate and kubeconfigs "
                             "(default: the bind address; with 0.0.0.0 or :: the first "
@@ -148,6 +151,19 @@ def _write_kubeconfigs(args: argparse.Namespace, app: ApiServer, credentials: Cr
     print(f"kubeconfig (read-only token): {readonly}", flush=True)
 
 
+def _event_ttl(text: str) -> float:
+    """``--event-ttl`` in seconds: a positive duration (``1h``, ``30m``, ``90s``)."""
+    from gpusched.errors import UsageError
+    from gpusched.objects.duration import parse_duration
+    try:
+        seconds = parse_duration(text)
+    except UsageError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise UsageError(f'--event-ttl: invalid duration "{text}": a positive duration such as 1h or 30m')
+    return seconds
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from gpusched.cluster.store import default_state_path
     from gpusched.errors import UsageError
@@ -158,6 +174,7 @@ def run_serve(args: argparse.Namespace) -> int:
     state.parent.mkdir(parents=True, exist_ok=True)
     if args.watch_cache_size < 1:
         raise UsageError("--watch-cache-size must be at least 1")
+    event_ttl = _event_ttl(args.event_ttl)
     origins = _cors_origins(args.cors_allowed_origins)
     client_ca = _client_ca(args.client_ca_file)
     secrets_dir = state.parent / f"{state.stem}-serve"
@@ -170,7 +187,8 @@ def run_serve(args: argparse.Namespace) -> int:
         app = ApiServer(str(state), args.host, args.port, tls=credentials.ssl_context(),
                         virtual_clock=args.virtual_clock, columns=table_columns,
                         watch_capacity=args.watch_cache_size, wall_clock=_wall_clock(args),
-                        authenticator=authenticator(credentials), cors_origins=origins)
+                        authenticator=authenticator(credentials), cors_origins=origins,
+                        event_ttl=event_ttl)
     except OSError as err:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
     except ssl.SSLError as err:

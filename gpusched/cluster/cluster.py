@@ -36,7 +36,7 @@ from gpusched.cluster.controllers.registry import CONTROLLERS, TIMED
 from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, set_ready, taint
 from gpusched.cluster.settle import AFTER_CONTROLLERS, MAX_SETTLE_ROUNDS, _settle_changed
-from gpusched.cluster.store import Store, default_state_path
+from gpusched.cluster.store import DEFAULT_EVENT_TTL, Store, default_state_path
 from gpusched.cluster.timers import Timeline
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import NotFoundError, UsageError
@@ -81,10 +81,12 @@ class Cluster:
         self.dry_run = False     # True: every write runs (validation, admission, settle), then rolls back
 
     @classmethod
-    def open(cls, path: str | None = None, start: float | None = None) -> "Cluster":
+    def open(cls, path: str | None = None, start: float | None = None,
+             event_ttl: float = DEFAULT_EVENT_TTL) -> "Cluster":
         """The cluster of a state file; ``start`` (seconds on the cluster clock, see
-        ``store.parse_start``) is where a new file's clock begins (default: ``EPOCH``)."""
-        return cls(Store(default_state_path(path), start=start), start)
+        ``store.parse_start``) is where a new file's clock begins (default: ``EPOCH``);
+        ``event_ttl``: how long an Event is kept after its last write (``--event-ttl``)."""
+        return cls(Store(default_state_path(path), start=start, event_ttl=event_ttl), start)
 
     def close(self) -> None:
         self.store.close()

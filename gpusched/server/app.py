@@ -58,6 +58,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from gpusched.cluster.store import DEFAULT_EVENT_TTL
 from gpusched.errors import GpuschedError
 from gpusched.server import discovery, metrics_api
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed
@@ -94,13 +95,13 @@ class ApiServer:
                  virtual_clock: bool = False, columns: ColumnSource | None = None,
                  watch_capacity: int = DEFAULT_CAPACITY, idle_timeout: float = IDLE_TIMEOUT_S,
                  wall_clock: Any = None, authenticator: Authenticator | None = None,
-                 cors_origins: tuple[str, ...] = ()) -> None:
+                 cors_origins: tuple[str, ...] = (), event_ttl: float = DEFAULT_EVENT_TTL) -> None:
         if authenticator is None:
             authenticator = Authenticator({token: User("gpusched-admin", True)} if token else {})
         self.sock = _listen(host, port)          # bind errors surface here (cli.serve reports them)
         self.feed = ChangeFeed(state_path, watch_capacity)
         self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke,
-                                    wall_clock=wall_clock)
+                                    wall_clock=wall_clock, event_ttl=event_ttl)
         self.resources = ResourceApi(self.worker, self.feed, columns)
         self.registered: list[tuple[str, str, Handler]] = []
         self.idle_timeout = idle_timeout

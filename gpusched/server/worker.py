@@ -33,6 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from gpusched.cluster.cluster import Cluster
+from gpusched.cluster.store import DEFAULT_EVENT_TTL
 from gpusched.errors import GpuschedError
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,10 @@ class ClusterWorker:
 
     def __init__(self, state_path: str, virtual_clock: bool = False, tick: float = TICK_SECONDS,
                  on_commit: Callable[[], None] | None = None,
-                 wall_clock: Callable[[], float] | None = None) -> None:
+                 wall_clock: Callable[[], float] | None = None,
+                 event_ttl: float = DEFAULT_EVENT_TTL) -> None:
         self.state_path = state_path
+        self.event_ttl = event_ttl
         self.virtual_clock = virtual_clock
         self.tick = tick
         self.on_commit = on_commit or (lambda: None)
@@ -100,7 +103,7 @@ class ClusterWorker:
     def _run(self) -> None:
         try:
             start = self.wall_clock() if self.wall_clock is not None else None
-            cluster = Cluster.open(self.state_path, start=start)
+            cluster = Cluster.open(self.state_path, start=start, event_ttl=self.event_ttl)
             cluster.settle()
             if not self.virtual_clock and start is not None and start > cluster.now():
                 cluster.advance(start - cluster.now())   # catch up with the wall clock
