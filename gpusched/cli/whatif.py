@@ -53,7 +53,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.set_defaults(handler=cmd_whatif_pod)
 
 
-EXAMPLES = """examples:
+EXAMPLES = """Examples:
   # the capacity-planning example of docs/capacity-planning.md
   gpusched whatif --seeds 42-46 --out results/capacity \\
       --variant "minus 10% V100: --remove-nodes 10%:V100" --variant "plus 8 H100: --add-nodes 8xH100"

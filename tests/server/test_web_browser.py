@@ -16,6 +16,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-dev-shm-usage"]
 
 pytestmark = pytest.mark.slow
+WAIT_MS = 30_000
 
 
 @pytest.fixture
@@ -36,10 +37,11 @@ def page(tmp_path):
 def test_page_shows_the_lab_cluster_and_updates_live(lab_serve, page):
     served = lab_serve
     page.goto(served.url + "/")
-    page.wait_for_selector('.node[data-node="gpu-node-1"] .cell')
+    expect = pytest.importorskip("playwright.sync_api").expect
+    # each pool/model group loads its nodes with a request of its own: wait for every group
     cells = page.locator('.cell[data-node="gpu-node-1"]')
-    assert cells.count() == 8
-    assert page.locator('.cell[data-node="gpu-node-2"]').count() == 4
+    expect(cells).to_have_count(8, timeout=WAIT_MS)
+    expect(page.locator('.cell[data-node="gpu-node-2"]')).to_have_count(4, timeout=WAIT_MS)
     assert page.locator(".cell.occupied").count() == 0
     title = cells.first.get_attribute("title")
     assert title == "GPU 0 whole GPU: free"
@@ -48,7 +50,7 @@ def test_page_shows_the_lab_cluster_and_updates_live(lab_serve, page):
     served.create_pod("train", gpus=2)                      # no reload from here on
     page.wait_for_selector('.cell.occupied[data-pod="default/train"]', timeout=15_000)
     held = page.locator('.cell.occupied[data-pod="default/train"]')
-    assert held.count() == 2
+    expect(held).to_have_count(2, timeout=WAIT_MS)
     assert "default/train (priority 0)" in held.first.get_attribute("title")
     page.wait_for_function("document.querySelector('#events tbody').textContent"
                            ".includes('Successfully assigned default/train')")
