@@ -51,9 +51,14 @@ def test_secondary_scheduler_binds_its_pods_and_leaves_the_others(lab_serve):
         assert condition(too_big, "PodScheduled") == {
             **condition(too_big, "PodScheduled"), "status": "False", "reason": "Unschedulable",
             "message": message}
-        events = served.json("/api/v1/namespaces/default/events")["items"]
-        ours = {(e["involvedObject"]["name"], e["reason"]): e for e in events
-                if e.get("source", {}).get("component") == "gpusched"}
+        # the scheduler patches the condition, then records the event: wait for both events
+        def our_events() -> dict:
+            events = served.json("/api/v1/namespaces/default/events")["items"]
+            found = {(e["involvedObject"]["name"], e["reason"]): e for e in events
+                     if e.get("source", {}).get("component") == "gpusched"}
+            wanted = {("mine", "Scheduled"), ("too-big", "FailedScheduling")}
+            return found if wanted <= found.keys() else {}
+        ours = wait_for(our_events, "the secondary scheduler's events")
         assert ours[("mine", "Scheduled")]["message"] == (
             f"Successfully assigned default/mine to {mine['spec']['nodeName']}")
         assert ours[("too-big", "FailedScheduling")]["message"] == message
@@ -61,6 +66,7 @@ def test_secondary_scheduler_binds_its_pods_and_leaves_the_others(lab_serve):
         assert not any(name == "theirs" for name, _ in ours)
         theirs = served.pod("theirs")
         assert "gpusched.io/assigned-gpus" in theirs["metadata"]["annotations"]   # the embedded one
+        events = served.json("/api/v1/namespaces/default/events")["items"]
         by_default = [e for e in events if e["involvedObject"]["name"] == "theirs"
                       and e["reason"] == "Scheduled"]
         assert by_default[0]["source"]["component"] == "default-scheduler"
