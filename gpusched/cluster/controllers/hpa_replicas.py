@@ -89,14 +89,7 @@ def resource_replicas(now: float, current: int, target_utilization: int, resourc
                       container: str = "") -> tuple[int, int, int]:
     """``GetResourceReplicas``: (replicas, utilization %, raw average milli-value) from the
     pods' milli-values ``metrics`` (by pod name)."""
-    metrics = dict(metrics)
-    if not pods:
-        raise MetricError("", "no pods returned by selector while calculating replica count")
-    ready, unready, missing, ignored = group_pods(now, pods, metrics, resource)
-    for name in ignored | unready:
-        metrics.pop(name, None)
-    if not metrics:
-        raise MetricError("", "did not receive metrics for targeted pods (pods might be unready)")
+    metrics, ready, unready, missing = _counted(now, pods, metrics, resource)
     requests = {}
     for pod in pods:                                       # calculatePodRequests
         counted = [c for c in pod["spec"].get("containers") or []
@@ -142,9 +135,11 @@ def utilization_ratio(metrics: dict[str, Any], requests: dict[str, Any], target:
     return utilization / target, utilization, int(total / entries)
 
 
-def plain_replicas(now: float, metrics: dict[str, Any], current: int, target: int, pods: list[dict[str, Any]],
-                   resource: str = "") -> tuple[int, int]:
-    """``calcPlainMetricReplicas``: (replicas, average usage milli-value)."""
+def _counted(now: float, pods: list[dict[str, Any]], metrics: dict[str, Any],
+             resource: str) -> tuple[dict[str, Any], int, set[str], set[str]]:
+    """The opening both replica calculations share (replica_calculator.go): no pods is an
+    error, pods' ready/unready/missing/ignored groups, the metrics of ignored and unready pods
+    dropped (a copy), and nothing left is an error."""
     metrics = dict(metrics)
     if not pods:
         raise MetricError("", "no pods returned by selector while calculating replica count")
@@ -153,6 +148,13 @@ def plain_replicas(now: float, metrics: dict[str, Any], current: int, target: in
         metrics.pop(name, None)
     if not metrics:
         raise MetricError("", "did not receive metrics for targeted pods (pods might be unready)")
+    return metrics, ready, unready, missing
+
+
+def plain_replicas(now: float, metrics: dict[str, Any], current: int, target: int, pods: list[dict[str, Any]],
+                   resource: str = "") -> tuple[int, int]:
+    """``calcPlainMetricReplicas``: (replicas, average usage milli-value)."""
+    metrics, ready, unready, missing = _counted(now, pods, metrics, resource)
     ratio, usage_m = _usage_ratio(metrics, target)
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
