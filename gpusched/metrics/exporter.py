@@ -75,7 +75,7 @@ def serve(host: str, port: int, source: GpuSource, available: bool,
     """Serve until SIGTERM/SIGINT; ``ready(port)`` is called once listening (port 0 = any)."""
     server = make_server(host, port, lambda: exporter_body(source, available))
 
-    def stop(signum: int, frame: FrameType | None) -> NoReturn:
+    def stop(signum: int, _frame: FrameType | None) -> NoReturn:
         raise _Stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
