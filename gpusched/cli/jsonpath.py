@@ -13,227 +13,20 @@ way Go's ``encoding/json`` writes them (keys sorted, ``<>&`` escaped).
 expression (``.metadata.name`` or ``{.metadata.name}``) as custom columns and ``--sort-by`` do.
 Bad templates raise ``JSONPathError`` with client-go's wording.
 
-Neighbours: ``cli.get`` (the printers); nothing else.
+Neighbours: ``cli.jsonpath_parse`` (the parser, client-go's parser.go); ``cli.get`` (the
+printers).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from gpusched.errors import UsageError
+from gpusched.cli.jsonpath_parse import MAX_TEMPLATE, JSONPathError, Slice, parse
 
-MAX_TEMPLATE = 4096
-
-
-class JSONPathError(UsageError):
-    """A template client-go would refuse to parse or execute."""
-
-
-@dataclass(frozen=True)
-class Slice:
-    start: int | None
-    end: int | None
-    step: int | None
-    derived_end: bool = False   # ``[i]``: end is i+1
-
-
-# An action is a list of steps: ("field", name) ("wild",) ("recursive",) ("slice", Slice)
-# ("union", [steps...]) ("filter", left, op, right) ("text", s) ("int", n) ("float", x)
-# ("bool", b) ("ident", name). A template is a list of ("text", s) and ("action", steps).
-
-_FILTER = re.compile(r"^([^!<>=]+)([!<>=~]+)(.+?)$")
-_SLICE = re.compile(r"^(-?\d*)(:-?\d*)?(:-?\d*)?$")
-_DICT_KEY = re.compile(r"^'([^']*)'$")
-_TERMINATORS = set(" \t\r\n.,[]$@{}")
-
-
-def parse(template: str) -> list[tuple[Any, ...]]:
-    """The template's text and action parts (client-go's ``Parser.Parse``)."""
-    if len(template) > MAX_TEMPLATE:
-        raise JSONPathError(f"jsonpath template longer than {MAX_TEMPLATE} characters")
-    parts: list[tuple[Any, ...]] = []
-    pos = 0
-    while pos < len(template):
-        start = template.find("{", pos)
-        if start < 0:
-            parts.append(("text", template[pos:]))
-            break
-        if start > pos:
-            parts.append(("text", template[pos:start]))
-        steps, pos = _parse_action(template, start + 1)
-        parts.append(("action", steps))
-    return parts
-
-
-def _parse_action(text: str, pos: int, closing: str = "}") -> tuple[list[tuple[Any, ...]], int]:
-    steps: list[tuple[Any, ...]] = []
-    while True:
-        if pos >= len(text):
-            if closing == "":
-                return steps, pos
-            raise JSONPathError("unclosed action")
-        if text.startswith(closing, pos) and closing:
-            return steps, pos + len(closing)
-        if text.startswith("[?(", pos):
-            step, pos = _parse_filter(text, pos + 3)
-            steps.append(step)
-            continue
-        if text.startswith("..", pos):
-            if steps and steps[-1] == ("recursive",):
-                raise JSONPathError("invalid multiple recursive descent")
-            steps.append(("recursive",))
-            pos += 2
-            if pos < len(text) and (text[pos].isalnum() or text[pos] == "_"):
-                name, pos = _field_name(text, pos)
-                steps.append(("field", name))
-            continue
-        char = text[pos]
-        if char in "\r\n":
-            raise JSONPathError("unclosed action")
-        if char in " @$":
-            pos += 1
-        elif char == "[":
-            end = text.find("]", pos)
-            if end < 0 or "\n" in text[pos:end]:
-                raise JSONPathError("unterminated array")
-            steps.extend(_parse_array(text[pos + 1:end]))
-            pos = end + 1
-        elif char in "\"'":
-            value, pos = _parse_quote(text, pos, char)
-            steps.append(("text", value))
-        elif char == ".":
-            name, pos = _field_name(text, pos + 1)
-            steps.append(("wild",) if name == "*" else ("field", name))
-        elif char in "+-" or char.isdigit():
-            match = re.match(r"[+-]?[\d.]*", text[pos:])
-            assert match is not None        # the pattern matches the empty string too
-            number = match.group(0)
-            pos += len(number)
-            steps.append(_number(number))
-        elif char.isalnum() or char == "_":
-            end = pos
-            while end < len(text) and text[end] not in _TERMINATORS:
-                end += 1
-            word = text[pos:end]
-            steps.append(("bool", word == "true") if word in ("true", "false") else ("ident", word))
-            pos = end
-        else:
-            raise JSONPathError(f"unrecognized character in action: U+{ord(char):04X} '{char}'")
-
-
-def _number(text: str) -> tuple[Any, ...]:
-    try:
-        return ("int", int(text))
-    except ValueError:
-        try:
-            return ("float", float(text))
-        except ValueError:
-            raise JSONPathError(f"cannot parse number {text}") from None
-
-
-def _field_name(text: str, pos: int) -> tuple[str, int]:
-    start = pos
-    while pos < len(text):
-        if text[pos] == "\\":
-            pos += 2
-            continue
-        if text[pos] in _TERMINATORS:
-            break
-        pos += 1
-    return text[start:pos].replace("\\", ""), pos
-
-
-def _parse_array(inner: str) -> list[tuple[Any, ...]]:
-    if inner == "*":
-        inner = ":"
-    pieces = inner.split(",")
-    if len(pieces) > 1:
-        return [("union", [_parse_array(p.strip()) for p in pieces])]
-    key = _DICT_KEY.match(inner)
-    if key:
-        return [("field", key.group(1))]
-    match = _SLICE.match(inner)
-    if not match:
-        raise JSONPathError(f"invalid array index {inner}")
-    start, end, step = match.groups()
-    try:
-        first = int(start) if start else None
-        if end is None:
-            return [("slice", Slice(first, (first or 0) + 1, None, derived_end=True))]
-        last = int(end[1:]) if end[1:] else None
-        stride = int(step[1:]) if step and step[1:] else None
-    except ValueError:
-        raise JSONPathError(f"array index {inner} is not a number") from None
-    return [("slice", Slice(first, last, stride))]
-
-
-def _parse_filter(text: str, pos: int) -> tuple[tuple[Any, ...], int]:
-    start, quote, closed = pos, "", False
-    while True:
-        if pos >= len(text) or text[pos] == "\n":
-            raise JSONPathError("unterminated filter")
-        char = text[pos]
-        pos += 1
-        if char in "\"'":
-            if not quote:
-                quote = char
-            elif char == quote and text[pos - 2] != "\\":
-                closed = True
-        elif char == ")" and bool(quote) == closed:
-            break
-    if pos >= len(text) or text[pos] != "]":
-        raise JSONPathError("unclosed array expect ]")
-    body = text[start:pos - 1]
-    match = _FILTER.match(body)
-    if not match:
-        return ("filter", _parse_action(body, 0, "")[0], "exists", []), pos + 1
-    left = _parse_action(match.group(1), 0, "")[0]
-    right = _parse_action(match.group(3), 0, "")[0]
-    return ("filter", left, match.group(2), right), pos + 1
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
-            "v": "\v", '"': '"', "'": "'"}
-
-
-def _parse_quote(text: str, pos: int, quote: str) -> tuple[str, int]:
-    end = pos + 1
-    while True:
-        if end >= len(text) or text[end] == "\n":
-            raise JSONPathError("unterminated quoted string")
-        if text[end] == quote and text[end - 1] != "\\":
-            break
-        end += 1
-    return _unescape(text[pos + 1:end], text[pos:end + 1]), end + 1
-
-
-def _unescape(body: str, quoted: str) -> str:
-    out, i = [], 0
-    while i < len(body):
-        char = body[i]
-        if char != "\\":
-            out.append(char)
-            i += 1
-            continue
-        code = body[i + 1:i + 2]
-        widths = {"x": 2, "u": 4, "U": 8}
-        if code in _ESCAPES:
-            out.append(_ESCAPES[code])
-            i += 2
-        elif code in widths:
-            digits = body[i + 2:i + 2 + widths[code]]
-            try:
-                out.append(chr(int(digits, 16)))
-            except ValueError:
-                raise JSONPathError(f"unquote string {quoted} error invalid syntax") from None
-            i += 2 + widths[code]
-        else:
-            raise JSONPathError(f"unquote string {quoted} error invalid syntax")
-    return "".join(out)
-
+__all__ = ["MAX_TEMPLATE", "JSONPathError", "go_json", "go_text", "go_value", "parse", "relaxed",
+           "render", "values"]
 
 # ---- evaluation ---------------------------------------------------------------------------
 
@@ -249,23 +42,47 @@ def _eval(steps: list[tuple[Any, ...]], values: list[Any]) -> list[Any]:
 
 def _step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
     kind = step[0]
-    if kind == "field":
-        return [v[step[1]] for v in values if isinstance(v, dict) and step[1] in v]
-    if kind == "wild":
-        return [item for v in values for item in _children(v)]
-    if kind == "recursive":
-        return _recursive(values)
-    if kind == "slice":
-        return [item for v in values if v is not None for item in _slice(v, step[1])]
-    if kind == "union":
-        return [item for branch in step[1] for item in _eval(branch, values)]
-    if kind == "filter":
-        return [item for v in values for item in _filter(v, step)]
-    if kind in ("text", "int", "float", "bool"):
-        return [step[1] for _ in values]
     if kind == "ident":
         raise JSONPathError(f"unrecognized identifier {step[1]}")
-    raise JSONPathError(f"unexpected step {kind}")
+    evaluate = _STEPS.get(kind)
+    if evaluate is None:
+        raise JSONPathError(f"unexpected step {kind}")
+    return evaluate(step, values)
+
+
+def _field_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return [v[step[1]] for v in values if isinstance(v, dict) and step[1] in v]
+
+
+def _wild_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return [item for v in values for item in _children(v)]
+
+
+def _recursive_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return _recursive(values)
+
+
+def _slice_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return [item for v in values if v is not None for item in _slice(v, step[1])]
+
+
+def _union_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return [item for branch in step[1] for item in _eval(branch, values)]
+
+
+def _filter_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return [item for v in values for item in _filter(v, step)]
+
+
+def _literal_step(step: tuple[Any, ...], values: list[Any]) -> list[Any]:
+    return [step[1] for _ in values]
+
+
+_STEPS: dict[str, Callable[[tuple[Any, ...], list[Any]], list[Any]]] = {
+    "field": _field_step, "wild": _wild_step, "recursive": _recursive_step,
+    "slice": _slice_step, "union": _union_step, "filter": _filter_step,
+    "text": _literal_step, "int": _literal_step, "float": _literal_step, "bool": _literal_step,
+}
 
 
 def _children(value: Any) -> list[Any]:
@@ -290,23 +107,33 @@ def _slice(value: Any, spec: Slice) -> list[Any]:
     if not isinstance(value, list):
         raise JSONPathError(f"{_go_type(value)} is not array or slice")
     length = len(value)
+    start, end = _slice_bounds(spec, length)
+    if end == start:
+        return []
+    _check_slice(start, end, length, spec.step)
+    return value[start:end:spec.step or 1]
+
+
+def _slice_bounds(spec: Slice, length: int) -> tuple[int, int]:
+    """The slice's start and end with negative indices counted from ``length``."""
     start = 0 if spec.start is None else spec.start
     if start < 0:
         start += length
     end = length if spec.end is None else spec.end
     if end < 0 or (end == 0 and spec.derived_end):
         end += length
-    if end == start:
-        return []
+    return start, end
+
+
+def _check_slice(start: int, end: int, length: int, step: int | None) -> None:
     if start >= length or start < 0:
         raise JSONPathError(f"array index out of bounds: index {start}, length {length}")
     if end > length or end < 0:
         raise JSONPathError(f"array index out of bounds: index {end - 1}, length {length}")
     if start > end:
         raise JSONPathError(f"starting index {start} is greater than ending index {end}")
-    if spec.step is not None and spec.step <= 0:
+    if step is not None and step <= 0:
         raise JSONPathError("step must be > 0")
-    return value[start:end:spec.step or 1]
 
 
 def _filter(value: Any, step: tuple[Any, ...]) -> list[Any]:
