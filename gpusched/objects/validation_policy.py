@@ -110,10 +110,17 @@ def _invalid_go(e: Errors, path: str, go_value: str, detail: str) -> None:
     e.items.append(FieldError(path, "Invalid value", go_value, detail, False))
 
 
-def _quota_scopes(spec: dict[str, Any], e: Errors) -> None:
+def _quota_standard_keys(spec: dict[str, Any]) -> list[str]:
+    """The standard resource names of ``spec.hard``, sorted: the ones scopes are checked against."""
     quantities = spec.get("hard")
     hard = sorted(k for k in quantities if isinstance(k, str)) if isinstance(quantities, dict) else []
-    standard = [k for k in hard if "/" not in k and (k in _QUOTA_STANDARD or k.startswith(("hugepages-", "requests.hugepages-")))]
+    return [k for k in hard if "/" not in k
+            and (k in _QUOTA_STANDARD or k.startswith(("hugepages-", "requests.hugepages-")))]
+
+
+def _quota_scopes(spec: dict[str, Any], e: Errors) -> None:
+    """``validateResourceQuotaScopes`` then ``validateScopeSelector``."""
+    standard = _quota_standard_keys(spec)
     scopes = e.items_of(spec, "scopes", "spec.scopes")
     rendered = _go_strings("core.ResourceQuotaScope", scopes)
     for scope in scopes or []:
@@ -126,38 +133,54 @@ def _quota_scopes(spec: dict[str, Any], e: Errors) -> None:
         if all(p in (scopes or []) for p in pair):
             _invalid_go(e, "spec.scopes", rendered, "conflicting scopes")
     selector = e.mapping(spec, "scopeSelector", "spec.scopeSelector")
-    if selector is None:
-        return
+    if selector is not None:
+        _scope_selector(selector, standard, rendered, e)
+
+
+def _scope_selector(selector: dict[str, Any], standard: list[str], rendered: str, e: Errors) -> None:
+    """``validateScopeSelector``: each requirement, then the conflicting pairs among their scope names."""
     path = "spec.scopeSelector.matchExpressions"
     names = []
     for req in e.items_of(selector, "matchExpressions", path) or []:
         if not isinstance(req, dict):
             continue
-        name, operator, values = req.get("scopeName"), req.get("operator"), req.get("values") or []
-        names.append(name)
-        if name not in _QUOTA_SCOPES:
-            e.invalid(f"{path}.scopeName", name, "unsupported scope")
-        for key in standard:
-            if not _scope_valid_for(str(name), key):
-                _invalid_go(e, path, _go_selector(selector), "unsupported scope applied to resource")
-        if name in _EXISTS_ONLY and operator != "Exists":
-            e.invalid(f"{path}.operator", operator, "must be 'Exist' when scope is any of "
-                      "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
-                      "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
-                      "ResourceQuotaScopeCrossNamespacePodAffinity")
-        if operator in ("In", "NotIn"):
-            if not values:
-                e.required(f"{path}.values", "must be at least one value when `operator` is 'In' "
-                           "or 'NotIn' for scope selector")
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                _invalid_go(e, f"{path}.values", _go_strings("string", values), "must be no value when "
-                          "`operator` is 'Exist' or 'DoesNotExist' for scope selector")
-        else:
-            e.invalid(f"{path}.operator", operator, "not a valid selector operator")
+        names.append(req.get("scopeName"))
+        _scope_requirement(req, selector, standard, e)
     for pair in _CONFLICTING:
         if all(p in names for p in pair):
             _invalid_go(e, path, rendered, "conflicting scopes")
+
+
+def _scope_requirement(req: dict[str, Any], selector: dict[str, Any], standard: list[str], e: Errors) -> None:
+    """``validateScopedResourceSelectorRequirement``: scope name, scope vs resources, operator, values."""
+    path = "spec.scopeSelector.matchExpressions"
+    name, operator = req.get("scopeName"), req.get("operator")
+    if name not in _QUOTA_SCOPES:
+        e.invalid(f"{path}.scopeName", name, "unsupported scope")
+    for key in standard:
+        if not _scope_valid_for(str(name), key):
+            _invalid_go(e, path, _go_selector(selector), "unsupported scope applied to resource")
+    if name in _EXISTS_ONLY and operator != "Exists":
+        e.invalid(f"{path}.operator", operator, "must be 'Exist' when scope is any of "
+                  "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
+                  "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+                  "ResourceQuotaScopeCrossNamespacePodAffinity")
+    _scope_requirement_values(operator, req.get("values") or [], e)
+
+
+def _scope_requirement_values(operator: Any, values: Any, e: Errors) -> None:
+    """The operator's own rule for ``values``: In/NotIn need some, Exists/DoesNotExist none."""
+    path = "spec.scopeSelector.matchExpressions"
+    if operator in ("In", "NotIn"):
+        if not values:
+            e.required(f"{path}.values", "must be at least one value when `operator` is 'In' "
+                       "or 'NotIn' for scope selector")
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            _invalid_go(e, f"{path}.values", _go_strings("string", values), "must be no value when "
+                        "`operator` is 'Exist' or 'DoesNotExist' for scope selector")
+    else:
+        e.invalid(f"{path}.operator", operator, "not a valid selector operator")
 
 
 _LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
