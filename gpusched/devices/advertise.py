@@ -52,8 +52,8 @@ from gpusched.devices.user_models import (ANN_MODEL_SPEC, MODELS_CONFIGMAP, MODE
                                           generic_model, model_of_annotation, resolve,
                                           user_models)
 from gpusched.devices.operator import PolicyConfig
-from gpusched.devices.plugin_config import (DevicePluginConfigError, config_source,
-                                            select_config)
+from gpusched.devices.plugin_config import (DevicePluginConfig, DevicePluginConfigError,
+                                            config_source, select_config)
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_MODEL
@@ -100,53 +100,90 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
     ``devicePlugin.enabled: false`` nothing is advertised (GFD's labels stay)."""
     meta = node.get("metadata") or {}
     name = str(meta.get("name", ""))
-    labels = dict(meta.get("labels") or {})
-    annotations = dict(meta.get("annotations") or {})
+    place = _Place(name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
+                   configmaps, policy)
     try:
         model, count, warning = node_gpus(node, user_models(configmaps))
     except GpuschedError as err:
         return NodeDeviceState(NodeDevices.build(name, None, 0), error=str(err))
     if model is None or count == 0:
         return NodeDeviceState(NodeDevices.build(name, None, 0), warning=warning)
+    mig = _mig_state(model, count, place)
     base = {"nvidia.com/gpu.present": "true", LABEL_GPU_MODEL: model.name,
-            LABEL_GPU_COUNT: str(count)}
-    layout, mig = _mig_manager(model, count, labels, annotations, configmaps, policy)
-    if mig is not None:
-        base[MIG_CONFIG_STATE_LABEL] = mig.state
-    mig_log = tuple(mig.log) if mig is not None else ()
-    mig_annotations = ({MIG_LAYOUT_ANNOTATION: layout_annotation(layout)}
-                       if model.mig_capable and (mig is not None or MIG_LAYOUT_ANNOTATION in annotations)
-                       else {})
-    source = config_source(configmaps, policy, default_config_key)
-    if source.error:
-        return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
-                               f"node {name}: {source.error}", "", model, None, mig_annotations,
-                               mig_log)
-    try:
-        key, config = select_config((source.configmap or {}).get("data") or {}, labels,
-                                    source.default_key, source.where, source.fallbacks)
-        strategy = annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
-        if policy is not None and policy.mig_strategy:
-            config = replace(config, mig_strategy=policy.mig_strategy)
-        devices = NodeDevices.build(name, model, count, config, layout, strategy)
-    except GpuschedError as err:
-        return NodeDeviceState(NodeDevices.build(name, None, 0), base, {},
-                               f"node {name}: {err}", "", model, None, mig_annotations, mig_log)
-    driver = (annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
+            LABEL_GPU_COUNT: str(count), **mig.labels}
+    chosen = _plugin_devices(model, count, mig.layout, place, default_config_key, mig_strategy_default)
+    if isinstance(chosen, str):
+        return NodeDeviceState(NodeDevices.build(name, None, 0), base, {}, f"node {name}: {chosen}", "",
+                               model, None, mig.annotations, mig.log)
+    key, config, devices = chosen
+    driver = (place.annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
               or DEFAULT_DRIVER_VERSION)
     problem = driver_version_problem(driver)
     if problem:        # GFD exits; the device plugin still advertises
         return NodeDeviceState(devices, base, devices.advertised, f"node {name}: {problem}", key,
-                               model, warning, mig_annotations, mig_log)
-    out = {**base, **gfd_labels(model, count, config, layout, devices.mig_strategy),
+                               model, warning, mig.annotations, mig.log)
+    out = {**base, **gfd_labels(model, count, config, mig.layout, devices.mig_strategy),
            **version_labels(driver), **mode_label(model),
-           **machine_label(annotations.get(ANN_MACHINE_TYPE)
-                           or labels.get(INSTANCE_TYPE_LABEL, ""))}
+           **machine_label(place.annotations.get(ANN_MACHINE_TYPE)
+                           or place.labels.get(INSTANCE_TYPE_LABEL, ""))}
     capacity = devices.advertised
     if policy is not None and not policy.is_enabled("devicePlugin"):
         capacity = {}
     return NodeDeviceState(devices, dict(sorted(out.items())), capacity, None, key, model,
-                           warning, mig_annotations, mig_log)
+                           warning, mig.annotations, mig.log)
+
+
+@dataclass(frozen=True)
+class _Place:
+    """What ``node_device_state`` reads besides the GPUs: the node's name, labels and annotations,
+    the cluster's ConfigMaps and the ClusterPolicy."""
+
+    name: str
+    labels: dict[str, Any]
+    annotations: dict[str, Any]
+    configmaps: list[dict[str, Any]]
+    policy: PolicyConfig | None
+
+
+@dataclass(frozen=True)
+class _MigState:
+    """Step 2's result: the layout, the ``mig.config.state`` label and layout annotation (each
+    empty when not published) and mig-manager's log."""
+
+    layout: list[Any]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    log: tuple[str, ...]
+
+
+def _mig_state(model: GpuModel, count: int, place: _Place) -> _MigState:
+    """Step 2 of the module docstring, with what the node publishes about it."""
+    layout, mig = _mig_manager(model, count, place.labels, place.annotations, place.configmaps,
+                               place.policy)
+    published = model.mig_capable and (mig is not None or MIG_LAYOUT_ANNOTATION in place.annotations)
+    return _MigState(layout,
+                     {MIG_CONFIG_STATE_LABEL: mig.state} if mig is not None else {},
+                     {MIG_LAYOUT_ANNOTATION: layout_annotation(layout)} if published else {},
+                     tuple(mig.log) if mig is not None else ())
+
+
+def _plugin_devices(model: GpuModel, count: int, layout: list[Any], place: _Place,
+                    default_config_key: str | None, mig_strategy_default: str
+                    ) -> tuple[str, DevicePluginConfig, NodeDevices] | str:
+    """Steps 3 and 5: the config key, config and devices the plugin advertises, or (a string) the
+    error it would crash-loop on."""
+    source = config_source(place.configmaps, place.policy, default_config_key)
+    if source.error:
+        return source.error
+    try:
+        key, config = select_config((source.configmap or {}).get("data") or {}, place.labels,
+                                    source.default_key, source.where, source.fallbacks)
+        strategy = place.annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
+        if place.policy is not None and place.policy.mig_strategy:
+            config = replace(config, mig_strategy=place.policy.mig_strategy)
+        return key, config, NodeDevices.build(place.name, model, count, config, layout, strategy)
+    except GpuschedError as err:
+        return str(err)
 
 
 def _mig_manager(model: GpuModel, count: int, labels: Mapping[str, str],
@@ -176,22 +213,34 @@ def node_gpus(node: Mapping[str, Any], extra: Mapping[str, GpuModel] | None = No
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     name = meta.get("name", "")
+    model, warning = _node_model(labels, annotations, name, extra)
+    if model is None:
+        return None, 0, None
+    return model, _gpu_count(node, labels, annotations, name), warning
+
+
+def _node_model(labels: Mapping[str, Any], annotations: Mapping[str, Any], name: Any,
+                extra: Mapping[str, GpuModel] | None) -> tuple[GpuModel | None, str | None]:
+    """The model from the model-spec annotation, the model annotation/label or GFD's product label."""
     model_name = annotations.get(ANN_GPU_MODEL) or labels.get(LABEL_GPU_MODEL)
     product = str(labels.get("nvidia.com/gpu.product") or "")
-    warning = None
     if annotations.get(ANN_MODEL_SPEC):
-        model = model_of_annotation(str(annotations[ANN_MODEL_SPEC]), name)
-    elif model_name or product:
-        wanted = str(model_name).split("|")[0] if model_name else _base_product(product)
-        try:
-            model = resolve(wanted, extra or {})
-        except GpuschedError:
-            model = generic_model(wanted, labels)
-            warning = (f'GPU product "{wanted}" is not in gpusched\'s catalog: advertising the '
+        return model_of_annotation(str(annotations[ANN_MODEL_SPEC]), name), None
+    if not (model_name or product):
+        return None, None
+    wanted = str(model_name).split("|")[0] if model_name else _base_product(product)
+    try:
+        return resolve(wanted, extra or {}), None
+    except GpuschedError:
+        model = generic_model(wanted, labels)
+        return model, (f'GPU product "{wanted}" is not in gpusched\'s catalog: advertising the '
                        f"node's GPUs as {wanted} with {model.memory_mib} MiB and no MIG; describe "
                        f"it in ConfigMap kube-system/{MODELS_CONFIGMAP} (key {MODELS_KEY})")
-    else:
-        return None, 0, None
+
+
+def _gpu_count(node: Mapping[str, Any], labels: Mapping[str, Any], annotations: Mapping[str, Any],
+               name: Any) -> int:
+    """The physical GPU count: annotation, label, else capacity ``nvidia.com/gpu``."""
     raw = annotations.get(ANN_GPU_COUNT) or labels.get(LABEL_GPU_COUNT)
     if raw is None:
         raw = ((node.get("status") or {}).get("capacity") or {}).get("nvidia.com/gpu", 0)
@@ -201,7 +250,7 @@ def node_gpus(node: Mapping[str, Any], extra: Mapping[str, GpuModel] | None = No
         raise UsageError(f'node {name}: invalid GPU count "{raw}"') from None
     if count < 0:
         raise UsageError(f'node {name}: invalid GPU count "{raw}"')
-    return model, count, warning
+    return count
 
 
 def _base_product(product: str) -> str:
