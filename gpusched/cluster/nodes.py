@@ -14,6 +14,7 @@ Neighbours: ``cluster.cluster`` (the facade), ``controllers.node_lifecycle`` (ev
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
@@ -68,12 +69,31 @@ def label(view: View, info: KindInfo, name: str, changes: dict[str, str | None],
 def taint(view: View, node_name: str, add: list[Taint], remove: list[tuple[str, str | None]],
           overwrite: bool) -> str:
     node = _node(view, node_name)
-    taints = list((node.setdefault("spec", {})).get("taints") or [])
+    taints = _remove_taints(list((node.setdefault("spec", {})).get("taints") or []), remove)
+    taints = _add_taints(view, node_name, taints, add, overwrite)
+    if taints:
+        node["spec"]["taints"] = taints
+    else:
+        node["spec"].pop("taints", None)
+    view.update(node)
+    return f"node/{node_name} {'tainted' if add else 'untainted'}"
+
+
+def _remove_taints(taints: list[dict[str, Any]],
+                   remove: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+    """``key[:effect]-``: drop the matching taints; one that matches nothing is an error."""
     for key, effect in remove:
         kept = [t for t in taints if not (t.get("key") == key and (not effect or t.get("effect") == effect))]
         if len(kept) == len(taints):
             raise UsageError(f'taint "{key}:{effect}" not found' if effect else f'taint "{key}" not found')
         taints = kept
+    return taints
+
+
+def _add_taints(view: View, node_name: str, taints: list[dict[str, Any]], add: list[Taint],
+                overwrite: bool) -> list[dict[str, Any]]:
+    """``key[=value]:effect``: append each taint, replacing one with the same key and effect
+    only with --overwrite; NoExecute taints get ``timeAdded``."""
     for new in add:
         same = [t for t in taints if t.get("key") == new.key and t.get("effect") == new.effect]
         if same and not overwrite:
@@ -86,12 +106,7 @@ def taint(view: View, node_name: str, add: list[Taint], remove: list[tuple[str, 
         if new.effect == "NoExecute":
             entry["timeAdded"] = view.timestamp()
         taints.append(entry)
-    if taints:
-        node["spec"]["taints"] = taints
-    else:
-        node["spec"].pop("taints", None)
-    view.update(node)
-    return f"node/{node_name} {'tainted' if add else 'untainted'}"
+    return taints
 
 
 def cordon(view: View, node_name: str, unschedulable: bool) -> str:
@@ -167,70 +182,156 @@ def set_ready(view: View, node_name: str, status: str) -> str:
     return f"node/{node_name} condition Ready={status}"
 
 
+# kubectl drain's pod filters (k8s.io/kubectl/pkg/drain/filters.go, Helper.makeFilters): each
+# returns None when it lets the pod be evicted, else the message of why the pod stays; the first
+# filter that keeps a pod decides, as GetPodsForDeletion (drain.go) stops at the first status
+# whose Delete is false. Finished pods (Succeeded, Failed) pass every filter ("Any finished pod
+# can be removed"). gpusched has no mirror pods, so no mirrorPodFilter; and it asks
+# unreplicatedFilter before localStorageFilter (upstream asks them the other way round), so a pod
+# with no controller and an emptyDir is refused for having no controller.
+DAEMON_SET_FATAL = "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+UNMANAGED_FATAL = "cannot delete Pods that declare no controller (use --force to override)"
+LOCAL_STORAGE_FATAL = ("cannot delete Pods with local storage (use --delete-emptydir-data to "
+                       "override)")
+
+
+@dataclass(frozen=True)
+class DrainOptions:
+    """kubectl drain's flags that decide which pods may go (drain.Helper's fields)."""
+
+    ignore_daemonsets: bool = False
+    delete_emptydir_data: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class PodDeleteList:
+    """What GetPodsForDeletion found: the pods to evict, the DaemonSet pods left alone
+    (``<ns>/<name>``), and the refusals (message -> pod keys, in the order first met, the
+    DaemonSet refusal last)."""
+
+    pods: list[dict[str, Any]]
+    daemon_set_pods: list[str]
+    errors: dict[str, list[str]]
+
+
+def _daemon_set_filter(pod: dict[str, Any], options: DrainOptions) -> str | None:
+    """daemonSetFilter: a running DaemonSet pod is never evicted (its controller ignores the
+    cordon); whether that refuses the drain or only warns is decided for the whole list."""
+    owner = controller_of(pod)
+    if owner is None or owner.get("kind") != "DaemonSet" or is_terminal(pod):
+        return None
+    return DAEMON_SET_FATAL
+
+
+def _unreplicated_filter(pod: dict[str, Any], options: DrainOptions) -> str | None:
+    """unreplicatedFilter: a pod no controller would recreate goes only with --force."""
+    if is_terminal(pod) or controller_of(pod) is not None or options.force:
+        return None
+    return UNMANAGED_FATAL
+
+
+def _local_storage_filter(pod: dict[str, Any], options: DrainOptions) -> str | None:
+    """localStorageFilter: a pod with an emptyDir goes only with --delete-emptydir-data."""
+    if is_terminal(pod) or not _has_emptydir(pod) or options.delete_emptydir_data:
+        return None
+    return LOCAL_STORAGE_FATAL
+
+
+PodFilter = Callable[[dict[str, Any], DrainOptions], "str | None"]
+POD_FILTERS: tuple[PodFilter, ...] = (_daemon_set_filter, _unreplicated_filter,
+                                      _local_storage_filter)
+
+
+def pods_for_deletion(pods: list[dict[str, Any]], options: DrainOptions) -> PodDeleteList:
+    """GetPodsForDeletion (drain.go): run each pod through POD_FILTERS."""
+    evict: list[dict[str, Any]] = []
+    daemon: list[str] = []
+    errors: dict[str, list[str]] = {}
+    for pod in pods:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        kept = next((why for keep in POD_FILTERS if (why := keep(pod, options)) is not None), None)
+        if kept is None:
+            evict.append(pod)
+        elif kept == DAEMON_SET_FATAL:
+            daemon.append(key)
+        else:
+            errors.setdefault(kept, []).append(key)
+    if daemon and not options.ignore_daemonsets:
+        errors[DAEMON_SET_FATAL] = daemon
+    return PodDeleteList(evict, daemon, errors)
+
+
+def drain_refused(node_name: str, errors: dict[str, list[str]]) -> UsageError:
+    """kubectl's refusal (k8s.io/kubectl/pkg/cmd/drain/drain.go RunDrain): one
+    ``<message>: <pods>`` per reason, bracketed when several (an aggregate error's text)."""
+    texts = [f"{what}: {', '.join(keys)}" for what, keys in errors.items()]
+    body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return UsageError(f'unable to drain node "{node_name}" due to error: {body}, '
+                      "continuing command...")
+
+
 def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_data: bool,
           force: bool, settle: Callable[[View], None] | None = None) -> tuple[list[str], GpuschedError | None]:
-    """Cordon, check, evict. Returns kubectl's lines and the error to raise after committing.
+    """Cordon, check, evict: kubectl's RunDrain (RunCordonOrUncordon, then
+    deleteOrEvictPodsSimple: GetPodsForDeletion, DeleteOrEvictPods). Returns kubectl's lines and the error to raise after committing.
 
     An eviction a PDB refuses is retried after ``settle(view)`` (controllers and scheduler) has
     let replacement pods start, as kubectl retries; it fails when nothing changes any more.
     """
     lines = [cordon(view, node_name, True)]
     pods = [p for p in view.list("Pod") if (p.get("spec") or {}).get("nodeName") == node_name]
-    problems: dict[str, list[str]] = {}
-    daemon, evictable = [], []
-    for pod in pods:
-        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-        owner = controller_of(pod)
-        if is_terminal(pod):
-            evictable.append(pod)
-        elif owner is not None and owner.get("kind") == "DaemonSet":
-            daemon.append(key)
-        elif owner is None and not force:
-            problems.setdefault("cannot delete Pods that declare no controller (use --force to "
-                                "override)", []).append(key)
-        elif _has_emptydir(pod) and not delete_emptydir_data:
-            problems.setdefault("cannot delete Pods with local storage (use "
-                                "--delete-emptydir-data to override)", []).append(key)
-        else:
-            evictable.append(pod)
-    if daemon and not ignore_daemonsets:
-        problems["cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"] = daemon
-    if problems:
-        texts = [f"{what}: {', '.join(keys)}" for what, keys in problems.items()]
-        body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-        return lines, UsageError(f'unable to drain node "{node_name}" due to error: {body}, '
-                                 "continuing command...")
-    if daemon:
-        lines.append(f"Warning: ignoring DaemonSet-managed Pods: {', '.join(daemon)}")
-    remaining = [pod for pod in evictable]
-    refused: list[str] = []
-    while remaining:
-        refused, blocked = [], []
-        for pod in remaining:
-            meta = pod["metadata"]
-            current = view.get("Pod", meta["name"], meta["namespace"])
-            if current is None:
-                continue
-            if is_terminal(current):
-                delete_pod(view, current)
-                continue
-            if f"evicting pod {meta['namespace']}/{meta['name']}" not in lines:
-                lines.append(f"evicting pod {meta['namespace']}/{meta['name']}")
-            try:
-                evict(view, current)
-            except EvictionRefused as err:
-                refused.append(f'error when evicting pods/"{meta["name"]}" -n '
-                               f'"{meta["namespace"]}": {err}')
-                blocked.append(current)
-                continue
-            lines.append(f"pod/{meta['name']} evicted")
-        if not blocked or len(blocked) == len(remaining) and not _progress(view, settle):
-            break
-        remaining = blocked   # kubectl retries refused evictions once replacements are healthy
+    found = pods_for_deletion(pods, DrainOptions(ignore_daemonsets, delete_emptydir_data, force))
+    if found.errors:
+        return lines, drain_refused(node_name, found.errors)
+    if found.daemon_set_pods:
+        lines.append(f"Warning: ignoring DaemonSet-managed Pods: {', '.join(found.daemon_set_pods)}")
+    refused = _evict_pods(view, found.pods, lines, settle)
     if refused:
         return lines, EvictionRefused("; ".join(refused))
     lines.append(f"node/{node_name} drained")
     return lines, None
+
+
+def _evict_pods(view: View, pods: list[dict[str, Any]], lines: list[str],
+                settle: Callable[[View], None] | None) -> list[str]:
+    """evictPods (k8s.io/kubectl/pkg/drain/drain.go): evict each pod, retrying the ones a PDB refuses while settling
+    changes something; returns the last round's refusals (empty when all went)."""
+    remaining = pods
+    refused: list[str] = []
+    while remaining:
+        refused, blocked = _evict_round(view, remaining, lines)
+        if not blocked or len(blocked) == len(remaining) and not _progress(view, settle):
+            break
+        remaining = blocked   # kubectl retries refused evictions once replacements are healthy
+    return refused
+
+
+def _evict_round(view: View, pods: list[dict[str, Any]],
+                 lines: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """One pass over ``pods``: finished pods are deleted, the others evicted; appends kubectl's
+    lines and returns the refusal texts and the refused pods."""
+    refused: list[str] = []
+    blocked: list[dict[str, Any]] = []
+    for pod in pods:
+        meta = pod["metadata"]
+        current = view.get("Pod", meta["name"], meta["namespace"])
+        if current is None:
+            continue
+        if is_terminal(current):
+            delete_pod(view, current)
+            continue
+        if f"evicting pod {meta['namespace']}/{meta['name']}" not in lines:
+            lines.append(f"evicting pod {meta['namespace']}/{meta['name']}")
+        try:
+            evict(view, current)
+        except EvictionRefused as err:
+            refused.append(f'error when evicting pods/"{meta["name"]}" -n '
+                           f'"{meta["namespace"]}": {err}')
+            blocked.append(current)
+            continue
+        lines.append(f"pod/{meta['name']} evicted")
+    return refused, blocked
 
 
 def _progress(view: View, settle: Callable[[View], None] | None) -> bool:
