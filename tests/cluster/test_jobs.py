@@ -296,3 +296,26 @@ def test_ttl_seconds_after_finished_deletes_job_and_pods(cluster):
     assert cluster.get("jobs") != []
     cluster.advance(1)
     assert cluster.get("jobs") == [] and job_pods(cluster) == []
+
+
+def test_lowering_parallelism_deletes_the_surplus_pods_uncounted(cluster):
+    # job_controller.go manageJob: active > wantActive deletes the surplus (deleteJobPods), which
+    # is not a failure
+    apply(cluster, join(pool(gpus=0), job(duration="1h", parallelism=3)))
+    assert status(cluster)["active"] == 3
+    apply(cluster, job(duration="1h", parallelism=1))
+    assert len([p for p in job_pods(cluster) if not p["metadata"].get("deletionTimestamp")]) == 1
+    assert status(cluster)["active"] == 1 and "failed" not in status(cluster)
+    cluster.advance(30)
+    assert len(job_pods(cluster)) == 1
+
+
+def test_deleting_a_running_job_releases_its_pods_tracking_finalizer(cluster):
+    # job_controller.go syncOrphanPod: a pod whose Job is gone loses batch.kubernetes.io/job-tracking
+    apply(cluster, join(pool(gpus=0), job(duration="1h")))
+    assert [p["metadata"]["finalizers"] for p in job_pods(cluster)] == [[jr.FINALIZER]]
+    cluster.delete("job", "train")
+    assert all(jr.FINALIZER not in (p["metadata"].get("finalizers") or [])
+               for p in job_pods(cluster))
+    cluster.advance(30)
+    assert job_pods(cluster) == []

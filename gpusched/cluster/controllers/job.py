@@ -55,24 +55,8 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     """Every Job, or (``changes``) the changed ones and those owning a changed pod."""
     full = changes is None or changes.resync
     job_list = view.list("Job") if changes is None or full else changes.targets("Job")
-    jobs = {j["metadata"]["uid"] for j in view.list("Job") if not finished(j)} if full else \
-        {j["metadata"]["uid"] for j in job_list if not finished(j)}
-    if full:
-        pods = view.list("Pod")
-    else:     # changed pods, and the pods of changed Jobs (a Job that finished frees them)
-        assert changes is not None      # full is False only with changes
-        keys = {k for k in changes.keys if k[0] == "Pod"}
-        for job in job_list:
-            keys.update(k for k in view.dependents(job["metadata"]["uid"]) if k[0] == "Pod")
-        pods = [view.objects[k] for k in sorted(keys) if k in view.objects]
-    for pod in pods:
-        owner = (controller_of(pod) or {}).get("uid")
-        if not full and owner not in jobs:
-            owner_job = view.by_uid(owner or "")
-            if owner_job is not None and owner_job.get("kind") == "Job" and not finished(owner_job):
-                jobs.add(owner)
-        if FINALIZER in (pod["metadata"].get("finalizers") or []) and owner not in jobs:
-            remove_finalizer(view, pod, FINALIZER)   # orphan or finished Job: nothing to count
+    jobs = {j["metadata"]["uid"] for j in job_list if not finished(j)}
+    _sync_orphan_pods(view, _pods_to_check(view, changes, job_list), jobs, full)
     for job in job_list:
         if finished(job):
             _expire(view, job)
@@ -80,24 +64,39 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
             sync_job(view, job)
 
 
+def _pods_to_check(view: View, changes: Changes | None,
+                   job_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pod, or the changed pods and the pods of changed Jobs (a Job that finished frees
+    them)."""
+    if changes is None or changes.resync:
+        return view.list("Pod")
+    keys = {k for k in changes.keys if k[0] == "Pod"}
+    for job in job_list:
+        keys.update(k for k in view.dependents(job["metadata"]["uid"]) if k[0] == "Pod")
+    return [view.objects[k] for k in sorted(keys) if k in view.objects]
+
+
+def _sync_orphan_pods(view: View, pods: list[dict[str, Any]], jobs: set[Any], full: bool) -> None:
+    """``syncOrphanPod``: a pod whose Job is gone or finished loses the tracking finalizer;
+    ``jobs`` (the unfinished Jobs' uids) grows by the owners of changed pods."""
+    for pod in pods:
+        owner = (controller_of(pod) or {}).get("uid")
+        if not full and owner not in jobs and _unfinished_job(view, owner):
+            jobs.add(owner)
+        if FINALIZER in (pod["metadata"].get("finalizers") or []) and owner not in jobs:
+            remove_finalizer(view, pod, FINALIZER)   # orphan or finished Job: nothing to count
+
+
+def _unfinished_job(view: View, uid: str | None) -> bool:
+    owner_job = view.by_uid(uid or "")
+    return owner_job is not None and owner_job.get("kind") == "Job" and not finished(owner_job)
+
+
 def sync_job(view: View, job: dict[str, Any]) -> None:
+    """``syncJob``: count finished pods, then finish the Job or manage its pods, then status."""
     spec = job.get("spec") or {}
     status = copy.deepcopy(job.get("status") or {})
-    pods = owned_pods(view, job)
-    new_succeeded, new_failed = _new_finished(job, pods)
-    counted_failed = [p for p in new_failed
-                      if match_pod_failure_policy(spec.get("podFailurePolicy"), p)[1]]
-    status["succeeded"] = int(status.get("succeeded", 0)) + len(new_succeeded)
-    status["failed"] = int(status.get("failed", 0)) + len(counted_failed)
-    if indexed(spec):
-        done = _indexes(status.get("completedIndexes", "")) | {
-            i for i in (completion_index(p) for p in new_succeeded)
-            if i is not None and i < int(completions_of(spec) or 0)}
-        status["completedIndexes"] = _format_indexes(done)
-        status["succeeded"] = len(done)
-    _update_backoff(view, job, new_succeeded, new_failed)
-    for pod in new_succeeded + new_failed:
-        remove_finalizer(view, pod, FINALIZER)
+    _track_finished_pods(view, job, status)
     if status.get("startTime") is None and not spec.get("suspend"):
         status["startTime"] = view.timestamp()
     pods = owned_pods(view, job)
@@ -112,6 +111,26 @@ def sync_job(view: View, job: dict[str, Any]) -> None:
         active = _manage(view, job, status, active)
         condition = _success_condition(view, spec, status, active)
     _write_status(view, job, status, active, condition, owned_pods(view, job))
+
+
+def _track_finished_pods(view: View, job: dict[str, Any], status: dict[str, Any]) -> None:
+    """``trackJobStatusAndRemoveFinalizers``: newly finished pods counted into ``status``
+    (completedIndexes for Indexed Jobs), the back-off record updated, finalizers removed."""
+    spec = job.get("spec") or {}
+    new_succeeded, new_failed = _new_finished(job, owned_pods(view, job))
+    counted_failed = [p for p in new_failed
+                      if match_pod_failure_policy(spec.get("podFailurePolicy"), p)[1]]
+    status["succeeded"] = int(status.get("succeeded", 0)) + len(new_succeeded)
+    status["failed"] = int(status.get("failed", 0)) + len(counted_failed)
+    if indexed(spec):
+        done = _indexes(status.get("completedIndexes", "")) | {
+            i for i in (completion_index(p) for p in new_succeeded)
+            if i is not None and i < int(completions_of(spec) or 0)}
+        status["completedIndexes"] = _format_indexes(done)
+        status["succeeded"] = len(done)
+    _update_backoff(view, job, new_succeeded, new_failed)
+    for pod in new_succeeded + new_failed:
+        remove_finalizer(view, pod, FINALIZER)
 
 
 def _new_finished(job: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -187,35 +206,48 @@ def _manage(view: View, job: dict[str, Any], status: dict[str, Any], active: lis
     spec = job.get("spec") or {}
     if spec.get("suspend"):
         for pod in active:
-            remove_finalizer(view, pod, FINALIZER)       # deleteJobPods: not a failure
-            delete_pod(view, view.get("Pod", pod["metadata"]["name"],
-                                      pod["metadata"]["namespace"]) or pod, COMPONENT, job)
+            _delete_job_pod(view, job, pod)         # deleteJobPods: not a failure
         return []
-    parallelism = int(spec.get("parallelism", 1))
-    completions = completions_of(spec)
-    succeeded = int(status.get("succeeded", 0))
-    if completions is None:
-        want = len(active) if succeeded > 0 else parallelism
-    else:
-        want = max(0, min(parallelism, completions - succeeded))
+    want = _wanted_active(spec, status, active)
     if len(active) > want:
         from gpusched.cluster.controllers.replicaset import pods_to_delete
         for pod in pods_to_delete(active, active, len(active) - want, view.now()):
-            remove_finalizer(view, pod, FINALIZER)
-            delete_pod(view, view.get("Pod", pod["metadata"]["name"],
-                                      pod["metadata"]["namespace"]) or pod, COMPONENT, job)
+            _delete_job_pod(view, job, pod)
         return [p for p in owned_pods(view, job) if is_active(p)]
-    if _only_replace_failed(spec):
-        # podReplacementPolicy Failed (the default with a podFailurePolicy): a replacement only
-        # once a terminating pod is fully terminated (job_controller.go manageJob, terminating)
-        want -= sum(1 for p in owned_pods(view, job) if p["metadata"].get("deletionTimestamp")
-                    and not is_terminal(p))
+    want -= _awaited_terminating(view, job, spec)
     if len(active) < want and backoff_remaining(view, job) <= 0:
         for index in _indexes_to_create(spec, status, active, want - len(active)):
             created = _create_pod(view, job, index)
             if created is not None:
                 active.append(created)
     return active
+
+
+def _delete_job_pod(view: View, job: dict[str, Any], pod: dict[str, Any]) -> None:
+    """An active pod removed uncounted: its finalizer first, then the (current) pod."""
+    remove_finalizer(view, pod, FINALIZER)
+    delete_pod(view, view.get("Pod", pod["metadata"]["name"],
+                              pod["metadata"]["namespace"]) or pod, COMPONENT, job)
+
+
+def _wanted_active(spec: dict[str, Any], status: dict[str, Any], active: list[dict[str, Any]]) -> int:
+    """``manageJob``'s wantActive: min(parallelism, completions - succeeded); without
+    completions, parallelism until one pod succeeded, then the active ones."""
+    parallelism = int(spec.get("parallelism", 1))
+    completions = completions_of(spec)
+    succeeded = int(status.get("succeeded", 0))
+    if completions is None:
+        return len(active) if succeeded > 0 else parallelism
+    return max(0, min(parallelism, completions - succeeded))
+
+
+def _awaited_terminating(view: View, job: dict[str, Any], spec: dict[str, Any]) -> int:
+    """podReplacementPolicy Failed (the default with a podFailurePolicy): a replacement only
+    once a terminating pod is fully terminated (job_controller.go manageJob, terminating)."""
+    if not _only_replace_failed(spec):
+        return 0
+    return sum(1 for p in owned_pods(view, job) if p["metadata"].get("deletionTimestamp")
+               and not is_terminal(p))
 
 
 def _only_replace_failed(spec: dict[str, Any]) -> bool:
@@ -309,10 +341,30 @@ def _ensure_condition(conditions: list[dict[str, Any]], cond: dict[str, Any]) ->
 
 def _write_status(view: View, job: dict[str, Any], status: dict[str, Any], active: list[dict[str, Any]],
                   condition: tuple[Any, ...] | None, pods: list[dict[str, Any]]) -> None:
-    spec = job.get("spec") or {}
+    """The Job's conditions, counters and events, written when the status changed."""
     terminating = sum(1 for p in pods if p["metadata"].get("deletionTimestamp")
                       and not is_terminal(p))
     conditions = status.setdefault("conditions", [])
+    _update_conditions(view, job, status, conditions, condition, terminating)
+    if not conditions:
+        del status["conditions"]
+    status["active"] = len(active)
+    status["ready"] = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
+    status["terminating"] = terminating
+    status["uncountedTerminatedPods"] = {}
+    _drop_empty_counts(job.get("spec") or {}, status)
+    current = view.get("Job", job["metadata"]["name"], job["metadata"]["namespace"]) or job
+    if current.get("status") != status:
+        new = copy.deepcopy(current)
+        new["status"] = status
+        view.update(new)
+
+
+def _update_conditions(view: View, job: dict[str, Any], status: dict[str, Any],
+                       conditions: list[dict[str, Any]], condition: tuple[Any, ...] | None,
+                       terminating: int) -> None:
+    """Suspended/resumed, or SuccessCriteriaMet then Complete, or FailureTarget then Failed:
+    the final condition (and its event) only once no pod is terminating."""
     if condition is None and not has_condition(job, "SuccessCriteriaMet"):
         _suspend_condition(view, job, status, conditions)
     elif condition == ("success",) or has_condition(job, "SuccessCriteriaMet"):
@@ -328,22 +380,15 @@ def _write_status(view: View, job: dict[str, Any], status: dict[str, Any], activ
         if terminating == 0 and _ensure_condition(conditions,
                                                   _condition(view, "Failed", reason, message)):
             view.record_event(job, reason, message, "Warning", COMPONENT)
-    if not conditions:
-        del status["conditions"]
-    status["active"] = len(active)
-    status["ready"] = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
-    status["terminating"] = terminating
-    status["uncountedTerminatedPods"] = {}
+
+
+def _drop_empty_counts(spec: dict[str, Any], status: dict[str, Any]) -> None:
+    """Zero active/succeeded/failed and an empty completedIndexes are omitted (omitempty)."""
     for key in ("active", "succeeded", "failed"):
         if not status.get(key):
             status.pop(key, None)
     if indexed(spec) and not status.get("completedIndexes"):
         status.pop("completedIndexes", None)
-    current = view.get("Job", job["metadata"]["name"], job["metadata"]["namespace"]) or job
-    if current.get("status") != status:
-        new = copy.deepcopy(current)
-        new["status"] = status
-        view.update(new)
 
 
 def _suspend_condition(view: View, job: dict[str, Any], status: dict[str, Any], conditions: list[dict[str, Any]]) -> None:
