@@ -1,7 +1,7 @@
 """Slurm commands: ``sbatch``/``squeue``/``scancel``/``sinfo`` on the embedded cluster, and
 ``slurm config|submit|jobs|cancel`` against a real Slurm controller.
 
-Embedded cluster (``cluster.batch`` does the work):
+Embedded cluster (``slurm.embedded`` does the work; ``slurm.output`` the job output files):
 
 - ``sbatch SCRIPT [--dry-run]`` prints ``Submitted batch job <id>`` (``--dry-run``: the Job
   manifest as YAML, nothing created);
@@ -9,11 +9,12 @@ Embedded cluster (``cluster.batch`` does the work):
   (``%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R``); USER is the namespace;
 - ``scancel ID [ID ...]``; ``sinfo [-N]`` (``%#P %.5a %.10l %.6D %.6t %N``).
 
-Real Slurm (``backends.slurm``): ``slurm config``, ``slurm submit``, ``slurm jobs [-o json]``
+Real Slurm (``slurm.config``, ``slurm.translate``, ``slurm.client``): ``slurm config``, ``slurm submit``, ``slurm jobs [-o json]``
 (jobs shown as pods), ``slurm cancel``; see ``docs/slurm.md``.
 
-Neighbours: registered by ``cli.main`` through :func:`add_commands`; ``cli.commands``
-(``open_cluster``); heavy modules are imported inside the handlers.
+Neighbours: registered by ``cli.main`` through :func:`add_commands`, which also installs the
+sbatch controller (``slurm.controller``) into the cluster's settle order, so every command runs
+it; ``cli.commands`` (``open_cluster``); heavy modules are imported inside the handlers.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from gpusched.cli.job_outputs import write_job_outputs
 from gpusched.errors import UsageError
+from gpusched.slurm import controller
 
 if TYPE_CHECKING:
     from gpusched.cluster.cluster import Cluster
@@ -35,6 +37,7 @@ SQUEUE_HEADER = ("JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "N
 
 
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    controller.install()    # a state may hold sbatch Jobs whichever command runs next
     p = subparsers.add_parser("sbatch", help="Submit an sbatch script to the embedded cluster")
     p.add_argument("script", help="sbatch script (#SBATCH lines, body with sleep N)")
     p.add_argument("--dry-run", action="store_true", help="print the Job, create nothing")
@@ -69,8 +72,8 @@ def _read_script(path: str) -> str:
 
 def cmd_sbatch(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.cluster import batch
-    from gpusched.objects.sbatch import parse_sbatch
+    from gpusched.slurm import embedded
+    from gpusched.slurm.sbatch import parse_sbatch
 
     job = parse_sbatch(_read_script(args.script), args.script)
     workdir = os.path.abspath(job.chdir or os.getcwd())
@@ -78,9 +81,9 @@ def cmd_sbatch(args: argparse.Namespace) -> int:
         if args.dry_run:
             from gpusched.cli.output import to_yaml
             with cluster.reading() as view:     # read transaction: nothing is created
-                print(to_yaml(batch.job_manifest(view, job, batch.next_job_id(view))).rstrip())
+                print(to_yaml(embedded.job_manifest(view, job, embedded.next_job_id(view))).rstrip())
             return 0
-        job_id = batch.submit(cluster, job, workdir=workdir)
+        job_id = embedded.submit(cluster, job, workdir=workdir)
         write_job_outputs(cluster)
     print(f"Submitted batch job {job_id}")
     return 0
@@ -126,7 +129,7 @@ def _states(text: str) -> set[str]:
 
 def cmd_squeue(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.cluster import batch
+    from gpusched.slurm import embedded
 
     states = _states(args.states)
     users = {u for u in args.user.split(",") if u} | ({"default"} if args.me else set())
@@ -134,7 +137,7 @@ def cmd_squeue(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         write_job_outputs(cluster)
         with cluster.reading() as view:
-            rows = batch.squeue_rows(view, finished=bool(states - set(DEFAULT_STATES)))
+            rows = embedded.squeue_rows(view, finished=bool(states - set(DEFAULT_STATES)))
     rows = [r for r in rows if r.state in states and (not users or r.user in users)
             and (not partitions or r.partition in partitions)]
     print(format_squeue(rows))
@@ -164,23 +167,23 @@ def format_sacct(rows: Sequence[Any]) -> str:
 
 def cmd_sacct(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.cluster import batch
+    from gpusched.slurm import embedded
 
     with open_cluster(args) as cluster:
         write_job_outputs(cluster)
         with cluster.reading() as view:
-            rows = batch.sacct_rows(view)
+            rows = embedded.sacct_rows(view)
     print(format_sacct(rows))
     return 0
 
 
 def cmd_scancel(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.cluster import batch
+    from gpusched.slurm import embedded
 
     with open_cluster(args) as cluster:
         for job_id in args.job_ids:
-            batch.cancel(cluster, job_id)
+            embedded.cancel(cluster, job_id)
     return 0
 
 
@@ -203,11 +206,11 @@ def format_sinfo(rows: Sequence[Any], per_node: bool = False) -> str:
 
 def cmd_sinfo(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.cluster import batch
+    from gpusched.slurm import embedded
 
     with open_cluster(args) as cluster:
         with cluster.reading() as view:
-            rows = batch.sinfo_rows(view, per_node=args.per_node)
+            rows = embedded.sinfo_rows(view, per_node=args.per_node)
     print(format_sinfo(rows, args.per_node))
     return 0
 
@@ -255,7 +258,7 @@ def _add_slurm_group(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def cmd_slurm_config(args: argparse.Namespace) -> int:
-    from gpusched.backends.slurm import config
+    from gpusched.slurm import config
 
     if args.filename:
         from gpusched.cli.commands import load
@@ -280,7 +283,7 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm_submit(args: argparse.Namespace) -> int:
-    from gpusched.backends.slurm import client, translate
+    from gpusched.slurm import client, translate
 
     conf = slurm_conf_of(args)
     if args.script and args.filename:
@@ -308,7 +311,7 @@ def cmd_slurm_submit(args: argparse.Namespace) -> int:
 def cmd_slurm_jobs(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from gpusched.backends.slurm import client
+    from gpusched.slurm import client
     from gpusched.cli.output import render_table
 
     found = client.jobs(slurm_conf_of(args))
@@ -323,7 +326,7 @@ def cmd_slurm_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm_cancel(args: argparse.Namespace) -> int:
-    from gpusched.backends.slurm import client
+    from gpusched.slurm import client
 
     client.cancel(args.job_ids, slurm_conf_of(args))
     return 0

@@ -25,7 +25,7 @@ Every answer starts with one line marking it simulated. ``logs`` is ``metrics.co
 
 Neighbours: ``metrics.cluster_source`` (GPU state), ``metrics.gpu_model`` (names, physics,
 driver), ``metrics.container_logs`` (``logs``); used by ``cli`` (``gpusched exec|logs``),
-``server`` (``pods/exec``, ``pods/log``) and the Slurm output writer (``cli.slurm_cmd``).
+``server`` (``pods/exec``, ``pods/log``) and the Slurm output writer (``slurm.output``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.errors import UsageError
-from gpusched.objects.sbatch import hostlist, parse_sbatch
+from gpusched.slurm.sbatch import hostlist, parse_sbatch
 
 
 def script(*lines: str, body: str = "sleep 60") -> str:

@@ -27,7 +27,7 @@
 ``due`` (the timer) is the earliest deadline, back-off expiry or TTL expiry.
 
 Neighbours: pods finish in ``controllers.pod_lifecycle`` (``controllers.containers`` for exit
-codes and in-place restarts); ``controllers.sbatch`` holds and releases suspended Jobs.
+codes and in-place restarts); ``gpusched.slurm.controller`` holds and releases suspended Jobs.
 ``controllers.job_rules`` reads a Job, matches podFailurePolicy and computes the back-off.
 """
 

@@ -1,7 +1,9 @@
 """The controllers ``settle`` runs: ``CONTROLLERS`` (in order), ``KEYED`` (take the work queue),
 ``WATCHES`` (full pass only on a change they read) and ``TIMED`` (per-object timers by kind).
 
-See the package docstring (``cluster.controllers``) for how settle uses them.
+See the package docstring (``cluster.controllers``) for how settle uses them. A controller of a
+package above the cluster layer (Slurm's ``sbatch``) runs in a slot it installs
+(``controllers.installed``).
 
 Neighbours: every module of ``cluster.controllers``; read by ``cluster.cluster`` and
 ``cluster.timers``.
@@ -16,10 +18,11 @@ from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, dae
                                           device_plugin, endpoints, gpu_operator, hpa, job,
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
-                                          sbatch, volumes, vpa)
+                                          volumes, vpa)
 from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
+from gpusched.cluster.controllers.installed import slot
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 
 Watch = Callable[[Changes], bool]
@@ -40,7 +43,7 @@ CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("vpa-recommender", vpa.reconcile),
     ("deployment", deployment.reconcile),
     ("replicaset", replicaset.reconcile),
-    ("sbatch", sbatch.reconcile),
+    ("sbatch", slot("sbatch")),       # gpusched.slurm.controller, installed from above
     ("job", job.reconcile),
     ("daemonset", daemonset.reconcile),
     ("node-lifecycle", node_lifecycle.reconcile),

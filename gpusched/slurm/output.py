@@ -21,31 +21,35 @@ them), ``SLURM_JOB_GPUS`` (the node's GPU indices), ``SLURM_JOB_ID``, ``SLURM_JO
 A job stopped at its ``--time`` limit gets slurmstepd's line appended:
 ``slurmstepd: error: *** JOB 7 ON gpu-node-1 CANCELLED AT 2026-01-01T00:20:00 DUE TO TIME LIMIT ***``.
 
-:func:`pending_outputs` lists what to write now; the CLI writes the files and records on the pod
-(annotation ``gpusched.io/slurm-output-state``: ``started``, then ``final``) that it did.
+:func:`pending_outputs` lists what to write now; :func:`write_outputs` (run by the CLI after
+every command that can start or end a job: ``sbatch``, ``squeue``, ``advance``...) writes the
+files on this machine's disk and records on the pod (annotation
+``gpusched.io/slurm-output-state``: ``started``, then ``final``) that it did.
 
-Neighbours: ``metrics.container`` (nvidia-smi), ``cluster.batch`` (job ids, names, states);
+Neighbours: ``metrics.container`` (nvidia-smi), ``slurm.embedded`` (job ids, names, states);
 used by ``cli.slurm_cmd``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import os
 import re
 import shlex
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from gpusched.objects.assignment import held_by
-from gpusched.cluster import batch
 from gpusched.cluster.controllers.common import controller_of, owned_pods
-from gpusched.cluster.controllers.sbatch import ANN_JOB_NAME, LABEL_JOB_ID
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics.container import build_view, known_output
+from gpusched.objects.assignment import held_by
 from gpusched.objects.types import ANN_START_TIME
+from gpusched.slurm import embedded
+from gpusched.slurm.controller import ANN_JOB_NAME, LABEL_JOB_ID
+
+if TYPE_CHECKING:
+    from gpusched.cluster.cluster import Cluster
 
 ANN_OUTPUT_STATE = "gpusched.io/slurm-output-state"
 SILENT = ("sleep", "cd", "export", "module", "set", "source", ".", "ulimit", "umask", "true", ":")
@@ -74,7 +78,7 @@ def _job_of(view: View, pod: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _task(view: View, job: dict[str, Any], pod: dict[str, Any]) -> str:
-    tasks = ((job["metadata"].get("annotations") or {}).get(batch.ANN_ARRAY) or "").split(",")
+    tasks = ((job["metadata"].get("annotations") or {}).get(embedded.ANN_ARRAY) or "").split(",")
     if not tasks or tasks == [""]:
         return ""
     names = [p["metadata"]["name"] for p in owned_pods(view, job)]
@@ -86,12 +90,12 @@ def output_path(job: dict[str, Any], pod: dict[str, Any], task: str) -> str:
     """The file a job's output goes to (its ``--output`` pattern in its submit directory)."""
     annotations = job["metadata"].get("annotations") or {}
     job_id = job["metadata"]["labels"][LABEL_JOB_ID]
-    pattern = annotations.get(batch.ANN_OUTPUT) or "slurm-%j.out"
+    pattern = annotations.get(embedded.ANN_OUTPUT) or "slurm-%j.out"
     values = {"j": job_id, "A": job_id, "a": task or "0", "x": annotations.get(ANN_JOB_NAME, ""),
               "N": pod["spec"].get("nodeName", ""), "u": pod["metadata"].get("namespace", ""),
               "%": "%"}
     name = re.sub(r"%([jAaxNu%])", lambda m: values[m.group(1)], pattern)
-    workdir = annotations.get(batch.ANN_WORKDIR, "")
+    workdir = annotations.get(embedded.ANN_WORKDIR, "")
     return name if os.path.isabs(name) or not workdir else os.path.join(workdir, name)
 
 
@@ -104,7 +108,7 @@ def job_env(view: View, job: dict[str, Any], pod: dict[str, Any], task: str) -> 
            "SLURM_JOB_NAME": (job["metadata"].get("annotations") or {}).get(ANN_JOB_NAME, ""),
            "SLURM_JOB_NODELIST": node, "SLURMD_NODENAME": node, "SLURM_NNODES": "1",
            "SLURM_NTASKS": "1", "SLURM_CPUS_PER_TASK": str(cpus),
-           "SLURM_SUBMIT_DIR": (job["metadata"].get("annotations") or {}).get(batch.ANN_WORKDIR, ""),
+           "SLURM_SUBMIT_DIR": (job["metadata"].get("annotations") or {}).get(embedded.ANN_WORKDIR, ""),
            "HOSTNAME": node, "USER": pod["metadata"].get("namespace", "")}
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpus)))
@@ -172,7 +176,7 @@ def _expand(text: str, env: dict[str, str]) -> str:
 
 
 def timeout_line(view: View, job_id: str, pod: dict[str, Any]) -> str:
-    end = batch.run_end(view, pod)
+    end = embedded.run_end(view, pod)
     when = datetime.fromtimestamp(EPOCH.timestamp() + end, tz=EPOCH.tzinfo)
     return (f"slurmstepd: error: *** JOB {job_id} ON {pod['spec'].get('nodeName', '')} CANCELLED "
             f"AT {when:%Y-%m-%dT%H:%M:%S} DUE TO TIME LIMIT ***\n")
@@ -199,9 +203,28 @@ def pending_outputs(view: View) -> list[OutputWrite]:
                                       job_output(view, job, pod), False, "started"))
         finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
         if finished:
-            slurm_state, _ = batch.finished_state(pod)
+            slurm_state, _ = embedded.finished_state(pod)
             job_id = job["metadata"]["labels"][LABEL_JOB_ID] + (f"_{task}" if task else "")
             text = timeout_line(view, job_id, pod) if slurm_state == "TIMEOUT" else ""
             writes.append(OutputWrite(meta["name"], meta.get("namespace", "default"), path, text,
                                       True, "final"))
     return writes
+
+
+def write_outputs(cluster: Cluster) -> list[str]:
+    """Write the output files (``slurm-%j.out``) of sbatch jobs that started or timed out since
+    the last call; returns one warning per file that cannot be written."""
+    warnings = []
+    with cluster.writing(settle=False) as view:
+        for write in pending_outputs(view):
+            try:
+                if write.text or not write.append:
+                    with open(write.path, "a" if write.append else "w", encoding="utf-8") as out:
+                        out.write(write.text)
+            except OSError as err:
+                warnings.append(f"warning: cannot write {write.path}: {err.strerror}")
+            pod = view.copy("Pod", write.pod, write.namespace)
+            if pod is not None:
+                pod["metadata"].setdefault("annotations", {})[ANN_OUTPUT_STATE] = write.state
+                view.update(pod)
+    return warnings

@@ -1,6 +1,6 @@
 """Slurm's commands on the embedded cluster: sbatch -> Job, squeue / sinfo rows, scancel.
 
-:func:`submit` turns a parsed :class:`~gpusched.objects.sbatch.SbatchJob` into one Job named
+:func:`submit` turns a parsed :class:`~gpusched.slurm.sbatch.SbatchJob` into one Job named
 ``sbatch-<id>`` (ids: the counter ``nextJobId`` in the ConfigMap ``default/gpusched-sbatch``,
 starting at 1), created in the same transaction that takes the id:
 
@@ -13,7 +13,7 @@ starting at 1), created in the same transaction that takes the id:
   ``DeadlineExceeded`` (Slurm's TIMEOUT);
 - ``--array`` -> ``completions`` = task count, ``parallelism`` = the ``%N`` limit or the count;
 - ``--dependency=afterok:ID`` -> ``spec.suspend: true`` plus annotation
-  ``gpusched.io/slurm-dependency``; ``controllers.sbatch`` (a controller run by ``settle``)
+  ``gpusched.io/slurm-dependency``; ``slurm.controller`` (a controller run by ``settle``)
   un-suspends the Job once every dependency Job has completed. A failed dependency leaves it
   held (``DependencyNeverSatisfied``), as Slurm does without ``kill_invalid_depend``;
 - the body's ``sleep N`` lines -> ``gpusched.io/duration``; ``backoffLimit: 0`` (no retries).
@@ -21,7 +21,7 @@ starting at 1), created in the same transaction that takes the id:
 :func:`squeue_rows` and :func:`sinfo_rows` compute the rows of the Slurm-style views; the CLI
 (``cli.slurm_cmd``) prints them.
 
-Neighbours: ``objects.sbatch`` (parsing, partition names), ``cluster.cluster`` (transactions),
+Neighbours: ``slurm.sbatch`` (parsing, partition names), ``cluster.cluster`` (transactions),
 ``cluster.controllers.job`` (honours ``spec.suspend``); used by ``cli.slurm_cmd``.
 """
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers.common import controller_of, is_terminal, owned_pods
-from gpusched.cluster.controllers.sbatch import (ANN_DEPENDENCY, ANN_JOB_NAME, ANN_PARTITION,
+from gpusched.slurm.controller import (ANN_DEPENDENCY, ANN_JOB_NAME, ANN_PARTITION,
                                                  ANN_TIME_LIMIT, ANN_TIMED_OUT, LABEL_JOB_ID,
                                                  complete, find_job, job_object_name)
 from gpusched.cluster.view import View
@@ -40,7 +40,7 @@ from gpusched.errors import UsageError
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_resource_requests
-from gpusched.objects.sbatch import (DEFAULT_ARRAY_OUTPUT, DEFAULT_OUTPUT, DEFAULT_PARTITION,
+from gpusched.slurm.sbatch import (DEFAULT_ARRAY_OUTPUT, DEFAULT_OUTPUT, DEFAULT_PARTITION,
                                      PURPOSE_LABEL, SbatchJob, gres_type, hostlist,
                                      partition_names, partitions_by_purpose)
 from gpusched.objects.types import ANN_DURATION, ANN_GPU_MODEL, ANN_START_TIME

@@ -1,23 +1,29 @@
 """The sbatch controller: releases held sbatch Jobs and stops pods at their time limit.
 
+It runs in the cluster's settle order in the slot ``sbatch`` (``cluster.controllers.installed``)
+once :func:`install` filled it (the CLI does when it builds its commands).
+
 - A Job with ``spec.suspend: true`` and the annotation ``gpusched.io/slurm-dependency``
-  (``afterok:ID[:ID...]``, written by ``cluster.batch.submit``) is un-suspended once every Job
+  (``afterok:ID[:ID...]``, written by ``slurm.embedded.submit``) is un-suspended once every Job
   ``sbatch-<ID>`` has the condition Complete (an event ``Resumed`` records it). The Job
   controller creates no pods while a Job is suspended.
 - A pod annotated ``gpusched.io/slurm-timeout`` runs for its time limit only (its body would run
   longer); when it ends it is marked Failed with reason ``DeadlineExceeded``, Slurm's TIMEOUT.
 
-Neighbours: ``cluster.batch`` (writes the Jobs), ``controllers.job`` (honours ``suspend``).
+Neighbours: ``slurm.embedded`` (writes the Jobs), ``cluster.controllers.job`` (honours
+``suspend``), ``cluster.controllers.installed`` (the slot).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import copy
+from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster.changes import Changes
-from gpusched.cluster.view import View
+from gpusched.cluster.controllers import installed
+
+if TYPE_CHECKING:
+    from gpusched.cluster.changes import Changes
+    from gpusched.cluster.view import View
 
 LABEL_JOB_ID = "gpusched.io/slurm-job-id"
 ANN_JOB_NAME = "gpusched.io/slurm-job-name"
@@ -72,3 +78,8 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
             view.update(failed)
             view.record_event(failed, "DeadlineExceeded", "Pod was active on the node longer "
                               "than the specified deadline", "Warning", "kubelet")
+
+
+def install() -> None:
+    """Fill the cluster's ``sbatch`` controller slot with :func:`reconcile`."""
+    installed.install(COMPONENT, reconcile)

@@ -19,7 +19,7 @@ Everything else that would change where or how the pod runs (tolerations, prefer
 pod (anti-)affinity, topology spread, other node labels, volumes, the image, fractional GPU
 shares, several containers, ...) is returned as one warning line each, never dropped silently.
 
-Neighbours: ``objects.pod`` (requests), ``devices.catalog`` (model names), ``objects.sbatch``
+Neighbours: ``objects.pod`` (requests), ``devices.catalog`` (model names), ``slurm.sbatch``
 (GRES names); used by ``cli.slurm_cmd``.
 """
 
@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from gpusched.devices.catalog import lookup_model
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.pod import pod_info
-from gpusched.objects.sbatch import gres_type
+from gpusched.slurm.sbatch import gres_type
 from gpusched.objects.types import PodInfo
 
 GPU_TYPE_KEYS = ("gpu-type", "nvidia.com/gpu.product", "gpusched.io/gpu-model")

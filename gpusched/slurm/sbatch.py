@@ -31,13 +31,13 @@ command line (``nvidia-smi``, ``hostname``, ``python x.py`` ...), at least one; 
 until killed (``sleep infinity``, ``while true``/``while :``, ``tail -f``) has no run time of its
 own: it ends at its ``--time`` limit (Slurm's TIMEOUT) or when cancelled.
 
-Slurm names shared with ``backends.slurm`` (the config generator) and ``cluster.batch``:
+Slurm names shared with ``slurm.config`` (the config generator) and ``slurm.embedded``:
 :func:`gres_type` turns a catalog GPU model name into a Slurm-safe GRES type (``A100-40GB`` ->
 ``a100_40gb``: lower case, ``-`` -> ``_``; MIG profiles keep Slurm's NVML spelling ``1g.5gb``),
 and :func:`partition_names` gives the partitions a node belongs to.
 
-Neighbours: ``objects.node`` (node views); used by ``cluster.batch``, ``backends.slurm``,
-``cli.slurm_cmd``.
+Neighbours: ``objects.node`` (node views); used by ``slurm.embedded``, ``slurm.config``,
+``slurm.translate``, ``cli.slurm_cmd``.
 """
 
 from __future__ import annotations

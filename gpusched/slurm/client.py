@@ -20,7 +20,7 @@ State mapping (:func:`phase_of`):
 GPUs: ``gres_detail`` of ``squeue --json`` (``gpu:t4:2(IDX:0-1)``) gives the indices Slurm put
 in ``CUDA_VISIBLE_DEVICES``; it is empty once a job has finished.
 
-Neighbours: ``backends.slurm.translate`` builds requests; used by ``cli.slurm_cmd``.
+Neighbours: ``slurm.translate`` builds requests; used by ``cli.slurm_cmd``.
 """
 
 from __future__ import annotations

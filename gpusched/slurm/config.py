@@ -4,13 +4,13 @@ One inventory describes both: the NodePools / Nodes of ``examples/cluster.yaml``
 ``devices.nodepool``) or the Nodes of a cluster state become Slurm node lines:
 
 - ``CPUs`` = cpu rounded up to whole CPUs, ``RealMemory`` = memory in MiB;
-- ``Gres=gpu:<type>:<n>`` with the GRES type from ``objects.sbatch.gres_type``
+- ``Gres=gpu:<type>:<n>`` with the GRES type from ``slurm.sbatch.gres_type``
   (``A100-40GB`` -> ``a100_40gb``); MIG-partitioned GPUs (label ``nvidia.com/mig.config`` with
   a ``mixed``/``single`` strategy) become one GRES type per MIG profile (``gpu:1g.5gb:7``), the
   names Slurm's ``AutoDetect=nvml`` gives MIG instances; whole GPUs of the node stay
   ``gpu:<model>``;
 - ``Features`` = GPU type, family, memory (``a100_40gb,ampere,gpumem_40gb``) plus the purpose;
-- partitions (``objects.sbatch.partition_names``): ``all`` (Default=YES), then one per GPU
+- partitions (``slurm.sbatch.partition_names``): ``all`` (Default=YES), then one per GPU
   model (``cpu`` for nodes without GPUs), or one per ``gpusched.io/purpose`` label when any
   node has that label;
 - PriorityClasses: Slurm QOS objects live in slurmdbd (``sacctmgr add qos``), which this file
@@ -23,7 +23,7 @@ One inventory describes both: the NodePools / Nodes of ``examples/cluster.yaml``
 state/spool/log/pid paths under DIR, ``config_overrides`` and fake GPU device files
 (``DIR/dev/<node>/nvidia<i>`` symlinks to /dev/null, so Slurm sets ``CUDA_VISIBLE_DEVICES``).
 
-Neighbours: ``objects.sbatch`` (names), ``objects.node``, ``devices.mig``/``devices.catalog``;
+Neighbours: ``slurm.sbatch`` (names), ``objects.node``, ``devices.mig``/``devices.catalog``;
 used by ``cli.slurm_cmd`` and ``tests/slurm``.
 """
 
@@ -39,7 +39,7 @@ from gpusched.devices.catalog import GpuModel, lookup_model
 from gpusched.devices.mig import MIG_CONFIG_LABEL, layout_for
 from gpusched.errors import GpuschedError
 from gpusched.objects.node import node_info
-from gpusched.objects.sbatch import (DEFAULT_PARTITION, PURPOSE_LABEL, gres_type, hostlist,
+from gpusched.slurm.sbatch import (DEFAULT_PARTITION, PURPOSE_LABEL, gres_type, hostlist,
                                      partition_names, partitions_by_purpose)
 
 MIG_STRATEGY_ANNOTATION = "gpusched.io/mig-strategy"
