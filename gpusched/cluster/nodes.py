@@ -274,7 +274,8 @@ def drain_refused(node_name: str, errors: dict[str, list[str]]) -> UsageError:
 def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_data: bool,
           force: bool, settle: Callable[[View], None] | None = None) -> tuple[list[str], GpuschedError | None]:
     """Cordon, check, evict: kubectl's RunDrain (RunCordonOrUncordon, then
-    deleteOrEvictPodsSimple: GetPodsForDeletion, DeleteOrEvictPods). Returns kubectl's lines and the error to raise after committing.
+    deleteOrEvictPodsSimple: GetPodsForDeletion, DeleteOrEvictPods). Returns kubectl's lines
+    and the error to raise after committing.
 
     An eviction a PDB refuses is retried after ``settle(view)`` (controllers and scheduler) has
     let replacement pods start, as kubectl retries; it fails when nothing changes any more.
@@ -295,8 +296,8 @@ def drain(view: View, node_name: str, ignore_daemonsets: bool, delete_emptydir_d
 
 def _evict_pods(view: View, pods: list[dict[str, Any]], lines: list[str],
                 settle: Callable[[View], None] | None) -> list[str]:
-    """evictPods (k8s.io/kubectl/pkg/drain/drain.go): evict each pod, retrying the ones a PDB refuses while settling
-    changes something; returns the last round's refusals (empty when all went)."""
+    """evictPods (k8s.io/kubectl/pkg/drain/drain.go): evict each pod, retrying the ones a PDB
+    refuses while settling changes something; returns the last round's refusals (empty when all went)."""
     remaining = pods
     refused: list[str] = []
     while remaining:

@@ -60,8 +60,8 @@ import numpy as np
 
 from gpusched.objects.types import NO_DEVICES, PodInfo
 from gpusched.scheduler import messages, preemption
-from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, Rejection, ScheduleResult,
-                                          Status)
+from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, FilterPlugin, Rejection,
+                                          ScheduleResult, Status)
 from gpusched.scheduler.plugins.gpu_devices import ASSIGNMENT_KEY
 from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
     num_feasible_nodes_to_find
@@ -188,26 +188,12 @@ class Scheduler:
             if not status.ok:
                 return FilterOutcome(candidates[:0], Diagnosis(snapshot.num_nodes, [], status), status)
         skipped = state.read(SKIPPED_FILTERS_KEY) or ()
+        plugins = [plugin for plugin in framework.filter if plugin.name not in skipped]
         rejections: list[Rejection] = []
-        alive = candidates
-        rejected_any = np.zeros(0 if stop_at_first else snapshot.num_nodes, dtype=bool)
-        for plugin in framework.filter:
-            if plugin.name in skipped:
-                continue
-            if not len(alive):
-                break
-            found = plugin.filter(state, pod, snapshot, alive)
-            if not found:
-                continue
-            for rejection in found:
-                rejections.append(Rejection(rejection.nodes, rejection.reason, rejection.code,
-                                            plugin.name))
-            bad = found[0].nodes if len(found) == 1 else np.logical_or.reduce([r.nodes for r in found])
-            if stop_at_first:
-                alive = alive[~bad[alive]]
-            else:
-                rejected_any |= bad
-        feasible = alive if stop_at_first else candidates[~rejected_any[candidates]]
+        if stop_at_first:
+            feasible = _filter_to_first_failure(plugins, state, pod, snapshot, candidates, rejections)
+        else:
+            feasible = _filter_with_every_plugin(plugins, state, pod, snapshot, candidates, rejections)
         return FilterOutcome(feasible, Diagnosis(snapshot.num_nodes, rejections), Status())
 
     # ---- the cycle ------------------------------------------------------------------------
@@ -427,6 +413,45 @@ class Scheduler:
 
 
 _INELIGIBLE = (f"preemption: {preemption.MSG_POLICY_NEVER}", f"preemption: {preemption.MSG_TERMINATING}")
+
+
+def _rejected(found: list[Rejection], plugin: str, rejections: list[Rejection]) -> np.ndarray:
+    """Record a Filter plugin's rejections under its name; the nodes any of them rejects."""
+    for rejection in found:
+        rejections.append(Rejection(rejection.nodes, rejection.reason, rejection.code, plugin))
+    if len(found) == 1:
+        return found[0].nodes
+    bad: np.ndarray = np.logical_or.reduce([r.nodes for r in found])
+    return bad
+
+
+def _filter_to_first_failure(plugins: list[FilterPlugin], state: CycleState, pod: PodInfo,
+                             snapshot: Snapshot, alive: np.ndarray,
+                             rejections: list[Rejection]) -> np.ndarray:
+    """Upstream's mode: a node leaves at its first failing plugin; the nodes left are feasible."""
+    for plugin in plugins:
+        if not len(alive):
+            break
+        found = plugin.filter(state, pod, snapshot, alive)
+        if found:
+            bad = _rejected(found, plugin.name, rejections)
+            alive = alive[~bad[alive]]
+    return alive
+
+
+def _filter_with_every_plugin(plugins: list[FilterPlugin], state: CycleState, pod: PodInfo,
+                              snapshot: Snapshot, candidates: np.ndarray,
+                              rejections: list[Rejection]) -> np.ndarray:
+    """explain's mode: every plugin sees every candidate; feasible = rejected by none."""
+    rejected_any = np.zeros(snapshot.num_nodes, dtype=bool)
+    for plugin in plugins:
+        if not len(candidates):
+            break
+        found = plugin.filter(state, pod, snapshot, candidates)
+        if found:
+            rejected_any |= _rejected(found, plugin.name, rejections)
+    feasible: np.ndarray = candidates[~rejected_any[candidates]]
+    return feasible
 
 
 def _ineligible(result: ScheduleResult) -> bool:
