@@ -79,20 +79,8 @@ def autoscaling(pool: dict[str, Any]) -> Autoscaling | None:
     spec = pool.get("spec") or {}
     if spec.get("minNodes") is None and spec.get("maxNodes") is None:
         return None
-
-    def fail(path: str, message: str) -> UsageError:
-        return UsageError(f'NodePool "{pool_name}": spec.{path}: {message}')
-
-    bounds = {}
-    for field in ("minNodes", "maxNodes"):
-        value = spec.get(field)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise fail(field, f'invalid value "{value}": give an integer >= 0 (both minNodes '
-                              'and maxNodes are required for autoscaling)')
-        if value > MAX_POOL_NODES:
-            raise fail(field, f'invalid value "{value}": must be <= {MAX_POOL_NODES}')
-        bounds[field] = value
-    low, high = bounds["minNodes"], bounds["maxNodes"]
+    fail = _failure(pool_name)
+    low, high = _bound(spec, "minNodes", fail), _bound(spec, "maxNodes", fail)
     if low > high:
         raise fail("minNodes", f'invalid value "{low}": must be <= spec.maxNodes ({high})')
     if spec.get("names"):
@@ -102,6 +90,22 @@ def autoscaling(pool: dict[str, Any]) -> Autoscaling | None:
     if isinstance(count, bool) or not isinstance(count, int) or not low <= count <= high:
         raise fail("count", f'invalid value "{count}": the initial size must be between '
                             f"spec.minNodes ({low}) and spec.maxNodes ({high})")
+    return Autoscaling(low, high, _provisioning_delay(spec, fail))
+
+
+def _bound(spec: dict[str, Any], field: str, fail: Fail) -> int:
+    """``minNodes`` / ``maxNodes``: an integer in [0, MAX_POOL_NODES]."""
+    value = spec.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise fail(field, f'invalid value "{value}": give an integer >= 0 (both minNodes '
+                          'and maxNodes are required for autoscaling)')
+    if value > MAX_POOL_NODES:
+        raise fail(field, f'invalid value "{value}": must be <= {MAX_POOL_NODES}')
+    return value
+
+
+def _provisioning_delay(spec: dict[str, Any], fail: Fail) -> float:
+    """``provisioningDelay`` in seconds (default by GPU or CPU pool), at most 24h."""
     default = DEFAULT_GPU_DELAY if spec.get("gpu") else DEFAULT_CPU_DELAY
     raw = spec.get("provisioningDelay", default)
     try:
@@ -111,7 +115,7 @@ def autoscaling(pool: dict[str, Any]) -> Autoscaling | None:
                                         '"3m" or "90s"') from None
     if delay > 86400:
         raise fail("provisioningDelay", f'invalid value "{raw}": must be at most 24h')
-    return Autoscaling(low, high, delay)
+    return delay
 
 
 def registered_names(pool: dict[str, Any]) -> list[str] | None:
@@ -136,32 +140,48 @@ def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None =
     defined inline (``gpu.define``) is written to each node as ``gpusched.io/gpu-model-spec``."""
     pool_name = str((pool.get("metadata") or {}).get("name", ""))
     spec = pool.get("spec") or {}
+    fail = _failure(pool_name)
+    if names is None:
+        names = _pool_names(pool, pool_name, spec, fail)
+    template = _template(pool_name, spec, extra, fail)
+    return [_node(template, name) for name in names]
 
+
+def _failure(pool_name: str) -> Fail:
+    """The pool's ``fail(path, message)``: ``NodePool "<name>": spec.<path>: <message>``."""
     def fail(path: str, message: str) -> UsageError:
         return UsageError(f'NodePool "{pool_name}": spec.{path}: {message}')
+    return fail
 
-    if names is None:
-        scaling = autoscaling(pool)
-        names = registered_names(pool) if scaling is not None else None
-        if names is None:
-            if scaling is not None:
-                spec = {**spec, "count": spec.get("count", scaling.min_nodes)}
-            names = _node_names(pool_name, spec, fail)
+
+def _pool_names(pool: dict[str, Any], pool_name: str, spec: dict[str, Any], fail: Fail) -> list[str]:
+    """The node names of the pool itself: ``status.nodes`` of an autoscaled pool once written,
+    else the spec's names or ``<namePrefix>-1..count`` (count defaulting to ``minNodes``)."""
+    scaling = autoscaling(pool)
+    names = registered_names(pool) if scaling is not None else None
+    if names is not None:
+        return names
+    if scaling is not None:
+        spec = {**spec, "count": spec.get("count", scaling.min_nodes)}
+    return _node_names(pool_name, spec, fail)
+
+
+@dataclass(frozen=True)
+class _Template:
+    """What every node of a pool shares; ``_node`` adds the name."""
+
+    pool_name: str
+    labels: dict[str, str]            # the pool's own labels (and the MIG config label)
+    annotations: dict[str, str]
+    taints: list[dict[str, str]]
+    resources: dict[str, str]
+
+
+def _template(pool_name: str, spec: dict[str, Any], extra: Mapping[str, GpuModel] | None,
+              fail: Fail) -> _Template:
+    """The checked spec (model, gpu.count, migStrategy, quantities, labels, taints, in that order)."""
     gpu = spec.get("gpu") or {}
-    model = None
-    spec_annotation_value = ""
-    if gpu and gpu.get("define") is not None:
-        if gpu.get("model"):
-            raise fail("gpu.define", "give either gpu.model or gpu.define, not both")
-        model = model_from_spec(gpu["define"], f'NodePool "{pool_name}": spec.gpu.define')
-        spec_annotation_value = spec_annotation(gpu["define"])
-    elif gpu:
-        try:
-            model = resolve(str(gpu.get("model", "")), extra or {})
-        except GpuschedError:
-            known = ", ".join([*CATALOG, *(extra or {})])
-            raise fail("gpu.model", f'unknown GPU model "{gpu.get("model", "")}"; known models: '
-                                    f'{known} (or define one: spec.gpu.define)') from None
+    model, spec_annotation_value = _pool_model(gpu, pool_name, extra, fail)
     if gpu:
         count = gpu.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -175,28 +195,55 @@ def expand_nodepool(pool: dict[str, Any], extra: Mapping[str, GpuModel] | None =
     resources["ephemeral-storage"] = str(DEFAULTS["ephemeral-storage"])
     labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
     taints = [_taint(t, i, fail) for i, t in enumerate(spec.get("taints") or [])]
-    nodes = []
-    for name in names:
-        node_labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
-                       "kubernetes.io/os": "linux", POOL_LABEL: pool_name, **labels}
-        annotations = {}
-        if model is not None:
-            annotations = {ANN_GPU_MODEL: model.name, ANN_GPU_COUNT: str(gpu.get("count", 1))}
-            if spec_annotation_value:
-                annotations[ANN_MODEL_SPEC] = spec_annotation_value
-            if spec.get("migConfig"):
-                node_labels[MIG_CONFIG_LABEL] = str(spec["migConfig"])
-            if strategy:
-                annotations[ANN_MIG_STRATEGY] = strategy
-        node: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": dict(sorted(node_labels.items())),
-                         "annotations": annotations},
-            "spec": {"taints": [dict(t) for t in taints]} if taints else {},
-            "status": {"capacity": dict(resources), "allocatable": dict(resources)},
-        }
-        nodes.append(node)
-    return nodes
+    mig_label, annotations = _gpu_metadata(model, spec_annotation_value, gpu, spec)
+    return _Template(pool_name, {**labels, **mig_label}, annotations, taints, resources)
+
+
+def _gpu_metadata(model: GpuModel | None, spec_annotation_value: str, gpu: Any,
+                  spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """A GPU node's MIG config label and its model/count/spec/strategy annotations (none for a
+    CPU pool)."""
+    if model is None:
+        return {}, {}
+    annotations = {ANN_GPU_MODEL: model.name, ANN_GPU_COUNT: str(gpu.get("count", 1))}
+    if spec_annotation_value:
+        annotations[ANN_MODEL_SPEC] = spec_annotation_value
+    mig_label = {MIG_CONFIG_LABEL: str(spec["migConfig"])} if spec.get("migConfig") else {}
+    if spec.get("migStrategy"):
+        annotations[ANN_MIG_STRATEGY] = spec["migStrategy"]
+    return mig_label, annotations
+
+
+def _pool_model(gpu: Any, pool_name: str, extra: Mapping[str, GpuModel] | None,
+                fail: Fail) -> tuple[GpuModel | None, str]:
+    """The pool's GPU model (``gpu.model`` or ``gpu.define``) and the model-spec annotation of an
+    inline one; ``(None, "")`` for a CPU pool."""
+    if gpu and gpu.get("define") is not None:
+        if gpu.get("model"):
+            raise fail("gpu.define", "give either gpu.model or gpu.define, not both")
+        return (model_from_spec(gpu["define"], f'NodePool "{pool_name}": spec.gpu.define'),
+                spec_annotation(gpu["define"]))
+    if not gpu:
+        return None, ""
+    try:
+        return resolve(str(gpu.get("model", "")), extra or {}), ""
+    except GpuschedError:
+        known = ", ".join([*CATALOG, *(extra or {})])
+        raise fail("gpu.model", f'unknown GPU model "{gpu.get("model", "")}"; known models: '
+                                f'{known} (or define one: spec.gpu.define)') from None
+
+
+def _node(template: _Template, name: str) -> dict[str, Any]:
+    """One Node dict of the pool."""
+    node_labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
+                   "kubernetes.io/os": "linux", POOL_LABEL: template.pool_name, **template.labels}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": dict(sorted(node_labels.items())),
+                     "annotations": dict(template.annotations)},
+        "spec": {"taints": [dict(t) for t in template.taints]} if template.taints else {},
+        "status": {"capacity": dict(template.resources), "allocatable": dict(template.resources)},
+    }
 
 
 def name_prefix(pool: dict[str, Any]) -> str:
