@@ -133,32 +133,9 @@ class NodeDevices:
         strategy = config.mig_strategy or mig_strategy or "none"
         if model is None:
             gpu_count = 0
-        layout: list[list[str] | None] = list(mig_layout) if mig_layout is not None else [None] * gpu_count
-        if len(layout) != gpu_count:
-            raise UsageError(f"node {node_name}: MIG layout lists {len(layout)} GPUs, "
-                             f"the node has {gpu_count}")
+        layout = _checked_layout(node_name, model, gpu_count, config, mig_layout, strategy)
         mig_enabled = tuple(entry is not None for entry in layout)
-        if any(mig_enabled) and (model is None or model.mig is None):
-            raise UsageError(f"node {node_name}: GPU model "
-                             f"{model.name if model else '(none)'} does not support MIG")
-        if strategy == "single":
-            problem = single_strategy_problem(layout)
-            if problem:
-                raise DevicePluginConfigError(f"invalid MIG configuration: {problem}")
-        if model is not None:
-            check_for_node(config, model.compute_capability, any(mig_enabled) and strategy != "none")
-        devices: list[Device] = []
-        shared_gpu: list[bool] = []
-        for index in range(gpu_count):
-            units = _physical_units(node_name, model, index, layout[index], strategy)
-            shared_gpu.append(any(not p and config.replicated(r) for _, r, p, _ in units))
-            for device_id, resource, profile, start in units:
-                entry = config.replicated(resource)
-                if entry is None:
-                    devices.append(Device(device_id, index, resource, profile, start))
-                    continue
-                devices.extend(Device(f"{device_id}::{k}", index, entry.advertised, profile, start,
-                                      k, device_id) for k in range(entry.replicas))
+        devices, shared_gpu = _node_devices(node_name, model, config, layout, strategy)
         by_resource: dict[str, list[Device]] = {}
         for device in devices:
             by_resource.setdefault(device.resource, []).append(device)
@@ -438,3 +415,44 @@ def _physical_units(node_name: str, model: GpuModel | None, index: int,
     return [(mig_uuid(node_name, index, profile, start),
              GPU_RESOURCE if strategy == "single" else mig_resource_name(profile), profile, start)
             for profile, start in placed]
+
+
+def _checked_layout(node_name: str, model: GpuModel | None, gpu_count: int, config: DevicePluginConfig,
+                    mig_layout: list[list[str] | None] | None, strategy: str) -> list[list[str] | None]:
+    """The per-GPU MIG layout (all disabled by default) once the node and the device plugin accept
+    it: one entry per GPU, MIG only on a MIG model, the ``single`` strategy's rule, the config's
+    checks for this GPU."""
+    layout: list[list[str] | None] = list(mig_layout) if mig_layout is not None else [None] * gpu_count
+    if len(layout) != gpu_count:
+        raise UsageError(f"node {node_name}: MIG layout lists {len(layout)} GPUs, "
+                         f"the node has {gpu_count}")
+    any_mig = any(entry is not None for entry in layout)
+    if any_mig and (model is None or model.mig is None):
+        raise UsageError(f"node {node_name}: GPU model "
+                         f"{model.name if model else '(none)'} does not support MIG")
+    if strategy == "single":
+        problem = single_strategy_problem(layout)
+        if problem:
+            raise DevicePluginConfigError(f"invalid MIG configuration: {problem}")
+    if model is not None:
+        check_for_node(config, model.compute_capability, any_mig and strategy != "none")
+    return layout
+
+
+def _node_devices(node_name: str, model: GpuModel | None, config: DevicePluginConfig,
+                  layout: list[list[str] | None], strategy: str) -> tuple[list[Device], list[bool]]:
+    """Every device the plugin registers (replicas expanded), in GPU order, and per GPU whether a
+    whole-GPU unit of it is shared by replicas."""
+    devices: list[Device] = []
+    shared_gpu: list[bool] = []
+    for index, entry in enumerate(layout):
+        units = _physical_units(node_name, model, index, entry, strategy)
+        shared_gpu.append(any(not p and config.replicated(r) for _, r, p, _ in units))
+        for device_id, resource, profile, start in units:
+            replicated = config.replicated(resource)
+            if replicated is None:
+                devices.append(Device(device_id, index, resource, profile, start))
+                continue
+            devices.extend(Device(f"{device_id}::{k}", index, replicated.advertised, profile, start,
+                                  k, device_id) for k in range(replicated.replicas))
+    return devices, shared_gpu
