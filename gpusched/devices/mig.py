@@ -250,6 +250,7 @@ def parse_mig_parted_config(source: str | dict[str, Any]) -> dict[str, list[MigC
 
 
 def _parse_entry(name: str, entry: Any) -> MigConfigEntry:
+    """One item of ``mig-configs.<name>``: known fields, the required ones, then each value."""
     if not isinstance(entry, dict):
         raise UsageError(f"mig-configs.{name}: each entry must be a mapping")
     for key in entry:
@@ -258,22 +259,30 @@ def _parse_entry(name: str, entry: Any) -> MigConfigEntry:
     for key in ("devices", "mig-enabled"):
         if key not in entry:
             raise UsageError(f"missing required field: {key}")
-    devices = entry["devices"]
-    if devices != "all":
-        if not isinstance(devices, list) or not all(isinstance(d, int) and not isinstance(d, bool)
-                                                    and d >= 0 for d in devices):
-            raise UsageError(f"mig-configs.{name}: devices must be 'all' or a list of GPU indices")
-        devices = tuple(devices)
+    devices = _entry_devices(name, entry["devices"])
     if not isinstance(entry["mig-enabled"], bool):
         raise UsageError(f"mig-configs.{name}: mig-enabled must be true or false")
     mig_devices = entry.get("mig-devices") or {}
-    if not isinstance(mig_devices, dict) or not all(
-            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in mig_devices.values()):
+    if not isinstance(mig_devices, dict) or not all(_is_count(c) for c in mig_devices.values()):
         raise UsageError(f"mig-configs.{name}: mig-devices must map profiles to counts")
     filters = entry.get("device-filter") or ()
     filters = (filters,) if isinstance(filters, str) else tuple(str(f) for f in filters)
     return MigConfigEntry(devices, entry["mig-enabled"],
                           tuple((str(p), int(c)) for p, c in mig_devices.items()), filters)
+
+
+def _is_count(value: Any) -> bool:
+    """A non-negative integer (YAML's booleans are not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _entry_devices(name: str, devices: Any) -> str | tuple[int, ...]:
+    """``devices``: ``all`` or a list of GPU indices."""
+    if devices == "all":
+        return "all"
+    if not isinstance(devices, list) or not all(_is_count(d) for d in devices):
+        raise UsageError(f"mig-configs.{name}: devices must be 'all' or a list of GPU indices")
+    return tuple(devices)
 
 
 def _apply_entries(model: GpuModel, name: str, entries: list[MigConfigEntry],
