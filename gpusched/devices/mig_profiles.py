@@ -99,6 +99,17 @@ def geometry_from_names(names: list[str]) -> MigGeometry:
     >>> [(p.name, p.memory_slices, p.starts) for p in g.profiles][:2]
     [('1g.12gb', 1, (0, 1, 2, 3, 4, 5, 6)), ('1g.24gb', 2, (0, 2, 4, 6))]
     """
+    parsed = _parsed_names(names)
+    plain_1g = sorted({mem for g, mem, me, _ in parsed if g == 1 and not me})
+    if len(plain_1g) > 2:
+        raise ValueError("at most two 1g profiles without +me (1 and 2 memory slices)")
+    profiles = [_user_profile(g, mem, me, name, plain_1g)
+                for g, mem, me, name in sorted(parsed, key=lambda p: (p[0], p[1], p[2]))]
+    return MigGeometry(8, 7, tuple(profiles), _user_balanced(profiles))
+
+
+def _parsed_names(names: list[str]) -> list[tuple[int, int, bool, str]]:
+    """(compute slices, GB, +me, name) of each profile name; distinct names only."""
     parsed = []
     for name in names:
         match = _PROFILE_NAME.match(str(name))
@@ -107,26 +118,30 @@ def geometry_from_names(names: list[str]) -> MigGeometry:
         parsed.append((int(match.group(1)), int(match.group(2)), bool(match.group(3)), str(name)))
     if len({p[3] for p in parsed}) != len(parsed):
         raise ValueError("duplicate MIG profile names")
-    plain_1g = sorted({mem for g, mem, me, _ in parsed if g == 1 and not me})
-    if len(plain_1g) > 2:
-        raise ValueError("at most two 1g profiles without +me (1 and 2 memory slices)")
-    profiles = []
-    for g, mem, me, name in sorted(parsed, key=lambda p: (p[0], p[1], p[2])):
-        role = "1g+me" if me else f"{g}g" if g != 1 or mem == plain_1g[0] else "1g2"
-        if role not in _ROLES_8X7 or (me and g != 1):
-            raise ValueError(f'invalid MIG profile "{name}": no {g}g{"+me" if me else ""} '
-                             f"profile on an 8-slice GPU")
-        _g, pid, size, starts, max_inst = _ROLES_8X7[role]
-        copy, dec, jpg, ofa = _H100_ENGINES[role]
-        profiles.append(MigProfile(name, pid, g, size, starts, max_inst, mem * 1024,
-                                   _H100_SMS[role], copy, dec, 0, jpg, ofa))
+    return parsed
+
+
+def _user_profile(g: int, mem: int, me: bool, name: str, plain_1g: list[int]) -> MigProfile:
+    """The profile of one parsed name, in the 8x7 role it takes (``plain_1g``: the GB of the 1g
+    profiles without ``+me``, smallest first)."""
+    role = "1g+me" if me else f"{g}g" if g != 1 or mem == plain_1g[0] else "1g2"
+    if role not in _ROLES_8X7 or (me and g != 1):
+        raise ValueError(f'invalid MIG profile "{name}": no {g}g{"+me" if me else ""} '
+                         f"profile on an 8-slice GPU")
+    _g, pid, size, starts, max_inst = _ROLES_8X7[role]
+    copy, dec, jpg, ofa = _H100_ENGINES[role]
+    return MigProfile(name, pid, g, size, starts, max_inst, mem * 1024,
+                      _H100_SMS[role], copy, dec, 0, jpg, ofa)
+
+
+def _user_balanced(profiles: list[MigProfile]) -> tuple[str, ...]:
+    """``all-balanced``: 3g, 2g and twice the smallest 1-slice 1g, when the GPU has all three."""
     by_g = {p.compute_slices: p.name for p in profiles if "+" not in p.name}
     smallest = min((p for p in profiles if p.compute_slices == 1 and p.memory_slices == 1
                     and "+" not in p.name), key=lambda p: p.memory_mib, default=None)
-    balanced: tuple[str, ...] = ()
     if 3 in by_g and 2 in by_g and smallest is not None:
-        balanced = (by_g[3], by_g[2], smallest.name, smallest.name)
-    return MigGeometry(8, 7, tuple(profiles), balanced)
+        return (by_g[3], by_g[2], smallest.name, smallest.name)
+    return ()
 
 
 def _geometry_8x7(mem_gb: dict[str, str], mem_mib: dict[str, int], sms: dict[str, int],
