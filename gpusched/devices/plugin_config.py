@@ -162,14 +162,7 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = "") -> Dev
     """
     if source is None or (isinstance(source, str) and not source.strip()):
         return DEFAULT_CONFIG
-    try:
-        data = yaml.safe_load(source) if isinstance(source, str) else source
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise _fail(where, f"unable to parse config file: invalid YAML{at}") from None
-    if not isinstance(data, Mapping):
-        raise _fail(where, "unable to parse config file: expected a mapping")
+    data = _load(source, where)
     version = data.get("version") or "v1"
     if version != "v1":
         raise _fail(where, f"unknown version: {version}")
@@ -179,6 +172,35 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = "") -> Dev
     flags = _mapping(data.get("flags"), "flags", where)
     plugin = _mapping(flags.get("plugin"), "flags.plugin", where)
     sharing_raw = _mapping(data.get("sharing"), "sharing", where)
+    mig_strategy, policy, list_strategy = _plugin_flags(flags, plugin, where)
+    sharing = Sharing(
+        time_slicing=_replicated(sharing_raw.get("timeSlicing"), "timeSlicing", False, where),
+        mps=_replicated(sharing_raw.get("mps"), "mps", True, where),
+    )
+    return DevicePluginConfig(
+        version="v1", mig_strategy=mig_strategy,
+        fail_on_init_error=bool(flags.get("failOnInitError", True)),
+        allocation_policy=policy, device_list_strategy=list_strategy,
+        device_id_strategy=str(plugin.get("deviceIDStrategy") or "uuid"), sharing=sharing)
+
+
+def _load(source: str | Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """The config file's top-level mapping (YAML or JSON text, or a loaded dict)."""
+    try:
+        data = yaml.safe_load(source) if isinstance(source, str) else source
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise _fail(where, f"unable to parse config file: invalid YAML{at}") from None
+    if not isinstance(data, Mapping):
+        raise _fail(where, "unable to parse config file: expected a mapping")
+    return data
+
+
+def _plugin_flags(flags: Mapping[str, Any], plugin: Mapping[str, Any], where: str
+                  ) -> tuple[str | None, str, tuple[str, ...]]:
+    """``flags.migStrategy``, ``flags.plugin.sharedDevicesAllocationPolicy`` and
+    ``flags.plugin.deviceListStrategy``, checked in that order."""
     mig_strategy = flags.get("migStrategy")
     if mig_strategy is not None and mig_strategy not in MIG_STRATEGIES:
         raise _fail(where, f"invalid --mig-strategy option: {mig_strategy}")
@@ -190,15 +212,7 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = "") -> Dev
     for strategy in list_strategy:
         if strategy not in DEVICE_LIST_STRATEGIES:
             raise _fail(where, f"invalid strategy: {strategy}")
-    sharing = Sharing(
-        time_slicing=_replicated(sharing_raw.get("timeSlicing"), "timeSlicing", False, where),
-        mps=_replicated(sharing_raw.get("mps"), "mps", True, where),
-    )
-    return DevicePluginConfig(
-        version="v1", mig_strategy=mig_strategy,
-        fail_on_init_error=bool(flags.get("failOnInitError", True)),
-        allocation_policy=policy, device_list_strategy=tuple(list_strategy),
-        device_id_strategy=str(plugin.get("deviceIDStrategy") or "uuid"), sharing=sharing)
+    return mig_strategy, policy, tuple(list_strategy)
 
 
 def _mapping(value: Any, path: str, where: str) -> Mapping[str, Any]:
@@ -227,14 +241,9 @@ def _replicated(raw: Any, sharing_id: str, is_mps: bool, where: str) -> Replicat
 
 
 def _resource(item: Any, sharing_id: str, rename_by_default: bool, where: str) -> ReplicatedResource:
+    """One ``sharing.<id>.resources[]`` entry: name, replicas, devices (the rest is ignored)."""
     item = _mapping(item, f"sharing.{sharing_id}.resources[]", where)
-    name = item.get("name")
-    if not name:
-        raise _fail(where, "no resource name specified")
-    name = str(name) if "/" in str(name) else f"nvidia.com/{name}"
-    prefix, _, short = name.partition("/")
-    if not _DNS_SUBDOMAIN.match(prefix) or not short or len(name) > 63:
-        raise _fail(where, f"incorrect format for resource name '{name}'")
+    name = _resource_name(item, where)
     if "replicas" not in item or item["replicas"] is None:
         raise _fail(where, "no replicas specified")
     replicas = item["replicas"]
@@ -252,6 +261,18 @@ def _resource(item: Any, sharing_id: str, rename_by_default: bool, where: str) -
         log.warning("Customizing the 'devices' field in sharing.%s.resources is not yet supported "
                     "in the config. Ignoring...", sharing_id)
     return ReplicatedResource(name, replicas, f"{name}.shared" if rename_by_default else "")
+
+
+def _resource_name(item: Mapping[str, Any], where: str) -> str:
+    """The entry's fully qualified resource name (``nvidia.com/`` added to a bare one)."""
+    name = item.get("name")
+    if not name:
+        raise _fail(where, "no resource name specified")
+    name = str(name) if "/" in str(name) else f"nvidia.com/{name}"
+    prefix, _, short = name.partition("/")
+    if not _DNS_SUBDOMAIN.match(prefix) or not short or len(name) > 63:
+        raise _fail(where, f"incorrect format for resource name '{name}'")
+    return name
 
 
 def mps_max_clients(compute_major: int, compute_minor: int) -> int:
