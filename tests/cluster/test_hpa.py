@@ -55,6 +55,10 @@ RESOURCE_CASES = [
     # -> new ratio (100+100+0+0)/4/50 = 1.0 -> within tolerance -> unchanged
     ("missing-scale-up-assumes-0%", [running(n) for n in "abcd"], {"a": 1000, "b": 1000},
      4, 50, 4, 100),
+    # a proposal against the new ratio's direction keeps the count: 3 pods, current 1, 2 at 40 %
+    # of a 100 % target and one missing (100 %) -> (40+40+100)/3/100 = 0.6 -> ceil(1.8) = 2 > 1
+    ("missing-never-scales-against-its-direction", [running(n) for n in "abc"],
+     {"a": 400, "b": 400}, 1, 100, 1, 40),
     # a missing pod flips the direction: stay
     ("missing-flips-direction", [running("a"), running("b")], {"a": 400}, 2, 50, 2, 40),
     # unready pods count 0 on a scale-up: 2 ready at 90 %, 1 pending, target 50 -> 180/3/50=1.2
@@ -331,6 +335,34 @@ def test_metric_that_does_not_exist_sets_failed_get_pods_metric(cluster):
         ("FailedComputeMetricsReplicas", "invalid metrics (1 invalid out of 1), first error is: "
                                          f"failed to get pods metric value: {why}")]
     assert cluster.get("deployment", ["web"])[0]["spec"]["replicas"] == 1
+
+
+def test_every_failing_metric_is_an_event_the_first_one_the_condition(cluster):
+    """horizontal.go computeReplicasForMetrics: the first invalid metric's condition, every
+    invalid metric's event, then FailedComputeMetricsReplicas counting them."""
+    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference()
+          + "---\n" + autoscaler(metrics=[gpu_metric("gpu_nope"), gpu_metric("gpu_nope2")]))
+    cluster.advance(15)
+    why = ("unable to get metric {0}: unable to fetch metrics from custom metrics API: "
+           "the server could not find the metric {0} for pods")
+    assert condition(cluster, "ScalingActive") == (
+        "False", "FailedGetPodsMetric",
+        f"the HPA was unable to compute the replica count: {why.format('gpu_nope')}")
+    assert hpa_events(cluster) == [
+        ("FailedGetPodsMetric", why.format("gpu_nope")),
+        ("FailedGetPodsMetric", why.format("gpu_nope2")),
+        ("FailedComputeMetricsReplicas", "invalid metrics (2 invalid out of 2), first error is: "
+                                         f"failed to get pods metric value: {why.format('gpu_nope')}")]
+
+
+def test_replicas_above_max_are_lowered_with_upstream_reason(cluster):
+    # horizontal.go reconcileAutoscaler: currentReplicas > maxReplicas
+    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference(replicas=5)
+          + "---\n" + autoscaler(maximum=3))
+    cluster.advance(15)
+    assert hpa_events(cluster) == [
+        ("SuccessfulRescale", "New size: 3; reason: Current number of replicas above Spec.MaxReplicas")]
+    assert cluster.get("deployment", ["web"])[0]["spec"]["replicas"] == 3
 
 
 def test_missing_target_is_failed_get_scale(cluster):

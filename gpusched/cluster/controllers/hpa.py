@@ -101,15 +101,9 @@ def _scale(view: View, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str]
 def reconcile_autoscaler(view: View, hpa: dict[str, Any], state: dict[str, Any], usage: Usage) -> None:
     spec, status = hpa.get("spec") or {}, copy.deepcopy(hpa.get("status") or {})
     sync = Sync(view, hpa, state, usage, list(status.get("conditions") or []))
-    target, error = _scale(view, hpa)
+    target = _get_scale(sync, status)
     if target is None:
-        sync.event("Warning", "FailedGetScale", error)
-        sync.condition("AbleToScale", "False", "FailedGetScale",
-                       f"the HPA controller was unable to get the target's current scale: {error}")
-        _write(view, hpa, {**status, "conditions": sync.conditions})
         return
-    sync.condition("AbleToScale", "True", "SucceededGetScale",
-                   "the HPA controller was able to get the target's current scale")
     current = int((target.get("spec") or {}).get("replicas", 1))
     status_replicas = int((target.get("status") or {}).get("replicas", 0))
     if not state["recommendations"]:                      # recordInitialRecommendation
@@ -126,34 +120,69 @@ def reconcile_autoscaler(view: View, hpa: dict[str, Any], state: dict[str, Any],
     elif current < minimum:
         reason, desired = "Current number of replicas below Spec.MinReplicas", minimum
     else:
-        proposal, metric, statuses, error_text = compute_replicas_for_metrics(
-            sync, target, current, status_replicas)
-        if proposal == -1:
-            _write(view, hpa, {**_status(status, current, status.get("desiredReplicas", 0),
-                                         statuses), "conditions": sync.conditions})
-            sync.event("Warning", "FailedComputeMetricsReplicas", error_text)
+        outcome = _desired_by_metrics(sync, target, status, current, status_replicas)
+        if outcome is None:
             return
-        rescale_metric = ""
-        if proposal > desired:
-            desired, rescale_metric = proposal, metric
-        if desired > current:
-            reason = f"{rescale_metric} above target"
-        if desired < current:
-            reason = "All metrics below target"
-        if spec.get("behavior") is None:
-            desired = normalize(sync, current, desired, minimum, maximum)
-        else:
-            desired = normalize_with_behaviors(sync, current, desired, minimum, maximum)
+        desired, reason, statuses = outcome
         rescale = desired != current
     new_status = _status(status, current, desired if rescale else current, statuses)
     if rescale:
-        _set_replicas(view, target, desired)
-        sync.condition("AbleToScale", "True", "SucceededRescale",
-                       f"the HPA controller was able to update the target scale to {desired}")
-        sync.event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}")
-        store_scale_event(sync, current, desired)
+        _rescale(sync, target, current, desired, reason)
         new_status["lastScaleTime"] = view.timestamp()
     _write(view, hpa, {**new_status, "conditions": sync.conditions})
+
+
+def _get_scale(sync: Sync, status: dict[str, Any]) -> dict[str, Any] | None:
+    """The target's scale, AbleToScale=True (SucceededGetScale); or None after the
+    FailedGetScale event, condition and status write."""
+    target, error = _scale(sync.view, sync.hpa)
+    if target is None:
+        sync.event("Warning", "FailedGetScale", error)
+        sync.condition("AbleToScale", "False", "FailedGetScale",
+                       f"the HPA controller was unable to get the target's current scale: {error}")
+        _write(sync.view, sync.hpa, {**status, "conditions": sync.conditions})
+        return None
+    sync.condition("AbleToScale", "True", "SucceededGetScale",
+                   "the HPA controller was able to get the target's current scale")
+    return target
+
+
+def _desired_by_metrics(sync: Sync, target: dict[str, Any], status: dict[str, Any], current: int,
+                        status_replicas: int) -> tuple[int, str, list[Any]] | None:
+    """Within min/max: the metrics' proposal, its reason and the metric statuses, normalized
+    (with behaviors when set); None after writing the status of a failed computation
+    (FailedComputeMetricsReplicas)."""
+    spec = sync.hpa.get("spec") or {}
+    minimum, maximum = int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 1))
+    proposal, metric, statuses, error_text = compute_replicas_for_metrics(
+        sync, target, current, status_replicas)
+    if proposal == -1:
+        _write(sync.view, sync.hpa, {**_status(status, current, status.get("desiredReplicas", 0),
+                                               statuses), "conditions": sync.conditions})
+        sync.event("Warning", "FailedComputeMetricsReplicas", error_text)
+        return None
+    desired, reason, rescale_metric = 0, "", ""
+    if proposal > desired:
+        desired, rescale_metric = proposal, metric
+    if desired > current:
+        reason = f"{rescale_metric} above target"
+    if desired < current:
+        reason = "All metrics below target"
+    if spec.get("behavior") is None:
+        desired = normalize(sync, current, desired, minimum, maximum)
+    else:
+        desired = normalize_with_behaviors(sync, current, desired, minimum, maximum)
+    return desired, reason, statuses
+
+
+def _rescale(sync: Sync, target: dict[str, Any], current: int, desired: int, reason: str) -> None:
+    """The target's new replica count, AbleToScale=True (SucceededRescale), the
+    SuccessfulRescale event and the scale event behaviors remember."""
+    _set_replicas(sync.view, target, desired)
+    sync.condition("AbleToScale", "True", "SucceededRescale",
+                   f"the HPA controller was able to update the target scale to {desired}")
+    sync.event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}")
+    store_scale_event(sync, current, desired)
 
 
 def _status(old: dict[str, Any], current: int, desired: int, statuses: list[Any]) -> dict[str, Any]:

@@ -9,9 +9,9 @@ Neighbours: ``controllers.hpa`` (calls it), ``hpa_replicas`` (the arithmetic of 
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from dataclasses import dataclass
+from typing import Any
 
 from gpusched.cluster.controllers.hpa_replicas import (_resource_values, per_pod_replicas,
                                                        plain_replicas, pods_metric_replicas,
@@ -28,24 +28,41 @@ from gpusched.objects.selectors import (matches, parse_selector, selector_from_d
 def compute_replicas_for_metrics(sync: Sync, target: dict[str, Any], spec_replicas: int,
                                  status_replicas: int) -> tuple[int, str, list[Any], str]:
     """(replicas or -1, metric name, statuses, error text) as upstream's function."""
-    selector_dict = (target.get("spec") or {}).get("selector")
-    text = selector_to_string(selector_from_dict(selector_dict)) if selector_dict else ""
-    if not text:
-        sync.event("Warning", "SelectorRequired", "selector is required")
-        sync.condition("ScalingActive", "False", "InvalidSelector",
-                       "the HPA target's scale is missing a selector")
-        return -1, "", [], "selector is required"
-    try:
-        selector = parse_selector(text)
-    except UsageError as err:
-        message = f"couldn't convert selector into a corresponding internal selector object: {err}"
-        sync.event("Warning", "InvalidSelector", message)
-        sync.condition("ScalingActive", "False", "InvalidSelector", message)
+    selector, message = _validate_and_parse_selector(sync, target)
+    if selector is None:
         return -1, "", [], message
     namespace = sync.hpa["metadata"].get("namespace", "default")
     pods = [p for p in sync.view.list("Pod", namespace)
             if matches(selector, (p.get("metadata") or {}).get("labels") or {})]
     specs = (sync.hpa.get("spec") or {}).get("metrics") or []
+    found = _propose_per_metric(sync, specs, spec_replicas, status_replicas, pods)
+    invalid, replicas, metric = found.invalid, found.replicas, found.metric
+    error_text = (f"invalid metrics ({invalid} invalid out of {len(specs)}), first error is: "
+                  f"{found.first_error}" if invalid else "")
+    if invalid >= len(specs) or (invalid > 0 and replicas < spec_replicas):
+        _set_first_condition(sync, found.first_condition)
+        return -1, "", found.statuses, error_text
+    sync.condition("ScalingActive", "True", "ValidMetricFound",
+                   f"the HPA was able to successfully calculate a replica count from {metric}")
+    return replicas, metric, found.statuses, error_text
+
+
+@dataclass(frozen=True)
+class _Proposals:
+    """The loop of ``computeReplicasForMetrics``: the largest proposal and its metric, a status
+    per metric, how many failed, and the first failure's error and condition."""
+    replicas: int
+    metric: str
+    statuses: list[dict[str, Any]]
+    invalid: int
+    first_error: str
+    first_condition: dict[str, Any] | None
+
+
+def _propose_per_metric(sync: Sync, specs: list[dict[str, Any]], spec_replicas: int,
+                        status_replicas: int, pods: list[dict[str, Any]]) -> _Proposals:
+    """Each metric's proposal, the largest kept; the first failure's event is recorded (with
+    its condition kept for later), later failures only as events."""
     statuses: list[dict[str, Any]] = [{"type": ""} for _ in specs]
     replicas, metric, invalid, first_error, first_condition = 0, "", 0, "", None
     for i, metric_spec in enumerate(specs):
@@ -61,16 +78,34 @@ def compute_replicas_for_metrics(sync: Sync, target: dict[str, Any], spec_replic
             continue
         if replicas == 0 or proposal > replicas:
             replicas, metric = proposal, name
-    error_text = (f"invalid metrics ({invalid} invalid out of {len(specs)}), first error is: "
-                  f"{first_error}" if invalid else "")
-    if invalid >= len(specs) or (invalid > 0 and replicas < spec_replicas):
-        if first_condition is not None:
-            sync.condition(**{k: first_condition[k] for k in ("status", "reason", "message")},
-                           type_=first_condition["type"])
-        return -1, "", statuses, error_text
-    sync.condition("ScalingActive", "True", "ValidMetricFound",
-                   f"the HPA was able to successfully calculate a replica count from {metric}")
-    return replicas, metric, statuses, error_text
+    return _Proposals(replicas, metric, statuses, invalid, first_error, first_condition)
+
+
+def _validate_and_parse_selector(sync: Sync, target: dict[str, Any]) -> tuple[Any, str]:
+    """``validateAndParseSelector``: (the target's selector, "") or (None, the error), the
+    error also an event and ``ScalingActive=False`` (InvalidSelector)."""
+    selector_dict = (target.get("spec") or {}).get("selector")
+    text = selector_to_string(selector_from_dict(selector_dict)) if selector_dict else ""
+    if not text:
+        sync.event("Warning", "SelectorRequired", "selector is required")
+        sync.condition("ScalingActive", "False", "InvalidSelector",
+                       "the HPA target's scale is missing a selector")
+        return None, "selector is required"
+    try:
+        return parse_selector(text), ""
+    except UsageError as err:
+        message = f"couldn't convert selector into a corresponding internal selector object: {err}"
+        sync.event("Warning", "InvalidSelector", message)
+        sync.condition("ScalingActive", "False", "InvalidSelector", message)
+        return None, message
+
+
+def _set_first_condition(sync: Sync, condition: dict[str, Any] | None) -> None:
+    """The first invalid metric's ``ScalingActive=False`` condition, set once the outcome is
+    known to be invalid."""
+    if condition is not None:
+        sync.condition(**{k: condition[k] for k in ("status", "reason", "message")},
+                       type_=condition["type"])
 
 
 def _milli_of(value: object) -> int | None:
@@ -91,17 +126,7 @@ def compute_replicas_for_metric(sync: Sync, spec: dict[str, Any], spec_replicas:
         return _resource_metric(sync, spec.get("containerResource") or {}, spec_replicas, pods,
                                 container=str((spec.get("containerResource") or {}).get("container", "")))
     if kind == "Pods":
-        source = spec.get("pods") or {}
-        name = (source.get("metric") or {}).get("name", "")
-        try:
-            target = _milli_of((source.get("target") or {}).get("averageValue")) or 0
-            replicas, usage_m = pods_metric_replicas(sync, spec_replicas, target, name, pods)
-        except MetricError as err:
-            raise MetricError("FailedGetPodsMetric", str(err),
-                              f"failed to get pods metric value: {err}") from None
-        return replicas, f"pods metric {name}", {
-            "type": "Pods", "pods": {"metric": _identifier(source),
-                                     "current": {"averageValue": _q(usage_m)}}}
+        return _pods_metric(sync, spec.get("pods") or {}, spec_replicas, pods)
     if kind == "Object":
         return _object_metric(sync, spec.get("object") or {}, spec_replicas, status_replicas, pods)
     if kind == "External":
@@ -109,6 +134,21 @@ def compute_replicas_for_metric(sync: Sync, spec: dict[str, Any], spec_replicas:
                                 pods)
     message = f'unknown metric source type "{kind}"'
     raise MetricError("InvalidMetricSourceType", message)
+
+
+def _pods_metric(sync: Sync, source: dict[str, Any], spec_replicas: int,
+                 pods: list[dict[str, Any]]) -> tuple[int, str, dict[str, Any]]:
+    """``computeStatusForPodsMetric``: the custom metrics API's per-pod values."""
+    name = (source.get("metric") or {}).get("name", "")
+    try:
+        target = _milli_of((source.get("target") or {}).get("averageValue")) or 0
+        replicas, usage_m = pods_metric_replicas(sync, spec_replicas, target, name, pods)
+    except MetricError as err:
+        raise MetricError("FailedGetPodsMetric", str(err),
+                          f"failed to get pods metric value: {err}") from None
+    return replicas, f"pods metric {name}", {
+        "type": "Pods", "pods": {"metric": _identifier(source),
+                                 "current": {"averageValue": _q(usage_m)}}}
 
 
 def _identifier(source: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ Neighbours: ``hpa_metrics`` (asks for a proposal per metric), ``hpa_sync`` (sett
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import math
 
@@ -90,8 +90,21 @@ def resource_replicas(now: float, current: int, target_utilization: int, resourc
     """``GetResourceReplicas``: (replicas, utilization %, raw average milli-value) from the
     pods' milli-values ``metrics`` (by pod name)."""
     metrics, ready, unready, missing = _counted(now, pods, metrics, resource)
+    requests = _pod_requests(pods, resource, container)
+    ratio, utilization, raw = utilization_ratio(metrics, requests, target_utilization)
+    fallback = max(100, target_utilization)
+    replicas = _replica_count(
+        current, ratio, ready, metrics, unready, missing,
+        lambda name: requests[name] * fallback // 100,
+        lambda values: utilization_ratio(values, requests, target_utilization)[0])
+    return replicas, utilization, raw
+
+
+def _pod_requests(pods: list[dict[str, Any]], resource: str, container: str) -> dict[str, int]:
+    """``calculatePodRequests``: each pod's request (milli-values; of one container when
+    ``container`` is set); a container without one is an error."""
     requests = {}
-    for pod in pods:                                       # calculatePodRequests
+    for pod in pods:
         counted = [c for c in pod["spec"].get("containers") or []
                    if not container or c.get("name") == container]
         request = pod_requests({"spec": {"containers": counted}}, resource) if counted else 0
@@ -101,27 +114,40 @@ def resource_replicas(now: float, current: int, target_utilization: int, resourc
             raise MetricError("", f"missing request for {resource} in container {missing_in} of "
                                   f"Pod {pod['metadata']['name']}")
         requests[pod["metadata"]["name"]] = request * (1 if resource == "cpu" else 1000)
-    ratio, utilization, raw = utilization_ratio(metrics, requests, target_utilization)
+    return requests
+
+
+def _replica_count(current: int, ratio: float, ready: int, metrics: dict[str, Any],
+                   unready: set[str], missing: set[str], missing_value: Callable[[str], int],
+                   ratio_of: Callable[[dict[str, Any]], float]) -> int:
+    """What ``GetResourceReplicas`` and ``calcPlainMetricReplicas`` share after the first ratio:
+    without missing pods (or unready ones while scaling up) the ratio over the ready pods;
+    otherwise missing pods count as ``missing_value`` (scaling down) or 0 (up), unready pods
+    as 0 when scaling up, and the ratio of ``metrics`` so filled (``ratio_of``) decides."""
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
         if abs(1.0 - ratio) <= TOLERANCE:
-            return current, utilization, raw
-        return math.ceil(ratio * ready), utilization, raw
-    if missing:
-        fallback = max(100, target_utilization)
-        for name in missing:
-            metrics[name] = requests[name] * fallback // 100 if ratio < 1.0 else 0
+            return current
+        return math.ceil(ratio * ready)
+    for name in missing:
+        metrics[name] = missing_value(name) if ratio < 1.0 else 0
     if scale_up_with_unready:
         for name in unready:
             metrics[name] = 0
-    new_ratio, _, _ = utilization_ratio(metrics, requests, target_utilization)
+    return _rebalanced(current, ratio, ratio_of(metrics), len(metrics))
+
+
+def _rebalanced(current: int, ratio: float, new_ratio: float, counted: int) -> int:
+    """The proposal over ``counted`` pods after filling in missing and unready ones: the
+    current count when within tolerance, when the fill flipped the direction, or when it
+    would move against ``new_ratio``."""
     if (abs(1.0 - new_ratio) <= TOLERANCE or (ratio < 1.0 and new_ratio > 1.0)
             or (ratio > 1.0 and new_ratio < 1.0)):
-        return current, utilization, raw
-    new = math.ceil(new_ratio * len(metrics))
+        return current
+    new = math.ceil(new_ratio * counted)
     if (new_ratio < 1.0 and new > current) or (new_ratio > 1.0 and new < current):
-        return current, utilization, raw
-    return new, utilization, raw
+        return current
+    return new
 
 
 def utilization_ratio(metrics: dict[str, Any], requests: dict[str, Any], target: int) -> tuple[float, int, int]:
@@ -156,24 +182,9 @@ def plain_replicas(now: float, metrics: dict[str, Any], current: int, target: in
     """``calcPlainMetricReplicas``: (replicas, average usage milli-value)."""
     metrics, ready, unready, missing = _counted(now, pods, metrics, resource)
     ratio, usage_m = _usage_ratio(metrics, target)
-    scale_up_with_unready = bool(unready) and ratio > 1.0
-    if not scale_up_with_unready and not missing:
-        if abs(1.0 - ratio) <= TOLERANCE:
-            return current, usage_m
-        return math.ceil(ratio * ready), usage_m
-    for name in missing:
-        metrics[name] = target if ratio < 1.0 else 0
-    if scale_up_with_unready:
-        for name in unready:
-            metrics[name] = 0
-    new_ratio, _ = _usage_ratio(metrics, target)
-    if (abs(1.0 - new_ratio) <= TOLERANCE or (ratio < 1.0 and new_ratio > 1.0)
-            or (ratio > 1.0 and new_ratio < 1.0)):
-        return current, usage_m
-    new = math.ceil(new_ratio * len(metrics))
-    if (new_ratio < 1.0 and new > current) or (new_ratio > 1.0 and new < current):
-        return current, usage_m
-    return new, usage_m
+    replicas = _replica_count(current, ratio, ready, metrics, unready, missing,
+                              lambda name: target, lambda values: _usage_ratio(values, target)[0])
+    return replicas, usage_m
 
 
 def _usage_ratio(metrics: dict[str, Any], target: int) -> tuple[float, int]:
