@@ -198,11 +198,22 @@ def describe_node(node: dict[str, Any], pods: list[dict[str, Any]], device_rows:
             totals["nvidia.com/gpu"] = totals.get("nvidia.com/gpu", 0) + len(cut)
     sheet.text("Allocated resources:")
     sheet.text("(Total limits may be over 100 percent, i.e., overcommitted.)", 2)
-    # describe.go describeNodeResource: cpu, memory, ephemeral-storage with percentages, then the
-    # node's extended resources (allocatable, sorted) without; gpusched adds the milli-GPU shares
-    # (gpusched.io/gpu-milli, its own resource) with a percentage of the GPUs' 1000m each
-    rows = [[r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
-             _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in ("cpu", "memory", "ephemeral-storage")]
+    sheet.table(["Resource", "Requests", "Limits"], _allocated_rows(allocatable, alloc, req_total, lim_total))
+    add_events(sheet, events, clock)
+    gpus = Sheet()   # gpusched's own block, after kubectl's page and aligned on its own
+    add_gpu_table(gpus, device_rows, {_meta(p).get("uid", ""): f"{_meta(p).get('namespace', '')}/"
+                                      f"{_meta(p).get('name', '')}" for p in pods})
+    return sheet.render() + "\n" + gpus.render()
+
+
+def _allocated_rows(allocatable: dict[str, Any], alloc: dict[str, int], req_total: dict[str, int],
+                    lim_total: dict[str, int]) -> list[list[Any]]:
+    """describe.go describeNodeResource: cpu, memory, ephemeral-storage with percentages, then the
+    node's extended resources (allocatable, sorted) without; gpusched adds the milli-GPU shares
+    (gpusched.io/gpu-milli, its own resource) with a percentage of the GPUs' 1000m each."""
+    rows: list[list[Any]] = [
+        [r, _with_percent(r, req_total.get(r, 0), alloc.get(r, 0)),
+         _with_percent(r, lim_total.get(r, 0), alloc.get(r, 0))] for r in ("cpu", "memory", "ephemeral-storage")]
     extended = sorted(r for r in allocatable if r not in STANDARD_RESOURCES and not r.startswith("hugepages-"))
     rows += [[r, format_quantity(r, req_total.get(r, 0)), format_quantity(r, lim_total.get(r, 0))] for r in extended]
     if req_total.get(RESOURCE_GPU_MILLI):
@@ -210,12 +221,7 @@ def describe_node(node: dict[str, Any], pods: list[dict[str, Any]], device_rows:
                                                        alloc.get(RESOURCE_GPU_MILLI, 0)),
                      _with_percent(RESOURCE_GPU_MILLI, lim_total.get(RESOURCE_GPU_MILLI, 0),
                                    alloc.get(RESOURCE_GPU_MILLI, 0))])
-    sheet.table(["Resource", "Requests", "Limits"], rows)
-    add_events(sheet, events, clock)
-    gpus = Sheet()   # gpusched's own block, after kubectl's page and aligned on its own
-    add_gpu_table(gpus, device_rows, {_meta(p).get("uid", ""): f"{_meta(p).get('namespace', '')}/"
-                                      f"{_meta(p).get('name', '')}" for p in pods})
-    return sheet.render() + "\n" + gpus.render()
+    return rows
 
 
 def _node_header(sheet: Sheet, node: dict[str, Any], lease: dict[str, Any] | None) -> None:
@@ -228,19 +234,37 @@ def _node_header(sheet: Sheet, node: dict[str, Any], lease: dict[str, Any] | Non
     sheet.mapping("Labels", meta.get("labels"))
     sheet.lines(annotation_lines("Annotations", meta.get("annotations")))
     sheet.kv("CreationTimestamp", kube_date(meta.get("creationTimestamp")))
+    _node_taints(sheet, spec)
+    sheet.kv("Unschedulable", str(bool(spec.get("unschedulable", False))).lower())
+    _node_lease(sheet, meta.get("name", ""), lease)
+    _node_conditions(sheet, status)
+    _node_status(sheet, status)
+    for title, value in (("PodCIDR", spec.get("podCIDR")), ("PodCIDRs", ",".join(spec.get("podCIDRs") or [])),
+                         ("ProviderID", spec.get("providerID"))):
+        if value:
+            sheet.kv(title, value)
+
+
+def _node_taints(sheet: Sheet, spec: dict[str, Any]) -> None:
     taints = [f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
               for t in spec.get("taints") or []]
     sheet.kv("Taints", taints[0] if taints else NONE)
     for text in taints[1:]:
         sheet.kv("", text)
-    sheet.kv("Unschedulable", str(bool(spec.get("unschedulable", False))).lower())
-    _node_lease(sheet, meta.get("name", ""), lease)
-    if status.get("conditions"):
-        sheet.text("Conditions:")
-        sheet.table(["Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"],
-                    [[f"{c.get('type', '')} ", f"{c.get('status', '')} ", f"{kube_date(c.get('lastHeartbeatTime'))} ",
-                      f"{kube_date(c.get('lastTransitionTime'))} ", f"{c.get('reason', '')} ", c.get("message", "")]
-                     for c in status["conditions"]])
+
+
+def _node_conditions(sheet: Sheet, status: dict[str, Any]) -> None:
+    if not status.get("conditions"):
+        return
+    sheet.text("Conditions:")
+    sheet.table(["Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"],
+                [[f"{c.get('type', '')} ", f"{c.get('status', '')} ", f"{kube_date(c.get('lastHeartbeatTime'))} ",
+                  f"{kube_date(c.get('lastTransitionTime'))} ", f"{c.get('reason', '')} ", c.get("message", "")]
+                 for c in status["conditions"]])
+
+
+def _node_status(sheet: Sheet, status: dict[str, Any]) -> None:
+    """Addresses, Capacity, Allocatable and System Info."""
     sheet.text("Addresses:")
     for address in status.get("addresses") or []:
         sheet.kv(address.get("type", ""), address.get("address", ""), 2)
@@ -252,10 +276,6 @@ def _node_header(sheet: Sheet, node: dict[str, Any], lease: dict[str, Any] | Non
     info = status.get("nodeInfo") or {}
     for title, field in NODE_INFO:
         sheet.kv(title, info.get(field, ""), 2)
-    for title, value in (("PodCIDR", spec.get("podCIDR")), ("PodCIDRs", ",".join(spec.get("podCIDRs") or [])),
-                         ("ProviderID", spec.get("providerID"))):
-        if value:
-            sheet.kv(title, value)
 
 
 NODE_INFO = (("Machine ID", "machineID"), ("System UUID", "systemUUID"), ("Boot ID", "bootID"),
@@ -358,24 +378,35 @@ def describe_generic(obj: dict[str, Any], events: list[dict[str, Any]], clock: C
 
 def _nested(sheet: Sheet, key: str, value: Any, indent: int) -> None:
     title = key[:1].upper() + key[1:] if indent == 0 else key
-    if isinstance(value, dict) and value:
+    children = _nested_children(value)
+    if children is not None:
         sheet.text(f"{title}:", indent)
-        for sub, item in value.items():
-            _nested(sheet, str(sub), item, indent + 2)
-    elif isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
-        sheet.text(f"{title}:", indent)
-        for number, item in enumerate(value):
-            _nested(sheet, f"[{number}]", item, indent + 2)
-    elif isinstance(value, list):
-        sheet.kv(title, ", ".join(map(str, value)) or NONE, indent)
-    elif isinstance(value, bool):
-        sheet.kv(title, str(value).lower(), indent)
+        for sub, item in children:
+            _nested(sheet, sub, item, indent + 2)
     elif isinstance(value, str) and "\n" in value:
         sheet.text(f"{title}:", indent)
         for line in value.rstrip("\n").split("\n"):
             sheet.text(line, indent + 2)
     else:
-        sheet.kv(title, NONE if value in (None, {}, "") else value, indent)
+        sheet.kv(title, _nested_scalar(value), indent)
+
+
+def _nested_children(value: Any) -> list[tuple[str, Any]] | None:
+    """The entries of a non-empty mapping, or of a list holding mappings or lists; else None."""
+    if isinstance(value, dict) and value:
+        return [(str(sub), item) for sub, item in value.items()]
+    if isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
+        return [(f"[{number}]", item) for number, item in enumerate(value)]
+    return None
+
+
+def _nested_scalar(value: Any) -> Any:
+    """A leaf's value cell: a flat list comma-joined, a bool lower-case, nothing as ``<none>``."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or NONE
+    if isinstance(value, bool):
+        return str(value).lower()
+    return NONE if value in (None, {}, "") else value
 
 
 # ---- the command ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ Neighbours: ``cli.describe`` dispatches here (``TABBED_PAGES``); ``cli.describe_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from gpusched.cli.describe_base import Related, annotation_lines, event_lines, kube_date, label_lines
 
@@ -24,51 +24,77 @@ def _current(status: dict[str, Any], field: str, key: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _reported(status: dict[str, Any], field: str, key: str) -> str:
+    """kubectl's "current" cell: ``<unknown>`` with no status for the metric, else the value or 0."""
+    return (_current(status, field, key) or "0") if status.get(field) else UNKNOWN
+
+
+def _metric_name(source: dict[str, Any]) -> Any:
+    return (source.get("metric") or {}).get("name", "")
+
+
+def _external_line(metric: dict[str, Any], status: dict[str, Any], kind: str) -> str:
+    source = metric.get("external") or {}
+    name, target = _metric_name(source), source.get("target") or {}
+    if target.get("averageValue") is not None:
+        current = _current(status, "external", "averageValue") or UNKNOWN
+        return f'  "{name}" (target average value):\t{current} / {target["averageValue"]}'
+    current = _reported(status, "external", "value")
+    return f'  "{name}" (target value):\t{current} / {target.get("value", "")}'
+
+
+def _pods_line(metric: dict[str, Any], status: dict[str, Any], kind: str) -> str:
+    source = metric.get("pods") or {}
+    current = _reported(status, "pods", "averageValue")
+    return (f'  "{_metric_name(source)}" on pods:\t{current} / '
+            f'{(source.get("target") or {}).get("averageValue", "")}')
+
+
+def _object_line(metric: dict[str, Any], status: dict[str, Any], kind: str) -> str:
+    source = metric.get("object") or {}
+    described = source.get("describedObject") or {}
+    head = (f'  "{_metric_name(source)}" on '
+            f'{described.get("kind", "")}/{described.get("name", "")} ')
+    target = source.get("target") or {}
+    if target.get("type") == "AverageValue":
+        current = _reported(status, "object", "averageValue")
+        return f'{head}(target average value):\t{current} / {target.get("averageValue", "")}'
+    current = _reported(status, "object", "value")
+    return f'{head}(target value):\t{current} / {target.get("value", "")}'
+
+
+def _resource_line(metric: dict[str, Any], status: dict[str, Any], kind: str) -> str:
+    """``Resource`` and ``ContainerResource`` metrics."""
+    field = "resource" if kind == "Resource" else "containerResource"
+    source = metric.get(field) or {}
+    head = f'  resource {source.get("name", "")} on pods'
+    if kind == "ContainerResource":
+        head = f'  resource {source.get("name", "")} of container "{source.get("container", "")}" on pods'
+    target = source.get("target") or {}
+    if target.get("averageValue") is not None:
+        current = _reported(status, field, "averageValue")
+        return f'{head}:\t{current} / {target["averageValue"]}'
+    current = UNKNOWN
+    if _current(status, field, "averageUtilization") is not None:
+        current = (f'{_current(status, field, "averageUtilization")}% '
+                   f'({_current(status, field, "averageValue") or "0"})')
+    goal = (f'{target["averageUtilization"]}%' if target.get("averageUtilization") is not None
+            else "<auto>")
+    return f'{head}  (as a percentage of request):\t{current} / {goal}'
+
+
+_METRIC_LINES: dict[str, Callable[[dict[str, Any], dict[str, Any], str], str]] = {
+    "External": _external_line, "Pods": _pods_line, "Object": _object_line,
+    "Resource": _resource_line, "ContainerResource": _resource_line,
+}
+
+
 def metric_line(metric: dict[str, Any], status: dict[str, Any]) -> str:
     """One line under ``Metrics:`` (LEVEL_1 indent, a tab before the values)."""
     kind = metric.get("type")
-    if kind == "External":
-        source = metric.get("external") or {}
-        name, target = (source.get("metric") or {}).get("name", ""), source.get("target") or {}
-        if target.get("averageValue") is not None:
-            current = _current(status, "external", "averageValue") or UNKNOWN
-            return f'  "{name}" (target average value):\t{current} / {target["averageValue"]}'
-        current = (_current(status, "external", "value") or "0") if status.get("external") else UNKNOWN
-        return f'  "{name}" (target value):\t{current} / {target.get("value", "")}'
-    if kind == "Pods":
-        source = metric.get("pods") or {}
-        current = (_current(status, "pods", "averageValue") or "0") if status.get("pods") else UNKNOWN
-        return (f'  "{(source.get("metric") or {}).get("name", "")}" on pods:\t{current} / '
-                f'{(source.get("target") or {}).get("averageValue", "")}')
-    if kind == "Object":
-        source = metric.get("object") or {}
-        described = source.get("describedObject") or {}
-        head = (f'  "{(source.get("metric") or {}).get("name", "")}" on '
-                f'{described.get("kind", "")}/{described.get("name", "")} ')
-        target = source.get("target") or {}
-        if target.get("type") == "AverageValue":
-            current = (_current(status, "object", "averageValue") or "0") if status.get("object") else UNKNOWN
-            return f'{head}(target average value):\t{current} / {target.get("averageValue", "")}'
-        current = (_current(status, "object", "value") or "0") if status.get("object") else UNKNOWN
-        return f'{head}(target value):\t{current} / {target.get("value", "")}'
-    if kind in ("Resource", "ContainerResource"):
-        field = "resource" if kind == "Resource" else "containerResource"
-        source = metric.get(field) or {}
-        head = f'  resource {source.get("name", "")} on pods'
-        if kind == "ContainerResource":
-            head = f'  resource {source.get("name", "")} of container "{source.get("container", "")}" on pods'
-        target = source.get("target") or {}
-        if target.get("averageValue") is not None:
-            current = (_current(status, field, "averageValue") or "0") if status.get(field) else UNKNOWN
-            return f'{head}:\t{current} / {target["averageValue"]}'
-        current = UNKNOWN
-        if _current(status, field, "averageUtilization") is not None:
-            current = (f'{_current(status, field, "averageUtilization")}% '
-                       f'({_current(status, field, "averageValue") or "0"})')
-        goal = (f'{target["averageUtilization"]}%' if target.get("averageUtilization") is not None
-                else "<auto>")
-        return f'{head}  (as a percentage of request):\t{current} / {goal}'
-    return f'  <unknown metric type "{kind}">'
+    if not isinstance(kind, str) or kind not in _METRIC_LINES:
+        return f'  <unknown metric type "{kind}">'
+    return _METRIC_LINES[kind](metric, status, kind)
 
 
 def _behavior_lines(direction: str, rules: dict[str, Any] | None) -> list[str]:

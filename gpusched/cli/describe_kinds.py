@@ -9,7 +9,7 @@ Neighbours: ``cli.describe_base`` (shared blocks), ``cli.describe`` (dispatch).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import math
 
@@ -182,26 +182,30 @@ def describe_service(service: dict[str, Any], related: Related) -> list[str]:
              *label_lines("Labels", meta(service).get("labels")),
              *annotation_lines("Annotations", meta(service).get("annotations")),
              f"Selector:\t{','.join(f'{k}={v}' for k, v in sorted((spec.get('selector') or {}).items())) or NONE}",
-             f"Type:\t{spec.get('type', '')}"]
-    if spec.get("ipFamilyPolicy"):
-        lines.append(f"IP Family Policy:\t{spec['ipFamilyPolicy']}")
-    lines += [f"IP Families:\t{','.join(spec.get('ipFamilies') or []) or NONE}",
-              f"IP:\t{spec.get('clusterIP', '')}", f"IPs:\t{','.join(spec.get('clusterIPs') or []) or NONE}"]
-    for title, field in (("External IPs", "externalIPs"),):
-        if spec.get(field):
-            lines.append(f"{title}:\t{','.join(spec[field])}")
-    for title, field in (("Desired LoadBalancer IP", "loadBalancerIP"), ("External Name", "externalName")):
-        if spec.get(field):
-            lines.append(f"{title}:\t{spec[field]}")
+             f"Type:\t{spec.get('type', '')}", *_service_address_lines(spec)]
     for port in spec.get("ports") or []:
         lines += _service_port_lines(port, slices)
     lines.append(f"Session Affinity:\t{spec.get('sessionAffinity', '')}")
-    for title, field in (("External Traffic Policy", "externalTrafficPolicy"),
-                         ("Internal Traffic Policy", "internalTrafficPolicy"),
-                         ("HealthCheck NodePort", "healthCheckNodePort")):
-        if spec.get(field):
-            lines.append(f"{title}:\t{spec[field]}")
+    lines += _set_fields(spec, (("External Traffic Policy", "externalTrafficPolicy"),
+                                ("Internal Traffic Policy", "internalTrafficPolicy"),
+                                ("HealthCheck NodePort", "healthCheckNodePort")))
     return lines + event_lines(related.events, related.clock)
+
+
+def _service_address_lines(spec: dict[str, Any]) -> list[str]:
+    """From IP Family Policy (when set) to External Name (when set)."""
+    lines = _set_fields(spec, (("IP Family Policy", "ipFamilyPolicy"),))
+    lines += [f"IP Families:\t{','.join(spec.get('ipFamilies') or []) or NONE}",
+              f"IP:\t{spec.get('clusterIP', '')}", f"IPs:\t{','.join(spec.get('clusterIPs') or []) or NONE}"]
+    if spec.get("externalIPs"):
+        lines.append(f"External IPs:\t{','.join(spec['externalIPs'])}")
+    return lines + _set_fields(spec, (("Desired LoadBalancer IP", "loadBalancerIP"),
+                                      ("External Name", "externalName")))
+
+
+def _set_fields(spec: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> list[str]:
+    """``Title:<tab>value`` for each field that is set (kubectl skips the empty ones)."""
+    return [f"{title}:\t{spec[field]}" for title, field in fields if spec.get(field)]
 
 
 def _service_port_lines(port: dict[str, Any], slices: list[dict[str, Any]]) -> list[str]:
@@ -220,18 +224,26 @@ def _endpoints(slices: list[dict[str, Any]], port_name: str, most: int = 3) -> s
         return NONE
     shown: list[str] = []
     count, more = 0, False
+    for port, endpoint in _port_endpoints(slices, port_name):
+        more = more or len(shown) == most
+        if (endpoint.get("conditions") or {}).get("ready") is False or not endpoint.get("addresses"):
+            continue
+        address = endpoint["addresses"][0]
+        if not more:
+            shown.append(address if port is None else _host_port(address, port.get("port", 0)))
+        count += 1
+    return f"{','.join(shown)} + {count - most} more..." if more else ",".join(shown)
+
+
+def _port_endpoints(slices: list[dict[str, Any]],
+                    port_name: str) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
+    """Each slice's endpoints once per port named ``port_name`` (once, port None, for a slice
+    without ports), in formatEndpointSlices' order."""
     for item in slices:
         ports = [p for p in item.get("ports") or [] if (p.get("name") or "") == port_name]
         for port in ports if item.get("ports") else [None]:
             for endpoint in item.get("endpoints") or []:
-                more = more or len(shown) == most
-                if (endpoint.get("conditions") or {}).get("ready") is False or not endpoint.get("addresses"):
-                    continue
-                address = endpoint["addresses"][0]
-                if not more:
-                    shown.append(address if port is None else _host_port(address, port.get("port", 0)))
-                count += 1
-    return f"{','.join(shown)} + {count - most} more..." if more else ",".join(shown)
+                yield port, endpoint
 
 
 def _host_port(address: str, port: int) -> str:

@@ -65,20 +65,25 @@ def _header_lines(pod: dict[str, Any], related: Related) -> list[str]:
         lines.append(f"Start Time:\t{kube_date(status['startTime'])}")
     lines += label_lines("Labels", info.get("labels"))
     lines += annotation_lines("Annotations", info.get("annotations"))
-    if info.get("deletionTimestamp") and status.get("phase") not in ("Failed", "Succeeded"):
-        lines += [f"Status:\tTerminating (lasts {related.clock.age(info['deletionTimestamp'])})",
-                  f"Termination Grace Period:\t{info.get('deletionGracePeriodSeconds', 0)}s"]
-    else:
-        lines.append(f"Status:\t{status.get('phase', '')}")
-    lines += [f"{title}:\t{status[field]}" for title, field in (("Reason", "reason"), ("Message", "message"))
-              if status.get(field)]
-    lines.append(f"IP:\t{status.get('podIP', '')}")
-    ips = [str(item.get("ip", "")) for item in status.get("podIPs") or []]
-    lines += ["IPs:", *(f"  IP:\t{ip}" for ip in ips)] if ips else [f"IPs:\t{NONE}"]
+    lines += _status_lines(info, status, related)
     lines += controlled_by(pod)
     if status.get("nominatedNodeName"):
         lines.append(f"NominatedNodeName:\t{status['nominatedNodeName']}")
     return lines
+
+
+def _status_lines(info: dict[str, Any], status: dict[str, Any], related: Related) -> list[str]:
+    """describePod from Status (Terminating while being deleted) to IPs."""
+    if info.get("deletionTimestamp") and status.get("phase") not in ("Failed", "Succeeded"):
+        lines = [f"Status:\tTerminating (lasts {related.clock.age(info['deletionTimestamp'])})",
+                 f"Termination Grace Period:\t{info.get('deletionGracePeriodSeconds', 0)}s"]
+    else:
+        lines = [f"Status:\t{status.get('phase', '')}"]
+    lines += [f"{title}:\t{status[field]}" for title, field in (("Reason", "reason"), ("Message", "message"))
+              if status.get(field)]
+    lines.append(f"IP:\t{status.get('podIP', '')}")
+    ips = [str(item.get("ip", "")) for item in status.get("podIPs") or []]
+    return lines + (["IPs:", *(f"  IP:\t{ip}" for ip in ips)] if ips else [f"IPs:\t{NONE}"])
 
 
 def gpu_lines(pod: dict[str, Any]) -> list[str]:
@@ -116,15 +121,10 @@ def pod_qos(pod: dict[str, Any]) -> str:
     guaranteed = True
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         resources = container.get("resources") or {}
-        for name, value in (resources.get("requests") or {}).items():
-            if name in ("cpu", "memory") and _amount(value) > 0:
-                requests[name] = requests.get(name, 0) + _amount(value)
-        found = set()
-        for name, value in (resources.get("limits") or {}).items():
-            if name in ("cpu", "memory") and _amount(value) > 0:
-                found.add(name)
-                limits[name] = limits.get(name, 0) + _amount(value)
-        if found != {"cpu", "memory"}:
+        _add(requests, _qos_amounts(resources.get("requests")))
+        container_limits = _qos_amounts(resources.get("limits"))
+        _add(limits, container_limits)
+        if set(container_limits) != {"cpu", "memory"}:
             guaranteed = False
     if not requests and not limits:
         return "BestEffort"
@@ -132,6 +132,17 @@ def pod_qos(pod: dict[str, Any]) -> str:
             and len(requests) == len(limits):
         return "Guaranteed"
     return "Burstable"
+
+
+def _qos_amounts(values: dict[str, Any] | None) -> dict[str, Fraction | int]:
+    """The cpu and memory amounts above zero of one container's requests or limits."""
+    return {name: _amount(value) for name, value in (values or {}).items()
+            if name in ("cpu", "memory") and _amount(value) > 0}
+
+
+def _add(totals: dict[str, Fraction | int], amounts: dict[str, Fraction | int]) -> None:
+    for name, amount in amounts.items():
+        totals[name] = totals.get(name, 0) + amount
 
 
 def _amount(value: object) -> Fraction | int:
