@@ -37,11 +37,12 @@ import numpy as np
 
 from gpusched.objects.types import PodInfo, Taint, Toleration
 from gpusched.scheduler import preemption
-from gpusched.scheduler.framework import Code, CycleState, PostFilterResult, ScheduleResult
+from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, PostFilterResult,
+                                          ScheduleResult)
 
 if TYPE_CHECKING:
     from gpusched.scheduler.profile import Framework
-    from gpusched.scheduler.runner import Scheduler
+    from gpusched.scheduler.runner import FilterOutcome, Scheduler
     from gpusched.scheduler.snapshot import Snapshot
 
 GPU = "nvidia.com/gpu"
@@ -252,25 +253,38 @@ def _finishing(scheduler: Scheduler, framework: Framework, pod: PodInfo, unresol
     given): per node, the smallest set of such pods whose leaving lets the pod fit."""
     snapshot = scheduler.snapshot
     fits = preemption.framework_fit_check(framework, snapshot)
-    best: tuple[float, int, int, list[PodInfo]] | None = None
+    best: _Room | None = None
     for row in np.flatnonzero(~unresolvable):
-        running = sorted(snapshot.pods_on(int(row)), key=preemption.importance_key)
-        if finishing is not None:   # reprieve the latest finishers first: the room comes soonest
-            running = sorted((p for p in running if p.key in finishing.times),
-                             key=lambda p: -finishing.times[p.key])
-        if not running:
-            continue
-        gone, reasons = preemption.minimal_removal(snapshot, pod, int(row), running, (running,), fits)
-        if reasons or not gone:
-            continue
-        when = max((finishing.times[p.key] for p in gone), default=0.0) if finishing else 0.0
-        candidate = (when, len(gone), int(row), gone)
-        if best is None or candidate[:2] < best[:2]:
+        candidate = _room_on(snapshot, pod, int(row), fits, finishing)
+        if candidate is not None and (best is None or candidate[:2] < best[:2]):
             best = candidate
     if best is None:
         return None
-    when, count, best_row, gone = best
-    node = snapshot.names[best_row]
+    return _finishing_suggestion(snapshot.names[best[2]], best, finishing)
+
+
+_Room = tuple[float, int, int, list[PodInfo]]
+"""(when, how many pods, row, the pods): a node's room from finishing pods; least first."""
+
+
+def _room_on(snapshot: Snapshot, pod: PodInfo, row: int, fits: preemption.FitCheck,
+             finishing: Finishing | None) -> _Room | None:
+    """The smallest set of ``row``'s running pods whose finishing lets ``pod`` fit there."""
+    running = sorted(snapshot.pods_on(row), key=preemption.importance_key)
+    if finishing is not None:   # reprieve the latest finishers first: the room comes soonest
+        running = sorted((p for p in running if p.key in finishing.times),
+                         key=lambda p: -finishing.times[p.key])
+    if not running:
+        return None
+    gone, reasons = preemption.minimal_removal(snapshot, pod, row, running, (running,), fits)
+    if reasons or not gone:
+        return None
+    when = max((finishing.times[p.key] for p in gone), default=0.0) if finishing else 0.0
+    return (when, len(gone), row, gone)
+
+
+def _finishing_suggestion(node: str, room: _Room, finishing: Finishing | None) -> Suggestion:
+    when, count, _, gone = room
     if finishing is None:
         return Suggestion("finishing", f"room frees up on {node} when {count} pod(s) finish",
                           (node,), tuple(p.key for p in gone))
@@ -300,27 +314,42 @@ def explain(scheduler: Scheduler, pod: PodInfo, finishing: Finishing | None = No
             return Explanation(pod.key, message,
                                tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names))
         outcome = scheduler.run_filters(state, pod, None, False, framework)
-    feasible = outcome.feasible
-    per_node_scores = _scores(scheduler, framework, state, pod, feasible)
+    per_node_scores = _scores(scheduler, framework, state, pod, outcome.feasible)
+    verdicts = _verdicts(names, outcome, per_node_scores)
+    if failed is None or failed.diagnosis is None or failed.diagnosis.pre_filter_status is not None:
+        return Explanation(pod.key, message, verdicts)
+    return Explanation(pod.key, message, verdicts,
+                       _suggestions(scheduler, framework, pod, failed, failed.diagnosis, finishing))
+
+
+def _verdicts(names: list[str], outcome: FilterOutcome,
+              per_node_scores: dict[int, list[tuple[str, int]]]) -> tuple[NodeVerdict, ...]:
+    """Each node's rejections (every plugin's, in plugin order) or its scores and total."""
     verdicts: list[NodeVerdict] = []
     for row, name in enumerate(names):
         reasons = tuple((r.plugin, r.reason) for r in outcome.diagnosis.rejections if r.nodes[row])
         scores = tuple(per_node_scores.get(row, ()))
         total = sum(s for _, s in scores) if row in per_node_scores else None
         verdicts.append(NodeVerdict(name, row in per_node_scores, reasons, scores, total))
-    if failed is None or failed.diagnosis is None or failed.diagnosis.pre_filter_status is not None:
-        return Explanation(pod.key, message, tuple(verdicts))
+    return tuple(verdicts)
+
+
+def _suggestions(scheduler: Scheduler, framework: Framework, pod: PodInfo, failed: ScheduleResult,
+                 diagnosis: Diagnosis, finishing: Finishing | None) -> tuple[Suggestion, ...]:
+    """Step 3: the relaxations that make some node feasible, the node-state changes, fewer
+    GPUs, preemption's victims and the room from finishing pods, in that order."""
+    snapshot = scheduler.snapshot
     suggestions = [s for kind, change, changed, edit in _relaxations(snapshot, pod)
                    if (s := _try(scheduler, framework, kind, change, changed, edit))]
     for taint in _node_state_taints(snapshot, pod):
         suggestions.extend(_node_state(scheduler, framework, pod, taint))
     for found in (_fewer_gpus(scheduler, framework, pod),
                   _preemption(scheduler, framework, pod, failed),
-                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(failed.diagnosis),
+                  _finishing(scheduler, framework, pod, preemption.unresolvable_nodes(diagnosis),
                              finishing)):
         if found:
             suggestions.append(found)
-    return Explanation(pod.key, message, tuple(verdicts), tuple(suggestions))
+    return tuple(suggestions)
 
 
 # ---- output -----------------------------------------------------------------------------------------
@@ -334,28 +363,38 @@ def render_table(expl: Explanation) -> str:
         return "\n".join(head + ["", f"{expl.workload} has no Pending pod to explain."])
     if expl.workload:
         head += ["", f"Its oldest Pending pod, {expl.pod}:"]
-    rows = [("NODE", "RESULT", "REASONS/SCORE")]
-    for v in expl.nodes:
-        if v.feasible:
-            detail = f"score {v.total}" + (" (" + ", ".join(f"{p} {s}" for p, s in v.scores) + ")" if v.scores else "")
-            rows.append((v.node, "fits", detail))
-        else:
-            rows.append((v.node, "rejected", "; ".join(f"{p}: {r}" if p else r for p, r in v.reasons)))
-    widths = [max(len(r[i]) for r in rows) for i in range(2)]
-    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in rows]
+    lines = _node_table(expl.nodes)
     if head:
         lines = head + [""] + lines
     if expl.message:
         lines += ["", expl.message]
+    return "\n".join(lines + _suggestion_lines(expl))
+
+
+def _verdict_row(v: NodeVerdict) -> tuple[str, str, str]:
+    if v.feasible:
+        detail = f"score {v.total}" + (" (" + ", ".join(f"{p} {s}" for p, s in v.scores) + ")" if v.scores else "")
+        return (v.node, "fits", detail)
+    return (v.node, "rejected", "; ".join(f"{p}: {r}" if p else r for p, r in v.reasons))
+
+
+def _node_table(verdicts: tuple[NodeVerdict, ...]) -> list[str]:
+    rows = [("NODE", "RESULT", "REASONS/SCORE")] + [_verdict_row(v) for v in verdicts]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    return [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in rows]
+
+
+def _suggestion_lines(expl: Explanation) -> list[str]:
     if expl.suggestions:
-        lines += ["", "Smallest changes that would let it run now:"]
+        lines = ["", "Smallest changes that would let it run now:"]
         for s in expl.suggestions:
             where = f" -> fits on {', '.join(s.nodes)}" if s.nodes else ""
             pods = f" ({', '.join(s.pods)})" if s.pods else ""
             lines.append(f"  - {s.change}{pods}{where}")
-    elif expl.message:
-        lines += ["", "No single change found that lets it run now."]
-    return "\n".join(lines)
+        return lines
+    if expl.message:
+        return ["", "No single change found that lets it run now."]
+    return []
 
 
 def to_json(expl: Explanation) -> dict[str, Any]:

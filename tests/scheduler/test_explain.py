@@ -181,3 +181,44 @@ def test_explain_message_equals_schedule_one_on_random_clusters(nodes, pods, pen
     kind, prio, cpu, _ = pending
     pod = builders.make_pod("pending", cpu=str(cpu * 2), priority=prio + 1, **precheck.POD_KINDS[kind])
     _assert_explain_message_is_schedule_ones(sched, pod)
+
+
+# render_table's layout, one case per branch: widths follow the longest NODE and RESULT cells.
+FITS = ex.NodeVerdict("gpu-node-1", True, (), (("NodeResourcesFit", 40), ("TaintToleration", 60)), 100)
+FITS_UNSCORED = ex.NodeVerdict("n2", True, total=0)
+REJECTED = ex.NodeVerdict("n3", False, (("TaintToleration", "node(s) had untolerated taint(s)"),
+                                         ("", "no plugin")))
+SUGGESTION = ex.Suggestion("preemption", "preemption would evict 1 lower-priority pod(s)",
+                           ("gpu-node-1",), ("default/low",))
+SUGGESTION_NOWHERE = ex.Suggestion("fewer-gpus", "ask for 2 GPUs")
+TABLE = ["NODE        RESULT    REASONS/SCORE",
+         "gpu-node-1  fits      score 100 (NodeResourcesFit 40, TaintToleration 60)",
+         "n2          fits      score 0",
+         "n3          rejected  TaintToleration: node(s) had untolerated taint(s); no plugin"]
+RENDER_CASES = [
+    ("fits-only", ex.Explanation("default/p", "", (FITS, FITS_UNSCORED)),
+     ["NODE        RESULT  REASONS/SCORE",
+      "gpu-node-1  fits    score 100 (NodeResourcesFit 40, TaintToleration 60)",
+      "n2          fits    score 0"]),
+    ("rejected-no-suggestion", ex.Explanation("default/p", "0/1 nodes are available.", (REJECTED,)),
+     ["NODE  RESULT    REASONS/SCORE",
+      "n3    rejected  TaintToleration: node(s) had untolerated taint(s); no plugin", "",
+      "0/1 nodes are available.", "", "No single change found that lets it run now."]),
+    ("suggestions-with-and-without-nodes",
+     ex.Explanation("default/p", "m", (FITS, FITS_UNSCORED, REJECTED), (SUGGESTION, SUGGESTION_NOWHERE)),
+     TABLE + ["", "m", "", "Smallest changes that would let it run now:",
+              "  - preemption would evict 1 lower-priority pod(s) (default/low) -> fits on gpu-node-1",
+              "  - ask for 2 GPUs"]),
+    ("facts-first", ex.Explanation("default/p", "", (FITS_UNSCORED,), facts=(ex.Fact("running", "It runs."),)),
+     ["It runs.", "", "NODE  RESULT  REASONS/SCORE", "n2    fits    score 0"]),
+    ("workload-without-pending-pod",
+     ex.Explanation("", "", (), facts=(ex.Fact("running", "All run."),), workload="deployment/web"),
+     ["All run.", "", "deployment/web has no Pending pod to explain."]),
+    ("workload-oldest-pending-pod", ex.Explanation("default/p", "", (FITS_UNSCORED,), workload="deployment/web"),
+     ["", "Its oldest Pending pod, default/p:", "", "NODE  RESULT  REASONS/SCORE", "n2    fits    score 0"]),
+]
+
+
+@pytest.mark.parametrize("expl,lines", [c[1:] for c in RENDER_CASES], ids=[c[0] for c in RENDER_CASES])
+def test_render_table_layout(expl, lines):
+    assert ex.render_table(expl).split("\n") == lines

@@ -106,39 +106,63 @@ class _FilterState:
 
 
 def _filter_state(snapshot: Snapshot, pod: PodInfo) -> _FilterState:
+    """PreFilter's counts turned into the three Filter checks (upstream filtering.go:
+    satisfyPodAffinity, satisfyPodAntiAffinity, satisfyExistingPodsAntiAffinity); a node fails
+    only its first check, in that order."""
     domains = _Domains(snapshot)
-    n = snapshot.num_nodes
-    affinity_fail = np.zeros(n, dtype=bool)
-    anti_fail = np.zeros(n, dtype=bool)
-    existing_fail = np.zeros(n, dtype=bool)
     all_pods = list(pods_by_node(snapshot)) if (pod.pod_affinity or pod.pod_anti_affinity) else []
-    if pod.pod_affinity:
-        rows = [row for row, other in all_pods
-                if all(term_matches(t, pod.namespace, other) for t in pod.pod_affinity)]
-        has_keys = np.ones(n, dtype=bool)
-        pods_exist = np.ones(n, dtype=bool)
-        any_match = False
-        for term in pod.pod_affinity:
-            ids, _ = domains(term.topology_key)
-            has_keys &= ids >= 0
-            counts = domains.count(term.topology_key, rows)
-            any_match |= bool(counts.sum() > 0)
-            pods_exist &= domains.per_node(term.topology_key, counts) > 0
-        first_of_series = (not any_match
-                           and all(term_matches(t, pod.namespace, pod) for t in pod.pod_affinity))
-        affinity_fail = ~has_keys | (~pods_exist & (not first_of_series))
+    affinity_fail = _affinity_fails(domains, pod, all_pods)
+    anti_fail = _anti_affinity_fails(domains, pod, all_pods)
+    existing_fail = _existing_anti_affinity_fails(domains, pod)
+    return _FilterState(affinity_fail, anti_fail & ~affinity_fail,
+                        existing_fail & ~affinity_fail & ~anti_fail)
+
+
+def _affinity_fails(domains: _Domains, pod: PodInfo,
+                    all_pods: list[tuple[int, PodInfo]]) -> np.ndarray:
+    """Nodes lacking a term's topology key, or a pod matching every required affinity term in
+    each term's domain (unless the pod is the first of its series)."""
+    n = domains.snapshot.num_nodes
+    if not pod.pod_affinity:
+        return np.zeros(n, dtype=bool)
+    rows = [row for row, other in all_pods
+            if all(term_matches(t, pod.namespace, other) for t in pod.pod_affinity)]
+    has_keys = np.ones(n, dtype=bool)
+    pods_exist = np.ones(n, dtype=bool)
+    any_match = False
+    for term in pod.pod_affinity:
+        ids, _ = domains(term.topology_key)
+        has_keys &= ids >= 0
+        counts = domains.count(term.topology_key, rows)
+        any_match |= bool(counts.sum() > 0)
+        pods_exist &= domains.per_node(term.topology_key, counts) > 0
+    first_of_series = (not any_match
+                       and all(term_matches(t, pod.namespace, pod) for t in pod.pod_affinity))
+    fails: np.ndarray = ~has_keys | (~pods_exist & (not first_of_series))
+    return fails
+
+
+def _anti_affinity_fails(domains: _Domains, pod: PodInfo,
+                         all_pods: list[tuple[int, PodInfo]]) -> np.ndarray:
+    """Nodes whose domain holds a pod matching one of the pod's required anti-affinity terms."""
+    fails = np.zeros(domains.snapshot.num_nodes, dtype=bool)
     for term in pod.pod_anti_affinity:
         rows = [row for row, other in all_pods if term_matches(term, pod.namespace, other)]
-        anti_fail |= domains.per_node(term.topology_key, domains.count(term.topology_key, rows)) > 0
-    for row, other in affinity_pods(snapshot):
+        fails |= domains.per_node(term.topology_key, domains.count(term.topology_key, rows)) > 0
+    return fails
+
+
+def _existing_anti_affinity_fails(domains: _Domains, pod: PodInfo) -> np.ndarray:
+    """Nodes in the domain of an existing pod whose required anti-affinity term matches ``pod``."""
+    fails = np.zeros(domains.snapshot.num_nodes, dtype=bool)
+    for row, other in affinity_pods(domains.snapshot):
         for term in other.pod_anti_affinity:
             if not term_matches(term, other.namespace, pod):
                 continue
             ids, _ = domains(term.topology_key)
             if ids[row] >= 0:
-                existing_fail |= ids == ids[row]
-    return _FilterState(affinity_fail, anti_fail & ~affinity_fail,
-                        existing_fail & ~affinity_fail & ~anti_fail)
+                fails |= ids == ids[row]
+    return fails
 
 
 class InterPodAffinity:
