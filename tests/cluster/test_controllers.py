@@ -247,6 +247,14 @@ def test_daemonset_one_pod_per_matching_node(cluster):
     assert cluster.get("ds", ["ds"])[0]["status"]["desiredNumberScheduled"] == 3
 
 
+def test_daemonset_pod_leaves_a_node_no_longer_eligible(cluster):
+    # daemon_controller.go podsShouldBeOnNode: a pod on a node that stopped matching is deleted
+    apply(cluster, join(pool("gpu", count=2, labels={"kind": "gpu"}), daemonset({"kind": "gpu"})))
+    cluster.label("node", "gpu-2", {"kind": None})
+    assert sorted(node_of(cluster, n) for n in live_names(cluster, selector="app=ds")) == ["gpu-1"]
+    assert cluster.get("ds", ["ds"])[0]["status"]["desiredNumberScheduled"] == 1
+
+
 # ---- node lifecycle -----------------------------------------------------------------------------
 
 def test_cordon_keeps_new_pods_off(cluster):

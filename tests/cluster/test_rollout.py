@@ -96,6 +96,40 @@ def test_new_rs_new_replicas(body, set_sizes, new_size, expected):
     assert dc.new_rs_new_replicas(body, rss, new_size) == expected
 
 
+def _rs(name: str, replicas: int, created: str = "2026-01-01T00:00:00Z", available: int = 0) -> dict:
+    return {"metadata": {"name": name, "creationTimestamp": created},
+            "spec": {"replicas": replicas}, "status": {"availableReplicas": available}}
+
+
+@pytest.mark.parametrize("new, old, expected", [
+    pytest.param(_rs("new", 0), [_rs("a", 3)], "a", id="the-only-active-set"),
+    pytest.param(_rs("new", 0), [_rs("a", 0)], "new", id="none-active-the-new-set"),
+    pytest.param(None, [_rs("a", 0, "2026-01-01T00:00:00Z"), _rs("b", 0, "2026-01-02T00:00:00Z")],
+                 "b", id="none-active-no-new-set-the-newest-old"),
+    pytest.param(_rs("new", 1), [_rs("a", 2)], None, id="several-active-none"),
+    pytest.param(None, [], None, id="no-sets-none"),
+])
+def test_find_active_or_latest(new, old, expected):
+    # deployment_util.go FindActiveOrLatest
+    from gpusched.cluster.controllers import deployment
+    sets = ([new] if new is not None else []) + old
+    active = [rs for rs in sets if rs["spec"]["replicas"] > 0]
+    found = deployment._find_active_or_latest(new, old, sets, active)
+    assert (found or {}).get("metadata", {}).get("name") == expected
+
+
+@pytest.mark.parametrize("new, saturated", [
+    pytest.param(_rs("new", 3, available=3), True, id="all-wanted-and-available"),
+    pytest.param(_rs("new", 3, available=2), False, id="not-all-available"),
+    pytest.param(_rs("new", 2, available=2), False, id="fewer-than-wanted"),
+    pytest.param(None, False, id="no-new-set"),
+])
+def test_is_saturated(new, saturated):
+    # deployment_util.go IsSaturated (sync.go scale then scales the old sets to 0)
+    from gpusched.cluster.controllers import deployment
+    assert deployment._is_saturated(_d(3), new) is saturated
+
+
 # ---- rolling.go rolloutRolling on a cluster ----------------------------------------------------
 
 def test_surge_pod_on_full_gpu_cluster_stays_pending_and_old_pods_keep_running(cluster):

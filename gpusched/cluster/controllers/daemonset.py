@@ -81,19 +81,13 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
 
 
 def reconcile_one(view: View, ds: dict[str, Any]) -> None:
-    spec = ds.get("spec") or {}
+    """``syncDaemonSet``: history, ``manage`` (a pod on each wanted node, none elsewhere), the
+    rolling update, then ``updateDaemonSetStatus``."""
     revision = sync_history(view, ds)
     hash_ = revision["metadata"]["labels"][HASH_LABEL]
-    template = copy.deepcopy(spec.get("template") or {})
-    template.setdefault("metadata", {}).setdefault("labels", {}).update({
-        HASH_LABEL: hash_, "pod-template-generation": str(ds["metadata"].get("generation", 1))})
-    tspec = template.setdefault("spec", {})
-    tolerations = tspec.setdefault("tolerations", [])
-    for default in DEFAULT_TOLERATIONS:
-        if default not in tolerations:
-            tolerations.append(default)
+    template = _pod_template(ds, hash_)
     probe = {"kind": "Pod", "metadata": {"name": "probe", **(template.get("metadata") or {})},
-             "spec": tspec}
+             "spec": template["spec"]}
     pods_by_node: dict[str, list[dict[str, Any]]] = {}
     for pod in owned_pods(view, ds):
         if is_active(pod):
@@ -101,18 +95,44 @@ def reconcile_one(view: View, ds: dict[str, Any]) -> None:
             pods_by_node.setdefault(target, []).append(pod)
     nodes = view.list("Node")
     wanted = [n["metadata"]["name"] for n in nodes if eligible(probe, n)]
+    _manage(view, ds, template, pods_by_node, wanted)
+    _rolling_update(view, ds, hash_, wanted)
+    _update_status(view, ds, hash_, wanted)
+
+
+def _pod_template(ds: dict[str, Any], hash_: str) -> dict[str, Any]:
+    """``CreatePodTemplate``: the template with the revision hash and template generation
+    labels and the DaemonSet's default tolerations added."""
+    template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
+    template.setdefault("metadata", {}).setdefault("labels", {}).update({
+        HASH_LABEL: hash_, "pod-template-generation": str(ds["metadata"].get("generation", 1))})
+    tolerations = template.setdefault("spec", {}).setdefault("tolerations", [])
+    for default in DEFAULT_TOLERATIONS:
+        if default not in tolerations:
+            tolerations.append(default)
+    return template
+
+
+def _manage(view: View, ds: dict[str, Any], template: dict[str, Any],
+            pods_by_node: dict[str, list[dict[str, Any]]], wanted: list[str]) -> None:
+    """``manage`` / ``syncNodes``: a pod pinned to each wanted node that has none; the pods of
+    nodes no longer wanted and all but the first of a node's pods deleted."""
+    tspec = template["spec"]
     name = ds["metadata"]["name"]
     for node_name in wanted:
         if node_name not in pods_by_node:
             patch = {"affinity": _affinity_for(tspec.get("affinity"), node_name),
-                     "tolerations": tolerations}
+                     "tolerations": tspec["tolerations"]}
             create_from_template(view, ds, template, f"{name}-{view.random_suffix()}",
                                  COMPONENT, spec_patch=patch)
     for node_name, pods in sorted(pods_by_node.items()):
         extra = pods if node_name not in wanted else pods[1:]
         for pod in extra:
             delete_pod(view, pod, COMPONENT, ds)
-    _rolling_update(view, ds, hash_, wanted)
+
+
+def _update_status(view: View, ds: dict[str, Any], hash_: str, wanted: list[str]) -> None:
+    """``updateDaemonSetStatus``: the counters (zero optional ones omitted)."""
     current = [p for p in owned_pods(view, ds) if is_active(p)]
     ready = sum(1 for p in current if is_ready(p))
     scheduled = sum(1 for p in current if (p.get("spec") or {}).get("nodeName"))
@@ -124,7 +144,8 @@ def reconcile_one(view: View, ds: dict[str, Any]) -> None:
     extra_counts = {"numberAvailable": ready, "updatedNumberScheduled": updated,
                     "numberUnavailable": max(0, len(wanted) - ready)}
     status.update({k: v for k, v in extra_counts.items() if v})
-    set_status(view, view.get("DaemonSet", name, ds["metadata"]["namespace"]) or ds, status)
+    set_status(view, view.get("DaemonSet", ds["metadata"]["name"], ds["metadata"]["namespace"])
+               or ds, status)
 
 
 def _rolling_update(view: View, ds: dict[str, Any], hash_: str, wanted: list[str]) -> None:
@@ -133,21 +154,31 @@ def _rolling_update(view: View, ds: dict[str, Any], hash_: str, wanted: list[str
     strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return
-    value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
-    most = scaled_value(value, len(wanted), True)
-    most = 1 if most is None else most
+    most = _max_unavailable(strategy, len(wanted))
     pods = [p for p in owned_pods(view, ds) if is_active(p)]
     by_node = {_target_node(p): p for p in pods}
     unavailable = sum(1 for node in wanted if node not in by_node or not is_ready(by_node[node]))
-    for node in wanted:
-        pod = by_node.get(node)
-        if pod is None or labels_of(pod).get(HASH_LABEL) == hash_:
-            continue
+    for pod in _old_pods(by_node, wanted, hash_):
         if is_ready(pod) and unavailable >= most:
             break
         if is_ready(pod):
             unavailable += 1
         delete_pod(view, pod, COMPONENT, ds)
+
+
+def _max_unavailable(strategy: dict[str, Any], desired: int) -> int:
+    """``updatedDesiredNodeCounts``' maxUnavailable: the number or percentage of ``desired``
+    (rounded up), 1 when it does not resolve."""
+    value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    most = scaled_value(value, desired, True)
+    return 1 if most is None else most
+
+
+def _old_pods(by_node: dict[str, dict[str, Any]], wanted: list[str],
+              hash_: str) -> list[dict[str, Any]]:
+    """The wanted nodes' pods of another revision, in the wanted nodes' order."""
+    return [by_node[node] for node in wanted
+            if node in by_node and labels_of(by_node[node]).get(HASH_LABEL) != hash_]
 
 
 # ---- ControllerRevisions (pkg/controller/daemon/update.go constructHistory) ---------------------

@@ -198,15 +198,11 @@ def _scale(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: 
     want = _replicas(deploy)
     sets = [rs for rs in ([new] if new is not None else []) + old]
     active = [rs for rs in sets if _replicas(rs) > 0]
-    target = None
-    if len(active) == 1:
-        target = active[0]
-    elif not active and sets:
-        target = new if new is not None else max(old, key=_created)
+    target = _find_active_or_latest(new, old, sets, active)
     if target is not None:
         _scale_set(view, deploy, target, want)
         return
-    if new is not None and _replicas(new) == want and _status_int(new, "availableReplicas") == want:
+    if _is_saturated(deploy, new):
         for rs in old:
             if _replicas(rs) > 0:
                 _scale_set(view, deploy, rs, 0)
@@ -214,6 +210,24 @@ def _scale(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: 
     if _rolling(deploy) is None or not active:
         return
     _scale_proportionally(view, deploy, active)
+
+
+def _find_active_or_latest(new: dict[str, Any] | None, old: list[dict[str, Any]],
+                           sets: list[dict[str, Any]],
+                           active: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``FindActiveOrLatest``: the only set with replicas; with none, the new set or else the
+    newest old one; None when several have replicas."""
+    if len(active) == 1:
+        return active[0]
+    if not active and sets:
+        return new if new is not None else max(old, key=_created)
+    return None
+
+
+def _is_saturated(deploy: dict[str, Any], new: dict[str, Any] | None) -> bool:
+    """``IsSaturated``: the new set wants and has all of the Deployment's replicas available."""
+    want = _replicas(deploy)
+    return new is not None and _replicas(new) == want and _status_int(new, "availableReplicas") == want
 
 
 def _created(rs: dict[str, Any]) -> tuple[Any, ...]:

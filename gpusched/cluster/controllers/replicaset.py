@@ -43,10 +43,19 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
 
 
 def reconcile_one(view: View, rs: dict[str, Any]) -> None:
+    """``syncReplicaSet``: ``manageReplicas``, then the status (``calculateStatus``)."""
     spec = rs.get("spec") or {}
-    want = int(spec.get("replicas", 1))
     pods = [p for p in owned_pods(view, rs)
             if is_active(p) and selector_matches(spec.get("selector"), labels_of(p))]
+    _manage_replicas(view, rs, pods)
+    rs = view.get("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"]) or rs
+    set_status(view, rs, _calculate_status(view, rs, labels_of(spec.get("template") or {})))
+
+
+def _manage_replicas(view: View, rs: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+    """``manageReplicas``: create the missing pods, or delete the surplus (``getPodsToDelete``)."""
+    spec = rs.get("spec") or {}
+    want = int(spec.get("replicas", 1))
     name = rs["metadata"]["name"]
     for _ in range(want - len(pods)):
         create_from_template(view, rs, spec.get("template") or {},
@@ -54,16 +63,18 @@ def reconcile_one(view: View, rs: dict[str, Any]) -> None:
     if len(pods) > want:
         for pod in pods_to_delete(pods, related_pods(view, rs), len(pods) - want, view.now()):
             delete_pod(view, pod, COMPONENT, rs)
-    rs = view.get("ReplicaSet", name, rs["metadata"]["namespace"]) or rs
+
+
+def _calculate_status(view: View, rs: dict[str, Any],
+                      template_labels: dict[str, Any]) -> dict[str, Any]:
+    """``calculateStatus``: the active pods' counts (zero ones but ``replicas`` omitted)."""
     pods = [p for p in owned_pods(view, rs) if is_active(p)]
-    template_labels = labels_of(spec.get("template") or {})
     counts = {"fullyLabeledReplicas": sum(1 for p in pods if template_labels.items()
                                           <= labels_of(p).items()),
               "readyReplicas": sum(1 for p in pods if is_ready(p)),
               "availableReplicas": sum(1 for p in pods if is_ready(p))}
-    status = {"replicas": len(pods), **{k: v for k, v in counts.items() if v},
-              "observedGeneration": rs["metadata"].get("generation", 1)}
-    set_status(view, rs, status)
+    return {"replicas": len(pods), **{k: v for k, v in counts.items() if v},
+            "observedGeneration": rs["metadata"].get("generation", 1)}
 
 
 def related_pods(view: View, rs: dict[str, Any]) -> list[dict[str, Any]]:
