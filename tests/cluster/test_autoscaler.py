@@ -170,6 +170,7 @@ def test_scale_down_after_unneeded_time_and_delay_after_add(cluster):
                  None, True, None, id="safe-to-evict-true-moves-a-bare-pod"),
     pytest.param({}, False, "kube-system", None, False, None, id="kube-system-pod-without-pdb-blocks"),
     pytest.param({}, False, "default", 1, False, None, id="pdb-allowing-no-disruption-blocks"),
+    pytest.param({}, False, "default", 0, True, None, id="pdb-allowing-a-disruption-moves"),
     # FAQ.md "Pods with local storage" (--skip-nodes-with-local-storage=true) ...
     pytest.param({}, False, "default", None, False, ["scratch"], id="emptydir-blocks"),
     # ... unless safe-to-evict-local-volumes lists every local volume.

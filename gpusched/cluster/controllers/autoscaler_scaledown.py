@@ -167,17 +167,13 @@ def _local_volumes(pod: dict[str, Any]) -> list[str]:
 
 def blocking_reason(view: View, pod: dict[str, Any]) -> str:
     """Why ``pod`` keeps its node (``drain.go`` BlockingPodReason names), or ``""``."""
-    from gpusched.cluster.controllers.node_lifecycle import pdb_pods
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     safe = annotations.get(SAFE_TO_EVICT)
-    if safe == "false":
-        return "NotSafeToEvictAnnotation"
-    allowed = {v.strip() for v in annotations.get(SAFE_LOCAL_VOLUMES, "").split(",") if v.strip()}
-    if safe != "true" and any(v not in allowed for v in _local_volumes(pod)):
-        return "LocalStorageRequested"      # --skip-nodes-with-local-storage (default true)
+    reason = _annotation_reason(pod, annotations, safe)
+    if reason:
+        return reason
     namespace = pod["metadata"].get("namespace", "default")
-    covering = [pdb for pdb in view.list("PodDisruptionBudget", namespace)
-                if pod in pdb_pods(view, pdb)]
+    covering = _covering_pdbs(view, pod, namespace)
     for pdb in covering:
         if int((pdb.get("status") or {}).get("disruptionsAllowed", 0)) < 1:
             return "NotEnoughPdb"
@@ -190,24 +186,32 @@ def blocking_reason(view: View, pod: dict[str, Any]) -> str:
     return ""
 
 
+def _annotation_reason(pod: dict[str, Any], annotations: dict[str, Any], safe: str | None) -> str:
+    """The safe-to-evict annotation's and the local storage rule's reason, or ``""``."""
+    if safe == "false":
+        return "NotSafeToEvictAnnotation"
+    allowed = {v.strip() for v in annotations.get(SAFE_LOCAL_VOLUMES, "").split(",") if v.strip()}
+    if safe != "true" and any(v not in allowed for v in _local_volumes(pod)):
+        return "LocalStorageRequested"      # --skip-nodes-with-local-storage (default true)
+    return ""
+
+
+def _covering_pdbs(view: View, pod: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
+    """The PodDisruptionBudgets of ``namespace`` that select ``pod``."""
+    from gpusched.cluster.controllers.node_lifecycle import pdb_pods
+    return [pdb for pdb in view.list("PodDisruptionBudget", namespace)
+            if pod in pdb_pods(view, pdb)]
+
+
 def _removable(view: View, config: Config, groups: list[Any]) -> dict[str, tuple[str, bool]]:
     """node -> (pool, empty) for the nodes that are unneeded now (both checks pass)."""
     draining = {n for g in groups for n in (g.status.get("draining") or {})}
     candidates = []
     for group in groups:
         for name in group.nodes:
-            node = view.get("Node", name)
-            if node is None or name in draining:
-                continue
-            if ((node.get("metadata") or {}).get("annotations") or {}).get(SCALE_DOWN_DISABLED) == "true":
-                continue
-            pods = node_pods(view, name)
-            if utilization(view, node, pods) >= config.utilization_threshold:
-                continue
-            movable = [p for p in pods if not _is_daemon(p) and not is_terminating(p)]
-            if any(blocking_reason(view, p) for p in movable):
-                continue
-            candidates.append((group.name, name, movable))
+            movable = _movable_pods(view, config, name, draining)
+            if movable is not None:
+                candidates.append((group.name, name, movable))
     if not candidates:
         return {}
     out: dict[str, tuple[str, bool]] = {}
@@ -219,6 +223,25 @@ def _removable(view: View, config: Config, groups: list[Any]) -> dict[str, tuple
             accepted.append((name, movable))
             out[name] = (pool, not movable)
     return out
+
+
+def _movable_pods(view: View, config: Config, name: str,
+                  draining: set[str]) -> list[dict[str, Any]] | None:
+    """A scale-down candidate's pods to move (not DaemonSet's, not terminating); None when the
+    node is gone or draining, has scale-down disabled, is utilized at or above the threshold
+    (``eligibility.go``), or holds a pod that blocks its drain."""
+    node = view.get("Node", name)
+    if node is None or name in draining:
+        return None
+    if ((node.get("metadata") or {}).get("annotations") or {}).get(SCALE_DOWN_DISABLED) == "true":
+        return None
+    pods = node_pods(view, name)
+    if utilization(view, node, pods) >= config.utilization_threshold:
+        return None
+    movable = [p for p in pods if not _is_daemon(p) and not is_terminating(p)]
+    if any(blocking_reason(view, p) for p in movable):
+        return None
+    return movable
 
 
 def _moved(sim: Simulation, removals: list[tuple[str, list[dict[str, Any]]]], gone: set[str]) -> bool:
@@ -263,16 +286,37 @@ def _act(view: View, config: Config, groups: list[Any], removable: dict[str, tup
 
 
 def _start_deletion(view: View, config: Config, group: Group, name: str, empty: bool) -> Group:
+    """Taint the node ToBeDeleted, evict its pods, and record it as draining."""
+    _mark_to_be_deleted(view, name)
+    _evict_pods(view, config, name)
+    draining = dict(group.status.get("draining") or {})
+    draining[name] = "empty" if empty else view.now()
+    unneeded = dict(group.status.get("unneeded") or {})
+    unneeded.pop(name, None)
+    group = _set(view, group, {"draining": draining, "unneeded": unneeded})
+    _finish_drains(view, group)
+    return next(g for g in current(view) if g.name == group.name)
+
+
+def _mark_to_be_deleted(view: View, name: str) -> None:
+    """``taints.MarkToBeDeleted``: the ToBeDeletedByClusterAutoscaler NoSchedule taint (Unix
+    seconds as its value) and the ScaleDown event."""
     node = view.copy("Node", name)
-    if node is not None:
-        taints = [t for t in (node.get("spec") or {}).get("taints") or []
-                  if t.get("key") != TO_BE_DELETED]
-        taints.append({"key": TO_BE_DELETED, "value": str(int(view.now()) + _unix_offset(view)),
-                       "effect": "NoSchedule"})
-        node.setdefault("spec", {})["taints"] = taints
-        view.update(node)
-        view.record_event(node, "ScaleDown", "marked the node as toBeDeleted/unschedulable",
-                          "Normal", COMPONENT)
+    if node is None:
+        return
+    taints = [t for t in (node.get("spec") or {}).get("taints") or []
+              if t.get("key") != TO_BE_DELETED]
+    taints.append({"key": TO_BE_DELETED, "value": str(int(view.now()) + _unix_offset(view)),
+                   "effect": "NoSchedule"})
+    node.setdefault("spec", {})["taints"] = taints
+    view.update(node)
+    view.record_event(node, "ScaleDown", "marked the node as toBeDeleted/unschedulable",
+                      "Normal", COMPONENT)
+
+
+def _evict_pods(view: View, config: Config, name: str) -> None:
+    """The node's pods but DaemonSet's and terminating ones evicted: a ScaleDown event, the
+    DisruptionTarget condition, and a grace of at most ``max_graceful_termination``."""
     for pod in node_pods(view, name):
         if _is_daemon(pod) or is_terminating(pod):
             continue
@@ -283,13 +327,6 @@ def _start_deletion(view: View, config: Config, group: Group, name: str, empty: 
         grace = min(int(config.max_graceful_termination),
                     int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30) or 0))
         delete_pod(view, pod, grace=grace)
-    draining = dict(group.status.get("draining") or {})
-    draining[name] = "empty" if empty else view.now()
-    unneeded = dict(group.status.get("unneeded") or {})
-    unneeded.pop(name, None)
-    group = _set(view, group, {"draining": draining, "unneeded": unneeded})
-    _finish_drains(view, group)
-    return next(g for g in current(view) if g.name == group.name)
 
 
 def _unix_offset(view: View) -> int:

@@ -104,6 +104,8 @@ def _with_times(section: dict[str, Any], now: str, old: dict[str, Any] | None) -
 
 
 def write(view: View, config: Config, groups: list[Any]) -> None:
+    """``WriteStatusConfigMap``: the status document, rewritten when its content (all but the
+    times) changed."""
     import yaml
     body = view.get("ConfigMap", STATUS_MAP, NAMESPACE)
     if body is None:
@@ -114,6 +116,24 @@ def write(view: View, config: Config, groups: list[Any]) -> None:
     annotations = (body.get("metadata") or {}).get("annotations") or {}
     if annotations.get(DIGEST) == digest:
         return
+    old_wide, old_groups = _previous(body)
+    now = view.timestamp()
+    wide = {key: _with_times(value, now, (old_wide or {}).get(key))
+            for key, value in content["clusterWide"].items()}
+    node_groups = [_group_with_times(entry, now, old_groups.get(entry["name"]) or {})
+                   for entry in content["nodeGroups"]]
+    document = {"time": _stamp(view), "autoscalerStatus": "Running", "clusterWide": wide,
+                "nodeGroups": node_groups}
+    new = copy.deepcopy(body)
+    new["metadata"].setdefault("annotations", {}).update({LAST_UPDATED: _stamp(view), DIGEST: digest})
+    new["data"] = {"status": yaml.safe_dump(document, sort_keys=False)}
+    view.update(new)
+
+
+def _previous(body: dict[str, Any]) -> tuple[Any, dict[Any, Any]]:
+    """The written document's clusterWide section and node groups by name (None and {} when
+    it does not read)."""
+    import yaml
     try:
         old = yaml.safe_load((body.get("data") or {}).get("status", "")) or {}
     except yaml.YAMLError:
@@ -121,18 +141,10 @@ def write(view: View, config: Config, groups: list[Any]) -> None:
     old_wide = old.get("clusterWide") if isinstance(old, dict) else None
     old_groups = {g.get("name"): g for g in (old.get("nodeGroups") or [])} \
         if isinstance(old, dict) else {}
-    now = view.timestamp()
-    wide = {key: _with_times(value, now, (old_wide or {}).get(key))
-            for key, value in content["clusterWide"].items()}
-    node_groups = []
-    for entry in content["nodeGroups"]:
-        previous = old_groups.get(entry["name"]) or {}
-        node_groups.append({"name": entry["name"], **{
-            key: _with_times(entry[key], now, previous.get(key))
-            for key in ("health", "scaleUp", "scaleDown")}})
-    document = {"time": _stamp(view), "autoscalerStatus": "Running", "clusterWide": wide,
-                "nodeGroups": node_groups}
-    new = copy.deepcopy(body)
-    new["metadata"].setdefault("annotations", {}).update({LAST_UPDATED: _stamp(view), DIGEST: digest})
-    new["data"] = {"status": yaml.safe_dump(document, sort_keys=False)}
-    view.update(new)
+    return old_wide, old_groups
+
+
+def _group_with_times(entry: dict[str, Any], now: str, previous: dict[str, Any]) -> dict[str, Any]:
+    """A node group's entry with each section's probe and transition times."""
+    return {"name": entry["name"], **{key: _with_times(entry[key], now, previous.get(key))
+                                      for key in ("health", "scaleUp", "scaleDown")}}
