@@ -67,13 +67,23 @@ def _eviction_time(view: View, pod: dict[str, Any], node: dict[str, Any]) -> flo
         matching = [t for t in info.tolerations if t.tolerates(taint)]
         if not matching:
             return view.now()
-        limits = [t.toleration_seconds for t in matching if t.toleration_seconds is not None]
-        if len(limits) == len(matching) and limits:
-            stamp = added.get((taint.key, taint.value, taint.effect))
-            start = seconds_of(stamp) if stamp else view.now()
-            expiry = start + max(0, min(limits))
+        expiry = _toleration_expiry(view, taint, matching, added)
+        if expiry is not None:
             deadline = expiry if deadline is None else min(deadline, expiry)
     return deadline
+
+
+def _toleration_expiry(view: View, taint: Any, matching: list[Any],
+                       added: dict[tuple[Any, ...], Any]) -> float | None:
+    """``getMinTolerationTime``: the taint's ``timeAdded`` (now when unset) plus the shortest
+    tolerationSeconds, or None when a matching toleration has no limit."""
+    limits = [t.toleration_seconds for t in matching if t.toleration_seconds is not None]
+    if len(limits) != len(matching) or not limits:
+        return None
+    stamp = added.get((taint.key, taint.value, taint.effect))
+    start = seconds_of(stamp) if stamp else view.now()
+    expiry: float = start + max(0, min(limits))
+    return expiry
 
 
 def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -84,13 +94,18 @@ def _bound_pods(view: View, changes: Changes | None = None) -> list[tuple[dict[s
         pods = view.list("Pod") if nodes else []
     else:
         pods = changes.pods()
-        names = {(p.get("spec") or {}).get("nodeName") for p in pods}
-        found = {n: view.get("Node", n) for n in names if n}
-        nodes = {n: node for n, node in found.items() if node is not None and _has_no_execute(node)}
+        nodes = _tainted_nodes_of(view, pods)
     if not nodes:
         return []
     return [(pod, nodes[pod["spec"]["nodeName"]]) for pod in pods
             if not is_terminal(pod) and (pod.get("spec") or {}).get("nodeName") in nodes]
+
+
+def _tainted_nodes_of(view: View, pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The nodes ``pods`` are bound to that have a NoExecute taint, by name."""
+    names = {(p.get("spec") or {}).get("nodeName") for p in pods}
+    found = {n: view.get("Node", n) for n in names if n}
+    return {n: node for n, node in found.items() if node is not None and _has_no_execute(node)}
 
 
 def eviction_due(view: View, pod: dict[str, Any]) -> float | None:
@@ -240,16 +255,7 @@ def taint_nodes(view: View, keys: list[Any] | None = None) -> None:
                                                     if k in view.objects]
     for node in nodes:
         current = list((node.get("spec") or {}).get("taints") or [])
-        wanted = wanted_taints(node)
-        kept = [t for t in current if t.get("key") not in _MANAGED
-                or (t.get("key"), t.get("effect")) in wanted]
-        present = {(t.get("key"), t.get("effect")) for t in kept}
-        for key, effect in wanted:
-            if (key, effect) not in present:
-                entry = {"key": key, "effect": effect}
-                if effect == "NoExecute":
-                    entry["timeAdded"] = view.timestamp()
-                kept.append(entry)
+        kept = _reconciled_taints(view, node, current)
         if kept == current:
             continue
         new = copy.deepcopy(node)
@@ -258,3 +264,20 @@ def taint_nodes(view: View, keys: list[Any] | None = None) -> None:
         else:
             new.setdefault("spec", {}).pop("taints", None)
         view.update(new)
+
+
+def _reconciled_taints(view: View, node: dict[str, Any],
+                       current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``current`` without the managed taints no longer wanted, plus the wanted ones missing
+    (a NoExecute one stamped ``timeAdded`` now)."""
+    wanted = wanted_taints(node)
+    kept = [t for t in current if t.get("key") not in _MANAGED
+            or (t.get("key"), t.get("effect")) in wanted]
+    present = {(t.get("key"), t.get("effect")) for t in kept}
+    for key, effect in wanted:
+        if (key, effect) not in present:
+            entry = {"key": key, "effect": effect}
+            if effect == "NoExecute":
+                entry["timeAdded"] = view.timestamp()
+            kept.append(entry)
+    return kept
