@@ -62,6 +62,18 @@ def test_deployment_creates_replicaset_and_pods_and_scales(cluster):
     assert (status["replicas"], status["readyReplicas"]) == (1, 1)
 
 
+def test_deleting_a_deployment_collects_its_replicaset_and_pods(cluster):
+    # garbagecollector.go (background propagation): dependents whose controller is gone go; the
+    # ReplicaSet at once, its pods gracefully (Terminating for 30 s)
+    apply(cluster, join(pool(count=2, gpus=0), deployment(replicas=2)))
+    cluster.delete("deployment", "web")
+    assert cluster.get("rs") == []
+    assert live_names(cluster, selector="app=web") == []
+    assert len(terminating_names(cluster)) == 2
+    cluster.advance(30)
+    assert pod_names(cluster, selector="app=web") == []
+
+
 def test_deleted_pod_is_recreated(cluster):
     apply(cluster, join(pool(count=1, gpus=0), deployment(replicas=2)))
     before = pod_names(cluster)

@@ -19,7 +19,7 @@ import logging
 from gpusched.cluster.changes import Changes
 from gpusched.cluster.admission import admit
 from gpusched.cluster.store import dumps, seconds_of
-from gpusched.cluster.view import NAME_ALPHABET, View, object_namespace
+from gpusched.cluster.view import NAME_ALPHABET, Key, View, object_namespace
 from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
 
@@ -260,18 +260,7 @@ def set_status(view: View, body: dict[str, Any], status: dict[str, Any]) -> dict
 def collect_garbage(view: View, changes: Changes | None = None) -> None:
     """Background cascading deletion: dependents whose controller no longer exists go. Every
     object, or (``changes``) the changed ones and the dependents of deleted ones."""
-    if changes is None:
-        uids = {b["metadata"].get("uid") for b in view.objects.values()}
-        candidates = sorted(view.objects.items())
-    else:
-        keys = {k for k in changes.keys if k in view.objects}
-        for key in changes.keys:
-            gone = view.gone(key) if key not in view.objects else None
-            if gone is not None:
-                keys.update(view.dependents((gone.get("metadata") or {}).get("uid", "")))
-        candidates = [(k, view.objects[k]) for k in sorted(keys) if k in view.objects]
-        uids = {(controller_of(b) or {}).get("uid") for _, b in candidates}
-        uids = {u for u in uids if u and view.by_uid(u) is not None}
+    candidates, uids = _gc_candidates(view, changes)
     for (kind, ns, name), body in candidates:
         ref = controller_of(body)
         if ref is not None and ref.get("uid") not in uids and (kind, ns, name) in view.objects:
@@ -279,3 +268,25 @@ def collect_garbage(view: View, changes: Changes | None = None) -> None:
                 delete_pod(view, body)
             else:
                 view.delete(kind, name, ns)
+
+
+def _gc_candidates(view: View, changes: Changes | None) -> tuple[list[tuple[Key, dict[str, Any]]], set[Any]]:
+    """The objects to check (sorted by key) and the uids of owners that exist: all of them, or
+    the changed objects and the dependents of deleted ones with their live controllers."""
+    if changes is None:
+        uids = {b["metadata"].get("uid") for b in view.objects.values()}
+        return sorted(view.objects.items()), uids
+    keys = _changed_and_dependents_of_deleted(view, changes)
+    candidates = [(k, view.objects[k]) for k in sorted(keys) if k in view.objects]
+    uids = {(controller_of(b) or {}).get("uid") for _, b in candidates}
+    return candidates, {u for u in uids if u and view.by_uid(u) is not None}
+
+
+def _changed_and_dependents_of_deleted(view: View, changes: Changes) -> set[Key]:
+    """The changed objects that exist and the dependents of the deleted ones."""
+    keys = {k for k in changes.keys if k in view.objects}
+    for key in changes.keys:
+        gone = view.gone(key) if key not in view.objects else None
+        if gone is not None:
+            keys.update(view.dependents((gone.get("metadata") or {}).get("uid", "")))
+    return keys

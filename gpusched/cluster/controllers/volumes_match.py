@@ -122,29 +122,43 @@ def find_best_match(claim: dict[str, Any], volumes: Iterable[dict[str, Any]], de
 
 def _best_in_group(claim: dict[str, Any], volumes: list[dict[str, Any]], delay_binding: bool,
                    node: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``findMatchingVolume`` within one access-mode group: the volume pre-bound to the claim,
+    else the smallest Available one that fits (ties: name)."""
     request = claim_request(claim)
     selector_raw = (claim.get("spec") or {}).get("selector")
     selector = selector_from_dict(selector_raw) if selector_raw else None
     best: dict[str, Any] | None = None
     for volume in sorted(volumes, key=lambda v: v["metadata"]["name"]):
-        if volume_capacity(volume) < request or _volume_mode(volume) != _volume_mode(claim):
-            continue
-        if (volume.get("metadata") or {}).get("deletionTimestamp"):
+        if not _usable(claim, volume, request):
             continue
         if is_bound_to(volume, claim):
             return volume                                     # pre-bound: the claim's own
-        if (volume.get("spec") or {}).get("claimRef"):
-            continue
-        if ((volume.get("status") or {}).get("phase") or "Available") != "Available":
-            continue
-        if selector is not None and not matches(selector, volume["metadata"].get("labels") or {}):
-            continue
-        if volume_class(volume) != claim_class(claim):
-            continue
-        if node is not None and not volume_fits_node(volume, node):
-            continue
-        if node is None and delay_binding:
+        if not _free_match(claim, volume, selector, delay_binding, node):
             continue
         if best is None or volume_capacity(volume) < volume_capacity(best):
             best = volume
     return best
+
+
+def _usable(claim: dict[str, Any], volume: dict[str, Any], request: int) -> bool:
+    """Large enough, the claim's volumeMode, and not being deleted."""
+    if volume_capacity(volume) < request or _volume_mode(volume) != _volume_mode(claim):
+        return False
+    return not (volume.get("metadata") or {}).get("deletionTimestamp")
+
+
+def _free_match(claim: dict[str, Any], volume: dict[str, Any], selector: Any, delay_binding: bool,
+                node: dict[str, Any] | None) -> bool:
+    """An unclaimed Available volume the claim's selector and class accept, fitting ``node``;
+    with ``delay_binding`` and no node, none (the scheduler picks)."""
+    if (volume.get("spec") or {}).get("claimRef"):
+        return False
+    if ((volume.get("status") or {}).get("phase") or "Available") != "Available":
+        return False
+    if selector is not None and not matches(selector, volume["metadata"].get("labels") or {}):
+        return False
+    if volume_class(volume) != claim_class(claim):
+        return False
+    if node is not None and not volume_fits_node(volume, node):
+        return False
+    return not (node is None and delay_binding)
