@@ -41,8 +41,9 @@ from gpusched.cluster.timers import Timeline
 from gpusched.cluster.view import View, object_namespace
 from gpusched.errors import NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
-from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
-from gpusched.objects.types import Taint
+from gpusched.objects.selectors import (FieldRequirement, field_matches, matches,
+                                        parse_field_selector, parse_selector)
+from gpusched.objects.types import LabelSelector, Taint
 from gpusched.objects.validation import validate_object
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,32 @@ def qualified_plural(info: KindInfo) -> str:
 
 def qualified_singular(info: KindInfo) -> str:
     return f"{info.singular}.{info.group}" if info.group else info.singular
+
+
+def _list_namespace(info: KindInfo, namespace: str | None, all_namespaces: bool) -> str | None:
+    """The namespace ``get`` lists: ``""`` for cluster-scoped kinds, None for every namespace."""
+    if not info.namespaced:
+        return ""
+    return None if all_namespaces else (namespace or "default")
+
+
+def _named(info: KindInfo, items: list[dict[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
+    """``items`` called ``names``, in that order; the first missing name is NotFound."""
+    by_name = {(b.get("metadata") or {}).get("name"): b for b in items}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise NotFoundError(qualified_plural(info), missing[0])
+    return [by_name[n] for n in names]
+
+
+def _selected(items: list[dict[str, Any]], label_sel: LabelSelector | None,
+              field_sel: list[FieldRequirement] | None) -> list[dict[str, Any]]:
+    """``items`` matching the label selector (``-l``) and then the field selector."""
+    if label_sel is not None:
+        items = [b for b in items if matches(label_sel, (b.get("metadata") or {}).get("labels") or {})]
+    if field_sel is not None:
+        items = [b for b in items if field_matches(b, field_sel)]
+    return items
 
 
 class Cluster:
@@ -238,26 +265,12 @@ class Cluster:
         info = resolve_kind(kind)
         label_sel = parse_selector(selector) if selector else None
         field_sel = parse_field_selector(field_selector) if field_selector else None
-        ns = None if (all_namespaces or not info.namespaced) else (namespace or "default")
-        if ns is None and not info.namespaced:
-            ns = ""
+        ns = _list_namespace(info, namespace, all_namespaces)
         with self._read() as view:
-            if info.kind == "Event":
-                items = view.list_events(ns)
-            else:
-                items = view.list(info.kind, ns)
+            items = view.list_events(ns) if info.kind == "Event" else view.list(info.kind, ns)
             if names:
-                by_name = {(b.get("metadata") or {}).get("name"): b for b in items}
-                missing = [n for n in names if n not in by_name]
-                if missing:
-                    raise NotFoundError(qualified_plural(info), missing[0])
-                items = [by_name[n] for n in names]
-            if label_sel is not None:
-                items = [b for b in items
-                         if matches(label_sel, (b.get("metadata") or {}).get("labels") or {})]
-            if field_sel is not None:
-                items = [b for b in items if field_matches(b, field_sel)]
-            return copy.deepcopy(items)
+                items = _named(info, items, names)
+            return copy.deepcopy(_selected(items, label_sel, field_sel))
 
     def delete(self, kind: str, name: str, namespace: str | None = "default",
                grace: int | None = None) -> str:
