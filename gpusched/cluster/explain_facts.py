@@ -32,7 +32,8 @@ node would offer; ``controllers.pod_lifecycle`` / ``controllers.job`` give the e
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.controllers.job_rules import finished
@@ -41,6 +42,9 @@ from gpusched.cluster.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler.explain import Fact
+
+if TYPE_CHECKING:
+    from gpusched.devices.advertise import NodeDeviceState
 
 MAX_TYPO = 3
 MIG_CONFIG = "nvidia.com/mig.config"
@@ -179,14 +183,27 @@ def _offer_without_config(node: dict[str, Any]) -> dict[str, int]:
     return node_device_state(plain, []).capacity
 
 
-def _why_not_offered(view: View, node: dict[str, Any], resource: str) -> tuple[str, str]:
-    """(why the node does not offer ``resource`` now, the object to change)."""
+@dataclass(frozen=True)
+class _NodeOffer:
+    """A node's device-plugin state now and the words that name what to change."""
+
+    name: str
+    mig: str                 # the node's nvidia.com/mig.config label, "" without one
+    state: NodeDeviceState
+    cm_ref: str              # "ConfigMap <ns>/<name>" of its device-plugin config, "" without one
+    key: str                 # " (key <k>)" when the config's key is chosen
+
+    @property
+    def offered(self) -> str:
+        return ", ".join(f"{r}={n}" for r, n in sorted(self.state.capacity.items())) or "no GPU resources"
+
+
+def _node_offer(view: View, node: dict[str, Any]) -> _NodeOffer:
+    from gpusched.cluster.device_inputs import device_inputs
     from gpusched.devices.advertise import node_device_state
     from gpusched.devices.plugin_config import find_device_plugin_configmap
 
     name = _meta(node).get("name", "")
-    labels = _meta(node).get("labels") or {}
-    from gpusched.cluster.device_inputs import device_inputs
     inputs = device_inputs(view)
     configmaps = inputs.for_node(name)
     state = node_device_state(node, configmaps, policy=inputs.policy)
@@ -194,27 +211,44 @@ def _why_not_offered(view: View, node: dict[str, Any], resource: str) -> tuple[s
     cm_ref = (f"ConfigMap {_meta(configmap).get('namespace', '')}/{_meta(configmap).get('name', '')}"
               if configmap else "")
     key = f" (key {state.config_key})" if state.config_key else ""
-    mig = labels.get(MIG_CONFIG, "")
-    if state.labels.get(MIG_STATE) == "failed" or labels.get(MIG_STATE) == "failed":
-        return (f"{MIG_STATE}=failed: MIG layout {mig} cannot be applied "
+    return _NodeOffer(name, (_meta(node).get("labels") or {}).get(MIG_CONFIG, ""), state, cm_ref, key)
+
+
+def _why_not_offered(view: View, node: dict[str, Any], resource: str) -> tuple[str, str]:
+    """(why the node does not offer ``resource`` now, the object to change): a failed MIG
+    layout, a device plugin that does not start, a MIG layout that splits the GPUs, then what
+    the device-plugin config makes it offer; the first that holds."""
+    offer = _node_offer(view, node)
+    name, state = offer.name, offer.state
+    if state.labels.get(MIG_STATE) == "failed" or (_meta(node).get("labels") or {}).get(MIG_STATE) == "failed":
+        return (f"{MIG_STATE}=failed: MIG layout {offer.mig} cannot be applied "
                 f"({'; '.join(state.mig_log) or state.error or 'mig-manager failed'})",
                 f"label {MIG_CONFIG} on node {name}")
     if state.error:
-        return f"the device plugin does not start: {state.error}", cm_ref or f"node {name}"
-    offered = ", ".join(f"{r}={n}" for r, n in sorted(state.capacity.items())) or "no GPU resources"
+        return f"the device plugin does not start: {state.error}", offer.cm_ref or f"node {name}"
     if any(r.startswith("nvidia.com/mig-") for r in state.capacity) or (
-            mig and mig != "all-disabled" and state.devices.mig_strategy == "single"):
-        where = f"label {MIG_CONFIG}={mig} on node {name}"
-        if state.devices.mig_strategy and cm_ref:
-            where += f", migStrategy {state.devices.mig_strategy} in {cm_ref}{key}"
-        return f"its MIG layout {mig} splits the GPUs: it offers {offered}", where
-    if cm_ref and f"{resource}.shared" in state.capacity:
+            offer.mig and offer.mig != "all-disabled" and state.devices.mig_strategy == "single"):
+        return _mig_split(offer)
+    return _config_offer(offer, resource)
+
+
+def _mig_split(offer: _NodeOffer) -> tuple[str, str]:
+    where = f"label {MIG_CONFIG}={offer.mig} on node {offer.name}"
+    if offer.state.devices.mig_strategy and offer.cm_ref:
+        where += f", migStrategy {offer.state.devices.mig_strategy} in {offer.cm_ref}{offer.key}"
+    return f"its MIG layout {offer.mig} splits the GPUs: it offers {offer.offered}", where
+
+
+def _config_offer(offer: _NodeOffer, resource: str) -> tuple[str, str]:
+    """What the device-plugin config (time-slicing's renameByDefault first) makes it offer."""
+    cm_ref, key = offer.cm_ref, offer.key
+    if cm_ref and f"{resource}.shared" in offer.state.capacity:
         return (f"time-slicing with renameByDefault in {cm_ref}{key} renames it to "
-                f"{resource}.shared ({offered})", f"{cm_ref}{key}")
+                f"{resource}.shared ({offer.offered})", f"{cm_ref}{key}")
     if cm_ref:
-        return (f"the device-plugin config in {cm_ref}{key} makes it offer {offered}",
+        return (f"the device-plugin config in {cm_ref}{key} makes it offer {offer.offered}",
                 f"{cm_ref}{key}")
-    return f"it offers {offered}", f"node {name}"
+    return f"it offers {offer.offered}", f"node {offer.name}"
 
 
 def _not_offered_facts(view: View, resource: str, want: int, offering: dict[str, Any]) -> list[Fact]:
@@ -246,13 +280,20 @@ def _node_state_facts(view: View, suggestions: tuple[Any, ...] = ()) -> list[Fac
             out.append(Fact("cordoned", f"{name} has room but is cordoned (spec.unschedulable); "
                                         f"change: gpusched uncordon {name}",
                             (("node", name), ("change", f"gpusched uncordon {name}"))))
-        ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
-        if name in waiting and ready and ready[0].get("status") != "True":
-            reason = ready[0].get("reason") or ready[0].get("status")
-            out.append(Fact("not-ready", f"{name} has room but is NotReady (Ready={ready[0].get('status')}, "
-                                         f"{reason}); it takes pods again when its kubelet reports Ready",
-                            (("node", name), ("reason", str(reason)))))
+        if name in waiting:
+            out.extend(_not_ready_facts(node, name))
     return out
+
+
+def _not_ready_facts(node: dict[str, Any], name: str) -> list[Fact]:
+    """The node's NotReady fact, none when its Ready condition is True or missing."""
+    ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+    if not ready or ready[0].get("status") == "True":
+        return []
+    reason = ready[0].get("reason") or ready[0].get("status")
+    return [Fact("not-ready", f"{name} has room but is NotReady (Ready={ready[0].get('status')}, "
+                              f"{reason}); it takes pods again when its kubelet reports Ready",
+                 (("node", name), ("reason", str(reason))))]
 
 
 def pending_facts(view: View, info: PodInfo, suggestions: tuple[Any, ...] = ()) -> list[Fact]:
@@ -262,25 +303,33 @@ def pending_facts(view: View, info: PodInfo, suggestions: tuple[Any, ...] = ()) 
     wants = {r: n for r, n in sorted(info.requests.items()) if n > 0 and r != "pods"}
     out: list[Fact] = []
     for resource, want in wants.items():
-        offering = {name: alloc[resource] for name, alloc in allocs.items() if alloc.get(resource, 0) > 0}
-        not_offered = _not_offered_facts(view, resource, want, offering)
-        if not offering and not not_offered:
-            near = closest(resource, advertised)
-            text = f"no node offers {resource}" + (f"; did you mean {near}?" if near else "")
-            out.append(Fact("unknown-resource", text, (("resource", resource), ("suggestion", near))))
-            continue
-        if not offering:
-            out.append(Fact("unknown-resource", f"no node offers {resource} now",
-                            (("resource", resource), ("suggestion", None))))
-        elif max(offering.values()) < want:
-            largest = max(offering.items(), key=lambda kv: kv[1])   # first of the largest, by name
-            out.append(Fact("too-large",
-                            f"the largest node ({largest[0]}) has {format_quantity(resource, largest[1])} "
-                            f"{resource}; this pod asks for {format_quantity(resource, want)}",
-                            (("resource", resource), ("node", largest[0]), ("has", largest[1]),
-                             ("asks", want))))
-        out.extend(fact for fact in not_offered if fact.fields[2][1] >= want or not offering)
+        out.extend(_resource_facts(view, resource, want, allocs, advertised))
     out.extend(_node_state_facts(view, suggestions))
+    return out
+
+
+def _resource_facts(view: View, resource: str, want: int, allocs: dict[str, dict[str, int]],
+                    advertised: set[str]) -> list[Fact]:
+    """Why ``want`` of ``resource`` fits nowhere: no node offers it (a near name when none
+    could), or the largest offer is too small; and the nodes that could offer it but do not."""
+    offering = {name: alloc[resource] for name, alloc in allocs.items() if alloc.get(resource, 0) > 0}
+    not_offered = _not_offered_facts(view, resource, want, offering)
+    if not offering and not not_offered:
+        near = closest(resource, advertised)
+        text = f"no node offers {resource}" + (f"; did you mean {near}?" if near else "")
+        return [Fact("unknown-resource", text, (("resource", resource), ("suggestion", near)))]
+    out: list[Fact] = []
+    if not offering:
+        out.append(Fact("unknown-resource", f"no node offers {resource} now",
+                        (("resource", resource), ("suggestion", None))))
+    elif max(offering.values()) < want:
+        largest = max(offering.items(), key=lambda kv: kv[1])   # first of the largest, by name
+        out.append(Fact("too-large",
+                        f"the largest node ({largest[0]}) has {format_quantity(resource, largest[1])} "
+                        f"{resource}; this pod asks for {format_quantity(resource, want)}",
+                        (("resource", resource), ("node", largest[0]), ("has", largest[1]),
+                         ("asks", want))))
+    out.extend(fact for fact in not_offered if fact.fields[2][1] >= want or not offering)
     return out
 
 

@@ -51,6 +51,8 @@ data:
       migStrategy: single
 """
 
+MIXED_CONFIG = SINGLE_CONFIG.replace("migStrategy: single", "migStrategy: mixed")
+
 STRICT_MODE = (
     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gpusched-scheduler, namespace: kube-system}\n"
     "data: {mode: strict}\n---\n"
@@ -100,6 +102,14 @@ CASES = [
           "mig-node-1 could offer 1 nvidia.com/gpu but does not: its MIG layout all-balanced splits "
           "the GPUs: it offers nvidia.com/mig-1g.5gb=2, nvidia.com/mig-2g.10gb=1, "
           "nvidia.com/mig-3g.20gb=1; change label nvidia.com/mig.config=all-balanced on node mig-node-1"),
+         {"kind": "unknown-resource", "resource": "nvidia.com/gpu"}),
+    # with a device-plugin ConfigMap the change names its flags.migStrategy too
+    Case("mig-layout-splits-the-gpus-under-a-configmap", (MIG, ("apply", "-f", "-", MIXED_CONFIG)), WHOLE,
+         ("no node offers nvidia.com/gpu now",
+          "mig-node-1 could offer 1 nvidia.com/gpu but does not: its MIG layout all-balanced splits "
+          "the GPUs: it offers nvidia.com/mig-1g.5gb=2, nvidia.com/mig-2g.10gb=1, "
+          "nvidia.com/mig-3g.20gb=1; change label nvidia.com/mig.config=all-balanced on node mig-node-1, "
+          "migStrategy mixed in ConfigMap default/time-slicing-config-all (key any)"),
          {"kind": "unknown-resource", "resource": "nvidia.com/gpu"}),
     Case("failed-mig-config-state",
          (MIG, ("label", "node", "mig-node-1", "nvidia.com/mig.config=bogus", "--overwrite")), WHOLE,
