@@ -88,21 +88,12 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
     device-plugin input changed (ConfigMaps, ClusterPolicy, the operator's pods)."""
     from gpusched.cluster.device_inputs import device_inputs
     configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    newest: dict[str, int] = {}
     if changes is None or device_inputs_changed(changes):
         pods = view.list("Pod")
     else:
         pods = [view.objects[k] for k in sorted(k for n in changes.node_names()
                                                 for k in view.live_pods_on(n))]
-    for pod in pods:
-        node_name = (pod.get("spec") or _EMPTY).get("nodeName")
-        if not node_name or (pod.get("status") or _EMPTY).get("phase") in TERMINAL:
-            continue
-        by_node.setdefault(node_name, []).append(pod)
-        version = int(pod["metadata"].get("resourceVersion") or 0)
-        if version > newest.get(node_name, 0):
-            newest[node_name] = version
+    by_node, newest = _bound_by_node(pods)
     # A node whose object, ConfigMaps and bound pods are those of the last pass has nothing new
     # to admit or re-check (this runs at every settle round; see controllers.device_plugin).
     # The key changes iff one of them changed: every create or update takes a resourceVersion
@@ -123,6 +114,21 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
         info, devices = _node_state(view, node, configmaps, key[:3])
         _NodeKubelet(view, info, devices).run(pods)
         seen[node_name] = key if view.mutations == before else None
+
+
+def _bound_by_node(pods: list[dict[str, Any]]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """The pods bound to each node and not finished, and the newest resourceVersion among them."""
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    newest: dict[str, int] = {}
+    for pod in pods:
+        node_name = (pod.get("spec") or _EMPTY).get("nodeName")
+        if not node_name or (pod.get("status") or _EMPTY).get("phase") in TERMINAL:
+            continue
+        by_node.setdefault(node_name, []).append(pod)
+        version = int(pod["metadata"].get("resourceVersion") or 0)
+        if version > newest.get(node_name, 0):
+            newest[node_name] = version
+    return by_node, newest
 
 
 def _pod_info(view: View, pod: dict[str, Any]) -> PodInfo:
@@ -348,6 +354,17 @@ def _unavailable(devices: Any, info: PodInfo, pod: dict[str, Any]) -> str:
     wanted = device_requests(info)
     available = {r: sum(1 for row in devices.rows() if row.resource == r and not row.holder)
                  for r in wanted}
+    short = _first_short_container(pod, wanted, available)
+    if short is not None:
+        return short
+    resource, count = next(iter(wanted.items()))
+    return _short_message(resource, count, available[resource])
+
+
+def _first_short_container(pod: dict[str, Any], wanted: dict[str, int],
+                           available: dict[str, int]) -> str | None:
+    """Walk the containers, init containers first, taking app containers' devices out of
+    ``available`` (updated in place); the message for the first one that is short."""
     spec = pod.get("spec") or _EMPTY
     containers = [(True, c) for c in spec.get("initContainers") or []]
     containers += [(False, c) for c in spec.get("containers") or []]
@@ -356,13 +373,15 @@ def _unavailable(devices: Any, info: PodInfo, pod: dict[str, Any]) -> str:
         for resource in wanted:
             need = int(limits.get(resource, 0) or 0)
             if need > available[resource]:
-                return (f"requested number of devices unavailable for {resource}. "
-                        f"Requested: {need}, Available: {available[resource]}")
+                return _short_message(resource, need, available[resource])
             if not init:
                 available[resource] -= need
-    resource, count = next(iter(wanted.items()))
+    return None
+
+
+def _short_message(resource: str, requested: int, available: int) -> str:
     return (f"requested number of devices unavailable for {resource}. "
-            f"Requested: {count}, Available: {available[resource]}")
+            f"Requested: {requested}, Available: {available}")
 
 
 def _first_resource(info: PodInfo) -> str:

@@ -43,6 +43,17 @@ CASES = [
      ("Failed", "UnexpectedAdmissionError",
       "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
       "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")),
+    # resourceAllocator.Admit walks init containers first: the init container's 2 GPUs are
+    # short before the app container is looked at
+    ("device-manager-init-container-first", pool(count=1, gpus=1, model="T4"),
+     [yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "init"}, "spec": {
+         "nodeName": "gpu-1",
+         "initContainers": [{"name": "i", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 2}}}],
+         "containers": [{"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}})],
+     "init",
+     ("Failed", "UnexpectedAdmissionError",
+      "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+      "nvidia.com/gpu. Requested: 2, Available: 1, which is unexpected")),
     # pkg/kubelet/lifecycle/predicate.go InsufficientResourceError, reason OutOfcpu
     ("predicate-out-of-cpu", pool(count=1, gpus=0, cpu="4"),
      [bound_pod("a", cpu="3"), bound_pod("b", cpu="2")], "b",
