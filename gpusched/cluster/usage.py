@@ -375,22 +375,34 @@ class Usage:
         parsed = selector_from_dict(selector) if selector else None
         if metric == "pending_pods":
             count = sum(1 for p in self.view.list("Pod", namespace)
-                        if (p.get("status") or {}).get("phase") == "Pending"
-                        and not (p.get("spec") or {}).get("nodeName")
-                        and not (p.get("metadata") or {}).get("deletionTimestamp")
-                        and (parsed is None or matches(parsed, (p.get("metadata") or {}).get("labels") or {})))
+                        if _waiting(p) and (parsed is None or matches(parsed, _labels(p))))
             labels = dict((selector or {}).get("matchLabels") or {})
             return [({"namespace": namespace, **labels}, float(count))]
+        return [({}, self._configmap_metric(namespace, metric))]
+
+    def _configmap_metric(self, namespace: str, metric: str) -> float:
+        """An external metric's value from ConfigMap ``EXTERNAL_CONFIGMAP`` in ``namespace``."""
         cm = self.view.get("ConfigMap", EXTERNAL_CONFIGMAP, namespace)
         raw = ((cm or {}).get("data") or {}).get(metric)
         if raw is None:
             raise not_found(metric, "external metrics")
         try:
-            value = float(canonical("cpu", raw)) / 1000.0      # milli-precision, like Quantity
+            return float(canonical("cpu", raw)) / 1000.0      # milli-precision, like Quantity
         except (QuantityError, ValueError):
             raise MetricNotFound(f"metric {metric} in ConfigMap {namespace}/{EXTERNAL_CONFIGMAP} "
                                  f"is not a quantity: {raw!r}") from None
-        return [({}, value)]
+
+
+def _waiting(pod: dict[str, Any]) -> bool:
+    """Pending, not bound and not being deleted: what ``pending_pods`` counts."""
+    return ((pod.get("status") or {}).get("phase") == "Pending"
+            and not (pod.get("spec") or {}).get("nodeName")
+            and not (pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _labels(pod: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = (pod.get("metadata") or {}).get("labels") or {}
+    return labels
 
 
 def _share(part: int | None, whole: int | None, count: int) -> float:
