@@ -106,6 +106,9 @@ def _merge_map(old: dict[str, Any] | None, new: dict[str, Any] | None, last: dic
 
 
 def merge(old: dict[str, Any], body: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """kubectl apply's three-way merge of ``body`` into ``old`` (``last`` = the last-applied
+    configuration): top-level fields, then the fields the server set on a Pod's spec, a Node's
+    reported status, then labels and annotations."""
     merged = copy.deepcopy(old)
     for key, value in body.items():
         if key not in SYSTEM_FIELDS:
@@ -114,20 +117,28 @@ def merge(old: dict[str, Any], body: dict[str, Any], last: dict[str, Any]) -> di
         if key not in body and key not in SYSTEM_FIELDS:
             merged.pop(key, None)
     if old.get("kind") == "Pod":
-        spec = merged.setdefault("spec", {})
-        for key in POD_SERVER_SPEC:
-            if key in (old.get("spec") or {}) and key not in ((last.get("spec") or {})):
-                spec.setdefault(key, old["spec"][key])
+        _keep_server_pod_spec(merged, old, last)
     if old.get("kind") == "Node" and "status" in body:
         merged["status"] = {**(old.get("status") or {}), **copy.deepcopy(body["status"])}
-    meta, new_meta, last_meta = merged["metadata"], body.get("metadata") or {}, last.get("metadata") or {}
+    _merge_metadata_maps(merged["metadata"], body.get("metadata") or {}, last.get("metadata") or {})
+    return merged
+
+
+def _keep_server_pod_spec(merged: dict[str, Any], old: dict[str, Any], last: dict[str, Any]) -> None:
+    """A Pod's spec fields the server set (``POD_SERVER_SPEC``) and the user never applied stay."""
+    spec = merged.setdefault("spec", {})
+    for key in POD_SERVER_SPEC:
+        if key in (old.get("spec") or {}) and key not in ((last.get("spec") or {})):
+            spec.setdefault(key, old["spec"][key])
+
+
+def _merge_metadata_maps(meta: dict[str, Any], new_meta: dict[str, Any], last_meta: dict[str, Any]) -> None:
     for field in ("labels", "annotations"):
         value = _merge_map(meta.get(field), new_meta.get(field), last_meta.get(field))
         if value:
             meta[field] = value
         else:
             meta.pop(field, None)
-    return merged
 
 
 def check_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
