@@ -60,6 +60,15 @@ def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[
     kind = body.get("kind", "")
     body = copy_tree(body)
     ensure_namespace(view, kind, body)
+    _default_or_allocate(view, kind, body, old)
+    _admit_policy_and_pod(view, kind, body, old)
+    if old is None:
+        check_quota(view, body)
+    return body
+
+
+def _default_or_allocate(view: View, kind: str, body: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The kind's first admission step: defaults, update rules, allocations."""
     if kind == "Pod":
         default_toleration_seconds(body)            # DefaultTolerationSeconds (create, update)
     elif kind == "PersistentVolumeClaim" and old is None:
@@ -74,6 +83,10 @@ def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[
         label_namespace(body)
     elif kind == "Deployment":
         check_load(body)                            # gpusched.io/load (cluster.load)
+
+
+def _admit_policy_and_pod(view: View, kind: str, body: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The second step: PriorityClass rules, LimitRange defaults, a Pod's create or update."""
     if kind == "PriorityClass":
         admit_priority_class(view, body, old)
     elif kind == "LimitRange":
@@ -83,9 +96,6 @@ def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[
             _admit_new_pod(view, body)
         else:
             keep_cluster_annotations(old, body)
-    if old is None:
-        check_quota(view, body)
-    return body
 
 
 SCHEDULING_GATED = "Scheduling is blocked due to non-empty scheduling gates"
@@ -311,7 +321,13 @@ def validate_limit_ranges(view: View, pod: dict[str, Any]) -> None:
 
 def _limit_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
     """min, then max, then maxLimitRequestRatio, resources in name order; at most one error
-    per resource and constraint, as ``minConstraint``/``maxConstraint`` in limitranger.go."""
+    per resource and constraint, as ``minConstraint``/``maxConstraint``/
+    ``limitRequestRatioConstraint`` in limitranger.go."""
+    return (_min_errors(item, scope, req, lim) + _max_errors(item, scope, req, lim)
+            + _ratio_errors(item, scope, req, lim))
+
+
+def _min_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
     out: list[str] = []
     for res, value in sorted((item.get("min") or {}).items()):
         bound, text = canonical(res, value), format_amount(res, canonical(res, value))
@@ -323,6 +339,11 @@ def _limit_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: di
         elif res in lim and lim[res] < bound:
             out.append(f"minimum {res} usage per {scope} is {text}, but limit is "
                        f"{format_amount(res, lim[res])}")
+    return out
+
+
+def _max_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
+    out: list[str] = []
     for res, value in sorted((item.get("max") or {}).items()):
         bound, text = canonical(res, value), format_amount(res, canonical(res, value))
         if res not in lim:
@@ -333,6 +354,11 @@ def _limit_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: di
         elif res in req and req[res] > bound:
             out.append(f"maximum {res} usage per {scope} is {text}, but request is "
                        f"{format_amount(res, req[res])}")
+    return out
+
+
+def _ratio_errors(item: dict[str, Any], scope: str, req: dict[str, int], lim: dict[str, int]) -> list[str]:
+    out: list[str] = []
     for res, value in sorted((item.get("maxLimitRequestRatio") or {}).items()):
         ratio_text = format_amount("", canonical("", value))
         head = f"{res} max limit to request ratio per {scope} is {ratio_text}"

@@ -251,27 +251,33 @@ def check_quota(view: View, body: dict[str, Any]) -> None:
     plural = info.plural if not info.group else f"{info.plural}.{info.group}"
     now = view.timestamp()
     for quota in view.list("ResourceQuota", ns):
-        if not quota_matches(quota, body):
-            continue
-        qname = quota["metadata"]["name"]
-        hard_raw = (quota.get("spec") or {}).get("hard") or {}
-        keys = sorted(hard_raw)
-        if kind == "Pod":
-            missing = missing_constraints(body, tracked_keys("Pod", keys))
-            if missing:
-                raise ForbiddenError(plural, name, f"failed quota: {qname}: must specify {missing}")
-        requested = object_usage(body, keys, now)
-        if not requested:
-            continue
-        used = quota_used(view, quota)
-        exceeded = [k for k in keys if k in requested
-                    and used.get(k, 0) + requested[k] > canonical(_resource_of(k), hard_raw[k])]
-        if exceeded:
-            def pairs(values: dict[str, int]) -> str:
-                return ",".join(f"{k}={format_amount_for_key(k, values.get(k, 0))}" for k in exceeded)
-            hard = {k: canonical(_resource_of(k), hard_raw[k]) for k in exceeded}
-            raise ForbiddenError(plural, name, f"exceeded quota: {qname}, requested: "
-                                 f"{pairs(requested)}, used: {pairs(used)}, limited: {pairs(hard)}")
+        if quota_matches(quota, body):
+            _check_one_quota(view, quota, body, kind, plural, name, now)
+
+
+def _check_one_quota(view: View, quota: dict[str, Any], body: dict[str, Any], kind: str, plural: str,
+                     name: str, now: str) -> None:
+    """One matching quota: a Pod's missing constraints, then ``used + requested <= hard`` for
+    the keys the object uses."""
+    qname = quota["metadata"]["name"]
+    hard_raw = (quota.get("spec") or {}).get("hard") or {}
+    keys = sorted(hard_raw)
+    if kind == "Pod":
+        missing = missing_constraints(body, tracked_keys("Pod", keys))
+        if missing:
+            raise ForbiddenError(plural, name, f"failed quota: {qname}: must specify {missing}")
+    requested = object_usage(body, keys, now)
+    if not requested:
+        return
+    used = quota_used(view, quota)
+    exceeded = [k for k in keys if k in requested
+                and used.get(k, 0) + requested[k] > canonical(_resource_of(k), hard_raw[k])]
+    if exceeded:
+        def pairs(values: dict[str, int]) -> str:
+            return ",".join(f"{k}={format_amount_for_key(k, values.get(k, 0))}" for k in exceeded)
+        hard = {k: canonical(_resource_of(k), hard_raw[k]) for k in exceeded}
+        raise ForbiddenError(plural, name, f"exceeded quota: {qname}, requested: "
+                             f"{pairs(requested)}, used: {pairs(used)}, limited: {pairs(hard)}")
 
 
 def missing_constraints(pod: dict[str, Any], required: list[str]) -> str:

@@ -402,3 +402,39 @@ def test_quota_scope_validation(cluster, hard, scopes, selector, error):
     with pytest.raises(GpuschedError) as err:
         apply(cluster, scoped_quota("q", hard, scopes, selector))
     assert str(err.value) == f'test.yaml: document 0: The ResourceQuota "q" is invalid: {error}'
+
+
+# limitranger.go minConstraint / maxConstraint / limitRequestRatioConstraint, one error per
+# resource and constraint; min, then max, then the ratio; resources in name order.
+CPU, MEM = "cpu", "memory"
+LIMIT_ERROR_CASES = [
+    ("min-no-request", {"min": {CPU: "1"}}, {}, {},
+     ["minimum cpu usage per Container is 1.  No request is specified"]),
+    ("min-request-below", {"min": {CPU: "1"}}, {CPU: 500}, {CPU: 2000},
+     ["minimum cpu usage per Container is 1, but request is 500m"]),
+    ("min-limit-below", {"min": {CPU: "1"}}, {CPU: 1000}, {CPU: 800},
+     ["minimum cpu usage per Container is 1, but limit is 800m"]),
+    ("max-no-limit", {"max": {CPU: "1"}}, {CPU: 500}, {},
+     ["maximum cpu usage per Container is 1.  No limit is specified"]),
+    ("max-limit-above", {"max": {CPU: "1"}}, {CPU: 500}, {CPU: 2000},
+     ["maximum cpu usage per Container is 1, but limit is 2"]),
+    ("max-request-above", {"max": {CPU: "1"}}, {CPU: 1500}, {CPU: 1000},
+     ["maximum cpu usage per Container is 1, but request is 1500m"]),
+    ("ratio-no-request", {"maxLimitRequestRatio": {CPU: "2"}}, {}, {CPU: 1000},
+     ["cpu max limit to request ratio per Container is 2, but no request is specified or request is 0"]),
+    ("ratio-no-limit", {"maxLimitRequestRatio": {CPU: "2"}}, {CPU: 1000}, {},
+     ["cpu max limit to request ratio per Container is 2, but no limit is specified or limit is 0"]),
+    ("ratio-within", {"maxLimitRequestRatio": {CPU: "2"}}, {CPU: 1000}, {CPU: 2000}, []),
+    ("min-max-ratio-order", {"maxLimitRequestRatio": {CPU: "1"}, "max": {MEM: "1Gi"}, "min": {MEM: "2Gi", CPU: "2"}},
+     {CPU: 1000, MEM: 2**31}, {CPU: 3000},
+     ["minimum cpu usage per Container is 2, but request is 1",
+      "maximum memory usage per Container is 1Gi.  No limit is specified",
+      "cpu max limit to request ratio per Container is 1, but provided ratio is 3.000000"]),
+]
+
+
+@pytest.mark.parametrize("item,req,lim,errors", [c[1:] for c in LIMIT_ERROR_CASES],
+                         ids=[c[0] for c in LIMIT_ERROR_CASES])
+def test_limit_range_errors(item, req, lim, errors):
+    from gpusched.cluster.admission import _limit_errors
+    assert _limit_errors(item, "Container", req, lim) == errors
