@@ -158,6 +158,14 @@ def bind(view: View, namespace: str, name: str, binding: object) -> None:
     if not isinstance(binding, dict) or not isinstance(binding.get("target"), dict):
         raise BadRequestError("a Binding needs target.name")
     node = str(binding["target"].get("name") or "")
+    pod = _bindable_pod(view, namespace, name)
+    if view.get("Node", node) is None:
+        raise NotFoundError("nodes", node)
+    view.update(_assigned(view, pod, node, (binding.get("metadata") or {}).get("annotations") or {}))
+
+
+def _bindable_pod(view: View, namespace: str, name: str) -> dict[str, Any]:
+    """The pod, when it exists, is not assigned yet and has not terminated (409 otherwise)."""
     pod = view.get("Pod", name, namespace)
     if pod is None:
         raise NotFoundError("pods", name)
@@ -168,11 +176,14 @@ def bind(view: View, namespace: str, name: str, binding: object) -> None:
     if is_terminal(pod):
         raise ConflictError(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} '
                             "is already terminated")
-    if view.get("Node", node) is None:
-        raise NotFoundError("nodes", node)
+    return pod
+
+
+def _assigned(view: View, pod: dict[str, Any], node: str, annotations: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``pod`` on ``node`` with the Binding's annotations, Pending, no nomination and
+    PodScheduled=True first among its conditions."""
     new = copy.deepcopy(pod)
     new["spec"]["nodeName"] = node
-    annotations = ((binding.get("metadata") or {}).get("annotations") or {})
     if annotations:
         new["metadata"].setdefault("annotations", {}).update(
             {str(k): str(v) for k, v in annotations.items()})
@@ -183,7 +194,7 @@ def bind(view: View, namespace: str, name: str, binding: object) -> None:
     conditions.insert(0, {"type": "PodScheduled", "status": "True",
                           "lastTransitionTime": view.timestamp()})
     status["conditions"] = conditions
-    view.update(new)
+    return new
 
 
 def evict(view: View, namespace: str, name: str) -> None:
