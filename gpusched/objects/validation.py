@@ -44,7 +44,7 @@ Per kind (PodSpec rules are in ``objects.podspec``):
 
   Other fields are kept for the layers that read them.
 
-Neighbours: manifest (Manifest), podspec, fieldcheck, names, kinds, ``validation_policy`` and
+Neighbours: manifest (Manifest), podspec, validation_affinity (labels, selectors), fieldcheck, names, kinds, ``validation_policy`` and
 ``validation_nodes`` (the policy and node kinds); used by cluster admission,
 the CLI and the API server.
 """
@@ -63,9 +63,8 @@ from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, KINDS
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.names import (dns1123_label_errors, dns1123_subdomain_errors,
                                     qualified_name_errors)
-from gpusched.objects.podspec import (validate_label_selector, validate_labels,
-                                      validate_pod_annotations, validate_pod_spec,
-                                      validate_tolerations)
+from gpusched.objects.podspec import validate_pod_annotations, validate_pod_spec, validate_tolerations
+from gpusched.objects.validation_affinity import validate_label_selector, validate_labels
 from gpusched.objects.selectors import matches, selector_from_dict
 from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
 from gpusched.objects.validation_nodes import _cluster_policy, _node, _node_pool

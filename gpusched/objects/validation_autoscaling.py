@@ -14,7 +14,7 @@ from typing import Any, Callable
 from fractions import Fraction
 
 from gpusched.objects.fieldcheck import Errors, _spec
-from gpusched.objects.podspec import validate_label_selector
+from gpusched.objects.validation_affinity import validate_label_selector
 
 # The VPA CRD's enums (kubernetes/autoscaler vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml), in its order.
 VPA_UPDATE_MODES = ("Off", "Initial", "Recreate", "InPlaceOrRecreate", "InPlace", "Auto")

@@ -16,7 +16,7 @@ What lives elsewhere: the ClusterIP allocation and immutability checks need the 
 HorizontalPodAutoscaler and VerticalPodAutoscaler are checked in ``objects.validation_autoscaling``.
 
 Neighbours: ``objects.validation`` registers ``VALIDATORS``; uses ``fieldcheck``, ``names``,
-``podspec`` (labels, selectors, node selector terms).
+``validation_affinity`` (labels, selectors, node selector terms).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import re
 from gpusched.errors import FieldError
 from gpusched.objects.fieldcheck import Errors, _spec
 from gpusched.objects.names import config_map_key_errors, dns1123_label_errors
-from gpusched.objects.podspec import validate_label_selector, validate_labels
+from gpusched.objects.validation_affinity import (node_selector_term, validate_label_selector,
+                                                  validate_labels)
 from gpusched.objects.validation_autoscaling import _hpa, _vpa
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
@@ -331,7 +332,6 @@ def _pv(obj: dict[str, Any], e: Errors) -> None:
 
 
 def _pv_node_affinity(affinity: dict[str, Any], e: Errors) -> None:
-    from gpusched.objects.podspec import _node_selector_term  # one NodeSelectorTerm check
     required = e.mapping(affinity, "required", "spec.nodeAffinity.required")
     if required is None:
         return
@@ -341,7 +341,7 @@ def _pv_node_affinity(affinity: dict[str, Any], e: Errors) -> None:
                    "must have at least one node selector term")
         return
     for i, term in enumerate(terms):
-        _node_selector_term(term, f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]", e)
+        node_selector_term(term, f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]", e)
 
 
 # ---- NetworkPolicy ------------------------------------------------------------------------------

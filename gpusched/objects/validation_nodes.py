@@ -4,7 +4,7 @@ ClusterPolicy (``nvidia.com/v1``, the GPU Operator's CRD: the fields gpusched ac
 CRD's enums).
 
 Neighbours: ``objects.validation`` registers these validators; uses ``fieldcheck``,
-``podspec`` (labels, taint effects).
+``podspec`` (taint effects), ``validation_affinity`` (labels).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from gpusched.objects import limits
 from gpusched.objects.fieldcheck import Errors, _spec
 from gpusched.objects.names import (dns1123_subdomain_errors, label_value_errors,
                                     qualified_name_errors)
-from gpusched.objects.podspec import TAINT_EFFECTS, validate_labels
+from gpusched.objects.podspec import TAINT_EFFECTS
+from gpusched.objects.validation_affinity import validate_labels
 
 # ----------------------------------------------------------------------------------------------
 # Nodes

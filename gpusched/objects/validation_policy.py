@@ -18,7 +18,7 @@ import re
 from gpusched.errors import FieldError
 from gpusched.objects.fieldcheck import Errors, _spec, quantity_text
 from gpusched.objects.names import config_map_key_errors
-from gpusched.objects.podspec import validate_label_selector
+from gpusched.objects.validation_affinity import validate_label_selector
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
