@@ -1,7 +1,8 @@
 """Slurm commands: ``sbatch``/``squeue``/``scancel``/``sinfo`` on the embedded cluster, and
 ``slurm config|submit|jobs|cancel`` against a real Slurm controller.
 
-Embedded cluster (``slurm.embedded`` does the work; ``slurm.output`` the job output files):
+Embedded cluster (``slurm.embedded`` submits and cancels, ``slurm.reports`` lists,
+``slurm.output`` writes the job output files):
 
 - ``sbatch SCRIPT [--dry-run]`` prints ``Submitted batch job <id>`` (``--dry-run``: the Job
   manifest as YAML, nothing created);
@@ -129,7 +130,7 @@ def _states(text: str) -> set[str]:
 
 def cmd_squeue(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.slurm import embedded
+    from gpusched.slurm import reports
 
     states = _states(args.states)
     users = {u for u in args.user.split(",") if u} | ({"default"} if args.me else set())
@@ -137,7 +138,7 @@ def cmd_squeue(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         write_job_outputs(cluster)
         with cluster.reading() as view:
-            rows = embedded.squeue_rows(view, finished=bool(states - set(DEFAULT_STATES)))
+            rows = reports.squeue_rows(view, finished=bool(states - set(DEFAULT_STATES)))
     rows = [r for r in rows if r.state in states and (not users or r.user in users)
             and (not partitions or r.partition in partitions)]
     print(format_squeue(rows))
@@ -167,12 +168,12 @@ def format_sacct(rows: Sequence[Any]) -> str:
 
 def cmd_sacct(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.slurm import embedded
+    from gpusched.slurm import reports
 
     with open_cluster(args) as cluster:
         write_job_outputs(cluster)
         with cluster.reading() as view:
-            rows = embedded.sacct_rows(view)
+            rows = reports.sacct_rows(view)
     print(format_sacct(rows))
     return 0
 
@@ -206,11 +207,11 @@ def format_sinfo(rows: Sequence[Any], per_node: bool = False) -> str:
 
 def cmd_sinfo(args: argparse.Namespace) -> int:
     from gpusched.cli.commands import open_cluster
-    from gpusched.slurm import embedded
+    from gpusched.slurm import reports
 
     with open_cluster(args) as cluster:
         with cluster.reading() as view:
-            rows = embedded.sinfo_rows(view, per_node=args.per_node)
+            rows = reports.sinfo_rows(view, per_node=args.per_node)
     print(format_sinfo(rows, args.per_node))
     return 0
 

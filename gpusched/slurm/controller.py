@@ -60,24 +60,36 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     Every object, or (``changes``) the Jobs when a Job changed and the changed pods."""
     jobs = view.list("Job") if changes is None or changes.any_kind(("Job",)) else []
     for job in jobs:
-        annotations = (job.get("metadata") or {}).get("annotations") or {}
-        if (job.get("spec") or {}).get("suspend") and ANN_DEPENDENCY in annotations \
-                and dependencies_met(view, job):
-            released = copy.deepcopy(job)
-            released["spec"]["suspend"] = False
-            view.update(released)
-            view.record_event(released, "Resumed", "Job resumed: dependencies satisfied",
-                              "Normal", COMPONENT)
+        _release_if_ready(view, job)
     for pod in view.list("Pod") if changes is None else changes.pods():
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(ANN_TIMED_OUT) and (pod.get("status") or {}).get("phase") == "Succeeded":
-            failed = copy.deepcopy(pod)
-            failed["status"].update(phase="Failed", reason="DeadlineExceeded",
-                                    message="Pod was active on the node longer than the "
-                                            "specified deadline")
-            view.update(failed)
-            view.record_event(failed, "DeadlineExceeded", "Pod was active on the node longer "
-                              "than the specified deadline", "Warning", "kubelet")
+        _fail_if_timed_out(view, pod)
+
+
+def _release_if_ready(view: View, job: dict[str, Any]) -> None:
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    if not ((job.get("spec") or {}).get("suspend") and ANN_DEPENDENCY in annotations
+            and dependencies_met(view, job)):
+        return
+    released = copy.deepcopy(job)
+    released["spec"]["suspend"] = False
+    view.update(released)
+    view.record_event(released, "Resumed", "Job resumed: dependencies satisfied",
+                      "Normal", COMPONENT)
+
+
+def _fail_if_timed_out(view: View, pod: dict[str, Any]) -> None:
+    """A pod that ran into its time limit ended Succeeded (its run time was cut to the limit):
+    it failed, as Slurm's TIMEOUT."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if not (annotations.get(ANN_TIMED_OUT) and (pod.get("status") or {}).get("phase") == "Succeeded"):
+        return
+    failed = copy.deepcopy(pod)
+    failed["status"].update(phase="Failed", reason="DeadlineExceeded",
+                            message="Pod was active on the node longer than the "
+                                    "specified deadline")
+    view.update(failed)
+    view.record_event(failed, "DeadlineExceeded", "Pod was active on the node longer "
+                      "than the specified deadline", "Warning", "kubelet")
 
 
 def install() -> None:

@@ -26,8 +26,8 @@ every command that can start or end a job: ``sbatch``, ``squeue``, ``advance``..
 files on this machine's disk and records on the pod (annotation
 ``gpusched.io/slurm-output-state``: ``started``, then ``final``) that it did.
 
-Neighbours: ``metrics.container`` (nvidia-smi), ``slurm.embedded`` (job ids, names, states);
-used by ``cli.slurm_cmd``.
+Neighbours: ``metrics.container`` (nvidia-smi), ``slurm.embedded`` (annotations),
+``slurm.reports`` (run ends, states); used by ``cli.slurm_cmd``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from gpusched.cluster.view import View
 from gpusched.metrics.container import build_view, known_output
 from gpusched.objects.assignment import held_by
 from gpusched.objects.types import ANN_START_TIME
-from gpusched.slurm import embedded
+from gpusched.slurm import embedded, reports
 from gpusched.slurm.controller import ANN_JOB_NAME, LABEL_JOB_ID
 
 if TYPE_CHECKING:
@@ -146,17 +146,38 @@ def _run_line(view: View, pod: dict[str, Any], container: str, line: str, env: d
     try:
         words = shlex.split(line, comments=True)
     except ValueError:
-        return [f"[gpusched: `{line}` was not run: the embedded cluster runs no programs]"]
+        return _not_run(line)
     if words and words[0] == "srun":
         words = [w for w in words[1:] if not w.startswith("-")] if len(words) > 1 else []
     if not words or words[0] in SILENT:
         if words and words[0] == "export":
-            for item in words[1:]:
-                key, eq, value = item.partition("=")
-                if eq:
-                    env[key] = _expand(value, env)
+            _export(words[1:], env)
         return []
     words = [_expand(w, env) for w in words]
+    printed = _shell_output(words, env)
+    if printed is not None:
+        return printed
+    answer = known_output(view, pod, container, words)
+    if answer is not None and words[0] == "nvidia-smi":
+        return answer.stdout.splitlines()
+    return _not_run(line)
+
+
+def _not_run(line: str) -> list[str]:
+    return [f"[gpusched: `{line}` was not run: the embedded cluster runs no programs]"]
+
+
+def _export(items: list[str], env: dict[str, str]) -> None:
+    """``export K=V ...``: into the job's environment (``$VAR`` expanded); bare names ignored."""
+    for item in items:
+        key, eq, value = item.partition("=")
+        if eq:
+            env[key] = _expand(value, env)
+
+
+def _shell_output(words: list[str], env: dict[str, str]) -> list[str] | None:
+    """``hostname``, ``echo``, ``env``/``printenv [VAR]`` from the job's environment; None for
+    any other command."""
     if words[0] == "hostname":
         return [env["SLURMD_NODENAME"]]
     if words[0] == "echo":
@@ -165,10 +186,7 @@ def _run_line(view: View, pod: dict[str, Any], container: str, line: str, env: d
         return [f"{k}={v}" for k, v in sorted(env.items())]
     if words[0] == "printenv":
         return [env[w] for w in words[1:] if w in env]
-    answer = known_output(view, pod, container, words)
-    if answer is not None and words[0] == "nvidia-smi":
-        return answer.stdout.splitlines()
-    return [f"[gpusched: `{line}` was not run: the embedded cluster runs no programs]"]
+    return None
 
 
 def _expand(text: str, env: dict[str, str]) -> str:
@@ -176,7 +194,7 @@ def _expand(text: str, env: dict[str, str]) -> str:
 
 
 def timeout_line(view: View, job_id: str, pod: dict[str, Any]) -> str:
-    end = embedded.run_end(view, pod)
+    end = reports.run_end(view, pod)
     when = datetime.fromtimestamp(EPOCH.timestamp() + end, tz=EPOCH.tzinfo)
     return (f"slurmstepd: error: *** JOB {job_id} ON {pod['spec'].get('nodeName', '')} CANCELLED "
             f"AT {when:%Y-%m-%dT%H:%M:%S} DUE TO TIME LIMIT ***\n")
@@ -203,7 +221,7 @@ def pending_outputs(view: View) -> list[OutputWrite]:
                                       job_output(view, job, pod), False, "started"))
         finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
         if finished:
-            slurm_state, _ = embedded.finished_state(pod)
+            slurm_state, _ = reports.finished_state(pod)
             job_id = job["metadata"]["labels"][LABEL_JOB_ID] + (f"_{task}" if task else "")
             text = timeout_line(view, job_id, pod) if slurm_state == "TIMEOUT" else ""
             writes.append(OutputWrite(meta["name"], meta.get("namespace", "default"), path, text,

@@ -107,3 +107,22 @@ def test_dry_run_creates_nothing(g):
     out = g.ok("sbatch", "--dry-run", write(g, "a.sh", "--gres=gpu:2", "--mem=8G")).out
     assert "nvidia.com/gpu: 2" in out and "memory: 8192Mi" in out
     assert squeue(g) == []
+
+
+def test_held_array_and_a_dependency_that_failed(g):
+    # squeue shows a held array as ID_[tasks]; once the job it waits for failed (here: TIMEOUT),
+    # Slurm without kill_invalid_depend keeps it pending with reason DependencyNeverSatisfied
+    g.ok("sbatch", write(g, "a.sh", "--gres=gpu:1", "-t 1", body="sleep 600"))
+    g.ok("sbatch", write(g, "b.sh", "--gres=gpu:1", "--array=0-1", "--dependency=afterok:1"))
+    assert [(r[0], r[4], r[7]) for r in squeue(g)][1] == ("2_[0,1]", "PD", "(Dependency)")
+    g.ok("advance", "2m")
+    assert [(r[0], r[4], r[7]) for r in squeue(g)] == [("2_[0,1]", "PD",
+                                                        "(DependencyNeverSatisfied)")]
+
+
+def test_pending_reason_priority_below_the_top_waiting_pod(g):
+    # squeue's (Priority): a higher-priority job waits ahead; the top one waits for (Resources)
+    g.ok("sbatch", write(g, "low.sh", "--gpus=64"))
+    g.ok("sbatch", write(g, "high.sh", "--gpus=64", "--qos=high"))
+    assert [(r[0], r[4], r[7]) for r in squeue(g)] == [("1", "PD", "(Priority)"),
+                                                       ("2", "PD", "(Resources)")]

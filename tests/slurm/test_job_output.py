@@ -76,6 +76,29 @@ def test_until_killed_job_times_out(g):
                         r"2026-01-01T00:05:00 DUE TO TIME LIMIT \*\*\*", last)
 
 
+# One body, one line per shell form the output writer knows (slurm.output._run_line): what each
+# line adds to slurm-1.out after the two header lines.
+SHELL_LINES = [
+    ("export GREETING=hi BARE", []),                          # export: into the environment
+    ("echo -e $GREETING ${GREETING}", ["hi hi"]),             # echo expands $VAR and ${VAR}
+    ("printenv GREETING NOPE SLURM_JOB_ID", ["hi", "1"]),     # printenv VAR...: the set ones
+    ("srun --ntasks=1 echo via srun", ["via srun"]),          # srun CMD runs CMD
+    ("srun", []),                                             # srun alone: nothing
+    ("cd /tmp", []),                                          # silent commands
+    ('echo "unclosed', ['[gpusched: `echo "unclosed` was not run: the embedded cluster runs '
+                        'no programs]']),                     # unparseable line
+    ("python x.py", ["[gpusched: `python x.py` was not run: the embedded cluster runs no "
+                     "programs]"]),
+]
+
+
+def test_shell_lines_of_the_body(g):
+    body = "\n".join(line for line, _ in SHELL_LINES)
+    g.ok("sbatch", script(g, "shell.sh", "--gres=gpu:1", body=body))
+    lines = (g.tmp / "slurm-1.out").read_text().splitlines()
+    assert lines[2:] == [out for _, outs in SHELL_LINES for out in outs]
+
+
 @pytest.mark.parametrize("body,seconds", [
     ("nvidia-smi", 2), ("hostname\nnvidia-smi -L\necho done", 6), ("sleep 90\nnvidia-smi", 90),
 ], ids=["one-command", "three-commands", "sleep-wins"])
