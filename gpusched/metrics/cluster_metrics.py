@@ -174,25 +174,8 @@ class ClusterCollector:
         by_ns = GaugeMetricFamily("gpusched_gpus_allocated_by_namespace",
                                   "GPU resources requested by running pods, by namespace",
                                   labels=["namespace", "resource"])
-        models = {}
-        for node in view.list("Node"):
-            meta = node["metadata"]
-            model = ((meta.get("labels") or {}).get("gpusched.io/gpu-model")
-                     or (meta.get("labels") or {}).get("nvidia.com/gpu.product", ""))
-            models[meta["name"]] = model
-            for resource, value in sorted(((node.get("status") or {}).get("allocatable") or {}).items()):
-                if is_gpu_resource(resource):
-                    allocatable.add_metric([meta["name"], model, resource],
-                                           _gpu_amount(resource, value))
-        per_node: dict[tuple[str, str], float] = defaultdict(float)
-        per_ns: dict[tuple[str, str], float] = defaultdict(float)
-        for pod in view.list("Pod"):
-            node_name = (pod.get("spec") or {}).get("nodeName")
-            if not node_name or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            for resource, amount in _requests(pod).items():
-                per_node[(node_name, resource)] += amount
-                per_ns[(pod["metadata"].get("namespace", "default"), resource)] += amount
+        models = _allocatable_by_node(view, allocatable)
+        per_node, per_ns = _running_requests(view)
         snapshot, _ = build_snapshot(view)
         for row, devices in enumerate(snapshot.devices):
             if devices is not None and devices.gpu_count and cut_gpus(devices):
@@ -321,3 +304,32 @@ def _free_fractions(devices: NodeDevices) -> list[float]:
         else:
             out.append(int(free_milli[index]) / 1000)
     return out
+
+
+def _allocatable_by_node(view: View, allocatable: GaugeMetricFamily) -> dict[str, str]:
+    """Add each node's GPU resources to ``allocatable``; returns node -> GPU model label."""
+    models = {}
+    for node in view.list("Node"):
+        meta = node["metadata"]
+        model = ((meta.get("labels") or {}).get("gpusched.io/gpu-model")
+                 or (meta.get("labels") or {}).get("nvidia.com/gpu.product", ""))
+        models[meta["name"]] = model
+        for resource, value in sorted(((node.get("status") or {}).get("allocatable") or {}).items()):
+            if is_gpu_resource(resource):
+                allocatable.add_metric([meta["name"], model, resource],
+                                       _gpu_amount(resource, value))
+    return models
+
+
+def _running_requests(view: View) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+    """GPU requests of bound, unfinished pods: per (node, resource) and per (namespace, resource)."""
+    per_node: dict[tuple[str, str], float] = defaultdict(float)
+    per_ns: dict[tuple[str, str], float] = defaultdict(float)
+    for pod in view.list("Pod"):
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for resource, amount in _requests(pod).items():
+            per_node[(node_name, resource)] += amount
+            per_ns[(pod["metadata"].get("namespace", "default"), resource)] += amount
+    return per_node, per_ns

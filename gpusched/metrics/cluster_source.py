@@ -51,7 +51,7 @@ from gpusched.objects.assignment import held_by
 from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME
 
 if TYPE_CHECKING:
-    from gpusched.devices.node import NodeDevices
+    from gpusched.devices.node import Device, NodeDevices
 
 ANN_GPU_XID = "gpusched.io/gpu-xid"
 # PCI buses of a DGX A100's eight GPUs; more GPUs continue from 0xC0.
@@ -112,6 +112,18 @@ def _container(pod: dict[str, Any]) -> str:
     return str(containers[0].get("name", "")) if containers else ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Holder:
+    """What every holding of one pod shares."""
+
+    ref: PodRef
+    uid: str
+    start: float
+    end: float | None
+    util: float
+    klass: str
+
+
 def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, util: float | None = None) -> list[Holding]:
     """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``); ``util`` (%)
     overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``)."""
@@ -122,34 +134,40 @@ def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, ut
     ids = held.device_ids
     if start is None or not ids:
         return []
-    ref = PodRef(meta.get("namespace", "default"), meta.get("name", ""), _container(pod))
-    klass = str((pod.get("spec") or {}).get("priorityClassName") or "")
-    by_id = {d.device_id: d for d in devices.devices}
-    util, milli = (gm.pod_util(pod) if util is None else util), annotations.get(ANN_GPU_MILLI, "")
+    holder = _holder(pod, float(start), end, util)
+    milli = annotations.get(ANN_GPU_MILLI, "")
     total = devices.model.memory_mib if devices.model else 0
-    out = []
     if milli.isdigit() and not any("::" in i or i.startswith("MIG-") for i in ids):
         share = int(milli) / 1000
-        gpus = held.gpu_indices
-        return [Holding(ref, meta.get("uid", ""), g, "", float(start), end, util * share, 1.0,
-                        int(gm.pod_memory_mib(pod, total) * share), share, klass) for g in gpus]
-    for device_id in ids:
-        device = by_id.get(device_id)
-        if device is None:
-            continue          # re-advertised away; the pod is not attributed any more
-        if device.profile:
-            geometry, profile = devices.mig_profile(device.profile)
-            slices = profile.compute_slices / geometry.compute_slices
-            out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, device.parent or
-                               device.device_id.split("::")[0], float(start), end, util,
-                               slices, gm.pod_memory_mib(pod, profile.memory_mib), slices, klass,
-                               device.resource))
-            continue
-        replicas = sum(1 for d in devices.devices if d.parent and d.parent == device.parent) or 1
-        out.append(Holding(ref, meta.get("uid", ""), device.gpu_index, "", float(start), end,
-                           util, 1.0, gm.pod_memory_mib(pod, total // replicas), 1 / replicas,
-                           klass, device.resource))
-    return out
+        return [Holding(holder.ref, holder.uid, g, "", holder.start, end, holder.util * share, 1.0,
+                        int(gm.pod_memory_mib(pod, total) * share), share, holder.klass)
+                for g in held.gpu_indices]
+    by_id = {d.device_id: d for d in devices.devices}
+    # a device re-advertised away is not attributed any more
+    return [_device_holding(pod, devices, by_id[i], holder, total) for i in ids if i in by_id]
+
+
+def _holder(pod: dict[str, Any], start: float, end: float | None, util: float | None) -> _Holder:
+    meta = pod.get("metadata") or {}
+    return _Holder(PodRef(meta.get("namespace", "default"), meta.get("name", ""), _container(pod)),
+                   meta.get("uid", ""), start, end, gm.pod_util(pod) if util is None else util,
+                   str((pod.get("spec") or {}).get("priorityClassName") or ""))
+
+
+def _device_holding(pod: dict[str, Any], devices: NodeDevices, device: Device, holder: _Holder,
+                    total_mib: int) -> Holding:
+    """A MIG instance (its slices of the GPU) or a whole / time-sliced GPU (1/replicas)."""
+    if device.profile:
+        geometry, profile = devices.mig_profile(device.profile)
+        slices = profile.compute_slices / geometry.compute_slices
+        return Holding(holder.ref, holder.uid, device.gpu_index,
+                       device.parent or device.device_id.split("::")[0], holder.start, holder.end,
+                       holder.util, slices, gm.pod_memory_mib(pod, profile.memory_mib), slices,
+                       holder.klass, device.resource)
+    replicas = sum(1 for d in devices.devices if d.parent and d.parent == device.parent) or 1
+    return Holding(holder.ref, holder.uid, device.gpu_index, "", holder.start, holder.end,
+                   holder.util, 1.0, gm.pod_memory_mib(pod, total_mib // replicas), 1 / replicas,
+                   holder.klass, device.resource)
 
 
 def _gpu_util(holdings: list[Holding], t: float) -> float:
@@ -285,16 +303,23 @@ def exporter_mapping(view: View) -> PodMapping:
     ``dcgm.mapping_from_container`` reads them; none: dcgm-exporter's defaults."""
     for ds in sorted(view.list("DaemonSet"), key=lambda d: (d["metadata"].get("namespace", ""),
                                                               d["metadata"].get("name", ""))):
-        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        for container in spec.get("containers") or ():
-            if not isinstance(container, dict):
-                continue
-            if "dcgm-exporter" in f'{container.get("image", "")} {container.get("name", "")}':
-                args = [*(container.get("command") or ()), *(container.get("args") or ())]
-                env = {str(e.get("name")): str(e.get("value") or "")
-                       for e in container.get("env") or () if isinstance(e, dict)}
-                return mapping_from_container([str(a) for a in args], env)
+        container = _exporter_container(ds)
+        if container is not None:
+            args = [*(container.get("command") or ()), *(container.get("args") or ())]
+            env = {str(e.get("name")): str(e.get("value") or "")
+                   for e in container.get("env") or () if isinstance(e, dict)}
+            return mapping_from_container([str(a) for a in args], env)
     return PodMapping()
+
+
+def _exporter_container(ds: dict[str, Any]) -> dict[str, Any] | None:
+    """The DaemonSet's first container whose image or name contains ``dcgm-exporter``."""
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in spec.get("containers") or ():
+        if isinstance(container, dict) and \
+                "dcgm-exporter" in f'{container.get("image", "")} {container.get("name", "")}':
+            return container
+    return None
 
 
 def _xids(node: dict[str, Any]) -> dict[int, int]:

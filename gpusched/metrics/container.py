@@ -152,50 +152,83 @@ def _cap_w(physics: gm.Physics) -> int:
     return int(round(physics.tdp_w))
 
 
+@dataclass(frozen=True, slots=True)
+class _Scene:
+    """What the GPU views of one container share."""
+
+    pod: dict[str, Any]
+    node_name: str
+    devices: NodeDevices
+    physics: gm.Physics
+    nvml: str
+    running: bool
+    own_util: float
+    states: dict[tuple[str, int], GpuState]
+
+
 def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView:
     """The devices, processes and environment ``container`` of ``pod`` would see."""
     spec = pod.get("spec") or {}
     node_name = str(spec.get("nodeName") or "")
     ids = list(held_by(pod).device_ids)
-    node = view.get("Node", node_name) if node_name else None
     env = _base_env(pod, container)
-    if node is None or not ids:
-        return ContainerView(pod, container, node_name, env=env)
-    devices = node_devices_for(node, device_inputs(view))
-    if devices is None or devices.model is None:
+    devices = _held_node_devices(view, node_name, ids)
+    if devices is None:
         return ContainerView(pod, container, node_name, env=env)
     by_id = {d.device_id: d for d in devices.devices}
     held = [by_id[i] for i in ids if i in by_id]
-    host_indices = sorted({d.gpu_index for d in held})
-    states = {(s.node, s.gpu): s for s in ClusterSource(view).gpus()}
-    model = devices.gpu_model
-    physics = gm.physics_of(model.name)
-    nvml = physics.nvml_name if model.name in gm.PHYSICS else model.nvml_name
+    scene = _scene(view, pod, node_name, devices)
     gpus: list[GpuView] = []
     processes: list[Process] = []
     visible: list[str] = []
-    running = (pod.get("status") or {}).get("phase") == "Running"
-    own_util = gm.pod_util(pod)
-    for index, host in enumerate(host_indices):
-        state = states.get((node_name, host))
-        mine = [d for d in held if d.gpu_index == host]
-        mig = _mig_views(devices, host, mine, state, pod, running)
-        live = state.live if state is not None else []
-        util = (state.util if state is not None else 0.0) if running else own_util
-        used = state.fb_used_mib if state is not None else 0
-        gpu_uuid = devices._gpu_ids[host] if host < len(devices._gpu_ids) else ""
-        temp = int(round(gm.steady_temp_c(physics, util)))
-        bus = _PCI_BUSES[host] if host < len(_PCI_BUSES) else 0xC0 + host
-        gpus.append(GpuView(index, host, gpu_uuid, nvml, pci_bus_id(0, bus),
-                            devices.model.memory_mib, used, None if mig else int(round(util)),
-                            temp, int(round(gm.power_w(physics, util))), _cap_w(physics),
-                            tuple(mig), devices.model.mig_capable,
-                            not nvml.startswith(("NVIDIA GeForce", "NVIDIA RTX"))))
-        visible.extend(m.uuid for m in mig) if mig else visible.append(gpu_uuid)
-        processes.extend(_processes(index, mig, live, pod, running, own_util, devices, host))
+    for index, host in enumerate(sorted({d.gpu_index for d in held})):
+        gpu, own = _gpu_view(scene, index, host, [d for d in held if d.gpu_index == host])
+        gpus.append(gpu)
+        visible.extend(m.uuid for m in gpu.mig) if gpu.mig else visible.append(gpu.uuid)
+        processes.extend(own)
     env["NVIDIA_VISIBLE_DEVICES"] = ",".join(visible)
     return ContainerView(pod, container, node_name, tuple(gpus), tuple(processes),
                          tuple(visible), env)
+
+
+def _held_node_devices(view: View, node_name: str, ids: list[str]) -> NodeDevices | None:
+    """The devices of the pod's node, when it is bound there, holds devices and the node has a
+    known GPU model."""
+    node = view.get("Node", node_name) if node_name else None
+    if node is None or not ids:
+        return None
+    devices: NodeDevices | None = node_devices_for(node, device_inputs(view))
+    if devices is None or devices.model is None:
+        return None
+    return devices
+
+
+def _scene(view: View, pod: dict[str, Any], node_name: str, devices: NodeDevices) -> _Scene:
+    model = devices.gpu_model
+    physics = gm.physics_of(model.name)
+    return _Scene(pod, node_name, devices, physics,
+                  physics.nvml_name if model.name in gm.PHYSICS else model.nvml_name,
+                  (pod.get("status") or {}).get("phase") == "Running", gm.pod_util(pod),
+                  {(s.node, s.gpu): s for s in ClusterSource(view).gpus()})
+
+
+def _gpu_view(scene: _Scene, index: int, host: int, mine: list[Any]) -> tuple[GpuView, list[Process]]:
+    """GPU ``host`` of the node as the container's GPU ``index``, and the processes on it."""
+    devices, physics, nvml = scene.devices, scene.physics, scene.nvml
+    state = scene.states.get((scene.node_name, host))
+    mig = _mig_views(devices, host, mine, state, scene.pod, scene.running)
+    live = state.live if state is not None else []
+    util = (state.util if state is not None else 0.0) if scene.running else scene.own_util
+    used = state.fb_used_mib if state is not None else 0
+    gpu_uuid = devices._gpu_ids[host] if host < len(devices._gpu_ids) else ""
+    temp = int(round(gm.steady_temp_c(physics, util)))
+    bus = _PCI_BUSES[host] if host < len(_PCI_BUSES) else 0xC0 + host
+    gpu = GpuView(index, host, gpu_uuid, nvml, pci_bus_id(0, bus),
+                  devices.gpu_model.memory_mib, used, None if mig else int(round(util)),
+                  temp, int(round(gm.power_w(physics, util))), _cap_w(physics),
+                  tuple(mig), devices.gpu_model.mig_capable,
+                  not nvml.startswith(("NVIDIA GeForce", "NVIDIA RTX")))
+    return gpu, _processes(index, mig, live, scene.pod, scene.running, scene.own_util, devices, host)
 
 
 def _mig_views(devices: NodeDevices, host: int, mine: list[Any], state: GpuState | None, pod: dict[str, Any], running: bool) -> list[MigView]:

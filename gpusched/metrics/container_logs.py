@@ -26,29 +26,54 @@ from gpusched.objects.types import ANN_START_TIME
 
 def pod_log(view: View, pod: dict[str, Any], container: str) -> str:
     """``kubectl logs``: the kubelet-side life of the pod, then its known command's output."""
-    meta = pod.get("metadata") or {}
     lines = [marker(pod, container, "log") + " (kubelet-side events of the pod's life)"]
+    lines += _event_lines(view, pod)
+    _insert_allocation(view, pod, container, lines)
+    lines += _termination(pod, container)
+    lines += _plugin_lines(view, pod, container)
+    lines += _command_lines(view, pod, container)
+    return "\n".join(lines) + "\n"
+
+
+def _event_lines(view: View, pod: dict[str, Any]) -> list[str]:
+    """The pod's events (by uid, or by name where an event names no uid)."""
+    meta = pod.get("metadata") or {}
     uid = meta.get("uid", "")
+    lines = []
     for event in view.list_events(meta.get("namespace", "default")):
         ref = event.get("involvedObject") or {}
         if ref.get("uid") == uid or (ref.get("kind") == "Pod" and ref.get("name") == meta.get("name")
                                      and not ref.get("uid")):
             lines.append(f"{event.get('lastTimestamp', '')} {event.get('reason', '')}: "
                          f"{event.get('message', '')}")
-    annotations = meta.get("annotations") or {}
+    return lines
+
+
+def _insert_allocation(view: View, pod: dict[str, Any], container: str, lines: list[str]) -> None:
+    """The kubelet's device allocation, right after the Scheduled event (or the first line)."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
     ids = ",".join(held_by(pod).device_ids)
-    if ids and ANN_START_TIME in annotations:
-        when = view.timestamp(float(annotations[ANN_START_TIME]))
-        cv = build_view(view, pod, container)
-        allocated = (f"{when} DevicesAllocated: {ids} (NVIDIA_VISIBLE_DEVICES="
-                     f"{cv.env.get('NVIDIA_VISIBLE_DEVICES', '')})")
-        after = next((i for i, line in enumerate(lines) if " Scheduled: " in line), 0)
-        lines.insert(after + 1, allocated)
-    lines += _termination(pod, container)
-    labels = meta.get("labels") or {}
+    if not ids or ANN_START_TIME not in annotations:
+        return
+    when = view.timestamp(float(annotations[ANN_START_TIME]))
+    cv = build_view(view, pod, container)
+    allocated = (f"{when} DevicesAllocated: {ids} (NVIDIA_VISIBLE_DEVICES="
+                 f"{cv.env.get('NVIDIA_VISIBLE_DEVICES', '')})")
+    after = next((i for i, line in enumerate(lines) if " Scheduled: " in line), 0)
+    lines.insert(after + 1, allocated)
+
+
+def _plugin_lines(view: View, pod: dict[str, Any], container: str) -> list[str]:
+    """A running device plugin pod's own log."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
     if labels.get("app") == "nvidia-device-plugin-daemonset" and container == "nvidia-device-plugin" \
             and (pod.get("status") or {}).get("phase") == "Running":
-        lines += ["[gpusched: simulated output of the device plugin]", *device_plugin_log(view, pod)]
+        return ["[gpusched: simulated output of the device plugin]", *device_plugin_log(view, pod)]
+    return []
+
+
+def _command_lines(view: View, pod: dict[str, Any], container: str) -> list[str]:
+    """The simulated output of the container's command, once it started (not for ``sleep``)."""
     spec: dict[str, Any] = next((c for c in (pod.get("spec") or {}).get("containers") or []
                                  if c.get("name") == container), {})
     words = _unwrap_shell([str(w) for w in (spec.get("command") or []) + (spec.get("args") or [])])
@@ -56,8 +81,8 @@ def pod_log(view: View, pod: dict[str, Any], container: str) -> str:
     if started and words and words[0] != "sleep":
         answer = known_output(view, pod, container, words)
         if answer is not None:
-            lines += [f"[gpusched: simulated output of `{' '.join(words)}`]", answer.stdout]
-    return "\n".join(lines) + "\n"
+            return [f"[gpusched: simulated output of `{' '.join(words)}`]", answer.stdout]
+    return []
 
 
 def _klog(view: View, pod: dict[str, Any], source: str, text: str, level: str = "I") -> str:

@@ -130,9 +130,7 @@ def node_usage(pools: list[dict[str, Any]], nodes: list[dict[str, Any]], now: fl
     by_name = {n["metadata"]["name"]: n for n in nodes}
     rows = []
     for pool in sorted(pools, key=lambda p: p["metadata"]["name"]):
-        gpu = (pool.get("spec") or {}).get("gpu") or {}
-        model = str(gpu.get("model") or (gpu.get("define") or {}).get("name") or "")
-        gpus = int(gpu.get("count", 1)) if gpu else 0
+        model, gpus = _pool_gpus(pool)
         hours = sum(max(0.0, min(now, end) - max(since, start)) / 3600
                     for start, end in node_lifetimes(pool, by_name, now))
         live = sum(1 for n in by_name.values()
@@ -142,3 +140,10 @@ def node_usage(pools: list[dict[str, Any]], nodes: list[dict[str, Any]], now: fl
         rows.append(NodeUsage(pool["metadata"]["name"], model or "<none>", live, hours,
                               hours * gpus, hours * price))
     return rows
+
+
+def _pool_gpus(pool: dict[str, Any]) -> tuple[str, int]:
+    """A NodePool's GPU model name (catalog or ``define``; "" for none) and GPUs per node."""
+    gpu = (pool.get("spec") or {}).get("gpu") or {}
+    model = str(gpu.get("model") or (gpu.get("define") or {}).get("name") or "")
+    return model, int(gpu.get("count", 1)) if gpu else 0

@@ -109,3 +109,23 @@ def test_price_file_overrides_one_model(tmp_path):
     path.write_text('{"T4": 0.5}')
     prices = cost.load_prices(str(path))
     assert prices["T4"] == 0.5 and prices["A100-40GB"] == cost.DEFAULT_PRICES["A100-40GB"]
+
+
+def _pool(gpu: dict | None) -> dict:
+    spec = {"gpu": gpu} if gpu is not None else {}
+    return {"metadata": {"name": "p", "uid": "u1"}, "spec": spec,
+            "status": {"created": {"n1": 0.0}}}
+
+
+@pytest.mark.parametrize("gpu,model,gpu_hours,dollars", [
+    ({"model": "L4", "count": 2}, "L4", 2.0, 2 * 0.60),                      # catalog model
+    ({"define": {"name": "X1"}}, "X1", 1.0, cost.DEFAULT_PRICE),             # define, count 1
+    (None, "<none>", 0.0, 0.0),                                              # no GPUs: free
+], ids=["catalog-model", "defined-model-default-price", "cpu-pool"])
+def test_node_usage_reads_the_pool_gpu_forms(gpu, model, gpu_hours, dollars):
+    # one node created at 0 and alive at 1 h: node-hours 1 x GPUs x the model's price
+    node = {"metadata": {"name": "n1", "ownerReferences": [{"uid": "u1"}]}}
+    [row] = cost.node_usage([_pool(gpu)], [node], 3600.0, dict(cost.DEFAULT_PRICES))
+    assert (row.model, row.nodes_now, row.node_hours) == (model, 1, 1.0)
+    assert row.gpu_hours == pytest.approx(gpu_hours)
+    assert row.dollars == pytest.approx(dollars)
