@@ -53,10 +53,58 @@ def _line(event_type: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
+@dataclass(frozen=True)
+class _Watch:
+    """One watch request: what it selects and how it renders, read once from the request."""
+
+    api: Any
+    req: Request
+    target: Any
+    stream: str
+    label_sel: Any
+    field_sel: Any
+    timeout: int
+    options: WatchOptions
+    table: bool
+    resets: int
+
+    @property
+    def info(self) -> Any:
+        return self.target.info
+
+    @property
+    def feed(self) -> Any:
+        return self.api.feed
+
+    def wanted(self, kind: str, namespace: str, body: dict[str, Any]) -> bool:
+        if kind != self.info.kind or (self.target.namespace is not None
+                                      and namespace != self.target.namespace):
+            return False
+        return self.passes(body)
+
+    def passes(self, body: dict[str, Any]) -> bool:
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        return (self.label_sel is None or matches(self.label_sel, labels)) and \
+            field_matches(body, self.field_sel)
+
+    def render(self, event_type: str, body: dict[str, Any], first: bool) -> bytes:
+        if not self.table:
+            return _line(event_type, body)
+        rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        return _line(event_type, self.api.table(self.info, [body], rfc3339(self.feed.clock), rv,
+                                                self.req, with_definitions=first))
+
+
 def watch_response(api: Any, req: Request, target: Any) -> Response:
-    info = target.info
-    stream = EVENTS if info.kind == "Event" else OBJECTS
-    feed = api.feed
+    watch = _read_watch(api, req, target)
+    start, initial = _start(watch)
+    end_bookmark = watch.options.initial_events and watch.options.bookmarks
+    return Response(200, content_type=WATCH_CONTENT_TYPE,
+                    stream=_events(watch, start, initial, end_bookmark))
+
+
+def _read_watch(api: Any, req: Request, target: Any) -> _Watch:
+    """The request's selectors, ``timeoutSeconds`` (capped) and watch options, in that order."""
     label_sel = parse_selector(req.query["labelSelector"]) if req.query.get("labelSelector") else None
     field_sel = parse_field_selector(req.query.get("fieldSelector", ""))
     try:
@@ -65,82 +113,71 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
         raise UsageError(f'invalid timeoutSeconds "{req.query.get("timeoutSeconds")}"') from None
     timeout = max(0, min(timeout, MAX_TIMEOUT_SECONDS))
     options = watch_options(req.query)
-    bookmarks = options.bookmarks
-    table = wants_table(req.accept)
-    resets = feed.resets
+    return _Watch(api, req, target, EVENTS if target.info.kind == "Event" else OBJECTS, label_sel,
+                  field_sel, timeout, options, wants_table(req.accept), api.feed.resets)
 
-    def wanted(kind: str, namespace: str, body: dict[str, Any]) -> bool:
-        if kind != info.kind or (target.namespace is not None and namespace != target.namespace):
-            return False
-        return passes(body)
 
-    def passes(body: dict[str, Any]) -> bool:
-        labels = (body.get("metadata") or {}).get("labels") or {}
-        return (label_sel is None or matches(label_sel, labels)) and field_matches(body, field_sel)
-
-    initial: list[tuple[str, dict[str, Any]]] = []
-    end_bookmark = False
+def _start(watch: _Watch) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """Where the stream starts, and the initial events (``sendInitialEvents``) before it."""
+    options, feed = watch.options, watch.feed
     if options.initial_events:
         feed.sync()
-        start, state = feed.snapshot(stream)
+        start, state = feed.snapshot(watch.stream)
         if options.rv > start:
             raise TooLargeResourceVersionError(options.rv, start)
-        initial = [("ADDED", body) for (kind, ns, _name), body in state if wanted(kind, ns, body)]
-        end_bookmark = bookmarks
-    elif options.rv_text in ("", "0"):
-        start = feed.snapshot(stream)[0]          # sendInitialEvents=false: from now on
-    else:
-        start = options.rv
+        return start, [("ADDED", body) for (kind, ns, _name), body in state
+                       if watch.wanted(kind, ns, body)]
+    if options.rv_text in ("", "0"):
+        return feed.snapshot(watch.stream)[0], []          # sendInitialEvents=false: from now on
+    return options.rv, []
 
-    def render(event_type: str, body: dict[str, Any], first: bool) -> bytes:
-        if not table:
-            return _line(event_type, body)
-        rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
-        return _line(event_type, api.table(info, [body], rfc3339(feed.clock), rv, req,
-                                           with_definitions=first))
 
-    def events() -> Iterator[bytes]:
-        feed.sync()
-        floor, _cursor = feed.floor(stream)
-        if start < floor:
-            yield _line("ERROR", status_object(
-                410, f"too old resource version: {start} ({floor})", "Expired"))
-            return
-        first = True
-        batch = _Batch()
-        for event_type, body in initial:
-            yield from batch.add(render(event_type, body, first))
-            first = False
-        if end_bookmark:
-            batch.lines.append(_line("BOOKMARK", _bookmark(info, start, initial_events_end=True)))
-        yield from batch.flush()
-        position = start
-        deadline = time.monotonic() + timeout
-        last_sent = time.monotonic()
-        while time.monotonic() < deadline:
-            wait = min(WAIT_SLICE_SECONDS, max(0.0, deadline - time.monotonic()))
-            changes = feed.wait(stream, position, wait, resets)
-            if changes is None:
-                if feed.closed or feed.resets != resets:
-                    return
-                yield _line("ERROR", status_object(
-                    410, f"too old resource version: {position} ({feed.floor(stream)[0]})",
-                    "Expired"))
+def _events(watch: _Watch, start: int, initial: list[tuple[str, dict[str, Any]]],
+            end_bookmark: bool) -> Iterator[bytes]:
+    feed = watch.feed
+    feed.sync()
+    floor, _cursor = feed.floor(watch.stream)
+    if start < floor:
+        yield _line("ERROR", status_object(
+            410, f"too old resource version: {start} ({floor})", "Expired"))
+        return
+    batch = _Batch()
+    for index, (event_type, body) in enumerate(initial):
+        yield from batch.add(watch.render(event_type, body, index == 0))
+    if end_bookmark:
+        batch.lines.append(_line("BOOKMARK", _bookmark(watch.info, start, initial_events_end=True)))
+    yield from batch.flush()
+    yield from _follow(watch, start, batch, not initial)
+
+
+def _follow(watch: _Watch, position: int, batch: _Batch, first: bool) -> Iterator[bytes]:
+    """The changes after ``position`` until the timeout, a reset or shutdown; bookmarks when
+    idle; ERROR 410 when the feed compacted past ``position``."""
+    feed = watch.feed
+    deadline = time.monotonic() + watch.timeout
+    last_sent = time.monotonic()
+    while time.monotonic() < deadline:
+        wait = min(WAIT_SLICE_SECONDS, max(0.0, deadline - time.monotonic()))
+        changes = feed.wait(watch.stream, position, wait, watch.resets)
+        if changes is None:
+            if feed.closed or feed.resets != watch.resets:
                 return
-            for change in changes:
-                position = change.rv
-                event = _convert(change, info.kind, target.namespace, passes)
-                if event is not None:
-                    yield from batch.add(render(*event, first))
-                    first = False
-                    last_sent = time.monotonic()
-            yield from batch.flush()
-            if bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
-                position = max(position, feed.floor(stream)[1]) if not changes else position
-                yield _line("BOOKMARK", _bookmark(info, position))
+            yield _line("ERROR", status_object(
+                410, f"too old resource version: {position} ({feed.floor(watch.stream)[0]})",
+                "Expired"))
+            return
+        for change in changes:
+            position = change.rv
+            event = _convert(change, watch.info.kind, watch.target.namespace, watch.passes)
+            if event is not None:
+                yield from batch.add(watch.render(*event, first))
+                first = False
                 last_sent = time.monotonic()
-
-    return Response(200, content_type=WATCH_CONTENT_TYPE, stream=events())
+        yield from batch.flush()
+        if watch.options.bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
+            position = max(position, feed.floor(watch.stream)[1]) if not changes else position
+            yield _line("BOOKMARK", _bookmark(watch.info, position))
+            last_sent = time.monotonic()
 
 
 class _Batch:
