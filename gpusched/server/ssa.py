@@ -24,7 +24,8 @@ else the User-Agent up to its first "/" (``managerOrUserAgent``).
 - Entries are ordered as ``sortEncodedManagedFields``: operation, time, manager, apiVersion.
 
 Pure functions over plain dicts; ``server.resources`` calls :func:`record_update` and
-:func:`apply` inside the write. Neighbours: ``server.strategic`` (merge), ``objects.schema``.
+:func:`apply` inside the write. Neighbours: ``server.fields_v1`` (the FieldsV1 encoding),
+``server.strategic`` (merge), ``objects.schema``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from typing import Any, Iterable
 
 from gpusched.errors import FieldError, GpuschedError, InvalidError
 from gpusched.objects import schema
+from gpusched.server.fields_v1 import Path, compact, from_fields_v1, path_string, to_fields_v1
 
-Path = tuple[str, ...]
 APPLY, UPDATE = "Apply", "Update"
 STRIPPED_META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                  "selfLink", "managedFields", "clusterName")
@@ -106,36 +107,38 @@ def _child_shape(shape: Shape, key: str, value: Any) -> Shape:
         field = {}
     resolved = schema.resolve(field) if field else {}
     if isinstance(value, list):
-        items = resolved.get("items")
-        items_node = schema.resolve(items) if isinstance(items, dict) else None
-        list_type = field.get("x-kubernetes-list-type") or resolved.get("x-kubernetes-list-type")
-        strategy = str(field.get("x-kubernetes-patch-strategy", ""))
-        merge_key = field.get("x-kubernetes-patch-merge-key")
-        keys = tuple(field.get("x-kubernetes-list-map-keys") or ([merge_key] if merge_key else []))
-        if list_type == "map" or (list_type is None and "merge" in strategy and keys):
-            return Shape("map-list", items_node, keys)
-        if list_type == "set" or (list_type is None and "merge" in strategy):
-            return Shape("set-list", items_node)
-        return Shape("atomic-list", items_node)
+        return _list_shape(field, resolved)
     if isinstance(value, dict):
         atomic = "atomic" in (field.get("x-kubernetes-map-type"), resolved.get("x-kubernetes-map-type"))
         return Shape("atomic" if atomic else "map", resolved or None)
     return Shape("atomic", resolved or None)
 
 
+def _list_shape(field: dict[str, Any], resolved: dict[str, Any]) -> Shape:
+    """A list field's shape: ``x-kubernetes-list-type`` map/set/atomic, or for the built-in
+    kinds without it the patch strategy (``merge`` with a merge key: a map keyed by it)."""
+    items = resolved.get("items")
+    items_node = schema.resolve(items) if isinstance(items, dict) else None
+    list_type = field.get("x-kubernetes-list-type") or resolved.get("x-kubernetes-list-type")
+    strategy = str(field.get("x-kubernetes-patch-strategy", ""))
+    merge_key = field.get("x-kubernetes-patch-merge-key")
+    keys = tuple(field.get("x-kubernetes-list-map-keys") or ([merge_key] if merge_key else []))
+    if list_type == "map" or (list_type is None and "merge" in strategy and keys):
+        return Shape("map-list", items_node, keys)
+    if list_type == "set" or (list_type is None and "merge" in strategy):
+        return Shape("set-list", items_node)
+    return Shape("atomic-list", items_node)
+
+
 # ---- field sets ------------------------------------------------------------------------------
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
 
 def item_element(item: Any, shape: Shape) -> str:
     """``k:{"name":"a"}`` for a map-list item, ``v:"x"`` for a set item."""
     if shape.kind == "map-list" and isinstance(item, dict):
         fields = {k: item[k] if k in item else KEY_DEFAULTS[k] for k in shape.keys
                   if k in item or k in KEY_DEFAULTS}
-        return "k:" + _compact(fields)
-    return "v:" + _compact(item)
+        return "k:" + compact(fields)
+    return "v:" + compact(item)
 
 
 def leaves(value: Any, shape: Shape, prefix: Path = ()) -> dict[Path, Any]:
@@ -166,7 +169,7 @@ def _same(a: Any, b: Any) -> bool:
     """Equal JSON values (a boolean is never a number)."""
     if type(a) is type(b) and isinstance(a, (str, int, float, bool)) or a is None or b is None:
         return a == b and type(a) is type(b)
-    return _compact(a) == _compact(b)
+    return compact(a) == compact(b)
 
 
 def tracked(body: dict[str, Any], shape: Shape, subresource: str = "") -> dict[Path, Any]:
@@ -183,64 +186,6 @@ def tracked(body: dict[str, Any], shape: Shape, subresource: str = "") -> dict[P
     else:
         body.pop("status", None)
     return leaves(body, shape) if body else {}
-
-
-# ---- FieldsV1 --------------------------------------------------------------------------------
-
-def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
-    """The FieldsV1 tree of a set of paths; a path that is also a parent gets ``.``.
-
-    >>> to_fields_v1([("f:spec", "f:replicas"), ("f:spec", "f:c", 'k:{"name":"a"}'),
-    ...               ("f:spec", "f:c", 'k:{"name":"a"}', "f:image")])
-    {'f:spec': {'f:c': {'k:{"name":"a"}': {'.': {}, 'f:image': {}}}, 'f:replicas': {}}}
-    """
-    tree: dict[str, Any] = {}
-    ends: set[Path] = set()
-    for path in paths:
-        node = tree
-        for element in path:
-            node = node.setdefault(element, {})
-        ends.add(path)
-    return _render(tree, (), ends)
-
-
-def _render(tree: dict[str, Any], path: Path, ends: set[Path]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if path in ends and tree and path:
-        out["."] = {}
-    for element in sorted(tree):
-        out[element] = _render(tree[element], path + (element,), ends)
-    return out
-
-
-def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
-    """The paths of a FieldsV1 tree (a node that is ``{}`` or has ``.`` is owned)."""
-    out: set[Path] = set()
-    if not isinstance(tree, dict):
-        return out
-    if prefix and (not tree or "." in tree):
-        out.add(prefix)
-    for element, child in tree.items():
-        if element != ".":
-            out |= from_fields_v1(child, prefix + (element,))
-    return out
-
-
-def path_string(path: Path) -> str:
-    """fieldpath.Path.String: ``.spec.containers[name="a"].image``, ``[="x"]`` for set items."""
-    parts = []
-    for element in path:
-        kind, _, rest = element.partition(":")
-        if kind == "f":
-            parts.append("." + rest)
-        elif kind == "k":
-            fields = json.loads(rest)
-            parts.append("[" + ",".join(f"{k}={_compact(v)}" for k, v in fields.items()) + "]")
-        elif kind == "v":
-            parts.append(f"[={rest}]")
-        else:
-            parts.append(f"[{rest}]")
-    return "".join(parts)
 
 
 # ---- managers --------------------------------------------------------------------------------
@@ -368,15 +313,21 @@ def apply(live: dict[str, Any], config: dict[str, Any], merged: dict[str, Any], 
     if me is not None:
         for path in sorted(me.paths - set(applied) - owned_by_others, key=len, reverse=True):
             _remove_path(result, path, shape)
-    live_leaves = tracked(live, shape, subresource)
-    changed = {p for p, v in applied.items() if not _is_item(p) and p in live_leaves
-               and not _same(live_leaves[p], v)}
+    changed = _changed_paths(live, applied, shape, subresource)
     conflicts = sorted(((e.printed(), p) for e in others for p in e.paths & changed))
     if conflicts and not force:
         raise ApplyConflictError(conflicts)
     mine = Entry(manager, APPLY, api_version, now, frozenset(applied), subresource)
     kept = [_with_paths(e, e.paths - changed) if force else e for e in others]
     return result, write_entries(kept + [mine])
+
+
+def _changed_paths(live: dict[str, Any], applied: dict[Path, Any], shape: Shape,
+                   subresource: str) -> set[Path]:
+    """The applied fields (not list items) the live object has with another value."""
+    live_leaves = tracked(live, shape, subresource)
+    return {p for p, v in applied.items() if not _is_item(p) and p in live_leaves
+            and not _same(live_leaves[p], v)}
 
 
 def merge(live: Any, config: Any, shape: Shape) -> Any:
@@ -402,49 +353,75 @@ def _merge_items(live: list[Any], config: list[Any], shape: Shape) -> list[Any]:
     Worked example: live [a, b, c], config [c, a, d] -> shared order [c, a]: a is passed over
     (c comes first), b kept, c merged, then a merged, then d: [b, c, a, d].
     """
-    live_keys = [item_element(i, shape) for i in live]
-    config_keys = [item_element(i, shape) for i in config]
-    live_by_key = dict(zip(reversed(live_keys), reversed(live)))      # first occurrence wins
-    config_by_key = dict(zip(config_keys, config))
-    shared = [k for k in config_keys if k in live_by_key]
-    item_shape = Shape("map", shape.node)
+    walk = _ItemWalk(live, config, shape)
+    while walk.li < len(live) or walk.ri < len(config):
+        walk.step()
+    return walk.out
 
-    def merged(key: str) -> Any:
-        if shape.kind == "map-list" and key in live_by_key:
-            return merge(live_by_key[key], config_by_key[key], item_shape)
-        return copy.deepcopy(config_by_key[key])
 
-    out: list[Any] = []
-    done: set[str] = set()
-    li = ri = 0
-    while li < len(live) or ri < len(config):
-        next_shared = shared[0] if shared else None
-        if li < len(live) and ri < len(config):
-            if live_keys[li] == config_keys[ri]:
-                out.append(merged(config_keys[ri]))
-                done.add(config_keys[ri])
-                if next_shared == config_keys[ri]:
-                    shared.pop(0)
-                li, ri = li + 1, ri + 1
-                continue
-            if live_keys[li] in config_by_key and next_shared is not None and next_shared != live_keys[li]:
-                li += 1                 # shared, but another shared item comes first
-                continue
-        if li < len(live) and (live_keys[li] not in config_by_key or live_keys[li] in done):
-            if live_keys[li] not in config_by_key:
-                out.append(copy.deepcopy(live[li]))
-            li += 1
-            continue
-        if ri < len(config):
-            key = config_keys[ri]
-            out.append(merged(key))
-            done.add(key)
-            if next_shared == key:
-                shared.pop(0)
-            ri += 1
+class _ItemWalk:
+    """:func:`_merge_items`' two cursors (``li`` over the live items, ``ri`` over the
+    configuration's) and what they produced."""
+
+    def __init__(self, live: list[Any], config: list[Any], shape: Shape) -> None:
+        self.live, self.config, self.shape = live, config, shape
+        self.live_keys = [item_element(i, shape) for i in live]
+        self.config_keys = [item_element(i, shape) for i in config]
+        self.live_by_key = dict(zip(reversed(self.live_keys), reversed(live)))  # first occurrence wins
+        self.config_by_key = dict(zip(self.config_keys, config))
+        self.shared = [k for k in self.config_keys if k in self.live_by_key]
+        self.item_shape = Shape("map", shape.node)
+        self.out: list[Any] = []
+        self.done: set[str] = set()
+        self.li = self.ri = 0
+
+    def step(self) -> None:
+        """One move of either cursor (or both)."""
+        next_shared = self.shared[0] if self.shared else None
+        if self._step_both(next_shared) or self._step_live():
+            return
+        if self.ri < len(self.config):
+            self._take(self.config_keys[self.ri], next_shared)
+            self.ri += 1
         else:
-            li += 1
-    return out
+            self.li += 1
+
+    def _step_both(self, next_shared: str | None) -> bool:
+        """Both cursors on the same item: merge it; on a shared item whose turn has not come:
+        pass it over."""
+        if not (self.li < len(self.live) and self.ri < len(self.config)):
+            return False
+        live_key, config_key = self.live_keys[self.li], self.config_keys[self.ri]
+        if live_key == config_key:
+            self._take(config_key, next_shared)
+            self.li, self.ri = self.li + 1, self.ri + 1
+            return True
+        if live_key in self.config_by_key and next_shared is not None and next_shared != live_key:
+            self.li += 1                 # shared, but another shared item comes first
+            return True
+        return False
+
+    def _step_live(self) -> bool:
+        """A live-only item keeps its place; a shared one already merged is passed over."""
+        if self.li >= len(self.live):
+            return False
+        key = self.live_keys[self.li]
+        if key in self.config_by_key and key not in self.done:
+            return False
+        if key not in self.config_by_key:
+            self.out.append(copy.deepcopy(self.live[self.li]))
+        self.li += 1
+        return True
+
+    def _take(self, key: str, next_shared: str | None) -> None:
+        """The configuration's item ``key`` (merged with the live one for a map list)."""
+        if self.shape.kind == "map-list" and key in self.live_by_key:
+            self.out.append(merge(self.live_by_key[key], self.config_by_key[key], self.item_shape))
+        else:
+            self.out.append(copy.deepcopy(self.config_by_key[key]))
+        self.done.add(key)
+        if next_shared == key:
+            self.shared.pop(0)
 
 
 def _remove_path(body: Any, path: Path, shape: Shape) -> None:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gpusched.errors import InvalidError
-from gpusched.server import ssa
+from gpusched.server import fields_v1, ssa
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 SHAPE = ssa.root_shape("apps/v1", "Deployment")
@@ -26,7 +26,7 @@ def deployment(replicas: int = 2, image: str = "busybox", **extra) -> dict:
 
 def entry(manager: str, operation: str, *paths: tuple[str, ...]) -> dict:
     return {"manager": manager, "operation": operation, "apiVersion": "apps/v1", "time": "t",
-            "fieldsType": "FieldsV1", "fieldsV1": ssa.to_fields_v1(paths)}
+            "fieldsType": "FieldsV1", "fieldsV1": fields_v1.to_fields_v1(paths)}
 
 
 REPLICAS = ("f:spec", "f:replicas")
@@ -46,10 +46,10 @@ def test_tracked_fields_follow_list_types_and_strip_server_metadata():
 
 
 def test_fields_v1_marks_items_with_children_with_a_dot():
-    tree = ssa.to_fields_v1(ssa.tracked(deployment(), SHAPE))
+    tree = fields_v1.to_fields_v1(ssa.tracked(deployment(), SHAPE))
     assert tree["f:spec"]["f:template"]["f:spec"]["f:containers"] == {
         'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}}
-    assert ssa.from_fields_v1(tree) == set(ssa.tracked(deployment(), SHAPE))
+    assert fields_v1.from_fields_v1(tree) == set(ssa.tracked(deployment(), SHAPE))
 
 
 @pytest.mark.parametrize(("path", "text"), [
@@ -59,7 +59,7 @@ def test_fields_v1_marks_items_with_children_with_a_dot():
     (("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}'), ".spec.ports[port=80,protocol=\"TCP\"]"),
 ], ids=["field", "keyed-item", "set-item", "two-keys"])
 def test_paths_print_as_fieldpath(path, text):
-    assert ssa.path_string(path) == text
+    assert fields_v1.path_string(path) == text
 
 
 def test_update_takes_changed_fields_and_drops_removed_ones_from_everyone():
@@ -68,7 +68,7 @@ def test_update_takes_changed_fields_and_drops_removed_ones_from_everyone():
     new = deployment(replicas=5)
     new["spec"]["template"]["spec"]["containers"][0].pop("image")
     entries = ssa.record_update(old, new, "scaler", "apps/v1", "t2", SHAPE)
-    owned = {e["manager"]: ssa.from_fields_v1(e["fieldsV1"]) for e in entries}
+    owned = {e["manager"]: fields_v1.from_fields_v1(e["fieldsV1"]) for e in entries}
     assert owned == {"creator": {REPLICAS}, "scaler": {REPLICAS}}
 
 
@@ -100,11 +100,11 @@ def test_same_value_is_shared_and_force_takes_ownership():
     live = deployment()
     live["metadata"]["managedFields"] = [entry("other", "Update", REPLICAS, IMAGE)]
     _, shared = ssa.apply(live, deployment(), deployment(), "me", False, "apps/v1", "t", SHAPE)
-    owned = {e["manager"]: ssa.from_fields_v1(e["fieldsV1"]) for e in shared}
+    owned = {e["manager"]: fields_v1.from_fields_v1(e["fieldsV1"]) for e in shared}
     assert REPLICAS in owned["other"] and REPLICAS in owned["me"]
     _, forced = ssa.apply(live, deployment(replicas=9), deployment(replicas=9), "me", True,
                           "apps/v1", "t", SHAPE)
-    owned = {e["manager"]: ssa.from_fields_v1(e["fieldsV1"]) for e in forced}
+    owned = {e["manager"]: fields_v1.from_fields_v1(e["fieldsV1"]) for e in forced}
     assert owned["other"] == {IMAGE} and REPLICAS in owned["me"]
     assert [e["operation"] for e in forced] == ["Apply", "Update"]     # sortEncodedManagedFields
 
@@ -155,7 +155,7 @@ def test_kubectl_server_side_apply_conflicts_with_client_side_apply_until_forced
     assert done.stdout.strip() == "deployment.apps/web serverside-applied"
     body = serve.json(f"{DEPLOYMENTS}/web")
     assert body["spec"]["replicas"] == 3
-    owners = {e["manager"]: ssa.from_fields_v1(e["fieldsV1"]) for e in body["metadata"]["managedFields"]}
+    owners = {e["manager"]: fields_v1.from_fields_v1(e["fieldsV1"]) for e in body["metadata"]["managedFields"]}
     assert REPLICAS in owners["kubectl"] and REPLICAS not in owners["kubectl-client-side-apply"]
     listed = serve.kubectl("get", "deployment", "web", "-o", "yaml").stdout
     assert "managedFields" not in listed
@@ -281,4 +281,4 @@ def test_apply_to_the_status_subresource_owns_status_fields(serve):
     assert code == 200, body
     probe = next(e for e in body["metadata"]["managedFields"] if e["manager"] == "probe")
     assert probe["operation"] == "Apply" and probe["subresource"] == "status"
-    assert ("f:status", "f:conditions", 'k:{"type":"Ready"}', "f:status") in ssa.from_fields_v1(probe["fieldsV1"])
+    assert ("f:status", "f:conditions", 'k:{"type":"Ready"}', "f:status") in fields_v1.from_fields_v1(probe["fieldsV1"])
