@@ -156,19 +156,31 @@ def _labels(body: dict[str, Any]) -> dict[str, Any]:
 def _resource_metrics(view: Any, rest: list[str], selector: LabelSelector | None) -> Response:
     usage = Usage(view)
     if rest[0] == "nodes" and len(rest) <= 2:
-        nodes = [n for n in view.list("Node") if selector is None or matches(selector, _labels(n))]
-        if len(rest) == 2:
-            node = view.get("Node", rest[1])
-            if node is None:
-                return status_response(404, f'nodemetrics.metrics.k8s.io "{rest[1]}" not found')
-            return json_response(_node_metrics(usage, node, view))
-        return json_response({"kind": "NodeMetricsList", "apiVersion": METRICS, "metadata": {},
-                              "items": [_node_metrics(usage, n, view) for n in nodes]})
+        return _node_resource(view, usage, rest, selector)
     namespace: str | None = None
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] == "pods":
         namespace, rest = rest[1], rest[2:]
     if rest[0] != "pods" or len(rest) > 2:
         return _not_found()
+    return _pod_resource(view, usage, namespace, rest, selector)
+
+
+def _node_resource(view: Any, usage: Usage, rest: list[str],
+                   selector: LabelSelector | None) -> Response:
+    """``nodes`` (NodeMetricsList, label-selected) or ``nodes/<name>``."""
+    if len(rest) == 2:
+        node = view.get("Node", rest[1])
+        if node is None:
+            return status_response(404, f'nodemetrics.metrics.k8s.io "{rest[1]}" not found')
+        return json_response(_node_metrics(usage, node, view))
+    nodes = [n for n in view.list("Node") if selector is None or matches(selector, _labels(n))]
+    return json_response({"kind": "NodeMetricsList", "apiVersion": METRICS, "metadata": {},
+                          "items": [_node_metrics(usage, n, view) for n in nodes]})
+
+
+def _pod_resource(view: Any, usage: Usage, namespace: str | None, rest: list[str],
+                  selector: LabelSelector | None) -> Response:
+    """``pods`` (PodMetricsList of the pods with usage, label-selected) or ``pods/<name>``."""
     if len(rest) == 2:
         pod = view.get("Pod", rest[1], namespace or "default")
         if pod is None or usage.pod_usage(pod) is None:
@@ -199,37 +211,54 @@ def _custom(view: Any, rest: list[str], selector: LabelSelector | None, selector
     if kind is None:
         raise MetricNotFound(f"the server could not find the metric {metric} for {resource}")
     usage = Usage(view)
-    items = []
     if kind == "Pod" and name == "*":
-        ns = None if namespace == "*" else namespace
-        if metric not in POD_METRICS:
-            raise MetricNotFound(f"the server could not find the metric {metric} for pods")
-        for pod_value in usage.pods_metric(ns, metric):
-            pod = view.get("Pod", pod_value.name, pod_value.namespace)
-            if selector is None or matches(selector, _labels(pod or {})):
-                items.append(_value("Pod", "/v1", pod_value.namespace, pod_value.name, metric,
-                                    pod_value.value, view))
+        items = _all_pods_metric(view, usage, namespace, metric, selector)
     elif name == "*":
-        for body in view.list(kind, None if namespace == "*" else namespace):
-            if selector is not None and not matches(selector, _labels(body)):
-                continue
-            meta = body["metadata"]
-            try:
-                value = usage.object_metric(kind, meta["name"], meta.get("namespace", "default"), metric)
-            except MetricNotFound:
-                continue
-            items.append(_value(kind, "apps/v1" if kind == "Deployment" else "/v1",
-                                meta.get("namespace", "default"), meta["name"], metric, value, view))
+        items = _all_objects_metric(view, usage, kind, namespace, metric, selector)
         if not items and metric not in (POD_METRICS if kind == "Pod" else ("gpu_utilization",
                                                                            "requests_per_second")):
             raise MetricNotFound(f"the server could not find the metric {metric} for {resource}")
     else:
         value = usage.object_metric(kind, name, namespace, metric)
-        items.append(_value(kind, "apps/v1" if kind == "Deployment" else "/v1", namespace, name,
-                            metric, value, view))
+        items = [_value(kind, _api_version(kind), namespace, name, metric, value, view)]
     return json_response({"kind": "MetricValueList", "apiVersion": CUSTOM,
                           "metadata": {"selfLink": f"/apis/{CUSTOM}/{'/'.join(rest)}"},
                           "items": items})
+
+
+def _api_version(kind: str) -> str:
+    return "apps/v1" if kind == "Deployment" else "/v1"
+
+
+def _all_pods_metric(view: Any, usage: Usage, namespace: str, metric: str,
+                     selector: LabelSelector | None) -> list[dict[str, Any]]:
+    """``pods/*/<metric>``: every (label-selected) pod's value; ``*`` namespace: all of them."""
+    if metric not in POD_METRICS:
+        raise MetricNotFound(f"the server could not find the metric {metric} for pods")
+    items = []
+    for pod_value in usage.pods_metric(None if namespace == "*" else namespace, metric):
+        pod = view.get("Pod", pod_value.name, pod_value.namespace)
+        if selector is None or matches(selector, _labels(pod or {})):
+            items.append(_value("Pod", "/v1", pod_value.namespace, pod_value.name, metric,
+                                pod_value.value, view))
+    return items
+
+
+def _all_objects_metric(view: Any, usage: Usage, kind: str, namespace: str, metric: str,
+                        selector: LabelSelector | None) -> list[dict[str, Any]]:
+    """``<resource>/*/<metric>``: the value of each (label-selected) object that has one."""
+    items = []
+    for body in view.list(kind, None if namespace == "*" else namespace):
+        if selector is not None and not matches(selector, _labels(body)):
+            continue
+        meta = body["metadata"]
+        try:
+            value = usage.object_metric(kind, meta["name"], meta.get("namespace", "default"), metric)
+        except MetricNotFound:
+            continue
+        items.append(_value(kind, _api_version(kind), meta.get("namespace", "default"),
+                            meta["name"], metric, value, view))
+    return items
 
 
 # ---- external.metrics.k8s.io ------------------------------------------------------------------

@@ -263,6 +263,11 @@ def json_equal(a: Any, b: Any) -> bool:
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
+    return _structure_equal(a, b)
+
+
+def _structure_equal(a: Any, b: Any) -> bool:
+    """Objects by keys and members, arrays by length and items, anything else by type and value."""
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):

@@ -165,20 +165,24 @@ def _set_element_orders(original: dict[str, Any], patch: dict[str, Any], node: d
                 raise BadRequestError(f"expected a list, got {_go_kind(value)}")
         if isinstance(sent, list):
             _validate_order(sent, order, meta.merge_key)
-        if live is None and sent is None:
+        merged = _merged_list(live, sent, meta)
+        if merged is None:
             continue
-        if sent is None:
-            merged = live
-        elif live is None:
-            merged = sent
-        elif meta.strategy == "merge":
-            merged = _merge_slice(live, sent, _items(meta.node), meta.merge_key, False)
-        else:
-            merged = sent
-        assert merged is not None       # both None was skipped above
         mine, server_only = _partition(merged, order, meta.merge_key)
         original[name] = _normalize(mine, server_only, order, live or [], meta.merge_key)
         patch.pop(name, None)
+
+
+def _merged_list(live: list[Any] | None, sent: list[Any] | None, meta: FieldMeta) -> list[Any] | None:
+    """The live list merged with the patch's (``merge`` strategy) or replaced by it; None when
+    neither has one."""
+    if sent is None:
+        return live
+    if live is None:
+        return sent
+    if meta.strategy == "merge":
+        return _merge_slice(live, sent, _items(meta.node), meta.merge_key, False)
+    return sent
 
 
 def _validate_order(sent: list[Any], order: list[Any], merge_key: str) -> None:
