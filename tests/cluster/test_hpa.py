@@ -311,58 +311,44 @@ def test_max_replicas_limits_with_too_many_replicas(cluster):
         "True", "TooManyReplicas", "the desired replica count is more than the maximum replica count")
 
 
-def test_replicas_below_min_are_raised_with_upstream_reason(cluster):
-    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference(rps=1)
-          + "---\n" + autoscaler(minimum=2))
+@pytest.mark.parametrize("replicas, rps, minimum, maximum, size, reason", [
+    pytest.param(1, 1, 2, 6, 2, "Current number of replicas below Spec.MinReplicas",
+                 id="below-min-raised"),
+    pytest.param(5, 90, 1, 3, 3, "Current number of replicas above Spec.MaxReplicas",
+                 id="above-max-lowered"),
+])
+def test_replicas_outside_min_max_are_moved_in_with_upstream_reason(cluster, replicas, rps, minimum,
+                                                                    maximum, size, reason):
+    # horizontal.go reconcileAutoscaler: currentReplicas outside [minReplicas, maxReplicas]
+    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference(rps=rps, replicas=replicas)
+          + "---\n" + autoscaler(minimum=minimum, maximum=maximum))
     cluster.advance(15)
-    assert hpa_events(cluster) == [
-        ("SuccessfulRescale", "New size: 2; reason: Current number of replicas below Spec.MinReplicas")]
+    assert hpa_events(cluster) == [("SuccessfulRescale", f"New size: {size}; reason: {reason}")]
+    assert cluster.get("deployment", ["web"])[0]["spec"]["replicas"] == size
 
 
-def test_metric_that_does_not_exist_sets_failed_get_pods_metric(cluster):
+@pytest.mark.parametrize("names", [
+    pytest.param(["gpu_nope"], id="one-missing-metric"),
+    pytest.param(["gpu_nope", "gpu_nope2"], id="each-failing-metric-an-event-the-first-the-condition"),
+])
+def test_metric_that_does_not_exist_sets_failed_get_pods_metric(cluster, names):
     """computeStatusForPodsMetric + getUnableComputeReplicaCountCondition: the event and the
-    ScalingActive=False condition; reconcileAutoscaler's FailedComputeMetricsReplicas; no crash,
+    ScalingActive=False condition (the first invalid metric's; computeReplicasForMetrics records
+    every invalid metric's event); reconcileAutoscaler's FailedComputeMetricsReplicas; no crash,
     no scaling."""
     apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference()
-          + "---\n" + autoscaler(metrics=[gpu_metric("gpu_nope")]))
+          + "---\n" + autoscaler(metrics=[gpu_metric(n) for n in names]))
     cluster.advance(15)
-    why = ("unable to get metric gpu_nope: unable to fetch metrics from custom metrics API: "
-           "the server could not find the metric gpu_nope for pods")
+    why = {n: f"unable to get metric {n}: unable to fetch metrics from custom metrics API: "
+              f"the server could not find the metric {n} for pods" for n in names}
+    first = why[names[0]]
     assert condition(cluster, "ScalingActive") == (
-        "False", "FailedGetPodsMetric", f"the HPA was unable to compute the replica count: {why}")
-    assert hpa_events(cluster) == [
-        ("FailedGetPodsMetric", why),
-        ("FailedComputeMetricsReplicas", "invalid metrics (1 invalid out of 1), first error is: "
-                                         f"failed to get pods metric value: {why}")]
+        "False", "FailedGetPodsMetric", f"the HPA was unable to compute the replica count: {first}")
+    assert hpa_events(cluster) == [("FailedGetPodsMetric", why[n]) for n in names] + [
+        ("FailedComputeMetricsReplicas", f"invalid metrics ({len(names)} invalid out of "
+                                         f"{len(names)}), first error is: "
+                                         f"failed to get pods metric value: {first}")]
     assert cluster.get("deployment", ["web"])[0]["spec"]["replicas"] == 1
-
-
-def test_every_failing_metric_is_an_event_the_first_one_the_condition(cluster):
-    """horizontal.go computeReplicasForMetrics: the first invalid metric's condition, every
-    invalid metric's event, then FailedComputeMetricsReplicas counting them."""
-    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference()
-          + "---\n" + autoscaler(metrics=[gpu_metric("gpu_nope"), gpu_metric("gpu_nope2")]))
-    cluster.advance(15)
-    why = ("unable to get metric {0}: unable to fetch metrics from custom metrics API: "
-           "the server could not find the metric {0} for pods")
-    assert condition(cluster, "ScalingActive") == (
-        "False", "FailedGetPodsMetric",
-        f"the HPA was unable to compute the replica count: {why.format('gpu_nope')}")
-    assert hpa_events(cluster) == [
-        ("FailedGetPodsMetric", why.format("gpu_nope")),
-        ("FailedGetPodsMetric", why.format("gpu_nope2")),
-        ("FailedComputeMetricsReplicas", "invalid metrics (2 invalid out of 2), first error is: "
-                                         f"failed to get pods metric value: {why.format('gpu_nope')}")]
-
-
-def test_replicas_above_max_are_lowered_with_upstream_reason(cluster):
-    # horizontal.go reconcileAutoscaler: currentReplicas > maxReplicas
-    apply(cluster, pool(count=2, model="L4", gpus=4) + "---\n" + inference(replicas=5)
-          + "---\n" + autoscaler(maximum=3))
-    cluster.advance(15)
-    assert hpa_events(cluster) == [
-        ("SuccessfulRescale", "New size: 3; reason: Current number of replicas above Spec.MaxReplicas")]
-    assert cluster.get("deployment", ["web"])[0]["spec"]["replicas"] == 3
 
 
 def test_missing_target_is_failed_get_scale(cluster):
