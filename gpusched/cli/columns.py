@@ -42,15 +42,26 @@ def pod_status_text(pod: dict[str, Any]) -> str:
     if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
            for c in status.get("conditions") or []):      # printPod: PodReasonSchedulingGated
         reason = "SchedulingGated"
-    for cs in reversed(status.get("containerStatuses") or []):
-        state = cs.get("state") or {}
-        if (state.get("waiting") or {}).get("reason"):
-            reason = reason or state["waiting"]["reason"]
-        elif "terminated" in state:
-            reason = reason or (state["terminated"] or {}).get("reason") or "Error"
+    from_containers = _container_reason(status.get("containerStatuses") or [])
+    reason = reason or from_containers
     if reason:
         return reason
     return {"Succeeded": "Completed", "Failed": "Error"}.get(phase, phase)
+
+
+def _container_reason(statuses: list[dict[str, Any]]) -> Any:
+    """The last container's waiting or terminated reason that is set (printPod walks them
+    backwards); "" when none is."""
+    reasons = [_state_reason(cs.get("state") or {}) for cs in reversed(statuses)]
+    return next((reason for reason in reasons if reason), "")
+
+
+def _state_reason(state: dict[str, Any]) -> Any:
+    if (state.get("waiting") or {}).get("reason"):
+        return state["waiting"]["reason"]
+    if "terminated" in state:
+        return (state["terminated"] or {}).get("reason") or "Error"
+    return ""
 
 
 def _pod_ready(pod: dict[str, Any]) -> str:

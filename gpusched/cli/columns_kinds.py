@@ -202,14 +202,23 @@ def _hpa_target(metric: dict[str, Any], status: dict[str, Any]) -> str:
     source, target = metric.get(field) or {}, (metric.get(field) or {}).get("target") or {}
     current = (status.get(field) or {}).get("current") if status.get(field) else None
     if kind in ("External", "Object"):
-        key = "averageValue" if target.get("averageValue") is not None else "value"
-        shown = str((current or {}).get(key, "<unknown>")) if current is not None else "<unknown>"
-        suffix = " (avg)" if key == "averageValue" else ""
-        return f"{shown}/{target.get(key, '')}{suffix}"
+        return _value_target(target, current)
     if kind == "Pods":
         shown = str(current.get("averageValue", "0")) if current is not None else "<unknown>"
         return f"{shown}/{target.get('averageValue', '')}"
-    name = source.get("name", "")
+    return _resource_target(source.get("name", ""), target, current)
+
+
+def _value_target(target: dict[str, Any], current: dict[str, Any] | None) -> str:
+    """External and Object metrics: ``current/target``, `` (avg)`` for an average value."""
+    key = "averageValue" if target.get("averageValue") is not None else "value"
+    shown = str((current or {}).get(key, "<unknown>")) if current is not None else "<unknown>"
+    suffix = " (avg)" if key == "averageValue" else ""
+    return f"{shown}/{target.get(key, '')}{suffix}"
+
+
+def _resource_target(name: Any, target: dict[str, Any], current: dict[str, Any] | None) -> str:
+    """Resource and ContainerResource metrics: ``name: current/target`` by value or utilization."""
     if target.get("averageValue") is not None:
         shown = str(current.get("averageValue", "0")) if current is not None else "<unknown>"
         return f"{name}: {shown}/{target['averageValue']}"

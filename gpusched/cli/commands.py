@@ -158,38 +158,55 @@ def cmd_delete(args: argparse.Namespace) -> int:
     suffix = dry_run_suffix(args)
     grace = delete_grace(args)
     if args.filename:
-        if args.kind:
-            raise UsageError("there is no need to specify a resource type as a separate argument "
-                             "when passing arguments in resource/name form (e.g. 'gpusched delete -f FILE')")
-        manifests = load(args.filename)
-        with open_cluster(args, dry_run=args.dry_run) as cluster:
-            lines = cluster.delete_manifests(manifests, grace)
-        for line in lines:
-            print(line + suffix)
-        return 0
+        return _delete_files(args, grace, suffix)
     if not args.kind:
         raise UsageError("You must provide one or more resources by argument or filename.")
     info, names = split_kind_name(args.kind, args.names)
+    _check_delete_names(names, args)
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
+        targets = _delete_targets(cluster, info.kind, names, args)
+        if targets is None:   # kubectl delete says it on stdout, without the namespace
+            print("No resources found")
+            return 0
+        lines = cluster.delete_many(info.kind, targets, grace)
+    for line in lines:
+        print(line + suffix)
+    return 0
+
+
+def _delete_files(args: argparse.Namespace, grace: int | None, suffix: str) -> int:
+    """``delete -f FILE``: every object the manifests name."""
+    if args.kind:
+        raise UsageError("there is no need to specify a resource type as a separate argument "
+                         "when passing arguments in resource/name form (e.g. 'gpusched delete -f FILE')")
+    manifests = load(args.filename)
+    with open_cluster(args, dry_run=args.dry_run) as cluster:
+        lines = cluster.delete_manifests(manifests, grace)
+    for line in lines:
+        print(line + suffix)
+    return 0
+
+
+def _check_delete_names(names: list[str], args: argparse.Namespace) -> None:
+    """Names, ``--all`` and ``-l`` as kubectl delete accepts them: names or one of the others."""
     if names and (args.all or args.selector):
         raise UsageError("name cannot be provided when a selector is specified" if args.selector
                          else "cannot set --all and names at the same time")
     if not names and not (args.all or args.selector):
         raise UsageError("resource(s) were provided, but no name was specified")
-    with open_cluster(args, dry_run=args.dry_run) as cluster:
-        if not names:
-            objects = cluster.get(info.kind, namespace=namespace_of(args),
-                                  all_namespaces=bool(args.all_namespaces), selector=args.selector)
-            if not objects:   # kubectl delete says it on stdout, without the namespace
-                print("No resources found")
-                return 0
-            targets = [((o.get("metadata") or {}).get("name", ""),
-                        (o.get("metadata") or {}).get("namespace") or namespace_of(args)) for o in objects]
-        else:
-            targets = [(name, namespace_of(args)) for name in names]
-        lines = cluster.delete_many(info.kind, targets, grace)
-    for line in lines:
-        print(line + suffix)
-    return 0
+
+
+def _delete_targets(cluster: Any, kind: str, names: list[str],
+                    args: argparse.Namespace) -> list[tuple[str, str]] | None:
+    """(name, namespace) of each object to delete; None when ``--all``/``-l`` match nothing."""
+    if names:
+        return [(name, namespace_of(args)) for name in names]
+    objects = cluster.get(kind, namespace=namespace_of(args),
+                          all_namespaces=bool(args.all_namespaces), selector=args.selector)
+    if not objects:
+        return None
+    return [((o.get("metadata") or {}).get("name", ""),
+             (o.get("metadata") or {}).get("namespace") or namespace_of(args)) for o in objects]
 
 
 # ---- events -------------------------------------------------------------------------------

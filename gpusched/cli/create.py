@@ -101,56 +101,78 @@ def _pairs(text: str, what: str) -> dict[str, str]:
 
 def build(args: argparse.Namespace) -> dict[str, Any]:
     """The object ``create <generator>`` makes, as kubectl's generator fills it."""
-    name, kind = args.name, args.generator
-    meta: dict[str, Any] = {"name": name}
-    if kind in ("namespace", "ns"):
-        return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
-    if kind in ("deployment", "deploy"):
-        if args.replicas < 0:
-            raise UsageError("--replicas must be greater than or equal to 0")
-        containers = [{"name": _container_name(image), "image": image, "resources": {}}
-                      for image in args.image]
-        if args.command:
-            containers[0]["command"] = list(args.command)
-        if args.port is not None:
-            containers[0]["ports"] = [{"containerPort": args.port}]
-        labels = {"app": name}
-        return {"apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {**meta, "labels": labels},
-                "spec": {"replicas": args.replicas, "selector": {"matchLabels": labels},
-                         "template": {"metadata": {"labels": labels},
-                                      "spec": {"containers": containers}}}}
-    if kind == "job":
-        container = {"name": name, "image": args.image, "resources": {}}
-        if args.command:
-            container["command"] = list(args.command)
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
-                "spec": {"template": {"metadata": {},
-                                      "spec": {"containers": [container], "restartPolicy": "Never"}}}}
-    if kind in ("priorityclass", "pc"):
-        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta,
-                "value": args.value, "preemptionPolicy": args.preemption_policy}
-        if args.global_default:
-            body["globalDefault"] = True
-        if args.description:
-            body["description"] = args.description
-        return body
-    if kind in ("quota", "resourcequota"):
-        spec: dict[str, Any] = {"hard": _pairs(args.hard, "--hard")}
-        if args.scopes:
-            spec["scopes"] = [s for s in args.scopes.split(",") if s]
-        return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": spec}
-    if kind in ("configmap", "cm"):
-        data: dict[str, str] = {}
-        for literal in args.from_literal:
-            key, sep, value = literal.partition("=")
-            if not sep or not key:
-                raise UsageError(f"invalid literal source {literal}, expected key=value")
-            if key in data:
-                raise UsageError(f'cannot add key "{key}", another key by that name already exists')
-            data[key] = value
-        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
-    raise UsageError(f"unknown object to create: {kind}")
+    kind = args.generator
+    builder = _BUILDERS.get(kind)
+    if builder is None:
+        raise UsageError(f"unknown object to create: {kind}")
+    return builder(args, {"name": args.name})
+
+
+def _namespace(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def _deployment(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
+    if args.replicas < 0:
+        raise UsageError("--replicas must be greater than or equal to 0")
+    containers: list[dict[str, Any]] = [{"name": _container_name(image), "image": image, "resources": {}}
+                                        for image in args.image]
+    if args.command:
+        containers[0]["command"] = list(args.command)
+    if args.port is not None:
+        containers[0]["ports"] = [{"containerPort": args.port}]
+    labels = {"app": args.name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {**meta, "labels": labels},
+            "spec": {"replicas": args.replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": containers}}}}
+
+
+def _job(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": args.name, "image": args.image, "resources": {}}
+    if args.command:
+        container["command"] = list(args.command)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"template": {"metadata": {},
+                                  "spec": {"containers": [container], "restartPolicy": "Never"}}}}
+
+
+def _priorityclass(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
+    body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta,
+            "value": args.value, "preemptionPolicy": args.preemption_policy}
+    if args.global_default:
+        body["globalDefault"] = True
+    if args.description:
+        body["description"] = args.description
+    return body
+
+
+def _quota(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"hard": _pairs(args.hard, "--hard")}
+    if args.scopes:
+        spec["scopes"] = [s for s in args.scopes.split(",") if s]
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": spec}
+
+
+def _configmap(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, str] = {}
+    for literal in args.from_literal:
+        key, sep, value = literal.partition("=")
+        if not sep or not key:
+            raise UsageError(f"invalid literal source {literal}, expected key=value")
+        if key in data:
+            raise UsageError(f'cannot add key "{key}", another key by that name already exists')
+        data[key] = value
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+# each generator under its name and kubectl's aliases for it
+_BUILDERS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
+    "namespace": _namespace, "ns": _namespace, "deployment": _deployment, "deploy": _deployment,
+    "job": _job, "priorityclass": _priorityclass, "pc": _priorityclass, "quota": _quota,
+    "resourcequota": _quota, "configmap": _configmap, "cm": _configmap,
+}
 
 
 def as_kubectl_prints(body: dict[str, Any]) -> dict[str, Any]:

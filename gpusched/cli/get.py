@@ -31,7 +31,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from gpusched.cli import jsonpath
 from gpusched.cli.columns import event_time, table_rows
@@ -69,21 +69,7 @@ class Printer:
 def requested(kind: str, names: list[str]) -> tuple[list[Request], bool]:
     """The kinds and names of ``get KIND...`` and whether NAME cells carry the kind."""
     if "/" in kind:
-        pairs = [kind, *names]
-        if any("/" not in word for word in pairs):
-            raise UsageError("there is no need to specify a resource type as a separate argument "
-                             "when passing arguments in resource/name form (e.g. 'gpusched get "
-                             "resource/<resource_name>' instead of 'gpusched get resource "
-                             "resource/<resource_name>'")
-        out: list[Request] = []
-        for word in pairs:
-            kind_word, _, name = word.partition("/")
-            info = resolve_kind(kind_word)
-            if out and out[-1].info.kind == info.kind:
-                out[-1] = Request(info, out[-1].names + (name,))
-            else:
-                out.append(Request(info, (name,)))
-        return out, len({r.info.kind for r in out}) > 1
+        return _requested_pairs([kind, *names])
     words = [w for w in kind.split(",") if w]
     if not words:
         raise UsageError("Required resource not specified.")
@@ -94,6 +80,24 @@ def requested(kind: str, names: list[str]) -> tuple[list[Request], bool]:
         infos.extend(i for i in expanded if i not in infos)
     return [Request(info, tuple(names)) for info in infos], len(words) > 1 or "all" in \
         [w.lower() for w in words]
+
+
+def _requested_pairs(pairs: list[str]) -> tuple[list[Request], bool]:
+    """``get KIND/NAME ...``: consecutive names of one kind share a request."""
+    if any("/" not in word for word in pairs):
+        raise UsageError("there is no need to specify a resource type as a separate argument "
+                         "when passing arguments in resource/name form (e.g. 'gpusched get "
+                         "resource/<resource_name>' instead of 'gpusched get resource "
+                         "resource/<resource_name>'")
+    out: list[Request] = []
+    for word in pairs:
+        kind_word, _, name = word.partition("/")
+        info = resolve_kind(kind_word)
+        if out and out[-1].info.kind == info.kind:
+            out[-1] = Request(info, out[-1].names + (name,))
+        else:
+            out.append(Request(info, (name,)))
+    return out, len({r.info.kind for r in out}) > 1
 
 
 def printer(output: str | None) -> Printer:
@@ -163,32 +167,49 @@ def custom_cells(obj: dict[str, Any], columns: list[tuple[str, str]]) -> list[st
 
 
 def list_objects(view: Any, request: Request, args: argparse.Namespace) -> list[dict[str, Any]]:
-    from gpusched.errors import NotFoundError
-    from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
-
     info = request.info
+    items = _named(_listed(view, info, args), request)
+    return [dict(item, kind=info.kind, apiVersion=item.get("apiVersion") or info.api_version)
+            for item in _selected(items, args)]
+
+
+def _listed(view: Any, info: KindInfo, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every object of the kind in the namespace asked for (events oldest first)."""
     if info.kind == "Event":
         namespace = None if args.all_namespaces else namespace_of(args)
-        items = view.list_events(namespace)
-        items = sorted(items, key=lambda e: event_time(e) or "")
-    else:
-        namespace = "" if not info.namespaced else (None if args.all_namespaces else namespace_of(args))
-        items = view.list(info.kind, namespace)
-    if request.names:
-        by_name = {(b.get("metadata") or {}).get("name"): b for b in items}
-        for name in request.names:
-            if name not in by_name:
-                plural = f"{info.plural}.{info.group}" if info.group else info.plural
-                raise NotFoundError(plural, name)
-        items = [by_name[n] for n in request.names]
+        return sorted(view.list_events(namespace), key=lambda e: event_time(e) or "")
+    namespace = "" if not info.namespaced else (None if args.all_namespaces else namespace_of(args))
+    items: list[dict[str, Any]] = view.list(info.kind, namespace)
+    return items
+
+
+def _named(items: list[dict[str, Any]], request: Request) -> list[dict[str, Any]]:
+    """The objects named in the request, in its order (all when it names none); NotFound for a
+    missing one."""
+    from gpusched.errors import NotFoundError
+
+    if not request.names:
+        return items
+    info = request.info
+    by_name = {(b.get("metadata") or {}).get("name"): b for b in items}
+    for name in request.names:
+        if name not in by_name:
+            plural = f"{info.plural}.{info.group}" if info.group else info.plural
+            raise NotFoundError(plural, name)
+    return [by_name[n] for n in request.names]
+
+
+def _selected(items: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The objects matching ``-l`` and ``--field-selector``."""
+    from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
+
     if args.selector:
         selector = parse_selector(args.selector)
         items = [b for b in items if matches(selector, (b.get("metadata") or {}).get("labels") or {})]
     if args.field_selector:
         fields = parse_field_selector(args.field_selector)
         items = [b for b in items if field_matches(b, fields)]
-    return [dict(item, kind=info.kind, apiVersion=item.get("apiVersion") or info.api_version)
-            for item in items]
+    return items
 
 
 # ---- printing -----------------------------------------------------------------------------
@@ -230,16 +251,7 @@ def print_groups(groups: list[tuple[KindInfo, list[dict[str, Any]]]], clock: Clo
                  out: Printer, with_kind: bool, single: bool) -> None:
     objects = [obj for _, items in groups for obj in items]
     if out.format in ("json", "yaml", "jsonpath"):
-        if out.format in ("json", "yaml"):      # kubectl's default --show-managed-fields=false
-            objects = [omit_managed_fields(obj) for obj in objects]
-        document = objects[0] if single and len(objects) == 1 else as_list(objects)
-        if out.format == "json":
-            print(to_json(document))
-        elif out.format == "yaml":
-            print(to_yaml(document))
-        else:
-            sys.stdout.write(jsonpath.render(out.argument, document))
-            sys.stdout.flush()
+        _print_document(objects, out, single)
         return
     if not objects:
         return
@@ -260,6 +272,20 @@ def print_groups(groups: list[tuple[KindInfo, list[dict[str, Any]]]], clock: Clo
     print(("\n" if args.no_headers else "\n\n").join(tables))
 
 
+def _print_document(objects: list[dict[str, Any]], out: Printer, single: bool) -> None:
+    """``-o json|yaml|jsonpath``: the one object asked for by name, else a List."""
+    if out.format in ("json", "yaml"):      # kubectl's default --show-managed-fields=false
+        objects = [omit_managed_fields(obj) for obj in objects]
+    document = objects[0] if single and len(objects) == 1 else as_list(objects)
+    if out.format == "json":
+        print(to_json(document))
+    elif out.format == "yaml":
+        print(to_yaml(document))
+    else:
+        sys.stdout.write(jsonpath.render(out.argument, document))
+        sys.stdout.flush()
+
+
 def no_resources(requests: list[Request], args: argparse.Namespace) -> None:
     namespaced = not args.all_namespaces and all(r.info.namespaced for r in requests)
     where = f" in {namespace_of(args)} namespace." if namespaced else ""
@@ -269,13 +295,7 @@ def no_resources(requests: list[Request], args: argparse.Namespace) -> None:
 def cmd_get(args: argparse.Namespace) -> int:
     requests, with_kind = requested(args.kind, list(args.names))
     out = printer(args.output)
-    if args.all_namespaces and any(r.names for r in requests if r.info.namespaced):
-        raise UsageError("a resource cannot be retrieved by name across all namespaces")
-    watching = args.watch or args.watch_only
-    if watching and len(requests) > 1:
-        raise UsageError("you may only specify a single resource type")
-    if args.sort_by:
-        jsonpath.values(args.sort_by, {})
+    watching = _check_get(args, requests)
     with open_cluster(args) as cluster:
         with cluster.reading() as view:
             groups = [(r.info, list_objects(view, r, args)) for r in requests]
@@ -293,6 +313,18 @@ def cmd_get(args: argparse.Namespace) -> int:
         if watching:
             watch(cluster, requests[0], groups[0][1], rv, args, out, clock)
     return 0
+
+
+def _check_get(args: argparse.Namespace, requests: list[Request]) -> bool:
+    """kubectl's refusals before anything is read; whether ``-w``/``--watch-only`` is on."""
+    if args.all_namespaces and any(r.names for r in requests if r.info.namespaced):
+        raise UsageError("a resource cannot be retrieved by name across all namespaces")
+    watching = bool(args.watch or args.watch_only)
+    if watching and len(requests) > 1:
+        raise UsageError("you may only specify a single resource type")
+    if args.sort_by:
+        jsonpath.values(args.sort_by, {})
+    return watching
 
 
 # ---- watch --------------------------------------------------------------------------------
@@ -352,15 +384,12 @@ def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
 def watch(cluster: Any, request: Request, listed: list[dict[str, Any]], rv: int, args: argparse.Namespace,
           out: Printer, clock: Clock) -> None:
     """Follow the change feed from ``rv`` and print one line per change (Ctrl-C ends)."""
-    from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
-
     # Ctrl-C ends the watch at once, as kubectl's does (Go's signal.Notify), even while a read
     # waits on the state file's lock (SQLite's busy wait defers Python's KeyboardInterrupt);
     # every line is flushed when printed, so nothing is lost.
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     info = request.info
-    label_sel = parse_selector(args.selector) if args.selector else None
-    field_sel = parse_field_selector(args.field_selector) if args.field_selector else None
+    wanted = _watch_filter(args)
     last = {((o.get("metadata") or {}).get("namespace", ""), (o.get("metadata") or {}).get("name")): o
             for o in listed}
     table = WatchTable()
@@ -371,24 +400,46 @@ def watch(cluster: Any, request: Request, listed: list[dict[str, Any]], rv: int,
     while True:
         rv, changes, now_stamp = _changes(cluster, rv, request, args)
         now = Clock(now_stamp)
-        for typ, ns, name, body in changes:
-            if body is None:
-                body = last.pop((ns, name), None)
-                if body is None:
-                    continue
-            else:
-                body = dict(body, kind=info.kind)
-                last[(ns, name)] = body
-            if label_sel is not None and not matches(label_sel, (body.get("metadata") or {}).get("labels") or {}):
-                continue
-            if field_sel is not None and not field_matches(body, field_sel):
-                continue
-            if out.format in ("table", "wide"):
-                header, rows = kind_table(info, [body], now, args, out, False)
-                lines = table.lines(([header] if header_due else []) + rows)
-                header_due = False
-                print("\n".join(lines), flush=True)
-            else:
-                print_groups([(info, [body])], now, args, out, False, True)
-                sys.stdout.flush()
+        for _typ, ns, name, body in changes:
+            body = _remembered(last, (ns, name), body, info.kind)
+            if body is not None and wanted(body):
+                header_due = _print_change(info, body, now, args, out, table, header_due)
         time.sleep(WATCH_POLL_SECONDS)   # polling interval of the change feed, not a synchronisation
+
+
+def _watch_filter(args: argparse.Namespace) -> Callable[[dict[str, Any]], bool]:
+    """Whether a changed object matches ``-l`` and ``--field-selector`` (parsed once)."""
+    from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
+
+    label_sel = parse_selector(args.selector) if args.selector else None
+    field_sel = parse_field_selector(args.field_selector) if args.field_selector else None
+
+    def wanted(body: dict[str, Any]) -> bool:
+        if label_sel is not None and not matches(label_sel, (body.get("metadata") or {}).get("labels") or {}):
+            return False
+        return field_sel is None or field_matches(body, field_sel)
+    return wanted
+
+
+def _remembered(last: dict[tuple[Any, Any], dict[str, Any]], key: tuple[Any, Any],
+                body: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The object a change is about: a deleted one as last seen (None if never seen), which
+    ``last`` then forgets; a created or modified one, which ``last`` remembers."""
+    if body is None:
+        return last.pop(key, None)
+    body = dict(body, kind=kind)
+    last[key] = body
+    return body
+
+
+def _print_change(info: KindInfo, body: dict[str, Any], now: Clock, args: argparse.Namespace, out: Printer,
+                  table: WatchTable, header_due: bool) -> bool:
+    """One watched change as a row (the header first when due) or as the ``-o`` printer
+    writes it; whether the header is still due."""
+    if out.format not in ("table", "wide"):
+        print_groups([(info, [body])], now, args, out, False, True)
+        sys.stdout.flush()
+        return header_due
+    header, rows = kind_table(info, [body], now, args, out, False)
+    print("\n".join(table.lines(([header] if header_due else []) + rows)), flush=True)
+    return False

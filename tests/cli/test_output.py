@@ -40,7 +40,20 @@ def test_object_ref_uses_kubectl_resource_names(kind, name, expected):
     (make_pod(phase="Succeeded"), "Completed"),
     (make_pod(phase="Failed", reason="UnexpectedAdmissionError"), "UnexpectedAdmissionError"),
     (make_pod(phase="Failed", reason="DeadlineExceeded"), "DeadlineExceeded"),
-], ids=["pending", "running", "succeeded", "admission-error", "deadline"])
+    # kubernetes pkg/printers/internalversion/printers.go printPod: a container's waiting or
+    # terminated reason, the SchedulingGated condition, and Terminating once deletion started
+    (make_pod(phase="Running", containerStatuses=[{"state": {"waiting": {"reason": "CrashLoopBackOff"}}}]),
+     "CrashLoopBackOff"),
+    (make_pod(phase="Running", containerStatuses=[{"state": {"terminated": {"reason": "OOMKilled"}}}]),
+     "OOMKilled"),
+    (make_pod(phase="Running", containerStatuses=[{"state": {"running": {}}}]), "Running"),
+    (make_pod(conditions=[{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]),
+     "SchedulingGated"),
+    ({**make_pod(phase="Running"), "metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+     "Terminating"),
+], ids=["pending", "running", "succeeded", "admission-error", "deadline", "printPod-waiting-reason",
+        "printPod-terminated-reason", "printPod-running-container", "printPod-scheduling-gated",
+        "printPod-terminating"])
 def test_pod_status_column(pod, expected):
     assert pod_status_text(pod) == expected
 
