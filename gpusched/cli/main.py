@@ -101,13 +101,26 @@ def _get_options(p: argparse.ArgumentParser) -> None:
                    help="Print only the changes, not the current list (Ctrl-C ends)")
 
 
-def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gpusched.cli import commands, create, describe, get, top  # light: no NumPy at import
+_Command = Callable[..., argparse.ArgumentParser]
 
+
+def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Every command, in the order ``--help`` lists them."""
     def command(name: str, handler: Callable[..., Any], help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=help_text, description=help_text, **kwargs)
         parser.set_defaults(handler=handler)
         return parser
+
+    _add_object_commands(command)
+    _add_change_commands(command)
+    _add_inspect_commands(sub, command)
+    _add_session_commands(command)
+    _add_module_commands(sub)
+
+
+def _add_object_commands(command: _Command) -> None:
+    """apply, get, create, describe, delete."""
+    from gpusched.cli import commands, create, describe, get  # light: no NumPy at import
 
     p = command("apply", commands.cmd_apply, "Create or update objects from manifest files")
     p.add_argument("-f", "--filename", action="append", required=True, metavar="PATH",
@@ -145,6 +158,11 @@ def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--now", action="store_true", help="Same as --grace-period=1")
     _namespace_options(p)
     _dry_run_option(p)
+
+
+def _add_change_commands(command: _Command) -> None:
+    """label, taint, cordon, uncordon, condition, drain, scale: changes to objects in place."""
+    from gpusched.cli import commands
 
     p = command("label", commands.cmd_label, "Add (k=v) or remove (k-) labels")
     p.add_argument("kind", help="Kind, or KIND/NAME")
@@ -190,6 +208,11 @@ def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _namespace_options(p, all_namespaces=False)
     _dry_run_option(p)
 
+
+def _add_inspect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: _Command) -> None:
+    """events, whatif, replay, recommend, top, explain: what happened and what would."""
+    from gpusched.cli import commands, top
+
     p = command("events", commands.cmd_events, "List events, oldest first")
     _namespace_options(p)
     p.add_argument("-o", "--output", choices=("json", "yaml"), default=None)
@@ -215,6 +238,11 @@ def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _namespace_options(p, all_namespaces=False)
     p.add_argument("-o", "--output", choices=("json",), default=None)
 
+
+def _add_session_commands(command: _Command) -> None:
+    """advance, completion, reset, demo, version."""
+    from gpusched.cli import commands
+
     p = command("advance", commands.cmd_advance, "Move the virtual clock forward (e.g. 30m, 1h30m)")
     p.add_argument("duration", help="How far, e.g. 90s, 30m, 1h30m")
 
@@ -224,6 +252,10 @@ def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command("reset", commands.cmd_reset, "Empty the cluster state")
     command("demo", _run_demo, "Walk through the GPU-scheduling examples in a temporary cluster")
     command("version", commands.cmd_version, "Print the gpusched version")
+
+
+def _add_module_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The command groups that register themselves: exporter and cost, Slurm, rollout, exec/logs."""
     from gpusched.cli import monitor  # exporter, cost (light at import)
     monitor.add_commands(sub)
 

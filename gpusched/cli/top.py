@@ -88,13 +88,7 @@ def node_usage(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Usage,
         cls = gpu_class(res, labels)
         if cls:
             usage.total[cls] += _amount(res, value)
-    requested: dict[str, int] = defaultdict(int)
-    shared_gpus: set[str] = set()
-    for pod in pods:
-        for res, amount in pod_resources(pod, "requests").items():
-            requested[res] += amount
-        if share_milli(pod):
-            shared_gpus.update(str(g) for g in held_by(pod).gpu_indices)
+    requested, shared_gpus = _pods_requests(pods)
     for res, amount in requested.items():
         cls = gpu_class(res, labels)
         if cls:
@@ -104,6 +98,18 @@ def node_usage(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Usage,
         usage.total["shared"] += len(shared_gpus)
     totals = {res: int(_amount(res, allocatable.get(res, 0))) for res in ("cpu", "memory")}
     return usage, dict(requested), totals
+
+
+def _pods_requests(pods: list[dict[str, Any]]) -> tuple[dict[str, int], set[str]]:
+    """The pods' summed requests, and the GPUs holding milli-GPU shares among them."""
+    requested: dict[str, int] = defaultdict(int)
+    shared_gpus: set[str] = set()
+    for pod in pods:
+        for res, amount in pod_resources(pod, "requests").items():
+            requested[res] += amount
+        if share_milli(pod):
+            shared_gpus.update(str(g) for g in held_by(pod).gpu_indices)
+    return requested, shared_gpus
 
 
 def gpu_model(node: dict[str, Any]) -> str:
@@ -116,11 +122,7 @@ def top_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
               gpu_use: dict[str, tuple[float, int, int]] | None = None) -> str:
     """``gpu_use``: node -> (GPU util %, framebuffer used MiB, total MiB), from
     ``cli.monitor.node_gpu_use``; adds the GPU-UTIL and GPU-MEM columns."""
-    by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for pod in pods:
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            by_node[node_name].append(pod)
+    by_node = _running_by_node(pods)
     rows: list[list[Any]] = []
     per_model: dict[str, list[Any]] = {}     # model -> [nodes, GPUs, Usage]
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
@@ -132,9 +134,7 @@ def top_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
                      _resource_cell("cpu", requested.get("cpu", 0), totals["cpu"]),
                      _resource_cell("memory", requested.get("memory", 0), totals["memory"])])
         if gpu_use is not None:
-            util, used, total = gpu_use.get(name, (0.0, 0, 0))
-            rows[-1] += ([f"{util:.0f}%", f"{used / 1024:.1f}/{total / 1024:.0f}Gi "
-                          f"({used * 100 // total}%)"] if total else ["-", "-"])
+            rows[-1] += _gpu_use_cells(gpu_use.get(name, (0.0, 0, 0)))
         if model != "-":
             nodes_, gpus, total = per_model.setdefault(model, [0, 0, Usage()])
             per_model[model] = [nodes_ + 1, gpus + count, total]
@@ -146,6 +146,24 @@ def top_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
                    for model, (n, g, u) in sorted(per_model.items())]
         text += "\n\n" + render_table(["GPU-MODEL", "NODES", "GPUS", "WHOLE", "SHARED", "MIG"], summary)
     return text
+
+
+def _running_by_node(pods: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The bound pods that have not finished, by node name."""
+    by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for pod in pods:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            by_node[node_name].append(pod)
+    return by_node
+
+
+def _gpu_use_cells(use: tuple[float, int, int]) -> list[str]:
+    """The GPU-UTIL and GPU-MEM cells of one node, ``-`` without framebuffer figures."""
+    util, used, total = use
+    if not total:
+        return ["-", "-"]
+    return [f"{util:.0f}%", f"{used / 1024:.1f}/{total / 1024:.0f}Gi ({used * 100 // total}%)"]
 
 
 def _resource_cell(resource: str, used: int, total: int) -> str:
