@@ -86,10 +86,15 @@ _STEPS: dict[str, Callable[[tuple[Any, ...], list[Any]], list[Any]]] = {
 
 
 def _children(value: Any) -> list[Any]:
+    """What ``*`` and ``..`` step into (client-go evalWildcard, evalRecursive): a map's values,
+    a list's items, a string's bytes (Go's ``reflect.Value.Index`` on a string: numbers, which
+    have no children, so ``..`` ends at a string instead of recursing into one-letter strings)."""
     if isinstance(value, dict):
         return [value[k] for k in sorted(value)]
-    if isinstance(value, (list, str)):
+    if isinstance(value, list):
         return list(value)
+    if isinstance(value, str):
+        return list(value.encode())
     return []
 
 
