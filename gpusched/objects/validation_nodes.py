@@ -57,29 +57,8 @@ def _node(obj: dict[str, Any], e: Errors) -> None:
 
 def _node_pool(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
-    has_count, has_names = spec.get("count") is not None, spec.get("names") is not None
-    if _node_pool_autoscaling(spec, e):
-        if has_names:
-            e.forbidden("spec.names", "an autoscaled pool (spec.minNodes/maxNodes) names its "
-                                      "nodes <namePrefix>-N; give spec.count (the initial size)")
-    elif has_count == has_names:
-        e.required("spec.count", "exactly one of spec.count or spec.names must be set") if not has_count else \
-            e.invalid("spec.names", spec["names"], "may not be set together with spec.count")
-    e.integer(spec, "count", "spec.count", minimum=0, maximum=limits.MAX_NODES_PER_POOL)
-    names = spec.get("names")
-    if isinstance(names, list) and len(names) > limits.MAX_NODES_PER_POOL:
-        e.too_many("spec.names", len(names), limits.MAX_NODES_PER_POOL)
-        names = []
-    seen: set[str] = set()
-    for i, name in enumerate((e.items_of(spec, "names", "spec.names") or []) if names else []):
-        if not isinstance(name, str):
-            e.invalid(f"spec.names[{i}]", name, "must be a string")
-            continue
-        for msg in dns1123_subdomain_errors(name):
-            e.invalid(f"spec.names[{i}]", name, msg)
-        if name in seen:
-            e.duplicate(f"spec.names[{i}]", name)
-        seen.add(name)
+    _node_pool_size(spec, e)
+    _node_pool_names(spec, e)
     gpu = e.mapping(spec, "gpu", "spec.gpu")
     if gpu is not None:
         model = e.string(gpu, "model", "spec.gpu.model")
@@ -96,6 +75,37 @@ def _node_pool(obj: dict[str, Any], e: Errors) -> None:
         e.string(spec, field, f"spec.{field}")
 
 
+def _node_pool_size(spec: dict[str, Any], e: Errors) -> None:
+    """Autoscaling bounds, then exactly one of count / names (names never when autoscaled)."""
+    has_count, has_names = spec.get("count") is not None, spec.get("names") is not None
+    if _node_pool_autoscaling(spec, e):
+        if has_names:
+            e.forbidden("spec.names", "an autoscaled pool (spec.minNodes/maxNodes) names its "
+                                      "nodes <namePrefix>-N; give spec.count (the initial size)")
+    elif has_count == has_names:
+        e.required("spec.count", "exactly one of spec.count or spec.names must be set") if not has_count else \
+            e.invalid("spec.names", spec["names"], "may not be set together with spec.count")
+    e.integer(spec, "count", "spec.count", minimum=0, maximum=limits.MAX_NODES_PER_POOL)
+
+
+def _node_pool_names(spec: dict[str, Any], e: Errors) -> None:
+    """``spec.names``: at most MAX_NODES_PER_POOL distinct DNS subdomains."""
+    names = spec.get("names")
+    if isinstance(names, list) and len(names) > limits.MAX_NODES_PER_POOL:
+        e.too_many("spec.names", len(names), limits.MAX_NODES_PER_POOL)
+        names = []
+    seen: set[str] = set()
+    for i, name in enumerate((e.items_of(spec, "names", "spec.names") or []) if names else []):
+        if not isinstance(name, str):
+            e.invalid(f"spec.names[{i}]", name, "must be a string")
+            continue
+        for msg in dns1123_subdomain_errors(name):
+            e.invalid(f"spec.names[{i}]", name, msg)
+        if name in seen:
+            e.duplicate(f"spec.names[{i}]", name)
+        seen.add(name)
+
+
 MAX_POOL_NODES = 1000     # devices.nodepool.MAX_POOL_NODES: the bound of maxNodes
 
 
@@ -105,16 +115,7 @@ def _node_pool_autoscaling(spec: dict[str, Any], e: Errors) -> bool:
     provisioningDelay that parses. True when the pool is autoscaled."""
     if spec.get("minNodes") is None and spec.get("maxNodes") is None:
         return False
-    values = {}
-    for field in ("minNodes", "maxNodes"):
-        if spec.get(field) is None:
-            e.required(f"spec.{field}", "spec.minNodes and spec.maxNodes are set together")
-            continue
-        value = e.integer(spec, field, f"spec.{field}", minimum=0)
-        if value is not None and value > MAX_POOL_NODES:
-            e.invalid(f"spec.{field}", value, f"must be less than or equal to {MAX_POOL_NODES}")
-        values[field] = value
-    low, high = values.get("minNodes"), values.get("maxNodes")
+    low, high = _pool_bound(spec, "minNodes", e), _pool_bound(spec, "maxNodes", e)
     if isinstance(low, int) and isinstance(high, int) and 0 <= low and low > high:
         e.invalid("spec.minNodes", low, f"must be less than or equal to spec.maxNodes ({high})")
         return True
@@ -123,16 +124,32 @@ def _node_pool_autoscaling(spec: dict[str, Any], e: Errors) -> bool:
             and isinstance(high, int) and not low <= count <= high):
         e.invalid("spec.count", count, f"the initial size must be between spec.minNodes ({low}) "
                                        f"and spec.maxNodes ({high})")
-    delay = spec.get("provisioningDelay")
-    if delay is not None:
-        from gpusched.errors import GpuschedError
-        from gpusched.objects.duration import parse_duration
-        try:
-            if parse_duration(delay) > 86400:
-                e.invalid("spec.provisioningDelay", delay, "must be at most 24h")
-        except GpuschedError:
-            e.invalid("spec.provisioningDelay", delay, 'must be a duration such as "3m" or "90s"')
+    _provisioning_delay(spec.get("provisioningDelay"), e)
     return True
+
+
+def _pool_bound(spec: dict[str, Any], field: str, e: Errors) -> int | None:
+    """``minNodes`` / ``maxNodes``: required with the other, an integer in [0, MAX_POOL_NODES]."""
+    if spec.get(field) is None:
+        e.required(f"spec.{field}", "spec.minNodes and spec.maxNodes are set together")
+        return None
+    value = e.integer(spec, field, f"spec.{field}", minimum=0)
+    if value is not None and value > MAX_POOL_NODES:
+        e.invalid(f"spec.{field}", value, f"must be less than or equal to {MAX_POOL_NODES}")
+    return value
+
+
+def _provisioning_delay(delay: Any, e: Errors) -> None:
+    """``provisioningDelay``: a duration of at most 24h."""
+    if delay is None:
+        return
+    from gpusched.errors import GpuschedError
+    from gpusched.objects.duration import parse_duration
+    try:
+        if parse_duration(delay) > 86400:
+            e.invalid("spec.provisioningDelay", delay, "must be at most 24h")
+    except GpuschedError:
+        e.invalid("spec.provisioningDelay", delay, 'must be a duration such as "3m" or "90s"')
 
 
 # ----------------------------------------------------------------------------------------------
