@@ -300,6 +300,8 @@ def _pvc(obj: dict[str, Any], e: Errors) -> None:
 
 
 def _pv(obj: dict[str, Any], e: Errors) -> None:
+    """``ValidatePersistentVolumeSpec``'s order: access modes, volume mode, capacity, reclaim
+    policy, the one volume source, node affinity; status.phase defaults to Pending."""
     spec = _spec(obj, e)
     _access_modes(spec, e)
     _volume_mode(spec, e)
@@ -312,6 +314,17 @@ def _pv(obj: dict[str, Any], e: Errors) -> None:
     policy = spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
     if policy not in RECLAIM_POLICIES:
         e.unsupported("spec.persistentVolumeReclaimPolicy", policy, RECLAIM_POLICIES)
+    _pv_source(spec, e)
+    affinity = e.mapping(spec, "nodeAffinity", "spec.nodeAffinity")
+    if affinity is not None:
+        _pv_node_affinity(affinity, e)
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        status.setdefault("phase", "Pending")
+
+
+def _pv_source(spec: dict[str, Any], e: Errors) -> None:
+    """Exactly one volume source; ``local`` needs node affinity, ``hostPath`` a path."""
     sources = [name for name in VOLUME_SOURCES if spec.get(name) is not None]
     if not sources:
         e.required("spec", "must specify a volume type")
@@ -323,12 +336,6 @@ def _pv(obj: dict[str, Any], e: Errors) -> None:
         path = (spec.get("hostPath") or {}).get("path") if isinstance(spec.get("hostPath"), dict) else None
         if not path:
             e.required("spec.hostPath.path")
-    affinity = e.mapping(spec, "nodeAffinity", "spec.nodeAffinity")
-    if affinity is not None:
-        _pv_node_affinity(affinity, e)
-    status = obj.setdefault("status", {})
-    if isinstance(status, dict):
-        status.setdefault("phase", "Pending")
 
 
 def _pv_node_affinity(affinity: dict[str, Any], e: Errors) -> None:
@@ -347,19 +354,14 @@ def _pv_node_affinity(affinity: dict[str, Any], e: Errors) -> None:
 # ---- NetworkPolicy ------------------------------------------------------------------------------
 
 def _network_policy(obj: dict[str, Any], e: Errors) -> None:
+    """``ValidateNetworkPolicySpec``: podSelector, ingress/egress rules, policyTypes (defaulted)."""
     spec = _spec(obj, e)
     if "podSelector" not in spec:
         e.required("spec.podSelector")
     validate_label_selector(spec.get("podSelector"), "spec.podSelector", e)
     for direction, peers_field in (("ingress", "from"), ("egress", "to")):
         for i, rule in enumerate(e.items_of(spec, direction, f"spec.{direction}") or []):
-            p = f"spec.{direction}[{i}]"
-            if not isinstance(rule, dict):
-                e.invalid(p, rule, "must be an object")
-                continue
-            _policy_ports(e.items_of(rule, "ports", f"{p}.ports") or [], f"{p}.ports", e)
-            for j, peer in enumerate(e.items_of(rule, peers_field, f"{p}.{peers_field}") or []):
-                _policy_peer(peer, f"{p}.{peers_field}[{j}]", e)
+            _policy_rule(rule, f"spec.{direction}[{i}]", peers_field, e)
     types = e.items_of(spec, "policyTypes", "spec.policyTypes")
     if not types:
         spec["policyTypes"] = ["Ingress", *(["Egress"] if spec.get("egress") else [])]
@@ -368,6 +370,16 @@ def _network_policy(obj: dict[str, Any], e: Errors) -> None:
             e.unsupported(f"spec.policyTypes[{i}]", value, ("Ingress", "Egress"))
     if types and len(types) > 2:
         e.invalid("spec.policyTypes", types, "may not specify more than two policyTypes")
+
+
+def _policy_rule(rule: Any, p: str, peers_field: str, e: Errors) -> None:
+    """One ingress (``from``) or egress (``to``) rule: its ports, then its peers."""
+    if not isinstance(rule, dict):
+        e.invalid(p, rule, "must be an object")
+        return
+    _policy_ports(e.items_of(rule, "ports", f"{p}.ports") or [], f"{p}.ports", e)
+    for j, peer in enumerate(e.items_of(rule, peers_field, f"{p}.{peers_field}") or []):
+        _policy_peer(peer, f"{p}.{peers_field}[{j}]", e)
 
 
 def _policy_ports(ports: list[Any], path: str, e: Errors) -> None:
