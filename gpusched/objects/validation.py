@@ -109,12 +109,31 @@ def _nothing(obj: dict[str, Any], e: Errors) -> None:
 
 
 def _metadata(obj: dict[str, Any], kind: str, e: Errors) -> None:
+    """``ValidateObjectMeta``: name or generateName, namespace (defaulted, or dropped for a
+    cluster-scoped kind), labels, annotation keys, then gpusched's pod annotations."""
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
         e.invalid("metadata", meta, "must be an object")
         return
+    _name(meta, kind, e)
+    if KINDS[kind].namespaced:
+        _namespace(meta, e)
+    else:
+        meta.pop("namespace", None)
+    validate_labels(e.string_map(meta, "labels", "metadata.labels"), "metadata.labels", e)
+    annotations = e.string_map(meta, "annotations", "metadata.annotations")
+    for key in annotations:
+        for msg in qualified_name_errors(key):
+            e.invalid("metadata.annotations", key, msg)
+    if kind == "Pod":
+        validate_pod_annotations(annotations, "metadata.annotations", e)
+
+
+def _name(meta: dict[str, Any], kind: str, e: Errors) -> None:
+    """``metadata.name``, else ``generateName`` (checked with a suffix in place of a final
+    ``-``), else the required error; a Namespace's name is a DNS label."""
     name_errors = dns1123_label_errors if kind == "Namespace" else dns1123_subdomain_errors
     name = e.string(meta, "name", "metadata.name")
     generate = e.string(meta, "generateName", "metadata.generateName")
@@ -126,22 +145,16 @@ def _metadata(obj: dict[str, Any], kind: str, e: Errors) -> None:
             e.invalid("metadata.generateName", generate, msg)
     elif "name" not in meta or name == "":
         e.required("metadata.name", "name or generateName is required")
-    if KINDS[kind].namespaced:
-        namespace = e.string(meta, "namespace", "metadata.namespace")
-        if not namespace and not isinstance(meta.get("namespace"), (int, float, dict, list)):
-            meta["namespace"] = "default"
-        elif namespace:
-            for msg in dns1123_label_errors(namespace):
-                e.invalid("metadata.namespace", namespace, msg)
-    else:
-        meta.pop("namespace", None)
-    validate_labels(e.string_map(meta, "labels", "metadata.labels"), "metadata.labels", e)
-    annotations = e.string_map(meta, "annotations", "metadata.annotations")
-    for key in annotations:
-        for msg in qualified_name_errors(key):
-            e.invalid("metadata.annotations", key, msg)
-    if kind == "Pod":
-        validate_pod_annotations(annotations, "metadata.annotations", e)
+
+
+def _namespace(meta: dict[str, Any], e: Errors) -> None:
+    """A namespaced object's namespace: ``default`` when unset, else a DNS label."""
+    namespace = e.string(meta, "namespace", "metadata.namespace")
+    if not namespace and not isinstance(meta.get("namespace"), (int, float, dict, list)):
+        meta["namespace"] = "default"
+    elif namespace:
+        for msg in dns1123_label_errors(namespace):
+            e.invalid("metadata.namespace", namespace, msg)
 
 
 # ----------------------------------------------------------------------------------------------
