@@ -42,16 +42,7 @@ def _hpa(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     if "minReplicas" not in spec:
         spec["minReplicas"] = 1                     # SetDefaults_HorizontalPodAutoscaler
-    minimum = e.integer(spec, "minReplicas", "spec.minReplicas")
-    maximum = e.integer(spec, "maxReplicas", "spec.maxReplicas")
-    if minimum is not None and minimum < 1:
-        e.invalid("spec.minReplicas", minimum, "must be greater than or equal to 1")
-    if "maxReplicas" not in spec:
-        e.required("spec.maxReplicas")
-    elif maximum is not None and maximum < 1:
-        e.invalid("spec.maxReplicas", maximum, "must be greater than 0")
-    if minimum is not None and maximum is not None and maximum < minimum:
-        e.invalid("spec.maxReplicas", maximum, "must be greater than or equal to `minReplicas`")
+    _hpa_replicas(spec, e)
     _scale_target(spec, "scaleTargetRef", e)
     if obj.get("apiVersion") == "autoscaling/v1":
         e.integer(spec, "targetCPUUtilizationPercentage", "spec.targetCPUUtilizationPercentage",
@@ -68,6 +59,20 @@ def _hpa(obj: dict[str, Any], e: Errors) -> None:
     behavior = e.mapping(spec, "behavior", "spec.behavior")
     if behavior is not None:
         _hpa_behavior(behavior, e)
+
+
+def _hpa_replicas(spec: dict[str, Any], e: Errors) -> None:
+    """minReplicas >= 1, maxReplicas required and > 0, max >= min."""
+    minimum = e.integer(spec, "minReplicas", "spec.minReplicas")
+    maximum = e.integer(spec, "maxReplicas", "spec.maxReplicas")
+    if minimum is not None and minimum < 1:
+        e.invalid("spec.minReplicas", minimum, "must be greater than or equal to 1")
+    if "maxReplicas" not in spec:
+        e.required("spec.maxReplicas")
+    elif maximum is not None and maximum < 1:
+        e.invalid("spec.maxReplicas", maximum, "must be greater than 0")
+    if minimum is not None and maximum is not None and maximum < minimum:
+        e.invalid("spec.maxReplicas", maximum, "must be greater than or equal to `minReplicas`")
 
 
 # pkg/apis/autoscaling/validation/validation.go: validateMetricSpec and its sources.
