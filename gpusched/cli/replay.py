@@ -21,6 +21,9 @@ EXAMPLES = """Examples:
   # The Alibaba default trace on its 1,213 GPU nodes, FGD policy, one seed
   gpusched replay --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv \\
       --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy fgd --seed 42 --out replay-fgd
+  # The same pods arriving 20,000 times faster (run times as recorded): the cluster gets busy
+  gpusched replay --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv \\
+      --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --time-scale 20000 --until 2h
   # Your own jobs (docs/replay.md: name,arrival,gpus[,duration,cpu_milli,memory_mib,gpu_model,qos,namespace])
   gpusched replay --nodes nodes.csv --jobs jobs.csv --out replay-jobs
   # Pods and Jobs with gpusched.io/duration and gpusched.io/arrival, first 2 days only
@@ -42,6 +45,12 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     parser.add_argument("--policy", default="default",
                         help="default (kube-scheduler's default profile) or an FGD-study policy: "
                              "fgd, bestfit, packing, clustering, dotprod, random, ...")
+    load = parser.add_mutually_exclusive_group()
+    load.add_argument("--time-scale", type=float, default=1.0, metavar="K",
+                      help="divide arrival times by K (run times unchanged): K times the arrival rate")
+    load.add_argument("--load", type=float, default=None, metavar="X",
+                      help="pick the --time-scale whose peak GPU demand (every pod started on "
+                           "arrival) is X times the cluster's GPUs, e.g. 0.95")
     parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
     parser.add_argument("--sample-every", default="1h", metavar="DURATION",
                         help="time-series step (default 1h)")
@@ -66,12 +75,17 @@ def _duration(text: str, flag: str, positive: bool = False) -> float:
 
 
 def _trace(args: argparse.Namespace) -> Any:
+    """The input trace, its arrivals divided by ``--time-scale`` or by ``--load``'s scale."""
     from gpusched.sim import replay_input
+    from gpusched.sim.replay_load import check_time_scale, scale_for_load, time_scaled
+    check_time_scale(args.time_scale)
     if args.pods:
-        return replay_input.alibaba_trace(args.nodes, args.pods)
-    if args.jobs:
-        return replay_input.job_trace(args.nodes, args.jobs)
-    return replay_input.manifest_trace(args.nodes, list(args.filename))
+        trace = replay_input.alibaba_trace(args.nodes, args.pods)
+    elif args.jobs:
+        trace = replay_input.job_trace(args.nodes, args.jobs)
+    else:
+        trace = replay_input.manifest_trace(args.nodes, list(args.filename))
+    return time_scaled(trace, scale_for_load(trace, args.load) if args.load is not None else args.time_scale)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

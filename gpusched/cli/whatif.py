@@ -72,8 +72,12 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
                         help="node list CSV (default: the openb GPU node list in ../shared/data)")
     parser.add_argument("--pods", default=str(DEFAULT_PODS),
                         help="pod list CSV with time columns (default: openb_pod_list_default.csv)")
-    parser.add_argument("--time-scale", type=float, default=1.0, metavar="F",
-                        help="divide arrival times by F (run times unchanged): F times the load")
+    load = parser.add_mutually_exclusive_group()
+    load.add_argument("--time-scale", type=float, default=1.0, metavar="K",
+                      help="divide arrival times by K (run times unchanged): K times the arrival rate")
+    load.add_argument("--load", type=float, default=None, metavar="X",
+                      help="pick the --time-scale whose peak GPU demand (every pod started on "
+                           "arrival) is X times the cluster's GPUs, e.g. 0.95 (docs/capacity-planning.md)")
     parser.add_argument("--first", type=int, default=None, metavar="N",
                         help="replay only the first N pods by arrival")
     parser.add_argument("--base-policy", default="default",
@@ -130,7 +134,7 @@ def cmd_whatif_variants(args: argparse.Namespace) -> int:
         raise UsageError("invalid --first (>= 1) or --sample-every (60..1e7 seconds)")
     if args.until is not None and not 0 < args.until <= 1e5:
         raise UsageError(f"invalid --until {args.until:g}: must be in (0, 100000] hours")
-    trace = alibaba_trace(args.nodes, args.pods, args.time_scale, args.first)
+    trace = alibaba_trace(args.nodes, args.pods, args.time_scale, args.first, args.load)
     base = ReplayConfig(policy=args.base_policy, sample_every=args.sample_every,
                         until=None if args.until is None else args.until * 3600.0)
     with _bar(len(variants) * len(seeds), args.no_progress) as advance:

@@ -74,6 +74,10 @@ BAD = [
     ("nothing", [], "error: whatif: nothing to compare"),
     ("bad-seeds", ["--policy", "fgd", "--seeds", "a-b"], 'error: invalid --seeds "a-b"'),
     ("bad-scale", ["--policy", "fgd", "--time-scale", "0"], "error: invalid --time-scale 0"),
+    ("scale-too-big", ["--policy", "fgd", "--time-scale", "1e7"],
+     "error: invalid --time-scale 1e+07: must be a number from 1e-06 to 1e+06"),
+    ("bad-load", ["--policy", "fgd", "--load", "0"], "error: invalid --load 0: must be a fraction"),
+    ("load-beyond-the-trace", ["--policy", "fgd", "--load", "9"], "error: invalid --load 9: "),
     ("bad-until", ["--policy", "fgd", "--until", "-1"], "error: invalid --until -1"),
 ]
 
@@ -82,6 +86,14 @@ BAD = [
 def test_bad_input_is_one_line(tmp_path: Path, trace: list[str], extra: list[str], message: str):
     line = Gpusched(tmp_path).fails("whatif", *trace, *extra)
     assert line.startswith(message), line
+
+
+def test_load_and_time_scale_exclude_each_other(tmp_path: Path, trace: list[str]):
+    """Both set the arrival rate: argparse's usage error, exit 1, like every option clash."""
+    result = Gpusched(tmp_path).run("whatif", *trace, "--policy", "fgd", "--load", "0.5",
+                                    "--time-scale", "2")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert "error: argument --time-scale: not allowed with argument --load" in result.err
 
 
 def test_missing_time_columns_name_the_file(tmp_path: Path, trace: list[str]):

@@ -122,6 +122,11 @@ BAD = [
      'bestfit, fgd'),
     ("no-file", "other.csv", "", ["--jobs", "missing.csv"],
      "error: missing.csv: cannot read: No such file or directory"),
+    ("bad-time-scale", "jobs.csv", JOBS_CSV, ["--time-scale", "-3"],
+     "error: invalid --time-scale -3: must be a number from 1e-06 to 1e+06 (arrival times are divided by it)"),
+    ("load-beyond-the-trace", "jobs.csv", JOBS_CSV, ["--load", "2"],
+     "error: invalid --load 2: jobs.csv can offer at most 1.583 of the cluster's 6 GPUs "
+     "(its pods ask for 9.5 GPUs in all)"),
 ]
 
 
@@ -134,6 +139,19 @@ def test_bad_input_one_line(files: Path, case_id, name, text, extra, message):
     assert done.stderr.strip() == message or (case_id == "unknown-policy"
                                               and done.stderr.startswith(message))
     assert "Traceback" not in done.stderr and not (files / "out").exists()
+
+
+def test_time_scale_one_is_the_replay_as_it_was(files: Path):
+    """``--time-scale 1`` writes the same files, byte for byte; ``--time-scale 60`` the same
+    pods a minute apart per hour of the job file."""
+    runs = {}
+    for name, extra in (("plain", []), ("one", ["--time-scale", "1"]), ("sixty", ["--time-scale", "60"])):
+        done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", *extra, "--out", name, cwd=files)
+        assert done.returncode == 0, done.stderr
+        runs[name] = {p.name: p.read_bytes() for p in (files / name).iterdir()}
+    assert runs["one"] == runs["plain"]
+    pods = {r["name"]: r for r in rows(files / "sixty" / "pods.csv")}
+    assert [pods[n]["arrival_s"] for n in "abcd"] == ["0.0", "1.0", "2.0", "3.0"]
 
 
 def test_unknown_node_model(files: Path):
