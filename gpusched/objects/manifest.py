@@ -120,24 +120,40 @@ class Manifest:
 def _jsonable(value: Any, source: str, index: int) -> Any:
     """Deep copy into JSON types: string keys, lists, ISO dates; refuse what JSON cannot hold."""
     if isinstance(value, dict):
-        marked = isinstance(value, DuplicateKeys) and bool(value.duplicates)
-        out: dict[str, Any] = DuplicateKeys() if marked else {}
-        if marked:
-            out.duplicates = tuple((pos, _key_text(key)) for pos, key in value.duplicates)  # type: ignore[attr-defined]
+        out = _empty_map(value)
         for key, item in value.items():
-            if isinstance(key, bool):
-                key = "true" if key else "false"
-            elif key is None:
-                key = "null"
-            elif isinstance(key, (int, float)):
-                key = str(key)
-            elif not isinstance(key, str):
-                raise ManifestError(source, index, "", "error converting YAML to JSON: "
-                                    f"unsupported map key of type {type(key).__name__}")
-            out[key] = _jsonable(item, source, index)
+            out[_json_key(key, source, index)] = _jsonable(item, source, index)
         return out
     if isinstance(value, (list, tuple)):
         return [_jsonable(item, source, index) for item in value]
+    return _json_scalar(value, source, index)
+
+
+def _empty_map(value: dict[Any, Any]) -> dict[str, Any]:
+    """The copy's empty mapping, still carrying the loader's duplicate-key marks."""
+    if not (isinstance(value, DuplicateKeys) and value.duplicates):
+        return {}
+    out = DuplicateKeys()
+    out.duplicates = tuple((pos, _key_text(key)) for pos, key in value.duplicates)
+    return out
+
+
+def _json_key(key: Any, source: str, index: int) -> str:
+    """A map key as JSON has it: booleans, null and numbers as their text; others refused."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, (int, float)):
+        return str(key)
+    if not isinstance(key, str):
+        raise ManifestError(source, index, "", "error converting YAML to JSON: "
+                            f"unsupported map key of type {type(key).__name__}")
+    return key
+
+
+def _json_scalar(value: Any, source: str, index: int) -> Any:
+    """A scalar as JSON holds it: dates as ISO text; NaN, infinities and other types refused."""
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, float) and not math.isfinite(value):      # YAML .nan / .inf
@@ -205,17 +221,8 @@ def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
 
 
 def _check_document(doc: Any, source: str, index: int) -> list["Manifest"]:
-    if not isinstance(doc, dict):
-        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
-            type(doc), type(doc).__name__)
-        raise ManifestError(source, index, "", f"expected an object with apiVersion and kind, got {kind}")
-    missing = [f"{field} not set" for field in ("apiVersion", "kind") if not doc.get(field)]
-    if missing:
-        text = missing[0] if len(missing) == 1 else f"[{', '.join(missing)}]"
-        raise ManifestError(source, index, "", f"error validating data: {text}")
-    api_version, kind = doc["apiVersion"], doc["kind"]
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        raise ManifestError(source, index, "", "error validating data: apiVersion and kind must be strings")
+    """The manifests of one document: itself, or a List's items (each checked the same way)."""
+    api_version, kind = _type_of(doc, source, index)
     if kind == "List" or (kind.endswith("List") and kind not in ACCEPTED_API_VERSIONS):
         items = doc.get("items")
         if items is None:
@@ -228,6 +235,28 @@ def _check_document(doc: Any, source: str, index: int) -> list["Manifest"]:
         return out
     if api_version not in ACCEPTED_API_VERSIONS.get(kind, ()):
         raise ManifestError(source, index, "", f'no matches for kind "{kind}" in version "{api_version}"')
+    _check_name(doc, kind, source, index)
+    return [Manifest(source, index, doc)]
+
+
+def _type_of(doc: Any, source: str, index: int) -> tuple[str, str]:
+    """apiVersion and kind of an object document (both set, both strings)."""
+    if not isinstance(doc, dict):
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(doc), type(doc).__name__)
+        raise ManifestError(source, index, "", f"expected an object with apiVersion and kind, got {kind}")
+    missing = [f"{field} not set" for field in ("apiVersion", "kind") if not doc.get(field)]
+    if missing:
+        text = missing[0] if len(missing) == 1 else f"[{', '.join(missing)}]"
+        raise ManifestError(source, index, "", f"error validating data: {text}")
+    api_version, kind = doc["apiVersion"], doc["kind"]
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise ManifestError(source, index, "", "error validating data: apiVersion and kind must be strings")
+    return api_version, kind
+
+
+def _check_name(doc: dict[str, Any], kind: str, source: str, index: int) -> None:
+    """metadata is an object with a string name (or generateName, for the kinds that allow it)."""
     meta = doc.get("metadata")
     if meta is not None and not isinstance(meta, dict):
         raise ManifestError(source, index, "metadata", "must be an object")
@@ -235,12 +264,10 @@ def _check_document(doc: Any, source: str, index: int) -> list["Manifest"]:
     generate = (meta or {}).get("generateName")
     if name is not None and not isinstance(name, str):
         raise ManifestError(source, index, "metadata.name", f"Invalid value: {json.dumps(name)}: must be a string")
-    if not name:
-        if kind in GENERATE_NAME_KINDS and isinstance(generate, str) and generate:
-            return [Manifest(source, index, doc)]
-        detail = "name or generateName is required" if kind in GENERATE_NAME_KINDS else "name is required"
-        raise ManifestError(source, index, "metadata.name", f"Required value: {detail}")
-    return [Manifest(source, index, doc)]
+    if name or (kind in GENERATE_NAME_KINDS and isinstance(generate, str) and generate):
+        return
+    detail = "name or generateName is required" if kind in GENERATE_NAME_KINDS else "name is required"
+    raise ManifestError(source, index, "metadata.name", f"Required value: {detail}")
 
 
 def load_text(text: str, source: str, json_hint: bool = False) -> list[Manifest]:
