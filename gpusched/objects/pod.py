@@ -331,13 +331,25 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
     return tuple(found)
 
 
+def _text(mapping: Mapping[str, Any], key: str, default: str = "") -> str:
+    """A string field of a pod dict, ``default`` when unset or empty."""
+    return str(mapping.get(key) or default)
+
+
+def _pvc_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The claim names of the pod's persistentVolumeClaim volumes, in order."""
+    return tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
+                 for v in spec.get("volumes") or ()
+                 if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict))
+
+
 def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
     """Build the scheduler's view of a (validated) Pod dict; ``seq`` is its creation order."""
     meta = pod.get("metadata") or _EMPTY
     spec = pod.get("spec") or _EMPTY
     status = pod.get("status") or _EMPTY
     annotations = meta.get("annotations") or _EMPTY
-    name = str(meta.get("name") or "")
+    name = _text(meta, "name")
     requests = pod_resource_requests(pod)
     gpu_milli = _gpu_milli(name, annotations, requests)
     affinity = spec.get("affinity") or _EMPTY
@@ -348,16 +360,16 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
     priority = spec.get("priority")
     model_text = annotations.get(ANN_GPU_MODEL)
     return PodInfo(
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=_text(meta, "namespace", "default"),
         name=name,
-        uid=str(meta.get("uid") or ""),
+        uid=_text(meta, "uid"),
         requests=requests,
         priority=int(priority) if isinstance(priority, int) else 0,
-        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
-        priority_class=str(spec.get("priorityClassName") or ""),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-        node_name=str(spec.get("nodeName") or ""),
-        nominated_node=str(status.get("nominatedNodeName") or ""),
+        preemption_policy=_text(spec, "preemptionPolicy", "PreemptLowerPriority"),
+        priority_class=_text(spec, "priorityClassName"),
+        scheduler_name=_text(spec, "schedulerName", "default-scheduler"),
+        node_name=_text(spec, "nodeName"),
+        nominated_node=_text(status, "nominatedNodeName"),
         labels=dict(meta.get("labels") or _EMPTY),
         node_selector=dict(spec.get("nodeSelector") or _EMPTY),
         required_terms=required_terms,
@@ -368,9 +380,7 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
         pod_anti_affinity=pod_anti_affinity,
         preferred_pod_affinity=preferred_pod_affinity,
         preferred_pod_anti_affinity=preferred_pod_anti_affinity,
-        pvc_names=tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
-                        for v in spec.get("volumes") or ()
-                        if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)),
+        pvc_names=_pvc_names(spec),
         gpu_milli=gpu_milli,
         gpu_models=_gpu_models(str(model_text)) if model_text else (),
         creation_seq=seq,
