@@ -155,10 +155,7 @@ class _Walk:
             return self.quantity(value, path)
         resolved = resolve(node)
         if name == INT_OR_STRING or resolved.get("x-kubernetes-int-or-string"):
-            if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-                return value
-            self.wrong_type({"type": "integer", "format": "int32"}, value, path, struct, fields)
-            return None
+            return self.int_or_string(value, path, struct, fields)
         kind = resolved.get("type")
         if kind == "object" or "properties" in resolved:
             return self.object(resolved, name, value, path, struct, fields)
@@ -174,6 +171,13 @@ class _Walk:
             self.wrong_type(node, value, path, struct, fields)
             return None
         return value
+
+    def int_or_string(self, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
+        """An IntOrString: a string or an integer, else Go's int32 unmarshal error."""
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        self.wrong_type({"type": "integer", "format": "int32"}, value, path, struct, fields)
+        return None
 
     def object(self, node: dict[str, Any], name: str, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
         if not isinstance(value, dict):
