@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -140,40 +141,56 @@ def allowed_alias_ratio(decoded: int) -> float:
 def check_yaml_text(text: str, loader: Any) -> None:
     """Raise :class:`LimitError` when a document of ``text`` nests too deeply or its aliases
     expand too much; syntax errors are left to the loader (they carry a line)."""
-    sizes: dict[str, int] = {}
-    stack: list[list[Any]] = []          # [anchor, expanded nodes inside]
-    decoded = aliased = 0
+    budget = _YamlBudget()
     try:
         for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.DocumentStartEvent):
-                sizes, decoded, aliased = {}, 0, 0
-            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                stack.append([event.anchor, 1])
-                if len(stack) > MAX_DEPTH:
-                    raise LimitError(f"yaml: {depth_error()}")
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                anchor, size = stack.pop()
-                if anchor:
-                    sizes[anchor] = size
-                decoded += 1
-                if stack:
-                    stack[-1][1] += size
-            elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
-                size = 1 if isinstance(event, yaml.ScalarEvent) else 1 + sizes.get(event.anchor or "", 0)
-                if isinstance(event, yaml.ScalarEvent) and event.anchor:
-                    sizes[event.anchor] = 1
-                if isinstance(event, yaml.AliasEvent):
-                    aliased += size - 1           # the nodes it expands to, as go-yaml counts
-                decoded += size
-                if stack:
-                    stack[-1][1] += size
-                _check_aliases(decoded, aliased)
+            budget.add(event)
     except yaml.YAMLError as err:
         # libyaml 0.2.6+ (bundled since PyYAML 6.0.4) stops at 1,000 levels in its scanner, which
         # reads a flow collection's brackets ahead of the events above: past MAX_DEPTH either way.
         if "exceeded maximum nesting depth" in str(getattr(err, "problem", "")):
             raise LimitError(f"yaml: {depth_error()}") from None
         return
+
+
+@dataclass
+class _YamlBudget:
+    """``check_yaml_text``'s count over the parse events: open collections (anchor, nodes inside),
+    each anchor's expanded size, and the nodes decoded / expanded from aliases in this document."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    stack: list[list[Any]] = field(default_factory=list)
+    decoded: int = 0
+    aliased: int = 0
+
+    def add(self, event: Any) -> None:
+        if isinstance(event, yaml.DocumentStartEvent):
+            self.sizes, self.decoded, self.aliased = {}, 0, 0
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            self.stack.append([event.anchor, 1])
+            if len(self.stack) > MAX_DEPTH:
+                raise LimitError(f"yaml: {depth_error()}")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, size = self.stack.pop()
+            if anchor:
+                self.sizes[anchor] = size
+            self.decoded += 1
+            if self.stack:
+                self.stack[-1][1] += size
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+            self._leaf(event)
+
+    def _leaf(self, event: Any) -> None:
+        """A scalar (one node) or an alias (one plus its anchor's expanded size)."""
+        size = 1 if isinstance(event, yaml.ScalarEvent) else 1 + self.sizes.get(event.anchor or "", 0)
+        if isinstance(event, yaml.ScalarEvent) and event.anchor:
+            self.sizes[event.anchor] = 1
+        if isinstance(event, yaml.AliasEvent):
+            self.aliased += size - 1           # the nodes it expands to, as go-yaml counts
+        self.decoded += size
+        if self.stack:
+            self.stack[-1][1] += size
+        _check_aliases(self.decoded, self.aliased)
 
 
 def _check_aliases(decoded: int, aliased: int) -> None:
