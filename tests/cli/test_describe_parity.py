@@ -127,6 +127,19 @@ spec:
       volumes:
       - {name: scratch, emptyDir: {}}
       - {name: cfg, configMap: {name: settings}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: edge, namespace: shapes}
+spec:
+  selector: {app: none}
+  externalIPs: [192.0.2.10, 192.0.2.11]
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: alias, namespace: shapes}
+spec: {type: ExternalName, externalName: db.example.com}
 """
 CASES = {
     "describeDeployment-old-and-new-replicasets": ("deployment", "llm-inference"),
@@ -141,6 +154,7 @@ CASES = {
     "describePersistentVolume-node-affinity-hostpath": ("pv",),
     "describeStorageClass-default": ("storageclass", "standard"),
     "describeService-endpoints-from-slices": ("svc", "-A"),
+    "describeService-external-ips-external-name-no-endpoints": ("svc", "edge", "alias", "-n", "shapes"),
     "describeDeployment-quantities-env-ports-mounts-expressions": ("deploy", "shapes", "-n", "shapes"),
     "describeQuota-scopes-help-and-quantity-formats": ("quota", "-n", "shapes"),
     "describeNamespace-scoped-quota-one-limits-header": ("ns", "shapes"),
