@@ -188,12 +188,16 @@ def _delete_files(args: argparse.Namespace, grace: int | None, suffix: str) -> i
 
 
 def _check_delete_names(names: list[str], args: argparse.Namespace) -> None:
-    """Names, ``--all`` and ``-l`` as kubectl delete accepts them: names or one of the others."""
+    """Names, ``--all`` and ``-l`` as kubectl delete accepts them: names, ``--all`` or ``-l``.
+    kubectl's resource builder (cli-runtime resource/builder.go) takes ``--all`` for a
+    select-everything selector, hence its wording for names with ``--all``, and refuses ``--all``
+    with ``-l`` before delete.go's Validate would (its message ends in ". ")."""
     if names and (args.all or args.selector):
-        raise UsageError("name cannot be provided when a selector is specified" if args.selector
-                         else "cannot set --all and names at the same time")
+        raise UsageError("name cannot be provided when a selector is specified")
     if not names and not (args.all or args.selector):
         raise UsageError("resource(s) were provided, but no name was specified")
+    if args.all and args.selector:
+        raise UsageError("setting 'all' parameter but found a non empty selector. ")
 
 
 def _delete_targets(cluster: Any, kind: str, names: list[str],

@@ -223,3 +223,23 @@ def test_describe_lays_out_as_kubectls_describe(lab, args):
         assert sorted(mine.stdout.splitlines()) == expected
     else:
         assert mine.stdout == real.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("delete", "pod", "train-resnet", "-l", "app=x"),
+    ("delete", "pod", "train-resnet", "--all"),
+    ("delete", "pod", "--all", "-l", "app=x"),
+    ("delete", "pod"),
+    ("delete",),
+], ids=["resource-builder-name-with-selector", "resource-builder-all-with-names",
+        "delete-validate-all-with-selector", "resource-builder-kind-without-name",
+        "delete-no-resources"])
+def test_delete_refusals_say_what_kubectl_says(lab, args):
+    """kubectl delete's refusals before anything is deleted (cli-runtime resource/builder.go
+    visitorResult; delete.go Complete, then Validate): the same first stderr line and exit
+    code 1, and nothing deleted."""
+    before = ours(lab, "get", "pods", "-A", "-o", "name").stdout
+    mine, real = ours(lab, *args), theirs(lab, *args)
+    assert (mine.returncode, mine.stderr.splitlines()[:1]) == (real.returncode, real.stderr.splitlines()[:1])
+    assert mine.returncode == 1
+    assert ours(lab, "get", "pods", "-A", "-o", "name").stdout == before
