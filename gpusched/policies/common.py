@@ -82,7 +82,7 @@ class GpuSelection(Mapping[int, tuple[int, ...]]):
         self._gpus = np.asarray(gpus, dtype=np.int64).reshape(len(self._rows), -1)
 
     def _lookup(self, node: int) -> int:
-        hits = np.flatnonzero(self._rows == int(node))
+        hits = (self._rows == int(node)).nonzero()[0]
         return int(hits[0]) if hits.size else -1
 
     def __getitem__(self, node: int) -> tuple[int, ...]:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusched.scheduler.rowops import row_any
+
 MILLI = 1000
 ABSENT = MILLI + 1          # table row for a GPU slot the node does not have (free milli -1)
 DEDUPE_AT = 64              # after_share on this many nodes or more computes each state once
@@ -109,7 +111,8 @@ def fragmentation(tables: FragTables, small: np.ndarray, fits: np.ndarray, idle:
     ``small``/``fits``: (..., K); ``idle``/``cpu_free``/``model_row``: (...), or with size-1 axes
     that broadcast against them (one value per node for all its GPUs).
     """
-    ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & tables.allowed[model_row]
+    ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & \
+        tables.allowed.take(model_row, axis=0)
     # sum_m p_m * (ok ? small : idle) = idle * sum(p) + sum_m p_m * ok * (small - idle)
     gain = np.where(ok, small - idle[..., None], 0).astype(np.float64)
     result: np.ndarray = idle * tables.weight_total + gain @ tables.weight
@@ -167,7 +170,7 @@ class FragState:
                 diff = (self.gpu_left != gpu_left).any(axis=1) | (self.cpu_free != cpu_free)
                 changed = np.flatnonzero(diff)
             else:
-                diff = (self.gpu_left[rows] != gpu_left[rows]).any(axis=1) | \
+                diff = row_any(self.gpu_left.take(rows, axis=0) != gpu_left.take(rows, axis=0)) | \
                     (self.cpu_free[rows] != cpu_free[rows])
                 changed = rows[diff]
             if not changed.size:
@@ -177,9 +180,9 @@ class FragState:
         self.recompute(changed)
 
     def recompute(self, rows: np.ndarray) -> None:
-        left = self.gpu_left[rows]
+        left = self.gpu_left.take(rows, axis=0)
         idx = np.where(left < 0, ABSENT, left)
-        both = self.tables.both[idx].sum(axis=1)
+        both = self.tables.both.take(idx, axis=0).sum(axis=1)
         k = len(self.tables.shapes)
         small, fits = both[:, :k], both[:, k:]
         idle = np.maximum(left, 0).sum(axis=1)
@@ -205,9 +208,10 @@ class FragState:
         return self._after_share(nodes, cpu, share)
 
     def _after_share(self, nodes: np.ndarray, cpu: int, share: int) -> tuple[np.ndarray, np.ndarray]:
-        left = self.gpu_left[nodes]
+        left = self.gpu_left.take(nodes, axis=0)
         idx = np.where(left < 0, ABSENT, left)
-        both = self.both[nodes][:, None, :] + self.tables.deltas_both(share)[idx]
+        both = self.both.take(nodes, axis=0)[:, None, :] + \
+            self.tables.deltas_both(share).take(idx, axis=0)
         k = len(self.tables.shapes)
         small, fits = both[..., :k], both[..., k:]
         idle = (self.idle[nodes] - share)[:, None]          # (n, 1): broadcast over the GPUs
@@ -218,13 +222,13 @@ class FragState:
     def after_whole(self, nodes: np.ndarray, cpu: int, gpu_milli: int, num_gpu: int) -> np.ndarray:
         """F_n(M) after a CPU-only / whole-GPU / multi-GPU pod: it takes ``gpu_milli`` from the
         ``num_gpu`` GPUs with the least free milli that still fit (whole GPUs: fully free ones)."""
-        both, idle = self.both[nodes], self.idle[nodes]
+        both, idle = self.both.take(nodes, axis=0), self.idle[nodes]
         if num_gpu and gpu_milli:
-            left = self.gpu_left[nodes]
+            left = self.gpu_left.take(nodes, axis=0)
             key = np.where(left >= gpu_milli, left, ABSENT + 1)
             chosen = np.sort(key, axis=1)[:, :num_gpu]           # least free first
             chosen = np.where(chosen > MILLI, ABSENT, chosen)    # nodes that cannot host it
-            both = both + self.tables.deltas_both(gpu_milli)[chosen].sum(axis=1)
+            both = both + self.tables.deltas_both(gpu_milli).take(chosen, axis=0).sum(axis=1)
             idle = idle - np.where(chosen <= MILLI, gpu_milli, 0).sum(axis=1)
         k = len(self.tables.shapes)
         small, fits = both[:, :k], both[:, k:]

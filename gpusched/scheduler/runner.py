@@ -66,6 +66,7 @@ from gpusched.scheduler.plugins.gpu_devices import ASSIGNMENT_KEY
 from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
     num_feasible_nodes_to_find
 from gpusched.scheduler.queue import SchedulingQueue
+from gpusched.scheduler.rowops import true_indices
 from gpusched.scheduler.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -274,7 +275,7 @@ class Scheduler:
         if total is None:
             status = Status(Code.ERROR, ("a PreScore plugin failed",))
             return ScheduleResult(pod, status=status, message=status.message)
-        best = np.flatnonzero(total == total.max())
+        best = true_indices(total == total.max())
         pick = best[0] if len(best) == 1 else best[int(self.rng.integers(len(best)))]
         row = int(nodes[pick])
         scores = ({snapshot.names[int(n)]: int(s) for n, s in zip(nodes, total)}

@@ -48,6 +48,7 @@ from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 from gpusched.scheduler import messages
 from gpusched.scheduler.framework import (MAX_NODE_SCORE, Code, CycleState, Rejection, SKIP,
                                           SUCCESS, Status)
+from gpusched.scheduler.rowops import any_true, row_counts, take_rows, true_indices
 from gpusched.scheduler.snapshot import WHOLE_GPU_MILLI, Snapshot
 
 NAME = "GpuDevices"
@@ -85,14 +86,14 @@ class GpuDevices:
         if pod.gpu_models:
             allowed = [snapshot.gpu_models.index(m) for m in pod.gpu_models if m in snapshot.gpu_models]
             wrong = ~np.isin(snapshot.gpu_model_id[nodes], np.array(allowed, dtype=np.int32))
-            if wrong.any():
+            if any_true(wrong):
                 rejections.append(Rejection(snapshot.mask(nodes, wrong), messages.GPU_MODEL_MISMATCH,
                                             Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
                 nodes = nodes[~wrong]
         if not has_gpu_demand(pod) or not len(nodes):
             return rejections
         short = ~self.device_fit(pod, snapshot, nodes)
-        if short.any():
+        if any_true(short):
             rejections.append(Rejection(snapshot.mask(nodes, short),
                                         messages.insufficient(gpu_resource(pod))))
         return rejections
@@ -100,12 +101,12 @@ class GpuDevices:
     @staticmethod
     def device_fit(pod: PodInfo, snapshot: Snapshot, nodes: np.ndarray) -> np.ndarray:
         """Per node of ``nodes``: do the node's devices have room for the pod?"""
-        free = snapshot.gpu_free_milli[nodes]
+        free = take_rows(snapshot.gpu_free_milli, nodes)
         if pod.gpu_milli:
-            ok = (free >= pod.gpu_milli).sum(axis=1) >= (pod.gpu_count or 1)
+            ok = row_counts(free >= pod.gpu_milli) >= (pod.gpu_count or 1)
         else:
-            ok = (free == WHOLE_GPU_MILLI).sum(axis=1) >= pod.requests.get("nvidia.com/gpu", 0)
-        for j in np.flatnonzero(~snapshot.gpu_plain[nodes]):
+            ok = row_counts(free == WHOLE_GPU_MILLI) >= pod.requests.get("nvidia.com/gpu", 0)
+        for j in true_indices(~snapshot.gpu_plain[nodes]):
             devices = snapshot.devices[nodes[j]]
             if devices is None:
                 ok[j] = not pod.gpu_milli

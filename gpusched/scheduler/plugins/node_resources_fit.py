@@ -38,6 +38,7 @@ from gpusched.errors import UsageError
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler import messages
 from gpusched.scheduler.framework import MAX_NODE_SCORE, Code, CycleState, Rejection, Status, SUCCESS
+from gpusched.scheduler.rowops import any_true, row_any, take_rows, true_indices
 from gpusched.scheduler.snapshot import CPU, MEMORY, PODS, BASE_RESOURCES, Snapshot
 
 NAME = "NodeResourcesFit"
@@ -67,7 +68,7 @@ class NodeResourcesFit:
         return SUCCESS
 
     def _checked(self, snapshot: Snapshot, vec: np.ndarray) -> np.ndarray:
-        cols = np.flatnonzero(vec > 0)
+        cols = true_indices(vec > 0)
         cols = cols[cols != PODS]
         if self.ignored or self.ignored_groups:
             names = snapshot.resource_names
@@ -83,7 +84,8 @@ class NodeResourcesFit:
             vec = snapshot.request_vector(pod)
         every = len(candidates) == snapshot.num_nodes       # all rows: no gather needed
         return self.rejections_for(snapshot, vec, candidates,
-                                   snapshot.free if every else snapshot.free[candidates], every)
+                                   snapshot.free if every else take_rows(snapshot.free, candidates),
+                                   every)
 
     def rejections_for(self, snapshot: Snapshot, vec: np.ndarray, candidates: np.ndarray,
                        free: np.ndarray, every: bool = False) -> list[Rejection]:
@@ -94,24 +96,24 @@ class NodeResourcesFit:
         cols = self._checked(snapshot, vec)
         need = vec[cols]
         short = free[:, cols] < need if len(cols) else np.zeros((len(candidates), 0), dtype=bool)
-        short_cols = short.any(axis=0)
-        if not too_many.any() and not short_cols.any():
+        short_cols = np.asarray(short.any(axis=0))
+        if not any_true(too_many) and not any_true(short_cols):
             return []
-        alloc = snapshot.allocatable if every else snapshot.allocatable[candidates]
+        alloc = snapshot.allocatable if every else take_rows(snapshot.allocatable, candidates)
         # a node lacking more than its whole allocatable of some resource cannot be helped by
         # preemption (such a node always fails, so no need to restrict this to failing rows)
-        unresolvable = (alloc[:, cols] < need).any(axis=1) if len(cols) else too_many & False
-        split = bool(unresolvable.any())
+        unresolvable = row_any(alloc[:, cols] < need) if len(cols) else too_many & False
+        resolvable = ~unresolvable if any_true(unresolvable) else None    # None: no split
         reasons = [(too_many, messages.TOO_MANY_PODS)] + [
             (short[:, j], messages.insufficient(snapshot.resource_names[cols[j]]))
-            for j in np.flatnonzero(short_cols)]
+            for j in true_indices(short_cols)]
         rejections = []
         for hit, reason in reasons:
-            parts = ((Code.UNSCHEDULABLE, hit & ~unresolvable),
-                     (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, hit & unresolvable)) if split else \
-                ((Code.UNSCHEDULABLE, hit),)
+            parts = ((Code.UNSCHEDULABLE, hit & resolvable),
+                     (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, hit & unresolvable)) \
+                if resolvable is not None else ((Code.UNSCHEDULABLE, hit),)
             for code, part in parts:
-                if part.any():
+                if any_true(part):
                     nodes = part.copy() if every else snapshot.mask(candidates, part)
                     rejections.append(Rejection(nodes, reason, code))
         return rejections
