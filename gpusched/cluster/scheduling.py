@@ -28,8 +28,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
@@ -149,9 +147,8 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
     None builds them from the profiles."""
     from gpusched.scheduler.preemption import PdbInfo
     from gpusched.scheduler.runner import Scheduler
-    rng = np.random.default_rng([view.seed, view.rv])
     profiles: Any = frameworks if frameworks is not None else configured_profiles(view)
-    scheduler = Scheduler(snapshot, profiles, rng=rng, clock=view.now)
+    scheduler = Scheduler(snapshot, profiles, clock=view.now, rng_seed=[view.seed, view.rv])
     pdbs = [PdbInfo(pdb["metadata"]["namespace"],
                     selector_from_dict((pdb.get("spec") or {}).get("selector") or {}),
                     int((pdb.get("status") or {}).get("disruptionsAllowed", 0)),

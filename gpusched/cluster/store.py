@@ -42,6 +42,7 @@ Neighbours: used by ``cluster.view`` (loading/writing) and ``cluster.cluster`` (
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -113,7 +114,13 @@ def rfc3339(seconds: float) -> str:
     >>> rfc3339(0), rfc3339(3661.7), rfc3339(2**63 - 1)
     ('2026-01-01T00:00:00Z', '2026-01-01T01:01:01Z', '9999-12-31T23:59:59Z')
     """
-    return (EPOCH + timedelta(seconds=min(int(seconds), _LAST_SECOND))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339_whole(min(int(seconds), _LAST_SECOND))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339_whole(seconds: int) -> str:
+    """``rfc3339`` of whole seconds, memoized: a step stamps many objects with one time."""
+    return (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_start(text: str) -> float:
@@ -139,6 +146,12 @@ def seconds_of(timestamp: str) -> float:
     >>> seconds_of(rfc3339(3661.7))
     3661.0
     """
+    return _seconds_of(timestamp)
+
+
+@functools.lru_cache(maxsize=4096)
+def _seconds_of(timestamp: str) -> float:
+    """``seconds_of``, memoized (``strptime`` is slow; pods share creation times)."""
     when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     return (when - EPOCH).total_seconds()
 

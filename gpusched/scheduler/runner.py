@@ -99,11 +99,12 @@ class Scheduler:
     def __init__(self, snapshot: Snapshot,
                  profiles: list[ProfileConfig] | dict[str, Framework] | None = None,
                  rng: np.random.Generator | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, rng_seed: Any = None) -> None:
         self.snapshot = snapshot
         self.frameworks: dict[str, Framework] = (
             profiles if isinstance(profiles, dict) else build_frameworks(profiles))
-        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self._rng = rng
+        self._rng_seed: Any = 0 if rng_seed is None else rng_seed
         self.clock = clock if clock is not None else (lambda: 0.0)
         first = next(iter(self.frameworks.values()))
         sort = first.queue_sort.sort_key if first.queue_sort is not None else None
@@ -149,6 +150,14 @@ class Scheduler:
             self.set_nominated(pod, node)
         elif post_filter_ran and not _ineligible(result):
             self.clear_nominated(pod.uid)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The tie-break generator: ``rng``, else ``default_rng(rng_seed)`` (seed 0 by default)
+        built on first use, as most passes never draw from it and seeding one costs ~20 us."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self._rng_seed)
+        return self._rng
 
     # ---- helpers for PostFilter / explain ------------------------------------------------
 
