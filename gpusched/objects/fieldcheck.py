@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from gpusched.errors import FieldError
 from gpusched.objects.quantity import QuantityError, parse_quantity
@@ -72,6 +72,15 @@ class Errors:
     def duplicate(self, path: str, value: Any) -> None:
         text, quoted = render(value)
         self.items.append(FieldError(path, "Duplicate value", text, "", quoted))
+
+    def distinct_name(self, path: str, name: str, seen: set[str], rules: Callable[[str], list[str]]) -> None:
+        """A name that must pass ``rules`` (e.g. ``names.dns1123_label_errors``) and not repeat one
+        in ``seen`` (which it joins): each rule's message, then ``Duplicate value``."""
+        for msg in rules(name):
+            self.invalid(path, name, msg)
+        if name in seen:
+            self.duplicate(path, name)
+        seen.add(name)
 
     # -- typed getters: record a type error and return None when the JSON type is wrong ---------
 

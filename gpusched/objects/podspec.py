@@ -235,11 +235,7 @@ def _container_name(c: dict[str, Any], p: str, e: Errors, seen: set[str]) -> Non
     if not name:
         e.required(f"{p}.name")
         return
-    for msg in dns1123_label_errors(name):
-        e.invalid(f"{p}.name", name, msg)
-    if name in seen:
-        e.duplicate(f"{p}.name", name)
-    seen.add(name)
+    e.distinct_name(f"{p}.name", name, seen, dns1123_label_errors)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -99,11 +99,7 @@ def _node_pool_names(spec: dict[str, Any], e: Errors) -> None:
         if not isinstance(name, str):
             e.invalid(f"spec.names[{i}]", name, "must be a string")
             continue
-        for msg in dns1123_subdomain_errors(name):
-            e.invalid(f"spec.names[{i}]", name, msg)
-        if name in seen:
-            e.duplicate(f"spec.names[{i}]", name)
-        seen.add(name)
+        e.distinct_name(f"spec.names[{i}]", name, seen, dns1123_subdomain_errors)
 
 
 MAX_POOL_NODES = 1000     # devices.nodepool.MAX_POOL_NODES: the bound of maxNodes
