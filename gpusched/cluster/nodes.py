@@ -186,9 +186,9 @@ def set_ready(view: View, node_name: str, status: str) -> str:
 # returns None when it lets the pod be evicted, else the message of why the pod stays; the first
 # filter that keeps a pod decides, as GetPodsForDeletion (drain.go) stops at the first status
 # whose Delete is false. Finished pods (Succeeded, Failed) pass every filter ("Any finished pod
-# can be removed"). gpusched has no mirror pods, so no mirrorPodFilter; and it asks
-# unreplicatedFilter before localStorageFilter (upstream asks them the other way round), so a pod
-# with no controller and an emptyDir is refused for having no controller.
+# can be removed"). gpusched has no mirror pods, so no mirrorPodFilter. As upstream,
+# localStorageFilter comes before unreplicatedFilter: a pod with no controller and an emptyDir is
+# refused for its local storage unless --delete-emptydir-data lets it on to the next filter.
 DAEMON_SET_FATAL = "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
 UNMANAGED_FATAL = "cannot delete Pods that declare no controller (use --force to override)"
 LOCAL_STORAGE_FATAL = ("cannot delete Pods with local storage (use --delete-emptydir-data to "
@@ -239,8 +239,8 @@ def _local_storage_filter(pod: dict[str, Any], options: DrainOptions) -> str | N
 
 
 PodFilter = Callable[[dict[str, Any], DrainOptions], "str | None"]
-POD_FILTERS: tuple[PodFilter, ...] = (_daemon_set_filter, _unreplicated_filter,
-                                      _local_storage_filter)
+POD_FILTERS: tuple[PodFilter, ...] = (_daemon_set_filter, _local_storage_filter,
+                                      _unreplicated_filter)
 
 
 def pods_for_deletion(pods: list[dict[str, Any]], options: DrainOptions) -> PodDeleteList:

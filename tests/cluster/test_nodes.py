@@ -53,9 +53,12 @@ FILTER_CASES = [
      DrainOptions(delete_emptydir_data=True), ["a"], [], {}),
     ("finished-emptydir-pod-goes", make_pod("a", emptydir=True, phase="Succeeded"), DrainOptions(),
      ["a"], [], {}),
-    # gpusched asks unreplicatedFilter first (upstream: localStorageFilter first)
-    ("unmanaged-emptydir-pod-is-refused-as-unmanaged", make_pod("a", owner="", emptydir=True),
-     DrainOptions(), [], [], {UNMANAGED_FATAL: ["default/a"]}),
+    # filters.go makeFilters: localStorageFilter before unreplicatedFilter
+    ("unmanaged-emptydir-pod-is-refused-for-local-storage", make_pod("a", owner="", emptydir=True),
+     DrainOptions(), [], [], {LOCAL_STORAGE_FATAL: ["default/a"]}),
+    ("unmanaged-emptydir-pod-with-delete-emptydir-data-is-refused-as-unmanaged",
+     make_pod("a", owner="", emptydir=True), DrainOptions(delete_emptydir_data=True), [], [],
+     {UNMANAGED_FATAL: ["default/a"]}),
     ("unmanaged-emptydir-pod-with-force-is-refused-for-local-storage",
      make_pod("a", owner="", emptydir=True), DrainOptions(force=True), [], [],
      {LOCAL_STORAGE_FATAL: ["default/a"]}),
