@@ -22,8 +22,15 @@ def row_counts(mask: np.ndarray) -> np.ndarray:
     >>> row_counts(np.array([[True, False, True], [False, False, False]])).tolist()
     [2.0, 0.0]
     """
-    result: np.ndarray = mask.astype(np.float32) @ np.ones(mask.shape[1], dtype=np.float32)
+    ones = _ONES.get(mask.shape[1])
+    if ones is None:
+        ones = _ONES[mask.shape[1]] = np.ones(mask.shape[1], dtype=np.float32)
+        ones.flags.writeable = False
+    result: np.ndarray = mask.astype(np.float32) @ ones
     return result
+
+
+_ONES: dict[int, np.ndarray] = {}     # row length -> float32 ones (read only)
 
 
 def row_any(mask: np.ndarray) -> np.ndarray:

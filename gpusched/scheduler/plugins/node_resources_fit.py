@@ -38,7 +38,7 @@ from gpusched.errors import UsageError
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler import messages
 from gpusched.scheduler.framework import MAX_NODE_SCORE, Code, CycleState, Rejection, Status, SUCCESS
-from gpusched.scheduler.rowops import any_true, row_any, take_rows, true_indices
+from gpusched.scheduler.rowops import any_true, take_rows, true_indices
 from gpusched.scheduler.snapshot import CPU, MEMORY, PODS, BASE_RESOURCES, Snapshot
 
 NAME = "NodeResourcesFit"
@@ -93,20 +93,16 @@ class NodeResourcesFit:
         pre-check passes ``free`` plus what removing the lower-priority pods would free.
         ``every``: ``candidates`` are all rows in order, so a mask over them is one over rows."""
         too_many = free[:, PODS] < 1
-        cols = self._checked(snapshot, vec)
-        need = vec[cols]
-        short = free[:, cols] < need if len(cols) else np.zeros((len(candidates), 0), dtype=bool)
-        short_cols = np.asarray(short.any(axis=0))
-        if not any_true(too_many) and not any_true(short_cols):
+        cols = [int(c) for c in self._checked(snapshot, vec)]
+        # per requested resource (column order), the nodes short of it, where there are any
+        shorts = [(c, short) for c in cols if any_true(short := free[:, c] < vec[c])]
+        if not shorts and not any_true(too_many):
             return []
         alloc = snapshot.allocatable if every else take_rows(snapshot.allocatable, candidates)
-        # a node lacking more than its whole allocatable of some resource cannot be helped by
-        # preemption (such a node always fails, so no need to restrict this to failing rows)
-        unresolvable = row_any(alloc[:, cols] < need) if len(cols) else too_many & False
+        unresolvable = _beyond_allocatable(alloc, cols, vec)
         resolvable = ~unresolvable if any_true(unresolvable) else None    # None: no split
         reasons = [(too_many, messages.TOO_MANY_PODS)] + [
-            (short[:, j], messages.insufficient(snapshot.resource_names[cols[j]]))
-            for j in true_indices(short_cols)]
+            (short, messages.insufficient(snapshot.resource_names[c])) for c, short in shorts]
         rejections = []
         for hit, reason in reasons:
             parts = ((Code.UNSCHEDULABLE, hit & resolvable),
@@ -138,6 +134,16 @@ class NodeResourcesFit:
         total = (per * self.weights * include).sum(axis=1)
         wsum = (self.weights * include).sum(axis=1)
         return np.where(wsum > 0, np.floor(total / np.maximum(wsum, 1) + 0.5), 0).astype(np.int64)
+
+
+def _beyond_allocatable(alloc: np.ndarray, cols: list[int], vec: np.ndarray) -> np.ndarray:
+    """The nodes that lack more than their whole allocatable of some requested resource: no
+    preemption can help them (they always fail, so this need not be restricted to failing rows).
+    Column by column: ``(alloc[:, cols] < need).any(axis=1)`` is ~5x slower on a few columns."""
+    beyond = np.zeros(len(alloc), dtype=bool)
+    for c in cols:
+        beyond |= alloc[:, c] < vec[c]
+    return beyond
 
 
 def allocation_matrix(snapshot: Snapshot, pod: PodInfo, vec: np.ndarray, nodes: np.ndarray,
