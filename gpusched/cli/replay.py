@@ -51,6 +51,9 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     load.add_argument("--load", type=float, default=None, metavar="X",
                       help="pick the --time-scale whose peak GPU demand (every pod started on "
                            "arrival) is X times the cluster's GPUs, e.g. 0.95")
+    parser.add_argument("--loops", type=int, default=1, metavar="N",
+                        help="the trace N times back to back (before --time-scale or --load): "
+                             "N times the work (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
     parser.add_argument("--sample-every", default="1h", metavar="DURATION",
                         help="time-series step (default 1h)")
@@ -75,9 +78,10 @@ def _duration(text: str, flag: str, positive: bool = False) -> float:
 
 
 def _trace(args: argparse.Namespace) -> Any:
-    """The input trace, its arrivals divided by ``--time-scale`` or by ``--load``'s scale."""
+    """The input trace, ``--loops`` times, its arrivals divided by ``--time-scale`` or by
+    ``--load``'s scale."""
     from gpusched.sim import replay_input
-    from gpusched.sim.replay_load import check_time_scale, scale_for_load, time_scaled
+    from gpusched.sim.replay_load import check_time_scale, looped, scale_for_load, time_scaled
     check_time_scale(args.time_scale)
     if args.pods:
         trace = replay_input.alibaba_trace(args.nodes, args.pods)
@@ -85,6 +89,7 @@ def _trace(args: argparse.Namespace) -> Any:
         trace = replay_input.job_trace(args.nodes, args.jobs)
     else:
         trace = replay_input.manifest_trace(args.nodes, list(args.filename))
+    trace = looped(trace, args.loops)
     return time_scaled(trace, scale_for_load(trace, args.load) if args.load is not None else args.time_scale)
 
 

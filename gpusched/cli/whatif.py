@@ -78,6 +78,9 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--load", type=float, default=None, metavar="X",
                       help="pick the --time-scale whose peak GPU demand (every pod started on "
                            "arrival) is X times the cluster's GPUs, e.g. 0.95 (docs/capacity-planning.md)")
+    parser.add_argument("--loops", type=int, default=1, metavar="N",
+                        help="the trace N times back to back (before --time-scale or --load): "
+                             "N times the work (default 1)")
     parser.add_argument("--first", type=int, default=None, metavar="N",
                         help="replay only the first N pods by arrival")
     parser.add_argument("--base-policy", default="default",
@@ -134,7 +137,7 @@ def cmd_whatif_variants(args: argparse.Namespace) -> int:
         raise UsageError("invalid --first (>= 1) or --sample-every (60..1e7 seconds)")
     if args.until is not None and not 0 < args.until <= 1e5:
         raise UsageError(f"invalid --until {args.until:g}: must be in (0, 100000] hours")
-    trace = alibaba_trace(args.nodes, args.pods, args.time_scale, args.first, args.load)
+    trace = alibaba_trace(args.nodes, args.pods, args.time_scale, args.first, args.load, args.loops)
     base = ReplayConfig(policy=args.base_policy, sample_every=args.sample_every,
                         until=None if args.until is None else args.until * 3600.0)
     with _bar(len(variants) * len(seeds), args.no_progress) as advance:

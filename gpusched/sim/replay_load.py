@@ -1,5 +1,8 @@
 """How hard a replay loads the cluster: ``--time-scale K`` and ``--load X`` of replay and whatif.
 
+- :func:`looped`: the trace ``N`` times back to back (loop i arrives ``i x`` the trace's span
+  later, its pods named ``NAME-loop<i>``), for more work than the trace holds: the openb pods
+  ask for 98 % of their cluster's GPUs, so no compression alone loads it past that.
 - :func:`time_scaled`: arrivals divided by ``K`` (``creation_time / K``), run times unchanged,
   so about K times as many pods run at once. ``K = 1`` returns the trace itself.
 - :func:`peak_demand`: the most GPUs the trace's pods would hold at one instant on a cluster
@@ -21,13 +24,16 @@ Neighbours: ``sim.replay`` (``ReplayTrace``); used by ``cli.replay`` and ``cli.w
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 
 from gpusched.errors import UsageError
-from gpusched.sim.replay import ReplayTrace
+from gpusched.sim.replay import ReplayJob, ReplayTrace
 
 MAX_TIME_SCALE = 1e6
+MAX_LOOPS = 100
+MAX_JOBS = 1_000_000
 FOREVER = math.inf
 
 
@@ -46,6 +52,30 @@ def time_scaled(trace: ReplayTrace, k: float) -> ReplayTrace:
         return trace
     jobs = tuple(replace(j, arrival=j.arrival / k) for j in trace.jobs)
     return replace(trace, jobs=jobs, source=f"{trace.source} (arrivals / {k:g})")
+
+
+def looped(trace: ReplayTrace, loops: int) -> ReplayTrace:
+    """The trace ``loops`` times back to back; see the module docstring. ``loops = 1``: itself."""
+    if not 1 <= loops <= MAX_LOOPS:
+        raise UsageError(f"invalid --loops {loops}: must be 1 to {MAX_LOOPS}")
+    if loops == 1 or not trace.jobs:
+        return trace
+    if loops * len(trace.jobs) > MAX_JOBS:
+        raise UsageError(f"invalid --loops {loops}: {loops} x {len(trace.jobs):,} pods is more "
+                         f"than {MAX_JOBS:,}")
+    span = max(j.arrival for j in trace.jobs) - min(j.arrival for j in trace.jobs)
+    jobs = tuple(_renamed(j, i, span) if i else j for i in range(loops) for j in trace.jobs)
+    return replace(trace, jobs=jobs, source=f"{trace.source} (x{loops} loops)")
+
+
+def _renamed(job: ReplayJob, loop: int, span: float) -> ReplayJob:
+    """Loop ``loop``'s copy of ``job``: ``-loop<i>`` on its name (and its manifest's)."""
+    name = f"{job.name}-loop{loop}"
+    manifest = job.manifest
+    if manifest is not None:
+        manifest = copy.deepcopy(manifest)
+        manifest.setdefault("metadata", {})["name"] = f"{manifest['metadata'].get('name', job.name)}-loop{loop}"
+    return replace(job, name=name, arrival=job.arrival + loop * span, manifest=manifest)
 
 
 def capacity_gpus(trace: ReplayTrace) -> float:

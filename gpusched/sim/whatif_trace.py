@@ -1,7 +1,7 @@
 """The trace ``gpusched whatif`` replays: ``sim.replay_input.alibaba_trace`` (the openb node list
 and pod list, read and checked there: arrival = ``creation_time``, run time = ``deletion_time``
-minus ``scheduled_time``), with three knobs on top: only the ``first`` N pods by arrival, and
-arrivals divided by ``time_scale``, or by the time scale that makes the peak GPU demand
+minus ``scheduled_time``), with four knobs on top: only the ``first`` N pods by arrival, the trace
+``loops`` times back to back, and arrivals divided by ``time_scale``, or by the time scale that makes the peak GPU demand
 ``load`` times the cluster's GPUs (``sim.replay_load``; run times unchanged).
 
 Why: the openb pod list is a sample of pod specs, not a load trace. Replayed at its own times
@@ -22,11 +22,12 @@ from pathlib import Path
 from gpusched.errors import UsageError
 from gpusched.sim.replay import ReplayTrace
 from gpusched.sim.replay_input import alibaba_trace as read_alibaba
-from gpusched.sim.replay_load import check_time_scale, scale_for_load, time_scaled
+from gpusched.sim.replay_load import check_time_scale, looped, scale_for_load, time_scaled
 
 
 def alibaba_trace(nodes_csv: str | Path, pods_csv: str | Path, time_scale: float = 1.0,
-                  first: int | None = None, load: float | None = None) -> ReplayTrace:
+                  first: int | None = None, load: float | None = None,
+                  loops: int = 1) -> ReplayTrace:
     """The ReplayTrace of an openb node list (GPU nodes) and pod list; see the module docstring."""
     check_time_scale(time_scale)
     trace = read_alibaba(nodes_csv, pods_csv)
@@ -34,8 +35,11 @@ def alibaba_trace(nodes_csv: str | Path, pods_csv: str | Path, time_scale: float
         raise UsageError(f"{pods_csv}: no pods")
     if first is not None:
         trace = replace(trace, jobs=trace.jobs[:first])
+    trace = looped(trace, loops)
     scale = scale_for_load(trace, load) if load is not None else time_scale
     scaled = time_scaled(replace(trace, source=Path(pods_csv).name), scale)
-    load_note = f" for a peak load of {load:g}" if load is not None else ""
-    source = Path(pods_csv).name + (f" (arrivals / {scale:g}{load_note})" if scale != 1 else "")
-    return replace(scaled, source=source + (f", first {first} pods" if first else ""))
+    notes = [f"first {first} pods"] if first else []
+    notes += [f"{loops} loops"] if loops != 1 else []
+    notes += [f"arrivals / {scale:g}"] if scale != 1 else []
+    notes += [f"peak load {load:g}"] if load is not None else []
+    return replace(scaled, source=Path(pods_csv).name + (f" ({', '.join(notes)})" if notes else ""))

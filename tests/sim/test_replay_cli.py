@@ -127,6 +127,7 @@ BAD = [
     ("load-beyond-the-trace", "jobs.csv", JOBS_CSV, ["--load", "2"],
      "error: invalid --load 2: jobs.csv can offer at most 1.583 of the cluster's 6 GPUs "
      "(its pods ask for 9.5 GPUs in all)"),
+    ("bad-loops", "jobs.csv", JOBS_CSV, ["--loops", "0"], "error: invalid --loops 0: must be 1 to 100"),
 ]
 
 

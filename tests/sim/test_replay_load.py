@@ -4,6 +4,7 @@
 - peak demand: GPUs held at the busiest instant on an unlimited cluster, ends before starts;
 - it never falls as K grows (two pods that overlap keep overlapping when arrivals come closer);
 - ``--load`` picks the smallest K (to 0.1 %) whose peak reaches the target;
+- ``--loops N``: the trace N times back to back, names ``-loop<i>``, one span apart;
 - K = 1 is the replay as it was, record for record; any K divides arrivals, keeps run times.
 """
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from gpusched.errors import UsageError
 from gpusched.sim.alibaba import TraceNode
 from gpusched.sim.replay import ReplayConfig, ReplayJob, ReplayTrace, replay
-from gpusched.sim.replay_load import peak_demand, scale_for_load, time_scaled
+from gpusched.sim.replay_load import looped, peak_demand, scale_for_load, time_scaled
 
 GIB = 1 << 30
 NODES = (TraceNode("n1", 16000, 64 * GIB, 2, "T4"), TraceNode("n2", 16000, 64 * GIB, 4, "V100M16"))
@@ -84,6 +85,32 @@ def test_bad_time_scale_is_one_line(k):
     with pytest.raises(UsageError) as info:
         time_scaled(trace(job("a", 0, 10)), k)
     assert str(info.value).startswith(f"invalid --time-scale {k:g}: must be a number from 1e-06 to 1e+06")
+
+
+def test_loops_repeat_the_trace_one_span_apart():
+    base = trace(job("a", 100, 10), job("b", 400, 50, 2))
+    three = looped(base, 3)
+    assert [(j.name, j.arrival, j.run_time) for j in three.jobs] == [
+        ("a", 100, 10), ("b", 400, 50), ("a-loop1", 400, 10), ("b-loop1", 700, 50),
+        ("a-loop2", 700, 10), ("b-loop2", 1000, 50)]
+    assert looped(base, 1) is base and three.source == "t.csv (x3 loops)"
+    # b and a-loop1 arrive together: 3 GPUs at once, where one loop peaks at 2
+    assert (peak_demand(base), peak_demand(three)) == (2.0, 3.0)
+
+
+def test_loops_rename_a_manifest_too():
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nb"}, "spec": {}}
+    two = looped(trace(ReplayJob("nb", 0, manifest=pod), ReplayJob("x", 60, 5, 1000, GIB)), 2)
+    assert [(j.name, (j.manifest or {}).get("metadata", {}).get("name")) for j in two.jobs] == [
+        ("nb", "nb"), ("x", None), ("nb-loop1", "nb-loop1"), ("x-loop1", None)]
+    assert pod["metadata"]["name"] == "nb"          # the caller's manifest is not changed
+
+
+@pytest.mark.parametrize("loops", [0, -1, 101], ids=["0", "-1", "101"])
+def test_bad_loops_is_one_line(loops):
+    with pytest.raises(UsageError) as info:
+        looped(trace(job("a", 0, 10)), loops)
+    assert str(info.value) == f"invalid --loops {loops}: must be 1 to 100"
 
 
 job_fields = st.tuples(st.integers(0, 600), st.one_of(st.none(), st.integers(1, 900)),
