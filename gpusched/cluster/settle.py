@@ -1,8 +1,25 @@
-"""Settling the cluster after a write: the controllers, then the kubelet, pod lifecycle, quota
-refresh and scheduler, run on work queues (each step a cursor in the view's journal of
-changes) in rounds until a round changes nothing, at most ``MAX_SETTLE_ROUNDS``.
+"""Settling: the controllers, then the kubelet, pod lifecycle, quota refresh and the scheduler,
+run until a round changes nothing at the current virtual time (at most ``MAX_SETTLE_ROUNDS``).
 
-Neighbours: ``cluster.cluster`` (``Cluster._settle`` calls :func:`_settle_changed`),
+Two ways to reach the same fixpoint:
+
+- :func:`settle_full`: every step's full pass, round after round (an informer's resync). A
+  ``Cluster`` runs it on a view just loaded from the store (a new process, or after another
+  process committed).
+- :func:`settle_changed`: work queues (``cluster.changes``). Each step has a cursor in the view's
+  journal of changes and is handed the keys changed since its previous run (in the first round:
+  what the command changed since the journal was last cleared, plus ``fired``, the keys whose
+  timers fired). A ``KEYED`` step reconciles only what they affect; a ``WATCHES`` step runs its
+  full pass when one of them is a kind it reads; any other step runs its full pass when anything
+  changed. Rounds repeat until one changes nothing: then every step has seen every change. Every
+  later write of a process that keeps its view, and every time step of ``advance``, settles this
+  way, so a write costs what it changes (upstream controllers reconcile the keys their
+  informers' event handlers enqueue; only a resync lists everything).
+
+Both clear the journal when they end (the next settle starts from what changed after);
+``feed`` uses :func:`_settle_changed`, which keeps it for its observer.
+
+Neighbours: ``cluster.cluster`` (``Cluster._settle``), ``cluster.feed``,
 ``controllers.registry`` (the controllers, ``KEYED``, ``WATCHES``), ``cluster.scheduling_pass``.
 """
 
@@ -38,14 +55,23 @@ AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
 KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})
 WATCHES_AFTER = {"resourcequota": _has_quotas}
 
+
+def settle_changed(view: View, fired: set[Any]) -> None:
+    """Settle on work queues from the journal and ``fired`` (see the module docstring)."""
+    try:
+        _settle_rounds(view, fired)
+    finally:
+        view.clear_journal()
+
+
 def _settle_changed(view: View, fired: set[Any]) -> None:
-    """Settle on work queues: each step (controller, kubelet, scheduler) has a cursor in the
-    view's journal of changes and is handed the keys changed since its previous run, plus
-    ``fired`` in the first round. A ``KEYED`` step reconciles only what they affect; a
-    ``WATCHES`` step runs its full pass when one of them is a kind it reads; any other step runs
-    its full pass when anything changed. Rounds repeat until one changes nothing: then every
-    step has seen every change, the same fixpoint as the full passes reach."""
+    """Settle on work queues from ``fired`` alone: the journal is cleared first and kept after
+    (``feed`` hands the keys it created and the timers that fired, then reads what changed)."""
     view.clear_journal()
+    _settle_rounds(view, fired)
+
+
+def _settle_rounds(view: View, fired: set[Any]) -> None:
     steps = CONTROLLERS + AFTER_CONTROLLERS
     keyed, watches = KEYED | KEYED_AFTER, {**WATCHES, **WATCHES_AFTER}
     cursors = [0] * len(steps)
@@ -66,3 +92,18 @@ def _settle_changed(view: View, fired: set[Any]) -> None:
         if view.mutations == before:
             return
     log.warning("settle: no fixpoint after %d rounds", MAX_SETTLE_ROUNDS)
+
+
+def settle_full(view: View) -> None:
+    """Every step's full pass, rounds until nothing changes (see the module docstring)."""
+    view.clear_journal()
+    try:
+        for _ in range(MAX_SETTLE_ROUNDS):
+            before = view.mutations
+            for _name, reconcile in CONTROLLERS + AFTER_CONTROLLERS:
+                reconcile(view)
+            if view.mutations == before:
+                return
+        log.warning("settle: no fixpoint after %d rounds", MAX_SETTLE_ROUNDS)
+    finally:
+        view.clear_journal()

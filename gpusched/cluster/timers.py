@@ -57,6 +57,7 @@ class Timeline:
         self.heap: list[Timer] = []
         self.latest: dict[tuple[Key, int], float] = {}
         self.seq = 0
+        self.takes = 0        # ``View.touched_takes`` after this heap's last take (kept heaps)
         self._fns: list[tuple[str, DueFn]] = [(kind, fn) for kind, fns in sorted(timed.items())
                                                for fn in fns]
 
@@ -64,6 +65,7 @@ class Timeline:
     def build(cls, view: View, timed: Mapping[str, Sequence[DueFn]]) -> "Timeline":
         timeline = cls(timed)
         view.take_touched()
+        timeline.takes = view.touched_takes
         for kind in sorted(timed):
             for body in view.list(kind):
                 timeline._derive(view, key_of(body), body)
@@ -87,6 +89,7 @@ class Timeline:
     def sync(self, view: View) -> None:
         """Re-derive the objects changed since the last sync (and the Pods of changed Nodes)."""
         touched = view.take_touched()
+        self.takes = view.touched_takes
         if not touched:
             return
         nodes = {key[2] for key in touched if key[0] == "Node"}

@@ -105,6 +105,7 @@ class View:
     _event_index: dict[tuple[Any, ...], tuple[str, str]] = field(default_factory=dict)
     _by_kind: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
     _touched: set[Key] = field(default_factory=set)   # changed since take_touched (timers)
+    touched_takes: int = 0              # calls of take_touched (a kept Timeline checks it is the taker)
     _unsnapped: set[Key] = field(default_factory=set)   # changed since take_unsnapped (snapshot cache)
     _deleted_nodes: set[str] = field(default_factory=set)   # for PodGC (take_deleted_nodes)
     # Settle's work queues (``cluster.changes``): every change in order since ``clear_journal``,
@@ -118,6 +119,7 @@ class View:
     _dependents: dict[str, set[Key]] = field(default_factory=dict)   # owner uid -> dependents
     # Per-view caches of pure derivations (never persisted; a reload starts empty).
     memo: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _sorted: dict[str, builtins.list[tuple[str, str]]] = field(default_factory=dict)   # list()'s order
 
     # ---- loading and writing ----------------------------------------------------------------
 
@@ -188,12 +190,17 @@ class View:
     def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of a kind, sorted by (namespace, name); ``None`` = every namespace."""
         of_kind = self._by_kind.get(kind, {})
-        return [of_kind[k] for k in sorted(of_kind) if namespace is None or k[0] == namespace]
+        keys = self._sorted.get(kind)
+        if keys is None:            # kept until an object of the kind is created or deleted
+            keys = self._sorted[kind] = sorted(of_kind)
+        return [of_kind[k] for k in keys if namespace is None or k[0] == namespace]
 
     def _put(self, key: Key, body: dict[str, Any]) -> None:
         old = self.objects.get(key)
         if old is not None:
             self._unindex(key, old)
+        else:
+            self._sorted.pop(key[0], None)
         self.objects[key] = body
         self._by_kind.setdefault(key[0], {})[key[1:]] = body
         self._index(key, body)
@@ -358,6 +365,7 @@ class View:
         if kind == "Pod":
             note_pod_end(self, body, None)
         del self._by_kind[kind][key[1:]]
+        self._sorted.pop(kind, None)
         self._unindex(key, body)
         self._gone[key] = body
         self._journal.append(key)
@@ -381,6 +389,7 @@ class View:
     def take_touched(self) -> set[Key]:
         """The keys created, changed or deleted since the last call (``cluster.timers``)."""
         touched, self._touched = self._touched, set()
+        self.touched_takes += 1
         return touched
 
     def take_unsnapped(self) -> set[Key]:
@@ -442,20 +451,12 @@ class View:
 
     def clear(self) -> None:
         """Forget everything but the seed (``reset``); counters restart."""
-        self.objects.clear()
-        self._by_kind.clear()
-        self.events.clear()
-        self.event_seq.clear()
-        self._event_index.clear()
-        self._dirty.clear()
-        self._dirty_events.clear()
-        self._touched.clear()
-        self._unsnapped.clear()
-        self._deleted_nodes.clear()
-        for index in (self._journal, self._gone, self._pods_on_node, self._live_on_node,
-                      self._unbound, self._uids, self._dependents):
+        for index in (self.objects, self._by_kind, self.events, self.event_seq, self._event_index,
+                      self._dirty, self._dirty_events, self._touched, self._unsnapped,
+                      self._deleted_nodes, self._journal, self._gone, self._pods_on_node,
+                      self._live_on_node, self._unbound, self._uids, self._dependents, self.memo,
+                      self._sorted):
             index.clear()
-        self.memo.clear()
         self.attempts.clear()
         self.stats = {}
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0

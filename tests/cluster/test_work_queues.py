@@ -1,4 +1,4 @@
-"""Settle on work queues (``cluster.changes``, ``Cluster._settle`` with fired timers).
+"""Settle on work queues (``cluster.changes``, ``cluster.settle.settle_changed``).
 
 Upstream controllers reconcile the keys their informers' event handlers enqueue (kubernetes
 ``pkg/controller/replicaset/replica_set.go`` ``addPod``/``updatePod``/``deletePod`` enqueue the
@@ -18,6 +18,7 @@ import yaml
 import pytest
 
 from gpusched.cluster import cluster as cluster_module
+from gpusched.cluster import settle as settle_module
 from gpusched.cluster.controllers import deployment, job, replicaset
 from gpusched.cluster.view import View
 
@@ -142,7 +143,7 @@ def _reasons(events: dict) -> list:
 
 
 def _full_passes(view: View, fired: set) -> None:
-    cluster_module.Cluster._settle(None, view)    # every controller's full pass, as before
+    settle_module.settle_full(view)    # every controller's full pass, as before
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS), ids=list(SCENARIOS))
@@ -151,7 +152,7 @@ def test_work_queues_reach_the_same_state_as_full_passes(tmp_path, monkeypatch, 
     with cluster_module.Cluster.open(str(tmp_path / "queues.db")) as c:
         setup(c)
         queued = _state(c, exact)
-    monkeypatch.setattr(cluster_module, "_settle_changed", _full_passes)
+    monkeypatch.setattr(settle_module, "settle_changed", _full_passes)
     with cluster_module.Cluster.open(str(tmp_path / "full.db")) as c:
         setup(c)
         full = _state(c, exact)
@@ -168,11 +169,11 @@ class _Recorder:
         self.reconciled: dict[str, list[str]] = {"replicaset": [], "deployment": [], "job": []}
         self.active = False
         steps = []
-        for name, fn in cluster_module.CONTROLLERS + cluster_module.AFTER_CONTROLLERS:
+        for name, fn in settle_module.CONTROLLERS + settle_module.AFTER_CONTROLLERS:
             steps.append((name, self._wrap(name, fn)))
-        n = len(cluster_module.CONTROLLERS)
-        monkeypatch.setattr(cluster_module, "CONTROLLERS", tuple(steps[:n]))
-        monkeypatch.setattr(cluster_module, "AFTER_CONTROLLERS", tuple(steps[n:]))
+        n = len(settle_module.CONTROLLERS)
+        monkeypatch.setattr(settle_module, "CONTROLLERS", tuple(steps[:n]))
+        monkeypatch.setattr(settle_module, "AFTER_CONTROLLERS", tuple(steps[n:]))
         original_list = View.list
 
         def counting_list(view, kind, namespace=None):
@@ -210,7 +211,7 @@ class _Recorder:
 def _advance_recorded(c, recorder: _Recorder, seconds: float) -> None:
     """Advance with the recorder on only inside the event settles (the command's own settles
     before and after are full passes by design: an informer's resync)."""
-    original = cluster_module._settle_changed
+    original = settle_module.settle_changed
 
     def recorded(view, fired):
         recorder.active = True
@@ -218,11 +219,11 @@ def _advance_recorded(c, recorder: _Recorder, seconds: float) -> None:
             original(view, fired)
         finally:
             recorder.active = False
-    cluster_module._settle_changed = recorded
+    settle_module.settle_changed = recorded
     try:
         c.advance(seconds)
     finally:
-        cluster_module._settle_changed = original
+        settle_module.settle_changed = original
 
 
 def _many_objects(c) -> None:
