@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import copy
 import json
 
 from gpusched.cluster.admission import admit
@@ -36,7 +35,7 @@ from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
 from gpusched.cluster.kinds_admission import default_toleration_seconds
-from gpusched.cluster.view import View
+from gpusched.cluster.view import View, copy_tree
 from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
@@ -72,7 +71,7 @@ def check_body(info: KindInfo, namespace: str, body: object) -> dict[str, Any]:
     """Fill apiVersion/kind from the URL when absent; refuse a body for another kind/namespace."""
     if not isinstance(body, dict):
         raise BadRequestError(f"the body of the request must be a {info.kind} object")
-    body = copy.deepcopy(body)
+    body = copy_tree(body)
     body.setdefault("apiVersion", info.api_version)
     body.setdefault("kind", info.kind)
     if body["kind"] != info.kind:
@@ -111,7 +110,7 @@ def create(view: View, info: KindInfo, namespace: str, body: object) -> dict[str
     name = valid["metadata"]["name"]
     if view.get(info.kind, name, namespace) is not None:
         raise AlreadyExistsError(_plural(info), name)
-    return copy.deepcopy(view.create(admit(view, valid, None)))
+    return copy_tree(view.create(admit(view, valid, None)))
 
 
 def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict[str, Any]:
@@ -135,13 +134,13 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
     if sent_rv not in (None, "") and str(sent_rv) != old["metadata"].get("resourceVersion"):
         raise conflict(info, name)
     if subresource == "status":
-        new = copy.deepcopy(old)
+        new = copy_tree(old)
         new["status"] = body.get("status") or {}
     else:
         new = body
         if info.kind != "Node" or "status" not in body:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = copy_tree(old["status"])
             else:
                 new.pop("status", None)
     new = validate_object(new)
@@ -150,7 +149,7 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
         check_pod_update(old, new)
     admitted = admit(view, new, old)
     view.update(admitted)
-    return copy.deepcopy(view.get(info.kind, name, namespace) or admitted)
+    return copy_tree(view.get(info.kind, name, namespace) or admitted)
 
 
 def bind(view: View, namespace: str, name: str, binding: object) -> None:
@@ -182,7 +181,7 @@ def _bindable_pod(view: View, namespace: str, name: str) -> dict[str, Any]:
 def _assigned(view: View, pod: dict[str, Any], node: str, annotations: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``pod`` on ``node`` with the Binding's annotations, Pending, no nomination and
     PodScheduled=True first among its conditions."""
-    new = copy.deepcopy(pod)
+    new = copy_tree(pod)
     new["spec"]["nodeName"] = node
     if annotations:
         new["metadata"].setdefault("annotations", {}).update(
@@ -241,6 +240,6 @@ def record_event(view: View, namespace: str, body: dict[str, Any]) -> dict[str, 
                              "uid": ref.get("uid", "")}}
     source = body.get("source") or {}
     component = source.get("component") or body.get("reportingController") or "unknown"
-    return copy.deepcopy(view.record_event(
+    return copy_tree(view.record_event(
         involved, str(body.get("reason", "")), str(body.get("message", body.get("note", ""))),
         str(body.get("type") or "Normal"), str(component)))

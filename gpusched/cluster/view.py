@@ -18,7 +18,7 @@ Neighbours: built and written by ``cluster.cluster``; read by admission, control
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import builtins
 import copy
@@ -48,16 +48,18 @@ EPOCH_KINDS = frozenset({"Node", "PersistentVolumeClaim", "PersistentVolume", "S
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _UID_NAMESPACE = uuid.UUID("6f1f3a62-5a0e-4d0e-9a53-677075736368")   # fixed: uids are stable
 
+_T = TypeVar("_T")
 
-def copy_tree(value: Any) -> Any:
+
+def copy_tree(value: _T) -> _T:
     """A deep copy of a JSON-shaped object (dicts, lists, scalars), about 4x faster than
     ``copy.deepcopy``, which pods are copied with on every change. Other values (tuples,
     datetimes: immutable) are shared, as deepcopy shares atomic values."""
     kind = type(value)
     if kind is dict:
-        return {k: copy_tree(v) for k, v in value.items()}
+        return {k: copy_tree(v) for k, v in value.items()}  # type: ignore[attr-defined,return-value]  # T is dict here
     if kind is list:
-        return [copy_tree(v) for v in value]
+        return [copy_tree(v) for v in value]  # type: ignore[attr-defined,return-value]  # T is list here
     return value
 
 

@@ -28,7 +28,6 @@ Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``ser
 from __future__ import annotations
 
 import builtins
-import copy
 import json
 from urllib.parse import parse_qs
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any
 
 from gpusched.cluster import api_ops
 from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.view import copy_tree
 from gpusched.errors import FieldError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
@@ -133,7 +133,7 @@ class ResourceApi:
             manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
 
             def put(view: Any) -> dict[str, Any]:
-                old = copy.deepcopy(view.get(t.info.kind, t.name, ns))
+                old = copy_tree(view.get(t.info.kind, t.name, ns))
                 stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource)
                 return record_managed(view, t.info, old, stored, manager, t.subresource)
 
@@ -176,7 +176,7 @@ class ResourceApi:
         page = lists.cut_page(((lists.storage_key(b, all_namespaces), b) for b in items),
                               read_plan, options.limit, rv, keep,
                               bool(label_sel is not None or field_sel))
-        items = copy.deepcopy(page.items)
+        items = copy_tree(page.items)
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if page.continue_token:
             meta["continue"] = page.continue_token
@@ -216,7 +216,7 @@ class ResourceApi:
                 body = view.events.get((t.namespace, t.name))
                 return (stamp_event(view, body) if body else None), view.timestamp()
             body = view.get(t.info.kind, t.name, t.namespace or "")
-            return copy.deepcopy(body), view.timestamp()
+            return copy_tree(body), view.timestamp()
 
         body, now = self.worker.read(read)
         if body is None:
@@ -260,7 +260,7 @@ class ResourceApi:
         force = req.query.get("force") in ("true", "1")
 
         def write(view: Any) -> tuple[int, dict[str, Any]]:
-            old = copy.deepcopy(view.get(t.info.kind, t.name, ns))
+            old = copy_tree(view.get(t.info.kind, t.name, ns))
             if old is None and applying and not t.subresource:
                 created, found = decoding.decode_body(t.info, body, mode)
                 warnings.extend(found)
@@ -300,10 +300,10 @@ class ResourceApi:
         def delete(cluster: Any) -> dict[str, Any]:
             def in_view(view: Any) -> dict[str, Any]:
                 body = api_ops.get_existing(view, info, ns, t.name)
-                last = copy.deepcopy(body)
+                last = copy_tree(body)
                 cluster.delete_in(view, info, t.name, ns or "default", grace)
                 current = view.get(info.kind, t.name, ns if info.namespaced else "")
-                return copy.deepcopy(current) if current is not None else last
+                return copy_tree(current) if current is not None else last
             result: dict[str, Any]
             if dry_run:
                 result = _dry_write(cluster, in_view, api_ops.needs_settle(info))
@@ -318,7 +318,7 @@ class ResourceApi:
         GET, PUT and PATCH change ``spec.replicas`` (what ``kubectl scale`` patches)."""
         ns = t.namespace or ""
         if req.method == "GET":
-            body = self.worker.read(lambda view: copy.deepcopy(view.get(t.info.kind, t.name, ns)))
+            body = self.worker.read(lambda view: copy_tree(view.get(t.info.kind, t.name, ns)))
             if body is None:
                 raise NotFoundError(plural_name(t.info), t.name)
             return json_response(scale_of(body))
@@ -340,7 +340,7 @@ class ResourceApi:
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 raise BadRequestError(f'Scale.autoscaling "{t.name}" is invalid: spec.replicas: '
                                       f"Invalid value: {replicas}: must be greater than or equal to 0")
-            new = copy.deepcopy(old)
+            new = copy_tree(old)
             new.setdefault("spec", {})["replicas"] = replicas
             view.update(validate_object(new))     # objects.limits' replicas bound, as a PUT
             return scale_of(view.get(t.info.kind, t.name, ns))
@@ -396,16 +396,16 @@ def record_managed(view: Any, info: KindInfo, old: dict[str, Any] | None, stored
         entries = ssa.record_update(old, current, manager, info.api_version, view.timestamp(),
                                     shape, subresource)
     if (current.get("metadata") or {}).get("managedFields") == entries:
-        return copy.deepcopy(current)
+        return copy_tree(current)
     unchanged = old is not None and (old.get("metadata") or {}).get("resourceVersion") == \
         current["metadata"].get("resourceVersion")
     if unchanged:
-        updated = copy.deepcopy(current)
+        updated = copy_tree(current)
         updated["metadata"]["managedFields"] = entries
         view.update(updated)
     else:
         current["metadata"]["managedFields"] = entries
-    return copy.deepcopy(view.get(info.kind, name, ns))
+    return copy_tree(view.get(info.kind, name, ns))
 
 
 def with_warnings(response: Response, warnings: list[str]) -> Response:
@@ -441,7 +441,7 @@ def _dry_write(cluster: Any, fn: Any, settle: bool) -> Any:
     """``cluster.write(fn)`` with the transaction rolled back at the end (``dryRun=All``)."""
     cluster.dry_run = True
     try:
-        return copy.deepcopy(cluster.write(fn, settle))
+        return copy_tree(cluster.write(fn, settle))
     finally:
         cluster.dry_run = False
 

@@ -25,6 +25,7 @@ annotations), ``server.web.summary`` (usage arithmetic); read by ``server.web.qu
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import re
@@ -253,8 +254,10 @@ def _static(node: dict[str, Any], inputs: Any) -> _Static:
     return _Static(info.name, pool, info.gpu_model, info.unschedulable, rows)
 
 
+@functools.lru_cache(maxsize=65_536)
 def natural(name: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key that orders ``node-2`` before ``node-10``."""
+    """Sort key that orders ``node-2`` before ``node-10`` (memoized: every index sorts every
+    node again)."""
     return tuple((0, int(part)) if part.isdigit() else (1, part)
                  for part in re.split(r"(\d+)", name) if part)
 

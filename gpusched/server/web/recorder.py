@@ -8,7 +8,10 @@ pools, ConfigMaps; Lease renewals and Events are not), reads the page's index (`
 a summary right after a point costs no rebuild) and appends a point to the shared
 :class:`~gpusched.server.web.summary.History`.
 
-Throttled: at most one point per ``interval`` (0.5 s). Changes that arrive during the pause are
+Throttled: at most one point per ``interval`` (0.5 s), or per ``COST_FACTOR`` times what the
+last point cost to build when that is longer (a point reads every node and pod on the cluster
+thread: at 1,000 nodes under a burst of writes it took a third of that thread's CPU), so the
+history never takes more than about a tenth of the server's time. Changes that arrive during the pause are
 not lost: the feed cursor has not moved past them, so the next point (trailing edge) shows the
 state after all of them. A point is also recorded at start. The thread ends when the feed closes
 (the server stops) or :meth:`close` is called; a reset of the state file (``gpusched reset``)
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 from gpusched.errors import GpuschedError
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 CHART_KINDS = frozenset({"Pod", "Node", "NodePool", "ConfigMap"})
 INTERVAL_SECONDS = 0.5
 WAIT_SECONDS = 1.0
+COST_FACTOR = 10.0        # pause at least this many times a point's build time
 
 
 class HistoryRecorder:
@@ -44,6 +49,7 @@ class HistoryRecorder:
         self.feed, self.current, self.history, self.interval = feed, current, history, interval
         self._closed = threading.Event()
         self.cursor = 0          # the resourceVersion up to which changes have been handled
+        self.cost = 0.0          # seconds the last point took to build
         self._thread = threading.Thread(target=self._run, name="gpusched-history", daemon=True)
 
     def start(self) -> "HistoryRecorder":
@@ -75,17 +81,19 @@ class HistoryRecorder:
             if charted and not self._record():
                 return
             self.cursor = changes[-1].rv            # handled (tests wait for it)
-            if charted:
-                self._closed.wait(self.interval)    # throttle; later changes wait in the feed
+            if charted:                             # throttle; later changes wait in the feed
+                self._closed.wait(max(self.interval, COST_FACTOR * self.cost))
 
     def _record(self) -> bool:
         """One point from the current state; False once the server is shutting down."""
         if self._done():
             return False
+        began = time.perf_counter()
         try:
             self.history.record(point(self.current()))
         except GpuschedError:                       # "the server is shutting down"
             return False
         except Exception:  # noqa: BLE001 - a bug in the summary must not end the server
             log.exception("web history: recording a point failed")
+        self.cost = time.perf_counter() - began
         return True
