@@ -53,7 +53,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import copy
 import re
 
 from gpusched.errors import InvalidError, ManifestError
@@ -66,6 +65,7 @@ from gpusched.objects.names import (dns1123_label_errors, dns1123_subdomain_erro
 from gpusched.objects.podspec import validate_pod_annotations, validate_pod_spec, validate_tolerations
 from gpusched.objects.validation_affinity import validate_label_selector, validate_labels
 from gpusched.objects.selectors import matches, selector_from_dict
+from gpusched.objects.tree import copy_tree
 from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
 from gpusched.objects.validation_nodes import _cluster_policy, _node, _node_pool
 from gpusched.objects.validation_policy import (_config_map, _limit_range, _pdb, _priority_class,
@@ -87,7 +87,7 @@ def validate_object(obj: dict[str, Any], where: str = "", source: str = "", inde
         raise ManifestError(source or "<object>", index, "",
                             f'no matches for kind "{obj["kind"]}" in version "{obj.get("apiVersion")}"')
     limits.check_object(obj, where)        # depth, NaN, 1.5 MiB: before anything walks it
-    obj = copy.deepcopy(obj)
+    obj = copy_tree(obj)
     kind: str = obj["kind"]
     errors = Errors()
     _metadata(obj, kind, errors)

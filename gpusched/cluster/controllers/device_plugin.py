@@ -27,12 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import copy
 import json
 import logging
 from datetime import datetime, timezone
 
-from gpusched.cluster.view import View
+from gpusched.cluster.view import View, copy_tree
 from gpusched.cluster.device_inputs import device_inputs
 from gpusched.devices.advertise import NodeDeviceState, node_device_state
 from gpusched.devices.operator import PolicyConfig
@@ -74,7 +73,7 @@ def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
     ``nvidia.com/*`` capacity and allocatable), and the device state it came from. Pure: the
     Cluster Autoscaler's template nodes (``controllers.autoscaler``) are built with it."""
     state = node_device_state(node, configmaps, policy=policy)
-    new = copy.deepcopy(node)
+    new = copy_tree(node)
     write_gfd_labels(new, dict(state.labels), now)
     if state.annotations:           # the GPUs' MIG state after mig-manager (devices.mig_manager)
         new.setdefault("metadata", {}).setdefault("annotations", {}).update(state.annotations)

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import copy
 import zlib
 
-from gpusched.cluster.view import View
+from gpusched.cluster.view import View, copy_tree
 from gpusched.objects.kinds import KUBERNETES_VERSION
 
 KUBELET_VERSION = f"{KUBERNETES_VERSION}-gpusched"
@@ -76,7 +75,7 @@ def reconcile(view: View) -> None:
         status = node.get("status") or {}
         if status.get("nodeInfo") and status.get("conditions"):
             continue
-        new = copy.deepcopy(node)
+        new = copy_tree(node)
         fresh = _node_status(new, view.timestamp())
         new_status = new.setdefault("status", {})
         for key, value in fresh.items():
