@@ -54,8 +54,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 EXAMPLES = """Examples:
-  # the capacity-planning example of docs/capacity-planning.md
-  gpusched whatif --seeds 42-46 --out results/capacity \\
+  # the capacity-planning example of docs/capacity-planning.md: the trace as a burst
+  gpusched whatif --load 0.95 --until 3 --sample-every 300 --seeds 42-44 --out results/capacity \\
       --variant "minus 10% V100: --remove-nodes 10%:V100" --variant "plus 8 H100: --add-nodes 8xH100"
   # one change against the trace as is
   gpusched whatif --policy fgd --name FGD --seeds 42-44
