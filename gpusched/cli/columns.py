@@ -33,35 +33,104 @@ class Columns:
 
 
 def pod_status_text(pod: dict[str, Any]) -> str:
-    """The STATUS column: kubectl's printPod reason logic, reduced to what gpusched records."""
+    """The STATUS column: kubectl's printPod reason (kubernetes pkg/printers/internalversion/
+    printers.go): the phase or the pod's reason, SchedulingGated, the first failing init container,
+    else the first container's waiting or terminated reason, then Terminating or Unknown."""
     status = _status(pod)
     phase = str(status.get("phase") or "Pending")
-    reason = str(status.get("reason") or "")
-    if _meta(pod).get("deletionTimestamp"):
-        return "Terminating"
+    init = _init_reason(pod)
+    reason = init or _pod_reason(status, phase)
+    statuses = status.get("containerStatuses") or []
+    if not init or _condition_true(status, "Initialized"):
+        reason = _containers_reason(status, statuses, reason)
+    if not statuses and not init and reason == phase:
+        # gpusched's kubelet may record no container statuses for a finished pod; kubectl would
+        # then read the containers' terminated reasons, which say Completed or Error
+        reason = {"Succeeded": "Completed", "Failed": "Error"}.get(phase, phase)
+    return _deleting_reason(pod, phase) or reason
+
+
+def _pod_reason(status: dict[str, Any], phase: str) -> str:
     if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
            for c in status.get("conditions") or []):      # printPod: PodReasonSchedulingGated
-        reason = "SchedulingGated"
-    from_containers = _container_reason(status.get("containerStatuses") or [])
-    reason = reason or from_containers
-    if reason:
-        return reason
-    return {"Succeeded": "Completed", "Failed": "Error"}.get(phase, phase)
+        return "SchedulingGated"
+    return str(status.get("reason") or "") or phase
 
 
-def _container_reason(statuses: list[dict[str, Any]]) -> Any:
-    """The last container's waiting or terminated reason that is set (printPod walks them
-    backwards); "" when none is."""
-    reasons = [_state_reason(cs.get("state") or {}) for cs in reversed(statuses)]
-    return next((reason for reason in reasons if reason), "")
+def _containers_reason(status: dict[str, Any], statuses: list[dict[str, Any]], reason: str) -> str:
+    reason = _container_reason(statuses, reason)
+    if reason == "Completed" and any(_running_ready(cs) for cs in statuses):
+        return "Running" if _condition_true(status, "Ready") else "NotReady"
+    return reason
 
 
-def _state_reason(state: dict[str, Any]) -> Any:
-    if (state.get("waiting") or {}).get("reason"):
-        return state["waiting"]["reason"]
-    if "terminated" in state:
-        return (state["terminated"] or {}).get("reason") or "Error"
+def _deleting_reason(pod: dict[str, Any], phase: str) -> str:
+    if not _meta(pod).get("deletionTimestamp"):
+        return ""
+    if _status(pod).get("reason") == "NodeLost":
+        return "Unknown"
+    return "" if phase in ("Succeeded", "Failed") else "Terminating"
+
+
+def _condition_true(status: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def _running_ready(cs: dict[str, Any]) -> bool:
+    state = cs.get("state") or {}
+    return bool(cs.get("ready")) and "running" in state and not _state_reason(state)
+
+
+def _init_reason(pod: dict[str, Any]) -> str:
+    """printPod's init-container walk: the first init container that has not exited 0 decides
+    (Init:<reason>, Init:ExitCode:N, Init:Signal:N or Init:i/n); a started sidecar (restartPolicy
+    Always) is skipped; "" when every one is done."""
+    sidecars = {c.get("name") for c in _spec(pod).get("initContainers") or []
+                if c.get("restartPolicy") == "Always"}
+    total = len(_spec(pod).get("initContainers") or [])
+    for i, cs in enumerate(_status(pod).get("initContainerStatuses") or []):
+        if not (cs.get("name") in sidecars and cs.get("started")):
+            reason = _init_status_reason(cs.get("state") or {}, f"Init:{i}/{total}")
+            if reason:
+                return reason
     return ""
+
+
+def _init_status_reason(state: dict[str, Any], counted: str) -> str:
+    """One init container's reason, "" when it exited 0 (the walk goes on to the next)."""
+    terminated = state.get("terminated")
+    if terminated is not None:
+        return "Init:" + _terminated_reason(terminated) if (terminated or {}).get("exitCode") else ""
+    waiting = (state.get("waiting") or {}).get("reason") or ""
+    if waiting and waiting != "PodInitializing":
+        return "Init:" + str(waiting)
+    return counted
+
+
+def _container_reason(statuses: list[dict[str, Any]], reason: str) -> str:
+    """printPod walks the containers from the last to the first and each reason it finds
+    overwrites the one before, so the first container's reason is the one shown."""
+    for cs in reversed(statuses):
+        reason = _state_reason(cs.get("state") or {}) or reason
+    return reason
+
+
+def _state_reason(state: dict[str, Any]) -> str:
+    if (state.get("waiting") or {}).get("reason"):
+        return str(state["waiting"]["reason"])
+    if "terminated" in state:
+        return _terminated_reason(state["terminated"] or {})
+    return ""
+
+
+def _terminated_reason(terminated: dict[str, Any]) -> str:
+    """A terminated state's reason, else ``Signal:N`` or ``ExitCode:N`` as printPod writes them."""
+    if terminated.get("reason"):
+        return str(terminated["reason"])
+    if terminated.get("signal"):
+        return f"Signal:{terminated['signal']}"
+    return f"ExitCode:{terminated.get('exitCode') or 0}"
 
 
 def _pod_ready(pod: dict[str, Any]) -> str:

@@ -51,9 +51,46 @@ def test_object_ref_uses_kubectl_resource_names(kind, name, expected):
      "SchedulingGated"),
     ({**make_pod(phase="Running"), "metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
      "Terminating"),
+    # printPod walks containers last to first, each reason overwriting: the first container's shows
+    (make_pod(phase="Running", containerStatuses=[
+        {"state": {"waiting": {"reason": "ImagePullBackOff"}}},
+        {"state": {"waiting": {"reason": "CrashLoopBackOff"}}}]), "ImagePullBackOff"),
+    (make_pod(phase="Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}]),
+     "ExitCode:3"),
+    (make_pod(phase="Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 137, "signal": 9}}}]),
+     "Signal:9"),
+    # a container reason overwrites the pod's own reason
+    (make_pod(phase="Failed", reason="Evicted",
+              containerStatuses=[{"state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]),
+     "Error"),
+    # one container completed while another still runs: Running or NotReady by the Ready condition
+    (make_pod(phase="Running", conditions=[{"type": "Ready", "status": "True"}], containerStatuses=[
+        {"ready": True, "state": {"running": {}}},
+        {"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]), "Running"),
+    (make_pod(phase="Running", containerStatuses=[
+        {"ready": True, "state": {"running": {}}},
+        {"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]), "NotReady"),
+    # init containers: the first that has not exited 0 decides
+    ({**(pod := make_pod(phase="Pending", initContainerStatuses=[
+        {"name": "a", "state": {"terminated": {"exitCode": 0}}},
+        {"name": "b", "state": {"waiting": {"reason": "PodInitializing"}}}])),
+      "spec": {**pod["spec"], "initContainers": [{"name": "a"}, {"name": "b"}]}}, "Init:1/2"),
+    (make_pod(phase="Pending", initContainerStatuses=[
+        {"name": "a", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]), "Init:CrashLoopBackOff"),
+    (make_pod(phase="Failed", initContainerStatuses=[
+        {"name": "a", "state": {"terminated": {"exitCode": 2}}}]), "Init:ExitCode:2"),
+    # deletion: Terminating only while the phase is not terminal; NodeLost pods show Unknown
+    ({**make_pod(phase="Succeeded", containerStatuses=[
+        {"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]),
+      "metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"}}, "Completed"),
+    ({**make_pod(phase="Running", reason="NodeLost"),
+      "metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"}}, "Unknown"),
 ], ids=["pending", "running", "succeeded", "admission-error", "deadline", "printPod-waiting-reason",
         "printPod-terminated-reason", "printPod-running-container", "printPod-scheduling-gated",
-        "printPod-terminating"])
+        "printPod-terminating", "printPod-first-container-wins", "printPod-exit-code",
+        "printPod-signal", "printPod-container-reason-over-pod-reason", "printPod-completed-but-running",
+        "printPod-completed-but-not-ready", "printPod-init-n-of-m", "printPod-init-waiting",
+        "printPod-init-exit-code", "printPod-deleted-terminal-pod", "printPod-node-lost"])
 def test_pod_status_column(pod, expected):
     assert pod_status_text(pod) == expected
 
