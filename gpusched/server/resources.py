@@ -49,6 +49,7 @@ from gpusched.server.tables import ColumnSource, build_table, wants_table
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
 SCALE_KINDS = ("Deployment", "ReplicaSet")
+NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,49 +103,60 @@ class ResourceApi:
             return statuses.error_status(err, target.info.group)
 
     def _dispatch(self, req: Request, t: Target) -> Response:
-        method = req.method
         check_dry_run(req)
         if not t.name:
-            if method == "GET":
-                if req.query.get("watch") in ("true", "1"):
-                    from gpusched.server.watch import watch_response
-                    return watch_response(self, req, t)
-                return self.list(req, t)
-            if method == "POST":
-                return self.create(req, t)
-            return status_response(405, "the server does not allow this method on the requested resource")
+            return self._collection(req, t)
         if t.subresource in ("binding", "eviction"):
-            if method != "POST":
-                return status_response(405, "the server does not allow this method on the requested resource")
+            if req.method != "POST":
+                return status_response(405, NOT_ALLOWED)
             return self.post_subresource(req, t)
         if t.subresource == "scale" and t.info.kind in SCALE_KINDS:
             return self.scale(req, t)
         if t.subresource not in ("", "status"):      # no route: go-restful's 404
             return json_response({**status_object(404, "the server could not find the requested "
                                                   "resource", "NotFound"), "details": {}}, 404)
+        return self._object(req, t)
+
+    def _collection(self, req: Request, t: Target) -> Response:
+        """GET (list or watch) and POST on a resource's collection."""
+        if req.method == "GET":
+            if req.query.get("watch") in ("true", "1"):
+                from gpusched.server.watch import watch_response
+                return watch_response(self, req, t)
+            return self.list(req, t)
+        if req.method == "POST":
+            return self.create(req, t)
+        return status_response(405, NOT_ALLOWED)
+
+    def _object(self, req: Request, t: Target) -> Response:
+        """GET, PUT, PATCH and DELETE on one object (or its status)."""
+        method = req.method
         if method == "GET":
             return self.get(req, t)
         if t.info.kind == "Event":
             return status_response(405, "events are recorded by the cluster and cannot be changed")
         if method == "PUT":
-            mode = decoding.mode_of(req.query)
-            body, warnings = decoding.decode_body(t.info, decoding.read_body(req.body, req.content_type), mode)
-            ns = t.namespace or ""
-            manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
-
-            def put(view: Any) -> dict[str, Any]:
-                old = copy_tree(view.get(t.info.kind, t.name, ns))
-                stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource)
-                return record_managed(view, t.info, old, stored, manager, t.subresource)
-
-            result = self._write(req, put, api_ops.needs_settle(t.info))
-            return with_warnings(json_response(result), warnings)
+            return self._put(req, t)
         if method == "PATCH":
             return self.patch(req, t)
         if method == "DELETE":
             return self.delete(t, api_ops.delete_grace(req.query, req.body),
                                bool(req.query.get("dryRun")) or _delete_options_dry_run(req.body))
-        return status_response(405, "the server does not allow this method on the requested resource")
+        return status_response(405, NOT_ALLOWED)
+
+    def _put(self, req: Request, t: Target) -> Response:
+        mode = decoding.mode_of(req.query)
+        body, warnings = decoding.decode_body(t.info, decoding.read_body(req.body, req.content_type), mode)
+        ns = t.namespace or ""
+        manager = ssa.manager_name(req.query, req.headers.get("user-agent", ""), False)
+
+        def put(view: Any) -> dict[str, Any]:
+            old = copy_tree(view.get(t.info.kind, t.name, ns))
+            stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource)
+            return record_managed(view, t.info, old, stored, manager, t.subresource)
+
+        result = self._write(req, put, api_ops.needs_settle(t.info))
+        return with_warnings(json_response(result), warnings)
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -323,7 +335,7 @@ class ResourceApi:
                 raise NotFoundError(plural_name(t.info), t.name)
             return json_response(scale_of(body))
         if req.method not in ("PUT", "PATCH"):
-            return status_response(405, "the server does not allow this method on the requested resource")
+            return status_response(405, NOT_ALLOWED)
         kind = req.content_type if req.method == "PATCH" else "application/json"
         if req.method == "PATCH" and kind not in patch.PATCH_TYPES:
             return status_response(415, f'the body of the request was in an unknown format - '
