@@ -34,13 +34,13 @@ Neighbours: used by ``devices.node`` (replicas, allocation policy), ``devices.gf
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import yaml
 
 from gpusched.errors import UsageError
+from gpusched.objects.names import dns1123_subdomain_errors
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ ALLOCATION_POLICIES = ("distributed", "packed")
 DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
 MPS_MAX_CLIENTS_VOLTA_PLUS = 48     # compute capability >= 7.5 (upstream compares with v7.5)
 MPS_MAX_CLIENTS_OLDER = 16
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 class DevicePluginConfigError(UsageError):
@@ -264,15 +263,19 @@ def _resource(item: Any, sharing_id: str, rename_by_default: bool, where: str) -
 
 
 def _resource_name(item: Mapping[str, Any], where: str) -> str:
-    """The entry's fully qualified resource name (``nvidia.com/`` added to a bare one)."""
+    """NewResourceName (k8s-device-plugin api/config/v1/resources.go): ``nvidia.com/`` is put in
+    front of any name that does not start with it, the whole must be at most 63 characters and the
+    part after the first ``/`` a DNS-1123 subdomain (so any other prefix is refused)."""
     name = item.get("name")
     if not name:
         raise _fail(where, "no resource name specified")
-    name = str(name) if "/" in str(name) else f"nvidia.com/{name}"
-    prefix, _, short = name.partition("/")
-    if not _DNS_SUBDOMAIN.match(prefix) or not short or len(name) > 63:
-        raise _fail(where, f"incorrect format for resource name '{name}'")
-    return name
+    full = str(name) if str(name).startswith("nvidia.com/") else f"nvidia.com/{name}"
+    if len(full) > 63:
+        raise _fail(where, f"fully-qualified resource name must be 63 characters or less: {full}")
+    invalid = dns1123_subdomain_errors(full.split("/", 1)[1])
+    if invalid:
+        raise _fail(where, f"incorrect format for resource name '{full}': [{' '.join(invalid)}]")
+    return full
 
 
 def mps_max_clients(compute_major: int, compute_minor: int) -> int:

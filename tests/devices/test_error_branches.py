@@ -20,6 +20,7 @@ from gpusched.devices.node import NodeDevices
 from gpusched.devices.nodepool import autoscaling, expand_nodepool
 from gpusched.devices.plugin_config import DevicePluginConfigError, parse_config
 from gpusched.errors import UsageError
+from gpusched.objects.names import DNS1123_SUBDOMAIN_MSG
 
 
 def mig(entry):
@@ -77,7 +78,16 @@ CASES = [
      DevicePluginConfigError, WHERE + "unable to parse config file: replicas must be an integer, got '4'"),
     ("plugin-resource-name (resources.go)",
      plugin("sharing: {timeSlicing: {resources: [{name: Bad_Prefix/gpu, replicas: 4}]}}"),
-     DevicePluginConfigError, WHERE + "incorrect format for resource name 'Bad_Prefix/gpu'"),
+     DevicePluginConfigError, WHERE + "incorrect format for resource name 'nvidia.com/Bad_Prefix/gpu': "
+     "[" + DNS1123_SUBDOMAIN_MSG + "]"),
+    ("plugin-resource-name-other-prefix (resources.go NewResourceName prefixes nvidia.com/)",
+     plugin("sharing: {timeSlicing: {resources: [{name: example.com/gpu, replicas: 4}]}}"),
+     DevicePluginConfigError, WHERE + "incorrect format for resource name 'nvidia.com/example.com/gpu': "
+     "[" + DNS1123_SUBDOMAIN_MSG + "]"),
+    ("plugin-resource-name-too-long (resources.go MaxResourceNameLength)",
+     plugin("sharing: {timeSlicing: {resources: [{name: " + "g" * 60 + ", replicas: 4}]}}"),
+     DevicePluginConfigError, WHERE + "fully-qualified resource name must be 63 characters or less: "
+     "nvidia.com/" + "g" * 60),
     # NodePool autoscaling (nodepool.autoscaling, _bound, _provisioning_delay) and expansion
     ("pool-min-over-max", lambda: autoscaling(pool(minNodes=3, maxNodes=2)),
      UsageError, 'NodePool "p": spec.minNodes: invalid value "3": must be <= spec.maxNodes (2)'),
