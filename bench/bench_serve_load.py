@@ -25,7 +25,6 @@ import http.client
 import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +32,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from serve_common import env_for, start, stop  # bench/ is the script's sys.path[0]
 
 REPO = Path(__file__).resolve().parents[1]
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -47,27 +48,17 @@ def configmap(name: str, group: int) -> dict:
             "metadata": {"name": name, "labels": {"group": f"g{group}"}}, "data": {"k": "v"}}
 
 
-def env_for(tree: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": str(tree)}
-
 
 def preload(tree: Path, state: Path, objects: int, tmp: Path) -> None:
     """``gpusched apply`` of the objects in chunks (JSON is YAML), with the tree's own CLI."""
-    for start in range(0, objects, CHUNK):
-        items = [configmap(f"pre-{i}", i % GROUPS) for i in range(start, min(objects, start + CHUNK))]
-        manifest = tmp / f"pre-{start}.yaml"
+    for first in range(0, objects, CHUNK):
+        items = [configmap(f"pre-{i}", i % GROUPS) for i in range(first, min(objects, first + CHUNK))]
+        manifest = tmp / f"pre-{first}.yaml"
         manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
         subprocess.run([sys.executable, "-m", "gpusched", "--state", str(state), "apply", "-f",
                         str(manifest)], env=env_for(tree), cwd=tree, check=True,
                        stdout=subprocess.DEVNULL)
 
-
-def start(tree: Path, state: Path) -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, "-m", "gpusched", "--state", str(state), "serve",
-                                "--port", "0", "--virtual-clock"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, env=env_for(tree), cwd=tree)
-    line = process.stdout.readline()
-    return process, int(line.split("listening on ")[1].split()[0].rpartition(":")[2])
 
 
 def memory_mib(pid: int) -> tuple[float, float]:
@@ -216,11 +207,7 @@ def measure(tree: Path, clients: int, watches: int, objects: int, seconds: float
             for watch in opened:          # shutdown, not close: a reader thread holds the file
                 watch.sock.shutdown(socket.SHUT_RDWR)
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process, 30)
     delivery = [max(0.0, seen - run.answered[name]) * 1000 for name, seen in run.seen
                 if name in run.answered]
     missing = len(run.answered) * watches - len(delivery)

@@ -17,28 +17,18 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import random
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from serve_common import start, stop  # bench/ is the script's sys.path[0]
+
 REPO = Path(__file__).resolve().parents[1]
 CMS = "/api/v1/namespaces/default/configmaps"
 
-
-def start(tree: Path, state: Path) -> tuple[subprocess.Popen, int]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    process = subprocess.Popen([sys.executable, "-m", "gpusched", "--state", str(state), "serve",
-                                "--port", "0", "--virtual-clock"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, env=env, cwd=tree)
-    line = process.stdout.readline()
-    return process, int(line.split("listening on ")[1].split()[0].rpartition(":")[2])
 
 
 def rss_mib(pid: int) -> float:
@@ -129,11 +119,7 @@ def run(tree: Path, clients: int, watches: int, seconds: float) -> dict:
             for conn, _ in open_watches:
                 conn.close()
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process, 30)
     latencies.sort()
     return {"rps": len(latencies) / seconds,
             "p50": 1000 * statistics.median(latencies) if latencies else 0,

@@ -29,7 +29,6 @@ import http.client
 import json
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from serve_common import env_for, start, stop  # bench/ is the script's sys.path[0]
 
 REPO = Path(__file__).resolve().parents[1]
 JSON = {"Content-Type": "application/json"}
@@ -74,18 +75,6 @@ def uptime() -> str:
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
-def env_for(tree: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(tree)}
-
-
-def start(tree: Path, state: Path, virtual: bool) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "gpusched", "--state", str(state), "serve", "--port", "0"]
-    process = subprocess.Popen(command + (["--virtual-clock"] if virtual else []),
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               env=env_for(tree), cwd=tree)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    return process, int(line.split("listening on ")[1].split()[0].rpartition(":")[2])
 
 
 def post_all(port: int, path: str, bodies: list[dict[str, Any]], threads: int) -> list[str]:
@@ -142,11 +131,7 @@ def through_api(tree: Path, nodes: int, pods: int, threads: int, virtual: bool) 
             wait_bound(port)
             pod_s, cpu2 = time.monotonic() - began, cpu_seconds(process.pid)
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process, 60)
     return {"nodes/s": nodes / node_s, "node cpu s": cpu1 - cpu0, "node s": node_s,
             "pods/s": pods / pod_s, "pod cpu s": cpu2 - cpu1, "pod s": pod_s,
             "created s": created_s, "failed": len(failed), "first failure": failed[:1]}
