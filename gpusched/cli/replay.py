@@ -45,15 +45,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     parser.add_argument("--policy", default="default",
                         help="default (kube-scheduler's default profile) or an FGD-study policy: "
                              "fgd, bestfit, packing, clustering, dotprod, random, ...")
-    load = parser.add_mutually_exclusive_group()
-    load.add_argument("--time-scale", type=float, default=1.0, metavar="K",
-                      help="divide arrival times by K (run times unchanged): K times the arrival rate")
-    load.add_argument("--load", type=float, default=None, metavar="X",
-                      help="pick the --time-scale whose peak GPU demand (every pod started on "
-                           "arrival) is X times the cluster's GPUs, e.g. 0.95")
-    parser.add_argument("--loops", type=int, default=1, metavar="N",
-                        help="the trace N times back to back (before --time-scale or --load): "
-                             "N times the work (default 1)")
+    add_load_options(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
     parser.add_argument("--sample-every", default="1h", metavar="DURATION",
                         help="time-series step (default 1h)")
@@ -156,3 +148,17 @@ def summary_lines(result: Any) -> list[str]:
         cells = " ".join(f"{'-' if math.isnan(v) else f'{v:.1f}':>10}" for v in (w.mean, w.p50, w.p95, w.p99))
         lines.append(f"{w.size:>5} {w.pods:>7,} {w.started:>8,} {cells}")
     return lines
+
+
+def add_load_options(parser: argparse.ArgumentParser, see: str = "") -> None:
+    """``--time-scale``, ``--load`` and ``--loops``: how hard the trace loads the cluster
+    (``sim.replay_load``), the same options in ``replay`` and ``whatif``."""
+    load = parser.add_mutually_exclusive_group()
+    load.add_argument("--time-scale", type=float, default=1.0, metavar="K",
+                      help="divide arrival times by K (run times unchanged): K times the arrival rate")
+    load.add_argument("--load", type=float, default=None, metavar="X",
+                      help="pick the --time-scale whose peak GPU demand (every pod started on "
+                           f"arrival) is X times the cluster's GPUs, e.g. 0.95{see}")
+    parser.add_argument("--loops", type=int, default=1, metavar="N",
+                        help="the trace N times back to back (before --time-scale or --load): "
+                             "N times the work (default 1)")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from gpusched.cli.output import to_json
+from gpusched.cli.replay import add_load_options
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,15 +73,7 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
                         help="node list CSV (default: the openb GPU node list in ../shared/data)")
     parser.add_argument("--pods", default=str(DEFAULT_PODS),
                         help="pod list CSV with time columns (default: openb_pod_list_default.csv)")
-    load = parser.add_mutually_exclusive_group()
-    load.add_argument("--time-scale", type=float, default=1.0, metavar="K",
-                      help="divide arrival times by K (run times unchanged): K times the arrival rate")
-    load.add_argument("--load", type=float, default=None, metavar="X",
-                      help="pick the --time-scale whose peak GPU demand (every pod started on "
-                           "arrival) is X times the cluster's GPUs, e.g. 0.95 (docs/capacity-planning.md)")
-    parser.add_argument("--loops", type=int, default=1, metavar="N",
-                        help="the trace N times back to back (before --time-scale or --load): "
-                             "N times the work (default 1)")
+    add_load_options(parser, " (docs/capacity-planning.md)")
     parser.add_argument("--first", type=int, default=None, metavar="N",
                         help="replay only the first N pods by arrival")
     parser.add_argument("--base-policy", default="default",
