@@ -18,7 +18,7 @@ Tables:
 Schema version: ``PRAGMA user_version``. A new file gets ``SCHEMA_VERSION``; an older file is
 migrated in place by the steps in ``MIGRATIONS`` (one transaction); a file from a newer gpusched
 is refused with one line (:class:`SchemaVersionError`). Version 0 is the layout before versioning
-(events without ``expires``).
+(events without ``expires``); version 2 added the index on ``events.seq``.
 
 A command works on an in-memory :class:`~gpusched.cluster.view.View` loaded inside one
 ``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
@@ -67,7 +67,7 @@ DEFAULT_EVENT_TTL = 3600.0
 CHANGES_KEPT = 10_000       # resourceVersions of change log kept (the API server's watch window)
 COMPACT_EVERY = 1_000       # compact once the floor may move this far (etcd compacts periodically)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # The newest layout, for a new file (statements run one by one inside a transaction).
 _SCHEMA = (
     """CREATE TABLE objects (
@@ -79,6 +79,7 @@ _SCHEMA = (
     namespace TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
     expires REAL NOT NULL DEFAULT 0, PRIMARY KEY (namespace, name))""",
     "CREATE INDEX events_expires ON events (expires)",
+    "CREATE INDEX events_seq ON events (seq)",
     """CREATE TABLE changes (
     rv INTEGER PRIMARY KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
     type TEXT NOT NULL)""",
@@ -91,6 +92,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE events SET expires = COALESCE((SELECT CAST(value AS REAL) FROM meta "
         f"WHERE key = 'clock'), 0) + {DEFAULT_EVENT_TTL}",
         "CREATE INDEX events_expires ON events (expires)"),
+    # the change feed reads new events by seq at every poll (a scan of every event without it)
+    2: ("CREATE INDEX events_seq ON events (seq)",),
 }
 
 

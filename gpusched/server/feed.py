@@ -34,6 +34,7 @@ from typing import Any
 
 import bisect
 import copy
+import heapq
 import json
 import logging
 import sqlite3
@@ -104,6 +105,9 @@ class ChangeFeed:
         self._poll_lock = threading.Lock()
         self.clock = 0.0      # the cluster's virtual clock at the last poll (table AGE columns)
         self._expires: dict[tuple[str, str, str], float] = {}   # event key -> TTL end
+        # (TTL end, key) of every write of an event, earliest first; an entry whose end is no
+        # longer the key's (the event was written again) is skipped when it comes up
+        self._expiry_heap: list[tuple[float, tuple[str, str, str]]] = []
         self._store = Store(self.path, shared=True)   # its own connection: other writers show up
         self._thread: threading.Thread | None = None
         self._load()
@@ -119,9 +123,10 @@ class ChangeFeed:
             objects.cursor = objects.floor = int(store.read_meta("rv").get("rv", 0))
             events.state = {}
             self._expires = {}
+            self._expiry_heap = []
             for ns, name, seq, text, expires in store.events_since(0):
                 events.state[("Event", ns, name)] = _stamp(json.loads(text), seq)
-                self._expires[("Event", ns, name)] = float(expires)
+                self._expire_at(("Event", ns, name), float(expires))
                 events.cursor = max(events.cursor, seq)
             events.floor = events.cursor
 
@@ -224,18 +229,28 @@ class ChangeFeed:
             stream.emit(Change(rv, change, kind, ns, name, body, prev))
         return bool(rows)
 
+    def _expire_at(self, key: tuple[str, str, str], when: float) -> None:
+        self._expires[key] = when
+        heapq.heappush(self._expiry_heap, (when, key))
+        if len(self._expiry_heap) > 2 * len(self._expires) + 1024:   # mostly rewritten events
+            self._expiry_heap = [(end, k) for k, end in self._expires.items()]
+            heapq.heapify(self._expiry_heap)
+
     def _expire_events(self) -> None:
-        """Forget the events whose TTL ran out on the cluster clock (the store deleted them)."""
-        state = self.streams[EVENTS].state
-        for key in [k for k, when in self._expires.items() if when <= self.clock]:
-            state.pop(key, None)
-            del self._expires[key]
+        """Forget the events whose TTL ran out on the cluster clock (the store deleted them):
+        only the heap's due entries are looked at, not every event at every poll."""
+        state, heap = self.streams[EVENTS].state, self._expiry_heap
+        while heap and heap[0][0] <= self.clock:
+            when, key = heapq.heappop(heap)
+            if self._expires.get(key) == when:
+                state.pop(key, None)
+                del self._expires[key]
 
     def _add_events(self, rows: list[Any]) -> bool:
         stream = self.streams[EVENTS]
         for ns, name, seq, text, expires in rows:
             key = ("Event", ns, name)
-            self._expires[key] = float(expires)
+            self._expire_at(key, float(expires))
             stream.cursor = max(stream.cursor, seq)
             body = _stamp(json.loads(text), seq)
             prev = stream.state.get(key)

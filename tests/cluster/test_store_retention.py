@@ -82,6 +82,31 @@ def test_version_0_file_is_migrated_in_place_keeping_objects_and_events(tmp_path
     assert expires == 100.0 + DEFAULT_EVENT_TTL    # one TTL from the migration's clock
 
 
+def indexes(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index' "
+                                                 "AND name NOT LIKE 'sqlite_%'")}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_an_older_file_gets_the_same_indexes_as_a_new_one(tmp_path, version):
+    path = version_0_file(tmp_path / "old.db")
+    if version == 1:      # version 1: events with expires, no index on seq
+        conn = sqlite3.connect(path)
+        conn.execute("ALTER TABLE events ADD COLUMN expires REAL NOT NULL DEFAULT 0")
+        conn.execute("CREATE INDEX events_expires ON events (expires)")
+        conn.execute("PRAGMA user_version=1")
+        conn.commit()
+        conn.close()
+    Store(path).close()
+    Store(tmp_path / "new.db").close()
+    assert indexes(path) == indexes(tmp_path / "new.db") == {"events_expires", "events_seq"}
+    assert user_version(path) == SCHEMA_VERSION
+
+
 def test_migrated_file_opens_again_without_migrating(tmp_path):
     path = version_0_file(tmp_path / "old.db")
     Store(path).close()

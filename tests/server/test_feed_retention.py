@@ -43,3 +43,34 @@ def test_expired_events_leave_the_feed(tmp_path):
             assert not any(body["reason"] == "Scheduled" for _, body in feed.snapshot(EVENTS)[1])
         finally:
             feed.close()
+
+
+def test_an_event_written_again_lives_until_its_renewed_ttl(tmp_path):
+    # kube-apiserver's --event-ttl is renewed at each write of the event (etcd lease per write):
+    # the feed forgets it at the last write's TTL end, not the first's
+    path = tmp_path / "c.db"
+    store = Store(path)
+    feed = ChangeFeed(path)
+
+    def write(seq: int, clock: float) -> None:
+        with store.immediate():
+            store.upsert_event("default", "p.1", seq, {"kind": "Event", "count": seq}, clock)
+            store.write_meta({"clock": str(clock)})
+
+    def counts() -> list[int]:
+        feed.sync()
+        return [body["count"] for _, body in feed.snapshot(EVENTS)[1]]
+
+    try:
+        write(1, 0.0)
+        assert counts() == [1]
+        write(2, 1800.0)
+        with store.immediate():
+            store.write_meta({"clock": "4000"})      # past the first TTL end (3600)
+        assert counts() == [2]
+        with store.immediate():
+            store.write_meta({"clock": "5400"})      # the renewed end
+        assert counts() == []
+    finally:
+        feed.close()
+        store.close()
