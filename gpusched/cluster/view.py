@@ -62,12 +62,23 @@ def key_of(body: dict[str, Any]) -> Key:
     return kind, object_namespace(kind, body), (body.get("metadata") or {}).get("name", "")
 
 
-def _comparable(body: dict[str, Any]) -> str:
-    """Canonical text of a body without its resourceVersion (what counts as a change)."""
+def _without_version(body: dict[str, Any]) -> dict[str, Any]:
+    """A body without its resourceVersion (what counts as a change), sharing everything else."""
     meta = body.get("metadata") or {}
-    if "resourceVersion" in meta or "managedFields" in meta:
-        body = dict(body, metadata={k: v for k, v in meta.items() if k != "resourceVersion"})
-    return dumps(body)
+    if "resourceVersion" in meta:
+        return dict(body, metadata={k: v for k, v in meta.items() if k != "resourceVersion"})
+    return body
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same JSON (canonical text). Python's ``==`` decides first (C,
+    stopping at the first difference: a real change costs no encoding); what it calls equal is
+    confirmed as text, since it also equates 1, 1.0 and True, and 0.0 and -0.0.
+
+    >>> same_json({"a": [1]}, {"a": [1]}), same_json({"a": 1}, {"a": 2}), same_json(1, 1.0)
+    (True, False, False)
+    """
+    return bool(a == b) and dumps(a) == dumps(b)
 
 
 @dataclass
@@ -322,7 +333,7 @@ class View:
         if old is None:
             self.create(body)
             return True
-        if _comparable(old) == _comparable(body):
+        if same_json(_without_version(old), _without_version(body)):
             return False
         if key[0] == "Pod":
             note_pod_end(self, old, body)
@@ -331,7 +342,7 @@ class View:
         for field_name in ("uid", "creationTimestamp"):
             meta[field_name] = old_meta.get(field_name)
         generation = int(old_meta.get("generation", 1) or 1)
-        if dumps(old.get("spec", {})) != dumps(body.get("spec", {})):
+        if not same_json(old.get("spec", {}), body.get("spec", {})):
             generation += 1
         meta["generation"] = generation
         meta["resourceVersion"] = str(self.next_rv())

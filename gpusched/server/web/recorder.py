@@ -8,10 +8,11 @@ pools, ConfigMaps; Lease renewals and Events are not), reads the page's index (`
 a summary right after a point costs no rebuild) and appends a point to the shared
 :class:`~gpusched.server.web.summary.History`.
 
-Throttled: at most one point per ``interval`` (0.5 s), or per ``COST_FACTOR`` times what the
-last point cost to build when that is longer (a point reads every node and pod on the cluster
-thread: at 1,000 nodes under a burst of writes it took a third of that thread's CPU), so the
-history never takes more than about a tenth of the server's time. Changes that arrive during the pause are
+Throttled: at most one point per ``interval`` (0.5 s), or per ``COST_FACTOR`` (30) times what
+the last point cost to build when that is longer (a point reads every node and pod on the
+cluster thread: at 1,000 nodes under a burst of writes it took a third of that thread's CPU
+unthrottled, a tenth at 10 times), so the history takes about a thirtieth of the server's time;
+under such a burst a point comes every second or two. Changes that arrive during the pause are
 not lost: the feed cursor has not moved past them, so the next point (trailing edge) shows the
 state after all of them. A point is also recorded at start. The thread ends when the feed closes
 (the server stops) or :meth:`close` is called; a reset of the state file (``gpusched reset``)
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 CHART_KINDS = frozenset({"Pod", "Node", "NodePool", "ConfigMap"})
 INTERVAL_SECONDS = 0.5
 WAIT_SECONDS = 1.0
-COST_FACTOR = 10.0        # pause at least this many times a point's build time
+COST_FACTOR = 30.0        # pause at least this many times a point's build time
 
 
 class HistoryRecorder:
