@@ -88,3 +88,10 @@ class Changes:
 
 def pod_namespaces(changes: Changes) -> set[str]:
     return {key[1] for key in changes.keys if key[0] == "Pod"}
+
+
+def changed_nodes(view: View, changes: Changes) -> list[dict[str, Any]]:
+    """The live changed Nodes in ``view.list("Node")`` order (by name): a keyed pass visits
+    them in the order the full pass would."""
+    keys = sorted(key for key in changes.keys if key[0] == "Node" and key in view.objects)
+    return [view.objects[key] for key in keys]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
+import yaml
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.controllers.registry import TIMED
@@ -22,6 +23,7 @@ from gpusched.cluster.timers import Timeline
 from gpusched.objects.types import Taint
 
 from .builders import apply, join, pod, pool
+from .test_controllers import time_slicing_configmap
 from .test_work_queues import deployment_yaml, job_yaml
 
 MINUTE = 60
@@ -74,7 +76,32 @@ def _taint_while_ticking(c: Any) -> None:
     _ticks(c, 6 * MINUTE, step=20)
 
 
+def _bare_node(name: str, model: str = "T4", gpus: int = 2) -> str:
+    """A Node as a client creates it (no status conditions, no GPU resources yet): the node
+    status and device plugin controllers fill it in."""
+    resources = {"cpu": "16", "memory": "64Gi", "pods": "110"}
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": name, "annotations": {"gpusched.io/gpu-model": model,
+                                      "gpusched.io/gpu-count": str(gpus)}},
+        "status": {"capacity": resources, "allocatable": resources}})
+
+
+def _nodes_one_by_one_then_plugin_config(c: Any) -> None:
+    # node-status and device-plugin reconcile only the changed nodes on a kept view (a full
+    # pass after a change of what every node's devices derive from: ConfigMaps, ClusterPolicy)
+    for i in range(4):
+        apply(c, _bare_node(f"n{i}"))
+        apply(c, pod(f"p{i}", gpus=1, duration="3m"))
+    apply(c, time_slicing_configmap(replicas=2))
+    _ticks(c, MINUTE)
+    apply(c, _bare_node("n9", gpus=1))
+    c.label("node", "n1", {"nvidia.com/device-plugin.config": "any"})
+    apply(c, join(*(pod(f"s{i}", gpus=1) for i in range(6))))
+    _ticks(c, 4 * MINUTE)
+
+
 SCENARIOS: dict[str, Callable[[Any], None]] = {
+    "nodes-created-one-by-one-then-a-plugin-config": _nodes_one_by_one_then_plugin_config,
     "pods-arrive-between-ticks-finish-and-bind-the-pending": _arrivals_between_ticks,
     "deployment-and-failing-job-under-ticks-then-scale-down": _jobs_and_deployments_ticking,
     "noexecute-taint-evicts-while-ticking": _taint_while_ticking,

@@ -31,8 +31,10 @@ import json
 import logging
 from datetime import datetime, timezone
 
+from gpusched.cluster.changes import Changes, changed_nodes
 from gpusched.cluster.view import View, copy_tree
 from gpusched.cluster.device_inputs import device_inputs
+from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.devices.advertise import NodeDeviceState, node_device_state
 from gpusched.devices.operator import PolicyConfig
 from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
@@ -46,7 +48,9 @@ FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
 TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"
 
 
-def reconcile(view: View) -> None:
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every node, or (``changes``) the changed nodes unless what every node's devices derive
+    from changed (ConfigMaps, the ClusterPolicy, the GPU operator's pods): then every node."""
     inputs = device_inputs(view)
     # What is advertised is a pure function of the node, the ConfigMaps, the ClusterPolicy and
     # the config the node's plugin pod loaded: a node whose inputs have the versions of the last
@@ -55,7 +59,8 @@ def reconcile(view: View) -> None:
     seen = view.memo.setdefault("device-plugin", {})
     versions = (tuple(c["metadata"].get("resourceVersion") for c in inputs.configmaps),
                 inputs.policy_version)
-    for node in view.list("Node"):
+    keyed = changes is not None and not _inputs_changed(changes)
+    for node in changed_nodes(view, changes) if keyed and changes is not None else view.list("Node"):
         name = node["metadata"]["name"]
         pin = json.dumps(inputs.pinned[name], sort_keys=True) if name in inputs.pinned else None
         version = (node["metadata"].get("resourceVersion"), versions, pin)
@@ -65,6 +70,12 @@ def reconcile(view: View) -> None:
         current = view.get("Node", name)
         seen[name] = (current["metadata"].get("resourceVersion"), versions, pin) \
             if current else None
+
+
+def _inputs_changed(changes: Changes) -> bool:
+    """A change to what every node's devices derive from (``cluster.device_inputs``)."""
+    return any(key[0] in ("ConfigMap", "ClusterPolicy") or
+               (key[0] == "Pod" and key[1] == OPERATOR_NAMESPACE) for key in changes.keys)
 
 
 def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,

@@ -16,6 +16,7 @@ from typing import Any
 
 import zlib
 
+from gpusched.cluster.changes import Changes, changed_nodes
 from gpusched.cluster.view import View, copy_tree
 from gpusched.objects.kinds import KUBERNETES_VERSION
 
@@ -70,8 +71,9 @@ def _node_status(node: dict[str, Any], now: str) -> dict[str, Any]:
     }
 
 
-def reconcile(view: View) -> None:
-    for node in view.list("Node"):
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every node, or (``changes``) the changed nodes: a node's status depends on it alone."""
+    for node in view.list("Node") if changes is None else changed_nodes(view, changes):
         status = node.get("status") or {}
         if status.get("nodeInfo") and status.get("conditions"):
             continue

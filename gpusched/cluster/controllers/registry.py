@@ -53,7 +53,7 @@ CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
 # pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs.
 
 KEYED = frozenset({"garbage-collector", "deployment", "replicaset", "sbatch", "job", "daemonset",
-                   "node-lifecycle", "containers"})
+                   "node-lifecycle", "containers", "node-status", "device-plugin"})
 
 
 def _kinds(*kinds: str, operator_pods: bool = False) -> Watch:
@@ -102,8 +102,6 @@ WATCHES = {
     "vpa-recommender": _present("VerticalPodAutoscaler"),
     "bootstrap": _kinds("Namespace", "PriorityClass", "Service", "ServiceAccount", "StorageClass"),
     "nodepool": _kinds("NodePool", "Node", "ConfigMap"),
-    "node-status": _kinds("Node"),
-    "device-plugin": _kinds("Node", "ConfigMap", "ClusterPolicy", operator_pods=True),
     "persistentvolume": _volumes_watch,
     "endpoints": _endpoints_watch,
     "gpu-operator": _kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
