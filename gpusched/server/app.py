@@ -230,7 +230,8 @@ class ApiServer:
         stream = request.stream()
         while True:
             try:
-                chunk = await asyncio.wait_for(stream.__anext__(), self.idle_timeout)
+                async with asyncio.timeout(self.idle_timeout):   # a timer, not a task per chunk
+                    chunk = await stream.__anext__()
             except StopAsyncIteration:
                 break
             except (asyncio.TimeoutError, ClientDisconnect):
