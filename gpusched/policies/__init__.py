@@ -2,9 +2,10 @@
 
 These are not kube-scheduler plugins: they are the FGD paper's baselines (Random, DotProduct,
 GpuClustering, GpuPacking, BestFit, FGD; ``gpusched experiment fgd``), the reference
-simulator's per-seed tie-break (NodeOrder) and gpusched's own FGD-SaturatedFirst tie-break
-(GpuSaturatedFirst). Variants that did not beat FGD are documented in ``docs/fgd-results.md``
-and are not kept as code.
+simulator's per-seed tie-break (NodeOrder) and gpusched's own policies: the FGD-SaturatedFirst
+tie-break (GpuSaturatedFirst) and FGD-Fill (PolicyFGDFill, FGD plus GPUs stranded by CPU and
+memory). Variants that did not beat FGD are documented in ``docs/fgd-results.md`` and are not
+kept as code.
 
 Layering: this package imports ``scheduler`` (the framework's types, the snapshot); the
 scheduler never imports it. A caller that wants these plugins feeds ``REGISTRY`` to the
@@ -17,8 +18,8 @@ Neighbours: ``scheduler.framework`` (extension points), ``scheduler.snapshot``; 
 
 from __future__ import annotations
 
-from gpusched.policies import (bestfit, dotprod, fgd, gpuclustering, gpupacking, node_order,
-                               random, saturated_first)
+from gpusched.policies import (bestfit, dotprod, fgd, fgd_fill, gpuclustering, gpupacking,
+                               node_order, random, saturated_first)
 from gpusched.scheduler.registry import PluginEntry, registry_of
 
 REGISTRY: dict[str, PluginEntry] = registry_of(
@@ -30,4 +31,5 @@ REGISTRY: dict[str, PluginEntry] = registry_of(
     PluginEntry(gpupacking.PolicyGpuPacking, gpupacking.new),
     PluginEntry(bestfit.PolicyBestFit, bestfit.new),
     PluginEntry(fgd.PolicyFGD, fgd.new),
+    PluginEntry(fgd_fill.PolicyFGDFill, fgd_fill.new),
 )

@@ -45,6 +45,8 @@ class TargetShape:
     num_gpu: int
     gpu_models: tuple[str, ...] = ()    # allowed models; empty = any
     weight: float = 0.0
+    memory: int = 0                     # median memory of the shape's pods, bytes (0: unknown);
+                                        # FGD ignores it, FGD-Fill (``fgd_fill``) counts it
 
 
 class FragTables:

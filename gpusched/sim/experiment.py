@@ -31,8 +31,8 @@ import numpy as np
 from gpusched.devices.catalog import lookup_model
 from gpusched.devices.node import NodeDevices
 from gpusched.errors import UsageError
-from gpusched.policies import (bestfit, dotprod, fgd, gpuclustering, gpupacking, random,
-                               saturated_first)
+from gpusched.policies import (bestfit, dotprod, fgd, fgd_fill, gpuclustering, gpupacking,
+                               random, saturated_first)
 from gpusched.policies.common import node_arrays
 from gpusched.policies.fragmentation import TargetShape
 from gpusched.scheduler.framework import ScheduleResult
@@ -58,6 +58,7 @@ POLICIES = {
     "bestfit": ("05-BestFit", bestfit.NAME),
     "fgd": ("06-FGD", fgd.NAME),
     "fgdsat": ("08-FGD-SaturatedFirst", fgd.NAME),
+    "fgdfill": ("09-FGD-Fill", fgd_fill.NAME),
 }
 # CLI name -> extra args for the policy plugin (none since the score-resolution variants, which
 # did not beat FGD, left the code: docs/fgd-results.md keeps their results)

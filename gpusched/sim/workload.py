@@ -6,7 +6,8 @@ Section 3.1 / 3.3 / 3.7 of ``fgd-and-alibaba-trace.md``:
   ``(cpu_milli, per-GPU milli, num_gpu, raw gpu_spec)``; shapes sorted by count (ties: first
   appearance in the file, a documented order since the reference's Go sort is unspecified),
   added one at a time until they cover >= 95 % of pods (CPU-only pods included), weights
-  renormalised to sum to 1. A CPU request of 0 is read as 100 m.
+  renormalised to sum to 1. A CPU request of 0 is read as 100 m. Each shape also carries the
+  median memory request of its pods (``TargetShape.memory``; FGD ignores memory, FGD-Fill reads it).
 - ``tuned_sequence(pods, seed, tune, capacity_milli)``: shuffle with the seed, then append clones
   drawn with replacement until the total GPU request reaches ``tune x capacity`` (the reference's
   stop test compares the clone's *per-GPU* milli, so the last multi-GPU clone may overshoot), or
@@ -65,9 +66,15 @@ def target_workload(pods: list[TracePod], threshold: int = POPULARITY_THRESHOLD)
             break
         kept.append(shape)
         covered += shape.count
+    memory: dict[tuple[int, int, int, str], list[int]] = {}
+    for pod in pods:
+        key = (pod.cpu_milli or NON_ZERO_CPU, pod.gpu_milli, pod.num_gpu, pod.gpu_spec)
+        memory.setdefault(key, []).append(pod.memory)
     return [TargetShape(cpu_milli=s.cpu_milli, gpu_milli=s.gpu_milli, num_gpu=s.num_gpu,
                         gpu_models=tuple(sorted({m for m in s.gpu_spec.split("|") if m})),
-                        weight=s.count / covered)
+                        weight=s.count / covered,
+                        memory=int(np.median(memory[(s.cpu_milli, s.gpu_milli, s.num_gpu,
+                                                     s.gpu_spec)])))
             for s in kept]
 
 

@@ -1,0 +1,175 @@
+"""FGD-Fill (``gpusched experiment fgd --policies fgdfill``): FGD whose fragmentation also counts
+the GPUs that CPU and memory strand.
+
+Why: at saturation FGD's idle GPU is mostly slivers next to exhausted CPU (default trace, seed 42,
+arrived 100 %: 64 of 283 idle GPUs on nodes with < 2 free cores). FGD's measure checks whether
+*one* pod of each popular shape fits; a node with 8 idle GPUs and 12 free cores fits one
+11-core pod, and FGD counts all 8 GPUs as usable although 7 of them will stay idle.
+
+The fill measure, in milli-GPU, of node n for shape m: the part of the node's idle GPU that pods
+of shape m alone could not use, ``F'_n(m) = idle - k * gpu_milli * num_gpu`` where ``k`` is how
+many such pods fit side by side: ``min(GPU slots, CPU slots, memory slots)``, GPU slots =
+``sum_i floor(left_i / gpu_milli) // num_gpu`` (whole-GPU shapes: fully free GPUs // num_gpu),
+CPU slots = ``free CPU // cpu_milli``, memory slots = ``free memory // memory`` (the shape's
+median memory request, ``TargetShape.memory``; FGD itself ignores memory). CPU-only shapes and
+shapes the node's model does not allow: ``F' = idle``. ``F'_n(M) = sum_m p_m F'_n(m)`` over
+FGD's target workload M.
+
+Score: FGD's ``int(100 * sigmoid(delta / 1000))`` with ``delta = dF + FILL_WEIGHT * dF'``
+(``dF``: FGD's fragmentation before minus after the hypothetical placement, ``dF'`` the same for
+the fill measure). With ``FILL_WEIGHT = 0.1`` the fill term moves a score by about one level, so
+FGD's coarse levels and the per-seed node order among equal scores stay (finer, more
+deterministic FGD scores were measured worse: ``docs/fgd-results.md``). GPU choice for shares:
+as FGD (the best score, lowest index on ties). Scores are cached per pod shape (cpu, memory,
+share, GPU count) and node, and recomputed where FGD's node version or the free memory moved.
+
+Worked example (one shape m = (4 cores, 500 milli, 1 GPU, no memory), p = 1): a node with free
+GPUs [1000, 1000] and 6 free cores has 4 GPU slots but 1 CPU slot, so ``F' = 2000 - 500 =
+1500``; FGD's own measure is 0 there (m fits, no sliver below 500).
+
+Args: ``target_workload`` (as FGD). Neighbours: ``fgd`` (scores, cache), ``fragmentation``
+(target shapes, lookup-table rows); registered in ``policies.REGISTRY``, run by ``sim.experiment``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpusched.policies.common import GPU_SELECTION_KEY, MILLI, GpuSelection, pod_gpu
+from gpusched.policies.fgd import PolicyFGD, ShapeScores
+from gpusched.policies.fragmentation import ABSENT, FragState, FragTables, sigmoid_score
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import CycleState
+    from gpusched.scheduler.snapshot import Snapshot
+
+NAME = "PolicyFGDFill"
+FILL_WEIGHT = 0.1           # dF' counts a tenth of dF (docs/fgd-results.md: 0.03-2.0 measured)
+UNBOUNDED = 1 << 40         # slots of a resource a shape does not ask for
+
+
+class FillTables:
+    """Lookup tables of the fill measure for one target workload and list of GPU models."""
+
+    def __init__(self, tables: FragTables) -> None:
+        gpu = np.array([s.gpu_milli for s in tables.shapes], dtype=np.int64)
+        values = np.arange(ABSENT + 1)[:, None]
+        self.slots = np.where(gpu > 0, values // np.maximum(gpu, 1), 0)   # (1002, K)
+        self.slots[ABSENT] = 0
+        self.num_gpu = np.maximum(tables.num_gpu, 1)
+        self.cpu = np.maximum(tables.cpu, 1)
+        self.memory = np.array([s.memory for s in tables.shapes], dtype=np.int64)
+        # (models + 1, K): p_m * GPU milli one pod of m uses, 0 where m cannot use the model
+        self.usable = np.where(tables.allowed & (gpu > 0), tables.weight * gpu * tables.num_gpu, 0.0)
+        self.weight_total = float(tables.weight_total)
+
+    def measure(self, slots: np.ndarray, idle: np.ndarray, cpu_free: np.ndarray,
+                memory_free: np.ndarray, model_row: np.ndarray) -> np.ndarray:
+        """F'_n(M) from per-node GPU slot sums ``slots`` (..., K) and ``idle``, ``cpu_free``,
+        ``memory_free``, ``model_row`` (...)."""
+        k = np.minimum(slots // self.num_gpu, np.maximum(cpu_free, 0)[..., None] // self.cpu)
+        memory_slots = np.maximum(memory_free, 0)[..., None] // np.maximum(self.memory, 1)
+        k = np.minimum(k, np.where(self.memory > 0, memory_slots, UNBOUNDED))
+        result: np.ndarray = idle * self.weight_total - (k * self.usable[model_row]).sum(axis=-1)
+        return result
+
+    def slot_sums(self, left: np.ndarray) -> np.ndarray:
+        """Per-shape GPU slots summed over the last axis of ``left`` (free milli, -1 absent)."""
+        result: np.ndarray = self.slots[np.where(left < 0, ABSENT, left)].sum(axis=-2)
+        return result
+
+
+def least_free_fitting(left: np.ndarray, milli: int, count: int) -> np.ndarray:
+    """``left`` after a pod takes ``milli`` from the ``count`` GPUs with the least free milli that
+    still fit (FGD's hypothetical for whole-GPU and multi-GPU pods), row by row."""
+    after = left.copy()
+    if count and milli:
+        key = np.where(left >= milli, left, ABSENT + 1) * 16 + np.arange(left.shape[1])
+        order = np.argsort(key, axis=1)[:, :count]
+        taken = np.take_along_axis(left, order, axis=1)
+        np.put_along_axis(after, order, np.where(taken >= milli, taken - milli, taken), axis=1)
+    return after
+
+
+class PolicyFGDFill(PolicyFGD):
+    """FGD plus ``FILL_WEIGHT`` x the fill measure; scores cached per pod shape (cpu, memory,
+    share, GPU count) and node, recomputed where a node's FGD version or free memory moved."""
+
+    name = NAME
+
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self._fill: FillTables | None = None
+        self._fill_of: FragState | None = None
+        self._memory = np.zeros(0, dtype=np.int64)       # free memory per node when last read
+        self._fill_scores: dict[tuple[int, int, int, int], ShapeScores] = {}
+
+    def _sync_memory(self, frag: FragState, snapshot: Snapshot) -> FillTables:
+        """The tables for ``frag``'s workload; forgets cached scores of nodes whose free memory
+        changed (FGD's node versions follow GPUs and CPU only)."""
+        memory = np.asarray(snapshot.free[:, snapshot.resources["memory"]], dtype=np.int64)
+        if self._fill is None or self._fill_of is not frag or len(self._memory) != len(memory):
+            self._fill, self._fill_of = FillTables(frag.tables), frag
+            self._fill_scores.clear()
+        else:
+            moved = np.flatnonzero(self._memory != memory)
+            for cached in self._fill_scores.values():
+                cached.version[moved] = -1
+        self._memory = memory.copy()
+        return self._fill
+
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+              nodes: np.ndarray) -> np.ndarray:
+        """FGD's score with ``FILL_WEIGHT * dF'`` added to each delta; for a share, writes the GPU
+        chosen on each node under ``"gpu-selection"``."""
+        if not len(nodes):
+            return np.zeros(0, dtype=np.int64)
+        frag = self.fragmentation_state(snapshot)
+        fill = self._sync_memory(frag, snapshot)
+        cpu, memory = int(pod.requests.get("cpu", 0)), int(pod.requests.get("memory", 0))
+        share, count = pod_gpu(pod)
+        sharing = count == 1 and share < MILLI
+        key = (cpu, memory, share, count)
+        cached = self._fill_scores.get(key)
+        if cached is None:
+            cached = self._fill_scores[key] = ShapeScores.empty(len(frag.version))
+        stale = nodes[cached.version[nodes] != frag.version[nodes]]
+        if stale.size:
+            self._rescore_fill(frag, fill, cached, stale, (cpu, memory, share, count))
+        if sharing:
+            state.write(GPU_SELECTION_KEY, GpuSelection(nodes, cached.best_gpu[nodes][:, None]))
+        scores: np.ndarray = cached.score[nodes]
+        return scores
+
+    def _rescore_fill(self, frag: FragState, fill: FillTables, cached: ShapeScores,
+                      nodes: np.ndarray, pod: tuple[int, int, int, int]) -> None:
+        cpu, memory, share, count = pod
+        left, cpu_free, rows = frag.gpu_left[nodes], frag.cpu_free[nodes], frag.model_row[nodes]
+        memory_free = self._memory[nodes]
+        idle = np.maximum(left, 0).sum(axis=1)
+        before = frag.frag[nodes] + FILL_WEIGHT * fill.measure(
+            fill.slot_sums(left), idle, cpu_free, memory_free, rows)
+        if count == 1 and share < MILLI:
+            after_fgd, valid = frag.after_share(nodes, cpu, share)
+            after_left = left[:, None, :] - np.eye(left.shape[1], dtype=np.int64)[None] * share
+            after = after_fgd + FILL_WEIGHT * fill.measure(
+                fill.slot_sums(after_left), (idle - share)[:, None], (cpu_free - cpu)[:, None],
+                (memory_free - memory)[:, None], rows[:, None])
+            per_gpu = np.where(valid, sigmoid_score(before[:, None] - after), -1)
+            best = np.argmax(per_gpu, axis=1)          # ties: the lowest GPU index, as FGD
+            cached.best_gpu[nodes] = best
+            cached.score[nodes] = np.maximum(per_gpu[np.arange(len(nodes)), best], 0)
+        else:
+            after_left = least_free_fitting(left, share, count)
+            after = frag.after_whole(nodes, cpu, share, count) + FILL_WEIGHT * fill.measure(
+                fill.slot_sums(after_left), np.maximum(after_left, 0).sum(axis=1), cpu_free - cpu,
+                memory_free - memory, rows)
+            cached.score[nodes] = sigmoid_score(before - after)
+        cached.version[nodes] = frag.version[nodes]
+
+
+def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGDFill:
+    return PolicyFGDFill(args)
