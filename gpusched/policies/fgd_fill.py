@@ -39,7 +39,8 @@ import numpy as np
 
 from gpusched.policies.common import GPU_SELECTION_KEY, MILLI, GpuSelection, pod_gpu
 from gpusched.policies.fgd import PolicyFGD, ShapeScores
-from gpusched.policies.fragmentation import ABSENT, FragState, FragTables, sigmoid_score
+from gpusched.policies.fragmentation import (ABSENT, DEDUPE_AT, FragState, FragTables,
+                                              sigmoid_score)
 
 if TYPE_CHECKING:
     from gpusched.objects.types import PodInfo
@@ -146,6 +147,23 @@ class PolicyFGDFill(PolicyFGD):
 
     def _rescore_fill(self, frag: FragState, fill: FillTables, cached: ShapeScores,
                       nodes: np.ndarray, pod: tuple[int, int, int, int]) -> None:
+        """Recompute ``cached`` on ``nodes``; many nodes (a new pod shape) are computed once per
+        distinct node state (model, free CPU, free memory, free milli per GPU)."""
+        if len(nodes) >= DEDUPE_AT:
+            key = np.column_stack((frag.model_row[nodes], frag.cpu_free[nodes],
+                                   self._memory[nodes], frag.gpu_left[nodes]))
+            _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+            score, best = self._scores_of(frag, fill, nodes[first], pod)
+            inverse = inverse.reshape(-1)
+            score, best = score[inverse], best[inverse]
+        else:
+            score, best = self._scores_of(frag, fill, nodes, pod)
+        cached.score[nodes], cached.best_gpu[nodes] = score, best
+        cached.version[nodes] = frag.version[nodes]
+
+    def _scores_of(self, frag: FragState, fill: FillTables, nodes: np.ndarray,
+                   pod: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Score and (shares) chosen GPU of each node: FGD's, with ``FILL_WEIGHT * dF'``."""
         cpu, memory, share, count = pod
         left, cpu_free, rows = frag.gpu_left[nodes], frag.cpu_free[nodes], frag.model_row[nodes]
         memory_free = self._memory[nodes]
@@ -160,15 +178,12 @@ class PolicyFGDFill(PolicyFGD):
                 (memory_free - memory)[:, None], rows[:, None])
             per_gpu = np.where(valid, sigmoid_score(before[:, None] - after), -1)
             best = np.argmax(per_gpu, axis=1)          # ties: the lowest GPU index, as FGD
-            cached.best_gpu[nodes] = best
-            cached.score[nodes] = np.maximum(per_gpu[np.arange(len(nodes)), best], 0)
-        else:
-            after_left = least_free_fitting(left, share, count)
-            after = frag.after_whole(nodes, cpu, share, count) + FILL_WEIGHT * fill.measure(
-                fill.slot_sums(after_left), np.maximum(after_left, 0).sum(axis=1), cpu_free - cpu,
-                memory_free - memory, rows)
-            cached.score[nodes] = sigmoid_score(before - after)
-        cached.version[nodes] = frag.version[nodes]
+            return np.maximum(per_gpu[np.arange(len(nodes)), best], 0), best
+        after_left = least_free_fitting(left, share, count)
+        after = frag.after_whole(nodes, cpu, share, count) + FILL_WEIGHT * fill.measure(
+            fill.slot_sums(after_left), np.maximum(after_left, 0).sum(axis=1), cpu_free - cpu,
+            memory_free - memory, rows)
+        return sigmoid_score(before - after), np.zeros(len(nodes), dtype=np.int64)
 
 
 def new(args: dict[str, Any] | None = None, *_: object) -> PolicyFGDFill:

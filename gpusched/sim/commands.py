@@ -31,7 +31,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     fgd.add_argument("--nodes", required=True, help="node list CSV (openb_node_list_gpu_node.csv)")
     fgd.add_argument("--pods", required=True, help="pod list CSV (openb_pod_list_*.csv)")
     fgd.add_argument("--policies", default=DEFAULT_POLICIES,
-                     help=f"comma-separated (default {DEFAULT_POLICIES}; gpusched's own: fgdsat)")
+                     help=f"comma-separated (default {DEFAULT_POLICIES}; gpusched's own: fgdsat, fgdfill)")
     fgd.add_argument("--seeds", default="42-51", help="range or list (default 42-51)")
     fgd.add_argument("--tune", type=float, default=1.3, help="target GPU request / capacity")
     fgd.add_argument("--jobs", type=int, default=1, help="parallel runs (processes)")

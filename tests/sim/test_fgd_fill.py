@@ -65,6 +65,10 @@ def cpu_pod(name: str, cpu: int) -> TracePod:
     return TracePod(name, cpu, GIB, 0, 0)
 
 
+POD_SHAPES = [(250, 1, 2000), (500, 1, 4000), (1000, 1, 4000), (1000, 2, 8000), (0, 0, 2000),
+              (0, 0, 16_000)]
+
+
 def scores(plugin: PolicyFGD, snap, pod) -> tuple[list[int], list[tuple[int, ...]]]:
     state = CycleState()
     result = plugin.score(state, pod, snap, snap.all_nodes()).tolist()
@@ -91,10 +95,6 @@ def test_fill_sends_the_cpu_pod_where_it_strands_nothing_whatever_the_node_order
     assert sched.schedule_one(pod_info(cpu_pod("c", 8_000), 0)).node == "a"
 
 
-POD_SHAPES = [(250, 1, 2000), (500, 1, 4000), (1000, 1, 4000), (1000, 2, 8000), (0, 0, 2000),
-              (0, 0, 16_000)]
-
-
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, len(POD_SHAPES) - 1), st.booleans()), min_size=1, max_size=25))
 def test_cached_fill_scores_equal_fresh_ones(steps):
@@ -116,6 +116,31 @@ def test_cached_fill_scores_equal_fresh_ones(steps):
                 snap.add_pod(pod, row, assignment)
                 placed.append(pod.uid)
                 break
+
+
+@pytest.mark.parametrize("pod_shape", POD_SHAPES, ids=[f"{m}x{g}-cpu{c}" for m, g, c in POD_SHAPES])
+def test_many_nodes_scored_once_per_state_equal_node_by_node(pod_shape):
+    # 70 nodes (>= DEDUPE_AT) in 15 distinct states (CPU x memory): computed once per state,
+    # as one by one; the shapes ask for memory, so a state that left memory out would differ
+    shapes = [TargetShape(4000, 500, 1, (), 0.5, memory=64 * GIB),
+              TargetShape(8000, 1000, 1, (), 0.5, memory=100 * GIB)]
+    snap = build_snapshot([TraceNode(f"n{i}", 16_000 * (1 + i % 5), 100 * GIB * (1 + i % 3), 4, "T4")
+                           for i in range(70)])
+    for row, milli in ((3, 250), (8, 700), (13, 500)):
+        placed = pod_info(TracePod(f"by-hand-{row}", 2000, GIB, 1, milli), row)
+        snap.add_pod(placed, row, snap.devices[row].allocate(placed))
+    milli, gpus, cpu = pod_shape
+    pod = pod_info(TracePod("p", cpu, GIB, gpus if milli else 0, milli), 99)
+    together = scores(PolicyFGDFill({"target_workload": shapes}), snap, pod)
+    one_by_one: tuple[list[int], list[tuple[int, ...]]] = ([], [])
+    for row in range(70):
+        state = CycleState()
+        one_by_one[0].extend(PolicyFGDFill({"target_workload": shapes}).score(
+            state, pod, snap, np.array([row])).tolist())
+        selection = state.read(GPU_SELECTION_KEY)
+        if selection:
+            one_by_one[1].append(selection.get(row, ()))
+    assert together == one_by_one
 
 
 def test_scores_follow_a_change_of_free_memory_alone():
