@@ -55,7 +55,9 @@ UNBOUNDED = 1 << 40         # slots of a resource a shape does not ask for
 class FillTables:
     """Lookup tables of the fill measure for one target workload and list of GPU models."""
 
-    def __init__(self, tables: FragTables) -> None:
+    def __init__(self, tables: FragTables, gpus_per_model: np.ndarray | None = None) -> None:
+        """``gpus_per_model``: the cluster's GPUs per ``tables.model_rows`` row (models + 1); a
+        shape limited to models holding a fraction f of them weighs 1 / f (None: all 1)."""
         gpu = np.array([s.gpu_milli for s in tables.shapes], dtype=np.int64)
         values = np.arange(ABSENT + 1)[:, None]
         self.slots = np.where(gpu > 0, values // np.maximum(gpu, 1), 0)   # (1002, K)
@@ -63,8 +65,13 @@ class FillTables:
         self.num_gpu = np.maximum(tables.num_gpu, 1)
         self.cpu = np.maximum(tables.cpu, 1)
         self.memory = np.array([s.memory for s in tables.shapes], dtype=np.int64)
-        # (models + 1, K): p_m * GPU milli one pod of m uses, 0 where m cannot use the model
-        self.usable = np.where(tables.allowed & (gpu > 0), tables.weight * gpu * tables.num_gpu, 0.0)
+        # (models + 1, K): p_m * GPU milli one pod of m uses * scarcity, 0 where m cannot use it
+        usable = tables.allowed & (gpu > 0)
+        scarcity = np.ones(len(gpu))
+        if gpus_per_model is not None:
+            reachable = (usable * gpus_per_model[:, None]).sum(axis=0)
+            scarcity = np.where(reachable > 0, gpus_per_model.sum() / np.maximum(reachable, 1), 1.0)
+        self.usable = np.where(usable, tables.weight * gpu * tables.num_gpu * scarcity, 0.0)
         self.weight_total = float(tables.weight_total)
 
     def measure(self, slots: np.ndarray, idle: np.ndarray, cpu_free: np.ndarray,
@@ -113,7 +120,9 @@ class PolicyFGDFill(PolicyFGD):
         changed (FGD's node versions follow GPUs and CPU only)."""
         memory = np.asarray(snapshot.free[:, snapshot.resources["memory"]], dtype=np.int64)
         if self._fill is None or self._fill_of is not frag or len(self._memory) != len(memory):
-            self._fill, self._fill_of = FillTables(frag.tables), frag
+            gpus = np.bincount(frag.model_row, weights=(frag.gpu_left >= 0).sum(axis=1),
+                               minlength=len(frag.tables.model_names) + 1)
+            self._fill, self._fill_of = FillTables(frag.tables, gpus), frag
             self._fill_scores.clear()
         else:
             moved = np.flatnonzero(self._memory != memory)

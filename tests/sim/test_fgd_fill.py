@@ -4,6 +4,8 @@ and a short experiment run."""
 
 from __future__ import annotations
 
+import csv
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from gpusched.sim.alibaba import TraceNode, TracePod, pod_info
 from gpusched.sim.experiment import RunSpec, build_snapshot, decision_lines, policy_label, run
 from gpusched.sim.experiment_profile import experiment_scheduler
 from gpusched.sim.workload import target_workload
+from tests.conftest import gpusched_executable
 
 GIB = 1 << 30
 SHARE = TargetShape(4000, 500, 1, (), 1.0)
@@ -185,3 +188,17 @@ def test_fgdfill_runs_the_protocol_deterministically(short_trace):
     assert 50.0 < result.allocation[100] <= 100.0
     assert decision_lines(spec, limit=120) == decision_lines(spec, limit=120)
     assert decision_lines(spec, limit=120) != decision_lines(RunSpec(nodes, pods, "fgd", 42), limit=120)
+
+
+def test_replay_runs_fgdfill_through_the_embedded_cluster(short_trace, tmp_path):
+    nodes, pods = short_trace
+    lines = Path(pods).read_text().splitlines(keepends=True)
+    pods = str(tmp_path / "pods-100.csv")
+    Path(pods).write_text("".join(lines[:101]))
+    done = subprocess.run([gpusched_executable(), "replay", "--nodes", nodes, "--pods", pods,
+                           "--policy", "fgdfill", "--seed", "42", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "out" / "pods.csv", newline="") as handle:
+        records = list(csv.DictReader(handle))
+    assert len(records) == 100 and any(r["start_s"] for r in records)
