@@ -417,5 +417,5 @@ def reject(view: View, pod: dict[str, Any], rejection: Rejection) -> None:
             condition.update({"status": "False", "reason": "PodFailed",
                               "lastTransitionTime": view.timestamp()})
     view.update(new)
-    view.epoch += 1
+    view.capacity_changed(new)
     view.record_event(new, rejection.reason, rejection.message, "Warning", "kubelet")

@@ -21,41 +21,56 @@ modes); called by ``cluster.cluster.settle``.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster import scheduling
+from gpusched.cluster import queueing, scheduling
 from gpusched.cluster.backfill import schedule_in_order, scheduler_mode
 from gpusched.cluster.snapshot_cache import cached_snapshot
 from gpusched.cluster.view import View
 from gpusched.objects.pod import pod_info
+
+if TYPE_CHECKING:
+    from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.runner import Scheduler
 
 
 def schedule_pending(view: View) -> None:
     """One scheduling pass over the pending pods; see the module docstring."""
     pending = [p for p in scheduling.pending_pods(view, scheduling.served_names(view))
                if not scheduling.is_gated(p)]
-    live = {p["metadata"]["uid"] for p in pending}
-    for uid in [u for u in view.attempts if u not in live]:
-        del view.attempts[uid]
-    todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
+    queueing.forget(view, {p["metadata"]["uid"] for p in pending})
     mode = scheduler_mode(view)      # ConfigMap kube-system/gpusched-scheduler, docs/backfill.md
-    if not todo:
-        return
     if mode.mode != "default":
-        schedule_in_order(view, mode, pending, todo)
+        todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
+        if todo:
+            schedule_in_order(view, mode, pending, todo)
+        return
+    todo = [p for p in pending if queueing.needs_look(view, p["metadata"]["uid"])]
+    if not todo:
         return
     snapshot, order = cached_snapshot(view)      # build_snapshot's, kept current (upstream's cache)
     scheduler = scheduling.make_scheduler(snapshot, view, order,
                                           scheduling.kept_frameworks(view, snapshot))
     for pod in todo:
         info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
-        started = time.perf_counter()     # the one real timer: attempt latency for /metrics
-        result = scheduler.schedule_one(info)
-        scheduling.record_attempt(view, scheduler, result, time.perf_counter() - started)
-        if result.scheduled:
-            scheduling.bind(view, pod, result.node, result.assignment)
+        if not queueing.worth_retrying(view, pod, info, snapshot):
             continue
-        view.attempts[pod["metadata"]["uid"]] = view.epoch
-        if result.nominated_node:
-            scheduling.preempt(view, pod, result)
+        if _attempt(view, scheduler, pod, info):
             return   # capacity changed: the next pass rebuilds the snapshot
-        scheduling.record_failure(view, pod, result.message, nominated="")
+
+
+def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInfo) -> bool:
+    """One scheduling cycle for ``pod``, its result applied; True when it preempted."""
+    started = time.perf_counter()     # the one real timer: attempt latency for /metrics
+    result = scheduler.schedule_one(info)
+    scheduling.record_attempt(view, scheduler, result, time.perf_counter() - started)
+    if result.scheduled:
+        scheduling.bind(view, pod, result.node, result.assignment)
+        return False
+    view.attempts[pod["metadata"]["uid"]] = view.epoch
+    queueing.record_unschedulable(view, pod, result)
+    if result.nominated_node:
+        scheduling.preempt(view, pod, result)
+        return True
+    scheduling.record_failure(view, pod, result.message, nominated="")
+    return False

@@ -96,6 +96,8 @@ class View:
     event_counter: int = 0
     epoch: int = 0                      # bumps when capacity may have been freed (see scheduling)
     attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
+    queue: dict[str, dict[str, Any]] = field(default_factory=dict)   # cluster.queueing: per-pod failures
+    capacity_log: builtins.list[builtins.list[Any]] = field(default_factory=list)   # [epoch, node, priority]
     mutations: int = 0                  # in-memory change counter (fixpoint detection)
     stats: dict[str, Any] = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
     _dirty: dict[Key, str] = field(default_factory=dict)
@@ -132,6 +134,8 @@ class View:
                    event_counter=int(meta.get("event_counter", 0)),
                    epoch=int(meta.get("epoch", 0)),
                    attempts=json.loads(meta.get("attempts", "{}")),
+                   queue=json.loads(meta.get("queue", "{}")),
+                   capacity_log=json.loads(meta.get("capacity_log", "[]")),
                    stats=json.loads(meta.get("stats", "{}")))
         for kind, ns, name, body in store.read_objects():
             view._put((kind, ns, name), body)
@@ -145,7 +149,8 @@ class View:
         return {"rv": str(self.rv), "clock": repr(self.clock), "seed": str(self.seed),
                 "uid_counter": str(self.uid_counter), "name_counter": str(self.name_counter),
                 "event_counter": str(self.event_counter), "epoch": str(self.epoch),
-                "attempts": dumps(self.attempts), "stats": dumps(self.stats)}
+                "attempts": dumps(self.attempts), "stats": dumps(self.stats),
+                "queue": dumps(self.queue), "capacity_log": json.dumps(self.capacity_log)}
 
     def write(self, store: Store) -> None:
         """Write what changed (inside the caller's immediate transaction) and clear the marks."""
@@ -323,7 +328,7 @@ class View:
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
         if kind in EPOCH_KINDS:
-            self.epoch += 1
+            self.capacity_changed()
         return body
 
     def update(self, body: dict[str, Any]) -> bool:
@@ -353,7 +358,7 @@ class View:
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
         if key[0] in EPOCH_KINDS:
-            self.epoch += 1
+            self.capacity_changed()
         return True
 
     def delete(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
@@ -376,8 +381,16 @@ class View:
             self._deleted_nodes.add(name)
         self.mutations += 1
         if kind == "Pod" or kind in EPOCH_KINDS:
-            self.epoch += 1
+            self.capacity_changed(body if kind == "Pod" else None)
         return body
+
+    def capacity_changed(self, pod: dict[str, Any] | None = None) -> None:
+        """A change that may let a pending pod fit: a new ``epoch``, logged for the queue's hints
+        (``cluster.queueing``) with the node ``pod`` left (nominated, or "") and its priority."""
+        self.epoch += 1
+        spec, status = (pod.get("spec") or {}, pod.get("status") or {}) if pod else ({}, {})
+        node = (spec.get("nodeName") or status.get("nominatedNodeName") or "") if pod else "*"
+        self.capacity_log.append([self.epoch, node, int(spec.get("priority") or 0)])
 
     def touch(self, body: dict[str, Any]) -> None:
         """Have the timers re-derive an object that did not change (a controller's in-memory
@@ -456,7 +469,6 @@ class View:
                       self._live_on_node, self._unbound, self._uids, self._dependents, self.memo,
                       self._sorted):
             index.clear()
-        self.attempts.clear()
         self.stats = {}
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0
         self.clock = 0.0

@@ -2,10 +2,9 @@
 
 kube-scheduler's names, labels and buckets where it has them:
 
-- ``scheduler_pending_pods{queue}``: pending pods by queue. gpusched settles every command, so
-  a pending pod already tried at the current capacity epoch is ``unschedulable``, one not yet
-  tried is ``active``, one with ``spec.schedulingGates`` is ``gated``; ``backoff`` is 0
-  (virtual time has no backoff wait).
+- ``scheduler_pending_pods{queue}``: pending pods by queue (``cluster.queueing.queue_of``): a
+  failed pod no event has moved is ``unschedulable``, one moved but backing off ``backoff``, one
+  never tried (or moved, back-off over) ``active``, one with ``spec.schedulingGates`` ``gated``.
 - ``scheduler_schedule_attempts_total{result,profile}``,
   ``scheduler_scheduling_attempt_duration_seconds{result,profile}`` (real elapsed time of
   ``schedule_one``), ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``:
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
                                     Metric)
 
+from gpusched.cluster.queueing import queue_of
 from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_snapshot,
                                          pending_pods)
 from gpusched.cluster.view import View
@@ -132,10 +132,8 @@ class ClusterCollector:
         for pod in pending_pods(view):
             if (pod.get("spec") or {}).get("schedulingGates"):
                 queues["gated"] += 1
-            elif view.attempts.get(pod["metadata"]["uid"]) == view.epoch:
-                queues["unschedulable"] += 1
             else:
-                queues["active"] += 1
+                queues[queue_of(view, pod["metadata"]["uid"])] += 1
         pending = GaugeMetricFamily("scheduler_pending_pods", PENDING_HELP, labels=["queue"])
         for queue, count in queues.items():
             pending.add_metric([queue], count)

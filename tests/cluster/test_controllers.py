@@ -276,6 +276,8 @@ def test_cordon_keeps_new_pods_off(cluster):
     apply(cluster, pod("p"))
     assert node_of(cluster, "p") == ""
     assert cluster.uncordon("gpu-1") == "node/gpu-1 uncordoned"
+    assert node_of(cluster, "p") == ""       # moved by the node event, backing off
+    cluster.advance(1)  # the 1 s back-off after its failure (scheduling_queue.go, podInitialBackoffDuration)
     assert node_of(cluster, "p") == "gpu-1"
 
 

@@ -222,7 +222,7 @@ def _mark_deleted(view: View, pod: dict[str, Any]) -> None:
             if cond.get("type") in ("Ready", "ContainersReady"):
                 cond.update(status="False", reason="PodFailed")
     view.update(new)
-    view.epoch += 1
+    view.capacity_changed(new)
 
 
 def _restart_count(pod: dict[str, Any], name: str) -> int:

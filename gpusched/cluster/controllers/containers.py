@@ -77,7 +77,7 @@ def _fail(view: View, pod: dict[str, Any], end: float, code: int) -> None:
         if cond.get("type") in ("Ready", "ContainersReady"):
             cond.update(status="False", reason="PodFailed", lastTransitionTime=finished)
     view.update(new)
-    view.epoch += 1
+    view.capacity_changed(new)
 
 
 def _restart_later(view: View, pod: dict[str, Any], end: float, code: int) -> None:

@@ -171,5 +171,5 @@ def finish(view: View, pod: dict[str, Any], end: float) -> None:
                                   "finishedAt": finished}}}
         for c in (pod.get("spec") or {}).get("containers") or []]
     view.update(new)
-    view.epoch += 1
+    view.capacity_changed(new)
 

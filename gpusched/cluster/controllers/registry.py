@@ -19,6 +19,7 @@ from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, dae
                                           node_lifecycle,
                                           node_status, nodepool, pod_lifecycle, replicaset,
                                           volumes, vpa)
+from gpusched.cluster import queueing
 from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
@@ -111,7 +112,7 @@ WATCHES = {
 # kind -> per-object timers (``cluster.timers``); add a controller's due function here.
 TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
-            node_lifecycle.eviction_due, containers.restart_due),
+            node_lifecycle.eviction_due, containers.restart_due, queueing.retry_due),
     "Job": (job.due,),
     "Deployment": (deployment_status.progress_due,),
     "NodePool": (autoscaler.due,),
