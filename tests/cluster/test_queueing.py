@@ -1,0 +1,151 @@
+"""The embedded cluster's scheduling queue (``cluster.queueing``): back-off, the 5-minute flush
+and the queueing hints, against kube-scheduler's ``pkg/scheduler/backend/queue/
+scheduling_queue.go`` and NodeResourcesFit's hints (``pkg/scheduler/framework/plugins/
+noderesources/fit.go``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusched.cluster.queueing import backoff_seconds, pod_left_hint
+from tests.scheduler.builders import make_node, make_pod, snapshot_of
+
+from .builders import apply, join, node_of, pod, pool, priority_class
+
+
+# ---- back-off: calculateBackoffDuration (podInitialBackoffDuration 1s, podMaxBackoffDuration 10s)
+
+@pytest.mark.parametrize("failures, seconds", [
+    pytest.param(0, 0.0, id="never-failed-no-backoff"),
+    pytest.param(1, 1.0, id="first-failure-1s-initial"),
+    pytest.param(2, 2.0, id="second-doubles"),
+    pytest.param(3, 4.0, id="third-4s"),
+    pytest.param(4, 8.0, id="fourth-8s"),
+    pytest.param(5, 10.0, id="fifth-capped-at-max-10s"),
+    pytest.param(60, 10.0, id="many-stays-at-max"),
+])
+def test_backoff_per_failure_count(failures, seconds):
+    assert backoff_seconds(failures) == seconds
+
+
+def failed_events(cluster, name: str) -> int:
+    return sum(e.get("count", 1) for e in cluster.events()
+               if e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == name)
+
+
+def test_a_moved_pod_waits_out_its_backoff_then_binds(cluster):
+    """scheduling_queue.go requeuePodWithQueueingStrategy: a pod an event moves while it is
+    backing off goes to backoffQ and is popped when its back-off ends (1 s after one failure)."""
+    apply(cluster, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
+    assert node_of(cluster, "p") == "" and failed_events(cluster, "p") == 1
+    cluster.advance(0.4)
+    cluster.delete("Pod", "blocker", grace=0)   # room at t=0.4: moved, backing off
+    assert node_of(cluster, "p") == ""
+    cluster.advance(0.5)                                # t=0.9: still backing off
+    assert node_of(cluster, "p") == ""
+    cluster.advance(0.1)                                # t=1.0: the timer wakes the pass
+    assert node_of(cluster, "p") == "gpu-1"
+
+
+def test_backoff_doubles_with_each_failure(cluster):
+    """Two failures: 2 s (calculateBackoffDuration); the second failure is at the flush."""
+    apply(cluster, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
+    cluster.advance(300)
+    apply(cluster, priority_class("unrelated", 5))      # any change: the flush retries p
+    assert failed_events(cluster, "p") == 2
+    cluster.delete("Pod", "blocker", grace=0)
+    cluster.advance(1.5)
+    assert node_of(cluster, "p") == ""
+    cluster.advance(0.5)
+    assert node_of(cluster, "p") == "gpu-1"
+
+
+def test_an_unschedulable_pod_is_flushed_after_five_minutes(cluster):
+    """flushUnschedulablePodsLeftover (podMaxInUnschedulablePodsDuration = 5 min): a pod no
+    event moved is retried once it has been unschedulable that long; before, a change that
+    cannot help it (here a PriorityClass) does not retry it. gpusched flushes at the first pass
+    after the 5 minutes (an idle clock does not wake for it)."""
+    apply(cluster, join(pool(count=1, gpus=1), pod("p", gpus=2)))
+    assert failed_events(cluster, "p") == 1
+    cluster.advance(299)
+    apply(cluster, priority_class("a", 5))
+    assert failed_events(cluster, "p") == 1
+    cluster.advance(1)
+    apply(cluster, priority_class("b", 6))
+    assert failed_events(cluster, "p") == 2
+
+
+def test_a_pod_ending_on_a_node_too_small_does_not_retry(cluster):
+    """fit.go isSchedulableAfterPodEvent, narrowed: the freed node cannot hold the pod even
+    empty, so the pod stays in unschedulablePods (no new FailedScheduling)."""
+    apply(cluster, join(pool("small", count=1, gpus=1), pool("big", count=1, gpus=4),
+                        pod("s", gpus=1), pod("b", gpus=4), pod("p", gpus=2)))
+    assert node_of(cluster, "p") == "" and failed_events(cluster, "p") == 1
+    cluster.delete("Pod", "s", grace=0)
+    cluster.advance(20)
+    assert failed_events(cluster, "p") == 1
+    cluster.delete("Pod", "b", grace=0)         # the 4-GPU node frees: queued, binds
+    cluster.advance(1)
+    assert node_of(cluster, "p") == "big-1"
+
+
+# ---- hint table: pod_left_hint(snapshot, pending pod, its record, node left, priority left)
+
+def _cluster_snapshot():
+    small = make_node("small", gpus=1, model="T4", cpu="8", memory="32Gi")
+    big = make_node("big", gpus=4, model="T4", cpu="32", memory="128Gi")
+    snap = snapshot_of(small, big)
+    for info, node in ((make_pod("low-on-big", gpus=2, priority=0), "big"),
+                       (make_pod("high-on-big", gpus=1, priority=5000), "big")):
+        row = snap.index[node]
+        snap.add_pod(info, node, snap.devices[row].allocate(info))
+    return snap
+
+
+FIT = ["GpuDevices", "NodeResourcesFit"]
+
+
+@pytest.mark.parametrize("plugins, node, left_priority, pod_kwargs, dry, expected", [
+    pytest.param(FIT, "small", 0, {"gpus": 2}, False, False,
+                 id="fit.go-pod-deleted-on-node-too-small-skip"),
+    pytest.param(FIT, "big", 0, {"gpus": 1, "preemption_policy": "Never"}, False, True,
+                 id="fit.go-pod-deleted-on-node-with-room-queue"),
+    pytest.param(FIT, "big", 0, {"gpus": 2, "preemption_policy": "Never"}, False, False,
+                 id="no-preemption-room-still-short-skip"),
+    pytest.param(FIT, "big", 5000, {"gpus": 3, "priority": 1000}, False, True,
+                 id="may-preempt-counts-lower-pods-queue"),
+    pytest.param(FIT, "big", 0, {"gpus": 3, "priority": 1000}, True, False,
+                 id="lower-pod-left-after-empty-dry-run-skip"),
+    pytest.param(FIT, "big", 5000, {"gpus": 3, "priority": 1000}, True, True,
+                 id="higher-pod-left-after-empty-dry-run-queue"),
+    pytest.param(FIT, "big", 0, {"gpus": 4, "priority": 1000}, False, False,
+                 id="higher-pod-stays-too-little-even-preempting-skip"),
+    pytest.param(FIT, "", 0, {"gpus": 1}, False, False,
+                 id="fit.go-unscheduled-unnominated-pod-deleted-skip"),
+    pytest.param(FIT, "gone-node", 0, {"gpus": 1}, False, True,
+                 id="node-unknown-to-the-snapshot-queue"),
+    pytest.param(["InterPodAffinity", "NodeResourcesFit"], "small", 0, {"gpus": 8}, False, True,
+                 id="interpodaffinity-registers-pod-delete-queue"),
+    pytest.param(["PodTopologySpread"], "small", 0, {"gpus": 8}, False, True,
+                 id="podtopologyspread-registers-pod-delete-queue"),
+    pytest.param(["NodeAffinity", "TaintToleration"], "big", 0, {"gpus": 1}, False, False,
+                 id="node-only-plugins-register-no-pod-event-skip"),
+    pytest.param([], "small", 0, {"gpus": 8}, False, True,
+                 id="isPodWorthRequeuing-no-failed-plugins-queue"),
+])
+def test_pod_left_hint(plugins, node, left_priority, pod_kwargs, dry, expected):
+    info = make_pod("pending", **pod_kwargs)
+    record = {"failures": 1, "at": 0.0, "plugins": plugins, "dry": dry, "moved": False}
+    assert pod_left_hint(_cluster_snapshot(), info, record, node, left_priority) is expected
+
+
+def test_a_gpu_share_fits_in_the_free_milli_of_a_used_gpu():
+    """GPU milli in total: a 500m share fits beside a 250m one on a 1-GPU node."""
+    snap = snapshot_of(make_node("n", gpus=1, model="T4"))
+    held = make_pod("held", gpus=1, gpu_milli=250)
+    snap.add_pod(held, "n", snap.devices[0].allocate(held))
+    record = {"failures": 1, "at": 0.0, "plugins": FIT, "dry": False, "moved": False}
+    fits = make_pod("half", gpus=1, gpu_milli=500, preemption_policy="Never")
+    too_big = make_pod("most", gpus=1, gpu_milli=800, preemption_policy="Never")
+    assert pod_left_hint(snap, fits, record, "n", 0) is True
+    assert pod_left_hint(snap, too_big, record, "n", 0) is False
