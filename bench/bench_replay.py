@@ -9,6 +9,7 @@ Target (issue "Speed"): under 30 s.
     python bench/bench_replay.py                   # full trace, FGD, seed 42
     python bench/bench_replay.py --limit 2000      # the first 2,000 pods
     python bench/bench_replay.py --profile         # cProfile top functions
+    python bench/bench_replay.py --policy default --load 0.95 --until 3   # the capacity example's peak
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from gpusched.sim.replay import ReplayConfig, replay
 from gpusched.sim.replay_input import alibaba_trace
+from gpusched.sim.replay_load import scale_for_load, time_scaled
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "alibaba-gpu-v2023"
 
@@ -36,14 +38,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", default="fgd")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--limit", type=int, default=0, help="replay only the first N pods")
+    parser.add_argument("--load", type=float, default=None,
+                        help="compress arrivals to this peak load (gpusched replay --load)")
+    parser.add_argument("--until", type=float, default=None, help="stop after this many hours")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args(argv)
     started, cpu = time.perf_counter(), time.process_time()
     trace = alibaba_trace(args.nodes, args.pods)
     if args.limit:
         trace = replace(trace, jobs=trace.jobs[:args.limit])
+    if args.load is not None:
+        trace = time_scaled(trace, scale_for_load(trace, args.load))
     loaded = time.perf_counter() - started
-    config = ReplayConfig(policy=args.policy, seed=args.seed)
+    config = ReplayConfig(policy=args.policy, seed=args.seed,
+                          until=None if args.until is None else args.until * 3600.0)
     profiler = cProfile.Profile(time.process_time) if args.profile else None   # CPU: the machine is shared
     if profiler is not None:
         profiler.enable()

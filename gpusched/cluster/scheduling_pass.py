@@ -4,15 +4,18 @@
    without the gated ones;
 2. the queue-order mode (ConfigMap ``kube-system/gpusched-scheduler``, ``cluster.backfill``):
    ``backfill`` and ``strict`` go to :func:`~gpusched.cluster.backfill.schedule_in_order`;
-3. ``default`` (kube-scheduler's order): for each pod whose last attempt happened before the
-   latest capacity change (``view.epoch``), ``Scheduler.schedule_one`` on the scheduler's
-   snapshot of the view (``cluster.snapshot_cache``: kept current from what changed, as
-   upstream's scheduler cache) with the profiles' plugins kept for it
+3. ``default`` (kube-scheduler's order): each pod the scheduling queue lets through
+   (``cluster.queueing``: never tried; or moved by a change its rejecting plugins' hints say
+   may help, or by the 5-minute flush, and its back-off over) gets ``Scheduler.schedule_one``
+   on the scheduler's snapshot of the view (``cluster.snapshot_cache``: kept current from what
+   changed, as upstream's scheduler cache) with the profiles' plugins kept for it
    (``scheduling.kept_frameworks``), and the result applied (``cluster.scheduling``: bind,
-   preempt, record_failure). A preemption ends the pass: capacity changed.
+   preempt, record_failure; a failure is recorded in the queue). A preemption ends the pass:
+   capacity changed. The hints are judged at the pod's turn, on the snapshot as the pass has
+   changed it so far.
 
-Skipping pods whose situation has not changed since their last attempt stands in for
-upstream's unschedulable queue (retried on cluster events), and keeps ``settle`` finite.
+The queue keeps ``settle`` finite (a pod is retried only after a logged change, once) and cheap
+(a pod ending wakes only the pods it may help).
 
 Neighbours: ``cluster.scheduling`` (the building blocks), ``cluster.backfill`` (queue-order
 modes); called by ``cluster.cluster.settle``.
