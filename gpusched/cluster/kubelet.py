@@ -52,6 +52,7 @@ from typing import Any
 
 from gpusched.cluster.changes import Changes
 from gpusched.cluster.controllers.common import TERMINAL, creation_order
+from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import View
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.errors import UsageError
@@ -417,5 +418,5 @@ def reject(view: View, pod: dict[str, Any], rejection: Rejection) -> None:
             condition.update({"status": "False", "reason": "PodFailed",
                               "lastTransitionTime": view.timestamp()})
     view.update(new)
-    view.capacity_changed(new)
+    capacity_changed(view, new)
     view.record_event(new, rejection.reason, rejection.message, "Warning", "kubelet")

@@ -22,9 +22,10 @@ unschedulable for 5 minutes is moved anyway (``podMaxInUnschedulablePodsDuration
   (``view.attempts[uid]``) go through :func:`pod_left_hint`;
 - :func:`retry_due` is a ``Pod`` timer (``controllers.registry.TIMED``): a moved pod's back-off
   end, so the clock wakes the pass then. The 5-minute flush has no timer: upstream's runs every
-  30 s even in a cluster where nothing changed, where a retry can only fail again; here it
-  happens at the first pass (any change) after the 5 minutes, so an idle clock never wakes and
-  a replay still ends when nothing is left to happen.
+  30 s even in a cluster where nothing changed, where a retry can only fail again; here a pod
+  unschedulable for 5 minutes is moved by the first logged change after them, whatever its
+  hint says (a count of changes, not of passes: settling on work queues and full passes agree),
+  so an idle clock never wakes and a replay still ends when nothing is left to happen.
 
 :func:`pod_left_hint` is NodeResourcesFit's ``isSchedulableAfterPodEvent``
 (``pkg/scheduler/framework/plugins/noderesources/fit.go``), narrowed where it stays sound (it
@@ -113,7 +114,7 @@ def needs_look(view: View, uid: str) -> bool:
         return seen != view.epoch          # new, or attempted outside the queue (backfill modes)
     if record["moved"]:
         return view.clock >= float(record["at"]) + backoff_seconds(int(record["failures"]))
-    return seen != view.epoch or view.clock >= float(record["at"]) + MAX_UNSCHEDULABLE_SECONDS
+    return seen != view.epoch
 
 
 def worth_retrying(view: View, pod: dict[str, Any], info: PodInfo, snapshot: Snapshot) -> bool:
@@ -124,7 +125,7 @@ def worth_retrying(view: View, pod: dict[str, Any], info: PodInfo, snapshot: Sna
     record = view.queue.get(uid)
     if seen is None or record is None:
         return seen != view.epoch
-    if not record["moved"]:
+    if not record["moved"] and seen != view.epoch:
         flush = view.clock >= float(record["at"]) + MAX_UNSCHEDULABLE_SECONDS
         if flush or _event_helps(view, info, record, seen, snapshot):
             record["moved"] = True

@@ -27,10 +27,10 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
-from gpusched.objects.types import ANN_ASSIGNED_DEVICES
 from gpusched.cluster.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.tree import copy_tree as copy_tree   # re-exported: the cluster's copies
+from gpusched.cluster.view_notes import capacity_changed, note_pod_end
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
 
@@ -328,7 +328,7 @@ class View:
         self._dirty[key] = "ADDED" if self._dirty.get(key) != "DELETED" else "MODIFIED"
         self.mutations += 1
         if kind in EPOCH_KINDS:
-            self.capacity_changed()
+            capacity_changed(self)
         return body
 
     def update(self, body: dict[str, Any]) -> bool:
@@ -358,7 +358,7 @@ class View:
         self._dirty.setdefault(key, "MODIFIED")
         self.mutations += 1
         if key[0] in EPOCH_KINDS:
-            self.capacity_changed()
+            capacity_changed(self)
         return True
 
     def delete(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
@@ -381,16 +381,8 @@ class View:
             self._deleted_nodes.add(name)
         self.mutations += 1
         if kind == "Pod" or kind in EPOCH_KINDS:
-            self.capacity_changed(body if kind == "Pod" else None)
+            capacity_changed(self, body if kind == "Pod" else None)
         return body
-
-    def capacity_changed(self, pod: dict[str, Any] | None = None) -> None:
-        """A change that may let a pending pod fit: a new ``epoch``, logged for the queue's hints
-        (``cluster.queueing``) with the node ``pod`` left (nominated, or "") and its priority."""
-        self.epoch += 1
-        spec, status = (pod.get("spec") or {}, pod.get("status") or {}) if pod else ({}, {})
-        node = (spec.get("nodeName") or status.get("nominatedNodeName") or "") if pod else "*"
-        self.capacity_log.append([self.epoch, node, int(spec.get("priority") or 0)])
 
     def touch(self, body: dict[str, Any]) -> None:
         """Have the timers re-derive an object that did not change (a controller's in-memory
@@ -473,27 +465,6 @@ class View:
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0
         self.clock = 0.0
         self.mutations += 1
-
-
-def note_pod_end(view: View, old: dict[str, Any], new: dict[str, Any] | None) -> None:
-    """Keep a trimmed copy of a GPU pod that stops running (deleted, or Succeeded/Failed) with
-    ``end`` = the virtual time, in ``view.stats["ended_pods"]``: ``gpusched.metrics`` integrates
-    GPU-hours, utilization and energy over pod lifetimes, and a deleted pod would otherwise vanish.
-    """
-    if (old.get("status") or {}).get("phase") != "Running":
-        return
-    if new is not None and (new.get("status") or {}).get("phase") == "Running":
-        return
-    meta, spec = old.get("metadata") or {}, old.get("spec") or {}
-    annotations = meta.get("annotations") or {}
-    if ANN_ASSIGNED_DEVICES not in annotations:
-        return
-    trimmed = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "annotations",
-                                                  "labels", "ownerReferences") if k in meta},
-               "spec": {k: spec[k] for k in ("nodeName", "priorityClassName", "priority",
-                                             "containers") if k in spec},
-               "end": view.clock}
-    view.stats.setdefault("ended_pods", []).append(trimmed)
 
 
 def _namespaced(kind: str) -> bool:

@@ -48,12 +48,13 @@ def test_a_moved_pod_waits_out_its_backoff_then_binds(cluster):
 
 
 def test_backoff_doubles_with_each_failure(cluster):
-    """Two failures: 2 s (calculateBackoffDuration); the second failure is at the flush."""
+    """Two failures: 2 s (calculateBackoffDuration). A node change moves the pod (every
+    plugin that registers Node events may judge it), its retry at t=1 fails again."""
     apply(cluster, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
-    cluster.advance(300)
-    apply(cluster, priority_class("unrelated", 5))      # any change: the flush retries p
+    cluster.label("node", "gpu-1", {"x": "y"})
+    cluster.advance(1)
     assert failed_events(cluster, "p") == 2
-    cluster.delete("Pod", "blocker", grace=0)
+    cluster.delete("Pod", "blocker", grace=0)           # t=1: moved, back-off until t=3
     cluster.advance(1.5)
     assert node_of(cluster, "p") == ""
     cluster.advance(0.5)
@@ -62,16 +63,20 @@ def test_backoff_doubles_with_each_failure(cluster):
 
 def test_an_unschedulable_pod_is_flushed_after_five_minutes(cluster):
     """flushUnschedulablePodsLeftover (podMaxInUnschedulablePodsDuration = 5 min): a pod no
-    event moved is retried once it has been unschedulable that long; before, a change that
-    cannot help it (here a PriorityClass) does not retry it. gpusched flushes at the first pass
-    after the 5 minutes (an idle clock does not wake for it)."""
-    apply(cluster, join(pool(count=1, gpus=1), pod("p", gpus=2)))
+    event moved is retried once it has been unschedulable that long. gpusched moves it at the
+    first logged change after the 5 minutes, even one its hint skips (a pod ending on a node
+    too small for it); before them, such a change does not retry it, nor after them does a
+    change of nothing it could use (a PriorityClass)."""
+    apply(cluster, join(pool("small", count=2, gpus=1), pod("s1", gpus=1), pod("s2", gpus=1),
+                        pod("p", gpus=2)))
     assert failed_events(cluster, "p") == 1
     cluster.advance(299)
-    apply(cluster, priority_class("a", 5))
+    cluster.delete("Pod", "s1", grace=0)
     assert failed_events(cluster, "p") == 1
     cluster.advance(1)
     apply(cluster, priority_class("b", 6))
+    assert failed_events(cluster, "p") == 1
+    cluster.delete("Pod", "s2", grace=0)
     assert failed_events(cluster, "p") == 2
 
 

@@ -19,6 +19,7 @@ import logging
 from gpusched.cluster.changes import Changes
 from gpusched.cluster.admission import admit
 from gpusched.cluster.store import dumps, seconds_of
+from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import NAME_ALPHABET, Key, View, object_namespace
 from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
@@ -222,7 +223,7 @@ def _mark_deleted(view: View, pod: dict[str, Any]) -> None:
             if cond.get("type") in ("Ready", "ContainersReady"):
                 cond.update(status="False", reason="PodFailed")
     view.update(new)
-    view.capacity_changed(new)
+    capacity_changed(view, new)
 
 
 def _restart_count(pod: dict[str, Any], name: str) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 import copy
 
 from gpusched.cluster.changes import Changes
+from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import View
 from gpusched.objects.types import ANN_START_TIME
 
@@ -77,7 +78,7 @@ def _fail(view: View, pod: dict[str, Any], end: float, code: int) -> None:
         if cond.get("type") in ("Ready", "ContainersReady"):
             cond.update(status="False", reason="PodFailed", lastTransitionTime=finished)
     view.update(new)
-    view.capacity_changed(new)
+    capacity_changed(view, new)
 
 
 def _restart_later(view: View, pod: dict[str, Any], end: float, code: int) -> None:

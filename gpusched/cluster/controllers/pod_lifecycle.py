@@ -34,6 +34,7 @@ from gpusched.cluster.controllers.common import (end_termination, is_running, is
                                                  is_terminating)
 from gpusched.cluster.store import seconds_of
 from gpusched.cluster.controllers.node_status import node_ip, pod_ip
+from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import View, copy_tree
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
@@ -171,5 +172,5 @@ def finish(view: View, pod: dict[str, Any], end: float) -> None:
                                   "finishedAt": finished}}}
         for c in (pod.get("spec") or {}).get("containers") or []]
     view.update(new)
-    view.capacity_changed(new)
+    capacity_changed(view, new)
 
