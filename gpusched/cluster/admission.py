@@ -55,10 +55,13 @@ CLUSTER_ANNOTATIONS = (ANN_ASSIGNED_GPUS, ANN_ASSIGNED_DEVICES, ANN_START_TIME)
 LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 
 
-def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-    """Run the admission chain on ``body`` (``old`` = the stored object on update)."""
+def admit(view: View, body: dict[str, Any], old: dict[str, Any] | None,
+          owned: bool = False) -> dict[str, Any]:
+    """Run the admission chain on ``body`` (``old`` = the stored object on update); ``owned``:
+    the caller hands ``body`` over (its own copy), changed in place instead of copied."""
     kind = body.get("kind", "")
-    body = copy_tree(body)
+    if not owned:
+        body = copy_tree(body)
     ensure_namespace(view, kind, body)
     _default_or_allocate(view, kind, body, old)
     _admit_policy_and_pod(view, kind, body, old)
@@ -109,9 +112,7 @@ def _admit_new_pod(view: View, pod: dict[str, Any]) -> None:
     resolve_priority(view, pod)
     runtime_class = lookup_runtime_class(view, pod)
     set_runtime_class(pod, runtime_class)
-    validated = validate_object(pod)          # the mutated object, as upstream validates it
-    pod.clear()
-    pod.update(validated)
+    validate_object(pod, owned=True)          # the mutated object, as upstream validates it
     validate_limit_ranges(view, pod)
     validate_overhead(pod, runtime_class)
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(pod)}

@@ -102,15 +102,17 @@ def create(view: View, info: KindInfo, namespace: str, body: object) -> dict[str
         meta.pop(field, None)
     if info.kind == "Event":
         return record_event(view, namespace, body)
+    # ``body`` is this call's own copy (check_body): validation, admission and the view take it
+    # over instead of copying it again
     if info.kind == "Pod":           # request/limit rules after mutating admission (admit)
         with admission_pending():
-            valid = validate_object(body)
+            valid = validate_object(body, owned=True)
     else:
-        valid = validate_object(body)
+        valid = validate_object(body, owned=True)
     name = valid["metadata"]["name"]
     if view.get(info.kind, name, namespace) is not None:
         raise AlreadyExistsError(_plural(info), name)
-    return copy_tree(view.create(admit(view, valid, None)))
+    return copy_tree(view.create(admit(view, valid, None, owned=True), owned=True))
 
 
 def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict[str, Any]:

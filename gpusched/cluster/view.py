@@ -308,9 +308,11 @@ class View:
         digest = hashlib.sha256(f"{self.seed}:{self.name_counter}".encode()).digest()
         return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:length])
 
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
-        body = copy_tree(body)
+    def create(self, body: dict[str, Any], owned: bool = False) -> dict[str, Any]:
+        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp. ``owned``:
+        the caller hands ``body`` over (its own copy): stored as is, not copied."""
+        if not owned:
+            body = copy_tree(body)
         kind = body["kind"]
         meta = body.setdefault("metadata", {})
         ns = object_namespace(kind, body)

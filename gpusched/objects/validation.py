@@ -78,8 +78,10 @@ def validate(manifest: Manifest) -> dict[str, Any]:
 Validator = Callable[[dict[str, Any], Errors], Any]
 
 
-def validate_object(obj: dict[str, Any], where: str = "", source: str = "", index: int | None = None) -> dict[str, Any]:
-    """``validate`` for an object that did not come from a file (the API server)."""
+def validate_object(obj: dict[str, Any], where: str = "", source: str = "", index: int | None = None,
+                    owned: bool = False) -> dict[str, Any]:
+    """``validate`` for an object that did not come from a file (the API server). ``owned``: the
+    caller hands ``obj`` over (its own copy): it is defaulted in place, not copied first."""
     if not isinstance(obj, dict) or obj.get("kind") not in KINDS:
         found = obj.get("kind") if isinstance(obj, dict) else None
         raise ManifestError(source or "<object>", index, "kind", f'no matches for kind "{found}"')
@@ -87,7 +89,8 @@ def validate_object(obj: dict[str, Any], where: str = "", source: str = "", inde
         raise ManifestError(source or "<object>", index, "",
                             f'no matches for kind "{obj["kind"]}" in version "{obj.get("apiVersion")}"')
     limits.check_object(obj, where)        # depth, NaN, 1.5 MiB: before anything walks it
-    obj = copy_tree(obj)
+    if not owned:
+        obj = copy_tree(obj)
     kind: str = obj["kind"]
     errors = Errors()
     _metadata(obj, kind, errors)
