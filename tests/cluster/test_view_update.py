@@ -1,0 +1,55 @@
+"""``View.update``: what counts as a change (a new resourceVersion, a MODIFIED in the change
+log) is the body's canonical JSON without its resourceVersion; a spec change also bumps
+``metadata.generation`` (apiserver: generation moves with the spec only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpusched.cluster.view import View, copy_tree
+
+
+def stored(view: View) -> dict[str, Any]:
+    return view.create({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "c", "namespace": "default"},
+                        "data": {"k": "v"}, "spec": {"n": 1, "flag": False}})
+
+
+def _same(body: dict[str, Any]) -> None:
+    pass
+
+
+def _data(body: dict[str, Any]) -> None:
+    body["data"]["k"] = "w"
+
+
+def _int_to_float(body: dict[str, Any]) -> None:
+    body["spec"]["n"] = 1.0          # == in Python, another JSON text
+
+
+def _false_to_zero(body: dict[str, Any]) -> None:
+    body["spec"]["flag"] = 0         # == in Python, another JSON text
+
+
+def _stale_version(body: dict[str, Any]) -> None:
+    body["metadata"]["resourceVersion"] = "1"   # the version alone is no change
+
+
+@pytest.mark.parametrize("edit, changed, generation", [
+    (_same, False, 1),
+    (_stale_version, False, 1),
+    (_data, True, 1),
+    (_int_to_float, True, 2),
+    (_false_to_zero, True, 2),
+], ids=["identical", "only-the-resourceVersion", "data", "spec-1-to-1.0", "spec-false-to-0"])
+def test_update_counts_a_change_of_the_json_text(edit, changed, generation):
+    view = View()
+    old = stored(view)
+    new = copy_tree(old)
+    edit(new)
+    assert view.update(new) is changed
+    current = view.get("ConfigMap", "c", "default")
+    assert (current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]) is changed
+    assert current["metadata"]["generation"] == generation
