@@ -174,6 +174,7 @@ def write_plots(runs: Runs, metrics: Sequence[Metric], series_labels: Mapping[st
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "gpusched"   # SVG element ids from a fixed salt, not random
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)

@@ -107,3 +107,8 @@ def test_table_csvs_and_plots(runs, tmp_path: Path):
     assert "plus 2 T4 (n=2)" in svg and "pending pods" in svg
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not math.isnan(float(rows[1].split(",")[4]))
+    again = tmp_path / "again"
+    again.mkdir()
+    write_plots(runs, metrics, labels, again, "whatif: tiny")
+    for name in ("timeseries.svg", "summary.svg", "timeseries.png", "summary.png"):
+        assert (again / name).read_bytes() == (tmp_path / name).read_bytes(), name   # same runs, same bytes
