@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from typing import Any, Callable
+
+MAX_SEED = 2**32 - 1            # NumPy's seeds
 
 EXAMPLES = """Examples:
   # The Alibaba default trace on its 1,213 GPU nodes, FGD policy, one seed
@@ -60,12 +63,15 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def _duration(text: str, flag: str, positive: bool = False) -> float:
     from gpusched.errors import GpuschedError, UsageError
     from gpusched.objects.duration import parse_duration
+    from gpusched.sim.replay_input import MAX_SECONDS
     try:
         seconds = parse_duration(text)
     except GpuschedError as err:
         raise UsageError(f"{flag}: {err}") from None
     if positive and seconds <= 0:
         raise UsageError(f"{flag}: must be longer than 0, got {text}")
+    if seconds > MAX_SECONDS:
+        raise UsageError(f"{flag}: more than 10 years, got {text}")
     return seconds
 
 
@@ -92,6 +98,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from gpusched.sim.replay_profile import policy_names
     if args.policy not in policy_names():
         raise UsageError(f'--policy: unknown policy "{args.policy}" (one of {", ".join(policy_names())})')
+    if not 0 <= args.seed <= MAX_SEED:
+        raise UsageError(f"invalid --seed {args.seed}: must be 0 to {MAX_SEED}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out}: not a folder")
     every = _duration(args.sample_every, "--sample-every", positive=True)
     until = _duration(args.until, "--until") if args.until is not None else None
     trace = _trace(args)

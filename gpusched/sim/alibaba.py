@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpusched.errors import UsageError
+from gpusched.objects.names import dns1123_subdomain_errors
 from gpusched.objects.types import ANN_GPU_MILLI, ANN_GPU_MODEL, NodeInfo, PodInfo
 
 MIB = 1 << 20
@@ -64,14 +65,19 @@ class TracePod:
 
 
 MAX_ROWS = 1_000_000          # bound on the rows of one trace or job file
+MAX_GPUS = 1024               # bound on a pod's GPUs (as the job file's ``gpus``)
+MAX_NODE_GPUS = 64            # bound on a node's GPUs
+MAX_QUANTITY = 10**12         # bound on cpu_milli and memory_mib of a row
 
 
 def csv_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
     """The rows of a CSV file with the ``required`` columns; any problem is one line naming the
     file (missing columns, over :data:`MAX_ROWS` rows, unreadable, not CSV)."""
     try:
-        with open(path, newline="") as handle:
+        with open(path, newline="", encoding="utf-8-sig") as handle:   # -sig: a spreadsheet's BOM
             reader = csv.DictReader(handle)
+            if reader.fieldnames:
+                reader.fieldnames = [name.strip() for name in reader.fieldnames]
             missing = [c for c in required if c not in (reader.fieldnames or ())]
             if missing:
                 raise UsageError(f"{path}: missing column(s) {', '.join(missing)}")
@@ -87,26 +93,46 @@ def csv_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
         raise UsageError(f"{path}: not a CSV file: {exc}") from None
 
 
-def _int(path: Path, line: int, row: dict[str, str], column: str) -> int:
+def _int(path: Path, line: int, row: dict[str, str], column: str, most: int = MAX_QUANTITY) -> int:
+    """The integer in ``column``, from 0 to ``most``; else one line naming file, line and column."""
     text = (row.get(column) or "").strip()
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise UsageError(f"{path}: line {line}: {column}: not an integer: {text!r}") from None
+    if not 0 <= value <= most:
+        raise UsageError(f"{path}: line {line}: {column}: must be 0..{most}, got {value}")
+    return value
+
+
+def _node_name(path: Path, line: int, row: dict[str, str], seen: set[str]) -> str:
+    """The ``sn`` of a node row: a valid, unique Node name."""
+    name = (row.get("sn") or "").strip()
+    if not name:
+        raise UsageError(f"{path}: line {line}: sn: required")
+    errors = dns1123_subdomain_errors(name)
+    if errors:
+        raise UsageError(f'{path}: line {line}: sn: invalid Node name "{name}": {errors[0]}')
+    if name in seen:
+        raise UsageError(f'{path}: line {line}: sn: "{name}" appears twice')
+    seen.add(name)
+    return name
 
 
 def load_nodes(path: str | Path, gpu_only: bool = False) -> list[TraceNode]:
     """Read a node list CSV (``sn,cpu_milli,memory_mib,gpu,model``) in file order."""
     path = Path(path)
-    nodes = []
+    nodes: list[TraceNode] = []
+    seen: set[str] = set()
     for line, row in enumerate(csv_rows(path, NODE_COLUMNS), start=2):
-        gpus = _int(path, line, row, "gpu")
+        name = _node_name(path, line, row, seen)
+        gpus = _int(path, line, row, "gpu", MAX_NODE_GPUS)
         model = (row["model"] or "").strip()
         if gpus and not model:
             raise UsageError(f"{path}: line {line}: model: required for a node with {gpus} GPUs")
         if gpu_only and not gpus:
             continue
-        nodes.append(TraceNode(row["sn"].strip(), _int(path, line, row, "cpu_milli"),
+        nodes.append(TraceNode(name, _int(path, line, row, "cpu_milli"),
                                _int(path, line, row, "memory_mib") * MIB, gpus, model if gpus else ""))
     return nodes
 
@@ -116,9 +142,7 @@ def load_pods(path: str | Path) -> list[TracePod]:
     path = Path(path)
     pods = []
     for line, row in enumerate(csv_rows(path, POD_COLUMNS), start=2):
-        num_gpu, gpu_milli = _int(path, line, row, "num_gpu"), _int(path, line, row, "gpu_milli")
-        if not 0 <= gpu_milli <= 1000 or num_gpu < 0:
-            raise UsageError(f"{path}: line {line}: gpu_milli: must be 0..1000, got {gpu_milli}")
+        num_gpu, gpu_milli = _int(path, line, row, "num_gpu", MAX_GPUS), _int(path, line, row, "gpu_milli", 1000)
         if gpu_milli < 1000 and num_gpu > 1:
             raise UsageError(f"{path}: line {line}: gpu_milli: a share below 1000 needs num_gpu 1, "
                              f"got {num_gpu}")

@@ -231,13 +231,19 @@ def discretise(arrived: np.ndarray, used: np.ndarray, amount: np.ndarray, idle: 
     return tuple(out[0]), tuple(out[1]), tuple(out[2])
 
 
+MAX_SEEDS = 10_000                  # the most seeds one --seeds (or a sweep's seeds) names
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"42-51"`` -> 42..51, ``"42,45"`` -> [42, 45]."""
     seeds: list[int] = []
     try:
         for part in text.split(","):
             low, _, high = part.strip().partition("-")
-            seeds.extend(range(int(low), int(high or low) + 1))
+            span = range(int(low), int(high or low) + 1)
+            if len(seeds) + len(span) > MAX_SEEDS:      # before the list is built: 1-99999999999
+                raise UsageError(f'invalid --seeds "{text}": at most {MAX_SEEDS:,} seeds')
+            seeds.extend(span)
     except ValueError:
         raise UsageError(f'invalid --seeds "{text}": use a range like 42-51 or a list like 42,43') from None
     if not seeds:

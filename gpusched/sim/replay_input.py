@@ -26,7 +26,8 @@ from typing import Any, Iterable
 from gpusched.devices.catalog import lookup_model
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.duration import parse_duration
-from gpusched.sim.alibaba import MAX_ROWS, MIB, TraceNode, csv_rows, load_nodes, load_pods
+from gpusched.objects.names import dns1123_label_errors, dns1123_subdomain_errors
+from gpusched.sim.alibaba import MAX_QUANTITY, MAX_ROWS, MIB, TraceNode, csv_rows, load_nodes, load_pods
 from gpusched.sim.replay import QOS_PRIORITY_CLASSES, ReplayJob, ReplayTrace
 
 ANN_ARRIVAL = "gpusched.io/arrival"
@@ -38,7 +39,7 @@ MAX_SECONDS = 10 * 365 * 86400.0
 def nodes_from(path: str | Path) -> tuple[TraceNode, ...]:
     """The GPU nodes of an openb node list; every model must be one gpusched knows."""
     nodes = load_nodes(path, gpu_only=True)
-    for line, node in enumerate(nodes, start=2):
+    for node in nodes:
         try:
             lookup_model(node.model)
         except UsageError:
@@ -49,6 +50,14 @@ def nodes_from(path: str | Path) -> tuple[TraceNode, ...]:
 
 
 def _seconds(path: Path, line: int, column: str, text: str, optional: bool = False) -> float | None:
+    value = _number(path, line, column, text, optional, "a time >= 0 seconds")
+    if value is not None and value > MAX_SECONDS:
+        raise UsageError(f"{path}: line {line}: {column}: more than 10 years ({text.strip()} s)")
+    return value
+
+
+def _number(path: Path, line: int, column: str, text: str, optional: bool, what: str) -> float | None:
+    """The finite number >= 0 in a cell (None for an empty optional one)."""
     text = (text or "").strip()
     if not text and optional:
         return None
@@ -57,10 +66,21 @@ def _seconds(path: Path, line: int, column: str, text: str, optional: bool = Fal
     except ValueError:
         raise UsageError(f"{path}: line {line}: {column}: not a number: {text!r}") from None
     if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{path}: line {line}: {column}: must be a time >= 0 seconds, got {text}")
-    if value > MAX_SECONDS:
-        raise UsageError(f"{path}: line {line}: {column}: more than 10 years ({text} s)")
+        raise UsageError(f"{path}: line {line}: {column}: must be {what}, got {text}")
     return value
+
+
+def _names(path: Path, line: int, name: str, namespace: str, seen: set[tuple[str, str]]) -> None:
+    """A pod's name and namespace must be valid Kubernetes names, the pair unique in the file."""
+    if not name:
+        raise UsageError(f"{path}: line {line}: name: required")
+    for column, value, errors in (("name", name, dns1123_subdomain_errors(name)),
+                                  ("namespace", namespace, dns1123_label_errors(namespace))):
+        if errors:
+            raise UsageError(f'{path}: line {line}: {column}: invalid value "{value}": {errors[0]}')
+    if (namespace, name) in seen:
+        raise UsageError(f'{path}: line {line}: name: "{name}" appears twice')
+    seen.add((namespace, name))
 
 
 def _qos(path: Path, line: int, text: str) -> str:
@@ -87,12 +107,17 @@ def alibaba_trace(nodes_csv: str | Path, pods_csv: str | Path) -> ReplayTrace:
     nodes = nodes_from(nodes_csv)
     rows = csv_rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli") + TIME_COLUMNS)
     pods = load_pods(path)
-    jobs = []
+    jobs: list[ReplayJob] = []
+    seen: set[tuple[str, str]] = set()
     for line, (row, pod) in enumerate(zip(rows, pods), start=2):
+        _names(path, line, pod.name, "default", seen)
         created = _seconds(path, line, "creation_time", row["creation_time"])
         deleted = _seconds(path, line, "deletion_time", row["deletion_time"])
         scheduled = _seconds(path, line, "scheduled_time", row.get("scheduled_time", ""), optional=True)
         assert created is not None and deleted is not None
+        if scheduled is not None and scheduled < created:
+            raise UsageError(f"{path}: line {line}: scheduled_time: {row['scheduled_time'].strip()} "
+                             f"is before creation_time {created:g}")
         began = scheduled if scheduled is not None else created
         if deleted < began:
             raise UsageError(f"{path}: line {line}: deletion_time: {row['deletion_time']} is before "
@@ -107,6 +132,8 @@ def alibaba_trace(nodes_csv: str | Path, pods_csv: str | Path) -> ReplayTrace:
 def _trace(jobs: list[ReplayJob], nodes: tuple[TraceNode, ...], source: str,
            extra: tuple[dict[str, Any], ...] = ()) -> ReplayTrace:
     """Arrivals shifted so the first is at 0, sorted by (arrival, input order)."""
+    if not jobs:
+        raise UsageError(f"{source}: no rows to replay (a header only)")
     origin = min((j.arrival for j in jobs), default=0.0)
     shifted = [ReplayJob(j.name, j.arrival - origin, j.run_time, j.cpu_milli, j.memory, j.num_gpu,
                          j.gpu_milli, j.gpu_models, j.qos, j.namespace, j.manifest) for j in jobs]
@@ -136,7 +163,7 @@ def _job_rows(path: Path) -> list[dict[str, str]]:
 
 def _gpus(path: Path, line: int, text: str) -> tuple[int, int]:
     """``gpus`` -> (num_gpu, per-GPU milli): 0 none, 0.25 a share, 2 two whole GPUs."""
-    value = _seconds(path, line, "gpus", text)
+    value = _number(path, line, "gpus", text, False, "a number of GPUs >= 0")
     assert value is not None
     if value == 0:
         return 0, 0
@@ -149,7 +176,10 @@ def _gpus(path: Path, line: int, text: str) -> tuple[int, int]:
 
 
 def _int(path: Path, line: int, column: str, text: str, default: int) -> int:
-    value = _seconds(path, line, column, text, optional=True)
+    value = _number(path, line, column, text, True, f"a whole number from 0 to {MAX_QUANTITY}")
+    if value is not None and (value != int(value) or value > MAX_QUANTITY):
+        raise UsageError(f"{path}: line {line}: {column}: must be a whole number from 0 to "
+                         f"{MAX_QUANTITY}, got {text.strip()}")
     return default if value is None else int(value)
 
 
@@ -157,14 +187,12 @@ def job_trace(nodes_csv: str | Path, jobs_path: str | Path) -> ReplayTrace:
     """The job format of docs/replay.md over the GPU nodes of an openb node list."""
     path = Path(jobs_path)
     nodes = nodes_from(nodes_csv)
-    jobs, names = [], set()
+    jobs: list[ReplayJob] = []
+    names: set[tuple[str, str]] = set()
     for line, row in enumerate(_job_rows(path), start=2):
         name = (row.get("name") or "").strip()
         namespace = (row.get("namespace") or "").strip() or "default"
-        if not name or (namespace, name) in names:
-            raise UsageError(f"{path}: line {line}: name: "
-                             + (f'"{name}" appears twice' if name else "required"))
-        names.add((namespace, name))
+        _names(path, line, name, namespace, names)
         num_gpu, milli = _gpus(path, line, row.get("gpus", ""))
         duration = _seconds(path, line, "duration", row.get("duration", ""), optional=True)
         arrival = _seconds(path, line, "arrival", row.get("arrival", ""))
@@ -180,24 +208,40 @@ def job_trace(nodes_csv: str | Path, jobs_path: str | Path) -> ReplayTrace:
 
 def manifest_trace(nodes_csv: str | Path, paths: list[str]) -> ReplayTrace:
     """Pods and Jobs from YAML files; other kinds (ConfigMaps, quotas, PriorityClasses) are
-    created before the first arrival."""
+    created before the first arrival. Every document is validated as ``apply`` would, before
+    anything runs: a typo is one line, not a pod the replay records as Refused."""
     from gpusched.objects.manifest import load_manifests
+    from gpusched.objects.validation import validate
     nodes = nodes_from(nodes_csv)
     jobs: list[ReplayJob] = []
     extra: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str, str], str] = {}
     for manifest in load_manifests(paths):
+        validate(manifest)
         obj = manifest.obj
         if manifest.kind not in ("Pod", "Job"):
             extra.append(obj)
             continue
         meta = obj.get("metadata") or {}
-        text = (meta.get("annotations") or {}).get(ANN_ARRIVAL, "0")
-        try:
-            arrival = parse_duration(str(text))
-        except GpuschedError as err:
-            raise UsageError(f"{manifest.where}: metadata.annotations[{ANN_ARRIVAL}]: {err}") from None
-        jobs.append(ReplayJob(manifest.name, arrival, manifest=obj,
-                              namespace=str(meta.get("namespace") or "default")))
+        key = (manifest.kind, str(meta.get("namespace") or "default"), manifest.name)
+        if key in seen:
+            raise UsageError(f'{manifest.where}: metadata.name: {key[0]} "{key[2]}" in namespace '
+                             f'"{key[1]}" appears twice (first in {seen[key]})')
+        seen[key] = manifest.where
+        jobs.append(ReplayJob(manifest.name, _arrival(manifest.where, meta), manifest=obj,
+                              namespace=key[1]))
     if not jobs:
         raise UsageError(f"{', '.join(paths)}: no Pod or Job to replay")
     return ReplayTrace(nodes, tuple(sorted(jobs, key=lambda j: j.arrival)), ", ".join(paths), tuple(extra))
+
+
+def _arrival(where: str, meta: dict[str, Any]) -> float:
+    """``gpusched.io/arrival`` of a document: a duration up to 10 years, default 0."""
+    text = (meta.get("annotations") or {}).get(ANN_ARRIVAL, "0")
+    try:
+        arrival = parse_duration(str(text))
+    except GpuschedError as err:
+        raise UsageError(f"{where}: metadata.annotations[{ANN_ARRIVAL}]: {err}") from None
+    if arrival > MAX_SECONDS:
+        raise UsageError(f'{where}: metadata.annotations[{ANN_ARRIVAL}]: more than 10 years ("{text}")')
+    return arrival

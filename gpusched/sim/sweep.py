@@ -65,18 +65,25 @@ class SweepRun:
 # ---- the sweep file ---------------------------------------------------------------------------
 
 
-def load_sweep(path: str | Path) -> list[SweepRun]:
-    path = Path(path)
+def _read_yaml(path: Path) -> Any:
+    """The parsed sweep file; unreadable, too large, not text or not YAML is one line."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise UsageError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        doc = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise UsageError(f"{path}:{where} not valid YAML") from None
+
+
+def load_sweep(path: str | Path) -> list[SweepRun]:
+    path = Path(path)
+    doc = _read_yaml(path)
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: must be a mapping with keys {', '.join(sorted(TOP_KEYS))}")
     unknown = sorted(set(map(str, doc)) - TOP_KEYS)

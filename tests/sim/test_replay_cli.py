@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusched.objects.names import DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG
 from tests.conftest import gpusched_executable
 
 NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\nn1,32000,131072,2,T4\nn2,32000,131072,4,V100M16\n"
@@ -44,6 +45,7 @@ spec:
   - name: main
     image: jupyter
 """
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time"
 
 
 def gpusched(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -128,6 +130,30 @@ BAD = [
      "error: invalid --load 2: jobs.csv can offer at most 1.583 of the cluster's 6 GPUs "
      "(its pods ask for 9.5 GPUs in all)"),
     ("bad-loops", "jobs.csv", JOBS_CSV, ["--loops", "0"], "error: invalid --loops 0: must be 1 to 100"),
+    # the rows' names become Pod and Namespace names (apimachinery IsDNS1123Subdomain / Label)
+    ("header-only", "jobs.csv", "name,arrival,gpus\n", [], "error: jobs.csv: no rows to replay (a header only)"),
+    ("invalid-pod-name", "jobs.csv", "name,arrival,gpus\nA_B,0,1\n", [],
+     'error: jobs.csv: line 2: name: invalid value "A_B": ' + DNS1123_SUBDOMAIN_MSG),
+    ("invalid-namespace", "jobs.csv", "name,arrival,gpus,namespace\na,0,1,Team_A\n", [],
+     'error: jobs.csv: line 2: namespace: invalid value "Team_A": ' + DNS1123_LABEL_MSG),
+    ("gpus-not-a-time", "jobs.csv", "name,arrival,gpus\na,0,nan\n", [],
+     "error: jobs.csv: line 2: gpus: must be a number of GPUs >= 0, got nan"),
+    ("fractional-cpu", "jobs.csv", "name,arrival,gpus,cpu_milli\na,0,1,0.5\n", [],
+     "error: jobs.csv: line 2: cpu_milli: must be a whole number from 0 to 1000000000000, got 0.5"),
+    ("negative-memory", "jobs.csv", "name,arrival,gpus,memory_mib\na,0,1,-5\n", [],
+     "error: jobs.csv: line 2: memory_mib: must be a whole number from 0 to 1000000000000, got -5"),
+    ("pods-header-only", "pods.csv", POD_HEADER + "\n", [], "error: pods.csv: no rows to replay (a header only)"),
+    ("scheduled-before-created", "pods.csv", POD_HEADER + "\np,1000,1024,1,1000,100,200,50\n", [],
+     "error: pods.csv: line 2: scheduled_time: 50 is before creation_time 100"),
+    ("negative-num-gpu", "pods.csv", POD_HEADER + "\np,1000,1024,-2,1000,0,10,\n", [],
+     "error: pods.csv: line 2: num_gpu: must be 0..1024, got -2"),
+    ("negative-cpu", "pods.csv", POD_HEADER + "\np,-1000,1024,1,1000,0,10,\n", [],
+     "error: pods.csv: line 2: cpu_milli: must be 0..1000000000000, got -1000"),
+    ("duplicate-pod", "pods.csv", POD_HEADER + "\np,1000,1024,1,1000,0,10,\np,1000,1024,1,1000,0,10,\n", [],
+     'error: pods.csv: line 3: name: "p" appears twice'),
+    ("until-past-ten-years", "jobs.csv", JOBS_CSV, ["--until", "99999d"],
+     "error: --until: more than 10 years, got 99999d"),
+    ("negative-seed", "jobs.csv", JOBS_CSV, ["--seed", "-1"], "error: invalid --seed -1: must be 0 to 4294967295"),
 ]
 
 
@@ -159,3 +185,64 @@ def test_unknown_node_model(files: Path):
     (files / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1000,2,Z80\n")
     done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", cwd=files)
     assert (done.returncode, done.stderr.strip()) == (1, 'error: nodes.csv: node n1: model: unknown GPU model "Z80"')
+
+
+BAD_NODES = [
+    ("negative-gpus", "n1,32000,131072,-2,T4", "error: nodes.csv: line 2: gpu: must be 0..64, got -2"),
+    ("too-many-gpus", "n1,32000,131072,100000,T4", "error: nodes.csv: line 2: gpu: must be 0..64, got 100000"),
+    ("negative-cpu", "n1,-32000,131072,2,T4",
+     "error: nodes.csv: line 2: cpu_milli: must be 0..1000000000000, got -32000"),
+    ("no-name", ",32000,131072,2,T4", "error: nodes.csv: line 2: sn: required"),
+    ("invalid-name", "N_1,32000,131072,2,T4",
+     'error: nodes.csv: line 2: sn: invalid Node name "N_1": ' + DNS1123_SUBDOMAIN_MSG),
+    ("duplicate", "n1,32000,131072,2,T4\nn1,32000,131072,2,T4", 'error: nodes.csv: line 3: sn: "n1" appears twice'),
+]
+
+
+@pytest.mark.parametrize("row,message", [b[1:] for b in BAD_NODES], ids=[b[0] for b in BAD_NODES])
+def test_bad_node_list_names_its_line(files: Path, row: str, message: str):
+    """Before, these reached the API server and came back as "jobs.csv: document 4: The Node ..."."""
+    (files / "nodes.csv").write_text(f"sn,cpu_milli,memory_mib,gpu,model\n{row}\n")
+    done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", "--out", "out", cwd=files)
+    assert (done.returncode, done.stderr.strip()) == (1, message)
+    assert not (files / "out").exists()
+
+
+def test_out_is_a_file_is_refused_before_the_run(files: Path):
+    (files / "taken").write_text("x")
+    done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", "--out", "taken", cwd=files)
+    assert (done.returncode, done.stderr.strip()) == (1, "error: --out taken: not a folder")
+
+
+@pytest.mark.parametrize("header", ["\ufeffname,arrival,gpus", "name, arrival, gpus"], ids=["bom", "spaces"])
+def test_spreadsheet_headers_are_read(files: Path, header: str):
+    """A CSV saved by a spreadsheet (UTF-8 BOM, blanks after commas in the header) replays."""
+    (files / "jobs.csv").write_text(f"{header}\na,0,1\n", encoding="utf-8")
+    done = gpusched("--nodes", "nodes.csv", "--jobs", "jobs.csv", "--out", "out", cwd=files)
+    assert done.returncode == 0, done.stderr
+    assert [r["name"] for r in rows(files / "out" / "pods.csv")] == ["a"]
+
+
+POD_DOC = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{{ann}}}\n"
+           "spec:\n  containers: [{{name: main, image: x}}]\n")
+BAD_MANIFESTS = [
+    # before: recorded as Refused, exit 0, no reason given (podspec.validate_pod_annotations)
+    ("invalid-duration", POD_DOC.format(name="p", ann="gpusched.io/duration: banana"),
+     'error: m.yaml: document 0: The Pod "p" is invalid: metadata.annotations[gpusched.io/duration]: '
+     'Invalid value: "banana": must be a duration such as 30m, 1h30m or 2d'),
+    # before: the second document silently updated the first
+    ("same-pod-twice", POD_DOC.format(name="p", ann="") + "---\n" + POD_DOC.format(name="p", ann=""),
+     'error: m.yaml: document 1: metadata.name: Pod "p" in namespace "default" appears twice '
+     "(first in m.yaml: document 0)"),
+    # before: "sample_every: 3600 s gives more than 1,000,000 samples ..."
+    ("arrival-past-ten-years", POD_DOC.format(name="p", ann="gpusched.io/arrival: 99999999h"),
+     'error: m.yaml: document 0: metadata.annotations[gpusched.io/arrival]: more than 10 years ("99999999h")'),
+]
+
+
+@pytest.mark.parametrize("text,message", [b[1:] for b in BAD_MANIFESTS], ids=[b[0] for b in BAD_MANIFESTS])
+def test_bad_manifests_are_refused_before_the_run(files: Path, text: str, message: str):
+    (files / "m.yaml").write_text(text)
+    done = gpusched("--nodes", "nodes.csv", "-f", "m.yaml", "--out", "out", cwd=files)
+    assert (done.returncode, done.stderr.strip()) == (1, message)
+    assert not (files / "out").exists()

@@ -72,6 +72,9 @@ BAD = [
     ("variant-bad-tune", SWEEP + "variants:\n  a: {tune: -1}\n", "variants.a.tune: must be a number in (0, 10]"),
     ("not-a-mapping", "- fgd\n", "must be a mapping"),
     ("bad-yaml", "policies: [fgd\n", "not valid YAML"),
+    # before: 1-99999999999 built the list of seeds first (MemoryError, or the machine's memory)
+    ("seed-range-too-long", SWEEP.replace("42-43", "1-99999999999"),
+     'seeds: invalid --seeds "1-99999999999": at most 10,000 seeds'),
 ]
 
 
@@ -82,6 +85,14 @@ def test_bad_sweep_files_get_one_line(small_trace, tmp_path, text, message):
         load_sweep(path)
     assert str(caught.value).startswith(f"{path}:") and message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_binary_file_is_one_line(tmp_path):
+    """Before: "internal error: UnicodeDecodeError"."""
+    path = tmp_path / "sweep.yaml"
+    path.write_bytes(b"policies: [fgd]\n\xff\xfe\n")
+    with pytest.raises(UsageError, match=r"sweep.yaml: not UTF-8 text \(byte 16\)$"):
+        load_sweep(path)
 
 
 def test_too_many_runs_is_refused(small_trace, tmp_path):
