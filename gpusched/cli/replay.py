@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from typing import Any, Callable
 
 MAX_SEED = 2**32 - 1            # NumPy's seeds
@@ -30,7 +29,7 @@ EXAMPLES = """Examples:
   # Your own jobs (docs/replay.md: name,arrival,gpus[,duration,cpu_milli,memory_mib,gpu_model,qos,namespace])
   gpusched replay --nodes nodes.csv --jobs jobs.csv --out replay-jobs
   # Pods and Jobs with gpusched.io/duration and gpusched.io/arrival, first 2 days only
-  gpusched replay --nodes nodes.csv -f examples/replay/ --until 2d --sample-every 10m --out replay-yaml"""
+  gpusched replay --nodes nodes.csv -f jobs.yaml --until 2d --sample-every 10m --out replay-yaml"""
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,14 +93,13 @@ def _trace(args: argparse.Namespace) -> Any:
 def cmd_replay(args: argparse.Namespace) -> int:
     from gpusched.errors import UsageError
     from gpusched.sim.replay import ReplayConfig, replay
-    from gpusched.sim.replay_output import write_results
+    from gpusched.sim.replay_output import check_out_folder, write_results
     from gpusched.sim.replay_profile import policy_names
     if args.policy not in policy_names():
         raise UsageError(f'--policy: unknown policy "{args.policy}" (one of {", ".join(policy_names())})')
     if not 0 <= args.seed <= MAX_SEED:
         raise UsageError(f"invalid --seed {args.seed}: must be 0 to {MAX_SEED}")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise UsageError(f"--out {args.out}: not a folder")
+    check_out_folder(args.out)
     every = _duration(args.sample_every, "--sample-every", positive=True)
     until = _duration(args.until, "--until") if args.until is not None else None
     trace = _trace(args)

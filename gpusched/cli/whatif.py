@@ -110,6 +110,7 @@ def cmd_whatif_variants(args: argparse.Namespace) -> int:
     from gpusched.errors import UsageError
     from gpusched.sim.experiment import parse_seeds
     from gpusched.sim.replay import ReplayConfig
+    from gpusched.sim.replay_output import check_out_folder
     from gpusched.sim.variants import build_variants, parse_policy
     from gpusched.sim.whatif import POLICIES, run_variants
     from gpusched.sim.whatif_trace import alibaba_trace
@@ -119,6 +120,7 @@ def cmd_whatif_variants(args: argparse.Namespace) -> int:
     for module in ("rich",) + (("matplotlib",) if args.out else ()):
         if importlib.util.find_spec(module) is None:
             raise UsageError(f"whatif needs {module}: pip install 'gpusched[experiments]'")
+    check_out_folder(args.out)
     variants = build_variants(args, POLICIES)
     parse_policy(args.base_policy, POLICIES, "--base-policy")
     seeds = parse_seeds(args.seeds)

@@ -71,10 +71,12 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def run_experiment_fgd(args: argparse.Namespace) -> int:
     from gpusched.sim.experiment import RunSpec, check_inputs, parse_policies, parse_seeds
+    from gpusched.sim.replay_output import check_out_folder
     from gpusched.sim.report import run_all
 
     require("experiments", "gpusched experiment")
     check_inputs(args.nodes, args.pods)
+    check_out_folder(args.out)
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
         raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
     if not 0 < args.tune <= 10:
@@ -86,12 +88,14 @@ def run_experiment_fgd(args: argparse.Namespace) -> int:
 
 
 def run_sweep_file(args: argparse.Namespace) -> int:
+    from gpusched.sim.replay_output import check_out_folder
     from gpusched.sim.sweep import load_sweep, run_sweep
 
     require("experiments", "gpusched sweep")
     if args.jobs < 1 or args.jobs > (os.cpu_count() or 1) * 4:
         raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
     runs = load_sweep(args.file)
+    check_out_folder(args.out)
     out = Path(args.out)
     cache = out / "cache" if args.cache is None else (args.cache or None)
     results = run_sweep(runs, args.executor, args.jobs, args.address, cache, not args.no_progress)
@@ -112,8 +116,10 @@ def _report(results: list[Any], out: Path, published: str) -> int:
 def run_import_alibaba(args: argparse.Namespace) -> int:
     from gpusched.sim import alibaba
     from gpusched.sim.experiment import check_inputs
+    from gpusched.sim.replay_output import check_out_folder
 
     check_inputs(args.nodes, args.pods)
+    check_out_folder(args.out)
     nodes = alibaba.load_nodes(args.nodes, gpu_only=False)
     pods = alibaba.load_pods(args.pods)
     node_path, pod_path = alibaba.write_manifests(nodes, pods, args.out)

@@ -12,6 +12,9 @@
 
 Returns the lines the CLI prints (paths written, the Parquet note).
 
+``check_out_folder(out)``: the output folder of replay, whatif, experiment and sweep is checked
+before the run, so a path that is a file is one line at once, not an ``OSError`` after the work.
+
 Neighbours: ``sim.replay_record`` (the rows); used by ``cli.replay``.
 """
 
@@ -22,9 +25,16 @@ import math
 from pathlib import Path
 from typing import Any
 
+from gpusched.errors import UsageError
 from gpusched.sim.replay import ReplayResult
 
 PARQUET_MISSING = "Parquet not written: pyarrow is not installed (pip install pyarrow); CSV only"
+
+
+def check_out_folder(out: str | Path | None, flag: str = "--out") -> None:
+    """One line when ``out`` exists and is not a folder (the command would fail after its run)."""
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"{flag} {out}: not a folder")
 
 
 def _cell(value: Any) -> Any:

@@ -70,7 +70,11 @@ def test_experiment_fgd_writes_published_layout(small_trace, published_dir: Path
     (["--policies", "fgd,best"], 'unknown policy "best"'),
     (["--seeds", "x"], 'invalid --seeds "x"'),
     (["--jobs", "0"], "invalid --jobs 0"),
-], ids=["unknown-policy", "bad-seeds", "bad-jobs"])
+    # before: the runs, then "error: File exists: /dev/null" (the flag unnamed, the work lost)
+    (["--out", "/dev/null"], "--out /dev/null: not a folder"),
+    # before: the list of seeds was built first (MemoryError, or the machine's memory)
+    (["--seeds", "1-99999999999"], 'invalid --seeds "1-99999999999": at most 10,000 seeds'),
+], ids=["unknown-policy", "bad-seeds", "bad-jobs", "out-is-a-file", "seed-range-too-long"])
 def test_experiment_fgd_user_mistakes_are_one_line(small_trace, tmp_path, args, message):
     nodes, pods = small_trace
     done = gpusched("experiment", "fgd", "--nodes", str(nodes), "--pods", str(pods),

@@ -79,6 +79,8 @@ BAD = [
     ("bad-load", ["--policy", "fgd", "--load", "0"], "error: invalid --load 0: must be a fraction"),
     ("load-beyond-the-trace", ["--policy", "fgd", "--load", "9"], "error: invalid --load 9: "),
     ("bad-until", ["--policy", "fgd", "--until", "-1"], "error: invalid --until -1"),
+    # before: the runs, then "error: File exists: /dev/null"
+    ("out-is-a-file", ["--policy", "fgd", "--out", "/dev/null"], "error: --out /dev/null: not a folder"),
 ]
 
 
