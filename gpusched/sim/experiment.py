@@ -94,12 +94,18 @@ class RunResult:
 
 @functools.lru_cache(maxsize=4)
 def _nodes(path: str) -> tuple[TraceNode, ...]:
-    return tuple(load_nodes(path, gpu_only=True))
+    nodes = tuple(load_nodes(path, gpu_only=True))
+    if not nodes:
+        raise UsageError(f"{path}: no GPU nodes")
+    return nodes
 
 
 @functools.lru_cache(maxsize=4)
 def _pods(path: str) -> tuple[TracePod, ...]:
-    return tuple(load_pods(path))
+    pods = tuple(load_pods(path))
+    if not pods:                        # the workload's sampling needs at least one (was numpy's "high <= 0")
+        raise UsageError(f"{path}: no pods (a header only)")
+    return pods
 
 
 def build_snapshot(nodes: Iterable[TraceNode]) -> Snapshot:

@@ -84,6 +84,20 @@ def test_experiment_fgd_user_mistakes_are_one_line(small_trace, tmp_path, args, 
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("which,message", [
+    ("pods", "no pods (a header only)"),      # before: "internal error: ValueError: high <= 0"
+    ("nodes", "no GPU nodes"),
+])
+def test_experiment_fgd_header_only_files(small_trace, tmp_path, which, message):
+    nodes, pods = small_trace
+    empty = tmp_path / "empty.csv"
+    empty.write_text((pods if which == "pods" else nodes).read_text().splitlines()[0] + "\n")
+    paths = {"nodes": str(nodes), "pods": str(pods), which: str(empty)}
+    done = gpusched("experiment", "fgd", "--nodes", paths["nodes"], "--pods", paths["pods"],
+                    "--seeds", "1", "--no-progress", "--out", str(tmp_path / "out"))
+    assert (done.returncode, done.stderr.strip()) == (1, f"error: {empty}: {message}")
+
+
 def test_experiment_fgd_missing_file(tmp_path):
     done = gpusched("experiment", "fgd", "--nodes", str(tmp_path / "no.csv"), "--pods",
                     str(tmp_path / "no.csv"), "--out", str(tmp_path / "out"))
