@@ -290,7 +290,8 @@ def parse_quota(spec: str) -> Change:
         try:
             if not eq or not resource:
                 raise QuantityError("expected RESOURCE=QUANTITY")
-            canonical(resource.removeprefix("requests.").removeprefix("limits."), quantity)
+            if canonical(resource.removeprefix("requests.").removeprefix("limits."), quantity) < 0:
+                raise QuantityError("must be greater than or equal to 0")   # ResourceQuota validation
         except QuantityError as exc:
             raise UsageError(f'--quota {spec}: "{item}": {exc}') from None
         hard.append((resource, quantity))

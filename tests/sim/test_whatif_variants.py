@@ -109,6 +109,9 @@ BAD = [
     ("quota-bad-ns", "--quota Team_A:pods=1", "expected NAMESPACE:RESOURCE=QUANTITY"),
     ("quota-bad-qty", "--quota a:pods=many", '"pods=many"'),
     ("quota-empty", "--quota a:", "no RESOURCE=QUANTITY"),
+    # before: "<trace>: document 7: The ResourceQuota "whatif-quota" is invalid: ..." at the run
+    ("quota-negative", "--quota a:nvidia.com/gpu=-1", '--quota a:nvidia.com/gpu=-1: "nvidia.com/gpu=-1": '
+                                                      "must be greater than or equal to 0"),
     ("unknown-option", "--add-node 8xH100", "unrecognized arguments: --add-node 8xH100"),
     ("unbalanced-quote", "--add-nodes '8xH100", "No closing quotation"),
 ]
