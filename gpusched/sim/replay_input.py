@@ -33,6 +33,7 @@ from gpusched.sim.replay import QOS_PRIORITY_CLASSES, ReplayJob, ReplayTrace
 ANN_ARRIVAL = "gpusched.io/arrival"
 TIME_COLUMNS = ("creation_time", "deletion_time")
 JOB_COLUMNS = ("name", "arrival", "gpus")
+JOB_OPTIONAL = ("duration", "cpu_milli", "memory_mib", "gpu_model", "qos", "namespace")
 MAX_SECONDS = 10 * 365 * 86400.0
 
 
@@ -161,6 +162,18 @@ def _job_rows(path: Path) -> list[dict[str, str]]:
     return [{k: "" if v is None else str(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
+def _check_columns(path: Path, rows: list[dict[str, str]]) -> None:
+    """No column the format does not know (a misspelt ``duraton`` would run forever), no row
+    with more cells than the header."""
+    unknown = [c for c in (rows[0] if rows else {}) if c is not None and c not in JOB_COLUMNS + JOB_OPTIONAL]
+    if unknown:
+        raise UsageError(f"{path}: unknown column(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(JOB_COLUMNS + JOB_OPTIONAL)})")
+    for line, row in enumerate(rows, start=2):
+        if None in row:
+            raise UsageError(f"{path}: line {line}: more cells than the header has columns")
+
+
 def _gpus(path: Path, line: int, text: str) -> tuple[int, int]:
     """``gpus`` -> (num_gpu, per-GPU milli): 0 none, 0.25 a share, 2 two whole GPUs."""
     value = _number(path, line, "gpus", text, False, "a number of GPUs >= 0")
@@ -189,7 +202,9 @@ def job_trace(nodes_csv: str | Path, jobs_path: str | Path) -> ReplayTrace:
     nodes = nodes_from(nodes_csv)
     jobs: list[ReplayJob] = []
     names: set[tuple[str, str]] = set()
-    for line, row in enumerate(_job_rows(path), start=2):
+    rows = _job_rows(path)
+    _check_columns(path, rows)
+    for line, row in enumerate(rows, start=2):
         name = (row.get("name") or "").strip()
         namespace = (row.get("namespace") or "").strip() or "default"
         _names(path, line, name, namespace, names)

@@ -153,6 +153,12 @@ BAD = [
      'error: pods.csv: line 3: name: "p" appears twice'),
     ("until-past-ten-years", "jobs.csv", JOBS_CSV, ["--until", "99999d"],
      "error: --until: more than 10 years, got 99999d"),
+    # before: ignored, so every job ran until the replay ended
+    ("misspelt-column", "jobs.csv", "name,arrival,gpus,duraton\na,0,1,60\n", [],
+     "error: jobs.csv: unknown column(s) duraton (known: name, arrival, gpus, duration, cpu_milli, "
+     "memory_mib, gpu_model, qos, namespace)"),
+    ("more-cells-than-columns", "jobs.csv", "name,arrival,gpus\na,0,1,60\n", [],
+     "error: jobs.csv: line 2: more cells than the header has columns"),
     ("negative-seed", "jobs.csv", JOBS_CSV, ["--seed", "-1"], "error: invalid --seed -1: must be 0 to 4294967295"),
 ]
 
