@@ -104,11 +104,28 @@ def cmd_whatif_pod(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_whatif_variants(args: argparse.Namespace) -> int:
+def _checked_numbers(args: argparse.Namespace) -> list[int]:
+    """The seeds, once --seeds, --jobs, --first, --sample-every and --until are in their bounds."""
     import os
 
     from gpusched.errors import UsageError
     from gpusched.sim.experiment import parse_seeds
+    seeds = parse_seeds(args.seeds)
+    if len(seeds) > MAX_SEEDS:
+        raise UsageError(f"invalid --seeds {args.seeds}: at most {MAX_SEEDS} seeds")
+    if not 1 <= args.jobs <= (os.cpu_count() or 1) * 4:
+        raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
+    if args.first is not None and args.first < 1:
+        raise UsageError(f"invalid --first {args.first}: must be 1 or more")
+    if not 60 <= args.sample_every <= 1e7:
+        raise UsageError(f"invalid --sample-every {args.sample_every:g}: must be 60 to 1e7 seconds")
+    if args.until is not None and not 0 < args.until <= 1e5:
+        raise UsageError(f"invalid --until {args.until:g}: must be in (0, 100000] hours")
+    return seeds
+
+
+def cmd_whatif_variants(args: argparse.Namespace) -> int:
+    from gpusched.errors import UsageError
     from gpusched.sim.replay import ReplayConfig
     from gpusched.sim.replay_output import check_out_folder
     from gpusched.sim.variants import build_variants, parse_policy
@@ -123,15 +140,7 @@ def cmd_whatif_variants(args: argparse.Namespace) -> int:
     check_out_folder(args.out)
     variants = build_variants(args, POLICIES)
     parse_policy(args.base_policy, POLICIES, "--base-policy")
-    seeds = parse_seeds(args.seeds)
-    if len(seeds) > MAX_SEEDS:
-        raise UsageError(f"invalid --seeds {args.seeds}: at most {MAX_SEEDS} seeds")
-    if not 1 <= args.jobs <= (os.cpu_count() or 1) * 4:
-        raise UsageError(f"invalid --jobs {args.jobs}: must be 1..{(os.cpu_count() or 1) * 4}")
-    if args.first is not None and args.first < 1 or not 60 <= args.sample_every <= 1e7:
-        raise UsageError("invalid --first (>= 1) or --sample-every (60..1e7 seconds)")
-    if args.until is not None and not 0 < args.until <= 1e5:
-        raise UsageError(f"invalid --until {args.until:g}: must be in (0, 100000] hours")
+    seeds = _checked_numbers(args)
     trace = alibaba_trace(args.nodes, args.pods, args.time_scale, args.first, args.load, args.loops)
     base = ReplayConfig(policy=args.base_policy, sample_every=args.sample_every,
                         until=None if args.until is None else args.until * 3600.0)

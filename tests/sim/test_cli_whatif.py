@@ -79,6 +79,10 @@ BAD = [
     ("bad-load", ["--policy", "fgd", "--load", "0"], "error: invalid --load 0: must be a fraction"),
     ("load-beyond-the-trace", ["--policy", "fgd", "--load", "9"], "error: invalid --load 9: "),
     ("bad-until", ["--policy", "fgd", "--until", "-1"], "error: invalid --until -1"),
+    # before: one message for both, "invalid --first (>= 1) or --sample-every (60..1e7 seconds)"
+    ("bad-first", ["--policy", "fgd", "--first", "0"], "error: invalid --first 0: must be 1 or more"),
+    ("bad-sample-every", ["--policy", "fgd", "--sample-every", "nan"],
+     "error: invalid --sample-every nan: must be 60 to 1e7 seconds"),
     # before: the runs, then "error: File exists: /dev/null"
     ("out-is-a-file", ["--policy", "fgd", "--out", "/dev/null"], "error: --out /dev/null: not a folder"),
 ]
