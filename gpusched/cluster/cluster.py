@@ -30,7 +30,7 @@ import logging
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
-from gpusched.cluster import scheduling
+from gpusched.cluster import queueing, scheduling
 from gpusched.cluster import settle as settling
 from gpusched.cluster.apply import apply_one
 from gpusched.cluster.controllers import bootstrap
@@ -106,6 +106,10 @@ class Cluster:
     def __init__(self, store: Store, start: float | None = None) -> None:
         self.store = store
         self.start = start          # where a new or reset state's clock begins
+        # True: the clock stands still between commands (the CLI, serve --virtual-clock), so a
+        # command comes after every back-off that began before it (queueing.commands_end_backoffs);
+        # serve in real time sets False: its clock runs between requests.
+        self.frozen_clock = True
         self._view: View | None = None
         self._version: int | None = None
         self._resynced: View | None = None    # the view every controller has fully passed over
@@ -145,6 +149,8 @@ class Cluster:
             with self.store.immediate():
                 view = self._load()
                 view.clear_journal()             # from here on: what this command changes
+                if self.frozen_clock:
+                    queueing.commands_end_backoffs(view)
                 if settle:
                     bootstrap.reconcile(view)    # the furniture exists before the command runs
                 yield view

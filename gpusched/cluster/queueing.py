@@ -26,6 +26,9 @@ unschedulable for 5 minutes is moved anyway (``podMaxInUnschedulablePodsDuration
   unschedulable for 5 minutes is moved by the first logged change after them, whatever its
   hint says (a count of changes, not of passes: settling on work queues and full passes agree),
   so an idle clock never wakes and a replay still ends when nothing is left to happen.
+- :func:`commands_end_backoffs`: where the clock stands still between commands (the CLI,
+  ``serve --virtual-clock``; ``Cluster.frozen_clock``), a new command finds every earlier
+  back-off over, as a person's next kubectl command does on a real cluster.
 
 :func:`pod_left_hint` is NodeResourcesFit's ``isSchedulableAfterPodEvent``
 (``pkg/scheduler/framework/plugins/noderesources/fit.go``), narrowed where it stays sound (it
@@ -72,6 +75,24 @@ def backoff_seconds(failures: int) -> float:
     return float(min(INITIAL_BACKOFF_SECONDS * 2 ** min(failures - 1, 32), MAX_BACKOFF_SECONDS))
 
 
+def backoff_end(record: dict[str, Any]) -> float:
+    """When a pod's back-off ends: its last failure plus :func:`backoff_seconds`, or the failure
+    itself once a later command has come (:func:`commands_end_backoffs`)."""
+    at = float(record["at"])
+    return at if record.get("over") else at + backoff_seconds(int(record["failures"]))
+
+
+def commands_end_backoffs(view: View) -> None:
+    """A command on a clock that stands still between commands (the CLI, ``serve
+    --virtual-clock``): every back-off that began before it is over. On a real cluster the
+    person typing the next command takes longer than the longest back-off (10 s), so a pod a
+    fix moves (uncordon, a label, a removed taint) is retried at once; without this, a lab's
+    next step would find it Pending until ``advance``. Inside one command (``advance``, a
+    replay) back-offs run on the clock as usual."""
+    for record in view.queue.values():
+        record["over"] = True
+
+
 def rejecting_plugins(result: ScheduleResult) -> list[str]:
     """The plugins that rejected the pod (upstream ``UnschedulablePlugins``), sorted."""
     diagnosis = result.diagnosis
@@ -103,7 +124,7 @@ def retry_due(view: View, pod: dict[str, Any]) -> float | None:
     record = view.queue.get(pod["metadata"]["uid"])
     if record is None or not record["moved"] or (pod.get("spec") or {}).get("nodeName"):
         return None
-    return float(record["at"]) + backoff_seconds(int(record["failures"]))
+    return backoff_end(record)
 
 
 def needs_look(view: View, uid: str) -> bool:
@@ -113,7 +134,7 @@ def needs_look(view: View, uid: str) -> bool:
     if seen is None or record is None:
         return seen != view.epoch          # new, or attempted outside the queue (backfill modes)
     if record["moved"]:
-        return view.clock >= float(record["at"]) + backoff_seconds(int(record["failures"]))
+        return view.clock >= backoff_end(record)
     return seen != view.epoch
 
 
@@ -132,7 +153,7 @@ def worth_retrying(view: View, pod: dict[str, Any], info: PodInfo, snapshot: Sna
             view.touch(pod)
         view.attempts[uid] = view.epoch       # every logged change so far has been judged
     return bool(record["moved"]) and (
-        view.clock >= float(record["at"]) + backoff_seconds(int(record["failures"])))
+        view.clock >= backoff_end(record))
 
 
 def _event_helps(view: View, info: PodInfo, record: dict[str, Any], seen: int,
@@ -217,5 +238,5 @@ def queue_of(view: View, uid: str) -> str:
         return "active" if view.attempts.get(uid) != view.epoch else "unschedulable"
     if not record["moved"]:
         return "unschedulable"
-    backing_off = view.clock < float(record["at"]) + backoff_seconds(int(record["failures"]))
+    backing_off = view.clock < backoff_end(record)
     return "backoff" if backing_off else "active"

@@ -104,6 +104,7 @@ class ClusterWorker:
         try:
             start = self.wall_clock() if self.wall_clock is not None else None
             cluster = Cluster.open(self.state_path, start=start, event_ttl=self.event_ttl)
+            cluster.frozen_clock = self.virtual_clock   # real time: back-offs run on the clock
             cluster.settle()
             if not self.virtual_clock and start is not None and start > cluster.now():
                 cluster.advance(start - cluster.now())   # catch up with the wall clock

@@ -31,7 +31,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.scheduler.queue import MAX_BACKOFF_SECONDS
 from gpusched.objects.manifest import load_manifests, load_text
 from gpusched.objects.node import parse_taint
 from gpusched.scheduler.explain import EDITS, to_json
@@ -131,7 +130,6 @@ def bound_after(state: Path, manifest: dict, edits: list[dict], now: float) -> b
                 cluster.advance(max(0.0, e["value"] - now))
             elif e["op"] == "evict":
                 cluster.advance(GRACE)
-        cluster.advance(MAX_BACKOFF_SECONDS)   # a moved pod waits out its back-off (scheduling_queue.go)
         return bool(cluster.get("Pod", names=("p",))[0]["spec"].get("nodeName"))
 
 

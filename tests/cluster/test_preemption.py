@@ -70,8 +70,7 @@ def test_never_policy_pod_does_not_preempt(cluster):
 
 def test_failed_scheduling_repeats_count_instead_of_duplicating(cluster):
     apply(cluster, join(pool(count=1, gpus=1, model="T4"), pod("big", gpus=4)))
-    cluster.label("node", "gpu-1", {"x": "y"})      # a node change: the pod is retried ...
-    cluster.advance(1)  # ... after back-off after its failure (scheduling_queue.go, podInitialBackoffDuration)
+    cluster.label("node", "gpu-1", {"x": "y"})      # a node change: the pod is retried
     cluster.label("pod", "big", {"a": "b"})         # nothing relevant: no retry
     failed = [e for e in cluster.events() if e["reason"] == "FailedScheduling"]
     assert len(failed) == 1 and failed[0]["count"] == 2

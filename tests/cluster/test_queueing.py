@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.queueing import backoff_seconds, pod_left_hint
 from tests.scheduler.builders import make_node, make_pod, snapshot_of
 
@@ -28,70 +29,106 @@ def test_backoff_per_failure_count(failures, seconds):
     assert backoff_seconds(failures) == seconds
 
 
+@pytest.fixture
+def clocked(tmp_path):
+    """A cluster whose clock runs between commands (``serve`` in real time): a back-off that
+    began in one command still runs in the next (``Cluster.frozen_clock`` False)."""
+    with Cluster.open(str(tmp_path / "clocked.db")) as c:
+        c.frozen_clock = False
+        yield c
+
+
 def failed_events(cluster, name: str) -> int:
     return sum(e.get("count", 1) for e in cluster.events()
                if e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == name)
 
 
-def test_a_moved_pod_waits_out_its_backoff_then_binds(cluster):
+def test_a_moved_pod_waits_out_its_backoff_then_binds(clocked):
     """scheduling_queue.go requeuePodWithQueueingStrategy: a pod an event moves while it is
     backing off goes to backoffQ and is popped when its back-off ends (1 s after one failure)."""
-    apply(cluster, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
-    assert node_of(cluster, "p") == "" and failed_events(cluster, "p") == 1
-    cluster.advance(0.4)
-    cluster.delete("Pod", "blocker", grace=0)   # room at t=0.4: moved, backing off
-    assert node_of(cluster, "p") == ""
-    cluster.advance(0.5)                                # t=0.9: still backing off
-    assert node_of(cluster, "p") == ""
-    cluster.advance(0.1)                                # t=1.0: the timer wakes the pass
-    assert node_of(cluster, "p") == "gpu-1"
+    apply(clocked, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
+    assert node_of(clocked, "p") == "" and failed_events(clocked, "p") == 1
+    clocked.advance(0.4)
+    clocked.delete("Pod", "blocker", grace=0)   # room at t=0.4: moved, backing off
+    assert node_of(clocked, "p") == ""
+    clocked.advance(0.5)                                # t=0.9: still backing off
+    assert node_of(clocked, "p") == ""
+    clocked.advance(0.1)                                # t=1.0: the timer wakes the pass
+    assert node_of(clocked, "p") == "gpu-1"
 
 
-def test_backoff_doubles_with_each_failure(cluster):
+def test_backoff_doubles_with_each_failure(clocked):
     """Two failures: 2 s (calculateBackoffDuration). A node change moves the pod (every
     plugin that registers Node events may judge it), its retry at t=1 fails again."""
-    apply(cluster, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
-    cluster.label("node", "gpu-1", {"x": "y"})
-    cluster.advance(1)
-    assert failed_events(cluster, "p") == 2
-    cluster.delete("Pod", "blocker", grace=0)           # t=1: moved, back-off until t=3
-    cluster.advance(1.5)
-    assert node_of(cluster, "p") == ""
-    cluster.advance(0.5)
-    assert node_of(cluster, "p") == "gpu-1"
+    apply(clocked, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
+    clocked.label("node", "gpu-1", {"x": "y"})
+    clocked.advance(1)
+    assert failed_events(clocked, "p") == 2
+    clocked.delete("Pod", "blocker", grace=0)           # t=1: moved, back-off until t=3
+    clocked.advance(1.5)
+    assert node_of(clocked, "p") == ""
+    clocked.advance(0.5)
+    assert node_of(clocked, "p") == "gpu-1"
 
 
-def test_an_unschedulable_pod_is_flushed_after_five_minutes(cluster):
+def test_an_unschedulable_pod_is_flushed_after_five_minutes(clocked):
     """flushUnschedulablePodsLeftover (podMaxInUnschedulablePodsDuration = 5 min): a pod no
     event moved is retried once it has been unschedulable that long. gpusched moves it at the
     first logged change after the 5 minutes, even one its hint skips (a pod ending on a node
     too small for it); before them, such a change does not retry it, nor after them does a
     change of nothing it could use (a PriorityClass)."""
-    apply(cluster, join(pool("small", count=2, gpus=1), pod("s1", gpus=1), pod("s2", gpus=1),
+    apply(clocked, join(pool("small", count=2, gpus=1), pod("s1", gpus=1), pod("s2", gpus=1),
                         pod("p", gpus=2)))
-    assert failed_events(cluster, "p") == 1
-    cluster.advance(299)
-    cluster.delete("Pod", "s1", grace=0)
-    assert failed_events(cluster, "p") == 1
-    cluster.advance(1)
-    apply(cluster, priority_class("b", 6))
-    assert failed_events(cluster, "p") == 1
-    cluster.delete("Pod", "s2", grace=0)
-    assert failed_events(cluster, "p") == 2
+    assert failed_events(clocked, "p") == 1
+    clocked.advance(299)
+    clocked.delete("Pod", "s1", grace=0)
+    assert failed_events(clocked, "p") == 1
+    clocked.advance(1)
+    apply(clocked, priority_class("b", 6))
+    assert failed_events(clocked, "p") == 1
+    clocked.delete("Pod", "s2", grace=0)
+    assert failed_events(clocked, "p") == 2
 
 
-def test_a_pod_ending_on_a_node_too_small_does_not_retry(cluster):
+def test_a_pod_ending_on_a_node_too_small_does_not_retry(clocked):
     """fit.go isSchedulableAfterPodEvent, narrowed: the freed node cannot hold the pod even
     empty, so the pod stays in unschedulablePods (no new FailedScheduling)."""
-    apply(cluster, join(pool("small", count=1, gpus=1), pool("big", count=1, gpus=4),
+    apply(clocked, join(pool("small", count=1, gpus=1), pool("big", count=1, gpus=4),
                         pod("s", gpus=1), pod("b", gpus=4), pod("p", gpus=2)))
-    assert node_of(cluster, "p") == "" and failed_events(cluster, "p") == 1
-    cluster.delete("Pod", "s", grace=0)
-    cluster.advance(20)
-    assert failed_events(cluster, "p") == 1
-    cluster.delete("Pod", "b", grace=0)         # the 4-GPU node frees: queued, binds
-    cluster.advance(1)
-    assert node_of(cluster, "p") == "big-1"
+    assert node_of(clocked, "p") == "" and failed_events(clocked, "p") == 1
+    clocked.delete("Pod", "s", grace=0)
+    clocked.advance(20)
+    assert failed_events(clocked, "p") == 1
+    clocked.delete("Pod", "b", grace=0)         # the 4-GPU node frees: queued, binds
+    clocked.advance(1)
+    assert node_of(clocked, "p") == "big-1"
+
+
+# ---- a clock that stands still between commands (the CLI, serve --virtual-clock)
+
+def test_a_command_after_a_failure_finds_its_backoff_over(cluster):
+    """Frozen clock: the person's next command comes after the back-off (on a real cluster the
+    typing takes longer than 10 s), so the pod a fix moves binds in that command, as kubectl
+    users see it Running right after ``kubectl delete``/``uncordon``/``label``."""
+    apply(cluster, join(pool(count=1, gpus=1), pod("blocker", gpus=1), pod("p", gpus=1)))
+    assert node_of(cluster, "p") == ""
+    cluster.delete("Pod", "blocker", grace=0)
+    assert node_of(cluster, "p") == "gpu-1"
+
+
+def test_inside_one_command_backoff_runs_on_the_clock(cluster):
+    """Frozen clock, one ``advance``: a failure inside it backs off on the clock. p1 and p2
+    failed at apply (their back-offs over once the advance begins). At t=0.4 the blocker ends:
+    p1 binds, p2 fits the GPU left but not beside p1 (its anti-affinity), a second failure
+    (2 s, calculateBackoffDuration); p1 ends at t=0.7 and p2 binds at 0.4 + 2 s, not 0.7."""
+    away = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": "p1"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    apply(cluster, join(pool(count=1, gpus=2), pod("blocker", gpus=2, duration="400ms"),
+                        pod("p1", gpus=1, duration="300ms", labels={"app": "p1"}),
+                        pod("p2", gpus=1, affinity=away)))
+    cluster.advance(3)
+    started = cluster.get("pods", ["p2"])[0]["metadata"]["annotations"]["gpusched.io/start-time"]
+    assert float(started) == pytest.approx(0.4 + backoff_seconds(2))
 
 
 # ---- hint table: pod_left_hint(snapshot, pending pod, its record, node left, priority left)

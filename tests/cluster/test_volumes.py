@@ -266,7 +266,6 @@ def test_pending_pod_is_retried_when_its_claim_appears(cluster):
     apply(cluster, join(pool("gpu", count=1, gpus=1), pod_with_claim("p", "claim")))
     assert not cluster.get("pods", ["p"])[0]["spec"].get("nodeName")
     apply(cluster, dump(pvc(cls=None)))
-    cluster.advance(1)  # the 1 s back-off after its failure (scheduling_queue.go, podInitialBackoffDuration)
     assert cluster.get("pods", ["p"])[0]["spec"]["nodeName"] == "gpu-1"
 
 
