@@ -80,6 +80,16 @@ Normalize = Callable[[Any, Any, np.ndarray, np.ndarray], np.ndarray]
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+# The fields of KubeSchedulerConfiguration and KubeSchedulerProfile (staging/src/k8s.io/
+# kube-scheduler/config/v1/types.go); kube-scheduler decodes its --config strictly (since 1.16),
+# so any other key is an error.
+CONFIG_FIELDS = frozenset({"apiVersion", "kind", "parallelism", "leaderElection",
+                           "clientConnection", "enableProfiling", "enableContentionProfiling",
+                           "percentageOfNodesToScore", "podInitialBackoffSeconds",
+                           "podMaxBackoffSeconds", "profiles", "extenders",
+                           "delayCacheUntilActive"})
+PROFILE_FIELDS = frozenset({"schedulerName", "percentageOfNodesToScore", "plugins",
+                            "pluginConfig"})
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_BASE = 50
@@ -222,6 +232,7 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int,
     ``registry`` (``default_registry()`` unless a caller merges more in)."""
     registry = default_registry() if registry is None else registry
     where = f"profiles[{index}]"
+    check_fields(profile, PROFILE_FIELDS, f"{where}.")
     custom = read_plugins(profile.get("plugins"), f"{where}.plugins", registry)
     known = PluginSet(tuple(s for s in DEFAULT_SETS[MULTI_POINT].enabled if s.name in registry))
     multi = merge_plugin_set(known, custom[MULTI_POINT])
@@ -241,6 +252,14 @@ def resolve_profile(profile: Mapping[str, Any], index: int, percentage: int,
                          registry)
 
 
+def check_fields(mapping: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+    """Strict decoding: the first key outside ``known`` (in the file's order) is an error, as
+    kube-scheduler's ``strict decoding error: unknown field "profiles[0].x"``."""
+    unknown = [str(key) for key in mapping if key not in known]
+    if unknown:
+        raise UsageError(f'scheduler config: strict decoding error: unknown field "{where}{unknown[0]}"')
+
+
 def parse_config(config: Mapping[str, Any] | str,
                  registry: Registry | None = None) -> list[ProfileConfig]:
     """Profiles from a KubeSchedulerConfiguration (a dict or YAML text). No profiles = default."""
@@ -251,6 +270,7 @@ def parse_config(config: Mapping[str, Any] | str,
             raise UsageError(f"scheduler config: invalid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(config, Mapping):
         raise UsageError("scheduler config: expected a KubeSchedulerConfiguration mapping")
+    check_fields(config, CONFIG_FIELDS, "")
     api_version = config.get("apiVersion", API_VERSIONS[0])
     if api_version not in API_VERSIONS:
         raise UsageError(f'scheduler config: apiVersion: Unsupported value: "{api_version}": '

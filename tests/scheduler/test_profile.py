@@ -89,6 +89,12 @@ ERRORS = [
     ("unknown-point", {"profiles": [{"plugins": {"scroe": {}}}]}, 'unknown extension point "scroe"'),
     ("bad-strategy", {"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {
         "scoringStrategy": {"type": "Fancy"}}}]}]}, 'Unsupported value: "Fancy"'),
+    # kube-scheduler decodes --config strictly (kubernetes#83030, cmd/kube-scheduler/app/options/
+    # configfile.go loadConfig with the scheme's EnableStrict codecs): a misspelt key is an error
+    ("unknown-top-level-field", {"percentageOfNodeToScore": 50},
+     'strict decoding error: unknown field "percentageOfNodeToScore"'),
+    ("unknown-profile-field", {"profiles": [{"schedulerName": "a", "plugin": {}}]},
+     'strict decoding error: unknown field "profiles[0].plugin"'),
 ]
 
 
