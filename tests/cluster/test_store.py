@@ -143,7 +143,9 @@ CHILD = textwrap.dedent("""
 def _child(tmp_path, db, count, pause_after, prefix="cm"):
     manifest = tmp_path / f"{prefix}.yaml"
     manifest.write_text(configmaps(count, prefix))
-    script = tmp_path / "child.py"
+    # one script per child: a second child rewriting a shared file (truncate, then write) while
+    # the first starts could hand the first an empty script that exits without a word
+    script = tmp_path / f"child-{prefix}.py"
     script.write_text(CHILD)
     return subprocess.Popen([sys.executable, str(script), str(db), str(manifest), str(pause_after)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
