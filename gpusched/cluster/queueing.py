@@ -159,7 +159,7 @@ def worth_retrying(view: View, pod: dict[str, Any], info: PodInfo, snapshot: Sna
 def _event_helps(view: View, info: PodInfo, record: dict[str, Any], seen: int,
                  snapshot: Snapshot) -> bool:
     log = view.capacity_log
-    start = bisect.bisect_right([entry[0] for entry in log], seen)
+    start = _after(log, seen)
     judged: set[tuple[str, int]] = set()
     for _epoch, node, priority in log[start:]:
         if node == ANY_NODE:
@@ -218,6 +218,12 @@ def gpu_milli_of(info: PodInfo) -> int:
     return WHOLE_GPU_MILLI * int(info.requests.get("nvidia.com/gpu", 0))
 
 
+def _after(log: list[list[Any]], epoch: int) -> int:
+    """The index of the first log entry newer than ``epoch`` (the log is in epoch order; a
+    bisection on the entries themselves, no list of epochs built per pending pod)."""
+    return bisect.bisect_right(log, epoch, key=lambda entry: int(entry[0]))
+
+
 def forget(view: View, live: set[str]) -> None:
     """Drop the queue's records of pods no longer pending, and the log entries every pending
     pod has judged."""
@@ -227,7 +233,7 @@ def forget(view: View, live: set[str]) -> None:
     oldest = min(view.attempts.values(), default=view.epoch)
     log = view.capacity_log
     if log and log[0][0] <= oldest:
-        del log[: bisect.bisect_right([entry[0] for entry in log], oldest)]
+        del log[: _after(log, oldest)]
 
 
 def queue_of(view: View, uid: str) -> str:
