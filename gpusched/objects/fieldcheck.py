@@ -65,6 +65,10 @@ class Errors:
         self.items.append(FieldError(path, "Unsupported value", text, f"supported values: {quoted_list(supported)}",
                                      quoted))
 
+    def too_long(self, path: str, most: int) -> None:
+        """apimachinery ``field.TooLong``: ``Too long: must have at most 262144 bytes`` (no value)."""
+        self.items.append(FieldError(path, "Too long", None, f"must have at most {most} bytes"))
+
     def too_many(self, path: str, count: int, most: int) -> None:
         """apimachinery ``field.TooMany``: ``Too many: 6000: must have at most 5000 items``."""
         self.items.append(FieldError(path, "Too many", str(count), f"must have at most {most} items", False))

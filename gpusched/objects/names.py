@@ -43,7 +43,7 @@ def dns1123_label_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
         errors.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.match(value):
+    if not _DNS1123_LABEL_RE.fullmatch(value):
         errors.append(DNS1123_LABEL_MSG)
     return errors
 
@@ -52,7 +52,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 253:
         errors.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errors.append(DNS1123_SUBDOMAIN_MSG)
     return errors
 
@@ -76,7 +76,7 @@ def qualified_name_errors(value: str) -> list[str]:
         errors.append("name part must be non-empty")
     elif len(name) > 63:
         errors.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME_PART_RE.match(name):
+    if name and not _QUALIFIED_NAME_PART_RE.fullmatch(name):
         errors.append("name part " + _QUALIFIED_NAME_MSG)
     return errors
 
@@ -85,7 +85,7 @@ def label_value_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
         errors.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.match(value):
+    if not _LABEL_VALUE_RE.fullmatch(value):
         errors.append(LABEL_VALUE_MSG)
     return errors
 
@@ -94,10 +94,66 @@ def config_map_key_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 253:
         errors.append("must be no more than 253 characters")
-    if not _CONFIG_MAP_KEY_RE.match(value):
+    if not _CONFIG_MAP_KEY_RE.fullmatch(value):
         errors.append(CONFIG_MAP_KEY_MSG)
     elif value in (".", ".."):
         errors.append(f"must not be '{value}'")
     elif value.startswith(".."):
         errors.append("must not start with '..'")
     return errors
+
+
+_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL)
+DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                     f"regex used for validation is '{_DNS1035_LABEL}')")
+PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+               "regex used for validation is '[0-9]+%')")
+_PERCENT_RE = re.compile(r"[0-9]+%")
+_PORT_NAME_CHARSET_RE = re.compile(r"[-a-z0-9]+")
+_RELAXED_ENV_NAME_MSG = "a valid environment variable name must consist only of printable ASCII characters other than '='"
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """``IsDNS1035Label``: Service names (``ValidateServiceName``)."""
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errors.append(DNS1035_LABEL_MSG)
+    return errors
+
+
+def is_percent(value: str) -> bool:
+    """``IsValidPercent``: ``[0-9]+%`` (ASCII digits, nothing after the ``%``)."""
+    return _PERCENT_RE.fullmatch(value) is not None
+
+
+def port_name_errors(value: str) -> list[str]:
+    """``IsValidPortName``: an IANA_SVC_NAME (at most 15 characters, a-z, 0-9 and single hyphens)."""
+    errors = []
+    if len(value) > 15:
+        errors.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARSET_RE.fullmatch(value):
+        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", value):
+        errors.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        errors.append("must not contain consecutive hyphens")
+    if value.startswith("-") or value.endswith("-"):
+        errors.append("must not begin or end with a hyphen")
+    return errors
+
+
+def port_number_errors(value: int) -> list[str]:
+    """``IsValidPortNum``: 1..65535."""
+    return [] if 1 <= value <= 65535 else ["must be between 1 and 65535, inclusive"]
+
+
+def env_var_name_errors(value: str) -> list[str]:
+    """``IsRelaxedEnvVarName`` (RelaxedEnvironmentVariableValidation, GA in 1.34): printable ASCII
+    other than ``=``; the empty name is the caller's ``Required value``."""
+    if any(not " " <= ch <= "~" or ch == "=" for ch in value):
+        return [_RELAXED_ENV_NAME_MSG]
+    return []

@@ -19,7 +19,10 @@ so ``cluster.admission`` checks them on the mutated pod.
 Also ``validate_tolerations`` and ``validate_pod_annotations`` (gpusched's own annotations), used
 by ``objects.validation``.
 
-Neighbours: fieldcheck (Errors), names, duration, types, validation_affinity (labels, selectors,
+Ports, environment variable names, ``nodeName``, ``activeDeadlineSeconds`` and ``dnsPolicy`` are
+``objects.podspec_fields``'.
+
+Neighbours: fieldcheck (Errors), names, duration, types, podspec_fields, validation_affinity (labels, selectors,
 node and pod affinity); used by objects.validation.
 """
 
@@ -33,6 +36,7 @@ from gpusched.errors import UsageError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.fieldcheck import Errors, quantity_text
 from gpusched.objects.names import dns1123_label_errors, label_value_errors, qualified_name_errors
+from gpusched.objects.podspec_fields import validate_container_fields, validate_pod_fields
 from gpusched.objects.validation_affinity import (node_affinity, pod_affinity, validate_label_selector,
                                                   validate_labels)
 from gpusched.objects.types import ANN_DURATION, ANN_GPU_MILLI, RESOURCE_GPU_MILLI
@@ -227,6 +231,7 @@ def _containers(items: list[Any], path: str, e: Errors, seen: set[str], init: bo
         for port in c.get("ports") or []:   # core/v1 defaults.go SetDefaults_ContainerPort
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
+        validate_container_fields(c, p, e)
 
 
 def _container_name(c: dict[str, Any], p: str, e: Errors, seen: set[str]) -> None:
@@ -283,7 +288,7 @@ def _pod_fields(spec: dict[str, Any], path: str, e: Errors, restart_policies: tu
         e.unsupported(f"{path}.restartPolicy", policy, restart_policies)
     spec.setdefault("schedulerName", "default-scheduler")
     e.string(spec, "schedulerName", f"{path}.schedulerName")
-    e.string(spec, "nodeName", f"{path}.nodeName")
+    validate_pod_fields(spec, path, e)
     e.string(spec, "priorityClassName", f"{path}.priorityClassName")
     e.integer(spec, "priority", f"{path}.priority")
     e.integer(spec, "terminationGracePeriodSeconds", f"{path}.terminationGracePeriodSeconds", minimum=0)

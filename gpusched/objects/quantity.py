@@ -21,10 +21,17 @@ from fractions import Fraction
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL: dict[str, Fraction | int] = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+# ASCII digits only, as apimachinery's byte scanner (``parseQuantityString``) reads them: Python's
+# ``\d`` and ``Fraction()`` also take Unicode digits ("１６", "٣"), which kube-apiserver refuses.
 _QUANTITY = re.compile(
-    r"^(?P<sign>[+-]?)(?P<num>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+    r"(?P<sign>[+-]?)(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))"
 )
+# What Go's ``strings.TrimSpace`` removes (``unicode.IsSpace``): ``Quantity.UnmarshalJSON`` trims
+# it before parsing ("TODO: Remove support for leading/trailing whitespace"), so " 1" and "1Gi "
+# decode; Python's ``str.strip()`` would also drop U+001C..U+001F, which Go keeps (and refuses).
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+    "\u2028\u2029\u202f\u205f\u3000"
 
 MILLI_RESOURCES = frozenset({"cpu"})
 
@@ -48,14 +55,14 @@ def parse_quantity(value: object) -> Fraction:
         if not math.isfinite(value):
             raise QuantityError(f"invalid quantity {value!r}")
         return Fraction(str(value))
-    return _parse_text(str(value).strip())
+    return _parse_text(str(value).strip(GO_SPACE))
 
 
 @functools.lru_cache(maxsize=4096)
 def _parse_text(text: str) -> Fraction:
     """``parse_quantity`` of a string; memoised (Fractions are immutable, the same few
     quantities recur in every manifest and node, and parsing them was a profile hot spot)."""
-    match = _QUANTITY.match(text)
+    match = _QUANTITY.fullmatch(text)
     if not match:
         raise QuantityError("quantities must match the regular expression "
                             "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")

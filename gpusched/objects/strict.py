@@ -170,6 +170,10 @@ class _Walk:
         if not scalar_fits(resolved, value):
             self.wrong_type(node, value, path, struct, fields)
             return None
+        if resolved.get("format") == "byte" and not self.custom and self.type_error is None:
+            at = base64_error(value)         # a []byte field: encoding/json decodes base64
+            if at is not None:
+                self.type_error = f"illegal base64 data at input byte {at}"
         return value
 
     def int_or_string(self, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
@@ -235,6 +239,49 @@ class _Walk:
         elif self.type_error is None:
             self.type_error = QUANTITY_ERROR
         return None
+
+
+_BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_NEWLINES = frozenset(b"\r\n")
+
+
+def base64_error(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding.Decode`` gives up on ``text`` (the byte offset its
+    ``CorruptInputError`` names: ``illegal base64 data at input byte 4``), None when it decodes.
+    Padding is required, ``\\r``/``\\n`` are skipped, trailing bits need not be zero.
+
+    >>> base64_error("aGk="), base64_error("aGk"), base64_error("not base64!"), base64_error("aGk=x")
+    (None, 0, 3, 4)
+    """
+    src, at = text.encode("utf-8", "surrogatepass"), 0
+    while True:
+        got = 0                                    # data characters of this 4-character quantum
+        while got < 4:
+            if at == len(src):
+                return None if got == 0 else at - got
+            char, at = src[at], at + 1
+            if char in _BASE64_ALPHABET:
+                got += 1
+            elif char not in _NEWLINES:
+                return at - 1 if char != ord("=") or got < 2 else _after_padding(src, at, got)
+        if at == len(src):
+            return None
+
+
+def _after_padding(src: bytes, at: int, got: int) -> int | None:
+    """The rest of a quantum that met ``=`` after ``got`` (2 or 3) data characters: ``==`` after
+    two, then only newlines to the end."""
+    if got == 2:
+        while at < len(src) and src[at] in _NEWLINES:
+            at += 1
+        if at == len(src):
+            return at
+        if src[at] != ord("="):
+            return at - 1
+        at += 1
+    while at < len(src) and src[at] in _NEWLINES:
+        at += 1
+    return at if at < len(src) else None
 
 
 def _join(path: str, key: str) -> str:

@@ -60,12 +60,13 @@ from gpusched.objects import limits
 from gpusched.objects.fieldcheck import Errors, _spec
 from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, KINDS
 from gpusched.objects.manifest import Manifest
-from gpusched.objects.names import (dns1123_label_errors, dns1123_subdomain_errors,
-                                    qualified_name_errors)
+from gpusched.objects.names import dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors
 from gpusched.objects.podspec import validate_pod_annotations, validate_pod_spec, validate_tolerations
+from gpusched.objects.validation_apps import validate_completion_mode, validate_deployment_spec
 from gpusched.objects.validation_affinity import validate_label_selector, validate_labels
 from gpusched.objects.selectors import matches, selector_from_dict
 from gpusched.objects.tree import copy_tree
+from gpusched.objects.validation_meta import validate_annotations, validate_finalizers, validate_owner_references
 from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
 from gpusched.objects.validation_nodes import _cluster_policy, _node, _node_pool
 from gpusched.objects.validation_policy import (_config_map, _limit_range, _pdb, _priority_class,
@@ -127,17 +128,23 @@ def _metadata(obj: dict[str, Any], kind: str, e: Errors) -> None:
         meta.pop("namespace", None)
     validate_labels(e.string_map(meta, "labels", "metadata.labels"), "metadata.labels", e)
     annotations = e.string_map(meta, "annotations", "metadata.annotations")
-    for key in annotations:
-        for msg in qualified_name_errors(key):
-            e.invalid("metadata.annotations", key, msg)
+    validate_annotations(annotations, "metadata.annotations", e)
+    validate_owner_references(meta, e)
+    validate_finalizers(meta, e)
     if kind == "Pod":
         validate_pod_annotations(annotations, "metadata.annotations", e)
 
 
+# Kinds whose names are not DNS-1123 subdomains: ``ValidateNamespaceName`` (NameIsDNSLabel),
+# ``ValidateServiceName`` (NameIsDNS1035Label), pkg/apis/core/validation/validation.go.
+_NAME_RULES: dict[str, Callable[[str], list[str]]] = {"Namespace": dns1123_label_errors,
+                                                       "Service": dns1035_label_errors}
+
+
 def _name(meta: dict[str, Any], kind: str, e: Errors) -> None:
     """``metadata.name``, else ``generateName`` (checked with a suffix in place of a final
-    ``-``), else the required error; a Namespace's name is a DNS label."""
-    name_errors = dns1123_label_errors if kind == "Namespace" else dns1123_subdomain_errors
+    ``-``), else the required error; a Namespace's name is a DNS label, a Service's a DNS-1035 label."""
+    name_errors = _NAME_RULES.get(kind, dns1123_subdomain_errors)
     name = e.string(meta, "name", "metadata.name")
     generate = e.string(meta, "generateName", "metadata.generateName")
     if name:
@@ -218,6 +225,10 @@ def _deployment(obj: dict[str, Any], e: Errors) -> None:
     _replicas(spec, e)
     _strategy_defaults(spec, "strategy", {"maxUnavailable": "25%", "maxSurge": "25%"})
     spec.setdefault("progressDeadlineSeconds", 600)
+    if obj["kind"] == "Deployment":
+        validate_deployment_spec(spec, e)
+    else:
+        e.integer(spec, "minReadySeconds", "spec.minReadySeconds", minimum=0)
 
 
 def _daemonset(obj: dict[str, Any], e: Errors) -> None:
@@ -248,6 +259,7 @@ def _job(obj: dict[str, Any], e: Errors) -> None:
     bounds = {"completions": limits.MAX_JOB_COMPLETIONS, "parallelism": limits.MAX_JOB_PARALLELISM}
     for field in ("completions", "parallelism", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         e.integer(spec, field, f"spec.{field}", minimum=0, maximum=bounds.get(field))
+    validate_completion_mode(spec, e)
 
 
 # ----------------------------------------------------------------------------------------------

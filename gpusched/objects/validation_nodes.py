@@ -1,4 +1,4 @@
-"""Validation of the node kinds: Node (taints, capacity/allocatable quantities), NodePool
+"""Validation of the node kinds: Node (taints, podCIDR(s), capacity/allocatable quantities), NodePool
 (``gpusched.io/v1alpha1``, gpusched's compact node definition, with its autoscaling bounds) and
 ClusterPolicy (``nvidia.com/v1``, the GPU Operator's CRD: the fields gpusched acts on, with the
 CRD's enums).
@@ -10,6 +10,8 @@ Neighbours: ``objects.validation`` registers these validators; uses ``fieldcheck
 from __future__ import annotations
 
 from typing import Any
+
+import ipaddress
 
 from gpusched.objects import limits
 from gpusched.objects.fieldcheck import Errors, _spec
@@ -49,10 +51,41 @@ def _node(obj: dict[str, Any], e: Errors) -> None:
     spec = _spec(obj, e)
     _taints(e.items_of(spec, "taints", "spec.taints") or [], "spec.taints", e)
     e.boolean(spec, "unschedulable", "spec.unschedulable")
+    _pod_cidrs(spec, e)
     status = e.mapping(obj, "status", "status") or {}
     for field in ("capacity", "allocatable"):
         for name, value in sorted((e.mapping(status, field, f"status.{field}") or {}).items()):
             e.quantity(value, f"status.{field}[{name}]")
+
+
+def _pod_cidrs(spec: dict[str, Any], e: Errors) -> None:
+    """``ValidateNode``'s ``spec.podCIDRs``, each a CIDR (``IsValidCIDRForLegacyField``). The
+    v1 ``podCIDR`` is ``podCIDRs[0]`` of the internal object when ``podCIDRs`` is empty
+    (``Convert_v1_NodeSpec_To_core_NodeSpec``), so it is reported as ``spec.podCIDRs[0]``."""
+    cidrs = e.items_of(spec, "podCIDRs", "spec.podCIDRs") or []
+    single = e.string(spec, "podCIDR", "spec.podCIDR")
+    if not cidrs and single:
+        cidrs = [single]
+    for i, cidr in enumerate(cidrs):
+        if isinstance(cidr, str) and not _is_cidr(cidr):
+            e.invalid(f"spec.podCIDRs[{i}]", cidr, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")
+
+
+def _is_cidr(text: str) -> bool:
+    """``netutils.ParseCIDRSloppy`` accepts it: an address, ``/``, a prefix length in range (host
+    bits may be set; IPv4 octets may have leading zeros, which Python's parser refuses)."""
+    address, slash, length = text.partition("/")
+    if not slash or not length.isascii() or not length.isdigit():
+        return False
+    if "." in address and ":" not in address:
+        octets = address.split(".")
+        if len(octets) == 4 and all(o.isascii() and o.isdigit() for o in octets):
+            address = ".".join(str(int(o)) for o in octets)
+    try:
+        ipaddress.ip_interface(f"{address}/{int(length)}")
+    except ValueError:
+        return False
+    return True
 
 
 def _node_pool(obj: dict[str, Any], e: Errors) -> None:

@@ -1,7 +1,8 @@
 """Validation and defaulting of the policy kinds: PriorityClass (``value`` bounds, system classes,
 preemptionPolicy), ResourceQuota (hard quantities, scopes and scopeSelector), LimitRange (item
 types, quantities, defaulting, the min <= defaultRequest <= default <= max order),
-PodDisruptionBudget (one of minAvailable / maxUnavailable) and ConfigMap (keys, string data).
+PodDisruptionBudget (one of minAvailable / maxUnavailable) and ConfigMap (keys, string data, 1 MiB of
+data and binaryData in all). LimitRange ``maxLimitRequestRatio`` values are at least 1.
 Messages follow kubernetes ``pkg/apis/scheduling/validation``, ``pkg/apis/core/validation``
 (ValidateResourceQuota, ValidateLimitRange, ValidateConfigMap) and ``pkg/apis/policy/validation``.
 
@@ -13,11 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import base64
 import re
 
 from gpusched.errors import FieldError
 from gpusched.objects.fieldcheck import Errors, _spec, quantity_text
 from gpusched.objects.names import config_map_key_errors
+from gpusched.objects.quantity import quantity_string
+from gpusched.objects.validation_meta import utf8_size
 from gpusched.objects.validation_affinity import validate_label_selector
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
@@ -184,6 +188,7 @@ def _scope_requirement_values(operator: Any, values: Any, e: Errors) -> None:
 
 
 _LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
+MAX_CONFIG_MAP_SIZE = 1024 * 1024        # core.MaxSecretSize: data plus binaryData, in bytes
 _LIMIT_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
 
 
@@ -215,6 +220,10 @@ def _limit_range(obj: dict[str, Any], e: Errors) -> None:
         if kind == "Container":
             _default_limit_range_item(item, parsed)
         _limit_order(parsed, p, e)
+        for name, (amount, text) in sorted(parsed["maxLimitRequestRatio"].items()):
+            if amount < 1:      # a Quantity value, printed with its String(): Invalid value: 500m
+                _invalid_go(e, f"{p}.maxLimitRequestRatio[{name}]", quantity_string(text),
+                            "ratio must be greater than or equal to 1")
 
 
 def _default_limit_range_item(item: dict[str, Any], parsed: dict[str, dict[str, Any]]) -> None:
@@ -251,7 +260,7 @@ def _int_or_percent(spec: dict[str, Any], field: str, e: Errors) -> None:
     elif isinstance(value, int):
         if value < 0:
             e.invalid(path, value, "must be greater than or equal to 0")
-    elif not _PERCENT.match(value):
+    elif not _PERCENT.fullmatch(value):
         e.invalid(path, value, "a valid percent string must be a numeric string followed by an ending '%' "
                   "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")
     elif int(value[:-1]) > 100:
@@ -277,6 +286,22 @@ def _config_map(obj: dict[str, Any], e: Errors) -> None:
             e.invalid(f"data[{key}]", key, msg)
         if not isinstance(value, str):
             e.invalid(f"data[{key}]", value, "must be a string")
-    for key in e.mapping(obj, "binaryData", "binaryData") or {}:
+    binary = e.mapping(obj, "binaryData", "binaryData") or {}
+    for key in binary:
         if key in data:
             e.invalid(f"data[{key}]", key, "duplicate of key present in binaryData")
+    for key in binary:
+        for msg in config_map_key_errors(key):
+            e.invalid(f"binaryData[{key}]", key, msg)
+    size = sum(utf8_size(v) for v in data.values() if isinstance(v, str))
+    size += sum(_decoded_size(v) for v in binary.values())
+    if size > MAX_CONFIG_MAP_SIZE:       # core.MaxSecretSize; the path "" prints as "[]"
+        e.too_long("[]", MAX_CONFIG_MAP_SIZE)
+
+
+def _decoded_size(value: Any) -> int:
+    """The bytes a binaryData value holds (its base64 was checked when the body was decoded)."""
+    try:
+        return len(base64.b64decode(str(value).replace("\n", "").replace("\r", "")))
+    except ValueError:
+        return 0

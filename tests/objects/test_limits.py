@@ -104,8 +104,11 @@ def test_nesting_at_the_bound_loads():
 
 # ---- objects validation refuses -----------------------------------------------------------
 
-def big_configmap(size: int) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": "x" * size}}
+def big_pod(size: int) -> dict:
+    """A pod whose bulk is a container argument (no field limit of its own: a ConfigMap's data
+    stops at 1 MiB in validation, before etcd's 1.5 MiB)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big"},
+            "spec": {"containers": [{"name": "c", "image": "i", "args": ["x" * size]}]}}
 
 
 OBJECT_CASES = [
@@ -140,9 +143,9 @@ def test_workload_sizes_at_the_maxima_are_valid(obj):
 
 def test_object_over_etcd_request_limit_is_refused_as_etcd_does():
     """etcd --max-request-bytes (1.5 MiB); kube-apiserver answers with etcd's text."""
-    validate_object(big_configmap(limits.MAX_OBJECT_BYTES - 200))
+    validate_object(big_pod(limits.MAX_OBJECT_BYTES - 300))
     with pytest.raises(limits.ObjectTooLargeError) as caught:
-        validate_object(big_configmap(limits.MAX_OBJECT_BYTES), where="x.yaml: document 0")
+        validate_object(big_pod(limits.MAX_OBJECT_BYTES), where="x.yaml: document 0")
     assert str(caught.value) == "x.yaml: document 0: etcdserver: request is too large"
     assert caught.value.code == 500
 
