@@ -90,6 +90,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     ``Warning: ...``."""
     mode = validation_mode(getattr(args, "validate", "strict"))
     manifests = load(args.filename)
+    if not manifests:               # files of comments only: kubectl's visitor finds no object
+        raise UsageError("no objects passed to apply")
     failed = 0
     with open_cluster(args, dry_run=args.dry_run) as cluster:
         if args.atomic and args.dry_run != "client":

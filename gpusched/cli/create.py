@@ -255,6 +255,8 @@ def cmd_create(args: argparse.Namespace) -> int:
         raise UsageError("must specify one of -f or a kind to create (namespace, deployment, job, "
                          "priorityclass, quota, configmap)")
     manifests = load(args.filename)
+    if not manifests:
+        raise UsageError("no objects passed to create")
     if args.dry_run == "client":
         for manifest in manifests:
             _print(manifest.obj, args)

@@ -8,8 +8,10 @@ nothing even when several requests share one transaction (the server's group com
 - :func:`create` (POST): ``generateName``, ``AlreadyExists``, validation, admission.
 - :func:`replace` (PUT, and every PATCH once the patch is applied): ``resourceVersion`` ->
   409 Conflict when stale; the main resource keeps the stored ``status`` (a Node's comes from
-  its manifest, as with ``apply``), the ``status`` subresource changes only ``status``; a Pod's
-  spec is immutable (``apply.check_pod_update``).
+  its manifest, as with ``apply``), the ``status`` subresource changes only ``status`` (and a
+  Node's metadata, as ``nodeStatusStrategy``; a Deployment's or ReplicaSet's status counts are
+  checked as ``ValidateDeploymentStatus``); a Pod's spec is immutable (``apply.check_pod_update``);
+  ``metadata.uid`` cannot change (409 for a PUT's precondition, 422 for a patch).
 - :func:`bind` (``pods/binding``): sets ``spec.nodeName`` and copies the Binding's annotations
   onto the pod, as kube-apiserver does (a secondary scheduler passes its device assignment so).
 - :func:`delete_grace`: DeleteOptions.gracePeriodSeconds of a DELETE (graceful pod deletion,
@@ -36,9 +38,11 @@ from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
 from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.view import View, copy_tree
-from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, NotFoundError
+from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
+from gpusched.objects.validation_apps import validate_workload_status
+from gpusched.objects.validation_meta import immutable_uid_error, uid_changed
 
 # Kinds that neither controllers nor the scheduler read: writing one needs no settle (leader
 # election renews its Lease every few seconds; each renewal stays a plain store write).
@@ -123,21 +127,28 @@ def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict[
 
 
 def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
-            subresource: str = "") -> dict[str, Any]:
-    """PUT (and PATCH after patching): see the module docstring; returns the stored body."""
+            subresource: str = "", uid_precondition: bool = False) -> dict[str, Any]:
+    """PUT (and PATCH after patching): see the module docstring; returns the stored body.
+    ``uid_precondition``: the body was sent whole (PUT), so its uid is a precondition (409);
+    in a patched body a changed uid is an immutable field (422)."""
     old = get_existing(view, info, namespace, name)
     body = check_body(info, namespace, body)
     meta = body["metadata"]
-    if meta.get("name", name) != name:
-        raise BadRequestError(f'the name of the object ({meta.get("name")}) does not match the '
-                              f"name on the URL ({name})")
+    check_name(meta.get("name", name), name)
     meta["name"] = name
+    check_uid(info, old, body, uid_precondition)
     sent_rv = meta.get("resourceVersion")
     if sent_rv not in (None, "") and str(sent_rv) != old["metadata"].get("resourceVersion"):
         raise conflict(info, name)
     if subresource == "status":
         new = copy_tree(old)
         new["status"] = body.get("status") or {}
+        if info.kind == "Node":      # nodeStatusStrategy resets only the spec: metadata changes count
+            kept = {k: v for k, v in old["metadata"].items() if k not in _STATUS_METADATA}
+            new["metadata"] = {**kept, **{k: v for k, v in meta.items() if k in _STATUS_METADATA}}
+        status_errors = validate_workload_status(info.kind, new["status"])
+        if status_errors:
+            raise InvalidError(info.kind, name, status_errors)
     else:
         new = body
         if info.kind != "Node" or "status" not in body:
@@ -152,6 +163,41 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
     admitted = admit(view, new, old)
     view.update(admitted)
     return copy_tree(view.get(info.kind, name, namespace) or admitted)
+
+
+_STATUS_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def check_name(sent: object, name: str) -> None:
+    """apiserver ``checkName``: the body's name is the URL's (400 BadRequest)."""
+    if sent != name:
+        raise BadRequestError(f"the name of the object ({sent}) does not match the name on the URL ({name})")
+
+
+def check_uid(info: KindInfo, old: dict[str, Any], body: dict[str, Any], precondition: bool) -> None:
+    """A uid other than the stored one: with a PUT the body's uid is a storage precondition
+    (``rest.DefaultUpdatedObjectInfo.Preconditions``; etcd3 ``Preconditions.Check`` refused, 409
+    through ``storeerr.InterpretUpdateError``), with a PATCH an immutable field
+    (``ValidateObjectMetaAccessorUpdate``, 422)."""
+    uid = uid_changed(body, old)
+    if uid is None:
+        return
+    meta = old["metadata"]
+    if not precondition:
+        raise InvalidError(info.kind, meta["name"], [immutable_uid_error(uid)])
+    raise ConflictError(f'Operation cannot be fulfilled on {_plural(info)} "{meta["name"]}": '
+                        f"{precondition_failed(info, meta, uid)}")
+
+
+def precondition_failed(info: KindInfo, meta: dict[str, Any], uid: str) -> str:
+    """apiserver storage's ``NewInvalidObjError`` text for a uid precondition that failed."""
+    key = "/".join(p for p in ("/registry", _STORAGE_PREFIX.get(info.plural, info.plural),
+                               meta.get("namespace") if info.namespaced else "", meta["name"]) if p)
+    return (f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: "
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid', '')}")
+
+
+_STORAGE_PREFIX = {"services": "services/specs"}      # pkg/registry/core/service/storage
 
 
 def bind(view: View, namespace: str, name: str, binding: object) -> None:

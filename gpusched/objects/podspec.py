@@ -315,11 +315,9 @@ def validate_pod_annotations(annotations: dict[str, Any], path: str, e: Errors) 
     """gpusched's annotations: ``gpu-milli`` an integer 1..1000, ``duration`` a Go duration."""
     milli = annotations.get(ANN_GPU_MILLI)
     if milli is not None:
-        try:
-            ok = 1 <= int(milli.strip()) <= 1000
-        except ValueError:
-            ok = False
-        if not ok:
+        # ASCII digits only, as the device assignment reads it back (Python's int() also takes
+        # "５００", "+500" and "5_00", which the assignment then refused on every later read)
+        if not (milli.isascii() and milli.isdigit() and 1 <= int(milli) <= 1000):
             e.invalid(f"{path}[{ANN_GPU_MILLI}]", milli, "must be an integer between 1 and 1000")
     duration = annotations.get(ANN_DURATION)
     if duration is not None:

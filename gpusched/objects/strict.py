@@ -177,9 +177,16 @@ class _Walk:
         return value
 
     def int_or_string(self, value: Any, path: str, struct: str, fields: tuple[str, ...]) -> Any:
-        """An IntOrString: a string or an integer, else Go's int32 unmarshal error."""
-        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        """An IntOrString: a string or an int32, else Go's int32 unmarshal error (``maxSurge:
+        9223372036854775808`` does not fit ``IntOrString.IntVal``)."""
+        low, high = INT_RANGES["int32"]
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
             return value
+        if isinstance(value, int) and not isinstance(value, bool) and not self.custom:
+            # IntOrString.UnmarshalJSON decodes with encoding/json, whose UnmarshalTypeError is not
+            # the API server decoder's own type: it gets no struct or field context
+            self.type_error = self.type_error or f"json: cannot unmarshal number {value} into Go value of type int32"
+            return None
         self.wrong_type({"type": "integer", "format": "int32"}, value, path, struct, fields)
         return None
 

@@ -36,7 +36,7 @@ from typing import Any
 from gpusched.cluster import api_ops
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.cluster.view import copy_tree
-from gpusched.errors import FieldError, GpuschedError, InvalidError, NotFoundError
+from gpusched.errors import ConflictError, FieldError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
@@ -152,7 +152,7 @@ class ResourceApi:
 
         def put(view: Any) -> dict[str, Any]:
             old = copy_tree(view.get(t.info.kind, t.name, ns))
-            stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource)
+            stored = api_ops.replace(view, t.info, ns, t.name, body, t.subresource, uid_precondition=True)
             return record_managed(view, t.info, old, stored, manager, t.subresource)
 
         result = self._write(req, put, api_ops.needs_settle(t.info))
@@ -347,6 +347,7 @@ class ResourceApi:
             if old is None:
                 raise NotFoundError(plural_name(t.info), t.name)
             wanted = patch.apply_patch(scale_of(old), sent, kind) if req.method == "PATCH" else sent
+            check_scale_identity(t, old, wanted)
             replicas = ((wanted or {}).get("spec") or {}).get("replicas") \
                 if isinstance(wanted, dict) else None
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
@@ -424,6 +425,19 @@ def with_warnings(response: Response, warnings: list[str]) -> Response:
     """The response with fieldValidation=Warn findings as Warning headers (server.decoding)."""
     response.warnings = tuple(warnings)
     return response
+
+
+def check_scale_identity(t: Target, old: dict[str, Any], wanted: Any) -> None:
+    """A Scale naming another object: its name must be the URL's (``checkName``, 400), its uid,
+    when given, the object's (``scaleUpdatedObjectInfo``'s precondition, 409)."""
+    meta = (wanted.get("metadata") if isinstance(wanted, dict) else None) or {}
+    if not isinstance(meta, dict):
+        return
+    api_ops.check_name(meta.get("name", t.name), t.name)
+    uid, current = meta.get("uid"), old["metadata"].get("uid")
+    if uid not in (None, "") and uid != current:
+        raise ConflictError(f'Operation cannot be fulfilled on {t.info.plural}/scale.{t.info.group} "{t.name}": '
+                            f"Precondition failed: UID in precondition: {uid}, UID in object meta: {current}")
 
 
 def scale_of(body: dict[str, Any]) -> dict[str, Any]:
