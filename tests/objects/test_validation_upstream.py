@@ -177,10 +177,12 @@ REFUSED = [
     ("service-name-64", service("s" * 64),
      invalid("Service", "s" * 64, f'metadata.name: Invalid value: "{"s" * 64}": must be no more than 63 characters')),
     # apimachinery objectmeta.go validateOwnerReference
-    ("ownerreference-without-name-uid",
-     config_map(metadata=meta("cm", ownerReferences=[{"apiVersion": "v1", "kind": "Pod"}])),
-     invalid("ConfigMap", "cm", 'metadata.ownerReferences.name: Invalid value: "": must not be empty, '
-             'metadata.ownerReferences.uid: Invalid value: "": must not be empty')),
+    ("ownerreference-without-name",
+     config_map(metadata=meta("cm", ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "uid": "u-1"}])),
+     invalid("ConfigMap", "cm", 'metadata.ownerReferences.name: Invalid value: "": must not be empty')),
+    ("ownerreference-without-uid",
+     config_map(metadata=meta("cm", ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": "p"}])),
+     invalid("ConfigMap", "cm", 'metadata.ownerReferences.uid: Invalid value: "": must not be empty')),
 ]
 
 ACCEPTED = [
