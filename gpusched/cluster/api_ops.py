@@ -141,14 +141,7 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
     if sent_rv not in (None, "") and str(sent_rv) != old["metadata"].get("resourceVersion"):
         raise conflict(info, name)
     if subresource == "status":
-        new = copy_tree(old)
-        new["status"] = body.get("status") or {}
-        if info.kind == "Node":      # nodeStatusStrategy resets only the spec: metadata changes count
-            kept = {k: v for k, v in old["metadata"].items() if k not in _STATUS_METADATA}
-            new["metadata"] = {**kept, **{k: v for k, v in meta.items() if k in _STATUS_METADATA}}
-        status_errors = validate_workload_status(info.kind, new["status"])
-        if status_errors:
-            raise InvalidError(info.kind, name, status_errors)
+        new = _status_update(info, old, body)
     else:
         new = body
         if info.kind != "Node" or "status" not in body:
@@ -166,6 +159,21 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
 
 
 _STATUS_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _status_update(info: KindInfo, old: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The object a ``status`` write leaves: the stored one with the body's status (and, for a
+    Node, the body's labels, annotations, finalizers and owners: nodeStatusStrategy resets only
+    the spec); a Deployment's or ReplicaSet's counts checked as ``ValidateDeploymentStatus``."""
+    new = copy_tree(old)
+    new["status"] = body.get("status") or {}
+    if info.kind == "Node":
+        kept = {k: v for k, v in old["metadata"].items() if k not in _STATUS_METADATA}
+        new["metadata"] = {**kept, **{k: v for k, v in body["metadata"].items() if k in _STATUS_METADATA}}
+    status_errors = validate_workload_status(info.kind, new["status"])
+    if status_errors:
+        raise InvalidError(info.kind, old["metadata"]["name"], status_errors)
+    return new
 
 
 def check_name(sent: object, name: str) -> None:

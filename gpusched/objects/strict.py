@@ -167,11 +167,17 @@ class _Walk:
             return [self.value(items, item, f"{path}[{i}]", struct, fields) for i, item in enumerate(value)]
         if kind is None:
             return self.free(value, path)
+        return self.scalar(node, resolved, value, path, struct, fields)
+
+    def scalar(self, node: dict[str, Any], resolved: dict[str, Any], value: Any, path: str, struct: str,
+               fields: tuple[str, ...]) -> Any:
+        """A string, number or boolean; a ``[]byte`` field (``format: byte``) must be base64, as
+        encoding/json decodes it."""
         if not scalar_fits(resolved, value):
             self.wrong_type(node, value, path, struct, fields)
             return None
         if resolved.get("format") == "byte" and not self.custom and self.type_error is None:
-            at = base64_error(value)         # a []byte field: encoding/json decodes base64
+            at = base64_error(value)
             if at is not None:
                 self.type_error = f"illegal base64 data at input byte {at}"
         return value

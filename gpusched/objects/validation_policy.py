@@ -220,10 +220,16 @@ def _limit_range(obj: dict[str, Any], e: Errors) -> None:
         if kind == "Container":
             _default_limit_range_item(item, parsed)
         _limit_order(parsed, p, e)
-        for name, (amount, text) in sorted(parsed["maxLimitRequestRatio"].items()):
-            if amount < 1:      # a Quantity value, printed with its String(): Invalid value: 500m
-                _invalid_go(e, f"{p}.maxLimitRequestRatio[{name}]", quantity_string(text),
-                            "ratio must be greater than or equal to 1")
+        _limit_ratios(parsed, p, e)
+
+
+def _limit_ratios(parsed: dict[str, dict[str, Any]], p: str, e: Errors) -> None:
+    """``maxLimitRequestRatio`` values are at least 1 (a Quantity value, printed with its
+    ``String()``: ``Invalid value: 500m``)."""
+    for name, (amount, text) in sorted(parsed["maxLimitRequestRatio"].items()):
+        if amount < 1:
+            _invalid_go(e, f"{p}.maxLimitRequestRatio[{name}]", quantity_string(text),
+                        "ratio must be greater than or equal to 1")
 
 
 def _default_limit_range_item(item: dict[str, Any], parsed: dict[str, dict[str, Any]]) -> None:
