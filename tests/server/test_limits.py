@@ -211,13 +211,14 @@ def test_no_hostile_write_breaks_a_later_read_list_settle_or_tick(objects: Serve
 
 
 def test_int64_max_durations_do_not_break_delete_or_the_clock(serve: Served):
-    """terminationGracePeriodSeconds and activeDeadlineSeconds of 2^63-1 are valid int64 values;
-    deleting such a pod used to fail with ``OverflowError`` (its deletionTimestamp beyond year 9999),
-    for the CLI and the API alike. RFC 3339 time stops at 9999-12-31T23:59:59Z."""
+    """terminationGracePeriodSeconds of 2^63-1 is a valid int64 value (activeDeadlineSeconds stops
+    at 2^31-1: ValidatePodSpec's inclusive range); deleting such a pod used to fail with
+    ``OverflowError`` (its deletionTimestamp beyond year 9999), for the CLI and the API alike.
+    RFC 3339 time stops at 9999-12-31T23:59:59Z."""
     capacity = {"cpu": "8", "memory": "16Gi", "pods": "110"}
     serve.json("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
                                  "status": {"capacity": capacity, "allocatable": capacity}})
-    body = pod("forever", terminationGracePeriodSeconds=2**63 - 1, activeDeadlineSeconds=2**63 - 1)
+    body = pod("forever", terminationGracePeriodSeconds=2**63 - 1, activeDeadlineSeconds=2**31 - 1)
     del body["spec"]["containers"][0]["resources"]
     assert serve.request("POST", PODS, body)[0] == 201
     code, reply = serve.request("DELETE", f"{PODS}/forever")
