@@ -15,18 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 import base64
-import re
 
 from gpusched.errors import FieldError
 from gpusched.objects.fieldcheck import Errors, _spec, quantity_text
-from gpusched.objects.names import config_map_key_errors
+from gpusched.objects.names import PERCENT_MSG, config_map_key_errors, is_percent
 from gpusched.objects.quantity import quantity_string
 from gpusched.objects.validation_meta import utf8_size
 from gpusched.objects.validation_affinity import validate_label_selector
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
-_PERCENT = re.compile(r"^[0-9]+%$")
 _QUOTA_STANDARD = frozenset({
     "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
     "persistentvolumeclaims", "services.nodeports", "services.loadbalancers", "cpu", "memory", "storage",
@@ -266,9 +264,8 @@ def _int_or_percent(spec: dict[str, Any], field: str, e: Errors) -> None:
     elif isinstance(value, int):
         if value < 0:
             e.invalid(path, value, "must be greater than or equal to 0")
-    elif not _PERCENT.fullmatch(value):
-        e.invalid(path, value, "a valid percent string must be a numeric string followed by an ending '%' "
-                  "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")
+    elif not is_percent(value):
+        e.invalid(path, value, PERCENT_MSG)
     elif int(value[:-1]) > 100:
         e.invalid(path, value, "must not be greater than 100%")
 
