@@ -11,7 +11,8 @@
   last manifest had and this one drops are removed), labels and annotations merge three-way (keys
   added by ``label`` survive), ``status`` is kept (except a Node's, which the manifest defines);
   -> ``configured``, or ``unchanged`` when nothing differs.
-- A Pod's spec is immutable apart from what admission and the scheduler wrote.
+- A Pod's spec is immutable apart from what admission and the scheduler wrote; every object's
+  ``metadata.uid`` is (a manifest naming another uid: ``field is immutable``).
 
 Neighbours: ``cluster.cluster.Cluster.apply`` runs it inside the command's transaction.
 """
@@ -34,6 +35,7 @@ from gpusched.objects.manifest import Manifest
 from gpusched.objects.strict import STRICT, decode_with_mode
 from gpusched.objects.podspec import admission_pending
 from gpusched.objects.validation import validate
+from gpusched.objects.validation_meta import immutable_uid_error, uid_changed
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SYSTEM_FIELDS = ("apiVersion", "kind", "metadata", "status")
@@ -84,6 +86,9 @@ def apply_one(view: View, manifest: Manifest, field_validation: str = STRICT) ->
             raise InvalidError(err.kind, err.name, err.errors, where=manifest.where) from None
         view.create(admitted)
         return kind, name, ns, "created", warnings
+    uid = uid_changed(body, old)      # kubectl's patch carries it; the uid is immutable (422)
+    if uid is not None:
+        raise InvalidError(kind, name, [immutable_uid_error(uid)], where=manifest.where)
     old_annotations = (old.get("metadata") or {}).get("annotations") or {}
     if old_annotations.get(LAST_APPLIED) == applied:
         return kind, name, ns, "unchanged", warnings

@@ -73,3 +73,18 @@ def test_a_file_without_objects_is_kubectls_error(tmp_path, verb, text):
     path = tmp_path / "empty.yaml"
     path.write_text(text)
     assert Gpusched(tmp_path).fails(verb, "-f", str(path)) == f"error: no objects passed to {verb}"
+
+
+def test_applying_another_uid_is_refused_and_changes_nothing(tmp_path):
+    """kubectl apply's patch carries the manifest's uid; ValidateObjectMetaAccessorUpdate
+    (apimachinery objectmeta.go) refuses a changed one: ``field is immutable``."""
+    g = Gpusched(tmp_path)
+    first = tmp_path / "cm.yaml"
+    first.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: u}\ndata: {a: b}\n")
+    g.ok("apply", "-f", str(first))
+    forged = tmp_path / "forged.yaml"
+    forged.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: u, uid: forged}\ndata: {a: c}\n")
+    assert g.fails("apply", "-f", str(forged)) == (
+        f'error: {forged}: document 0: The ConfigMap "u" is invalid: metadata.uid: Invalid value: "forged": '
+        "field is immutable")
+    assert g.json("get", "configmap", "u")["data"] == {"a": "b"}
