@@ -12,7 +12,12 @@ has already admitted. The admit handlers run in the order ``NewMainKubelet`` reg
    Only resources the device plugin advertises are allocated (``isDevicePluginResource``).
 2. the predicate handler (``pkg/kubelet/lifecycle/predicate.go`` ``Admit``/``generalFilter``):
    extended resources the node does not list in allocatable are dropped
-   (``removeMissingExtendedResources``: upstream's caveat, such a pod is admitted); then
+   (``removeMissingExtendedResources``, for cluster-level resources the scheduler ignores;
+   upstream's comment calls admitting a pinned pod that way a caveat "while it should" fail),
+   except GPU resources (``nvidia.com/*``, ``gpusched.io/gpu-milli``): a device plugin serves
+   them on the node, so they are never cluster-level, and a pod pinned by ``spec.nodeName`` to a
+   node that does not advertise them fails ``OutOf<resource>`` with capacity 0, as it does on a
+   node that lists them at 0 (gpusched's difference: no GPU pod runs without its devices); then
    ``scheduler.AdmissionCheck`` (NodeResourcesFit: pods, cpu, memory, ephemeral-storage, then
    other resources by name; NodeAffinity: nodeSelector and required node affinity) and the
    NoExecute taints (TaintToleration). The first failure decides: ``OutOf<resource>`` with
@@ -24,7 +29,10 @@ of that reason from the kubelet (``rejectPod``). It is not retried.
 
 Device holdings are the cluster's own: a pod's ``gpusched.io/assigned-*`` annotations are written
 only by the scheduler's bind and by this module (admission strips a user's, see
-``cluster.admission``). Before new pods are admitted, the holdings of the pods already running
+``cluster.admission``), both from ``NodeDevices.allocate``, the scheduler's one allocator; a
+fractional pod's share is its request (``objects.assignment.pod_assignment``). A record that
+cannot be read (only a hand-edited state file holds one) is treated as devices gone, and a pod
+that cannot be parsed is left alone and logged: one bad object never fails the pass. Before new pods are admitted, the holdings of the pods already running
 are re-checked against what the device plugin advertises now (a re-advertisement after a config
 change, a MIG layout change, fewer time-slicing replicas), oldest start first: a pod whose
 devices are gone keeps running on an equivalent free device of the *same* GPUs (its containers
@@ -55,9 +63,8 @@ from gpusched.cluster.controllers.common import TERMINAL, creation_order
 from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import View
 from gpusched.devices.operator import OPERATOR_NAMESPACE
-from gpusched.errors import UsageError
-from gpusched.objects.assignment import (assignment_annotations, assignment_resource, device_requests,
-                                         pod_annotations, read_assignment)
+from gpusched.errors import GpuschedError, UsageError
+from gpusched.objects.assignment import assignment_annotations, device_requests, pod_assignment
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import map_matches, node_selector_matches
@@ -71,6 +78,7 @@ _EMPTY: dict[str, Any] = {}
 NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
 OUT_OF = {"cpu": "OutOfcpu", "memory": "OutOfmemory",
           "ephemeral-storage": "OutOfephemeral-storage", "pods": "OutOfpods"}
+GPU_RESOURCE_PREFIXES = ("nvidia.com/", RESOURCE_GPU_MILLI)
 NODE_AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 TAINT_REASON = "node(s) had taints that the pod didn't tolerate"
 
@@ -132,9 +140,10 @@ def _bound_by_node(pods: list[dict[str, Any]]) -> tuple[dict[str, list[dict[str,
     return by_node, newest
 
 
-def _pod_info(view: View, pod: dict[str, Any]) -> PodInfo:
+def _pod_info(view: View, pod: dict[str, Any]) -> PodInfo | None:
     """``pod_info(pod)``, once per (uid, resourceVersion): the kubelet re-checks every running
-    pod of a node at each pass, and a pod's info changes only with its body."""
+    pod of a node at each pass, and a pod's info changes only with its body. None (logged) for
+    a stored pod validation would refuse (a hand-edited state file): it is left alone."""
     memo: dict[Any, Any] = view.memo.setdefault("kubelet-pods", {})
     meta = pod["metadata"]
     key = (meta.get("uid"), meta.get("resourceVersion"))
@@ -142,7 +151,12 @@ def _pod_info(view: View, pod: dict[str, Any]) -> PodInfo:
     if info is None:
         if len(memo) > 100_000:
             memo.clear()
-        info = memo[key] = pod_info(pod)
+        try:
+            info = memo[key] = pod_info(pod)
+        except GpuschedError as err:
+            log.warning("kubelet: pod %s/%s left alone: %s", meta.get("namespace"),
+                        meta.get("name"), err)
+            return None
     return info
 
 
@@ -209,11 +223,13 @@ class _NodeKubelet:
 
     def _keep_devices(self, pod: dict[str, Any]) -> Rejection | None:
         info = _pod_info(self.view, pod)
+        if info is None:
+            return None
         if self.devices is None:
             self._charge(info)
             return None
         current = _assignment(pod, info)
-        if self._try_hold(info.uid, current):
+        if current is not None and self._try_hold(info.uid, current):
             self._charge(info)
             return None
         remapped = self._equivalent(info, current)
@@ -235,15 +251,17 @@ class _NodeKubelet:
             return False
         return True
 
-    def _equivalent(self, info: PodInfo, current: DeviceAssignment) -> DeviceAssignment | None:
-        """Free devices of the same GPUs serving the pod's request, or None."""
-        if current.empty or not current.gpu_indices:
+    def _equivalent(self, info: PodInfo, current: DeviceAssignment | None) -> DeviceAssignment | None:
+        """Free devices of the same GPUs serving the pod's request, or None. An unreadable
+        record (``current`` None) names no GPUs: any free devices serving the request."""
+        if current is not None and (current.empty or not current.gpu_indices):
             return None
+        gpus = None if current is None else tuple(current.gpu_indices)
         try:
-            found = self.devices.allocate(info, gpus=tuple(current.gpu_indices))
+            found = self.devices.allocate(info, gpus=gpus)
         except UsageError:
             return None
-        if found is None or found.empty or set(found.gpu_indices) - set(current.gpu_indices):
+        if found is None or found.empty or (gpus is not None and set(found.gpu_indices) - set(gpus)):
             return None
         result: DeviceAssignment | None = found
         return result
@@ -252,6 +270,8 @@ class _NodeKubelet:
 
     def _admit(self, pod: dict[str, Any]) -> Rejection | None:
         info = _pod_info(self.view, pod)
+        if info is None:
+            return None
         assignment, rejection = self._allocate(pod, info)
         if rejection is None:
             rejection = self._predicates(pod, info)
@@ -274,7 +294,7 @@ class _NodeKubelet:
         if refusal:
             return None, Rejection(UNEXPECTED, refusal)
         chosen = _assignment(pod, info)
-        if not chosen.empty and self._try_hold(info.uid, chosen):
+        if chosen is not None and not chosen.empty and self._try_hold(info.uid, chosen):
             return chosen, None
         try:
             found = devices.allocate(info)
@@ -305,7 +325,8 @@ class _NodeKubelet:
         """NodeResourcesFit's ``fitsRequest`` order: pods, cpu, memory, ephemeral-storage, then
         the other resources by name (upstream iterates a map; sorted here to be deterministic).
         Device-plugin resources were settled by the device manager; extended resources the node
-        does not list are dropped (``removeMissingExtendedResources``)."""
+        does not list are dropped (``removeMissingExtendedResources``), but for GPU resources,
+        which count at capacity 0 (see the module docstring)."""
         allocatable = self.node.allocatable
         if "pods" in allocatable and self.pod_count + 1 > allocatable["pods"]:
             return _out_of("pods", 1, self.pod_count, allocatable["pods"])
@@ -313,7 +334,7 @@ class _NodeKubelet:
         names = [n for n in NATIVE_ORDER if info.requests.get(n)]
         names += sorted(n for n, v in info.requests.items()
                         if v and n not in NATIVE_ORDER and n != "pods" and n not in advertised
-                        and n in allocatable)
+                        and (n in allocatable or n.startswith(GPU_RESOURCE_PREFIXES)))
         for name in names:
             need, used, capacity = info.requests[name], self.used.get(name, 0), allocatable.get(name, 0)
             if need > capacity - used:
@@ -391,11 +412,13 @@ def _first_resource(info: PodInfo) -> str:
     return next(iter(device_requests(info)), "nvidia.com/gpu")
 
 
-def _assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
+def _assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment | None:
+    """The pod's recorded devices; None (logged) for a record that cannot be read."""
     try:
-        return read_assignment(pod_annotations(pod), assignment_resource(info))
-    except UsageError:
-        return NO_DEVICES
+        return pod_assignment(pod, info)
+    except UsageError as err:
+        log.warning("kubelet: pod %s: %s", info.key, err)
+        return None
 
 
 def _write_assignment(view: View, pod: dict[str, Any], assignment: DeviceAssignment) -> None:

@@ -33,7 +33,7 @@ from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.store import seconds_of
 from gpusched.cluster.view import ObjectSource, View, copy_tree
-from gpusched.objects.assignment import assignment_annotations, assignment_resource, pod_annotations, read_assignment
+from gpusched.objects.assignment import assignment_annotations, pod_assignment
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import selector_from_dict
@@ -55,10 +55,6 @@ PREEMPT_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priorit
 
 
 # ---- devices ---------------------------------------------------------------------------------
-
-def pod_assignment(pod: dict[str, Any], info: PodInfo) -> DeviceAssignment:
-    return read_assignment(pod_annotations(pod), assignment_resource(info))
-
 
 def _creation_key(pod: dict[str, Any]) -> tuple[Any, ...]:
     meta = pod["metadata"]
@@ -95,16 +91,35 @@ def build_snapshot(view: ObjectSource) -> tuple[Snapshot, dict[str, int]]:
         node_name = pod["spec"]["nodeName"]
         if node_name not in snapshot.index:
             continue
-        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
-        row = snapshot.index[node_name]
-        devices = snapshot.devices[row]
-        assignment = pod_assignment(pod, info) if devices is not None else NO_DEVICES
-        try:
-            snapshot.add_pod(info, node_name, assignment)
-        except UsageError:
-            snapshot.remove_pod(info.uid)     # undo the partial add, then keep the pod's share
-            snapshot.add_pod(info, node_name, _remapped(devices, info))
+        info = readable_pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+        if info is not None:
+            place_bound_pod(snapshot, pod, info, node_name)
     return snapshot, order
+
+
+def readable_pod_info(pod: dict[str, Any], seq: int = 0) -> PodInfo | None:
+    """``pod_info``, or None (logged) for a stored pod validation would refuse (a hand-edited
+    state file): one bad object is left out of the pass, never fails it for every pod."""
+    try:
+        return pod_info(pod, seq)
+    except GpuschedError as err:
+        meta = pod.get("metadata") or {}
+        log.warning("pod %s/%s left out: %s", meta.get("namespace"), meta.get("name"), err)
+        return None
+
+
+def place_bound_pod(snapshot: Snapshot, pod: dict[str, Any], info: PodInfo, node_name: str) -> None:
+    """Add a bound pod to ``snapshot`` holding its recorded devices; a record that is malformed
+    or names devices no longer advertised holds equivalent free devices (``_remapped``)."""
+    devices = snapshot.devices[snapshot.index[node_name]]
+    try:
+        assignment = pod_assignment(pod, info) if devices is not None else NO_DEVICES
+        snapshot.add_pod(info, node_name, assignment)
+    except UsageError as err:
+        log.warning("pod %s: %s", info.key, err)
+        if info.uid in snapshot.pod_node:
+            snapshot.remove_pod(info.uid)     # undo the partial add, then keep the pod's share
+        snapshot.add_pod(info, node_name, _remapped(devices, info))
 
 
 def _remapped(devices: NodeDevices, info: PodInfo) -> DeviceAssignment:

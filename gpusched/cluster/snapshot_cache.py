@@ -30,12 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.scheduling import _remapped, build_snapshot, creation_number, pod_assignment
+from gpusched.cluster.scheduling import (build_snapshot, creation_number, place_bound_pod,
+                                         readable_pod_info)
 from gpusched.cluster.view import Key, View
 from gpusched.devices.operator import OPERATOR_NAMESPACE
-from gpusched.errors import UsageError
-from gpusched.objects.pod import pod_info
-from gpusched.objects.types import NO_DEVICES
 from gpusched.scheduler.snapshot import Snapshot
 
 MEMO_KEY = "scheduler-snapshot"
@@ -132,13 +130,9 @@ def _sync_pod(view: View, cache: _Cache, key: Key) -> None:
     if not node_name or node_name not in snapshot.index:
         return
     uid = body["metadata"]["uid"]
-    info = pod_info(body, cache.order.get(uid, 0))
-    devices = snapshot.devices[snapshot.index[node_name]]
-    assignment = pod_assignment(body, info) if devices is not None else NO_DEVICES
-    try:
-        snapshot.add_pod(info, node_name, assignment)
-    except UsageError:
-        snapshot.remove_pod(info.uid)
-        snapshot.add_pod(info, node_name, _remapped(devices, info))
+    info = readable_pod_info(body, cache.order.get(uid, 0))
+    if info is None:
+        return
+    place_bound_pod(snapshot, body, info, node_name)
     cache.placed[key] = uid
     cache.tracked.add(uid)

@@ -8,10 +8,12 @@ admission, the scheduler's snapshot, metrics, describe, top, the VPA recommender
 environment) goes through :func:`read_assignment` or :func:`held_by`, so there is one parse:
 
 - :func:`assignment_annotations` writes an assignment (nothing for no devices);
-- :func:`read_assignment` reads one back exactly (``resource`` from :func:`assignment_resource`,
-  the fractional share from ``gpusched.io/gpu-milli``) and raises ``UsageError`` on a malformed
-  value, which only a hand-edited state file can hold (admission strips the annotations from
-  user input);
+- :func:`pod_assignment` reads one back exactly (``resource`` from :func:`assignment_resource`,
+  the fractional share from the pod's parsed request, ``PodInfo.gpu_milli``, whether it was
+  asked for by the annotation ``gpusched.io/gpu-milli`` or by the extended resource of that name)
+  and raises ``UsageError`` on a malformed value, which only a hand-edited state file can hold
+  (admission strips the annotations from user input); callers on a shared path (the scheduler's
+  snapshot, the kubelet) treat such a record as devices gone, never as an error of the pass;
 - :func:`held_by` is what a pod holds for readers that need only the devices: the same parse,
   with a malformed value read as holding nothing.
 
@@ -53,8 +55,16 @@ def assignment_annotations(assignment: DeviceAssignment) -> dict[str, str]:
             ANN_ASSIGNED_DEVICES: ",".join(assignment.device_ids)}
 
 
-def read_assignment(annotations: Mapping[str, Any], resource: str = "") -> DeviceAssignment:
+def pod_assignment(pod: Mapping[str, Any], info: PodInfo) -> DeviceAssignment:
+    """What ``pod`` (parsed as ``info``) holds: its record, with a fractional pod's share taken
+    from its request. Raises ``UsageError`` on a malformed record."""
+    return read_assignment(pod_annotations(pod), assignment_resource(info), info.gpu_milli)
+
+
+def read_assignment(annotations: Mapping[str, Any], resource: str = "", share: int = 0) -> DeviceAssignment:
     """The assignment :func:`assignment_annotations` recorded (state survives a reload).
+    ``share``: a fractional pod's milli-GPU (``PodInfo.gpu_milli``); 0 reads it from the
+    annotation ``gpusched.io/gpu-milli``.
 
     >>> read_assignment({"gpusched.io/assigned-gpus": "1", "gpusched.io/assigned-devices": "GPU-x::2"})
     DeviceAssignment(resource='', device_ids=('GPU-x::2',), gpu_indices=(1,), milli=0)
@@ -69,8 +79,8 @@ def read_assignment(annotations: Mapping[str, Any], resource: str = "") -> Devic
     if not ids and not indices:
         return NO_DEVICES
     if resource == RESOURCE_GPU_MILLI:
-        raw = str(annotations.get(ANN_GPU_MILLI, ""))
-        if not raw.isdigit():
+        raw = str(share) if share > 0 else str(annotations.get(ANN_GPU_MILLI, ""))
+        if not (raw.isdigit() and 0 < int(raw) < 1000):
             raise UsageError(f'invalid annotation {ANN_GPU_MILLI}="{raw}": expected milli-GPU')
         milli = int(raw)
     else:

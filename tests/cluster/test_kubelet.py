@@ -74,9 +74,18 @@ CASES = [
                                        taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
      [bound_pod("a")], "a", ("Running", "", "")),
     # predicate.go removeMissingExtendedResources: an extended resource the node does not
-    # list is dropped, so the pod is admitted (upstream's documented caveat)
+    # list is dropped, so the pod is admitted (upstream's caveat, kept for cluster-level
+    # resources)...
     ("missing-extended-resource-admitted", pool(count=1, gpus=0),
-     [bound_pod("a", gpus=1)], "a", ("Running", "", "")),
+     [yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {
+         "nodeName": "gpu-1", "containers": [{"name": "c", "image": "x", "resources": {
+             "limits": {"example.com/dongle": 1}}}]}})], "a", ("Running", "", "")),
+    # ...but a GPU resource is a device plugin's, never cluster-level: predicate.go
+    # InsufficientResourceError at capacity 0, as on a node listing it at 0 (issue 25 finding 4)
+    ("missing-gpu-resource-out-of", pool(count=1, gpus=0),
+     [bound_pod("a", gpus=4)], "a",
+     ("Failed", "OutOfnvidia.com/gpu", "Pod was rejected: Node didn't have enough resource: "
+      "nvidia.com/gpu, requested: 4, used: 0, capacity: 0")),
     # kubelet.go HandlePodAdditions: oldest first; the device manager runs before predicates,
     # so a pod short of GPUs and of affinity reports the device manager's error
     ("device-manager-before-predicates", pool(count=1, gpus=1, model="T4"),
