@@ -48,6 +48,7 @@ from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id
 from gpusched.objects.assignment import held_by
+from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME
 
 if TYPE_CHECKING:
@@ -129,12 +130,12 @@ def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, ut
     overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``)."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    start = annotations.get(ANN_START_TIME)
+    start = annotation_seconds(pod, ANN_START_TIME)
     held = held_by(pod)
     ids = held.device_ids
     if start is None or not ids:
         return []
-    holder = _holder(pod, float(start), end, util)
+    holder = _holder(pod, start, end, util)
     milli = annotations.get(ANN_GPU_MILLI, "")
     total = devices.model.memory_mib if devices.model else 0
     if milli.isdigit() and not any("::" in i or i.startswith("MIG-") for i in ids):

@@ -20,6 +20,7 @@ from gpusched.metrics.cluster_source import seconds_of
 from gpusched.metrics.container import (ContainerView, ExecResult, _unwrap_shell, build_view,
                                         container_names, exec_output, known_output, marker)
 from gpusched.objects.assignment import held_by
+from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_START_TIME
 
 # ---- logs ---------------------------------------------------------------------------------------
@@ -51,11 +52,11 @@ def _event_lines(view: View, pod: dict[str, Any]) -> list[str]:
 
 def _insert_allocation(view: View, pod: dict[str, Any], container: str, lines: list[str]) -> None:
     """The kubelet's device allocation, right after the Scheduled event (or the first line)."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
     ids = ",".join(held_by(pod).device_ids)
-    if not ids or ANN_START_TIME not in annotations:
+    started = annotation_seconds(pod, ANN_START_TIME)
+    if not ids or started is None:
         return
-    when = view.timestamp(float(annotations[ANN_START_TIME]))
+    when = view.timestamp(started)
     cv = build_view(view, pod, container)
     allocated = (f"{when} DevicesAllocated: {ids} (NVIDIA_VISIBLE_DEVICES="
                  f"{cv.env.get('NVIDIA_VISIBLE_DEVICES', '')})")
@@ -87,7 +88,7 @@ def _command_lines(view: View, pod: dict[str, Any], container: str) -> list[str]
 
 def _klog(view: View, pod: dict[str, Any], source: str, text: str, level: str = "I") -> str:
     """One klog line at the pod's start time: ``I0101 00:00:00.000000       1 main.go:1] text``."""
-    start = float(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME, 0))
+    start = annotation_seconds(pod, ANN_START_TIME) or 0.0
     when = datetime.fromtimestamp(EPOCH.timestamp() + start, tz=EPOCH.tzinfo)
     return f"{level}{when:%m%d %H:%M:%S}.000000       1 {source}] {text}"
 

@@ -35,6 +35,7 @@ snapshot and runner, cluster admission and controllers, trace loaders.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
@@ -297,13 +298,22 @@ def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
+def annotation_seconds(pod: Mapping[str, Any], key: str) -> float | None:
+    """A virtual-clock time the cluster wrote on ``pod`` (``gpusched.io/start-time``,
+    ``gpusched.io/restart-at``); None when absent or unreadable (only a hand-edited state file
+    holds such a value: it makes that pod's time unknown, never fails a pass)."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(key) if isinstance(annotations, Mapping) else None
+    try:
+        value = float(text) if text is not None else None
+    except (TypeError, ValueError):
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _start_time(annotations: Mapping[str, Any], status: Mapping[str, Any]) -> float | None:
-    text = annotations.get(ANN_START_TIME)
-    if text is not None:
-        try:
-            return float(text)
-        except (TypeError, ValueError):
-            return None
+    if annotations.get(ANN_START_TIME) is not None:
+        return annotation_seconds({"metadata": {"annotations": annotations}}, ANN_START_TIME)
     value = status.get("startTime")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)

@@ -27,6 +27,7 @@ import copy
 from gpusched.cluster.changes import Changes
 from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import View
+from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_START_TIME
 
 ANN_EXIT_CODE = "gpusched.io/exit-code"
@@ -108,8 +109,7 @@ def _restart_later(view: View, pod: dict[str, Any], end: float, code: int) -> No
 
 
 def restart_at(pod: dict[str, Any]) -> float | None:
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_RESTART_AT)
-    return float(text) if text is not None else None
+    return annotation_seconds(pod, ANN_RESTART_AT)
 
 
 def restart_due(view: View, pod: dict[str, Any]) -> float | None:

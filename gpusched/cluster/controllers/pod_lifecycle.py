@@ -38,6 +38,7 @@ from gpusched.cluster.view_notes import capacity_changed
 from gpusched.cluster.view import View, copy_tree
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
+from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_DURATION, ANN_START_TIME
 
 _SLEEP = re.compile(r"(?:^|[;&|]\s*|\s)sleep\s+(\d+(?:\.\d+)?[smhd]?)\s*$")
@@ -71,8 +72,7 @@ def _annotated_duration(text: str) -> float | None:
 
 
 def start_time(pod: dict[str, Any]) -> float | None:
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_START_TIME)
-    return float(text) if text is not None else None
+    return annotation_seconds(pod, ANN_START_TIME)
 
 
 def end_time(pod: dict[str, Any]) -> float | None:
