@@ -117,4 +117,4 @@ def node_devices_for(node: dict[str, Any], inputs: Any) -> Any:
     if not isinstance(inputs, DeviceInputs):
         inputs = DeviceInputs(list(inputs))
     name = (node.get("metadata") or {}).get("name", "")
-    return node_device_state(node, inputs.for_node(name), policy=inputs.policy).devices
+    return node_device_state(node, inputs.for_node(name), policy=inputs.policy, recorded=True).devices

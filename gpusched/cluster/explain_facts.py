@@ -180,7 +180,7 @@ def _offer_without_config(node: dict[str, Any]) -> dict[str, int]:
     plain = {**node, "metadata": {**_meta(node), "labels": {
         k: v for k, v in (_meta(node).get("labels") or {}).items()
         if k != "nvidia.com/device-plugin.config"}}}
-    return node_device_state(plain, []).capacity
+    return node_device_state(plain, [], recorded=True).capacity
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def _node_offer(view: View, node: dict[str, Any]) -> _NodeOffer:
     name = _meta(node).get("name", "")
     inputs = device_inputs(view)
     configmaps = inputs.for_node(name)
-    state = node_device_state(node, configmaps, policy=inputs.policy)
+    state = node_device_state(node, configmaps, policy=inputs.policy, recorded=True)
     configmap = find_device_plugin_configmap(configmaps)
     cm_ref = (f"ConfigMap {_meta(configmap).get('namespace', '')}/{_meta(configmap).get('name', '')}"
               if configmap else "")
@@ -224,6 +224,9 @@ def _why_not_offered(view: View, node: dict[str, Any], resource: str) -> tuple[s
         return (f"{MIG_STATE}=failed: MIG layout {offer.mig} cannot be applied "
                 f"({'; '.join(state.mig_log) or state.error or 'mig-manager failed'})",
                 f"label {MIG_CONFIG} on node {name}")
+    if (_meta(node).get("labels") or {}).get(MIG_STATE) == "pending":
+        return (f"{MIG_STATE}=pending: MIG layout {offer.mig} waits for the pods using the GPUs "
+                f"it changes to finish", f"the pods on node {name}")
     if state.error:
         return f"the device plugin does not start: {state.error}", offer.cm_ref or f"node {name}"
     if any(r.startswith("nvidia.com/mig-") for r in state.capacity) or (

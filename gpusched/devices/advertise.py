@@ -11,7 +11,10 @@
    label ``nvidia.com/mig.config``, starting from the GPUs' current state (annotation
    ``gpusched.io/mig-layout``; absent: MIG disabled), with ``nvidia.com/mig.config.state``
    ``success`` or ``failed`` - an unknown or unparsable config leaves the GPUs as they were, a
-   layout the GPU cannot create clears that GPU. Custom layouts come from a mig-parted ConfigMap
+   layout the GPU cannot create clears that GPU; a change that would touch GPUs in use
+   (``busy``) is held, state ``pending``. Readers (``recorded=True``: the kubelet, the
+   scheduler's snapshot, metrics, explain) take the layout mig-manager recorded as it is; only
+   the device-plugin controller runs mig-manager on a node that has a record. Custom layouts come from a mig-parted ConfigMap
    (``MIG_PARTED_CONFIGMAP_NAMES``, key ``config.yaml`` or its only key), which replaces the
    built-in file. Without the label, or on a GPU without MIG, mig-manager does not run.
 3. Device-plugin config: ``plugin_config.config_source`` (the ClusterPolicy's ConfigMap, else
@@ -91,17 +94,21 @@ class NodeDeviceState:
 def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
                       default_config_key: str | None = None,
                       mig_strategy_default: str = "none",
-                      policy: PolicyConfig | None = None) -> NodeDeviceState:
+                      policy: PolicyConfig | None = None,
+                      busy: Mapping[int, str] | None = None,
+                      recorded: bool = False) -> NodeDeviceState:
     """The devices, labels and GPU capacity of ``node`` (see the module docstring).
 
     ``policy``: the GPU Operator's ClusterPolicy (``devices.operator.policy_config``): its
     device-plugin ConfigMap, default key and ``empty`` fallback, its ``mig.strategy`` (which wins
     over the config file's, as an environment variable does), its mig-parted ConfigMap; with
-    ``devicePlugin.enabled: false`` nothing is advertised (GFD's labels stay)."""
+    ``devicePlugin.enabled: false`` nothing is advertised (GFD's labels stay). ``busy``: GPU
+    index -> the pods holding devices on it (mig-manager holds a change touching them);
+    ``recorded``: read the GPUs' recorded MIG layout without running mig-manager."""
     meta = node.get("metadata") or {}
     name = str(meta.get("name", ""))
     place = _Place(name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
-                   configmaps, policy)
+                   configmaps, policy, busy, recorded)
     try:
         model, count, warning = node_gpus(node, user_models(configmaps))
     except GpuschedError as err:
@@ -143,6 +150,8 @@ class _Place:
     annotations: dict[str, Any]
     configmaps: list[dict[str, Any]]
     policy: PolicyConfig | None
+    busy: Mapping[int, str] | None = None
+    recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,8 +167,7 @@ class _MigState:
 
 def _mig_state(model: GpuModel, count: int, place: _Place) -> _MigState:
     """Step 2 of the module docstring, with what the node publishes about it."""
-    layout, mig = _mig_manager(model, count, place.labels, place.annotations, place.configmaps,
-                               place.policy)
+    layout, mig = _mig_manager(model, count, place)
     published = model.mig_capable and (mig is not None or MIG_LAYOUT_ANNOTATION in place.annotations)
     return _MigState(layout,
                      {MIG_CONFIG_STATE_LABEL: mig.state} if mig is not None else {},
@@ -186,21 +194,24 @@ def _plugin_devices(model: GpuModel, count: int, layout: list[Any], place: _Plac
         return str(err)
 
 
-def _mig_manager(model: GpuModel, count: int, labels: Mapping[str, str],
-                 annotations: Mapping[str, str], configmaps: list[dict[str, Any]],
-                 policy: PolicyConfig | None) -> tuple[list[Any], MigOutcome | None]:
+def _mig_manager(model: GpuModel, count: int, place: _Place) -> tuple[list[Any], MigOutcome | None]:
     """The GPUs' MIG layout after mig-manager acted on ``nvidia.com/mig.config`` (``None`` outcome:
-    mig-manager does not run - a node without the label, or a GPU without MIG)."""
+    mig-manager does not run - a node without the label, or a GPU without MIG, or a reader of a
+    node whose layout is recorded)."""
+    labels, annotations, policy = place.labels, place.annotations, place.policy
     current = current_layout(annotations.get(MIG_LAYOUT_ANNOTATION), count)
     if not model.mig_capable or MIG_CONFIG_LABEL not in labels:
+        return current, None
+    if place.recorded and MIG_LAYOUT_ANNOTATION in annotations:
         return current, None
     if policy is not None and not policy.is_enabled("migManager"):   # no mig-manager DaemonSet
         return current, None
     try:
-        custom, custom_error = _custom_mig_configs(configmaps, policy), None
+        custom, custom_error = _custom_mig_configs(place.configmaps, policy), None
     except GpuschedError as err:
         custom, custom_error = None, str(err)
-    outcome = reconfigure(model, count, str(labels[MIG_CONFIG_LABEL]), current, custom, custom_error)
+    outcome = reconfigure(model, count, str(labels[MIG_CONFIG_LABEL]), current, custom, custom_error,
+                          place.busy)
     return outcome.layout, outcome
 
 

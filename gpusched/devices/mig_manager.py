@@ -13,8 +13,15 @@ NVIDIA/mig-parted ``pkg/mig/reconfigure/reconfigure.go`` ``Reconfigure.Run`` (ca
 2. ``isConfigAlreadyApplied``: nothing to do, state ``success``.
 3. state ``pending`` while GPU clients are paused; a MIG mode change that needs a reboot sets
    ``rebooting`` and reboots the node (``-r``). gpusched applies mode changes at once (GPUs whose
-   mode change takes effect without a reboot), so ``pending`` and ``rebooting`` are never left on
-   a node: the label goes straight to the end state.
+   mode change takes effect without a reboot), so ``rebooting`` is never left on a node.
+   GPUs in use by pods (``busy``: a whole GPU, a replica, a share or a MIG instance held): NVML
+   refuses to destroy a compute instance with processes on it (``nvmlComputeInstanceDestroy``
+   ``NVML_ERROR_IN_USE``, "In use by another client", which ``ClearMigConfig`` returns) and a
+   MIG mode change stays pending until the GPU can be reset, so upstream's apply fails on such a
+   GPU with the pods still running on their devices. gpusched holds the whole change instead:
+   state ``pending``, no GPU touched, one line per GPU in use naming its pods, and the change
+   applies once those GPUs are free (``controllers.device_plugin`` re-runs it when pods leave).
+   So no pod is ever left on a device that is gone.
 4. ``applyMigConfig`` (``nvidia-mig-parted apply``): GPU by GPU (``config.go``
    ``ApplyMigConfig`` over ``WalkSelectedMigConfigForEachGPU``); each GPU is cleared first and its
    instances created (``pkg/mig/config/config.go`` ``SetMigConfig``). A GPU whose layout cannot be
@@ -36,6 +43,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.mig import (ALL_DISABLED, Layout, MIG_CONFIG_STATE_LABEL, MigConfigEntry,
@@ -43,7 +51,8 @@ from gpusched.devices.mig import (ALL_DISABLED, Layout, MIG_CONFIG_STATE_LABEL, 
 from gpusched.errors import GpuschedError
 
 MIG_LAYOUT_ANNOTATION = "gpusched.io/mig-layout"
-STATE_SUCCESS, STATE_FAILED = "success", "failed"
+STATE_SUCCESS, STATE_FAILED, STATE_PENDING = "success", "failed", "pending"
+IN_USE = "In use by another client"        # nvmlErrorString(NVML_ERROR_IN_USE)
 VALIDATE_FAILED = "Error: failed to validate MIG configuration: exit status 1"
 APPLY_FAILED = "Error: failed to apply MIG configuration: exit status 1"
 _MAX_LAYOUT_TEXT = 65536
@@ -87,16 +96,24 @@ def layout_annotation(layout: Layout) -> str:
 
 def reconfigure(model: GpuModel, gpu_count: int, selected: str, current: Layout,
                 custom: dict[str, list[MigConfigEntry]] | None = None,
-                custom_error: str | None = None) -> MigOutcome:
+                custom_error: str | None = None,
+                busy: Mapping[int, str] | None = None) -> MigOutcome:
     """mig-manager's ``Reconfigure.Run`` for ``nvidia.com/mig.config=<selected>`` on GPUs whose MIG
     state is ``current`` (see the module docstring). ``custom``: the parsed mig-parted ConfigMap,
-    which replaces the built-in file; ``custom_error``: why that ConfigMap does not parse."""
+    which replaces the built-in file; ``custom_error``: why that ConfigMap does not parse;
+    ``busy``: GPU index -> the pods holding devices on it."""
     desired, problem = _desired(model, gpu_count, selected, custom, custom_error)
     if desired is None:
         return MigOutcome(list(current), STATE_FAILED, (problem, VALIDATE_FAILED,
                                                         _state_line(STATE_FAILED)))
     if desired == current:
         return MigOutcome(list(current), STATE_SUCCESS)
+    in_use = [(i, (busy or {})[i]) for i in range(len(desired))
+              if desired[i] != current[i] and i in (busy or {})]
+    if in_use:
+        return MigOutcome(list(current), STATE_PENDING,
+                          tuple(f"GPU {i}: {IN_USE} (pods {pods}): waiting for them to finish"
+                                for i, pods in in_use) + (_state_line(STATE_PENDING),))
     result = list(current)
     for index, wanted in enumerate(desired):
         if wanted == current[index]:

@@ -107,7 +107,7 @@ def device_plugin_log(view: View, pod: dict[str, Any]) -> list[str]:
         return []
     inputs = device_inputs(view)
     state = node_device_state(node, inputs.for_node(node["metadata"]["name"]),
-                              policy=inputs.policy)
+                              policy=inputs.policy, recorded=True)
     image = next((c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []), "")
     lines = [_klog(view, pod, "main.go:235", f'"Starting NVIDIA Device Plugin" '
                                            f'version="{image.rpartition(":")[2]}"'),

@@ -199,13 +199,43 @@ def test_shrinking_replicas_fails_pods_that_lost_their_replica(cluster):
     assert_no_double_holding(cluster)
 
 
-def test_mig_layout_change_fails_whole_gpu_holder(cluster):
+def mig_pod(name: str, profile: str) -> str:
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        "containers": [{"name": "c", "image": "x", "resources": {"limits": {profile: 1}}}]}})
+
+
+@pytest.mark.parametrize("before,holder", [
+    ("", pod("a", gpus=1)),
+    ("all-balanced", mig_pod("a", "nvidia.com/mig-2g.10gb")),
+    ("", yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {
+        "nodeName": "gpu-1", "containers": [{"name": "c", "image": "x", "resources": {
+            "limits": {"gpusched.io/gpu-milli": 300}}}]}})),
+], ids=["whole-gpu", "mig-instance", "pinned-share"])
+def test_mig_layout_change_waits_for_gpus_in_use(cluster, before, holder):
+    """mig-parted pkg/mig/config/config.go ClearMigConfig: NVML refuses to destroy a compute
+    instance in use ("In use by another client") and a mode change waits for a GPU reset, so a
+    layout change never removes a device a pod holds; gpusched holds it as mig-manager's
+    ``pending`` (reconfigure.go) and applies it once the GPU is free (issue 25, finding 4)."""
+    from gpusched.cluster.invariants import violations
     apply(cluster, pool(count=1, gpus=1, model="A100-40GB", migStrategy="mixed"))
-    apply(cluster, pod("a", gpus=1))
+    if before:
+        cluster.label("node", "gpu-1", {"nvidia.com/mig.config": before})
+    apply(cluster, holder)
     assert phase(cluster, "a") == "Running"
-    cluster.label("node", "gpu-1", {"nvidia.com/mig.config": "all-1g.5gb"})
-    assert status_of(cluster, "a")[:2] == ("Failed", "UnexpectedAdmissionError")
-    assert_no_double_holding(cluster)
+    advertised = cluster.get("nodes", ["gpu-1"], None)[0]["status"]["allocatable"]
+    cluster.label("node", "gpu-1", {"nvidia.com/mig.config": "all-1g.5gb"}, overwrite=True)
+    node = cluster.get("nodes", ["gpu-1"], None)[0]
+    assert (phase(cluster, "a"), node["metadata"]["labels"]["nvidia.com/mig.config.state"]) == \
+        ("Running", "pending")
+    assert node["status"]["allocatable"] == advertised
+    events = [e["message"] for e in cluster.events(None) if e["reason"] == "MigConfigPending"]
+    assert events == ["GPU 0: In use by another client (pods default/a): waiting for them to "
+                      "finish; Changing the 'nvidia.com/mig.config.state' node label to 'pending'"]
+    assert violations(cluster.view()) == []
+    cluster.delete("pod", "a", grace=0)
+    node = cluster.get("nodes", ["gpu-1"], None)[0]
+    assert node["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
+    assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "7"
 
 
 def assert_no_double_holding(cluster) -> None:
@@ -234,13 +264,9 @@ CHURN = st.lists(st.one_of(
     st.tuples(st.just("pods"), st.integers(1, 4)),
     st.tuples(st.just("mig-pods"), st.integers(1, 3)),
     st.tuples(st.just("bound"), st.integers(1, 2)),
+    st.tuples(st.just("share"), st.integers(1, 3)),
     st.tuples(st.just("delete"), st.integers(0, 9)),
 ), min_size=1, max_size=8)
-
-
-def mig_pod(name: str, profile: str) -> str:
-    return yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
-        "containers": [{"name": "c", "image": "x", "resources": {"limits": {profile: 1}}}]}})
 
 
 def churn_step(cluster, kind: str, n, made: int) -> int:
@@ -263,6 +289,13 @@ def churn_step(cluster, kind: str, n, made: int) -> int:
     elif kind == "bound":
         apply(cluster, bound_pod(f"p{made}", node="gpu-1", gpus=n))
         return made + 1
+    elif kind == "share":           # pinned 300/600/900-milli shares, on either node
+        node = "gpu-1" if n % 2 else "mig-1"
+        apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{made}"},
+                                       "spec": {"nodeName": node, "containers": [{
+                                           "name": "c", "image": "x", "resources": {
+                                               "limits": {"gpusched.io/gpu-milli": 300 * n}}}]}}))
+        return made + 1
     elif kind == "delete" and f"p{n}" in [p["metadata"]["name"] for p in cluster.get("pods")]:
         cluster.delete("pod", f"p{n}")
     return made
@@ -272,9 +305,11 @@ def churn_step(cluster, kind: str, n, made: int) -> int:
 @given(steps=CHURN)
 def test_config_churn_never_double_holds(tmp_path_factory, steps):
     """Property: random device-plugin churn (time-slicing replicas up and down, back to plain
-    GPUs, MIG layouts changing) under running and user-bound pods never leaves a device held
-    twice, a live pod on a device that vanished, or more devices held than a node advertises."""
+    GPUs, MIG layouts changing) under running and user-bound pods (shares included) never
+    leaves a device held twice, a live pod on a device that vanished, or more devices held than
+    a node advertises (``cluster.invariants``)."""
     from gpusched.cluster.cluster import Cluster
+    from gpusched.cluster.invariants import violations
     with Cluster.open(str(tmp_path_factory.mktemp("churn") / "c.db")) as cluster:
         apply(cluster, join(pool(count=1, gpus=2, model="T4"),
                             pool(name="mig", count=1, gpus=2, model="A100-40GB", migStrategy="mixed")))
@@ -283,6 +318,7 @@ def test_config_churn_never_double_holds(tmp_path_factory, steps):
             made = churn_step(cluster, kind, n, made)
             assert_no_double_holding(cluster)
             view = cluster.view()
+            assert violations(view) == [], (kind, n)
             for node in ("gpu-1", "mig-1"):
                 devices = node_devices(view, node)
                 live = [p for p in view.list("Pod") if p["status"].get("phase") == "Running"

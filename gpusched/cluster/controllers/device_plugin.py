@@ -19,6 +19,9 @@ replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone. mig-
 (``devices.mig_manager``) is written back as the annotation ``gpusched.io/mig-layout`` (the GPUs'
 MIG state) and the label ``nvidia.com/mig.config.state``; a failure adds a Warning event
 ``MigConfigFailed`` (source ``nvidia-mig-manager``) whose message is mig-manager's log lines.
+A change that would touch GPUs pods hold devices on is held (``mig.config.state=pending``, a
+Warning event ``MigConfigPending`` naming the GPUs and pods) and applied once they are free: a
+pending node is revisited when a pod bound to it changes (``Changes.node_names``).
 
 Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
 """
@@ -38,11 +41,15 @@ from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.devices.advertise import NodeDeviceState, node_device_state
 from gpusched.devices.operator import PolicyConfig
 from gpusched.devices.gfd import USER_SET_LABELS, is_gfd_label
+from gpusched.devices.mig import MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL
+from gpusched.devices.mig_manager import STATE_PENDING
+from gpusched.objects.assignment import held_by
 
 log = logging.getLogger(__name__)
 COMPONENT = "nvidia-device-plugin"
 MIG_MANAGER_COMPONENT = "nvidia-mig-manager"
 MIG_EVENT_REASON = "MigConfigFailed"     # gpusched's: mig-manager itself records no events
+MIG_PENDING_REASON = "MigConfigPending"
 GPU_PREFIXES = ("nvidia.com/", "gpusched.io/")
 FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
 TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"
@@ -60,16 +67,38 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     versions = (tuple(c["metadata"].get("resourceVersion") for c in inputs.configmaps),
                 inputs.policy_version)
     keyed = changes is not None and not _inputs_changed(changes)
-    for node in changed_nodes(view, changes) if keyed and changes is not None else view.list("Node"):
+    for node in _nodes_to_visit(view, changes) if keyed and changes is not None else view.list("Node"):
         name = node["metadata"]["name"]
         pin = json.dumps(inputs.pinned[name], sort_keys=True) if name in inputs.pinned else None
-        version = (node["metadata"].get("resourceVersion"), versions, pin)
+        busy = busy_gpus(view, name) if MIG_CONFIG_LABEL in (node["metadata"].get("labels") or {}) else {}
+        version = (node["metadata"].get("resourceVersion"), versions, pin, busy)
         if seen.get(name) == version:
             continue
-        _reconcile_node(view, node, inputs.for_node(name), inputs.policy)
+        _reconcile_node(view, node, inputs.for_node(name), inputs.policy, busy)
         current = view.get("Node", name)
-        seen[name] = (current["metadata"].get("resourceVersion"), versions, pin) \
+        seen[name] = (current["metadata"].get("resourceVersion"), versions, pin, busy) \
             if current else None
+
+
+def _nodes_to_visit(view: View, changes: Changes) -> list[dict[str, Any]]:
+    """The changed nodes, and the nodes with a MIG change pending whose pods changed."""
+    nodes = {n["metadata"]["name"]: n for n in changed_nodes(view, changes)}
+    for name in sorted(changes.node_names() - set(nodes)):
+        node = view.get("Node", name)
+        if node is not None and (node["metadata"].get("labels") or {}).get(
+                MIG_CONFIG_STATE_LABEL) == STATE_PENDING:
+            nodes[name] = node
+    return [nodes[name] for name in sorted(nodes)]
+
+
+def busy_gpus(view: View, node: str) -> dict[int, str]:
+    """GPU index -> the live pods holding devices on it (``ns/name`` joined by commas)."""
+    users: dict[int, list[str]] = {}
+    for key in view.live_pods_on(node):
+        pod = view.objects[key]
+        for index in held_by(pod).gpu_indices:
+            users.setdefault(index, []).append(f"{key[1]}/{key[2]}")
+    return {index: ",".join(pods) for index, pods in sorted(users.items())}
 
 
 def _inputs_changed(changes: Changes) -> bool:
@@ -79,11 +108,12 @@ def _inputs_changed(changes: Changes) -> bool:
 
 
 def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
-               policy: PolicyConfig | None = None) -> tuple[dict[str, Any], NodeDeviceState]:
+               policy: PolicyConfig | None = None,
+               busy: dict[int, str] | None = None) -> tuple[dict[str, Any], NodeDeviceState]:
     """``node`` as the device plugin and GFD leave it (GFD labels, MIG state annotations,
     ``nvidia.com/*`` capacity and allocatable), and the device state it came from. Pure: the
     Cluster Autoscaler's template nodes (``controllers.autoscaler``) are built with it."""
-    state = node_device_state(node, configmaps, policy=policy)
+    state = node_device_state(node, configmaps, policy=policy, busy=busy)
     new = copy_tree(node)
     write_gfd_labels(new, dict(state.labels), now)
     if state.annotations:           # the GPUs' MIG state after mig-manager (devices.mig_manager)
@@ -98,8 +128,8 @@ def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
 
 
 def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str, Any]],
-                    policy: PolicyConfig | None = None) -> None:
-    new, state = advertised(node, configmaps, view.timestamp(), policy)
+                    policy: PolicyConfig | None = None, busy: dict[int, str] | None = None) -> None:
+    new, state = advertised(node, configmaps, view.timestamp(), policy, busy)
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
                           COMPONENT)
@@ -107,8 +137,9 @@ def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str,
     if changed and state.warning:
         view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)
     if changed and state.mig_log:   # mig-manager only logs; gpusched shows its lines as an event
-        view.record_event(new, MIG_EVENT_REASON, "; ".join(state.mig_log), "Warning",
-                          MIG_MANAGER_COMPONENT)
+        pending = state.labels.get(MIG_CONFIG_STATE_LABEL) == STATE_PENDING
+        view.record_event(new, MIG_PENDING_REASON if pending else MIG_EVENT_REASON,
+                          "; ".join(state.mig_log), "Warning", MIG_MANAGER_COMPONENT)
 
 
 def owned_labels(node: dict[str, Any]) -> set[str]:
