@@ -206,7 +206,9 @@ def _node_offer(view: View, node: dict[str, Any]) -> _NodeOffer:
     name = _meta(node).get("name", "")
     inputs = device_inputs(view)
     configmaps = inputs.for_node(name)
-    state = node_device_state(node, configmaps, policy=inputs.policy, recorded=True)
+    from gpusched.cluster.controllers.device_plugin import busy_gpus
+    # mig-manager as the device-plugin controller runs it, for its log lines
+    state = node_device_state(node, configmaps, policy=inputs.policy, busy=busy_gpus(view, name))
     configmap = find_device_plugin_configmap(configmaps)
     cm_ref = (f"ConfigMap {_meta(configmap).get('namespace', '')}/{_meta(configmap).get('name', '')}"
               if configmap else "")

@@ -84,21 +84,29 @@ def _device_violations(name: str, infos: list[tuple[dict[str, Any], PodInfo]], d
         except GpuschedError as err:
             out.append(f"{name}: {info.key} has an unreadable device record: {err}")
             continue
-        for device_id in held.device_ids:
-            fractional = held.milli and held.milli < WHOLE_GPU_MILLI
-            if device_id not in advertised:
-                out.append(f"{name}: {info.key} holds {device_id}, which the node does not advertise")
-            elif not fractional and device_id in holders:
-                out.append(f"{name}: device {device_id} held by {holders[device_id]} and {info.key}")
-            if not fractional:
-                holders.setdefault(device_id, info.key)
-        share = held.milli if held.milli and held.milli < WHOLE_GPU_MILLI else 0
+        share = held.milli if 0 < held.milli < WHOLE_GPU_MILLI else 0
+        out += _held_twice_or_gone(name, info.key, held.device_ids, share, advertised, holders)
         for index in held.gpu_indices:
             if share or held.milli == WHOLE_GPU_MILLI:
                 milli[index] += share or WHOLE_GPU_MILLI
                 users[index].append(info.key)
     out += [f"{name}: GPU {i} holds {m} milli > {WHOLE_GPU_MILLI} ({', '.join(users[i])})"
             for i, m in sorted(milli.items()) if m > WHOLE_GPU_MILLI]
+    return out
+
+
+def _held_twice_or_gone(name: str, pod: str, device_ids: tuple[str, ...], share: int,
+                        advertised: set[str], holders: dict[str, str]) -> list[str]:
+    """Rules 2 and 3 for one pod's devices; ``holders`` (device -> first holder) is updated. A
+    share's device is the GPU's own ID, held by every pod with a share of it (rule 1)."""
+    out = []
+    for device_id in device_ids:
+        if device_id not in advertised:
+            out.append(f"{name}: {pod} holds {device_id}, which the node does not advertise")
+        elif not share and device_id in holders:
+            out.append(f"{name}: device {device_id} held by {holders[device_id]} and {pod}")
+        if not share:
+            holders.setdefault(device_id, pod)
     return out
 
 

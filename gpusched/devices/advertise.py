@@ -48,8 +48,8 @@ from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, driver_version_problem
                                   machine_label, mode_label, version_labels)
 from gpusched.devices.mig import (MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MigConfigEntry,
                                   parse_mig_parted_config)
-from gpusched.devices.mig_manager import (MIG_LAYOUT_ANNOTATION, MigOutcome, current_layout,
-                                          layout_annotation, reconfigure)
+from gpusched.devices.mig_manager import (MIG_LAYOUT_ANNOTATION, STATE_PENDING, MigOutcome,
+                                          current_layout, layout_annotation, reconfigure)
 from gpusched.devices.node import NodeDevices
 from gpusched.devices.user_models import (ANN_MODEL_SPEC, MODELS_CONFIGMAP, MODELS_KEY,
                                           generic_model, model_of_annotation, resolve,
@@ -123,6 +123,8 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {}, f"node {name}: {chosen}", "",
                                model, None, mig.annotations, mig.log)
     key, config, devices = chosen
+    if (mig.labels or place.labels).get(MIG_CONFIG_STATE_LABEL) == STATE_PENDING and model.mig_capable:
+        devices = replace(devices, paused=True)     # devices.mig_manager: a change waits
     driver = (place.annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
               or DEFAULT_DRIVER_VERSION)
     problem = driver_version_problem(driver)

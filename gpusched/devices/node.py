@@ -116,6 +116,10 @@ class NodeDevices:
     _holder: dict[str, str] = field(default_factory=dict)               # device id -> pod uid
     _held: dict[str, DeviceAssignment] = field(default_factory=dict)    # pod uid -> assignment
     _frac: list[dict[str, int]] = field(default_factory=list)           # per GPU: pod uid -> milli
+    # mig-manager holds a layout change (state pending) with the device plugin paused
+    # (``nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change``): held devices stay held,
+    # nothing new is allocated, so no new pod takes a device the change waits on
+    paused: bool = False
 
     # ---- construction -----------------------------------------------------------------------
 
@@ -185,7 +189,11 @@ class NodeDevices:
         return self._mig_enabled[gpu_index]
 
     def free_milli(self) -> np.ndarray:
-        """Per physical GPU: 1000 minus fractional shares; 0 if held whole, MIG or shared."""
+        """Per physical GPU: 1000 minus fractional shares; 0 if held whole, MIG or shared, and
+        on a paused node (nothing new is allocated there)."""
+        return self._unpaused_free_milli() * (not self.paused)
+
+    def _unpaused_free_milli(self) -> np.ndarray:
         out = np.zeros(self.gpu_count, dtype=np.int32)
         for index in range(self.gpu_count):
             if self._fraction_capable(index) and not self._whole_held(index):
@@ -210,6 +218,8 @@ class NodeDevices:
         if pod.gpu_milli > 0:
             return None if self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli) else \
                 f"Insufficient {GPU_RESOURCE}"
+        if self.paused and device_requests(pod):
+            return f"Insufficient {next(iter(device_requests(pod)))}"
         taken: set[str] = set()
         for resource, count in device_requests(pod).items():
             picked = self._pick(resource, count, "binpack", taken)
@@ -228,6 +238,8 @@ class NodeDevices:
         if policy not in ("binpack", "spread"):
             raise UsageError(f'unknown device allocation policy "{policy}" (binpack or spread)')
         allowed = None if gpus is None else frozenset(int(g) for g in gpus)
+        if self.paused and (pod.gpu_milli > 0 or device_requests(pod)):
+            return None
         if pod.gpu_milli > 0:
             indices = self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli, allowed)
             if indices is None:
@@ -340,7 +352,7 @@ class NodeDevices:
         self._held[uid] = assignment
 
     def _hold_fractional(self, uid: str, assignment: DeviceAssignment) -> None:
-        free = self.free_milli()
+        free = self._unpaused_free_milli()
         for index in assignment.gpu_indices:
             if not 0 <= index < self.gpu_count or not self._whole_device(index):
                 raise UsageError(f"node {self.node_name}: GPU {index} cannot take a fractional share")

@@ -370,6 +370,11 @@ def test_mig_config_label_readvertises_and_back(cluster):
     node = cluster.get("nodes")[0]
     assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "14"
     cluster.label("node", "gpu-1", {"nvidia.com/mig.config": "all-disabled"})
+    # the deleted pods still run their grace period on their MIG devices: the change waits
+    # (devices.mig_manager, state pending) and applies once they are gone
+    labels = cluster.get("nodes")[0]["metadata"]["labels"]
+    assert labels["nvidia.com/mig.config.state"] == "pending"
+    cluster.advance(60)
     node = cluster.get("nodes")[0]
     assert not any(k.startswith("nvidia.com/mig-1g") for k in node["metadata"]["labels"])
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"

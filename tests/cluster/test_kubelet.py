@@ -232,10 +232,15 @@ def test_mig_layout_change_waits_for_gpus_in_use(cluster, before, holder):
     assert events == ["GPU 0: In use by another client (pods default/a): waiting for them to "
                       "finish; Changing the 'nvidia.com/mig.config.state' node label to 'pending'"]
     assert violations(cluster.view()) == []
+    # meanwhile the device plugin is paused (reconfigure.go shutdownKubernetesGPUClients): no
+    # new pod takes a device the change waits on
+    apply(cluster, mig_pod("late", "nvidia.com/mig-1g.5gb"))
+    assert not cluster.get("pods", ["late"])[0]["spec"].get("nodeName")
     cluster.delete("pod", "a", grace=0)
     node = cluster.get("nodes", ["gpu-1"], None)[0]
     assert node["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
     assert node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] == "7"
+    assert phase(cluster, "late") == "Running"
 
 
 def assert_no_double_holding(cluster) -> None:
