@@ -118,13 +118,11 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
     mig = _mig_state(model, count, place)
     base = {"nvidia.com/gpu.present": "true", LABEL_GPU_MODEL: model.name,
             LABEL_GPU_COUNT: str(count), **mig.labels}
-    chosen = _plugin_devices(model, count, mig.layout, place, default_config_key, mig_strategy_default)
+    chosen = _plugin_devices(model, count, mig, place, default_config_key, mig_strategy_default)
     if isinstance(chosen, str):
         return NodeDeviceState(NodeDevices.build(name, None, 0), base, {}, f"node {name}: {chosen}", "",
                                model, None, mig.annotations, mig.log)
     key, config, devices = chosen
-    if (mig.labels or place.labels).get(MIG_CONFIG_STATE_LABEL) == STATE_PENDING and model.mig_capable:
-        devices = replace(devices, paused=True)     # devices.mig_manager: a change waits
     driver = (place.annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
               or DEFAULT_DRIVER_VERSION)
     problem = driver_version_problem(driver)
@@ -165,19 +163,22 @@ class _MigState:
     labels: dict[str, str]
     annotations: dict[str, str]
     log: tuple[str, ...]
+    pending: bool = False        # a change waits for GPUs in use: the device plugin is paused
 
 
 def _mig_state(model: GpuModel, count: int, place: _Place) -> _MigState:
     """Step 2 of the module docstring, with what the node publishes about it."""
     layout, mig = _mig_manager(model, count, place)
     published = model.mig_capable and (mig is not None or MIG_LAYOUT_ANNOTATION in place.annotations)
+    state = mig.state if mig is not None else place.labels.get(MIG_CONFIG_STATE_LABEL)
     return _MigState(layout,
                      {MIG_CONFIG_STATE_LABEL: mig.state} if mig is not None else {},
                      {MIG_LAYOUT_ANNOTATION: layout_annotation(layout)} if published else {},
-                     tuple(mig.log) if mig is not None else ())
+                     tuple(mig.log) if mig is not None else (),
+                     model.mig_capable and state == STATE_PENDING)
 
 
-def _plugin_devices(model: GpuModel, count: int, layout: list[Any], place: _Place,
+def _plugin_devices(model: GpuModel, count: int, mig: _MigState, place: _Place,
                     default_config_key: str | None, mig_strategy_default: str
                     ) -> tuple[str, DevicePluginConfig, NodeDevices] | str:
     """Steps 3 and 5: the config key, config and devices the plugin advertises, or (a string) the
@@ -191,7 +192,8 @@ def _plugin_devices(model: GpuModel, count: int, layout: list[Any], place: _Plac
         strategy = place.annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
         if place.policy is not None and place.policy.mig_strategy:
             config = replace(config, mig_strategy=place.policy.mig_strategy)
-        return key, config, NodeDevices.build(place.name, model, count, config, layout, strategy)
+        devices = NodeDevices.build(place.name, model, count, config, mig.layout, strategy)
+        return key, config, replace(devices, paused=mig.pending)
     except GpuschedError as err:
         return str(err)
 

@@ -238,16 +238,11 @@ class NodeDevices:
         if policy not in ("binpack", "spread"):
             raise UsageError(f'unknown device allocation policy "{policy}" (binpack or spread)')
         allowed = None if gpus is None else frozenset(int(g) for g in gpus)
-        if self.paused and (pod.gpu_milli > 0 or device_requests(pod)):
+        requests = device_requests(pod)
+        if self.paused and (pod.gpu_milli > 0 or requests):
             return None
         if pod.gpu_milli > 0:
-            indices = self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli, allowed)
-            if indices is None:
-                return None
-            return DeviceAssignment(RESOURCE_GPU_MILLI,
-                                    tuple(self._gpu_ids[i] for i in indices),
-                                    tuple(indices), pod.gpu_milli)
-        requests = device_requests(pod)
+            return self._allocate_share(pod, allowed)
         if not requests:
             return NO_DEVICES
         taken: list[str] = []
@@ -260,6 +255,13 @@ class NodeDevices:
         whole = all(d.whole_gpu for d in chosen)
         return DeviceAssignment(",".join(requests), tuple(taken),
                                 tuple(sorted({d.gpu_index for d in chosen})), 1000 if whole else 0)
+
+    def _allocate_share(self, pod: PodInfo, allowed: frozenset[int] | None) -> DeviceAssignment | None:
+        indices = self._pick_fractional(pod.gpu_count or 1, pod.gpu_milli, allowed)
+        if indices is None:
+            return None
+        return DeviceAssignment(RESOURCE_GPU_MILLI, tuple(self._gpu_ids[i] for i in indices),
+                                tuple(indices), pod.gpu_milli)
 
     def _free(self, resource: str, taken: set[str], allowed: frozenset[int] | None) -> list[Device]:
         return [d for d in self._by_resource.get(resource, ())
