@@ -374,7 +374,8 @@ def _unavailable(devices: Any, info: PodInfo, pod: dict[str, Any]) -> str:
         return (f"requested number of devices unavailable for {RESOURCE_GPU_MILLI}. "
                 f"Requested: {info.gpu_milli}, Available: {free}")
     wanted = device_requests(info)
-    available = {r: sum(1 for row in devices.rows() if row.resource == r and not row.holder)
+    available = {r: sum(1 for row in devices.rows() if row.resource == r and not row.holder
+                        and not devices.paused)      # a paused plugin offers nothing new
                  for r in wanted}
     short = _first_short_container(pod, wanted, available)
     if short is not None:

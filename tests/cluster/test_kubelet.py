@@ -332,9 +332,9 @@ def test_config_churn_never_double_holds(tmp_path_factory, steps):
                 devices = node_devices(view, node)
                 live = [p for p in view.list("Pod") if p["status"].get("phase") == "Running"
                         and p["spec"].get("nodeName") == node]
-                held = sum(len(list(filter(None, (p["metadata"].get("annotations") or {}).get(
-                    "gpusched.io/assigned-devices", "").split(",")))) for p in live)
-                assert held <= sum(devices.advertised.values())
+                held = {d for p in live for d in (p["metadata"].get("annotations") or {}).get(
+                    "gpusched.io/assigned-devices", "").split(",") if d}   # shares: one GPU ID
+                assert len(held) <= sum(devices.advertised.values())
 
 
 def test_pod_bound_to_missing_node_stays_pending(cluster):
