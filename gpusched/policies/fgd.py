@@ -2,7 +2,9 @@
 
 For each candidate node n: delta = F_n(M) - F_{n+pod}(M) (fragmentation before minus after the
 hypothetical placement, ``fragmentation``), score = ``int(100 * sigmoid(delta / 1000))``,
-truncated: unchanged fragmentation -> 50, +1 GPU of fragmentation -> 26.
+truncated: unchanged fragmentation -> 50, +1 GPU of fragmentation -> 26. Both are computed in
+exact integer arithmetic (``fragmentation``'s docstring), so a run makes the same decisions on
+every processor, numpy build and BLAS.
 
 - Sharing pods: every GPU i with ``left[i] >= share`` is tried; the node's score is the best GPU
   score and that GPU is the one written under ``"gpu-selection"`` (ties: lowest GPU index, as the
@@ -106,17 +108,17 @@ class PolicyFGD:
     @staticmethod
     def _rescore(frag: FragState, cached: ShapeScores, nodes: np.ndarray, cpu: int,
                  share: int, count: int, sharing: bool) -> None:
-        before = frag.frag[nodes]
+        before, scale = frag.scaled[nodes], frag.tables.scale   # exact F_n(M) * scale (int64)
         if sharing:
             # per GPU: the score of putting the share there (-1 where it does not fit); the node
             # takes the first GPU with the best *integer* score (the reference's rule)
             after, valid = frag.after_share(nodes, cpu, share)
-            per_gpu = np.where(valid, sigmoid_score(before[:, None] - after), -1)
+            per_gpu = np.where(valid, sigmoid_score(before[:, None] - after, scale), -1)
             best = np.argmax(per_gpu, axis=1)
             cached.best_gpu[nodes] = best
             cached.score[nodes] = np.maximum(per_gpu[np.arange(len(nodes)), best], 0)
         else:
-            cached.score[nodes] = sigmoid_score(before - frag.after_whole(nodes, cpu, share, count))
+            cached.score[nodes] = sigmoid_score(before - frag.after_whole(nodes, cpu, share, count), scale)
         cached.version[nodes] = frag.version[nodes]
 
 

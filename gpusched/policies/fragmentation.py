@@ -16,6 +16,28 @@ F_n(M) = sum_m p_m F_n(m). Worked example: a node with left = [1000, 300], 8 fre
 shapes {A: (4 cores, 500 milli, 1 GPU, p=0.5), B: (16 cores, 1000, 1, p=0.5)}: A fits and only
 the 300 sliver is too small -> 300; B lacks CPU -> idle = 1300; F_n(M) = 0.5*300 + 0.5*1300 = 800.
 
+Exact arithmetic (the same decisions on every processor). p_m = count_m / covered, with
+``count_m`` the shape's pod count (``TargetShape.count``) and ``covered`` their sum, so the code
+keeps ``F_n(M) * covered = sum_m count_m F_n(m)`` (``FragState.scaled``, milli-GPU x pods) as an
+int64: integer sums are exact in any order, where a float ``gain @ weight`` goes through BLAS
+kernels and SIMD paths whose summation order (and FMA use) differ between processors, so the last
+bits and, at a tie, a placement moved (issue 27). In the example with counts A=3, B=3:
+``3*300 + 3*1300 = 4800 = 800 * 6``. Reports divide once (``FragState.frag``, cluster sums in
+``sim.fragmentation``): one correctly rounded IEEE division, the same bytes everywhere. Bounds:
+``covered <= MAX_COVERED = 2**24`` pods and a node's idle < 2**16 milli (65 GPUs) keep a node's
+value below 2**40 and a cluster's sum of up to 2**22 nodes below 2**62.
+
+FGD's score ``int(100 * sigmoid(delta / 1000))`` (delta in milli) is computed without ``exp``
+(numpy's SIMD ``exp`` and libm may differ in the last ulp, and the truncation can then flip a
+level): with ``D = delta * scale`` the exact integer, score >= k (k = 1..99) exactly when
+``delta / 1000 >= ln(k / (100 - k))``, i.e. ``D >= ceil(1000 * scale * ln(k / (100 - k)))``
+(the right side is irrational for k != 50, so it never ties). ``sigmoid_thresholds(scale)``
+computes the 99 integers once with ``decimal`` at 60 digits (not ``math.log``, whose last bit is
+the C library's), and the score is the count of thresholds <= D (``searchsorted``). A 100th
+threshold at ``53 ln 2`` (36.7 GPUs) keeps the float formula's saturation: ``1 + exp(-x)``
+rounds to 1 there, so the reference scores 100. Example (scale 1): D = -1000 -> ln(k/(100-k)) <=
+-1 for k <= 26 (ln(26/74) = -1.046, ln(27/73) = -0.995) -> 26, as ``int(100 / (1 + e))``.
+
 How it is fast: per shape, the two per-GPU terms ``left if left < g else 0`` and
 ``left >= g`` only depend on the GPU's ``left`` value (0..1000), so they are precomputed as
 lookup tables ``(1002 x shapes)`` (row 1001 = "no GPU in this slot"). A node's sums over its GPUs
@@ -25,6 +47,8 @@ a hypothetical placement changes one or a few GPUs, so its effect is a table dif
 
 from __future__ import annotations
 
+import decimal
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,17 +58,21 @@ from gpusched.scheduler.rowops import row_any
 MILLI = 1000
 ABSENT = MILLI + 1          # table row for a GPU slot the node does not have (free milli -1)
 DEDUPE_AT = 64              # after_share on this many nodes or more computes each state once
+MAX_COVERED = 1 << 24       # pods the target shapes may count: keeps the exact sums inside int64
+MAX_SCALE = 1 << 47         # sigmoid thresholds' scale: 1000 * scale * 36.8 stays inside int64
+SIGMOID_DIGITS = 60         # decimal precision of the thresholds' logarithms
 
 
 @dataclass(frozen=True, slots=True)
 class TargetShape:
-    """One typical task of the target workload M and its popularity p_m."""
+    """One typical task of the target workload M; its popularity p_m is ``count`` over the sum
+    of the target's counts (integers, so that the measure is exact)."""
 
     cpu_milli: int
     gpu_milli: int                      # per-GPU share; 0 for CPU-only
     num_gpu: int
     gpu_models: tuple[str, ...] = ()    # allowed models; empty = any
-    weight: float = 0.0
+    count: int = 1                      # pods of this shape in the trace (>= 1)
     memory: int = 0                     # median memory of the shape's pods, bytes (0: unknown);
                                         # FGD ignores it, FGD-Fill (``fgd_fill``) counts it
 
@@ -58,7 +86,12 @@ class FragTables:
         gpu = np.array([s.gpu_milli for s in shapes], dtype=np.int64)
         self.cpu = np.array([s.cpu_milli for s in shapes], dtype=np.int64)
         self.num_gpu = np.array([s.num_gpu for s in shapes], dtype=np.int64)
-        self.weight = np.array([s.weight for s in shapes], dtype=np.float64)
+        self.count = np.array([s.count for s in shapes], dtype=np.int64)
+        if (self.count < 1).any() or self.count.sum() > MAX_COVERED:
+            raise ValueError(f"target shape counts must be >= 1 and sum to at most {MAX_COVERED}")
+        self.covered = int(self.count.sum())
+        self.scale = max(self.covered, 1)            # F_n(M) * scale is what ``scaled`` holds
+        self.weight = self.count / self.scale        # p_m as floats, for reports only
         small = np.where(values[:, None] < gpu[None, :], values[:, None], 0)
         fits = (values[:, None] >= gpu[None, :]).astype(np.int64)
         small[ABSENT], fits[ABSENT] = 0, 0
@@ -77,7 +110,6 @@ class FragTables:
                 always[j, k] = bool(s.gpu_models) and name not in s.gpu_models
         self.always_idle = always
         self.allowed = ~always                       # shape m can use the node's model
-        self.weight_total = self.weight.sum()
         self._delta_cache: dict[int, np.ndarray] = {}
 
     def model_rows(self, model_id: np.ndarray) -> np.ndarray:
@@ -111,13 +143,15 @@ def fragmentation(tables: FragTables, small: np.ndarray, fits: np.ndarray, idle:
     """F_n(M) from per-node sums; leading axes of ``small``/``fits`` broadcast against the rest.
 
     ``small``/``fits``: (..., K); ``idle``/``cpu_free``/``model_row``: (...), or with size-1 axes
-    that broadcast against them (one value per node for all its GPUs).
+    that broadcast against them (one value per node for all its GPUs). Returns the exact
+    ``F_n(M) * tables.scale`` (int64, milli-GPU x pods).
     """
     ok = (fits >= tables.num_gpu) & (cpu_free[..., None] >= tables.cpu) & \
         tables.allowed.take(model_row, axis=0)
-    # sum_m p_m * (ok ? small : idle) = idle * sum(p) + sum_m p_m * ok * (small - idle)
-    gain = np.where(ok, small - idle[..., None], 0).astype(np.float64)
-    result: np.ndarray = idle * tables.weight_total + gain @ tables.weight
+    # sum_m count_m * (ok ? small : idle) = idle * covered + sum_m count_m * ok * (small - idle),
+    # all int64 (numpy's own integer matmul, no BLAS): exact whatever order it adds in
+    gain = np.where(ok, small - idle[..., None], 0)
+    result: np.ndarray = idle * tables.covered + gain @ tables.count
     return result
 
 
@@ -137,7 +171,8 @@ class FragState:
     """Per-node sums for one target workload, updated only where a node's state changed.
 
     ``sync(gpu_left, cpu_free)`` compares with the copy it holds and recomputes the changed rows;
-    then ``frag`` (N,) holds F_n(M) for every node, and ``version`` (N,) has been bumped for each
+    then ``scaled`` (N,) holds the exact F_n(M) * ``tables.scale`` for every node (``frag``: the
+    same divided once, floats for reports), and ``version`` (N,) has been bumped for each
     recomputed row, so a caller can cache anything derived from one node's state (the score of a
     pod shape on that node) and recompute only the rows whose version moved.
     """
@@ -156,8 +191,14 @@ class FragState:
         self.both = np.zeros((n, 2 * k), dtype=np.int64)   # per node [small sums | fits sums]
         self.small, self.fits = self.both[:, :k], self.both[:, k:]
         self.idle = np.zeros(n, dtype=np.int64)
-        self.frag = np.zeros(n, dtype=np.float64)
+        self.scaled = np.zeros(n, dtype=np.int64)
         self.version = np.zeros(n, dtype=np.int64)
+
+    @property
+    def frag(self) -> np.ndarray:
+        """F_n(M) per node in milli-GPU: ``scaled / scale``, one correctly rounded division."""
+        result: np.ndarray = self.scaled / self.tables.scale
+        return result
 
     def sync(self, gpu_left: np.ndarray, cpu_free: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Bring the sums up to date with ``gpu_left``/``cpu_free``; ``rows``, when given, are the
@@ -189,14 +230,14 @@ class FragState:
         small, fits = both[:, :k], both[:, k:]
         idle = np.maximum(left, 0).sum(axis=1)
         self.both[rows], self.idle[rows] = both, idle
-        self.frag[rows] = fragmentation(self.tables, small, fits, idle, self.cpu_free[rows],
+        self.scaled[rows] = fragmentation(self.tables, small, fits, idle, self.cpu_free[rows],
                                         self.model_row[rows])
         self.version[rows] += 1
 
     # ---- hypothetical placements ---------------------------------------------------------
 
     def after_share(self, nodes: np.ndarray, cpu: int, share: int) -> tuple[np.ndarray, np.ndarray]:
-        """F_n(M) after putting a share on each GPU of each node: ``(len(nodes), G)`` and a mask
+        """F_n(M) * scale after putting a share on each GPU of each node: ``(len(nodes), G)`` and a mask
         of the GPUs that can take it (``left >= share``). Nodes in the same state (model, free
         CPU, free milli per GPU) get the same values, so many nodes are computed once per state
         (each node's values come from its own matrix-vector product either way)."""
@@ -222,7 +263,7 @@ class FragState:
         return after, left >= share
 
     def after_whole(self, nodes: np.ndarray, cpu: int, gpu_milli: int, num_gpu: int) -> np.ndarray:
-        """F_n(M) after a CPU-only / whole-GPU / multi-GPU pod: it takes ``gpu_milli`` from the
+        """F_n(M) * scale after a CPU-only / whole-GPU / multi-GPU pod: it takes ``gpu_milli`` from the
         ``num_gpu`` GPUs with the least free milli that still fit (whole GPUs: fully free ones)."""
         both, idle = self.both.take(nodes, axis=0), self.idle[nodes]
         if num_gpu and gpu_milli:
@@ -238,6 +279,23 @@ class FragState:
                              self.model_row[nodes])
 
 
-def sigmoid_score(delta_milli: np.ndarray) -> np.ndarray:
-    """FGD's ``int64(100 * sigmoid(delta / 1000))``, truncated; +1 GPU of fragmentation -> 26."""
-    return (100.0 / (1.0 + np.exp(-delta_milli / 1000.0))).astype(np.int64)
+@functools.lru_cache(maxsize=8)
+def sigmoid_thresholds(scale: int) -> np.ndarray:
+    """The 100 integers ``ceil(1000 * scale * ln(k / (100 - k)))`` for k = 1..99, then
+    ``ceil(1000 * scale * 53 ln 2)`` (the float formula's 100), in ``decimal`` at 60 digits."""
+    if not 1 <= scale <= MAX_SCALE:
+        raise ValueError(f"sigmoid scale {scale} outside 1..{MAX_SCALE}")
+    context = decimal.Context(prec=SIGMOID_DIGITS, rounding=decimal.ROUND_CEILING)
+    unit = decimal.Decimal(MILLI * scale)
+    logs = [context.ln(context.divide(k, 100 - k)) for k in range(1, 100)]
+    logs.append(context.multiply(53, context.ln(2)))
+    return np.array([int(context.multiply(unit, x).to_integral_value(context=context)) for x in logs],
+                    dtype=np.int64)
+
+
+def sigmoid_score(delta_scaled: np.ndarray, scale: int = 1) -> np.ndarray:
+    """FGD's ``int64(100 * sigmoid(delta / 1000))``, truncated, for ``delta = delta_scaled / scale``
+    milli (``delta_scaled`` integers): +1 GPU of fragmentation -> 26. Exact (module docstring)."""
+    thresholds = sigmoid_thresholds(scale)
+    result: np.ndarray = np.searchsorted(thresholds, delta_scaled, side="right").astype(np.int64)
+    return result

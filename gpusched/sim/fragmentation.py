@@ -4,7 +4,7 @@
 (the vectorised measure of ``policies.fragmentation``, shared with the FGD
 plugin so that the metric and the policy can never disagree); ``observe(gpu_left, cpu_free)``
 recomputes only the nodes whose free CPU or GPUs changed, then ``amount`` (sum of F_n(M), milli)
-and ``ratio`` (amount / idle milli) describe the cluster.
+and ``ratio`` (amount / idle milli) describe the cluster; both are exact integer sums divided once.
 
 Neighbours: used by ``sim.experiment`` after every submitted pod; reads snapshot arrays.
 """
@@ -33,8 +33,10 @@ class ClusterFragmentation:
 
     @property
     def amount(self) -> float:
-        """Sum over nodes of F_n(M), in milli-GPU."""
-        return float(self.state.frag.sum())
+        """Sum over nodes of F_n(M), in milli-GPU: the exact integer sum of the nodes' scaled
+        values divided once (Python's int / int is correctly rounded), so the same bytes on every
+        machine (a float sum's last bits depend on the order numpy adds in)."""
+        return int(self.state.scaled.sum()) / self.tables.scale
 
     @property
     def idle(self) -> int:
@@ -45,7 +47,7 @@ class ClusterFragmentation:
     def ratio(self) -> float:
         """amount / idle (0 when nothing is idle)."""
         idle = self.idle
-        return self.amount / idle if idle else 0.0
+        return int(self.state.scaled.sum()) / (self.tables.scale * idle) if idle else 0.0
 
     def per_shape(self) -> np.ndarray:
         """F_n(m) for every node and shape (N, K), for reports and tests."""

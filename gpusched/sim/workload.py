@@ -5,8 +5,9 @@ Section 3.1 / 3.3 / 3.7 of ``fgd-and-alibaba-trace.md``:
 - ``target_workload(pods)``: every pod of the *untuned* trace reduced to a shape
   ``(cpu_milli, per-GPU milli, num_gpu, raw gpu_spec)``; shapes sorted by count (ties: first
   appearance in the file, a documented order since the reference's Go sort is unspecified),
-  added one at a time until they cover >= 95 % of pods (CPU-only pods included), weights
-  renormalised to sum to 1. A CPU request of 0 is read as 100 m. Each shape also carries the
+  added one at a time until they cover >= 95 % of pods (CPU-only pods included), each with its
+  pod count (``TargetShape.count``: weight p_m = count / the kept shapes' total, so the weights
+  sum to 1). A CPU request of 0 is read as 100 m. Each shape also carries the
   median memory request of its pods (``TargetShape.memory``; FGD ignores memory, FGD-Fill reads it).
 - ``tuned_sequence(pods, seed, tune, capacity_milli)``: shuffle with the seed, then append clones
   drawn with replacement until the total GPU request reaches ``tune x capacity`` (the reference's
@@ -59,10 +60,9 @@ def target_workload(pods: list[TracePod], threshold: int = POPULARITY_THRESHOLD)
     """
     counts = shape_counts(pods)
     total = sum(c.count for c in counts)
-    needed = threshold * total / 100.0
     kept, covered = [], 0
     for shape in counts:
-        if covered >= needed:
+        if covered * 100 >= threshold * total:        # integers: no float rounding at the edge
             break
         kept.append(shape)
         covered += shape.count
@@ -72,7 +72,7 @@ def target_workload(pods: list[TracePod], threshold: int = POPULARITY_THRESHOLD)
         memory.setdefault(key, []).append(pod.memory)
     return [TargetShape(cpu_milli=s.cpu_milli, gpu_milli=s.gpu_milli, num_gpu=s.num_gpu,
                         gpu_models=tuple(sorted({m for m in s.gpu_spec.split("|") if m})),
-                        weight=s.count / covered,
+                        count=s.count,
                         memory=int(np.median(memory[(s.cpu_milli, s.gpu_milli, s.num_gpu,
                                                      s.gpu_spec)])))
             for s in kept]

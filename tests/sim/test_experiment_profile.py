@@ -18,7 +18,7 @@ from gpusched.sim.experiment import build_snapshot, parse_policies
 from gpusched.sim.experiment_profile import experiment_profile, experiment_scheduler
 
 GIB = 1 << 30
-SHAPES = [TargetShape(4000, 500, 1, (), 0.5), TargetShape(8000, 1000, 1, (), 0.5)]
+SHAPES = [TargetShape(4000, 500, 1, (), 1), TargetShape(8000, 1000, 1, (), 1)]
 
 
 def node(name: str, gpus: int = 2, cpu: int = 32_000, model: str = "T4") -> TraceNode:

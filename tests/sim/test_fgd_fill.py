@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -24,20 +25,21 @@ from gpusched.sim.workload import target_workload
 from tests.conftest import gpusched_executable
 
 GIB = 1 << 30
-SHARE = TargetShape(4000, 500, 1, (), 1.0)
-WHOLE2 = TargetShape(8000, 1000, 2, (), 1.0)
-CPU_ONLY = TargetShape(8000, 0, 0, (), 1.0)
-ONLY_V100 = TargetShape(4000, 500, 1, ("V100M16",), 1.0)
-WITH_MEMORY = TargetShape(4000, 500, 1, (), 1.0, memory=40 * (1 << 30))
-SHAPES = [TargetShape(4000, 500, 1, (), 0.5), TargetShape(8000, 1000, 1, (), 0.5)]
+SHARE = TargetShape(4000, 500, 1, (), 1)
+WHOLE2 = TargetShape(8000, 1000, 2, (), 1)
+CPU_ONLY = TargetShape(8000, 0, 0, (), 1)
+ONLY_V100 = TargetShape(4000, 500, 1, ("V100M16",), 1)
+WITH_MEMORY = TargetShape(4000, 500, 1, (), 1, memory=40 * (1 << 30))
+SHAPES = [TargetShape(4000, 500, 1, (), 1), TargetShape(8000, 1000, 1, (), 1)]
 
 
 def fill(shape: TargetShape, left: list[int], cpu: int, model: str = "T4", memory_gib: int = 512) -> float:
     tables = FillTables(FragTables([shape], ["T4", "V100M16"]))
     row = np.array(["T4", "V100M16"].index(model))
     gpus = np.array(left)
-    return float(tables.measure(tables.slot_sums(gpus[None, :])[0], np.maximum(gpus, 0).sum(),
-                                np.array(cpu), np.array(memory_gib * GIB), row))
+    measure = tables.measure(tables.slot_sums(gpus[None, :])[0], np.maximum(gpus, 0).sum(),
+                             np.array(cpu), np.array(memory_gib * GIB), row)
+    return int(measure) / tables.measure_scale
 
 
 @pytest.mark.parametrize("shape, left, cpu, model, memory_gib, expected", [
@@ -88,7 +90,7 @@ def test_fgd_ties_where_fill_sees_stranded_gpus():
     pod = pod_info(cpu_pod("c", 8_000), 0)
     assert scores(PolicyFGD({"target_workload": SHAPES}), snap, pod)[0] == [50, 50]
     assert scores(PolicyFGDFill({"target_workload": SHAPES}), snap, pod)[0] == [50, 48]
-    assert FILL_WEIGHT == 0.1
+    assert FILL_WEIGHT == Fraction(1, 10)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
@@ -125,8 +127,8 @@ def test_cached_fill_scores_equal_fresh_ones(steps):
 def test_many_nodes_scored_once_per_state_equal_node_by_node(pod_shape):
     # 70 nodes (>= DEDUPE_AT) in 15 distinct states (CPU x memory): computed once per state,
     # as one by one; the shapes ask for memory, so a state that left memory out would differ
-    shapes = [TargetShape(4000, 500, 1, (), 0.5, memory=64 * GIB),
-              TargetShape(8000, 1000, 1, (), 0.5, memory=100 * GIB)]
+    shapes = [TargetShape(4000, 500, 1, (), 1, memory=64 * GIB),
+              TargetShape(8000, 1000, 1, (), 1, memory=100 * GIB)]
     snap = build_snapshot([TraceNode(f"n{i}", 16_000 * (1 + i % 5), 100 * GIB * (1 + i % 3), 4, "T4")
                            for i in range(70)])
     for row, milli in ((3, 250), (8, 700), (13, 500)):
@@ -152,7 +154,7 @@ def test_scores_follow_a_change_of_free_memory_alone():
     # [1000, 1000] with 200 GiB free: slots min(GPU 4, memory 5) = 4 -> 3, F' 0 -> 0: score 50.
     # After a 100 GiB pod: slots min(4, 2) = 2 -> min(3, 2) = 2, F' 1000 -> 500:
     # delta = 0.1 * 500 -> int(100 * sigmoid(0.05)) = 51
-    shapes = [TargetShape(4000, 500, 1, (), 1.0, memory=40 * GIB)]
+    shapes = [TargetShape(4000, 500, 1, (), 1, memory=40 * GIB)]
     snap = build_snapshot([TraceNode("a", 32_000, 200 * GIB, 2, "T4")])
     cached = PolicyFGDFill({"target_workload": shapes})
     share = pod_info(TracePod("s", 4000, GIB, 1, 500), 0)
