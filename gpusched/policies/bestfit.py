@@ -25,6 +25,8 @@ NAME = "PolicyBestFit"
 
 def best_fit_scores(cpu_left: np.ndarray, gpu_left_total: np.ndarray, cpu_req: int,
                     gpu_req_total: int) -> np.ndarray:
+    # element-wise IEEE float64 - * / only (no sum, no exp): each correctly rounded, the same on
+    # every processor and SIMD path, so the truncation below is too
     waste = 0.5 * (cpu_left - cpu_req) / MAX_SPEC_CPU + 0.5 * (gpu_left_total - gpu_req_total) / MAX_SPEC_GPU
     return ((1.0 - waste) * 100.0).astype(np.int64)
 

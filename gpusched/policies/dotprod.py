@@ -25,6 +25,8 @@ NAME = "PolicyDotProduct"
 
 def dot_product_scores(cpu_left: np.ndarray, gpu_left_total: np.ndarray, cpu_req: int,
                        gpu_req_total: int) -> np.ndarray:
+    # two products and one sum written out element-wise (no ``@``, whose BLAS kernel may fuse or
+    # reorder): each IEEE operation is correctly rounded, so the same bits on every processor
     dot = (cpu_left / MAX_SPEC_CPU) * (cpu_req / MAX_SPEC_CPU) + \
         (gpu_left_total / MAX_SPEC_GPU) * (gpu_req_total / MAX_SPEC_GPU)
     scores = (100.0 * (1.0 - dot / 2.0)).astype(np.int64)

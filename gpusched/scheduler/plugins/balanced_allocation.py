@@ -40,6 +40,8 @@ class BalancedAllocation:
               nodes: np.ndarray) -> np.ndarray:
         vec = snapshot.request_vector(pod)
         alloc, req = allocation_matrix(snapshot, pod, vec, nodes, self.resources, nonzero=False)
+        # float64 as upstream; processor-independent: element-wise IEEE operations and ``sqrt`` are
+        # correctly rounded, and the sums run over a row of a few resources in numpy's fixed order
         include = alloc != 0
         fractions = np.minimum(req / np.where(include, alloc, 1), 1.0)
         if fractions.shape[1] == 2 and include.all():      # the default: cpu and memory

@@ -31,7 +31,8 @@ used by ``inter_pod_affinity`` and ``volume_binding`` (helpers).
 
 from __future__ import annotations
 
-import math
+import decimal
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
@@ -195,7 +196,7 @@ class PodTopologySpread:
                 size = len(scored)
             else:
                 size = len(np.unique(spread.domains[i][scored]))
-            weights.append(math.log(size + 2))
+            weights.append(normalizing_weight(size))
         state.write(_PRE_SCORE_KEY, (spread, tuple(weights)))
         return SUCCESS
 
@@ -227,6 +228,15 @@ class PodTopologySpread:
         else:
             out = MAX_NODE_SCORE * (high + low - scores) // high
         return np.where(ignored, 0, out).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def normalizing_weight(size: int) -> float:
+    """Upstream's ``topologyNormalizingWeight``: ``log(size + 2)``, here from ``decimal`` at 40
+    digits rounded to a float, so the same bits on every machine (the C library's ``log`` may
+    differ in the last bit between builds and processors, and a score rounds at .5). The rest of
+    the score is element-wise float ``*`` and ``+``, correctly rounded everywhere."""
+    return float(decimal.Context(prec=40).ln(size + 2))
 
 
 def new(args: Mapping[str, Any] | None = None) -> PodTopologySpread:
