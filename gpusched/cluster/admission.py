@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpusched.cluster.config_admission import admit_config_map
 from gpusched.cluster.kinds_admission import (admit_claim_update, admit_service,
                                               admit_volume_update, default_storage_class,
                                               default_toleration_seconds, label_namespace)
@@ -86,6 +87,8 @@ def _default_or_allocate(view: View, kind: str, body: dict[str, Any], old: dict[
         label_namespace(body)
     elif kind == "Deployment":
         check_load(body)                            # gpusched.io/load (cluster.load)
+    elif kind == "ConfigMap":
+        admit_config_map(view, body)                # bounds of the configs gpusched reads
 
 
 def _admit_policy_and_pod(view: View, kind: str, body: dict[str, Any], old: dict[str, Any] | None) -> None:

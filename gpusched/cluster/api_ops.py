@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import json
-
 from gpusched.cluster.admission import admit
 from gpusched.cluster.apply import check_pod_update
 from gpusched.objects.podspec import admission_pending
@@ -39,6 +37,7 @@ from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
 from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.view import View, copy_tree
 from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, InvalidError, NotFoundError
+from gpusched.objects import limits
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
 from gpusched.objects.validation_apps import validate_workload_status
@@ -269,7 +268,7 @@ def delete_grace(query: dict[str, Any], body: bytes) -> int | None:
     value: Any = query.get("gracePeriodSeconds")     # a query string or a JSON value
     if body.strip():
         try:
-            options = json.loads(body)
+            options = limits.json_loads(body.decode("utf-8", "replace"))
         except ValueError:
             raise BadRequestError("the body of a DELETE must be a DeleteOptions object") from None
         if not isinstance(options, dict):

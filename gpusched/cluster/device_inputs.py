@@ -22,6 +22,7 @@ from typing import Any
 
 from gpusched.cluster.view import ObjectSource, View
 from gpusched.devices.advertise import node_device_state
+from gpusched.objects import limits
 from gpusched.devices.operator import OPERATOR_NAMESPACE, PolicyConfig, active_policy, policy_config
 
 ANN_LOADED_CONFIG = "gpusched.io/loaded-config"
@@ -46,7 +47,7 @@ def _loaded_record(pod: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
             (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return None
     try:
-        record = json.loads(raw)
+        record = limits.json_loads(str(raw))
     except ValueError:
         return None
     return (str(node), record) if isinstance(record, dict) else None

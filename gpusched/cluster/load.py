@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import json
 import math
 from dataclasses import dataclass
 
 from gpusched.errors import FieldError, GpuschedError, InvalidError
+from gpusched.objects import limits
 from gpusched.objects.duration import parse_duration
 
 ANN_LOAD = "gpusched.io/load"
@@ -128,7 +128,7 @@ def parse_load(text: str, where: str = ANN_LOAD) -> LoadCurve:
     if len(text) > 8192:
         raise LoadError(f"{where}: longer than 8192 characters")
     try:
-        raw = json.loads(text)
+        raw = limits.json_loads(text)
     except ValueError as err:
         raise LoadError(f"{where}: not JSON ({err})") from None
     if not isinstance(raw, dict):

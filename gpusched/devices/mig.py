@@ -38,6 +38,7 @@ import yaml
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.mig_profiles import MigGeometry, MigProfile
 from gpusched.errors import UsageError
+from gpusched.objects import limits
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +229,9 @@ def parse_mig_parted_config(source: str | dict[str, Any]) -> dict[str, list[MigC
     ``missing required field: devices`` / ``mig-enabled``.
     """
     try:
-        data = yaml.safe_load(source) if isinstance(source, str) else source
+        data = limits.safe_load(source) if isinstance(source, str) else source
+    except limits.LimitError as err:
+        raise limits.LimitError(f"unable to parse MIG config: {err}") from None
     except yaml.YAMLError:
         raise UsageError("unable to parse MIG config: invalid YAML") from None
     if not isinstance(data, dict):
@@ -262,13 +265,24 @@ def _parse_entry(name: str, entry: Any) -> MigConfigEntry:
     devices = _entry_devices(name, entry["devices"])
     if not isinstance(entry["mig-enabled"], bool):
         raise UsageError(f"mig-configs.{name}: mig-enabled must be true or false")
-    mig_devices = entry.get("mig-devices") or {}
-    if not isinstance(mig_devices, dict) or not all(_is_count(c) for c in mig_devices.values()):
-        raise UsageError(f"mig-configs.{name}: mig-devices must map profiles to counts")
+    mig_devices = _mig_devices(name, entry.get("mig-devices") or {})
     filters = entry.get("device-filter") or ()
     filters = (filters,) if isinstance(filters, str) else tuple(str(f) for f in filters)
     return MigConfigEntry(devices, entry["mig-enabled"],
                           tuple((str(p), int(c)) for p, c in mig_devices.items()), filters)
+
+
+def _mig_devices(name: str, mig_devices: Any) -> dict[Any, int]:
+    """``mig-devices``: profile -> count, at most ``MAX_MIG_DEVICES_PER_GPU`` in all (mig-parted
+    ``MigConfig.Flatten`` appends one profile per count; no GPU holds more than 7)."""
+    if not isinstance(mig_devices, dict) or not all(_is_count(c) for c in mig_devices.values()):
+        raise UsageError(f"mig-configs.{name}: mig-devices must map profiles to counts")
+    total = sum(mig_devices.values())
+    if total > limits.MAX_MIG_DEVICES_PER_GPU:
+        raise limits.LimitError(f"mig-configs.{name}: mig-devices: at most "
+                                f"{limits.MAX_MIG_DEVICES_PER_GPU} MIG devices fit on one GPU, "
+                                f"got {total}")
+    return mig_devices
 
 
 def _is_count(value: Any) -> bool:

@@ -49,6 +49,7 @@ from gpusched.devices.catalog import GpuModel
 from gpusched.devices.mig import (ALL_DISABLED, Layout, MIG_CONFIG_STATE_LABEL, MigConfigEntry,
                                   _apply_entries, per_gpu_profiles, place, profile_of)
 from gpusched.errors import GpuschedError
+from gpusched.objects import limits
 
 MIG_LAYOUT_ANNOTATION = "gpusched.io/mig-layout"
 STATE_SUCCESS, STATE_FAILED, STATE_PENDING = "success", "failed", "pending"
@@ -80,7 +81,7 @@ def current_layout(annotation: str | None, gpu_count: int) -> Layout:
     """
     if annotation and len(annotation) <= _MAX_LAYOUT_TEXT:
         try:
-            value = json.loads(annotation)
+            value = limits.json_loads(annotation)
         except ValueError:
             value = None
         if (isinstance(value, list) and len(value) == gpu_count

@@ -40,6 +40,7 @@ from typing import Any, Mapping
 import yaml
 
 from gpusched.errors import UsageError
+from gpusched.objects import limits
 from gpusched.objects.names import dns1123_subdomain_errors
 
 log = logging.getLogger(__name__)
@@ -144,8 +145,12 @@ class DevicePluginConfig:
 DEFAULT_CONFIG = DevicePluginConfig()
 
 
+def _where(where: str, message: str) -> str:
+    return f"{where}: {message}" if where else message
+
+
 def _fail(where: str, message: str) -> DevicePluginConfigError:
-    return DevicePluginConfigError(f"{where}: {message}" if where else message)
+    return DevicePluginConfigError(_where(where, message))
 
 
 def parse_config(source: str | Mapping[str, Any] | None, where: str = "") -> DevicePluginConfig:
@@ -186,7 +191,9 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = "") -> Dev
 def _load(source: str | Mapping[str, Any], where: str) -> Mapping[str, Any]:
     """The config file's top-level mapping (YAML or JSON text, or a loaded dict)."""
     try:
-        data = yaml.safe_load(source) if isinstance(source, str) else source
+        data = limits.safe_load(source) if isinstance(source, str) else source
+    except limits.LimitError as err:
+        raise limits.LimitError(_where(where, f"unable to parse config file: {err}")) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -250,6 +257,9 @@ def _resource(item: Any, sharing_id: str, rename_by_default: bool, where: str) -
         raise _fail(where, f"unable to parse config file: replicas must be an integer, got {replicas!r}")
     if replicas < 2:
         raise _fail(where, "number of replicas must be >= 2")
+    if replicas > limits.MAX_SHARING_REPLICAS:
+        raise limits.LimitError(_where(where, f"number of replicas must be <= "
+                                              f"{limits.MAX_SHARING_REPLICAS}, got {replicas}"))
     devices = item.get("devices")
     if isinstance(devices, str) and devices != "all":
         raise _fail(where, f"devices set as '{devices}' but the only valid string input is 'all'")

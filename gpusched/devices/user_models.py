@@ -40,6 +40,7 @@ import yaml
 from gpusched.devices.catalog import CATALOG, GpuModel, family_of, lookup_model
 from gpusched.devices.mig_profiles import geometry_from_names
 from gpusched.errors import GpuschedError, UsageError
+from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, canonical
 
 MODELS_CONFIGMAP = "gpusched-gpu-models"
@@ -122,14 +123,16 @@ def _compute(spec: Mapping[str, Any], where: str) -> tuple[int, int, str]:
 def parse_models(text: str, where: str) -> dict[str, GpuModel]:
     """The models of a ``models.yaml`` document, by catalog name."""
     try:
-        data = yaml.safe_load(text) if text.strip() else {}
+        data = limits.safe_load(text) if text.strip() else {}
+    except limits.LimitError as err:
+        raise limits.LimitError(f"{where}: {err}") from None
     except yaml.YAMLError:
         raise UsageError(f"{where}: invalid YAML") from None
     items = (data or {}).get("models") if isinstance(data, Mapping) else None
     if not isinstance(items, list):
         raise UsageError(f"{where}: expected a list under models:")
     if len(items) > MAX_MODELS:
-        raise UsageError(f"{where}: at most {MAX_MODELS} models")
+        raise limits.LimitError(f"{where}: at most {MAX_MODELS} models")
     models: dict[str, GpuModel] = {}
     for index, item in enumerate(items):
         model = model_from_spec(item, f"{where}: models[{index}]")
@@ -171,7 +174,7 @@ def spec_annotation(spec: Mapping[str, Any]) -> str:
 
 def model_of_annotation(value: str, node_name: str) -> GpuModel:
     try:
-        spec = json.loads(value)
+        spec = limits.json_loads(value)
     except ValueError:
         raise UsageError(f"node {node_name}: annotation {ANN_MODEL_SPEC}: invalid JSON") from None
     return model_from_spec(spec, f"node {node_name}: annotation {ANN_MODEL_SPEC}")

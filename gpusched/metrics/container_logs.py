@@ -13,12 +13,15 @@ from typing import Any
 
 from datetime import datetime
 
+import yaml
+
 from gpusched.cluster.device_inputs import device_inputs
 from gpusched.cluster.store import EPOCH
 from gpusched.cluster.view import View
 from gpusched.metrics.cluster_source import seconds_of
 from gpusched.metrics.container import (ContainerView, ExecResult, _unwrap_shell, build_view,
                                         container_names, exec_output, known_output, marker)
+from gpusched.objects import limits
 from gpusched.objects.assignment import held_by
 from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_START_TIME
@@ -93,13 +96,21 @@ def _klog(view: View, pod: dict[str, Any], source: str, text: str, level: str = 
     return f"{level}{when:%m%d %H:%M:%S}.000000       1 {source}] {text}"
 
 
+def _loaded_config(raw: str) -> dict[str, Any]:
+    """The config text the plugin printed (it parsed, or the state would carry its error)."""
+    try:
+        loaded = limits.safe_load(raw)
+    except (yaml.YAMLError, limits.LimitError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
 def device_plugin_log(view: View, pod: dict[str, Any]) -> list[str]:
     """What the device plugin logs at start (k8s-device-plugin cmd/nvidia-device-plugin/main.go
     and internal/plugin/server.go messages): the config it loaded, one GRPC server and one
     kubelet registration per advertised resource."""
     import json as _json
 
-    import yaml as _yaml
     from gpusched.devices.advertise import node_device_state
 
     node = view.get("Node", (pod.get("spec") or {}).get("nodeName", ""))
@@ -119,7 +130,7 @@ def device_plugin_log(view: View, pod: dict[str, Any]) -> list[str]:
     for cm in inputs.for_node(node["metadata"]["name"]):
         raw = (cm.get("data") or {}).get(state.config_key) if state.config_key else None
         if raw:
-            loaded = _yaml.safe_load(raw) or {}
+            loaded = _loaded_config(raw)
             config = {**loaded, "flags": {**(loaded.get("flags") or {}),
                                           "migStrategy": state.devices.mig_strategy}}
             break

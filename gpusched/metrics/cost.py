@@ -27,6 +27,7 @@ from pathlib import Path
 
 from gpusched.devices.prices import DEFAULT_PRICE, DEFAULT_PRICES
 from gpusched.errors import UsageError
+from gpusched.objects import limits
 from gpusched.metrics.cluster_source import GpuState
 
 GROUPS = {"namespace": 0, "model": 1, "priority-class": 2}
@@ -51,8 +52,7 @@ def load_prices(path: str | None) -> dict[str, float]:
     except OSError as error:
         raise UsageError(f"cannot read price file {path}: {error.strerror}") from None
     try:
-        import yaml
-        data = yaml.safe_load(text) if not path.endswith(".json") else json.loads(text)
+        data = limits.safe_load(text) if not path.endswith(".json") else limits.json_loads(text)
     except Exception as error:  # yaml.YAMLError / JSONDecodeError: one line for the user
         raise UsageError(f"price file {path}: not valid YAML/JSON: {error}".splitlines()[0]) from None
     if not isinstance(data, dict):

@@ -25,6 +25,14 @@ cannot expand into something that stalls the cluster worker or poisons the store
   :data:`MAX_JOB_COMPLETIONS` (upstream's Indexed-Job bound, batch validation
   ``completionsSoftLimit``/``maxParallelismForIndexedJob`` = 100,000). Checked by
   ``objects.validation`` (422 ``must be less than or equal to ...``).
+- **Config documents inside ConfigMaps** (device-plugin, mig-parted, scheduler, GPU models,
+  autoscaler) and config files are read by :func:`safe_load`, with the manifest bounds above,
+  and their counts are bounded where they are parsed: :data:`MAX_SHARING_REPLICAS` replicas of
+  one GPU (upstream's device plugin sets no maximum and builds one device per replica; a node
+  runs at most its ``pods`` capacity, 110 by default, so no replica past that is ever used)
+  and :data:`MAX_MIG_DEVICES_PER_GPU` MIG devices in one mig-parted entry (the most any GPU
+  holds: 7 on A100/H100/H200/B200). ``cluster.config_admission`` refuses a ConfigMap gpusched
+  reads that breaks one, naming the ConfigMap and key.
 
 Request bodies are bounded before any of this by the server (3 MiB, apiserver
 handlers/rest.go ``limitedReadBody``: ``Request entity too large: limit is 3145728``), JSON
@@ -55,9 +63,12 @@ MAX_NODES_PER_POOL = 5000               # NodePool spec.count / len(spec.names)
 MAX_GPUS_PER_NODE = 64                  # NodePool spec.gpu.count
 MAX_JOB_PARALLELISM = 5000              # Job spec.parallelism (pods at once)
 MAX_JOB_COMPLETIONS = 100_000           # Job spec.completions
+MAX_SHARING_REPLICAS = 256              # device-plugin sharing.{timeSlicing,mps}.resources[].replicas
+MAX_MIG_DEVICES_PER_GPU = 7             # mig-parted mig-devices: the counts of one entry, summed
 TOO_LARGE = "etcdserver: request is too large"
 EXCESSIVE_ALIASING = "yaml: document contains excessive aliasing"
 _ALIAS_LOW, _ALIAS_HIGH = 400_000, 4_000_000
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class LimitError(GpuschedError):
@@ -138,7 +149,24 @@ def allowed_alias_ratio(decoded: int) -> float:
     return 0.99 - 0.89 * (decoded - _ALIAS_LOW) / (_ALIAS_HIGH - _ALIAS_LOW)
 
 
-def check_yaml_text(text: str, loader: Any) -> None:
+def safe_load(text: str | bytes) -> Any:
+    """``yaml.safe_load`` within the manifest bounds, for every YAML document a user hands
+    gpusched inside a manifest (a ConfigMap's device-plugin, mig-parted, scheduler or model config)
+    or as a file: :class:`LimitError` for a document too deep or an alias bomb, ``yaml.YAMLError``
+    for bad syntax (callers name the ConfigMap and key, or the file).
+
+    >>> safe_load("a: [1, 2]")
+    {'a': [1, 2]}
+    >>> safe_load("a: " + "[" * 101 + "]" * 101)
+    Traceback (most recent call last):
+    ...
+    gpusched.objects.limits.LimitError: yaml: exceeded max depth of 100
+    """
+    check_yaml_text(text, _SAFE_LOADER)
+    return yaml.load(text, Loader=_SAFE_LOADER)
+
+
+def check_yaml_text(text: str | bytes, loader: Any) -> None:
     """Raise :class:`LimitError` when a document of ``text`` nests too deeply or its aliases
     expand too much; syntax errors are left to the loader (they carry a line)."""
     budget = _YamlBudget()

@@ -63,6 +63,7 @@ import numpy as np
 import yaml
 
 from gpusched.errors import UsageError
+from gpusched.objects import limits
 from gpusched.scheduler.framework import (POINT_KEYS, FilterPlugin, PermitPlugin, PostFilterPlugin,
                                           PreFilterPlugin, PreScorePlugin, QueueSortPlugin,
                                           ReservePlugin, ScoreExtensions, ScorePlugin)
@@ -265,7 +266,9 @@ def parse_config(config: Mapping[str, Any] | str,
     """Profiles from a KubeSchedulerConfiguration (a dict or YAML text). No profiles = default."""
     if isinstance(config, str):
         try:
-            config = yaml.safe_load(config) or {}
+            config = limits.safe_load(config) or {}
+        except limits.LimitError as exc:
+            raise UsageError(f"scheduler config: {exc}") from None
         except yaml.YAMLError as exc:
             raise UsageError(f"scheduler config: invalid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(config, Mapping):

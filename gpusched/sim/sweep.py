@@ -44,6 +44,7 @@ import yaml
 
 from gpusched import __version__
 from gpusched.errors import UsageError
+from gpusched.objects import limits
 from gpusched.sim.experiment import POLICIES, RunResult, RunSpec, parse_seeds, run
 from gpusched.sim.progress import RunProgress, run_local
 
@@ -70,7 +71,7 @@ def _read_yaml(path: Path) -> Any:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise UsageError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        return yaml.safe_load(path.read_text())
+        return limits.safe_load(path.read_text())
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

@@ -210,3 +210,116 @@ def test_cli_scale_past_the_maxima_is_refused(tmp_path, kind, obj, flag):
     done = run("scale", kind, obj["metadata"]["name"], "--replicas", "100000")
     assert done.returncode == 1 and flag in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert run("scale", kind, obj["metadata"]["name"], "--replicas", "3").returncode == 0
+
+
+# ---- documents users embed in ConfigMaps and annotations, or give as files (issue 25, 2) ----
+# Each reader of such text goes through limits.safe_load / limits.json_loads: a document 5,000
+# levels deep is one line naming what it is (or, for a reader that ignores unreadable text, is
+# ignored), never a RecursionError. Go's own readers stop at 10,000 levels (encoding/json
+# maxNestingDepth, go-yaml max depth); gpusched's bound is MAX_DEPTH = 100.
+
+DEEP_YAML = "a: " + "[" * 5000 + "]" * 5000
+DEEP_JSON = "[" * 5000 + "]" * 5000
+
+
+def _raises_one_line(call, *args) -> str:
+    with pytest.raises(GpuschedError) as caught:
+        call(*args)
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+def _file(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def read_plugin_config(_tmp):
+    from gpusched.devices.plugin_config import parse_config
+    return _raises_one_line(parse_config, DEEP_YAML, "ConfigMap default/x key 'any'")
+
+
+def read_mig_parted_config(_tmp):
+    from gpusched.devices.mig import parse_mig_parted_config
+    return _raises_one_line(parse_mig_parted_config, DEEP_YAML)
+
+
+def read_scheduler_config(_tmp):
+    from gpusched.scheduler.profile import parse_config
+    return _raises_one_line(parse_config, DEEP_YAML)
+
+
+def read_gpu_models(_tmp):
+    from gpusched.devices.user_models import parse_models
+    return _raises_one_line(parse_models, DEEP_YAML, "ConfigMap kube-system/gpusched-gpu-models")
+
+
+def read_model_annotation(_tmp):
+    from gpusched.devices.user_models import model_of_annotation
+    return _raises_one_line(model_of_annotation, DEEP_JSON, "gpu-node-1")
+
+
+def read_price_file(tmp):
+    from gpusched.metrics.cost import load_prices
+    return _raises_one_line(load_prices, _file(tmp, "prices.yaml", DEEP_YAML))
+
+
+def read_price_json(tmp):
+    from gpusched.metrics.cost import load_prices
+    return _raises_one_line(load_prices, _file(tmp, "prices.json", DEEP_JSON))
+
+
+def read_sweep_file(tmp):
+    from gpusched.sim.sweep import load_sweep
+    return _raises_one_line(load_sweep, _file(tmp, "sweep.yaml", DEEP_YAML))
+
+
+def read_load_annotation(_tmp):
+    from gpusched.cluster.load import parse_load
+    return _raises_one_line(parse_load, "[" * 4000 + "]" * 4000)
+
+
+def read_delete_options(_tmp):
+    from gpusched.cluster.api_ops import delete_grace
+    return _raises_one_line(delete_grace, {}, DEEP_JSON.encode())
+
+
+@pytest.mark.parametrize("read,message", [
+    (read_plugin_config, "ConfigMap default/x key 'any': unable to parse config file: yaml: exceeded max depth of 100"),
+    (read_mig_parted_config, "unable to parse MIG config: yaml: exceeded max depth of 100"),
+    (read_scheduler_config, "scheduler config: yaml: exceeded max depth of 100"),
+    (read_gpu_models, "ConfigMap kube-system/gpusched-gpu-models: yaml: exceeded max depth of 100"),
+    (read_model_annotation, "annotation gpusched.io/gpu-model-spec: invalid JSON"),
+    (read_price_file, "not valid YAML/JSON: yaml: exceeded max depth of 100"),
+    (read_price_json, "not valid YAML/JSON: exceeded max depth of 100"),
+    (read_sweep_file, "exceeded max depth of 100"),
+    (read_load_annotation, "not JSON (exceeded max depth of 100)"),
+    (read_delete_options, "the body of a DELETE must be a DeleteOptions object"),
+], ids=["plugin-config", "mig-parted-config", "scheduler-config", "gpu-models", "model-annotation",
+        "price-yaml", "price-json", "sweep-file", "load-annotation", "delete-options"])
+def test_every_reader_of_embedded_documents_is_bounded(tmp_path, read, message):
+    assert message in read(tmp_path)
+
+
+@pytest.mark.parametrize("reader", ["mig-layout-annotation", "loaded-config-annotation",
+                                     "autoscaler-priorities", "autoscaler-status"])
+def test_lenient_readers_ignore_a_too_deep_document(reader):
+    """Readers that treat unreadable text as absent do so for a too-deep one too."""
+    if reader == "mig-layout-annotation":
+        from gpusched.devices.mig_manager import current_layout
+        assert current_layout(DEEP_JSON, 1) == [None]
+    elif reader == "loaded-config-annotation":
+        from gpusched.cluster.controllers.gpu_operator import _found
+        assert _found(DEEP_JSON) is False and _found("not json") is False and _found("[1]") is False
+    elif reader == "autoscaler-priorities":
+        from gpusched.cluster.controllers.autoscaler_config import priority_table
+
+        class View:
+            def get(self, *_):
+                return {"data": {"priorities": DEEP_YAML}}
+        assert priority_table(View()) == []
+    else:
+        from gpusched.cluster.controllers.autoscaler_status import _previous
+        assert _previous({"data": {"status": DEEP_YAML}}) == (None, {})
+        assert _previous({"data": {"status": "nodeGroups: [1, x]"}}) == (None, {})

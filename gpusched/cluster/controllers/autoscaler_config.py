@@ -46,6 +46,7 @@ import numpy as np
 
 from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
+from gpusched.objects import limits
 from gpusched.objects.duration import parse_duration
 
 CONFIG_MAP = "gpusched-cluster-autoscaler"
@@ -197,8 +198,8 @@ def priority_table(view: View) -> list[tuple[int, list[re.Pattern[str]]]]:
     body = view.get("ConfigMap", PRIORITY_MAP, NAMESPACE)
     text = ((body or {}).get("data") or {}).get("priorities", "")
     try:
-        table = yaml.safe_load(text) if text else {}
-    except yaml.YAMLError:
+        table = limits.safe_load(text) if text else {}
+    except (yaml.YAMLError, limits.LimitError):
         return []
     if not isinstance(table, dict):
         return []

@@ -25,6 +25,7 @@ import json
 
 from gpusched.cluster.controllers.autoscaler_config import COMPONENT, NAMESPACE, Config
 from gpusched.cluster.view import View
+from gpusched.objects import limits
 
 if TYPE_CHECKING:
     from gpusched.cluster.controllers.autoscaler_groups import Group
@@ -135,12 +136,13 @@ def _previous(body: dict[str, Any]) -> tuple[Any, dict[Any, Any]]:
     it does not read)."""
     import yaml
     try:
-        old = yaml.safe_load((body.get("data") or {}).get("status", "")) or {}
-    except yaml.YAMLError:
+        old = limits.safe_load((body.get("data") or {}).get("status", "")) or {}
+    except (yaml.YAMLError, limits.LimitError):
         old = {}
     old_wide = old.get("clusterWide") if isinstance(old, dict) else None
-    old_groups = {g.get("name"): g for g in (old.get("nodeGroups") or [])} \
-        if isinstance(old, dict) else {}
+    groups = old.get("nodeGroups") if isinstance(old, dict) else None
+    old_groups = {g.get("name"): g for g in groups if isinstance(g, dict)} \
+        if isinstance(groups, list) else {}
     return old_wide, old_groups
 
 

@@ -40,6 +40,7 @@ from typing import Any
 from gpusched.cluster.controllers.common import owner_reference, set_status
 from gpusched.cluster.device_inputs import ANN_LOADED_CONFIG, loaded_config
 from gpusched.cluster.view import View
+from gpusched.objects import limits
 from gpusched.devices.operator import (COMPONENTS, DEPLOY_LABEL, DEVICE_PLUGIN,
                                        OPERATOR_NAMESPACE, Component, PolicyConfig,
                                        active_policy, policy_config)
@@ -157,6 +158,16 @@ def daemonset(view: View, policy: dict[str, Any], config: PolicyConfig, componen
             "spec": spec}
 
 
+def _found(recorded: Any) -> bool:
+    """Whether a pod's recorded config says its ConfigMap was found (an unreadable record,
+    e.g. one a user wrote, says not)."""
+    try:
+        record = limits.json_loads(str(recorded))
+    except ValueError:
+        return False
+    return isinstance(record, dict) and bool(record.get("found"))
+
+
 def _record_loaded_configs(view: View, config: PolicyConfig) -> None:
     """Step 4: a device-plugin pod on a node notes the config it read at start."""
     snapshot = loaded_config(view, config)
@@ -166,7 +177,7 @@ def _record_loaded_configs(view: View, config: PolicyConfig) -> None:
             continue
         recorded = (meta.get("annotations") or {}).get(ANN_LOADED_CONFIG)
         if not (pod.get("spec") or {}).get("nodeName") or (
-                recorded is not None and json.loads(recorded).get("found")):
+                recorded is not None and _found(recorded)):
             continue          # not started yet, or started with its config (a missing
         if recorded == snapshot:          # ConfigMap keeps the pod waiting for its volume)
             continue
