@@ -3,7 +3,9 @@
 1. paths are normalised (kr8s sends trailing slashes; ``//`` collapses) before routing;
 2. browsers: on a loopback bind the ``Host`` header must name this machine (no DNS rebinding);
    a write (or a WebSocket upgrade: exec) carrying a foreign ``Origin`` is refused unless the
-   origin matches ``--cors-allowed-origins``;
+   origin matches ``--cors-allowed-origins``. An origin is scheme, host and port (RFC 6454; the
+   default ports 80/443 filled in), compared with this server's own: the scheme it serves and
+   the ``Host`` the browser sent, so a page on another port of the same host is foreign;
 3. authentication (``security.Authenticator``: bearer token in constant time, or a verified
    client certificate): 401 ``Unauthorized`` Status when credentials are needed and missing;
 4. authorization: a read-only user gets 403 ``Forbidden`` on any write with kube-apiserver's
@@ -13,7 +15,9 @@
    protobuf bodies get 415.
 
 Every refusal is a Kubernetes Status and, for a request that may carry an unread body, closes
-the connection. Nothing here logs a header value (tokens stay out of the logs).
+the connection. Every response carries ``X-Content-Type-Options: nosniff`` (error Statuses and
+objects echo what a client sent; a browser must never sniff them into HTML or script). Nothing
+here logs a header value (tokens stay out of the logs).
 
 Neighbours: ``server.app`` (wraps the route table with :class:`Guards`), ``server.security``,
 ``server.resources.parse_target`` (what a path names, for 403 messages).
@@ -38,6 +42,9 @@ FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multip
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+Origin = tuple[str, str, int]
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,45 @@ def host_name(host_header: str) -> str:
     return host.rpartition(":")[0] if host.count(":") == 1 else host
 
 
-def browser_refusal(policy: Policy, method: str, headers: dict[str, str], websocket: bool) -> Response | None:
+def origin_of(scheme: str, authority: str) -> Origin | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when unreadable.
+
+    >>> origin_of("http", "LocalHost"), origin_of("https", "[::1]:6443"), origin_of("http", "h:x")
+    (('http', 'localhost', 80), ('https', '::1', 6443), None)
+    """
+    scheme = scheme.lower()
+    host = host_name(authority)
+    port_text = authority.strip().rpartition("]")[2] if authority.strip().startswith("[") \
+        else (authority.rpartition(":")[2] if authority.count(":") == 1 else "")
+    port_text = port_text.lstrip(":")
+    if scheme not in DEFAULT_PORTS or not host:
+        return None
+    if not port_text:
+        return scheme, host, DEFAULT_PORTS[scheme]
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+        return None
+    return scheme, host, int(port_text)
+
+
+def same_origin(origin: str, scheme: str, host_header: str) -> bool:
+    """Whether a browser's ``Origin`` is this server's own: same scheme, host and port.
+
+    >>> same_origin("http://127.0.0.1:8001", "http", "127.0.0.1:8001")
+    True
+    >>> same_origin("http://127.0.0.1:8002", "http", "127.0.0.1:8001"), same_origin(
+    ...     "https://localhost:8001", "http", "localhost:8001"), same_origin("null", "http", "h")
+    (False, False, False)
+    """
+    own_scheme = {"ws": "http", "wss": "https"}.get(scheme, scheme)
+    origin_scheme, sep, authority = origin.strip().partition("://")
+    if not sep or "/" in authority or "@" in authority:
+        return False
+    theirs = origin_of(origin_scheme, authority)
+    return theirs is not None and theirs == origin_of(own_scheme, host_header)
+
+
+def browser_refusal(policy: Policy, method: str, headers: dict[str, str], websocket: bool,
+                    scheme: str = "http") -> Response | None:
     """403 for a request a foreign web page (or a DNS-rebound name) could make; None if fine."""
     raw_host = headers.get("host", "")
     host = host_name(raw_host)
@@ -80,7 +125,7 @@ def browser_refusal(policy: Policy, method: str, headers: dict[str, str], websoc
     if method not in WRITE_METHODS and not websocket:
         return None
     origin = headers.get("origin")
-    if origin is not None and host_name(origin.partition("://")[2]) != host \
+    if origin is not None and not same_origin(origin, scheme, raw_host) \
             and not policy.origin_allowed(origin):
         return status(403, f'forbidden: cross-origin write from "{origin}" refused', "Forbidden")
     return None
@@ -125,6 +170,15 @@ def authorization_refusal(user: User, method: str, path: str, websocket: bool) -
                   if target.name else {"group": info.group, "kind": info.plural})
 
 
+def _with_nosniff(send: Any) -> Any:
+    """``send`` adding ``X-Content-Type-Options: nosniff`` to the response head."""
+    async def guarded(message: dict[str, Any]) -> None:
+        if message.get("type") in ("http.response.start", "websocket.http.response.start"):
+            message = {**message, "headers": [*message.get("headers", ()), NOSNIFF]}
+        await send(message)
+    return guarded
+
+
 class Guards:
     """ASGI middleware: see the module docstring."""
 
@@ -141,6 +195,7 @@ class Guards:
         websocket = scope["type"] == "websocket"
         method = "GET" if websocket else scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        send = _with_nosniff(send)
         refused = self.refusal(scope, method, path, headers, websocket)
         if refused is None:
             await self.app(scope, receive, send)
@@ -155,7 +210,7 @@ class Guards:
     def refusal(self, scope: dict[str, Any], method: str, path: str, headers: dict[str, str],
                 websocket: bool) -> Response | None:
         policy = self.policy
-        refused = browser_refusal(policy, method, headers, websocket)
+        refused = browser_refusal(policy, method, headers, websocket, str(scope.get("scheme", "http")))
         if refused is not None:
             return refused
         peer = policy.peers.get(tuple(scope.get("client") or ())) if policy.peers is not None else None

@@ -10,7 +10,13 @@ timeout between requests (``timeout_keep_alive``) and a bound on the request hea
 - at shutdown, idle connections are aborted rather than closed (no wait for a TLS close_notify);
 - a request h11 cannot parse is answered with a Kubernetes ``Status`` (400 BadRequest) instead
   of uvicorn's plain-text line; an invalid ``Content-Length`` (``-1``, ``abc``: h11 refuses it
-  before the application sees the request) is named in the message.
+  before the application sees the request) is named in the message;
+- a chunked body announcing a chunk over the 3 MiB body limit is answered at once, before any of
+  it arrives, and the connection closed: 413 ``Request entity too large: limit is 3145728`` (what
+  apiserver's ``limitedReadBody`` answers once it has read past the limit), or 400 ``http chunk
+  length too large`` for a size of more than 16 hex digits (Go net/http/internal/chunked.go
+  ``parseHexUint``; h11 takes up to 20). Without this the request waited for data the client
+  never has to send.
 
 The TLS handshake never reaches this class: asyncio runs it per connection inside the event
 loop (``loop.create_server(ssl=...)``), so a silent client delays nobody. With client
@@ -25,11 +31,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from http import HTTPStatus
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from gpusched.objects.limits import MAX_BODY_BYTES
 from gpusched.server.http import status_object
 
 _CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*([^\r\n]*)", re.I | re.M)
@@ -63,6 +71,7 @@ class GuardedH11Protocol(H11Protocol):
         if waiting_for_head:
             self._head = (self._head + data)[-MAX_HEAD_BYTES:]
         super().data_received(data)
+        self._check_chunk_size()
         if self.conn.their_state is not h11.IDLE:
             self._head = b""
             self._disarm_header_timer()
@@ -102,12 +111,33 @@ class GuardedH11Protocol(H11Protocol):
             message = f'invalid Content-Length "{raw}": must be a non-negative integer'
         else:
             message = "the request could not be read as HTTP/1.1"
-        body = json.dumps(status_object(400, message, "BadRequest"), separators=(",", ":")).encode()
+        self._answer_and_close(400, message, "BadRequest")
+
+    def _check_chunk_size(self) -> None:
+        """Refuse a chunk announced over the body limit (h11's ``ChunkedReader`` holds the size
+        of the chunk being read; nothing public exposes it)."""
+        announced = getattr(getattr(self.conn, "_reader", None), "_bytes_in_chunk", 0)
+        if not isinstance(announced, int) or announced <= MAX_BODY_BYTES or self.transport.is_closing():
+            return
+        if announced >= 1 << 64:
+            self._answer_and_close(400, "http chunk length too large", "BadRequest")
+        else:
+            self._answer_and_close(413, f"Request entity too large: limit is {MAX_BODY_BYTES}",
+                                   "RequestEntityTooLarge")
+
+    def _answer_and_close(self, code: int, message: str, reason: str) -> None:
+        """A Status written straight to the socket, the request's cycle ended (the application's
+        pending read sees a disconnect and its answer is dropped), the connection closed."""
+        body = json.dumps(status_object(code, message, reason), separators=(",", ":")).encode()
         headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
-                   (b"content-length", str(len(body)).encode())]
+                   (b"content-length", str(len(body)).encode()), (b"x-content-type-options", b"nosniff")]
+        if self.cycle is not None:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
         try:
-            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
-                          h11.Data(data=body), h11.EndOfMessage()):
+            for event in (h11.Response(status_code=code, headers=headers,
+                                       reason=HTTPStatus(code).phrase.encode()), h11.Data(data=body),
+                          h11.EndOfMessage()):
                 self.transport.write(self.conn.send(event))
         except h11.LocalProtocolError:
             pass                         # a response had already begun: just close

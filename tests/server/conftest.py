@@ -136,14 +136,15 @@ def _wait_ready(served: Served) -> None:
     raise AssertionError("gpusched serve did not answer /version in time")
 
 
-def start_serve(tmp_path: Path, *args: str) -> Served:
-    """Start ``gpusched serve --port 0 ARGS`` and wait for its URL line and for /version."""
+def start_serve(tmp_path: Path, *args: str, preexec_fn=None) -> Served:
+    """Start ``gpusched serve --port 0 ARGS`` and wait for its URL line and for /version
+    (``preexec_fn``: run in the child before exec, e.g. to set a memory limit)."""
     state = tmp_path / "cluster.db"
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     process = subprocess.Popen(
         [gpusched_executable(), "--state", str(state), "serve", "--port", "0", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=preexec_fn)
     lines: list[str] = []
     url = ""
     deadline = time.monotonic() + READY_SECONDS
