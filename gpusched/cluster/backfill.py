@@ -67,6 +67,7 @@ MODES = ("default", "backfill", "strict")
 ANN_TIME_LIMIT = "gpusched.io/time-limit"
 HOLD_PRIORITY = 2**62          # placeholders are never preemption victims
 HOLD_PREFIX = "gpusched-backfill-hold"
+MAX_BACKFILL_DEPTH = 1_000_000   # Slurm's bf_max_job_test maximum (SchedulerParameters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +86,10 @@ def scheduler_mode(view: View) -> ModeConfig:
         raise UsageError(f'{where}: data.mode: Unsupported value: "{mode}": supported values: '
                          + ", ".join(f'"{m}"' for m in MODES))
     depth_text = str(data.get("backfillDepth", "1")).strip()
-    if not depth_text.isdigit() or int(depth_text) < 1:
-        raise UsageError(f'{where}: data.backfillDepth: Invalid value: "{depth_text}": '
-                         "must be an integer of at least 1")
+    digits = depth_text.isascii() and depth_text.isdigit() and len(depth_text) <= 7
+    if not digits or not 1 <= int(depth_text) <= MAX_BACKFILL_DEPTH:
+        raise UsageError(f'{where}: data.backfillDepth: Invalid value: "{depth_text[:32]}": '
+                         f"must be an integer between 1 and {MAX_BACKFILL_DEPTH}")
     return ModeConfig(mode, 1 if mode == "strict" else int(depth_text))
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from fractions import Fraction
 
+from gpusched.objects import limits
 from gpusched.objects.fieldcheck import Errors, _spec
 from gpusched.objects.validation_affinity import validate_label_selector
 
@@ -62,9 +63,10 @@ def _hpa(obj: dict[str, Any], e: Errors) -> None:
 
 
 def _hpa_replicas(spec: dict[str, Any], e: Errors) -> None:
-    """minReplicas >= 1, maxReplicas required and > 0, max >= min."""
-    minimum = e.integer(spec, "minReplicas", "spec.minReplicas")
-    maximum = e.integer(spec, "maxReplicas", "spec.maxReplicas")
+    """minReplicas >= 1, maxReplicas required and > 0, max >= min; both at most
+    ``limits.MAX_REPLICAS`` (the controller writes them into the target's replicas)."""
+    minimum = e.integer(spec, "minReplicas", "spec.minReplicas", maximum=limits.MAX_REPLICAS)
+    maximum = e.integer(spec, "maxReplicas", "spec.maxReplicas", maximum=limits.MAX_REPLICAS)
     if minimum is not None and minimum < 1:
         e.invalid("spec.minReplicas", minimum, "must be greater than or equal to 1")
     if "maxReplicas" not in spec:

@@ -67,6 +67,7 @@ _FOREVER = re.compile(r"^\s*(?:srun\s+)?(?:sleep\s+inf(?:inity)?\b|while\s+(?:tr
 DEFAULT_COMMAND_SECONDS = 2.0
 DEFAULT_OUTPUT = "slurm-%j.out"
 DEFAULT_ARRAY_OUTPUT = "slurm-%A_%a.out"
+MAX_ARRAY_SIZE = 1001        # slurm.conf MaxArraySize default: task ids 0..1000
 _SLEEP_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
@@ -205,6 +206,9 @@ def parse_array(text: str) -> tuple[tuple[int, ...], int | None]:
         step = int(match.group(3) or 1)
         if last < first or step < 1:
             raise ValueError("a range must go upwards with a positive step")
+        if last >= MAX_ARRAY_SIZE:
+            raise ValueError(f"Invalid job array specification: indices must be less than "
+                             f"MaxArraySize ({MAX_ARRAY_SIZE})")
         ids.extend(range(first, last + 1, step))
     return tuple(sorted(set(ids))), (_positive(limit) if limit else None)
 

@@ -104,6 +104,12 @@ def test_nesting_at_the_bound_loads():
 
 # ---- objects validation refuses -----------------------------------------------------------
 
+def hpa(low: int, high: int) -> dict:
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "minReplicas": low, "maxReplicas": high}}
+
+
 def big_pod(size: int) -> dict:
     """A pod whose bulk is a container argument (no field limit of its own: a ConfigMap's data
     stops at 1 MiB in validation, before etcd's 1.5 MiB)."""
@@ -122,6 +128,11 @@ OBJECT_CASES = [
      "equal to 5000"),
     ("nodepool-gpus-per-node", pool(count=1, gpu={"model": "A100-40GB", "count": 100_000}),
      "spec.gpu.count: Invalid value: 100000: must be less than or equal to 64"),
+    # issue 25: the HPA controller writes these into its target's replicas
+    ("hpa-min-replicas-1e9", hpa(1_000_000_000, 1_000_000_000), "spec.minReplicas: Invalid value: "
+     "1000000000: must be less than or equal to 5000"),
+    ("hpa-max-replicas-1e9", hpa(1, 1_000_000_000), "spec.maxReplicas: Invalid value: 1000000000: "
+     "must be less than or equal to 5000"),
     # apimachinery field.TooMany
     ("nodepool-names", pool(names=[f"n{i}" for i in range(5001)]),
      "spec.names: Too many: 5001: must have at most 5000 items"),
@@ -136,7 +147,7 @@ def test_workload_sizes_have_documented_maxima(obj, message):
 
 
 @pytest.mark.parametrize("obj", [deployment(replicas=5000), job(completions=100_000, parallelism=5000),
-                                 pool(count=5000)], ids=["replicas", "job", "nodepool"])
+                                 pool(count=5000), hpa(5000, 5000)], ids=["replicas", "job", "nodepool", "hpa"])
 def test_workload_sizes_at_the_maxima_are_valid(obj):
     validate_object(obj)
 

@@ -117,8 +117,20 @@ def test_backfilled_short_job_starts_and_big_one_keeps_its_time(tmp_path):
                        '"fifo": supported values: "default", "backfill", "strict"'),
     ({"mode": "backfill", "backfillDepth": "0"},
      'ConfigMap kube-system/gpusched-scheduler: data.backfillDepth: Invalid value: "0": '
-     "must be an integer of at least 1"),
-], ids=["bad-mode", "depth-zero"])
+     "must be an integer between 1 and 1000000"),
+    # issue 25: a number is bounded where it is parsed (Slurm's bf_max_job_test maximum); 5,000
+    # digits was a ValueError from int() (Python's 4,300-digit limit), Arabic-Indic digits passed
+    ({"mode": "backfill", "backfillDepth": "1000001"},
+     'ConfigMap kube-system/gpusched-scheduler: data.backfillDepth: Invalid value: "1000001": '
+     "must be an integer between 1 and 1000000"),
+    ({"mode": "backfill", "backfillDepth": "9" * 5000},
+     'ConfigMap kube-system/gpusched-scheduler: data.backfillDepth: Invalid value: '
+     f'"{"9" * 32}": must be an integer between 1 and 1000000'),
+    ({"mode": "backfill", "backfillDepth": "\u0663"},
+     'ConfigMap kube-system/gpusched-scheduler: data.backfillDepth: Invalid value: "\u0663": '
+     "must be an integer between 1 and 1000000"),
+], ids=["bad-mode", "depth-zero", "depth-over-the-bound", "depth-of-5000-digits",
+        "depth-in-arabic-indic-digits"])
 def test_bad_config_is_refused_and_changes_nothing(tmp_path, data, error):
     with Cluster.open(str(tmp_path / "c.db")) as cluster:
         apply(cluster, join(pool("gpu", gpus=8), job_pod("p", 1, 60, pc=""), NAMESPACE))

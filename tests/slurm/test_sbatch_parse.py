@@ -62,6 +62,11 @@ ERRORS = [
     ("afterany", ["--dependency=afterany:3"], 'dependency type "afterany" is not supported'),
     ("two-nodes", ["-N 2"], "only 1 is supported"),
     ("backwards-array", ["--array=5-1"], "a range must go upwards"),
+    # issue 25: slurm.conf MaxArraySize (default 1001) bounds the task ids; 0-1000000000 built a
+    # billion-element list before
+    ("array-past-MaxArraySize", ["--array=0-1000000000"],
+     "Invalid job array specification: indices must be less than MaxArraySize (1001)"),
+    ("array-index-1001", ["--array=1,1001"], "must be less than MaxArraySize (1001)"),
 ]
 
 
