@@ -58,6 +58,7 @@ from gpusched.devices.operator import PolicyConfig
 from gpusched.devices.plugin_config import (DevicePluginConfig, DevicePluginConfigError,
                                             config_source, select_config)
 from gpusched.errors import GpuschedError, UsageError
+from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_MODEL
 
@@ -265,6 +266,9 @@ def _gpu_count(node: Mapping[str, Any], labels: Mapping[str, Any], annotations: 
         raise UsageError(f'node {name}: invalid GPU count "{raw}"') from None
     if count < 0:
         raise UsageError(f'node {name}: invalid GPU count "{raw}"')
+    if count > limits.MAX_GPUS_PER_NODE:     # one device (or more) is built per GPU
+        raise limits.LimitError(f'node {name}: invalid GPU count "{raw}": at most '
+                                f"{limits.MAX_GPUS_PER_NODE} GPUs per node")
     return count
 
 
