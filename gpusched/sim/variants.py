@@ -132,7 +132,8 @@ def _shape(option: str, spec: str, cpu_only: bool, extra: str) -> dict[str, Any]
             keys = "cpu, memory" if cpu_only else "gpus, cpu, memory"
             raise UsageError(f'{option} {spec}: "{item}": expected KEY=VALUE with KEY one of {keys}')
         shape[key] = value.strip()
-    if not str(shape["gpus"]).isdigit():           # "1e9", "-1", "two": not int()'s message
+    gpus_text = str(shape["gpus"])
+    if not (gpus_text.isascii() and gpus_text.isdigit() and len(gpus_text) <= 3):  # "1e9", "-1"
         raise UsageError(f'{option} {spec}: gpus: must be a whole number of GPUs, got "{shape["gpus"]}"')
     gpus = int(shape["gpus"])
     try:

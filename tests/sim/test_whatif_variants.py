@@ -94,6 +94,8 @@ BAD = [
     ("too-many-gpus", "--add-nodes 1xH100:gpus=17", "gpus must be 1..16"),
     # before: "invalid literal for int() with base 10: '1e9'"
     ("gpus-not-whole", "--add-nodes 1xH100:gpus=1e9", 'gpus: must be a whole number of GPUs, got "1e9"'),
+    # issue 25: 5,000 digits passed isdigit() and int() raised (its 4,300-digit limit)
+    ("gpus-5000-digits", "--add-nodes 1xH100:gpus=" + "9" * 5000, "gpus: must be a whole number of GPUs"),
     ("remove-unknown-model", "--remove-nodes 10%:V1000", 'unknown GPU model "V1000"'),
     ("remove-no-match", "--remove-nodes 10%:H100", 'no node matches "H100" (models in the cluster: '
                                                    "T4, V100M16, V100M32, cpu)"),
