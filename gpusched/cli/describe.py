@@ -33,6 +33,7 @@ from gpusched.cli.describe_workloads import (describe_daemonset, describe_deploy
 from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.describe_pod import describe_pod
 from gpusched.cli.output import Clock, tabwrite
+from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import ANN_GPU_MILLI, RESOURCE_GPU_MILLI
 
@@ -166,7 +167,8 @@ def pod_resources(pod: dict[str, Any], field: str) -> dict[str, int]:
 def share_milli(pod: dict[str, Any]) -> int:
     """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
     text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_GPU_MILLI, ""))
-    return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
+    value = limits.small_int(text, 3)
+    return value if value is not None and 0 < value < 1000 else 0
 
 
 def _percent(used: int, total: int) -> str:

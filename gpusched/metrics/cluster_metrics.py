@@ -39,6 +39,7 @@ from gpusched.devices.node import gpu_uuid
 from gpusched.devices.prices import DEFAULT_PRICES
 from gpusched.metrics import cost
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
+from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, parse_quantity
 from gpusched.objects.types import RESOURCE_GPU_MILLI
 
@@ -88,7 +89,8 @@ def _requests(pod: dict[str, Any]) -> dict[str, float]:
 def share_milli(pod: dict[str, Any]) -> int:
     """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
     text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_GPU_MILLI, ""))
-    return int(text) if text.isdigit() and 0 < int(text) < 1000 else 0
+    value = limits.small_int(text, 3)
+    return value if value is not None and 0 < value < 1000 else 0
 
 
 def cut_gpus(devices: NodeDevices) -> int:

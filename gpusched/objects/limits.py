@@ -228,6 +228,24 @@ def _check_aliases(decoded: int, aliased: int) -> None:
         raise LimitError(EXCESSIVE_ALIASING)
 
 
+# ---- numbers in text ----------------------------------------------------------------------------
+
+def small_int(text: Any, max_digits: int = 18) -> int | None:
+    """A non-negative integer written in at most ``max_digits`` ASCII digits, else None.
+
+    For numbers read from annotations and other free text: ``str.isdigit`` also takes "١٢" and
+    "²", and ``int`` raises past 4,300 digits (Python's limit), an internal error where a
+    one-line answer or a default belongs.
+
+    >>> small_int("42"), small_int("\u0663"), small_int("9" * 5000), small_int(" 1"), small_int(7)
+    (42, None, None, None, 7)
+    """
+    text = str(text)
+    if text.isascii() and text.isdigit() and len(text) <= max_digits:
+        return int(text)
+    return None
+
+
 # ---- parsed objects ---------------------------------------------------------------------------
 
 def check_tree(value: Any) -> str | None:

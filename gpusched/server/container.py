@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from gpusched.errors import GpuschedError, NotFoundError
+from gpusched.objects import limits
 from gpusched.server.http import Request, Response, error_response, status_response
 
 log = logging.getLogger(__name__)
@@ -71,10 +72,10 @@ def _log(worker: Any, req: Request, target: Any) -> Response:
         return pod_log(view, pod, container)
 
     text = worker.read(read)
-    tail = req.query.get("tailLines", "")
-    if tail.isdigit():
+    tail = limits.small_int(req.query.get("tailLines", ""))
+    if tail is not None:
         lines = text.splitlines(keepends=True)
-        text = "".join(lines[-int(tail):]) if int(tail) else ""
+        text = "".join(lines[-tail:]) if tail else ""
     return Response(200, text.encode(), "text/plain")
 
 

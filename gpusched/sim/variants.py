@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gpusched.devices.catalog import CATALOG, lookup_model
 from gpusched.errors import UsageError
+from gpusched.objects.limits import small_int
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.sim.alibaba import TraceNode
 
@@ -132,10 +133,9 @@ def _shape(option: str, spec: str, cpu_only: bool, extra: str) -> dict[str, Any]
             keys = "cpu, memory" if cpu_only else "gpus, cpu, memory"
             raise UsageError(f'{option} {spec}: "{item}": expected KEY=VALUE with KEY one of {keys}')
         shape[key] = value.strip()
-    gpus_text = str(shape["gpus"])
-    if not (gpus_text.isascii() and gpus_text.isdigit() and len(gpus_text) <= 3):  # "1e9", "-1"
+    gpus = small_int(shape["gpus"], 3)               # "1e9", "-1", "two", 5,000 digits
+    if gpus is None:
         raise UsageError(f'{option} {spec}: gpus: must be a whole number of GPUs, got "{shape["gpus"]}"')
-    gpus = int(shape["gpus"])
     try:
         cpu = canonical("cpu", shape["cpu"])
         memory = canonical("memory", shape["memory"])

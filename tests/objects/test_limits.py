@@ -334,3 +334,46 @@ def test_lenient_readers_ignore_a_too_deep_document(reader):
         from gpusched.cluster.controllers.autoscaler_status import _previous
         assert _previous({"data": {"status": DEEP_YAML}}) == (None, {})
         assert _previous({"data": {"status": "nodeGroups: [1, x]"}}) == (None, {})
+
+
+# ---- numbers in free text (annotations, query parameters) -------------------------------------
+# str.isdigit() takes 5,000 digits (and "٣"), and int() then raises past 4,300 digits: each
+# reader below answered with an internal error (or a 500) before limits.small_int.
+
+HUGE = "9" * 5000
+
+
+def _annotated(key: str, value: str) -> dict:
+    return {"metadata": {"name": "x", "annotations": {key: value}}}
+
+
+def read_revision():
+    from gpusched.cluster.controllers.deployment_util import ANN_REVISION, revision
+    return revision(_annotated(ANN_REVISION, HUGE))
+
+
+def read_completion_index():
+    from gpusched.cluster.controllers.job_rules import INDEX_KEY, completion_index
+    return completion_index(_annotated(INDEX_KEY, HUGE))
+
+
+def read_share_milli():
+    from gpusched.metrics.cluster_metrics import share_milli
+    from gpusched.objects.types import RESOURCE_GPU_MILLI
+    return share_milli(_annotated(RESOURCE_GPU_MILLI, HUGE))
+
+
+def read_web_limit():
+    from gpusched.server.web.query import _number
+    try:
+        return _number({"limit": HUGE}, "limit", 50, 1, 500)
+    except GpuschedError as err:
+        return str(err).split(": ")[0]
+
+
+@pytest.mark.parametrize("read,expected", [
+    (read_revision, 0), (read_completion_index, None), (read_share_milli, 0),
+    (read_web_limit, "query parameter limit"),
+], ids=["rs-revision-annotation", "job-completion-index", "gpu-milli-share", "web-limit-param"])
+def test_numbers_in_free_text_are_read_within_bounds(read, expected):
+    assert read() == expected

@@ -49,6 +49,7 @@ from gpusched.cluster.controllers.deployment_util import (ANN_DESIRED, ANN_MAX, 
                                                           max_unavailable, new_rs_new_replicas,
                                                           revision, split_sets)
 from gpusched.cluster.view import View
+from gpusched.objects import limits
 
 # ---- the sync ----------------------------------------------------------------------------------
 
@@ -265,7 +266,8 @@ def _proportion(deploy: dict[str, Any], rs: dict[str, Any], to_add: int, added: 
         fraction = -_replicas(rs)
     else:
         annotated = (rs["metadata"].get("annotations") or {}).get(ANN_MAX, "")
-        base = int(annotated) if annotated.isdigit() else _status_int(deploy, "replicas")
+        base = limits.small_int(annotated)
+        base = _status_int(deploy, "replicas") if base is None else base
         size = _replicas(rs) * (want + max_surge(deploy)) / base if base else _replicas(rs)
         fraction = int(math.floor(size + 0.5)) - _replicas(rs)
     allowed = to_add - added

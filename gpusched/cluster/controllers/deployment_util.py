@@ -17,6 +17,7 @@ import math
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.store import dumps
 from gpusched.cluster.view import View
+from gpusched.objects import limits
 
 COMPONENT = "deployment-controller"
 ANN_REVISION = "deployment.kubernetes.io/revision"
@@ -149,7 +150,8 @@ def equal_ignore_hash(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def revision(rs: dict[str, Any]) -> int:
     text = ((rs.get("metadata") or {}).get("annotations") or {}).get(ANN_REVISION, "0")
-    return int(text) if str(text).isdigit() else 0
+    value = limits.small_int(text)
+    return 0 if value is None else value
 
 
 def split_sets(view: View, deploy: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.view import View
+from gpusched.objects import limits
 
 COMPONENT = "job-controller"
 FINALIZER = "batch.kubernetes.io/job-tracking"
@@ -51,7 +52,7 @@ def indexed(spec: dict[str, Any]) -> bool:
 
 def completion_index(pod: dict[str, Any]) -> int | None:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(INDEX_KEY)
-    return int(text) if text is not None and str(text).isdigit() else None
+    return None if text is None else limits.small_int(text)
 
 
 # ---- podFailurePolicy (pod_failure_policy.go) --------------------------------------------------

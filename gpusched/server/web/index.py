@@ -37,6 +37,7 @@ from typing import Any
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.devices.node import DeviceRow
 from gpusched.devices.nodepool import POOL_LABEL
+from gpusched.objects import limits
 from gpusched.objects.node import node_info
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     RESOURCE_GPU_MILLI)
@@ -106,7 +107,8 @@ class Index:
 
 
 def _int(text: Any) -> int:
-    return int(text) if isinstance(text, str) and text.isdigit() else 0
+    value = limits.small_int(text) if isinstance(text, str) else None
+    return 0 if value is None else value
 
 
 def _share(pod: dict[str, Any], annotations: dict[str, Any]) -> int:

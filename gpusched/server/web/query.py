@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusched.errors import NotFoundError, UsageError
+from gpusched.objects import limits
 from gpusched.server.web.index import Index, NodeEntry, PodEntry
 
 LIMIT_DEFAULT = 50
@@ -48,10 +49,11 @@ def _number(query: dict[str, str], name: str, default: int, low: int, high: int)
     raw = query.get(name, "")
     if raw == "":
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    value = limits.small_int(raw)
+    if value is None or not low <= value <= high:
         raise UsageError(f'query parameter {name}: "{raw[:40]}" is not an integer from {low} '
                          f"to {high:,}")
-    return int(raw)
+    return value
 
 
 @dataclass(frozen=True)
