@@ -377,3 +377,14 @@ def read_web_limit():
 ], ids=["rs-revision-annotation", "job-completion-index", "gpu-milli-share", "web-limit-param"])
 def test_numbers_in_free_text_are_read_within_bounds(read, expected):
     assert read() == expected
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "\u0663", "86401"], ids=["5000-digits", "arabic-indic", "over"])
+def test_autoscaler_seconds_are_bounded_where_parsed(value):
+    from gpusched.cluster.controllers.autoscaler_config import load_config
+
+    class View:
+        def get(self, *_):
+            return {"data": {"max-graceful-termination-sec": value}}
+    problems = load_config(View()).problems
+    assert len(problems) == 1 and problems[0].endswith("give whole seconds between 0 and 86400")

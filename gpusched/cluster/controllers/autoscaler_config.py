@@ -145,9 +145,10 @@ def _duration(text: str) -> float:
 
 
 def _seconds(text: str) -> float:
-    if not text.isdigit() or int(text) > 86400:
+    value = limits.small_int(text)
+    if value is None or value > 86400:
         raise ValueError("give whole seconds between 0 and 86400")
-    return float(text)
+    return float(value)
 
 
 # ---- expanders ---------------------------------------------------------------------------------
