@@ -190,3 +190,33 @@ def test_a_chunk_at_the_limit_is_still_read(server):
     body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(CM), CM)
     code, _, answer, _ = exchange(server.port, HEAD + body)
     assert code == 201 and json.loads(answer)["metadata"]["name"] == "c"
+
+
+# ---- every write path of a ConfigMap goes through the same admission ------------------------
+
+def _write(port: int, method: str, path: str, body: object, content_type: str) -> tuple[int, dict]:
+    data = json.dumps(body).encode()
+    status, _, answer, _ = exchange(port, (
+        f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data)
+    return status, json.loads(answer)
+
+
+OVER = sharing("timeSlicing", 1000000000)
+
+
+@pytest.mark.parametrize("method,content_type,body", [
+    ("PATCH", "application/merge-patch+json", {"data": {"any": OVER}}),
+    ("PATCH", "application/strategic-merge-patch+json", {"data": {"any": OVER}}),
+    ("PATCH", "application/json-patch+json", [{"op": "replace", "path": "/data/any", "value": OVER}]),
+    ("PUT", "application/json", configmap("time-slicing-config", OVER)),
+], ids=["merge-patch", "strategic-merge-patch", "json-patch", "update"])
+def test_an_update_over_a_bound_is_refused_and_changes_nothing(server, method, content_type, body):
+    path = CMS + "/time-slicing-config"
+    assert _write(server.port, "POST", CMS, configmap("time-slicing-config", sharing("timeSlicing", 4)),
+                  "application/json")[0] == 201
+    status, answer = _write(server.port, method, path, body, content_type)
+    assert status == 422 and "number of replicas must be <= 256, got 1000000000" in answer["message"]
+    stored = exchange(server.port, f"GET {path} HTTP/1.1\r\nHost: localhost\r\n"
+                                   "Connection: close\r\n\r\n".encode())
+    assert "replicas: 4" in json.loads(stored[2])["data"]["any"]
