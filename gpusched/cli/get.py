@@ -39,6 +39,7 @@ from gpusched.cli.commands import namespace_of, open_cluster
 from gpusched.cli.output import Clock, as_list, object_ref, render_table, resource_name, to_json, to_yaml
 from gpusched.errors import UsageError
 from gpusched.objects.kinds import KINDS, KindInfo, resolve_kind
+from gpusched.objects.digits import is_digits
 
 # kubectl's "all" category (the kinds whose discovery entry lists "all"), in discovery order:
 # core, apps, autoscaling, batch.
@@ -117,7 +118,7 @@ def printer(output: str | None) -> Printer:
 
 
 def _natural_key(text: str) -> list[Any]:
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+    return [(0, int(part), "") if is_digits(part) else (1, 0, part)
             for part in re.findall(r"\d+|\D+", text)]
 
 

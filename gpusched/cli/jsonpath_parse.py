@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gpusched.errors import UsageError
+from gpusched.objects.digits import is_digits
 
 MAX_TEMPLATE = 4096
 
@@ -101,7 +102,7 @@ def _step_parser(char: str) -> _StepParser | None:
         return _parse_text
     if char == ".":
         return _parse_dot
-    if char in "+-" or char.isdigit():
+    if char in "+-" or is_digits(char):
         return _parse_number
     if char.isalnum() or char == "_":
         return _parse_word

@@ -55,6 +55,7 @@ from gpusched.objects.types import PodInfo
 from gpusched.scheduler.backfill import (INF, Request, Reservation, Timeline, allowed_to_start,
                                          blocked_amounts, format_offset, plan_reservation,
                                          take_start)
+from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
     from gpusched.scheduler.framework import ScheduleResult
@@ -86,7 +87,7 @@ def scheduler_mode(view: View) -> ModeConfig:
         raise UsageError(f'{where}: data.mode: Unsupported value: "{mode}": supported values: '
                          + ", ".join(f'"{m}"' for m in MODES))
     depth_text = str(data.get("backfillDepth", "1")).strip()
-    digits = depth_text.isascii() and depth_text.isdigit() and len(depth_text) <= 7
+    digits = is_digits(depth_text) and len(depth_text) <= 7
     if not digits or not 1 <= int(depth_text) <= MAX_BACKFILL_DEPTH:
         raise UsageError(f'{where}: data.backfillDepth: Invalid value: "{depth_text[:32]}": '
                          f"must be an integer between 1 and {MAX_BACKFILL_DEPTH}")

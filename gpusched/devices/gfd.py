@@ -37,6 +37,7 @@ from gpusched.devices.catalog import GpuModel
 from gpusched.devices.mig import profile_of
 from gpusched.devices.mig_profiles import MigProfile
 from gpusched.devices.plugin_config import DEFAULT_CONFIG, DevicePluginConfig
+from gpusched.objects.digits import is_digits
 
 PREFIX = "nvidia.com/"
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9\-_. ]")
@@ -235,7 +236,7 @@ def version_labels(driver_version: str) -> dict[str, str]:
 def driver_version_problem(driver_version: str) -> str:
     """GFD's refusal of a malformed driver version (``newVersionLabeler``), or ``""``."""
     parts = driver_version.split(".")
-    if not 2 <= len(parts) <= 3 or not parts[0].isdigit():
+    if not 2 <= len(parts) <= 3 or not is_digits(parts[0]):
         return (f'error getting driver version: Version "{driver_version}" does not match '
                 'format "X.Y[.Z]"')
     return ""

@@ -42,6 +42,7 @@ from gpusched.devices.mig_profiles import geometry_from_names
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, canonical
+from gpusched.objects.digits import is_digits
 
 MODELS_CONFIGMAP = "gpusched-gpu-models"
 MODELS_KEY = "models.yaml"
@@ -184,7 +185,7 @@ def generic_model(product: str, labels: Mapping[str, str]) -> GpuModel:
     """The stand-in for an unknown product: memory and compute from the node's GFD labels."""
     def number(key: str, default: int) -> int:
         raw = str(labels.get(key, ""))
-        return int(raw) if raw.isdigit() else default
+        return int(raw) if is_digits(raw) else default
 
     major = number("nvidia.com/gpu.compute.major", 0)
     minor = number("nvidia.com/gpu.compute.minor", 0)

@@ -50,6 +50,7 @@ from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_co
 from gpusched.objects.assignment import held_by
 from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME
+from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
     from gpusched.devices.node import Device, NodeDevices
@@ -138,7 +139,7 @@ def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, ut
     holder = _holder(pod, start, end, util)
     milli = annotations.get(ANN_GPU_MILLI, "")
     total = devices.model.memory_mib if devices.model else 0
-    if milli.isdigit() and not any("::" in i or i.startswith("MIG-") for i in ids):
+    if is_digits(milli) and not any("::" in i or i.startswith("MIG-") for i in ids):
         share = int(milli) / 1000
         return [Holding(holder.ref, holder.uid, g, "", holder.start, end, holder.util * share, 1.0,
                         int(gm.pod_memory_mib(pod, total) * share), share, holder.klass)
@@ -328,6 +329,6 @@ def _xids(node: dict[str, Any]) -> dict[int, int]:
     out = {}
     for item in raw.split(","):
         gpu, _, code = item.partition("=")
-        if gpu.strip().isdigit() and code.strip().isdigit():
+        if is_digits(gpu.strip()) and is_digits(code.strip()):
             out[int(gpu)] = int(code)
     return out

@@ -44,6 +44,7 @@ from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.cluster_source import ClusterSource
 from gpusched.metrics.dcgm import pci_bus_id
 from gpusched.objects.assignment import held_by
+from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
     from gpusched.devices.node import NodeDevices
@@ -293,7 +294,7 @@ def driver_version(view: View) -> str:
     """The driver the ClusterPolicy names (``spec.driver.version``), else the modelled one."""
     for policy in view.list("ClusterPolicy") if _has_kind("ClusterPolicy") else []:
         version = str(((policy.get("spec") or {}).get("driver") or {}).get("version") or "")
-        if version[:3].isdigit():
+        if is_digits(version[:3]):
             return version
     return gm.DRIVER_VERSION
 

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from gpusched.errors import UsageError
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
+from gpusched.objects.digits import is_digits
 
 DEVICE_PREFIX = "nvidia.com/"
 
@@ -80,7 +81,7 @@ def read_assignment(annotations: Mapping[str, Any], resource: str = "", share: i
         return NO_DEVICES
     if resource == RESOURCE_GPU_MILLI:
         raw = str(share) if share > 0 else str(annotations.get(ANN_GPU_MILLI, ""))
-        if not (raw.isdigit() and 0 < int(raw) < 1000):
+        if not (is_digits(raw) and 0 < int(raw) < 1000):
             raise UsageError(f'invalid annotation {ANN_GPU_MILLI}="{raw}": expected milli-GPU')
         milli = int(raw)
     else:

@@ -51,6 +51,7 @@ from typing import Any
 import yaml
 
 from gpusched.errors import GpuschedError
+from gpusched.objects.digits import is_digits
 
 MAX_DEPTH = 100
 MAX_YAML_NODES = 4_000_000
@@ -241,7 +242,7 @@ def small_int(text: Any, max_digits: int = 18) -> int | None:
     (42, None, None, None, 7)
     """
     text = str(text)
-    if text.isascii() and text.isdigit() and len(text) <= max_digits:
+    if is_digits(text) and len(text) <= max_digits:
         return int(text)
     return None
 

@@ -40,6 +40,7 @@ from gpusched.objects.podspec_fields import validate_container_fields, validate_
 from gpusched.objects.validation_affinity import (node_affinity, pod_affinity, validate_label_selector,
                                                   validate_labels)
 from gpusched.objects.types import ANN_DURATION, ANN_GPU_MILLI, RESOURCE_GPU_MILLI
+from gpusched.objects.digits import is_digits
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -317,7 +318,7 @@ def validate_pod_annotations(annotations: dict[str, Any], path: str, e: Errors) 
     if milli is not None:
         # ASCII digits only, as the device assignment reads it back (Python's int() also takes
         # "５００", "+500" and "5_00", which the assignment then refused on every later read)
-        if not (milli.isascii() and milli.isdigit() and 1 <= int(milli) <= 1000):
+        if not (is_digits(milli) and 1 <= int(milli) <= 1000):
             e.invalid(f"{path}[{ANN_GPU_MILLI}]", milli, "must be an integer between 1 and 1000")
     duration = annotations.get(ANN_DURATION)
     if duration is not None:

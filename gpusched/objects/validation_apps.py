@@ -25,6 +25,7 @@ from typing import Any
 from gpusched.errors import FieldError
 from gpusched.objects.fieldcheck import Errors
 from gpusched.objects.names import PERCENT_MSG, is_percent
+from gpusched.objects.digits import is_digits
 
 STRATEGY_TYPES = ("Recreate", "RollingUpdate")
 COMPLETION_MODES = ("NonIndexed", "Indexed")
@@ -96,7 +97,7 @@ def _int_or_percent_value(value: Any) -> int:
     that is no integer)."""
     if isinstance(value, str):
         text = value[:-1] if is_percent(value) else value
-        return int(text) if text.isascii() and text.isdigit() else 0
+        return int(text) if is_digits(text) else 0
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 

@@ -19,6 +19,7 @@ from gpusched.objects.names import (dns1123_subdomain_errors, label_value_errors
                                     qualified_name_errors)
 from gpusched.objects.podspec import TAINT_EFFECTS
 from gpusched.objects.validation_affinity import validate_labels
+from gpusched.objects.digits import is_digits
 
 # ----------------------------------------------------------------------------------------------
 # Nodes
@@ -75,11 +76,11 @@ def _is_cidr(text: str) -> bool:
     """``netutils.ParseCIDRSloppy`` accepts it: an address, ``/``, a prefix length in range (host
     bits may be set; IPv4 octets may have leading zeros, which Python's parser refuses)."""
     address, slash, length = text.partition("/")
-    if not slash or not length.isascii() or not length.isdigit():
+    if not slash or not is_digits(length):
         return False
     if "." in address and ":" not in address:
         octets = address.split(".")
-        if len(octets) == 4 and all(o.isascii() and o.isdigit() for o in octets):
+        if len(octets) == 4 and all(is_digits(o) for o in octets):
             address = ".".join(str(int(o)) for o in octets)
     try:
         ipaddress.ip_interface(f"{address}/{int(length)}")

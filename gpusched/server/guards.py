@@ -36,6 +36,7 @@ from gpusched.objects.limits import MAX_BODY_BYTES   # kube-apiserver's MaxReque
 from gpusched.server.http import Response, json_response, normalise_path, status_object
 from gpusched.server.resources import parse_target
 from gpusched.server.security import Authenticator, User, forbidden_message
+from gpusched.objects.digits import is_digits
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
@@ -92,7 +93,7 @@ def origin_of(scheme: str, authority: str) -> Origin | None:
         return None
     if not port_text:
         return scheme, host, DEFAULT_PORTS[scheme]
-    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+    if not is_digits(port_text) or int(port_text) > 65535:
         return None
     return scheme, host, int(port_text)
 
@@ -134,7 +135,7 @@ def browser_refusal(policy: Policy, method: str, headers: dict[str, str], websoc
 def content_refusal(method: str, headers: dict[str, str]) -> Response | None:
     """413 for a declared body over the limit, 415 for form or protobuf bodies; None if fine."""
     length = headers.get("content-length", "").strip()
-    if length.isdigit() and int(length) > MAX_BODY_BYTES:
+    if is_digits(length) and int(length) > MAX_BODY_BYTES:
         return status(413, f"Request entity too large: limit is {MAX_BODY_BYTES}", "RequestEntityTooLarge")
     if method not in WRITE_METHODS:
         return None

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import FieldError, GpuschedError, InvalidError
+from gpusched.objects.digits import is_digits
 
 TOKEN_VERSION = "meta.k8s.io/v1"
 MATCH_EXACT, MATCH_NOT_OLDER = "Exact", "NotOlderThan"
@@ -145,7 +146,7 @@ def parse_resource_version(text: str) -> int:
     >>> parse_resource_version("12")
     12
     """
-    if text.isdigit() and len(text) <= 19:
+    if is_digits(text) and len(text) <= 19:
         return int(text)
     raise BadRequestError(f'invalid resource version: resourceVersion: Invalid value: "{text}": '
                           f'strconv.ParseUint: parsing "{text}": invalid syntax')

@@ -34,6 +34,7 @@ from gpusched.objects import limits
 from gpusched.objects.manifest import yaml_load
 from gpusched.objects.strict import mapping_from_pairs
 from gpusched.server import strategic
+from gpusched.objects.digits import is_digits
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -188,7 +189,7 @@ def _index(token: str, length: int, path: str, adding: bool) -> int:
     ``length`` when adding (``length - 1`` otherwise); "-" (past the end) only when adding."""
     if token == "-" and adding:
         return length
-    if not (token == "0" or (token[:1] in "123456789" and token.isdigit() and token.isascii())):
+    if not (token == "0" or (token[:1] in "123456789" and is_digits(token))):
         raise JsonPatchError(f'"{token}" in "{path}" is not an array index')
     index = int(token)
     if index > length or (index == length and not adding):

@@ -39,6 +39,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gpusched.objects.limits import MAX_BODY_BYTES
 from gpusched.server.http import status_object
+from gpusched.objects.digits import is_digits
 
 _CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*([^\r\n]*)", re.I | re.M)
 MAX_HEAD_BYTES = 64 * 1024     # h11_max_incomplete_event_size: request line and headers
@@ -106,7 +107,7 @@ class GuardedH11Protocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         """A request h11 refused, answered as kube-apiserver answers a bad request: a Status."""
         found = _CONTENT_LENGTH.search(self._head)
-        if found is not None and not found.group(1).strip().isdigit():
+        if found is not None and not is_digits(found.group(1).strip()):
             raw = found.group(1).strip().decode("latin-1")
             message = f'invalid Content-Length "{raw}": must be a non-negative integer'
         else:

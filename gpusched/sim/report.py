@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from gpusched.sim.experiment import POINTS, RunResult, RunSpec
 from gpusched.sim.progress import RunProgress, run_local
+from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -149,7 +150,7 @@ PLOT_FIELDS = (("allocation", "GPU allocation (%)"), ("fragmentation", "fragment
 
 def policy_display_name(label: str) -> str:
     """``"06-FGD"`` -> ``"FGD"``; gpusched's own labels lose their number the same way."""
-    return POLICY_NAMES.get(label, label.split("-", 1)[1] if label[:2].isdigit() and "-" in label else label)
+    return POLICY_NAMES.get(label, label.split("-", 1)[1] if is_digits(label[:2]) and "-" in label else label)
 
 
 def write_plots(results: Iterable[RunResult], out: str | Path,

@@ -40,6 +40,7 @@ from gpusched.slurm.controller import (ANN_DEPENDENCY, ANN_JOB_NAME, ANN_PARTITI
 from gpusched.slurm.sbatch import (DEFAULT_ARRAY_OUTPUT, DEFAULT_OUTPUT, DEFAULT_PARTITION,
                                    PURPOSE_LABEL, SbatchJob, gres_type, partition_names,
                                    partitions_by_purpose)
+from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
     from gpusched.cluster.cluster import Cluster
@@ -209,7 +210,7 @@ def _purpose_constraint(view: View, partition: str) -> str:
 def cancel(cluster: Cluster, job_id: str, namespace: str = "default") -> None:
     """scancel: delete the Job ``sbatch-<id>`` (its pods go with it)."""
     base = job_id.split("_")[0]
-    if not base.isdigit():
+    if not is_digits(base):
         raise UsageError(f"Invalid job id specified: {job_id}")
     with cluster.writing() as view:
         if find_job(view, base, namespace) is None:

@@ -25,6 +25,7 @@ from gpusched.slurm.controller import (ANN_DEPENDENCY, ANN_JOB_NAME, ANN_PARTITI
                                        complete, find_job)
 from gpusched.slurm.embedded import ANN_ARRAY
 from gpusched.slurm.sbatch import DEFAULT_PARTITION, hostlist, partition_names, partitions_by_purpose
+from gpusched.objects.digits import is_digits
 
 
 # ---- squeue ------------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def run_end(view: View, pod: dict[str, Any]) -> float:
 
 def _row_order(row: QueueRow) -> tuple[Any, ...]:
     base, _, task = row.job_id.partition("_")
-    numeric = base.isdigit()
+    numeric = is_digits(base)
     return (not numeric, int(base) if numeric else 0, base if not numeric else "", task)
 
 

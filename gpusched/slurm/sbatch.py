@@ -50,6 +50,7 @@ from typing import Any, Mapping, Sequence
 
 from gpusched.errors import UsageError
 from gpusched.objects.node import node_info
+from gpusched.objects.digits import is_digits
 
 PURPOSE_LABEL = "gpusched.io/purpose"
 DEFAULT_PARTITION = "all"
@@ -175,7 +176,7 @@ def parse_gres(text: str) -> tuple[int, str]:
     if len(parts) == 1:
         return 1, ""
     if len(parts) == 2:
-        return (_positive(parts[1]), "") if parts[1].isdigit() else (1, parts[1])
+        return (_positive(parts[1]), "") if is_digits(parts[1]) else (1, parts[1])
     return _positive(parts[2]), parts[1]
 
 
@@ -229,7 +230,7 @@ def parse_dependency(text: str) -> tuple[str, ...]:
 
 
 def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not is_digits(text) or int(text) < 1:
         raise ValueError("expected a positive integer")
     return int(text)
 

@@ -18,6 +18,7 @@ from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.store import dumps
 from gpusched.cluster.view import View
 from gpusched.objects import limits
+from gpusched.objects.digits import is_digits
 
 COMPONENT = "deployment-controller"
 ANN_REVISION = "deployment.kubernetes.io/revision"
@@ -43,7 +44,7 @@ def scaled_value(value: object, total: int, round_up: bool) -> int | None:
     if isinstance(value, int):
         return value
     text = str(value)
-    if not text.endswith("%") or not text[:-1].isdigit():
+    if not text.endswith("%") or not is_digits(text[:-1]):
         return None
     exact = int(text[:-1]) * total / 100
     return math.ceil(exact) if round_up else math.floor(exact)

@@ -42,6 +42,7 @@ from gpusched.objects.node import node_info
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     RESOURCE_GPU_MILLI)
 from gpusched.server.web.summary import fragmentation, gpu_usage
+from gpusched.objects.digits import is_digits
 
 NO_POOL = "(no pool)"
 TERMINAL = frozenset({"Succeeded", "Failed"})
@@ -129,7 +130,7 @@ def _assigned(annotations: dict[str, Any]) -> tuple[tuple[str, ...], tuple[int, 
     """Device IDs and GPU indices of a pod's assignment annotations."""
     devices = tuple(i for i in str(annotations.get(ANN_ASSIGNED_DEVICES, "")).split(",") if i)
     gpus = tuple(int(i) for i in str(annotations.get(ANN_ASSIGNED_GPUS, "")).split(",")
-                 if i.strip().isdigit())
+                 if is_digits(i.strip()))
     return devices, gpus
 
 
@@ -260,7 +261,7 @@ def _static(node: dict[str, Any], inputs: Any) -> _Static:
 def natural(name: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that orders ``node-2`` before ``node-10`` (memoized: every index sorts every
     node again)."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part)
+    return tuple((0, int(part)) if is_digits(part) else (1, part)
                  for part in re.split(r"(\d+)", name) if part)
 
 

@@ -26,6 +26,7 @@ import threading
 from typing import Any
 
 from gpusched.devices.node import DeviceRow
+from gpusched.objects.digits import is_digits
 
 HISTORY_POINTS = 240
 
@@ -33,7 +34,7 @@ HISTORY_POINTS = 240
 def _weight(profile: str) -> int:
     """Compute slices of a MIG profile (``3g.20gb`` -> 3); 1 for a GPU or a replica."""
     head = profile.split("g.", 1)[0] if "g." in profile else ""
-    return int(head) if head.isdigit() else 1
+    return int(head) if is_digits(head) else 1
 
 
 def gpu_usage(rows: list[DeviceRow]) -> list[float]:
