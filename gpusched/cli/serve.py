@@ -1,7 +1,8 @@
 """``gpusched serve`` and ``gpusched kubeconfig``: the Kubernetes-compatible API server.
 
 ``serve`` runs ``server.app.ApiServer`` (uvicorn + starlette) on the state file until SIGTERM
-or Ctrl-C (exit 0, after requests in flight are answered), printing one line with its URL once
+or Ctrl-C (exit 0, after requests in flight are answered; a stop that takes over
+``STOP_DEADLINE_S`` prints its threads' stacks and exits 1), printing one line with its URL once
 ready (``GET /version`` answers from then on). On loopback it serves plain HTTP without
 credentials; on any other address it makes a self-signed certificate (0600, like its key) and
 two tokens, and writes two kubeconfigs (0600) whose paths it prints: ``kubeconfig`` (admin) and
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 import argparse
+import faulthandler
 import importlib.util
 import signal
 import ssl
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8080
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+# The graceful stop is bounded: uvicorn's graceful shutdown (30 s for requests in flight) plus
+# the cluster thread's last commit. Past this, serve writes every thread's stack to stderr (what
+# was still running) and exits 1; SQLite's journal keeps the state file whole.
+STOP_DEADLINE_S = 90.0
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -202,5 +208,6 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"gpusched serve: listening on {app.url}{where}", flush=True)
         signal.sigwait(STOP_SIGNALS)
     finally:
+        faulthandler.dump_traceback_later(STOP_DEADLINE_S, exit=True)
         app.stop()
     return 0
