@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -24,6 +27,49 @@ os.environ.setdefault("GPUSCHED_START", "2026-01-01T00:00:00Z")
 SHARED_DIR = Path(os.environ.get("GPUSCHED_SHARED", REPO_ROOT.parent / "shared"))
 TRACE_DIR = SHARED_DIR / "data" / "alibaba-gpu-v2023"
 PUBLISHED_DIR = SHARED_DIR / "data" / "fgd-published"
+
+
+# Ceilings, not budgets (issue 27). On a loaded CI machine (load 6-12 on 2 cores) a command that
+# takes one second on a quiet one can take a minute, so no test gives a subprocess, a wait or an
+# HTTP call a budget that load can exceed: each gets this one ceiling, which only a state that
+# never comes (a hang, a deadlock, a lost event) reaches, and then fails naming the state it saw.
+CEILING_S = 600.0
+CEILING_MS = int(CEILING_S * 1000)          # Playwright counts in milliseconds
+POLL_S = 0.05                               # polling interval while waiting for a state
+
+
+def wait_until(check: Callable[[], Any], what: str, seen: Callable[[], object] | None = None,
+               ceiling: float = CEILING_S, interval: float = POLL_S) -> Any:
+    """Poll ``check`` until it returns something truthy and return that. Past ``ceiling`` fail
+    with ``what`` was awaited and the state seen: ``seen()`` if given, else the last value."""
+    end = time.monotonic() + ceiling
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > end:
+            state = seen() if seen is not None else value
+            raise AssertionError(f"waited {ceiling:.0f} s for {what}; last seen: {state!r}")
+        time.sleep(interval)
+
+
+def run_process(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True, **kwargs)`` under the ceiling; one
+    still running at the ceiling fails naming the command and what it had written."""
+    kwargs.setdefault("text", True)
+    if "stdout" not in kwargs and "stderr" not in kwargs:
+        kwargs["capture_output"] = True
+    try:
+        return subprocess.run(argv, timeout=CEILING_S, **kwargs)
+    except subprocess.TimeoutExpired as err:
+        raise AssertionError(f"{' '.join(map(str, argv))} still running after {CEILING_S:.0f} s; "
+                             f"stdout: {_tail(err.stdout)!r}; stderr: {_tail(err.stderr)!r}") from None
+
+
+def _tail(output: str | bytes | None, chars: int = 2000) -> str:
+    if isinstance(output, bytes):
+        output = output.decode(errors="replace")
+    return (output or "")[-chars:]
 
 
 def gpusched_executable() -> str:

@@ -10,12 +10,12 @@
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from radon.complexity import cc_visit
+from tests.conftest import run_process
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gpusched"
 MAX_MODULE_LINES = 500
@@ -86,6 +86,5 @@ def test_the_check_finds_each_kind_of_offender(tmp_path: Path, source: str, expe
 
 
 def test_vulture_finds_no_dead_code() -> None:
-    out = subprocess.run([sys.executable, "-m", "vulture", "--min-confidence", "80", str(PACKAGE)],
-                         capture_output=True, text=True, timeout=300)
+    out = run_process([sys.executable, "-m", "vulture", "--min-confidence", "80", str(PACKAGE)])
     assert out.returncode == 0, out.stdout + out.stderr

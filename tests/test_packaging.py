@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from gpusched.extras import EXTRAS
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_process
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 # pyproject distribution name -> the module it provides (gpusched.extras names modules)
@@ -77,9 +77,8 @@ def run_without(tmp_path: Path, extra: str, *args: str) -> subprocess.CompletedP
     import ``extra``'s modules; ``-S`` keeps the venv's own site-packages off sys.path."""
     code = ("import site, sys; site.addsitedir(sys.argv[1]); sys.path.insert(0, sys.argv[2]); "
             "from gpusched.cli.main import main; sys.exit(main(sys.argv[3:]))")
-    return subprocess.run([sys.executable, "-S", "-c", code, str(without(tmp_path, extra)),
-                           str(REPO_ROOT), "--state", str(tmp_path / "state.db"), *args],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return run_process([sys.executable, "-S", "-c", code, str(without(tmp_path, extra)),
+                           str(REPO_ROOT), "--state", str(tmp_path / "state.db"), *args], cwd=tmp_path)
 
 
 @pytest.mark.parametrize("extra", sorted(HIDDEN))
@@ -87,8 +86,8 @@ def test_the_mirror_hides_the_extra_and_nothing_else(tmp_path, extra):
     code = ("import importlib.util as u, site, sys; site.addsitedir(sys.argv[1]); "
             "print(*(u.find_spec(m) is not None for m in sys.argv[2:]))")
     modules = [*EXTRAS[extra], "yaml", "numpy", "starlette"]
-    result = subprocess.run([sys.executable, "-S", "-c", code, str(without(tmp_path, extra)),
-                             *modules], capture_output=True, text=True, timeout=60)
+    result = run_process([sys.executable, "-S", "-c", code, str(without(tmp_path, extra)),
+                             *modules])
     assert result.stdout.split() == ["False"] * len(EXTRAS[extra]) + ["True"] * 3, result.stderr
 
 
@@ -109,8 +108,8 @@ def test_a_missing_extra_is_one_line_and_exit_1(tmp_path, extra, args, line):
 def test_exporter_without_the_gpu_extra_names_it(tmp_path):
     code = ("import site, sys; site.addsitedir(sys.argv[1]); sys.path.insert(0, sys.argv[2]); "
             "from gpusched.metrics.nvml_source import NvmlSource; print(NvmlSource().message)")
-    result = subprocess.run([sys.executable, "-S", "-c", code, str(without(tmp_path, "gpu")),
-                             str(REPO_ROOT)], capture_output=True, text=True, timeout=60)
+    result = run_process([sys.executable, "-S", "-c", code, str(without(tmp_path, "gpu")),
+                             str(REPO_ROOT)])
     assert result.stdout == "gpusched exporter needs pynvml: pip install 'gpusched[gpu]'\n"
 
 

@@ -8,11 +8,10 @@ stdout and stderr; ``.json(...)`` parses ``-o json`` output.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT, gpusched_executable
+from tests.conftest import REPO_ROOT, gpusched_executable, run_process
 
 BASE_CLUSTER = ("apply", "-f", "examples/cluster.yaml", "-f", "examples/priority-classes.yaml")
 
@@ -36,8 +35,7 @@ class Gpusched:
 
     def run(self, *args: str, stdin: str | None = None, state: bool = True) -> Result:
         argv = [self.exe, *(("--state", self.state) if state else ()), *args]
-        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=self.cwd,
-                              timeout=120)
+        proc = run_process(argv, input=stdin, cwd=self.cwd)
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def ok(self, *args: str, stdin: str | None = None) -> Result:

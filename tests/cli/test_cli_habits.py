@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 
 import pytest
 
 from gpusched.cli.main import build_parser
 from tests.cli.runner import Gpusched
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_process
 
 
 def commands() -> dict:
@@ -83,7 +82,7 @@ def test_completion_scripts(tmp_path, shell, marker):
     out = Gpusched(tmp_path).ok("completion", shell).out
     assert marker in out
     if shell == "bash":
-        done = subprocess.run(["bash", "-n"], input=out, capture_output=True, text=True, timeout=60)
+        done = run_process(["bash", "-n"], input=out)
         assert done.returncode == 0, done.stderr
 
 

@@ -4,12 +4,11 @@ and timestamps are real, unless ``--start`` / ``$GPUSCHED_START`` pins it (as th
 from __future__ import annotations
 
 import os
-import subprocess
 from datetime import datetime, timezone
 
 import pytest
 
-from tests.conftest import REPO_ROOT, gpusched_executable
+from tests.conftest import REPO_ROOT, gpusched_executable, run_process
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n"
 
@@ -18,9 +17,8 @@ def run(tmp_path, *args: str, env_start: str | None = None, stdin: str | None = 
     env = {k: v for k, v in os.environ.items() if k != "GPUSCHED_START"}
     if env_start is not None:
         env["GPUSCHED_START"] = env_start
-    return subprocess.run([gpusched_executable(), "--state", str(tmp_path / "s.db"), *args],
-                          input=stdin, capture_output=True, text=True, cwd=REPO_ROOT, env=env,
-                          timeout=120)
+    return run_process([gpusched_executable(), "--state", str(tmp_path / "s.db"), *args],
+                       input=stdin, cwd=REPO_ROOT, env=env)
 
 
 def created(tmp_path, **kw) -> str:

@@ -25,8 +25,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO_ROOT, gpusched_executable
-from tests.server.conftest import start_serve, stop
+from tests.conftest import REPO_ROOT, gpusched_executable, run_process
+from tests.server.conftest import start_serve, stops_cleanly
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.32 is not installed")
@@ -43,15 +43,14 @@ def lab(tmp_path_factory):
     served.cli("label", "node", "gpu-node-1", "nvidia.com/gpu=true")   # the DaemonSet's node selector
     served.cli("rollout", "restart", "deployment/llm-inference")
     served.cli("advance", "6m")                                       # finetune-bert (5m) completes
-    subprocess.run([gpusched_executable(), "--state", str(served.state), "apply", "-f", "-"], input=SHAPES,
-                   text=True, check=True, capture_output=True, timeout=120)
+    run_process([gpusched_executable(), "--state", str(served.state), "apply", "-f", "-"], input=SHAPES, check=True)
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 def run(served, program: list[str], *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*program, *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO_ROOT, env=env)
+    return run_process([*program, *args],
+                       cwd=REPO_ROOT, env=env)
 
 
 def comparable(page: str) -> list:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
 from gpusched.cli import jsonpath
+from tests.conftest import run_process
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.32 is not installed")
@@ -63,8 +63,8 @@ def manifest(tmp_path_factory):
 
 @pytest.mark.parametrize("template", CASES.values(), ids=CASES.keys())
 def test_render_matches_kubectl(manifest, template):
-    real = subprocess.run([KUBECTL, "label", "--local", "-f", str(manifest), "x=y", "-o",
-                           f"jsonpath={template}"], capture_output=True, text=True, timeout=120)
+    real = run_process([KUBECTL, "label", "--local", "-f", str(manifest), "x=y", "-o",
+                           f"jsonpath={template}"])
     labelled = {**POD, "metadata": {**POD["metadata"], "labels": {"x": "y"}}}
     try:
         mine = jsonpath.render(template, labelled)

@@ -22,12 +22,12 @@ import time
 
 import pytest
 
-from tests.conftest import REPO_ROOT, gpusched_executable
-from tests.server.conftest import start_serve, stop
+from tests.conftest import CEILING_S, REPO_ROOT, gpusched_executable, run_process
+from tests.server.conftest import start_serve, stops_cleanly
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl 1.32 is not installed")
-WAIT_SECONDS = 60
+WAIT_SECONDS = CEILING_S
 
 
 @pytest.fixture(scope="module")
@@ -38,17 +38,16 @@ def lab(tmp_path_factory):
                "-f", str(REPO_ROOT / "examples/training-job/jobs.yaml"),
                "-f", str(REPO_ROOT / "examples/inference-deployment/"))
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 def ours(served, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([gpusched_executable(), "--state", str(served.state), *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    return run_process([gpusched_executable(), "--state", str(served.state), *args], input=stdin, cwd=REPO_ROOT)
 
 
 def theirs(served, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True, timeout=120,
-                          cwd=REPO_ROOT, env=served.kubectl_env())
+    return run_process([KUBECTL, *args], input=stdin,
+                       cwd=REPO_ROOT, env=served.kubectl_env())
 
 
 def assert_same(served, *args: str, stderr: bool = False) -> str:

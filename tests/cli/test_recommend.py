@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import subprocess
 
 import yaml
 
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 MANIFESTS = yaml.safe_dump_all([
     {"apiVersion": "gpusched.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "a100"},
@@ -24,8 +23,7 @@ MANIFESTS = yaml.safe_dump_all([
 
 
 def run(state, *args, stdin=None):
-    return subprocess.run([gpusched_executable(), "--state", str(state), *args], input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return run_process([gpusched_executable(), "--state", str(state), *args], input=stdin)
 
 
 def test_recommend_prints_cpu_memory_and_gpu_suggestion(tmp_path):

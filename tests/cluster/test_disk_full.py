@@ -21,7 +21,7 @@ import pytest
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.store import StoreFullError
 from gpusched.objects.manifest import load_text
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 
 def configmap(name: str, size: int) -> str:
@@ -71,8 +71,8 @@ def fill(path: Path) -> None:
 
 def test_cli_on_a_full_filesystem_says_so_in_one_line_and_recovers(small_disk, tmp_path):
     state = small_disk / "cluster.db"
-    run = lambda *args: subprocess.run([gpusched_executable(), "--state", str(state), *args],  # noqa: E731
-                                       capture_output=True, text=True, timeout=120, check=False)
+    run = lambda *args: run_process([gpusched_executable(), "--state", str(state), *args],  # noqa: E731
+                                    check=False)
     (tmp_path / "small.json").write_text(configmap("small", 10))
     (tmp_path / "big.json").write_text(configmap("big", 400_000))
     assert run("apply", "-f", str(tmp_path / "small.json")).returncode == 0

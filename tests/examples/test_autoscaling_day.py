@@ -4,19 +4,18 @@ inference load with an HPA on gpu_utilization, on L4 nodes autoscaled 1..6 and f
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_process
 
 SCRIPT = REPO_ROOT / "examples" / "autoscaling-day" / "day.py"
 
 
 def run_day(*args: str) -> dict[str, list[str]]:
-    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=3000)
+    done = run_process([sys.executable, str(SCRIPT), *args],
+                       cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["HOUR", "REPLICAS", "NODES", "PENDING(pod-min)", "COST(USD)"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from gpusched.errors import UsageError
 from gpusched.scheduler.registry import ENTRY_POINT_GROUP, _entry_point_entry
+from tests.conftest import run_process
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "out-of-tree-plugin"
@@ -61,17 +61,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
     source = tmp_path_factory.mktemp("src") / EXAMPLE.name     # setuptools builds in the source
     shutil.copytree(EXAMPLE, source)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+    run_process([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                     "--no-build-isolation", "--no-index", "--target", str(target), str(source)],
-                   check=True, capture_output=True, text=True, timeout=300)
+                check=True)
     return target
 
 
 def test_installed_example_plugin_scores_through_a_profile(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "profile.yaml").write_text(CONFIG)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(ROOT)])}
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "profile.yaml")], cwd=tmp_path,
-                         env=env, check=True, capture_output=True, text=True, timeout=300)
+    out = run_process([sys.executable, "-c", SCRIPT, str(tmp_path / "profile.yaml")], cwd=tmp_path,
+                      env=env, check=True)
     got = json.loads(out.stdout)
     assert Path(got["file"]).parent == installed        # the pip-installed module, not the source
     assert got["points"] == ["score"]
@@ -81,8 +81,8 @@ def test_installed_example_plugin_scores_through_a_profile(installed: Path, tmp_
 def test_without_the_install_the_plugin_is_unknown(tmp_path: Path) -> None:
     (tmp_path / "profile.yaml").write_text(CONFIG)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "profile.yaml")], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=300)
+    out = run_process([sys.executable, "-c", SCRIPT, str(tmp_path / "profile.yaml")], cwd=tmp_path,
+                      env=env)
     assert out.returncode != 0
     assert ('UsageError: profiles[0].plugins.score.enabled[0].name: Invalid value: '
             '"PreferLabeledNodes": unknown plugin; registered: ') in out.stderr

@@ -9,6 +9,8 @@ import time
 import urllib.request
 from typing import Callable
 
+from tests.conftest import CEILING_S
+
 GPUSCHED = [sys.executable, "-m", "gpusched"]
 
 
@@ -18,7 +20,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def poll(check: Callable[[], object], timeout: float = 30.0, what: str = "condition") -> object:
+def poll(check: Callable[[], object], timeout: float = CEILING_S, what: str = "condition") -> object:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -33,7 +35,7 @@ def poll(check: Callable[[], object], timeout: float = 30.0, what: str = "condit
 
 
 def get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=5) as response:
+    with urllib.request.urlopen(url, timeout=CEILING_S) as response:
         return response.read()
 
 
@@ -41,8 +43,8 @@ def stop(proc: subprocess.Popen) -> int:
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=CEILING_S)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=CEILING_S)
     return proc.returncode

@@ -13,6 +13,7 @@ import pytest
 
 from tests.metrics.conftest import NODES, TIME_SLICING, pod
 from tests.metrics.procs import GPUSCHED, free_port, get, poll, stop
+from tests.conftest import CEILING_S
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("prometheus") is None,
@@ -47,7 +48,7 @@ def served(tmp_path):
     try:
         assert "listening on" in server.stdout.readline()
         subprocess.run([*GPUSCHED, *env_args, "apply", "-f", str(scenario)], check=True,
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=CEILING_S)
         poll(lambda: get(f"http://127.0.0.1:{prom_port}/-/ready"), what="prometheus ready")
         yield prom_port
     finally:
@@ -62,7 +63,7 @@ def test_prometheus_reads_gpu_metrics_with_pods_and_pending_count(served):
         rows = query(served, 'DCGM_FI_DEV_GPU_UTIL{Hostname="t4-node",pod!=""}')
         return rows if len(rows) == 2 else []
 
-    util = poll(both_pods, timeout=40, what="DCGM_FI_DEV_GPU_UTIL with both pods in Prometheus")
+    util = poll(both_pods, what="DCGM_FI_DEV_GPU_UTIL with both pods in Prometheus")
     by_pod = {r["metric"]["pod"]: r["value"][1] for r in util}
     assert by_pod == {"ts-a": "50", "ts-b": "50"}
     assert all(r["metric"]["job"] == "gpusched" and r["metric"]["modelName"] == "Tesla T4"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.conftest import run_process
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy/prometheus/gpusched-rules.yml"
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed
 
 
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return run_process([PROMTOOL, *args], cwd=cwd)
 
 
 def test_rules_pass_promtool_check():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import pytest
 
@@ -23,7 +22,7 @@ from gpusched.objects import limits
 from gpusched.objects.manifest import load_text
 from gpusched.objects.strict import decode
 from gpusched.objects.validation import validate_object
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 CM_HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
 
@@ -197,12 +196,11 @@ CLI_CASES = [
 def test_cli_apply_refuses_with_one_line(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
     state = tmp_path / "state.db"
-    done = subprocess.run([gpusched_executable(), "--state", str(state), "apply", "-f", str(tmp_path / name)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_process([gpusched_executable(), "--state", str(state), "apply", "-f", str(tmp_path / name)], check=False)
     assert done.returncode == 1, (done.returncode, done.stderr[-500:])
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr[-500:]
-    listed = subprocess.run([gpusched_executable(), "--state", str(state), "get", "configmaps,deployments",
-                             "-o", "name"], capture_output=True, text=True, timeout=60, check=True)
+    listed = run_process([gpusched_executable(), "--state", str(state), "get", "configmaps,deployments",
+                             "-o", "name"], check=True)
     assert "bomb" not in listed.stdout and "deployment" not in listed.stdout
     assert state.stat().st_size < 5_000_000 if state.exists() else True
 
@@ -215,8 +213,8 @@ def test_cli_scale_past_the_maxima_is_refused(tmp_path, kind, obj, flag):
     """``gpusched scale`` writes through validation too (it used to store replicas: 100000)."""
     (tmp_path / "w.json").write_text(json.dumps(obj))
     state = str(tmp_path / "state.db")
-    run = lambda *args: subprocess.run([gpusched_executable(), "--state", state, *args],  # noqa: E731
-                                       capture_output=True, text=True, timeout=120, check=False)
+    run = lambda *args: run_process([gpusched_executable(), "--state", state, *args],  # noqa: E731
+                                    check=False)
     assert run("apply", "-f", str(tmp_path / "w.json")).returncode == 0
     done = run("scale", kind, obj["metadata"]["name"], "--replicas", "100000")
     assert done.returncode == 1 and flag in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -2,7 +2,8 @@
 
 ``serve`` starts the console script on a fresh state file with ``--port 0`` (the server binds a
 free port and prints its URL), waits until ``GET /version`` answers, and stops it by PID
-(SIGTERM, then SIGKILL after a grace period) at teardown, asserting a clean exit 0.
+(SIGTERM, then SIGKILL at the suite's ceiling) at teardown, asserting a clean exit 0; a stop
+that fails names what serve wrote to stderr (past its own stop deadline, every thread's stack).
 ``start_serve(tmp_path, *args)`` does the same for tests that need other options.
 
 kubectl runs with a fresh ``HOME`` and its own kubeconfig, so nothing is cached between tests.
@@ -16,16 +17,19 @@ import os
 import signal
 import ssl
 import subprocess
-import time
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, gpusched_executable
+from tests.conftest import CEILING_S, REPO_ROOT, gpusched_executable, run_process, wait_until
 
-READY_SECONDS = 30
-STOP_SECONDS = 10
+# Ceilings (tests/conftest.py): serve starts in about a second and stops in under one on a quiet
+# machine; a loaded one is given the suite's ceiling. Stopping waits longer than serve's own
+# stop deadline (cli.serve.STOP_DEADLINE_S), so a stop that hangs is reported by serve itself.
+READY_SECONDS = CEILING_S
+STOP_SECONDS = CEILING_S
 DEBIAN_KUBECTL = REPO_ROOT / ".cache/debian/kubernetes-client/usr/bin/kubectl"
 
 
@@ -51,9 +55,9 @@ class Served:
         host, port = self.host_port
         if self.url.startswith("https"):
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                host, port, timeout=30, context=ssl._create_unverified_context())
+                host, port, timeout=CEILING_S, context=ssl._create_unverified_context())
         else:
-            conn = http.client.HTTPConnection(host, port, timeout=30)
+            conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
         sent_headers = {"Content-Type": "application/json", **(headers or {})}
         if token:
             sent_headers["Authorization"] = f"Bearer {token}"
@@ -70,14 +74,11 @@ class Served:
             return response.status, text
 
     def gpusched(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([gpusched_executable(), "--state", str(self.state), *args],
-                              capture_output=True, text=True, timeout=60, check=False)
+        return run_process([gpusched_executable(), "--state", str(self.state), *args])
 
-    def kubectl(self, *args: str, binary: str = "kubectl", check: bool = True,
-                timeout: int = 60) -> subprocess.CompletedProcess:
+    def kubectl(self, *args: str, binary: str = "kubectl", check: bool = True) -> subprocess.CompletedProcess:
         env = {**os.environ, "HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)}
-        done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout,
-                              env=env, cwd=REPO_ROOT, check=False)
+        done = run_process([binary, *args], env=env, cwd=REPO_ROOT)
         if check and done.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({done.returncode}):\n"
                                  f"{done.stdout}\n{done.stderr}")
@@ -110,30 +111,50 @@ class Served:
                          {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
 
 
-def wait_for(predicate, what: str, timeout: float = READY_SECONDS):
-    """Poll ``predicate`` until it returns something truthy (no fixed sleeps)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+def wait_for(predicate, what: str, seen=None):
+    """Poll ``predicate`` until it returns something truthy, up to the suite's ceiling; the
+    failure names ``what`` and the state seen (``seen()``, else the last value)."""
+    return wait_until(predicate, what, seen)
 
 
 def _wait_ready(served: Served) -> None:
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
+    answers: list[object] = []
+
+    def answered() -> bool:
         if served.process.poll() is not None:
             raise AssertionError(f"gpusched serve exited early: {served.process.stderr.read()}")
         try:
             status, _ = served.request("GET", "/version")
-            if status in (200, 401):
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("gpusched serve did not answer /version in time")
+        except OSError as err:
+            answers.append(err)
+            return False
+        answers.append(status)
+        return status in (200, 401)
+
+    wait_until(answered, "gpusched serve to answer GET /version", lambda: answers[-1:])
+
+
+def _lines_until_url(process: subprocess.Popen) -> list[str]:
+    """serve's stdout up to its ``listening on URL`` line, read on a thread so that a serve that
+    neither prints nor exits fails at the ceiling (a plain readline would wait for ever)."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in process.stdout:
+            lines.append(line.strip())
+            if "listening on " in line:
+                break
+        found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not found.wait(READY_SECONDS):
+        stop(process)
+        raise AssertionError(f"gpusched serve printed no URL in {READY_SECONDS:.0f} s: {lines}")
+    if not lines or "listening on " not in lines[-1]:
+        stop(process)
+        raise AssertionError(f"gpusched serve printed no URL: {lines}; {process.stop_stderr}")
+    return lines
 
 
 def start_serve(tmp_path: Path, *args: str, preexec_fn=None) -> Served:
@@ -145,49 +166,53 @@ def start_serve(tmp_path: Path, *args: str, preexec_fn=None) -> Served:
     process = subprocess.Popen(
         [gpusched_executable(), "--state", str(state), "serve", "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=preexec_fn)
-    lines: list[str] = []
-    url = ""
-    deadline = time.monotonic() + READY_SECONDS
-    while not url and time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            stop(process)
-            raise AssertionError(f"gpusched serve printed no URL: {process.stderr.read()}")
-        lines.append(line.strip())
-        if "listening on " in line:
-            url = line.split("listening on ")[1].split()[0]
+    lines = _lines_until_url(process)
+    url = lines[-1].split("listening on ")[1].split()[0]
     kubeconfig = tmp_path / "kubeconfig"
-    subprocess.run([gpusched_executable(), "kubeconfig", "--port", url.rpartition(":")[2]],
-                   stdout=kubeconfig.open("w"), check=True, timeout=30)
+    with kubeconfig.open("w") as out:
+        run_process([gpusched_executable(), "kubeconfig", "--port", url.rpartition(":")[2]],
+                    stdout=out, check=True)
     served = Served(url, state, process, home, kubeconfig, lines)
     _wait_ready(served)
     return served
 
 
 def stop(process: subprocess.Popen) -> int:
-    """SIGTERM by PID, SIGKILL after a grace period; returns the exit code."""
+    """SIGTERM by PID and wait for the exit, reading serve's output meanwhile (a full pipe would
+    block it); returns the exit code. Still running at the ceiling: SIGKILL and fail with what it
+    wrote. Use :func:`stops_cleanly` where the exit must be 0."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
+    try:
+        out, err = process.communicate(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGKILL)
+        _, err = process.communicate()
+        raise AssertionError(f"pid {process.pid} ({' '.join(map(str, process.args))}) was still "
+                             f"running {STOP_SECONDS:.0f} s after SIGTERM and was killed; "
+                             f"its stderr ends: {(err or '')[-4000:]}") from None
+    process.stop_stdout, process.stop_stderr = out or "", err or ""   # what the pipes still held
     return process.returncode
+
+
+def stops_cleanly(process: subprocess.Popen) -> None:
+    """SIGTERM, and the process exits 0; otherwise fail with the code and its stderr."""
+    code = stop(process)
+    assert code == 0, f"exit code {code} after SIGTERM; stderr ends: {process.stop_stderr[-4000:]}"
 
 
 @pytest.fixture
 def serve(tmp_path: Path):
     served = start_serve(tmp_path, "--virtual-clock")
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 @pytest.fixture
 def realtime_serve(tmp_path: Path):
     served = start_serve(tmp_path)
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 @pytest.fixture

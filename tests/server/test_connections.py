@@ -22,8 +22,9 @@ import pytest
 
 from gpusched.server.app import MAX_BODY_BYTES, ApiServer
 from gpusched.server.security import make_certificate
+from tests.conftest import CEILING_S
 
-DEADLINE_S = 60          # generous: the machine may be loaded; a hang still fails
+DEADLINE_S = CEILING_S   # a ceiling (tests/conftest.py): the machine may be loaded; a hang still fails
 
 
 @pytest.fixture

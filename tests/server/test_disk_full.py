@@ -65,7 +65,7 @@ def test_full_disk_answers_a_status_logs_once_and_recovers(small_disk):
         assert served.request("POST", CM, configmap("after", 300_000))[0] == 201
     finally:
         code = stop(served.process)
-        log = served.process.stderr.read()
+        log = served.process.stop_stderr
     assert code == 0, log[-2000:]
     assert "Traceback" not in log, log[-2000:]
     assert log.count("advance failed") <= 1, log[-2000:]

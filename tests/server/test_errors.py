@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 
 import pytest
 import yaml
 
-from tests.server.conftest import start_serve, stop
+from tests.server.conftest import start_serve, stops_cleanly
+from tests.conftest import run_process
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -70,7 +70,7 @@ def test_token_required_when_asked_on_loopback(tmp_path):
         token = yaml.safe_load(open(path))["users"][0]["user"]["token"]
         assert served.request("GET", "/api/v1/nodes", token=token)[0] == 200
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 def _non_loopback_address() -> str | None:
@@ -99,11 +99,10 @@ def test_non_loopback_bind_serves_tls_and_refuses_requests_without_token(tmp_pat
         token = config["users"][0]["user"]["token"]
         assert served.request("GET", "/version", token=token)[0] == 200
         env = {**os.environ, "HOME": str(served.home), "KUBECONFIG": path}
-        nodes = subprocess.run(["kubectl", "get", "nodes"], capture_output=True, text=True, env=env,
-                               timeout=60)
+        nodes = run_process(["kubectl", "get", "nodes"], env=env)
         assert nodes.returncode == 0, nodes.stderr   # kubectl verifies the self-signed certificate
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 @pytest.mark.slow

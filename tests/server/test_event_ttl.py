@@ -8,14 +8,13 @@ is dropped once the cluster clock passes it, whoever writes next.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.cluster.builders import pool
-from tests.conftest import gpusched_executable
-from tests.server.conftest import start_serve, stop, wait_for
+from tests.conftest import gpusched_executable, run_process
+from tests.server.conftest import start_serve, stops_cleanly, wait_for
 
 
 def scheduled_events(served) -> list[dict]:
@@ -31,22 +30,21 @@ def test_server_events_expire_after_the_event_ttl(tmp_path: Path, elapsed: str, 
         (tmp_path / "pool.yaml").write_text(pool(count=1, gpus=1))
         served.cli("apply", "-f", str(tmp_path / "pool.yaml"))
         served.create_pod("p", gpus=1)          # the server's worker writes the Scheduled event
-        wait_for(lambda: scheduled_events(served), "the Scheduled event", timeout=120)
+        wait_for(lambda: scheduled_events(served), "the Scheduled event")
         served.cli("advance", elapsed)
         served.cli("get", "pods")               # a later write or read on the state file
         if kept:
             assert scheduled_events(served)
         else:
-            wait_for(lambda: not scheduled_events(served), "the event to expire", timeout=120)
+            wait_for(lambda: not scheduled_events(served), "the event to expire")
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 @pytest.mark.parametrize("value", ["=-5m", "=0s", "=soon"], ids=["negative", "zero", "not-a-duration"])
 def test_bad_event_ttl_is_one_line(tmp_path: Path, value: str) -> None:
-    done = subprocess.run([gpusched_executable(), "--state", str(tmp_path / "s.db"), "serve",
-                           "--port", "0", f"--event-ttl{value}"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = run_process([gpusched_executable(), "--state", str(tmp_path / "s.db"), "serve",
+                           "--port", "0", f"--event-ttl{value}"], check=False)
     assert done.returncode == 1
     assert done.stderr == (f'error: --event-ttl: invalid duration "{value[1:]}": a positive duration '
                            "such as 1h or 30m\n")

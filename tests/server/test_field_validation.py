@@ -23,6 +23,7 @@ import shutil
 import pytest
 
 from tests.server.conftest import DEBIAN_KUBECTL, Served
+from tests.conftest import CEILING_S
 
 TYPO_POD = """apiVersion: v1
 kind: Pod
@@ -42,7 +43,7 @@ def raw_request(served: Served, method: str, path: str, body: str,
                 content_type: str = "application/json") -> tuple[int, dict, list[str]]:
     """(status, JSON body, Warning header values) of one request."""
     host, port = served.host_port
-    conn = http.client.HTTPConnection(host, port, timeout=30)
+    conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
     try:
         conn.request(method, path, body=body.encode(), headers={"Content-Type": content_type})
         response = conn.getresponse()

@@ -32,6 +32,7 @@ from gpusched.objects.strict import decode, decode_with_mode
 from gpusched.objects.validation import validate_object
 from tests.fuzz_strict import BASES, base_slots
 from tests.server.conftest import Served
+from tests.conftest import CEILING_S
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 HOSTILE_TEXT = {          # JSON text planted in place of one value
@@ -94,7 +95,7 @@ def test_hostile_values_through_the_cli_decoder():
 
 def _send(served: Served, method: str, path: str, body: bytes, ctype: str) -> tuple[int, dict | str, float]:
     host, port = served.host_port
-    conn = http.client.HTTPConnection(host, port, timeout=30)
+    conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
     start = time.monotonic()
     try:
         conn.request(method, path, body=body, headers={"Content-Type": ctype})

@@ -15,7 +15,7 @@ import yaml
 
 from gpusched.errors import UsageError
 from tests.cli.runner import Gpusched
-from tests.server.conftest import start_serve, stop
+from tests.server.conftest import start_serve, stops_cleanly
 
 kube = pytest.importorskip("gpusched.backends.kube")
 pytestmark = pytest.mark.slow
@@ -48,7 +48,7 @@ def test_in_cluster_configuration_reaches_the_api_server(tmp_path, monkeypatch):
             kube.KubeApi(kube.connect(None, account), clock=lambda: 0.0).list("Node")
         assert denied.value.status == 401
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 def test_missing_service_account_files_are_one_line(tmp_path, monkeypatch):

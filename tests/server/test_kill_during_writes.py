@@ -24,7 +24,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from tests.server.conftest import Served, start_serve, stop, wait_for
+from tests.server.conftest import Served, start_serve, stops_cleanly, wait_for
+from tests.conftest import CEILING_S
 
 PODS = "/api/v1/namespaces/default/pods"
 THREADS = 6
@@ -48,7 +49,7 @@ class Burst:
                         for i in range(THREADS)]
 
     def writer(self, index: int) -> None:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=CEILING_S)
         try:
             for count in range(100_000):
                 name = f"w{index}-{count}"
@@ -83,12 +84,12 @@ def test_kill_9_during_write_burst_keeps_every_acknowledged_create(tmp_path):
     try:
         for thread in burst.threads:
             thread.start()
-        wait_for(lambda: burst.count() >= ACKED_BEFORE_KILL, "acknowledged creates", timeout=120)
+        wait_for(lambda: burst.count() >= ACKED_BEFORE_KILL, "acknowledged creates")
     finally:
         os.kill(served.process.pid, signal.SIGKILL)
         served.process.wait()
     for thread in burst.threads:
-        thread.join(timeout=90)
+        thread.join(timeout=CEILING_S)
         assert not thread.is_alive(), "a writer did not notice the kill"
     assert burst.unexpected == []
     acked = set(burst.acked)
@@ -103,5 +104,5 @@ def test_kill_9_during_write_burst_keeps_every_acknowledged_create(tmp_path):
         status, _ = again.request("POST", PODS, raw=pod("after-restart"))
         assert status == 201
     finally:
-        assert stop(again.process) == 0
+        stops_cleanly(again.process)
     assert integrity(served.state) == "ok"

@@ -14,9 +14,10 @@ import time
 
 import pytest
 
+from tests.conftest import CEILING_S, run_process
 from tests.server.conftest import DEBIAN_KUBECTL, REPO_ROOT, wait_for
 
-WAIT_SECONDS = 30
+WAIT_SECONDS = CEILING_S
 
 
 def _kubectl_binaries() -> list:
@@ -84,7 +85,7 @@ def test_lab_walkthrough(serve, binary, apply_flags):
             "the preemption")
     finally:
         watcher.terminate()
-        watcher.wait(timeout=10)
+        watcher.wait(timeout=CEILING_S)
     lines = text.splitlines()
     deleted = next(i for i, line in enumerate(lines) if line.startswith("DELETED") and "low-batch" in line)
     running = max(i for i, line in enumerate(lines) if "urgent-training" in line and "Running" in line)
@@ -94,8 +95,7 @@ def test_lab_walkthrough(serve, binary, apply_flags):
     assert pods["urgent-training"][6] == "gpu-node-1"
 
     listed = json.loads(k("get", "nodes", "-o", "json").stdout)
-    jq = subprocess.run(["jq", '.items[].status.allocatable["nvidia.com/gpu"]'], input=json.dumps(listed),
-                        capture_output=True, text=True, check=True, timeout=30)
+    jq = run_process(["jq", '.items[].status.allocatable["nvidia.com/gpu"]'], input=json.dumps(listed), check=True)
     assert jq.stdout.split() == ["null", '"8"', '"4"', '"2"']
 
     described = k("describe", "node", "gpu-node-1").stdout
@@ -130,7 +130,7 @@ def test_lab_walkthrough(serve, binary, apply_flags):
         wait_for(lambda: serve.pod("urgent-training")["metadata"].get("deletionTimestamp"),
                  "urgent-training evicted (Terminating)")
         serve.cli("advance", "30s")
-        drained = drain.communicate(timeout=60)[0]
+        drained = drain.communicate(timeout=CEILING_S)[0]
     finally:
         drain.kill()
     assert drain.returncode == 0, drained

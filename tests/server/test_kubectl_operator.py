@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import CEILING_S, REPO_ROOT, gpusched_executable, run_process
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
-WAIT_SECONDS = 60
+WAIT_SECONDS = CEILING_S
 
 
 def wait_until(check, what: str):
@@ -95,20 +95,15 @@ def test_rollout_restart_rereads_the_config(operator):
                            "-n", "gpu-operator").stdout
     assert out == "daemonset.apps/nvidia-device-plugin-daemonset restarted\n"
     # real time: the old pods' 30 s grace periods pass before the last node is replaced
-    deadline = time.monotonic() + 150
-    while time.monotonic() < deadline and allocatable(operator, "gpu-node-1") != "16":
-        time.sleep(0.5)
-    assert allocatable(operator, "gpu-node-1") == "16"
+    wait_until(lambda: allocatable(operator, "gpu-node-1") == "16",
+               "gpu-node-1's allocatable nvidia.com/gpu back to 16")
 
 
 def test_sbatch_then_cat_output(realtime_serve, tmp_path):
     serve = realtime_serve
     serve.kubectl("apply", "-f", "examples/cluster.yaml")
-    import subprocess
-    from tests.conftest import gpusched_executable
-    done = subprocess.run([gpusched_executable(), "--state", str(serve.state), "sbatch",
-                           str(REPO_ROOT / "examples/slurm/nvidia-smi-job.sh")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    done = run_process([gpusched_executable(), "--state", str(serve.state), "sbatch",
+                        str(REPO_ROOT / "examples/slurm/nvidia-smi-job.sh")], cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == "Submitted batch job 1\n", done.stderr
     text = (tmp_path / "slurm-1.out").read_text()
     assert text.startswith("[gpusched: simulated output of batch job 1 (nvidia-smi)")

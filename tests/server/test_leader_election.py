@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.server.conftest import Served, stop, wait_for
+from tests.server.conftest import Served, stop, stops_cleanly, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -127,7 +127,7 @@ def test_sigterm_releases_the_lease_so_the_standby_takes_over_at_once(elected):
     served, start = elected
     leader, standby = leader_and_standby(served, start("a", 30), start("b", 30))
     before = lease_spec(served)
-    assert stop(leader.process) == 0                              # SIGTERM: clean exit
+    stops_cleanly(leader.process)                              # SIGTERM: clean exit
     assert "released lease kube-system/gpusched" in leader.output()
     released = lease_spec(served)      # cleared, unless the standby was quicker than this read
     if released["holderIdentity"] != standby.identity:

@@ -19,8 +19,8 @@ import pytest
 from gpusched.cluster.api_ops import BadRequestError
 from gpusched.errors import InvalidError
 from gpusched.server import lists
-from tests.conftest import gpusched_executable
-from tests.server.conftest import start_serve, stop
+from tests.conftest import CEILING_S, gpusched_executable
+from tests.server.conftest import start_serve, stops_cleanly
 from tests.server.test_kubectl import _kubectl_binaries
 
 BINARIES = [pytest.param(p.values[0], id=p.id, marks=p.marks) for p in _kubectl_binaries()]
@@ -169,10 +169,10 @@ def served_after_history(tmp_path):
     manifest = tmp_path / "a.json"
     manifest.write_text(json.dumps(configmap("a")))
     subprocess.run([gpusched_executable(), "--state", str(tmp_path / "cluster.db"), "apply",
-                    "-f", str(manifest)], check=True, capture_output=True, timeout=60)
+                    "-f", str(manifest)], check=True, capture_output=True, timeout=CEILING_S)
     served = start_serve(tmp_path, "--virtual-clock")
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from tests.server.conftest import start_serve, stop, wait_for
+from tests.server.conftest import start_serve, stops_cleanly, wait_for
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
@@ -29,4 +29,4 @@ def test_real_time_serve_stamps_wall_clock_times(tmp_path, monkeypatch):
                  "an AGE in seconds")
         assert rows[0].split()[-1] == "AGE"
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)

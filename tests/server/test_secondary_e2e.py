@@ -72,6 +72,6 @@ def test_secondary_scheduler_binds_its_pods_and_leaves_the_others(lab_serve):
         assert by_default[0]["source"]["component"] == "default-scheduler"
     finally:
         code = stop(scheduler)
-        output = scheduler.stdout.read()
+        output = scheduler.stop_stdout               # what stop() read from its pipe
     assert code == 0, output                      # SIGTERM: clean exit
     assert "bound default/mine to" in output

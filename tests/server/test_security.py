@@ -24,8 +24,9 @@ import pytest
 import yaml
 
 from gpusched.server.security import local_addresses
-from tests.server.conftest import Served, start_serve, stop
+from tests.server.conftest import Served, start_serve, stops_cleanly
 from tests.server.test_kubectl import _kubectl_binaries
+from tests.conftest import CEILING_S, run_process
 
 pytestmark = pytest.mark.slow
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}}
@@ -43,8 +44,8 @@ def token_of(path: Path) -> str:
 
 def kubectl(served: Served, config: Path, *args: str, binary: str = "kubectl") -> subprocess.CompletedProcess:
     env = {**os.environ, "HOME": str(served.home), "KUBECONFIG": str(config)}
-    return subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=60,
-                          check=False)
+    return run_process([binary, *args], env=env,
+                       check=False)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def wildcard(tmp_path_factory):
     served.admin_token, served.readonly_token = token_of(admin), token_of(readonly)
     served.admin_config, served.readonly_config = admin, readonly
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 # Every endpoint family the server answers, the web page's included.
@@ -178,7 +179,7 @@ def test_advertise_address_is_named_in_certificate_and_kubeconfig(tmp_path):
         done = kubectl(served, admin, "get", "nodes")
         assert done.returncode == 0, done.stderr
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 def test_tokens_and_key_never_reach_the_output(tmp_path):
@@ -189,8 +190,8 @@ def test_tokens_and_key_never_reach_the_output(tmp_path):
     served.request("GET", "/api/v1/nodes", token=tokens[1] + "x")
     served.request("POST", "/api/v1/namespaces/default/configmaps", CM, token=tokens[1])
     served.request("GET", "/api/v1/nodes", headers={"Authorization": "Basic " + tokens[0]})
-    assert stop(served.process) == 0
-    output = "\n".join(served.lines) + served.process.stdout.read() + served.process.stderr.read()
+    stops_cleanly(served.process)
+    output = "\n".join(served.lines) + served.process.stop_stdout + served.process.stop_stderr
     key_lines = (admin.parent / "serve.key").read_text().splitlines()[1:-1]
     for secret in tokens + key_lines:
         assert secret not in output
@@ -211,12 +212,12 @@ def test_no_cors_headers_unless_configured(serve, tmp_path):
                                        headers={"Origin": "http://page.example"})
         assert status == 201                      # a configured origin may write
     finally:
-        assert stop(configured.process) == 0
+        stops_cleanly(configured.process)
 
 
 def raw_headers(port: int, method: str, path: str, headers: dict[str, str]) -> dict[str, str]:
     import http.client
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=CEILING_S)
     try:
         conn.request(method, path, headers=headers)
         response = conn.getresponse()
@@ -227,7 +228,7 @@ def raw_headers(port: int, method: str, path: str, headers: dict[str, str]) -> d
 
 
 def openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=CEILING_S)
 
 
 def client_certificate(directory: Path, ca: tuple[Path, Path], subject: str) -> tuple[Path, Path]:
@@ -272,7 +273,7 @@ def test_client_certificates_signed_by_the_client_ca(tmp_path):
         context = ssl._create_unverified_context()
         context.load_cert_chain(str(stranger[0]), str(stranger[1]))
         host, port = served.host_port
-        with socket.create_connection((host, port), timeout=30) as sock:
+        with socket.create_connection((host, port), timeout=CEILING_S) as sock:
             try:
                 with context.wrap_socket(sock, server_hostname=host) as tls:
                     tls.sendall(b"GET /api/v1/nodes HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
@@ -281,7 +282,7 @@ def test_client_certificates_signed_by_the_client_ca(tmp_path):
                 answer = ""                           # refused in the handshake (TLS 1.3: at the first read)
         assert answer in ("",) or answer.startswith("HTTP/1.1 401"), answer
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 def test_readonly_user_cannot_exec(wildcard, tmp_path):

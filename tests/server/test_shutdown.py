@@ -15,16 +15,17 @@ import time
 
 import pytest
 
+from tests.conftest import CEILING_S
 from tests.server.conftest import start_serve
 
 pytestmark = pytest.mark.slow
-DEADLINE_S = 60
+DEADLINE_S = CEILING_S
 CM = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}).encode()
 
 
 def refuses_connections(port: int) -> bool:
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S).close()
     except OSError:
         return True
     return False

@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.server.conftest import start_serve, stop
+from tests.server.conftest import start_serve, stops_cleanly
+from tests.conftest import CEILING_S
 
 BURST = 1000
 CLIENTS = 8
@@ -27,7 +28,7 @@ class Watcher(threading.Thread):
     def __init__(self, served, path: str, stop_after) -> None:
         super().__init__(daemon=True)
         host, port = served.host_port
-        self.conn = http.client.HTTPConnection(host, port, timeout=120)
+        self.conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
         self.conn.request("GET", path)
         self.response = self.conn.getresponse()
         self.events: list[dict] = []
@@ -44,7 +45,7 @@ class Watcher(threading.Thread):
 
 def _create_all(served, names: list[str]) -> list[int]:
     host, port = served.host_port
-    conn = http.client.HTTPConnection(host, port, timeout=120)
+    conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
     codes = []
     for name in names:
         conn.request("POST", "/api/v1/namespaces/default/pods", body=json.dumps(make_pod(name)),
@@ -73,7 +74,7 @@ def test_burst_of_creations_is_watched_exactly_once_in_order(serve):
     with ThreadPoolExecutor(CLIENTS) as pool:
         codes = [c for result in pool.map(lambda chunk: _create_all(serve, chunk), chunks) for c in result]
     assert codes == [201] * BURST
-    watcher.join(timeout=120)
+    watcher.join(timeout=CEILING_S)
     assert not watcher.is_alive(), f"watch saw {len(watcher.events)} events"
     added = [e["object"]["metadata"]["name"] for e in watcher.events if e["type"] == "ADDED"]
     assert sorted(added) == names                         # every creation, exactly once
@@ -114,7 +115,7 @@ def test_resuming_from_a_compacted_resource_version_gets_410(tmp_path):
         recent.run()
         assert [(e["type"], e["object"]["metadata"]["name"]) for e in recent.events] == [("ADDED", "last")]
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 @pytest.mark.slow
@@ -151,7 +152,7 @@ def test_a_watch_sends_the_pending_events_in_one_chunk(serve):
                                   {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
         assert status == 201
     host, port = serve.host_port
-    conn = http.client.HTTPConnection(host, port, timeout=60)
+    conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
     try:
         conn.request("GET", "/api/v1/namespaces/default/configmaps?watch=true"
                      f"&resourceVersion={start_rv}&timeoutSeconds=60")

@@ -12,6 +12,7 @@ import pytest
 from gpusched.errors import InvalidError
 from gpusched.server.watch import watch_options
 from tests.server.test_watch import Watcher
+from tests.conftest import CEILING_S
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -65,7 +66,7 @@ def test_send_initial_events_ends_with_annotated_bookmark_then_streams_changes(s
                       lambda events: any(e["object"]["metadata"].get("name") == "c" for e in events))
     watcher.start()
     serve.request("POST", CMS, configmap("c"))
-    watcher.join(timeout=120)
+    watcher.join(timeout=CEILING_S)
     events = [e for e in watcher.events if e["type"] != "BOOKMARK"
               or e["object"]["metadata"].get("annotations")]       # periodic bookmarks may come too
     types = [(e["type"], e["object"]["metadata"].get("name")) for e in events]
@@ -82,7 +83,7 @@ def test_plain_watch_without_bookmarks_has_no_bookmark(serve):
     watcher = Watcher(serve, f"{CMS}?watch=true", lambda events: len(events) >= 2)
     watcher.start()
     serve.request("POST", CMS, configmap("b"))
-    watcher.join(timeout=60)
+    watcher.join(timeout=CEILING_S)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in watcher.events] == [
         ("ADDED", "a"), ("ADDED", "b")]
 

@@ -13,6 +13,7 @@ import pytest
 from tests.server.conftest import wait_for
 from tests.server.test_kubectl import _kubectl_binaries
 from tests.server.test_watch import Watcher
+from tests.conftest import CEILING_S
 
 BINARIES = [pytest.param(p.values[0], id=p.id, marks=p.marks) for p in _kubectl_binaries()]
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -51,7 +52,7 @@ def test_label_selector_watch_sees_objects_enter_and_leave(serve):
     relabel(serve, "a", "w")                       # no longer selected: nothing
     status, _ = serve.request("DELETE", "/api/v1/namespaces/default/pods/b?gracePeriodSeconds=0")
     assert status == 200
-    watcher.join(timeout=60)
+    watcher.join(timeout=CEILING_S)
     assert transitions(watcher.events) == expected
     gone = [e["object"] for e in watcher.events if e["type"] == "DELETED"][0]
     assert gone["metadata"]["labels"] == {"app": "x"}          # the previous state ...
@@ -71,14 +72,14 @@ def test_kubectl_get_pods_watch_across_a_relabel(serve, binary):
                                     "--no-headers"], stdout=sink, stderr=subprocess.STDOUT,
                                    env=serve.kubectl_env())
         try:
-            wait_for(lambda: "ADDED" in out.read_text(), "kubectl's first row", timeout=60)
+            wait_for(lambda: "ADDED" in out.read_text(), "kubectl's first row")
             relabel(serve, "a", "z")
             relabel(serve, "b", "x")
             wait_for(lambda: "DELETED" in out.read_text() and out.read_text().count("ADDED") >= 2,
-                     "DELETED a and ADDED b", timeout=60)
+                     "DELETED a and ADDED b")
         finally:
             watcher.terminate()
-            watcher.wait(timeout=10)
+            watcher.wait(timeout=CEILING_S)
     text = out.read_text()
     rows = [line.split()[:2] for line in text.strip().splitlines() if line.split()[0] != "MODIFIED"]
     assert rows == [["ADDED", "a"], ["DELETED", "a"], ["ADDED", "b"]], text

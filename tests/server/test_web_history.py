@@ -14,6 +14,7 @@ from gpusched.server.app import ApiServer
 from gpusched.server.web import mount
 from tests.cluster.builders import pool
 from tests.server.conftest import wait_for
+from tests.conftest import CEILING_S
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ def server(tmp_path):
 
 
 def call(app: ApiServer, method: str, path: str, body: object = None) -> dict:
-    conn = http.client.HTTPConnection("127.0.0.1", app.port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", app.port, timeout=CEILING_S)
     try:
         conn.request(method, path, body=json.dumps(body) if body is not None else None,
                      headers={"Content-Type": "application/json"})

@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-START_DEADLINE_S = 240          # a loaded 2-core machine can take a minute per Ray node
+from tests.conftest import CEILING_S
+
+START_DEADLINE_S = CEILING_S    # a loaded 2-core machine can take a minute per Ray node
 
 
 def free_ports(count: int) -> list[int]:

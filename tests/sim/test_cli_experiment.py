@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 NODES, PODS = "openb_node_list_gpu_node.csv", "openb_pod_list_default.csv"
 
@@ -31,7 +31,7 @@ def small_trace(trace_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
 
 
 def gpusched(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([gpusched_executable(), *args], capture_output=True, text=True, timeout=120)
+    return run_process([gpusched_executable(), *args])
 
 
 def test_experiment_fgd_writes_published_layout(small_trace, published_dir: Path, tmp_path: Path):

@@ -5,7 +5,6 @@ and a short experiment run."""
 from __future__ import annotations
 
 import csv
-import subprocess
 from fractions import Fraction
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from gpusched.sim.alibaba import TraceNode, TracePod, pod_info
 from gpusched.sim.experiment import RunSpec, build_snapshot, decision_lines, policy_label, run
 from gpusched.sim.experiment_profile import experiment_scheduler
 from gpusched.sim.workload import target_workload
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 GIB = 1 << 30
 SHARE = TargetShape(4000, 500, 1, (), 1)
@@ -197,9 +196,8 @@ def test_replay_runs_fgdfill_through_the_embedded_cluster(short_trace, tmp_path)
     lines = Path(pods).read_text().splitlines(keepends=True)
     pods = str(tmp_path / "pods-100.csv")
     Path(pods).write_text("".join(lines[:101]))
-    done = subprocess.run([gpusched_executable(), "replay", "--nodes", nodes, "--pods", pods,
-                           "--policy", "fgdfill", "--seed", "42", "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=300)
+    done = run_process([gpusched_executable(), "replay", "--nodes", nodes, "--pods", pods,
+                           "--policy", "fgdfill", "--seed", "42", "--out", str(tmp_path / "out")])
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "out" / "pods.csv", newline="") as handle:
         records = list(csv.DictReader(handle))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpusched.objects.names import DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\nn1,32000,131072,2,T4\nn2,32000,131072,4,V100M16\n"
 JOBS_CSV = ("name,arrival,duration,gpus,cpu_milli,memory_mib,gpu_model,qos,namespace\n"
@@ -49,8 +49,7 @@ POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion
 
 
 def gpusched(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([gpusched_executable(), "replay", "--no-progress", *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd)
+    return run_process([gpusched_executable(), "replay", "--no-progress", *args], cwd=cwd)
 
 
 def rows(path: Path) -> list[dict[str, str]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.runner import Gpusched
+from tests.conftest import run_process, wait_until
 
 CLUSTER_YAML = """\
 apiVersion: gpusched.io/v1alpha1
@@ -41,22 +42,16 @@ class SlurmCluster:
     cli: Gpusched
 
     def client(self, *argv: str) -> str:
-        proc = subprocess.run(["timeout", "20", *argv], capture_output=True, text=True,
-                              env=dict(os.environ, SLURM_CONF=self.conf), check=False)
+        proc = run_process(list(argv), env=dict(os.environ, SLURM_CONF=self.conf))
         assert proc.returncode == 0, f"{argv}: {proc.stderr}"
         return proc.stdout
 
     def gpusched(self, *args: str):
         return self.cli.run(*args[:2], "--slurm-conf", self.conf, *args[2:])
 
-    def wait(self, predicate, what: str, timeout_s: float = 60.0):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.2)   # polling interval, not a fixed wait
-        pytest.fail(f"timed out waiting for {what}")
+    def wait(self, predicate, what: str):
+        """Poll ``predicate`` (a probe may time out: that is one more poll) up to the ceiling."""
+        return wait_until(predicate, what, interval=0.2)
 
 
 def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:

@@ -3,11 +3,11 @@ the markers, and byte-for-byte reproducibility."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_process
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "backfill_compare.py"
@@ -20,9 +20,8 @@ METRICS = ["mean job completion time (min)", "p95 job completion time (min)",
 
 
 def run(out: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--seed", "3", "--jobs", "12",
-                           "--out", str(out), *args], capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
+    done = run_process([sys.executable, str(SCRIPT), "--seed", "3", "--jobs", "12",
+                           "--out", str(out), *args], cwd=REPO)
     assert done.returncode == 0, done.stderr
     return out.read_text()
 
