@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import CEILING_MS, REPO_ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -16,22 +16,34 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-dev-shm-usage"]
 
 pytestmark = pytest.mark.slow
-WAIT_MS = 30_000
+WAIT_MS = CEILING_MS            # a ceiling (tests/conftest.py), for expect and page actions alike
 
 
-@pytest.fixture
-def page(tmp_path):
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium per test module (starting one takes seconds on a loaded machine);
+    each test gets a fresh context (no cookies, storage or cache from another test)."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
-            viewport={"width": 1280, "height": 800})
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        sync_api.expect.set_options(timeout=WAIT_MS)
         try:
-            yield browser.new_page()
+            yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        yield page
+    finally:
+        context.close()
 
 
 def test_page_shows_the_lab_cluster_and_updates_live(lab_serve, page):
@@ -48,7 +60,7 @@ def test_page_shows_the_lab_cluster_and_updates_live(lab_serve, page):
     page.wait_for_selector("#live.on")                     # watch streams are open
 
     served.create_pod("train", gpus=2)                      # no reload from here on
-    page.wait_for_selector('.cell.occupied[data-pod="default/train"]', timeout=15_000)
+    page.wait_for_selector('.cell.occupied[data-pod="default/train"]', timeout=WAIT_MS)
     held = page.locator('.cell.occupied[data-pod="default/train"]')
     expect(held).to_have_count(2, timeout=WAIT_MS)
     assert "default/train (priority 0)" in held.first.get_attribute("title")

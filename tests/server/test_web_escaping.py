@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server.test_web_browser import page  # noqa: F401 (the Chromium fixture)
+from tests.server.test_web_browser import chromium, page  # noqa: F401 (the Chromium fixtures)
 
 pytestmark = pytest.mark.slow
 MARKUP = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'

@@ -6,27 +6,28 @@ end scrolls into view, the filters and the search box narrow the nodes to what t
 endpoint says matches, the legend lists the namespaces in Okabe-Ito colours, and the chart has
 time and percentage ticks and a hover read-out. Markup is shown as text and never runs.
 
-Every check waits for the state it names (Playwright's ``expect``); screenshots go to
-``test-artifacts/`` (ignored by git)."""
+Every check waits for the state it names (Playwright's ``expect``, the suite's ceiling); after
+a filter changes, for the page's own signal that the filtered view is complete (``<body
+data-filtered>``, set by app.js) before counting nodes. Screenshots go to ``test-artifacts/``
+(ignored by git)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.conftest import REPO_ROOT, gpusched_executable
-from tests.server.conftest import Served, start_serve, stop
-from tests.server.test_web_browser import page  # noqa: F401 (the Chromium fixture)
+from tests.conftest import CEILING_MS, REPO_ROOT, gpusched_executable, run_process
+from tests.server.conftest import Served, start_serve, stops_cleanly
+from tests.server.test_web_browser import chromium, page  # noqa: F401 (the Chromium fixtures)
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
 
 pytestmark = pytest.mark.slow
-WAIT_MS = 30_000
+WAIT_MS = CEILING_MS
 MARKUP = '<img src=x onerror="window.__pwned=1">'
 POOLS = (("a100", "A100-40GB", 8, 55), ("h100", "H100-80GB", 8, 10), ("t4", "T4", 4, 8))
 NAMESPACES = ("team-a", "team-b", "team-c", "team-d")
@@ -76,13 +77,12 @@ def cluster(tmp_path_factory) -> Served:
             gpusched(served, "advance", "10m")
         yield served
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 def gpusched(served: Served, *args: str) -> None:
-    """The CLI on the served state file, with a deadline generous for a loaded machine."""
-    done = subprocess.run([gpusched_executable(), "--state", str(served.state), *args],
-                          capture_output=True, text=True, timeout=600, check=False)
+    """The CLI on the served state file, under the suite's ceiling."""
+    done = run_process([gpusched_executable(), "--state", str(served.state), *args])
     assert done.returncode == 0, done.stderr
 
 
@@ -100,8 +100,18 @@ def shot(page, name: str) -> None:  # noqa: F811
     assert (ARTIFACTS / name).stat().st_size > 0
 
 
+def wait_filtered(page, **filters: str) -> None:  # noqa: F811
+    """Wait until the page says the view for ``filters`` is complete: ``<body data-filtered>``
+    holds them as the page sends them to the server (URLSearchParams, in the page's order:
+    namespace, node, model, phase, q). Past the ceiling, Playwright names the value seen."""
+    wanted = page.evaluate("f => { const q = new URLSearchParams(f).toString(); return q ? `?${q}` : ''; }",
+                           filters)
+    expect(page.locator("body")).to_have_attribute("data-filtered", wanted, timeout=WAIT_MS)
+
+
 def open_page(page, served: Served) -> None:  # noqa: F811
     page.goto(served.url + "/")
+    wait_filtered(page)
     expect(page.locator("details.group")).to_have_count(4, timeout=WAIT_MS)
     expect(group(page, "t4/T4").locator(".node")).to_have_count(8, timeout=WAIT_MS)
 
@@ -141,6 +151,7 @@ def test_filters_narrow_the_visible_nodes(cluster, page, name, selector, value, 
     open_page(page, cluster)
     expected = {g["id"]: g["matching"] for g in api(cluster, "summary", **query)["groups"]}
     page.select_option(selector, value)
+    wait_filtered(page, **query)
     for group_id, matching in expected.items():
         if matching:
             expect(group(page, group_id)).to_be_visible(timeout=WAIT_MS)
@@ -160,6 +171,7 @@ def test_search_and_node_filter(cluster, page):  # noqa: F811
     target = api(cluster, "summary/nodes", group="h100/H100-80GB", q="team-c/")["nodes"][0]
     held = next(c["pod"] for c in target["cells"] if c.get("namespace") == "team-c")
     page.fill("#search", held)
+    wait_filtered(page, q=held)
     expect(page.locator(".node")).to_have_count(1, timeout=WAIT_MS)
     node = page.locator(f'.node[data-node="{target["name"]}"]')
     expect(node.locator(f'.cell[data-pod="{held}"]').first).to_be_visible()
@@ -167,13 +179,16 @@ def test_search_and_node_filter(cluster, page):  # noqa: F811
     expect(node.locator(".cell.occupied.dim")).to_have_count(
         sum(1 for c in target["cells"] if c.get("pod") and c["pod"] != held))
     page.click("#clear-filters")
+    wait_filtered(page)
     expect(group(page, "t4/T4").locator(".node")).to_have_count(8, timeout=WAIT_MS)
 
     page.fill("#f-node", "h100-1")                   # h100-1 and h100-10
+    wait_filtered(page, node="h100-1")
     expect(page.locator(".node")).to_have_count(2, timeout=WAIT_MS)
     expect(page.locator('.node[data-node="h100-10"]')).to_be_visible()
     page.fill("#f-node", "")
     page.fill("#search", MARKUP)                     # the odd node's model: matched, not run
+    wait_filtered(page, q=MARKUP)
     expect(page.locator(".node")).to_have_count(1, timeout=WAIT_MS)
     expect(page.locator('.node[data-node="odd-node"]')).to_contain_text(MARKUP)
     assert page.evaluate("window.__pwned") is None

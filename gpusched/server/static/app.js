@@ -7,7 +7,9 @@
 // change to pods, nodes or events (coalesced; the watches start at the summary's
 // resourceVersion, so no initial list of 20,000 pods, and reconnect from the last one seen).
 // Read-only: it only sends GETs. Every server string is shown with textContent or an
-// attribute, never parsed as markup.
+// attribute, never parsed as markup. Once the summary and every open group's nodes for the
+// current filters are shown, <body data-filtered="QUERY"> names those filters (QUERY as sent to
+// the server, "" for none): a reader (or a test) knows the filtered view is complete.
 "use strict";
 
 const PAGE = 50;
@@ -129,7 +131,7 @@ function groupElement(group) {
                    el("button", { class: "more", type: "button", hidden: true }, "more nodes"));
     details.addEventListener("toggle", () => {
       state.open.set(group.id, details.open);
-      if (details.open) loadNodes(details, 0);
+      if (details.open && !details.loading) loadNodes(details, 0);   // opened by the user
     });
     details.querySelector(".more").addEventListener("click", () => loadMore(details));
     more.observe(details.querySelector(".more"));
@@ -151,13 +153,29 @@ function renderGroups(data) {
     root.append(details);                   // keeps the server's order
     const open = state.open.has(group.id) ? state.open.get(group.id) : defaultOpen;
     if (open && !details.hidden) {           // a hidden group keeps its open state
-      if (!details.open) details.open = true; // the toggle event loads its nodes
-      else loadNodes(details, 0, Math.max(PAGE, state.loaded.get(group.id) || 0));
+      details.open = true;
+      loadNodes(details, 0, Math.max(PAGE, state.loaded.get(group.id) || 0));
     }
   }
 }
 
-async function loadNodes(details, offset, limit = PAGE) {
+function loadNodes(details, offset, limit = PAGE) {   // details.loading: the latest load
+  const load = readNodes(details, offset, limit)
+    .finally(() => { if (details.loading === load) details.loading = null; });
+  details.loading = load;
+  return load;
+}
+
+async function markFiltered(generation) {   // <body data-filtered>: see the top of this file
+  for (;;) {
+    const loads = [...document.querySelectorAll("#groups details")].map((d) => d.loading).filter(Boolean);
+    if (!loads.length) break;
+    await Promise.allSettled(loads);
+  }
+  if (generation === state.generation) document.body.setAttribute("data-filtered", query());
+}
+
+async function readNodes(details, offset, limit) {
   const id = details.dataset.group;
   const generation = state.generation;
   const token = (details.token = (details.token || 0) + 1);   // a later load of this group wins
@@ -168,6 +186,8 @@ async function loadNodes(details, offset, limit = PAGE) {
                                  limit: Math.min(200, offset + limit - at) })}`, { cache: "no-store" });
     if (!response.ok || generation !== state.generation || token !== details.token) return;
     const page = await response.json();
+    // a newer filter or load began while the body arrived: its answer is the one to show
+    if (generation !== state.generation || token !== details.token) return;
     nodes.push(...page.nodes);
     total = page.total;
     if (at + page.nodes.length >= total) break;
@@ -308,8 +328,11 @@ async function loadSummary() {
   const generation = state.generation;
   const response = await fetch(`/gpusched/v1/summary${query()}`, { cache: "no-store" });
   if (!response.ok || generation !== state.generation) return;
-  state.data = await response.json();
+  const data = await response.json();
+  if (generation !== state.generation) return;      // a newer filter began meanwhile
+  state.data = data;
   render();
+  await markFiltered(generation);
 }
 
 function reload() {                     // a new filter: earlier answers in flight are dropped
