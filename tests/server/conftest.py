@@ -134,7 +134,7 @@ def _wait_ready(served: Served) -> None:
     wait_until(answered, "gpusched serve to answer GET /version", lambda: answers[-1:])
 
 
-def _lines_until_url(process: subprocess.Popen) -> list[str]:
+def lines_until_url(process: subprocess.Popen) -> list[str]:
     """serve's stdout up to its ``listening on URL`` line, read on a thread so that a serve that
     neither prints nor exits fails at the ceiling (a plain readline would wait for ever)."""
     lines: list[str] = []
@@ -166,7 +166,7 @@ def start_serve(tmp_path: Path, *args: str, preexec_fn=None) -> Served:
     process = subprocess.Popen(
         [gpusched_executable(), "--state", str(state), "serve", "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=preexec_fn)
-    lines = _lines_until_url(process)
+    lines = lines_until_url(process)
     url = lines[-1].split("listening on ")[1].split()[0]
     kubeconfig = tmp_path / "kubeconfig"
     with kubeconfig.open("w") as out:

@@ -11,12 +11,14 @@ import http.client
 import json
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
 from tests.conftest import CEILING_S
-from tests.server.conftest import start_serve
+from tests.server.conftest import lines_until_url, start_serve, stop
 
 pytestmark = pytest.mark.slow
 DEADLINE_S = CEILING_S
@@ -52,3 +54,29 @@ def test_sigterm_completes_the_write_in_flight(tmp_path):
     assert served.process.wait(timeout=DEADLINE_S) == 0
     listed = served.cli("get", "configmaps", "-o", "name")
     assert "configmap/late" in listed
+
+
+# serve with a stop that never ends (ApiServer.stop replaced) and a stop deadline of 1 s.
+HANGING_STOP = """
+import sys, threading
+from gpusched.cli import serve
+from gpusched.cli.main import main
+from gpusched.server.app import ApiServer
+serve.STOP_DEADLINE_S = 1.0
+ApiServer.stop = lambda self: threading.Event().wait()
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_stop_that_hangs_exits_1_with_every_threads_stack(tmp_path):
+    """The graceful stop is bounded (cli.serve.STOP_DEADLINE_S): past it serve writes what was
+    still running (faulthandler: every thread's stack) and exits 1, instead of waiting for a
+    SIGKILL that a supervisor may never send."""
+    process = subprocess.Popen([sys.executable, "-c", HANGING_STOP, "--state", str(tmp_path / "s.db"),
+                                "serve", "--port", "0", "--virtual-clock"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert "listening on " in lines_until_url(process)[-1]
+    assert stop(process) == 1
+    stacks = process.stop_stderr
+    assert "Timeout (0:00:01)!" in stacks and "Thread 0x" in stacks, stacks
+    assert 'line 7 in <lambda>' in stacks, stacks              # the stop that hung
