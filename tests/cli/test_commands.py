@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from tests.cli.runner import Gpusched, pod_scheduled_condition
 
@@ -210,6 +211,13 @@ def test_usage_errors_exit_2_and_version(g):
     assert "unable to match a printer" in g.fails("get", "pods", "-o", "xml")
     assert "usage: gpusched" in g.run("frobnicate").err and g.run("frobnicate").code == 1
     assert g.run("version", state=False).out.strip() == "gpusched version 0.1.0"
+
+
+def test_kubeconfig_names_the_local_server_without_credentials(g):
+    """What tests/server's fixture writes for kubectl (it builds the same in-process)."""
+    config = yaml.safe_load(g.ok("kubeconfig", "--port", "8123").out)
+    assert config["clusters"][0]["cluster"] == {"server": "http://127.0.0.1:8123"}
+    assert config["current-context"] == "gpusched" and config["users"][0]["user"] == {}
 
 
 def test_sim_commands_are_wired_in(g):

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from gpusched.server.security import kubeconfig as local_kubeconfig
+from gpusched.server.security import kubeconfig_text
 from tests.conftest import CEILING_S, REPO_ROOT, gpusched_executable, run_process, wait_until
 
 # Ceilings (tests/conftest.py): serve starts in about a second and stops in under one on a quiet
@@ -168,10 +170,8 @@ def start_serve(tmp_path: Path, *args: str, preexec_fn=None) -> Served:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=preexec_fn)
     lines = lines_until_url(process)
     url = lines[-1].split("listening on ")[1].split()[0]
-    kubeconfig = tmp_path / "kubeconfig"
-    with kubeconfig.open("w") as out:
-        run_process([gpusched_executable(), "kubeconfig", "--port", url.rpartition(":")[2]],
-                    stdout=out, check=True)
+    kubeconfig = tmp_path / "kubeconfig"    # what `gpusched kubeconfig --port PORT` prints (tests/cli)
+    kubeconfig.write_text(kubeconfig_text(local_kubeconfig(f"http://127.0.0.1:{url.rpartition(':')[2]}")))
     served = Served(url, state, process, home, kubeconfig, lines)
     _wait_ready(served)
     return served
