@@ -1,17 +1,51 @@
-"""Status errors: malformed and invalid bodies change nothing; conflicts; tokens; TLS off loopback."""
+"""Status errors: malformed and invalid bodies change nothing; conflicts; tokens; TLS off loopback.
+
+The cases on a plain ``serve`` share one per module, each in a namespace of its own (its
+``/namespaces/default/`` paths are rewritten), so each still sees only its own objects."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 
 import pytest
 import yaml
 
-from tests.server.conftest import start_serve, stops_cleanly
 from tests.conftest import run_process
+from tests.server.conftest import Served, start_serve, stops_cleanly
 
 PODS = "/api/v1/namespaces/default/pods"
+
+
+class InNamespace:
+    """The module's ``serve`` seen from one namespace: paths naming ``default`` name it."""
+
+    def __init__(self, served: Served, namespace: str) -> None:
+        self.served, self.namespace = served, namespace
+
+    def request(self, method: str, path: str, body: object = None, **options) -> tuple[int, dict | str]:
+        path = path.replace("/namespaces/default/", f"/namespaces/{self.namespace}/")
+        return self.served.request(method, path, body, **options)
+
+
+@pytest.fixture(scope="module")
+def shared_serve(tmp_path_factory):
+    served = start_serve(tmp_path_factory.mktemp("errors"), "--virtual-clock")
+    yield served
+    stops_cleanly(served.process)
+
+
+NAMESPACES = itertools.count(1)
+
+
+@pytest.fixture
+def serve(shared_serve: Served) -> InNamespace:
+    namespace = f"case-{next(NAMESPACES)}"
+    status, reply = shared_serve.request("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    assert status == 201, reply
+    return InNamespace(shared_serve, namespace)
 
 
 def pod(name: str, **spec) -> dict:
