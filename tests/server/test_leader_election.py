@@ -5,8 +5,8 @@
 - SIGKILL of the leader: the standby takes over once the lease duration has passed since the
   leader's last renewal (``--lease-duration 3``), and binds a pod created afterwards;
 - SIGTERM of the leader: it releases the Lease (holder cleared, as client-go's
-  ``ReleaseOnCancel``), so the standby takes over at its next try, long before a 30 s lease
-  would have expired.
+  ``ReleaseOnCancel``), so the standby takes over at its next try, long before the lease
+  (twice the suite's ceiling, so no load can make it expire first) would have expired.
 
 Replicas' identities are ``<hostname>_<pid>``; their logs go to files in the test's temp dir.
 Everything is polled (``wait_for``), nothing sleeps a fixed time.
@@ -25,12 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import CEILING_S, REPO_ROOT
 from tests.server.conftest import Served, stop, stops_cleanly, wait_for
 
 pytestmark = pytest.mark.slow
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gpusched"
+LONG_LEASE_S = int(2 * CEILING_S)   # outlasts every wait: only a release hands it over in time
 
 
 @dataclass
@@ -125,7 +126,7 @@ def test_one_leader_binds_and_the_standby_takes_over_after_sigkill(elected):
 
 def test_sigterm_releases_the_lease_so_the_standby_takes_over_at_once(elected):
     served, start = elected
-    leader, standby = leader_and_standby(served, start("a", 30), start("b", 30))
+    leader, standby = leader_and_standby(served, start("a", LONG_LEASE_S), start("b", LONG_LEASE_S))
     before = lease_spec(served)
     stops_cleanly(leader.process)                              # SIGTERM: clean exit
     assert "released lease kube-system/gpusched" in leader.output()
@@ -135,8 +136,8 @@ def test_sigterm_releases_the_lease_so_the_standby_takes_over_at_once(elected):
         assert released["leaseTransitions"] == before["leaseTransitions"]
     wait_for(lambda: holder(served) == standby.identity, "the standby to take the released lease")
     after = lease_spec(served)
-    # Without the release the standby would wait for the 30 s lease to expire.
-    assert seconds(after["acquireTime"]) < seconds(before["renewTime"]) + 30
+    # Without the release the standby would wait for the lease to expire.
+    assert seconds(after["acquireTime"]) < seconds(before["renewTime"]) + LONG_LEASE_S
     assert after["leaseTransitions"] == before["leaseTransitions"] + 1
     served.create_pod("after-release", gpus=1, scheduler="gpusched")
     wait_for(lambda: bound_node(served, "after-release"), "after-release bound")
