@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.cli.runner import Gpusched
+from tests.cli.runner import BASE_CLUSTER, Gpusched
 
 
 def pod(name: str, resources: dict, annotations: dict | None = None, **spec) -> str:
@@ -83,7 +83,7 @@ class Case:
     fields: dict                             # expected keys/values of the first -o json fact
 
 
-CLUSTER = ("apply", "-f", "examples/cluster.yaml", "-f", "examples/priority-classes.yaml")
+CLUSTER = BASE_CLUSTER          # Gpusched.cluster(): a copy of the state it leaves
 MIG = ("apply", "-f", "examples/mig-mixed/1-mig-node.yaml")
 WHOLE = pod("whole", {"nvidia.com/gpu": 1})
 
@@ -176,7 +176,9 @@ CASES = [
 
 def _run_setup(g: Gpusched, setup: tuple[tuple[str, ...], ...]) -> None:
     for command in setup:
-        if command[:3] == ("apply", "-f", "-"):
+        if command == BASE_CLUSTER:
+            g.cluster()
+        elif command[:3] == ("apply", "-f", "-"):
             g.ok("apply", "-f", "-", stdin=command[3])
         else:
             g.ok(*command)
