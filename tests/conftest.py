@@ -63,16 +63,17 @@ def wait_until(check: Callable[[], Any], what: str, seen: Callable[[], object] |
         time.sleep(interval)
 
 
-def run_process(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
-    """``subprocess.run(argv, capture_output=True, text=True, **kwargs)`` under the ceiling; one
-    still running at the ceiling fails naming the command and what it had written."""
+def run_process(argv: list[str], ceiling: float = CEILING_S, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True, **kwargs)`` under the ceiling (a
+    few commands that take minutes when quiet pass a multiple of it); one still running at the
+    ceiling fails naming the command and what it had written."""
     kwargs.setdefault("text", True)
     if "stdout" not in kwargs and "stderr" not in kwargs:
         kwargs["capture_output"] = True
     try:
-        return subprocess.run(argv, timeout=CEILING_S, **kwargs)
+        return subprocess.run(argv, timeout=ceiling, **kwargs)
     except subprocess.TimeoutExpired as err:
-        raise AssertionError(f"{' '.join(map(str, argv))} still running after {CEILING_S:.0f} s; "
+        raise AssertionError(f"{' '.join(map(str, argv))} still running after {ceiling:.0f} s; "
                              f"stdout: {_tail(err.stdout)!r}; stderr: {_tail(err.stderr)!r}") from None
 
 

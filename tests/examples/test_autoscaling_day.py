@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_process
+from tests.conftest import CEILING_S, REPO_ROOT, run_process
 
 SCRIPT = REPO_ROOT / "examples" / "autoscaling-day" / "day.py"
 
 
 def run_day(*args: str) -> dict[str, list[str]]:
-    done = run_process([sys.executable, str(SCRIPT), *args],
-                       cwd=REPO_ROOT)
+    done = run_process([sys.executable, str(SCRIPT), *args], cwd=REPO_ROOT,
+                       ceiling=5 * CEILING_S)     # a simulated day: minutes of CPU on a loaded machine
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["HOUR", "REPLICAS", "NODES", "PENDING(pod-min)", "COST(USD)"]
