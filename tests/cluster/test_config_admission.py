@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from gpusched.devices.advertise import node_device_state
-from tests.conftest import gpusched_executable
+from tests.conftest import gpusched_executable, run_process
 
 MEMORY_LIMIT = 2 << 30
 NODE = """apiVersion: gpusched.io/v1alpha1
@@ -41,8 +41,7 @@ def _limited() -> None:
 
 
 def gpusched(state: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([gpusched_executable(), "--state", str(state), *args], capture_output=True,
-                          text=True, timeout=120, check=False, preexec_fn=_limited)
+    return run_process([gpusched_executable(), "--state", str(state), *args], preexec_fn=_limited)
 
 
 def configmap(name: str, key: str, text: str, namespace: str = "default") -> str:

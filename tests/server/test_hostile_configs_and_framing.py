@@ -28,7 +28,7 @@ import pytest
 
 from gpusched.server.app import ApiServer
 from tests.cluster.test_config_admission import alias_bomb, deep, sharing
-from tests.server.conftest import Served, start_serve, stop
+from tests.server.conftest import Served, start_serve, stops_cleanly
 
 CEILING_S = 60                  # generous: a loaded machine still answers; a hang still fails
 MEMORY_LIMIT = 4 << 30
@@ -46,7 +46,7 @@ def bounded_serve(tmp_path: Path):
     served = start_serve(tmp_path, "--virtual-clock", preexec_fn=_limited)
     served.json("/apis/gpusched.io/v1alpha1/nodepools", NODE_POOL)
     yield served
-    assert stop(served.process) == 0
+    stops_cleanly(served.process)
 
 
 def configmap(name: str, text: str, key: str = "any") -> dict:

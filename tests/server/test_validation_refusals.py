@@ -20,7 +20,7 @@ import pytest
 
 from gpusched.objects.kinds import KINDS
 from tests.objects.test_validation_upstream import ACCEPTED, REFUSED
-from tests.server.conftest import Served, start_serve, stop
+from tests.server.conftest import Served, start_serve, stops_cleanly
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -42,7 +42,7 @@ def served(tmp_path_factory) -> Served:
     try:
         yield served
     finally:
-        assert stop(served.process) == 0
+        stops_cleanly(served.process)
 
 
 def status_message(kind: str, line: str) -> str:
