@@ -39,7 +39,7 @@ TRACE_DIR = SHARED_DIR / "data" / "alibaba-gpu-v2023"
 PUBLISHED_DIR = SHARED_DIR / "data" / "fgd-published"
 
 
-# Ceilings, not budgets (issue 27). On a loaded CI machine (load 6-12 on 2 cores) a command that
+# Ceilings, not budgets. On a loaded CI machine (load 6-12 on 2 cores) a command that
 # takes one second on a quiet one can take a minute, so no test gives a subprocess, a wait or an
 # HTTP call a budget that load can exceed: each gets this one ceiling, which only a state that
 # never comes (a hang, a deadlock, a lost event) reaches, and then fails naming the state it saw.
