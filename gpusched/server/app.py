@@ -261,7 +261,9 @@ class ApiServer:
             out = StarletteResponse(response.body, response.status, headers=response.headers,
                                     media_type=response.content_type)
         for text in response.warnings:
-            out.raw_headers.append((b"warning", warning_header(text).encode()))
+            header = warning_header(text)
+            if header is not None:
+                out.raw_headers.append((b"warning", header.encode()))
         return out
 
     async def _pull(self, chunks: Iterator[bytes]) -> AsyncIterator[bytes]:

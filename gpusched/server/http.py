@@ -11,6 +11,7 @@ Neighbours: ``server.app`` (the HTTP server), ``server.resources`` (handlers), t
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs
@@ -70,12 +71,19 @@ def normalise_path(raw: str) -> tuple[str, dict[str, str]]:
     return path, params
 
 
-def warning_header(text: str) -> str:
-    r"""The value of one ``Warning`` header (apiserver pkg/warning: code 299, agent ``-``, Go-quoted text).
+def warning_header(text: str) -> str | None:
+    r"""The value of one ``Warning`` header (apiserver pkg/warning: code 299, agent ``-``, Go-quoted
+    text), or None for a text kube-apiserver drops: one with control characters (apimachinery
+    ``pkg/util/net/http.go`` ``NewWarningHeader``: "must not contain control characters"; the
+    apiserver's recorder ignores a warning it cannot encode). A newline in a header would end it.
 
     >>> warning_header('unknown field "spec.x"')
     '299 - "unknown field \\"spec.x\\""'
+    >>> warning_header('unknown field "a\nb"') is None
+    True
     """
+    if any(unicodedata.category(c) == "Cc" for c in text):
+        return None
     quoted = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'299 - "{quoted}"'
 
