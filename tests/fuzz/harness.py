@@ -1,0 +1,216 @@
+"""What every fuzz surface shares: processes under a memory limit, hang detection by CPU-idle
+time, the in-process CLI worker, and the tally of failure classes.
+
+Hang: a case is a hang when, while its answer is pending, the process that owes it is neither
+running nor waiting to run (``/proc/PID/task/*/schedstat``: run and run-queue nanoseconds both
+stand still) for ``IDLE_HANG_S`` in all, or burns more than ``BUSY_CEILING_S`` of CPU, or
+``WALL_CEILING_S`` pass. CPU-idle time, not wall time: on a loaded machine a slow answer is one
+that waits for a core, which is no hang. The ceilings are generous and classify (never fail the
+run), so a hang in one case is counted and the next case goes on.
+
+The CLI worker (``tests.fuzz.cli_worker``) runs ``gpusched.cli.main.main(argv)`` in one process
+for many cases (a fresh interpreter per case costs about 0.8 s of CPU here; the command itself
+tens of milliseconds); it is restarted when a case kills it or hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tests.conftest import REPO_ROOT
+
+MEMORY_LIMIT_BYTES = 2 * 1024 ** 3      # RLIMIT_AS of every process the suite starts
+IDLE_HANG_S = 2.0
+BUSY_CEILING_S = 10.0
+WALL_CEILING_S = 120.0
+POLL_S = 0.05
+
+CRASH = "crash"
+HANG = "hang"
+ACCEPTED_INVALID = "accepted-invalid"
+DOUBLE_HELD = "double-held device"
+OVER_COMMITTED = "over-committed node"
+POISONED = "poisoned read"
+CLASSES = (CRASH, HANG, ACCEPTED_INVALID, DOUBLE_HELD, OVER_COMMITTED, POISONED)
+EXAMPLE_CHARS = 600
+
+
+def limit_memory() -> None:
+    """``preexec_fn`` of every child: a regression that allocates without bound dies alone."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a child: the repository importable (``tests.fuzz.cli_worker``), a pinned
+    clock start (as ``tests/conftest.py``), and few malloc arenas and BLAS threads, whose address
+    space reservations would otherwise count against RLIMIT_AS."""
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT), "GPUSCHED_START": os.environ.get(
+        "GPUSCHED_START", "2026-01-01T00:00:00Z"), "MALLOC_ARENA_MAX": "2",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def sched_ns(pid: int) -> int:
+    """Nanoseconds ``pid``'s threads have run or waited to run (0 when it is gone)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                run, wait = stat.read().split()[:2]
+        except (OSError, ValueError):
+            continue
+        total += int(run) + int(wait)
+    return total
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` so far."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Waited:
+    """How a wait for an answer ended: ``hang`` names why when it did not end in an answer."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    idle_s: float = 0.0
+    hang: str = ""
+
+
+def wait_for_answer(pid: int, answered: Callable[[float], bool]) -> Waited:
+    """Call ``answered(POLL_S)`` (blocks at most that long, True once the answer is there) until
+    it is True or the case counts as a hang (module docstring)."""
+    start, start_cpu = time.monotonic(), cpu_s(pid)
+    last_sched, last_t, idle = sched_ns(pid), start, 0.0
+    while not answered(POLL_S):
+        now, sched = time.monotonic(), sched_ns(pid)
+        if sched == last_sched:
+            idle += now - last_t
+        last_sched, last_t = sched, now
+        used = cpu_s(pid) - start_cpu
+        why = (f"no answer after {idle:.1f} s of CPU-idle time" if idle >= IDLE_HANG_S else
+               f"no answer after {used:.1f} s of CPU" if used >= BUSY_CEILING_S else
+               f"no answer after {now - start:.0f} s" if now - start >= WALL_CEILING_S else "")
+        if why:
+            return Waited(now - start, used, idle, why)
+    return Waited(time.monotonic() - start, cpu_s(pid) - start_cpu, idle)
+
+
+def kill(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL by PID (the process is one this suite started) and reap it."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@dataclass
+class Tally:
+    """Cases run on one surface and the failures by class, with the first example of each."""
+
+    surface: str
+    cases: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
+    first: dict[str, str] = field(default_factory=dict)
+    slowest_s: float = 0.0
+    checks: int = 0                  # invariant and poisoned-read checks run
+
+    def record(self, cls: str, example: str) -> None:
+        self.counts[cls] += 1
+        self.first.setdefault(cls, example[:EXAMPLE_CHARS])
+
+    def failures(self) -> dict[str, str]:
+        """Class -> "count; first example" for each class that has failures (empty: clean)."""
+        return {cls: f"{self.counts[cls]}; first: {self.first[cls]}"
+                for cls in CLASSES if self.counts[cls]}
+
+
+def classify_violations(tally: Tally, lines: list[str], after: str) -> None:
+    """Invariant checker lines -> the double-held / over-committed classes."""
+    for line in lines:
+        cls = OVER_COMMITTED if " requested " in line else DOUBLE_HELD
+        tally.record(cls, f"{line} (after {after})")
+
+
+def crash_text(text: str) -> bool:
+    return "Traceback" in text or "internal error" in text
+
+
+class CliWorker:
+    """One ``tests.fuzz.cli_worker`` child under the memory limit; ``call`` sends one request."""
+
+    def __init__(self) -> None:
+        self.log = tempfile.NamedTemporaryFile(prefix="gpusched-fuzz-worker-", suffix=".log")
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "tests.fuzz.cli_worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=self.log, cwd=REPO_ROOT,
+                                env=child_env(), preexec_fn=limit_memory)
+
+    def call(self, request: dict[str, Any]) -> tuple[dict[str, Any], Waited]:
+        """The worker's answer (``{"died": ...}`` when it died, ``{}`` on a hang) and the wait."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        if self.process.poll() is not None:
+            self.process = self._start()
+        try:
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass
+        stdout = self.process.stdout
+
+        def answered(timeout: float) -> bool:
+            return bool(select.select([stdout], [], [], timeout)[0])
+
+        waited = wait_for_answer(self.process.pid, answered)
+        if waited.hang:
+            kill(self.process)
+            return {}, waited
+        line = stdout.readline()
+        if not line:
+            code = self.process.wait()
+            self.log.seek(0)
+            tail = self.log.read().decode(errors="replace")[-400:]
+            self.log.truncate(0)
+            return {"died": f"worker exited {code}: {tail}"}, waited
+        return json.loads(line), waited
+
+    def cli(self, *argv: str) -> tuple[dict[str, Any], Waited]:
+        return self.call({"op": "cli", "argv": list(argv)})
+
+    def close(self) -> None:
+        if self.process.poll() is None and self.process.stdin is not None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill(self.process)
+        self.log.close()
+
+
+def state_copy(base: Path, to: Path) -> Path:
+    """A fresh copy of a prepared state file (and nothing of an older one at ``to``)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{to}{suffix}").unlink(missing_ok=True)
+    to.write_bytes(base.read_bytes())
+    return to
