@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ OVER_COMMITTED = "over-committed node"
 POISONED = "poisoned read"
 CLASSES = (CRASH, HANG, ACCEPTED_INVALID, DOUBLE_HELD, OVER_COMMITTED, POISONED)
 EXAMPLE_CHARS = 600
+_RECORDING = threading.Lock()
 
 
 def limit_memory() -> None:
@@ -97,9 +99,10 @@ class Waited:
     hang: str = ""
 
 
-def wait_for_answer(pid: int, answered: Callable[[float], bool]) -> Waited:
+def wait_for_answer(pid: int, answered: Callable[[float], bool], idle_limit: float = IDLE_HANG_S) -> Waited:
     """Call ``answered(POLL_S)`` (blocks at most that long, True once the answer is there) until
-    it is True or the case counts as a hang (module docstring)."""
+    it is True or the case counts as a hang (module docstring). ``idle_limit``: a CLI that waits
+    for the state file's lock while ``serve`` writes is idle by design (concurrent writers)."""
     start, start_cpu = time.monotonic(), cpu_s(pid)
     last_sched, last_t, idle = sched_ns(pid), start, 0.0
     while not answered(POLL_S):
@@ -108,7 +111,7 @@ def wait_for_answer(pid: int, answered: Callable[[float], bool]) -> Waited:
             idle += now - last_t
         last_sched, last_t = sched, now
         used = cpu_s(pid) - start_cpu
-        why = (f"no answer after {idle:.1f} s of CPU-idle time" if idle >= IDLE_HANG_S else
+        why = (f"no answer after {idle:.1f} s of CPU-idle time" if idle >= idle_limit else
                f"no answer after {used:.1f} s of CPU" if used >= BUSY_CEILING_S else
                f"no answer after {now - start:.0f} s" if now - start >= WALL_CEILING_S else "")
         if why:
@@ -134,9 +137,14 @@ class Tally:
     slowest_s: float = 0.0
     checks: int = 0                  # invariant and poisoned-read checks run
 
+    def add_case(self) -> None:
+        with _RECORDING:
+            self.cases += 1
+
     def record(self, cls: str, example: str) -> None:
-        self.counts[cls] += 1
-        self.first.setdefault(cls, example[:EXAMPLE_CHARS])
+        with _RECORDING:                   # concurrent writers record from several threads
+            self.counts[cls] += 1
+            self.first.setdefault(cls, example[:EXAMPLE_CHARS])
 
     def failures(self) -> dict[str, str]:
         """Class -> "count; first example" for each class that has failures (empty: clean)."""
@@ -145,9 +153,12 @@ class Tally:
 
 
 def classify_violations(tally: Tally, lines: list[str], after: str) -> None:
-    """Invariant checker lines -> the double-held / over-committed classes."""
+    """Invariant checker lines -> classes: a request past allocatable or a device the node does
+    not advertise (a MIG instance a layout change removed) is an over-committed node; one device
+    or GPU share held twice a double-held device; an unreadable record a poisoned read."""
     for line in lines:
-        cls = OVER_COMMITTED if " requested " in line else DOUBLE_HELD
+        cls = (POISONED if "cannot be read" in line or "unreadable" in line else
+               OVER_COMMITTED if " requested " in line or "does not advertise" in line else DOUBLE_HELD)
         tally.record(cls, f"{line} (after {after})")
 
 
@@ -167,7 +178,7 @@ class CliWorker:
                                 stdout=subprocess.PIPE, stderr=self.log, cwd=REPO_ROOT,
                                 env=child_env(), preexec_fn=limit_memory)
 
-    def call(self, request: dict[str, Any]) -> tuple[dict[str, Any], Waited]:
+    def call(self, request: dict[str, Any], idle_limit: float = IDLE_HANG_S) -> tuple[dict[str, Any], Waited]:
         """The worker's answer (``{"died": ...}`` when it died, ``{}`` on a hang) and the wait."""
         assert self.process.stdin is not None and self.process.stdout is not None
         if self.process.poll() is not None:
@@ -182,7 +193,7 @@ class CliWorker:
         def answered(timeout: float) -> bool:
             return bool(select.select([stdout], [], [], timeout)[0])
 
-        waited = wait_for_answer(self.process.pid, answered)
+        waited = wait_for_answer(self.process.pid, answered, idle_limit)
         if waited.hang:
             kill(self.process)
             return {}, waited
@@ -195,8 +206,8 @@ class CliWorker:
             return {"died": f"worker exited {code}: {tail}"}, waited
         return json.loads(line), waited
 
-    def cli(self, *argv: str) -> tuple[dict[str, Any], Waited]:
-        return self.call({"op": "cli", "argv": list(argv)})
+    def cli(self, *argv: str, idle_limit: float = IDLE_HANG_S) -> tuple[dict[str, Any], Waited]:
+        return self.call({"op": "cli", "argv": list(argv)}, idle_limit)
 
     def close(self) -> None:
         if self.process.poll() is None and self.process.stdin is not None:

@@ -74,6 +74,14 @@ class ManifestSurface:
         self.probes += 1
         probe = self.dir / "probe.yaml"
         probe.write_text(cases.dump(cases.pod(f"probe-{self.probes}", {"cpu": "10m"})))
+        answer, waited = self.worker.call({"op": "invariants", "state": str(self.state)})
+        if "violations" not in answer:
+            self.tally.record(harness.HANG if waited.hang else harness.POISONED,
+                              f"invariant checker after {after}: {waited.hang or answer}")
+            self.fresh()
+            return False
+        violations = answer["violations"]
+        harness.classify_violations(self.tally, violations, after)
         for argv in (*READS, ("apply", "-f", str(probe)), ("advance", "1m")):
             answer, waited = self.worker.cli("--state", str(self.state), *argv)
             if waited.hang or answer.get("code") != 0 or harness.crash_text(answer.get("err", "")):
@@ -82,17 +90,10 @@ class ManifestSurface:
                                   f"`gpusched {' '.join(argv)}` after {after}: {why}")
                 self.fresh()
                 return False
-        answer, waited = self.worker.call({"op": "invariants", "state": str(self.state)})
-        if "violations" not in answer:
-            self.tally.record(harness.HANG if waited.hang else harness.POISONED,
-                              f"invariant checker after {after}: {waited.hang or answer}")
-            self.fresh()
-            return False
-        harness.classify_violations(self.tally, answer["violations"], after)
         self.unchecked = []
-        if answer["violations"] or self.accepted >= RESET_EVERY:
+        if violations or self.accepted >= RESET_EVERY:
             self.fresh()
-        return not answer["violations"]
+        return not violations
 
     def run_table_case(self, case: cases.ManifestCase) -> None:
         """Every step of a named case on a fresh state, checked after each accepted step."""
