@@ -12,6 +12,7 @@ but never crash, hang, poison a later read or break an invariant (findings 1-4).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +121,15 @@ PINNED = [
 ]
 
 
+PLACEHOLDERS = ("p", "web", "j", "lr")
+
+
 def _refused(case_id: str, *docs: dict[str, Any]) -> ManifestCase:
+    """A finding-6 case; a placeholder name becomes the case's own, so that through ``serve``
+    each case is a create (an earlier case's object would make it an update)."""
+    for doc in docs:
+        if doc["metadata"].get("name") in PLACEHOLDERS:
+            doc["metadata"]["name"] = re.sub(r"[^a-z0-9]+", "-", case_id.lower()).strip("-")
     return ManifestCase(f"f6-{case_id}", (dump(*docs),), refused=True, finding=6)
 
 

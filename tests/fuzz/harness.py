@@ -146,6 +146,10 @@ class Tally:
             self.counts[cls] += 1
             self.first.setdefault(cls, example[:EXAMPLE_CHARS])
 
+    def report(self) -> str:
+        """One line per failure class with its count and first example ("" when clean)."""
+        return "\n".join(f"{self.surface} / {cls}: {text}" for cls, text in self.failures().items())
+
     def failures(self) -> dict[str, str]:
         """Class -> "count; first example" for each class that has failures (empty: clean)."""
         return {cls: f"{self.counts[cls]}; first: {self.first[cls]}"

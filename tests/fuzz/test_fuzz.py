@@ -45,36 +45,36 @@ def fresh_tally(surface, name: str) -> Tally:
 def test_manifest_table_case_through_the_cli(manifest_surface, case: cases.ManifestCase) -> None:
     tally = fresh_tally(manifest_surface, case.id)
     manifest_surface.run_table_case(case)
-    assert tally.cases == 1 and not tally.failures(), tally.failures()
+    assert tally.cases == 1 and not tally.failures(), tally.report()
 
 
 @pytest.mark.parametrize("case", cases.API_CASES, ids=lambda c: c.id)
 def test_api_table_case(api_surface, case: cases.ApiCase) -> None:
     tally = fresh_tally(api_surface, case.id)
     api_surface.run_api_case(case)
-    assert tally.cases == 1 and not tally.failures(), tally.failures()
+    assert tally.cases == 1 and not tally.failures(), tally.report()
 
 
 @pytest.mark.parametrize("case", cases.MANIFEST_CASES, ids=lambda c: c.id)
 def test_manifest_table_case_through_serve(api_surface, case: cases.ManifestCase) -> None:
     tally = fresh_tally(api_surface, case.id)
     api_surface.run_manifest_case(case)
-    assert tally.cases == 1 and not tally.failures(), tally.failures()
+    assert tally.cases == 1 and not tally.failures(), tally.report()
 
 
 def test_generated_manifests_through_the_cli(tmp_path: Path) -> None:
     tally = surface_manifests.run(tmp_path, GENERATED_MANIFESTS, table=False)
     print(f"\n{tally.surface}: {tally.cases} cases, {tally.checks} checks")
-    assert tally.cases == GENERATED_MANIFESTS and not tally.failures(), tally.failures()
+    assert tally.cases == GENERATED_MANIFESTS and not tally.failures(), tally.report()
 
 
 def test_generated_api_requests(tmp_path: Path) -> None:
     tally = surface_api.run(tmp_path, GENERATED_REQUESTS, table=False)
     print(f"\n{tally.surface}: {tally.cases} cases, {tally.checks} checks, slowest {tally.slowest_s} s")
-    assert tally.cases == GENERATED_REQUESTS and not tally.failures(), tally.failures()
+    assert tally.cases == GENERATED_REQUESTS and not tally.failures(), tally.report()
 
 
 def test_concurrent_writers(tmp_path: Path) -> None:
     tally = surface_concurrent.run(tmp_path, CONCURRENT_WRITES)
     print(f"\n{tally.surface}: {tally.cases} writes, {tally.checks} checks")
-    assert tally.cases >= CONCURRENT_WRITES and tally.checks > 0 and not tally.failures(), tally.failures()
+    assert tally.cases >= CONCURRENT_WRITES and tally.checks > 0 and not tally.failures(), tally.report()
