@@ -1,7 +1,7 @@
 """The fuzz suite's large budget (issue 25): cases per surface and each failure class, with the
 first example of each.
 
-    python -m bench.fuzz [--cases 10000] [--surface manifests|api|concurrent ...] [--seed 0]
+    python -m bench.fuzz [--cases 10000] [--surface manifests|api|concurrent ...] [--seed 0] [--minutes M]
 
 Run from the repository root (it imports the suite's surfaces from ``tests/fuzz``). Each surface
 runs the table cases of issue 25 and then ``--cases`` generated cases (random hypothesis
@@ -26,13 +26,13 @@ from tests.fuzz.harness import CLASSES, Tally
 SURFACES = ("manifests", "api", "concurrent")
 
 
-def run_surface(name: str, workdir: Path, cases: int, seed: int) -> Tally:
+def run_surface(name: str, workdir: Path, cases: int, seed: int, stop_at: float | None) -> Tally:
     workdir.mkdir(parents=True, exist_ok=True)
     if name == "manifests":
-        return surface_manifests.run(workdir, cases, derandomize=False, seed=seed)
+        return surface_manifests.run(workdir, cases, derandomize=False, seed=seed, stop_at=stop_at)
     if name == "api":
-        return surface_api.run(workdir, cases, derandomize=False, seed=seed)
-    return surface_concurrent.run(workdir, cases, seed=seed)
+        return surface_api.run(workdir, cases, derandomize=False, seed=seed, stop_at=stop_at)
+    return surface_concurrent.run(workdir, cases, seed=seed, stop_at=stop_at)
 
 
 def table(tallies: list[tuple[Tally, float, float]]) -> str:
@@ -49,12 +49,16 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000, help="generated cases per surface")
     parser.add_argument("--surface", action="append", choices=SURFACES, help="default: all three")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minutes", type=float, default=0,
+                        help="stop each surface's generated cases after this long (0: no limit); "
+                             "the table says how many ran")
     args = parser.parse_args()
     tallies = []
     with tempfile.TemporaryDirectory(prefix="gpusched-fuzz-") as tmp:
         for name in args.surface or SURFACES:
             before, start = os.times(), time.monotonic()
-            tally = run_surface(name, Path(tmp, name), args.cases, args.seed)
+            stop_at = start + args.minutes * 60 if args.minutes else None
+            tally = run_surface(name, Path(tmp, name), args.cases, args.seed, stop_at)
             after = os.times()
             cpu = sum(after[:4]) - sum(before[:4])
             tallies.append((tally, cpu, time.monotonic() - start))

@@ -48,6 +48,16 @@ EXAMPLE_CHARS = 600
 _RECORDING = threading.Lock()
 
 
+class OutOfTime(BaseException):
+    """Raised inside a hypothesis run when the bench's time budget is spent (a BaseException,
+    so hypothesis stops at once instead of shrinking); the tally so far is the result."""
+
+
+def check_time(stop_at: float | None) -> None:
+    if stop_at is not None and time.monotonic() > stop_at:
+        raise OutOfTime
+
+
 def limit_memory() -> None:
     """``preexec_fn`` of every child: a regression that allocates without bound dies alone."""
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))

@@ -220,7 +220,7 @@ def api_requests(surface: ApiSurface) -> st.SearchStrategy[Any]:
                      st.tuples(st.just("generated"), generated), st.tuples(st.just("text"), texts))
 
 
-def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0, table: bool = True) -> Tally:
+def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0, table: bool = True, stop_at: float | None = None) -> Tally:
     tally = Tally("API requests (serve)")
     surface = ApiSurface(workdir, tally)
     try:
@@ -234,6 +234,7 @@ def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0, 
                       suppress_health_check=list(HealthCheck))
             @given(api_requests(surface))
             def fuzz(request: tuple[str, Any]) -> None:
+                harness.check_time(stop_at)
                 kind, value = request
                 if kind == "schemathesis":
                     surface.send_schemathesis(value)
@@ -242,7 +243,10 @@ def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0, 
                 else:
                     surface.send_text(*value)
 
-            (fuzz if derandomize else fixed_seed(seed)(fuzz))()
+            try:
+                (fuzz if derandomize else fixed_seed(seed)(fuzz))()
+            except harness.OutOfTime:
+                pass
             surface.check()
     finally:
         surface.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,13 +115,15 @@ class ConcurrentSurface(ApiSurface):
         self.check()
 
 
-def run(workdir: Path, operations: int, seed: int = 0) -> Tally:
+def run(workdir: Path, operations: int, seed: int = 0, stop_at: float | None = None) -> Tally:
     """Rounds until ``operations`` writes have been made; returns the tally."""
     tally = Tally("concurrent writers")
     surface = ConcurrentSurface(workdir, tally)
     per_round = (API_WRITERS + 1) * OPS_PER_ROUND
     try:
         for n in range(max(1, -(-operations // per_round))):
+            if stop_at is not None and time.monotonic() > stop_at:
+                break
             surface.round(seed + n)
     finally:
         surface.close()

@@ -117,7 +117,7 @@ class ManifestSurface:
 
 
 def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0,
-        table: bool = True) -> Tally:
+        table: bool = True, stop_at: float | None = None) -> Tally:
     """The table cases, then ``generated`` hypothesis cases; returns the tally."""
     tally = Tally("manifests (CLI)")
     surface = ManifestSurface(workdir, tally)
@@ -131,9 +131,13 @@ def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0,
                       suppress_health_check=list(HealthCheck))
             @given(manifest_cases())
             def fuzz(case: GeneratedCase) -> None:
+                harness.check_time(stop_at)
                 surface.run_generated(case)
 
-            (fuzz if derandomize else fixed_seed(seed)(fuzz))()
+            try:
+                (fuzz if derandomize else fixed_seed(seed)(fuzz))()
+            except harness.OutOfTime:
+                pass
             surface.check()
     finally:
         surface.close()
