@@ -158,8 +158,6 @@ REFUSED = [
     _refused("binarydata-not-base64", configmap("bin", binaryData={"a": "not base64!"})),
     _refused("nodepool-cpu-fullwidth-digits", nodepool("fw", cpu="\uff11\uff16")),
     _refused("pod-cpu-arabic-indic-digit", pod("p", {"cpu": "\u0663"})),
-    _refused("pod-memory-leading-space", pod("p", {"memory": " 1"})),
-    _refused("pod-memory-trailing-space", pod("p", {"memory": "1Gi "})),
     _refused("deployment-strategy-bogus", deployment(strategy={"type": "Bogus"})),
     _refused("deployment-maxsurge-150x", deployment(strategy={"type": "RollingUpdate",
                                                               "rollingUpdate": {"maxSurge": "150x"}})),
@@ -196,7 +194,14 @@ REFUSED = [
     ManifestCase("f6-only-a-comment", ("# nothing here\n",), refused=True, finding=6),
 ]
 
-MANIFEST_CASES = SIZES + NESTING + PINNED + REFUSED
+# Not refused: kube-apiserver trims the spaces around a quantity it decodes from JSON (apimachinery
+# pkg/api/resource/quantity.go UnmarshalJSON: ParseQuantity(strings.TrimSpace(...)), "TODO: Remove
+# support for leading/trailing whitespace") and stores the canonical form; issue 25 listed them as
+# refused. Accepted or not, nothing read later may fail.
+SPACES = [ManifestCase("f6-pod-memory-leading-space", (dump(pod("lead", {"memory": " 1"})),), finding=6),
+          ManifestCase("f6-pod-memory-trailing-space", (dump(pod("trail", {"memory": "1Gi "})),), finding=6)]
+
+MANIFEST_CASES = SIZES + NESTING + PINNED + REFUSED + SPACES
 
 
 @dataclass(frozen=True)

@@ -79,8 +79,6 @@ POD_SPEC_PLANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "nodeName UPPER_CASE": lambda s: s.update(nodeName="UPPER_CASE"),
     "cpu '１６'": _set_limit("cpu", "\uff11\uff16"),
     "cpu '٣'": _set_limit("cpu", "\u0663"),
-    "memory ' 1'": _set_limit("memory", " 1"),
-    "memory '1Gi '": _set_limit("memory", "1Gi "),
 }
 META_PLANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "finalizer 'bad finalizer!'": lambda m: m.update(finalizers=["bad finalizer!"]),

@@ -41,19 +41,24 @@ QUERIES = ("", "fieldValidation=Strict", "fieldValidation=Warn", "fieldValidatio
            "fieldValidation=Bogus", "dryRun=All", "pretty=true", "fieldManager=%00")
 
 
+def _meta(doc: dict[str, Any]) -> dict[str, Any]:
+    meta = doc.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
 def collection_path(doc: dict[str, Any]) -> str:
     info = KINDS.get(str(doc.get("kind")))
     if info is None:
         return "/api/v1/namespaces/default/configmaps"
     root = "/api/v1" if not info.group else f"/apis/{info.api_version}"
     if info.namespaced:
-        namespace = (doc.get("metadata") or {}).get("namespace") or "default"
+        namespace = _meta(doc).get("namespace") or "default"
         root += f"/namespaces/{quote(str(namespace), safe='')}"
     return f"{root}/{info.plural}"
 
 
 def named_path(doc: dict[str, Any]) -> str:
-    return f"{collection_path(doc)}/{quote(str((doc.get('metadata') or {}).get('name', 'x')), safe='')}"
+    return f"{collection_path(doc)}/{quote(str(_meta(doc).get('name', 'x')), safe='')}"
 
 
 class ApiSurface:
