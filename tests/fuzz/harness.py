@@ -72,20 +72,21 @@ def child_env() -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
-def sched_ns(pid: int) -> int:
-    """Nanoseconds ``pid``'s threads have run or waited to run (0 when it is gone)."""
+def sched_ns(*pids: int) -> int:
+    """Nanoseconds the threads of ``pids`` have run or waited to run (0 for one that is gone)."""
     total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
-    for task in tasks:
+    for pid in pids:
         try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
-                run, wait = stat.read().split()[:2]
-        except (OSError, ValueError):
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
             continue
-        total += int(run) + int(wait)
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                    run, wait = stat.read().split()[:2]
+            except (OSError, ValueError):
+                continue
+            total += int(run) + int(wait)
     return total
 
 
@@ -109,14 +110,17 @@ class Waited:
     hang: str = ""
 
 
-def wait_for_answer(pid: int, answered: Callable[[float], bool], idle_limit: float = IDLE_HANG_S) -> Waited:
+def wait_for_answer(pid: int, answered: Callable[[float], bool], idle_limit: float = IDLE_HANG_S,
+                    also: tuple[int, ...] = ()) -> Waited:
     """Call ``answered(POLL_S)`` (blocks at most that long, True once the answer is there) until
     it is True or the case counts as a hang (module docstring). ``idle_limit``: a CLI that waits
-    for the state file's lock while ``serve`` writes is idle by design (concurrent writers)."""
+    for the state file's lock while ``serve`` writes is idle by design (concurrent writers);
+    ``also``: processes whose work the answer may wait for (a CLI writer holding the state file's
+    lock), so the wait is idle only while they are idle too."""
     start, start_cpu = time.monotonic(), cpu_s(pid)
-    last_sched, last_t, idle = sched_ns(pid), start, 0.0
+    last_sched, last_t, idle = sched_ns(pid, *also), start, 0.0
     while not answered(POLL_S):
-        now, sched = time.monotonic(), sched_ns(pid)
+        now, sched = time.monotonic(), sched_ns(pid, *also)
         if sched == last_sched:
             idle += now - last_t
         last_sched, last_t = sched, now

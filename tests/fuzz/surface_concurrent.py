@@ -100,6 +100,7 @@ class ConcurrentSurface(ApiSurface):
         file.unlink(missing_ok=True)
 
     def round(self, seed: int) -> None:
+        self.server.also_busy = (self.cli_writer.process.pid,)
         threads = [threading.Thread(target=self.api_writer, args=(i, random.Random(seed * 100 + i)))
                    for i in range(API_WRITERS)]
         threads.append(threading.Thread(target=self.cli_writes, args=(random.Random(seed * 100 + 99),)))
