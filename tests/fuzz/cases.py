@@ -248,5 +248,12 @@ API_CASES = [
         "spec": {"replicas": 1}})),
     ApiCase("f6-node-status-label-key-70", "PATCH", "/api/v1/nodes/gpu-node-1/status",
             _json({"metadata": {"labels": {"k" * 70: "v"}}}), MERGE_PATCH),
+    # Found by this suite: an unknown field whose name holds a newline, under the default
+    # fieldValidation=Warn. kube-apiserver answers 200 and drops a warning whose text has control
+    # characters (apimachinery util/net/http.go NewWarningHeader: "text must be valid UTF-8 and
+    # must not contain control characters"); it must not become a dropped connection.
+    ApiCase("warning-with-a-newline", "PUT", f"{CMS}/target",
+            _json({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target"}, "a\nb": 1}),
+            refused=False),
 ]
 API_SETUP = ((CMS, configmap("target")), (DEPLOYMENTS, deployment()))

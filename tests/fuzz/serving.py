@@ -112,8 +112,14 @@ class Server:
                 head = sock.recv(65536).decode("latin-1")
             except OSError as error:
                 head = f"(connection reset: {error})"
-            status = int(head.split()[1]) if head.startswith("HTTP/") else 0
-            return Reply(status, head, waited)
+            if not head.startswith("HTTP/"):
+                # closed without a status line: a hang when the client waited for it (the
+                # server's own idle timeout closed it), else a dropped connection
+                why = f"closed after {waited.wall_s:.1f} s without an answer ({head[:80]!r})"
+                if waited.wall_s >= harness.IDLE_HANG_S:
+                    waited.hang = why
+                return Reply(0, head, waited, error=why)
+            return Reply(int(head.split()[1]), head, waited)
         finally:
             _shut(sock)
             sock.close()
