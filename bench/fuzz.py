@@ -36,9 +36,9 @@ def run_surface(name: str, workdir: Path, cases: int, seed: int, stop_at: float 
 
 
 def table(tallies: list[tuple[Tally, float, float]]) -> str:
-    head = ["surface", "cases", "checks", *CLASSES, "CPU s", "wall s"]
+    head = ["surface", "cases", "checks", *CLASSES, "slowest s", "CPU s", "wall s"]
     rows = [[t.surface, str(t.cases), str(t.checks), *(str(t.counts[c]) for c in CLASSES),
-             f"{cpu:.0f}", f"{wall:.0f}"] for t, cpu, wall in tallies]
+             f"{t.slowest_s:.1f}", f"{cpu:.0f}", f"{wall:.0f}"] for t, cpu, wall in tallies]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
                      for r in [head, *rows])
