@@ -75,6 +75,7 @@ class ConcurrentSurface(ApiSurface):
             method, path, body = api_op(rng, writer)
             reply = self.server.json(method, path, body)
             self.tally.add_case()
+            self.tally.slowest_s = max(self.tally.slowest_s, round(reply.waited.wall_s, 2))
             failure = reply.failure()
             if failure is not None:
                 self.tally.record(failure[0], f"{method} {path} {str(body)[:200]}: {failure[1]}")
