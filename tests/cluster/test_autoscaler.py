@@ -122,6 +122,9 @@ def test_template_node_carries_gfd_labels_and_mig_resources(cluster):
     pytest.param("price", None, "small", id="price"),
     # expander/priority/priority.go: the highest priority whose regexp matches the group id.
     pytest.param("priority", "10:\n  - .*small.*\n50:\n  - big\n", "big", id="priority"),
+    # priority.go compiles each rule with Go's regexp (RE2): a look-behind does not compile there
+    # (Python's re took it, matched "big" and chose it), so only the rule for "small" is left.
+    pytest.param("priority", "10:\n  - small\n50:\n  - (?<=b)ig\n", "small", id="priority-rule-go-refuses"),
 ])
 def test_expanders(cluster, expander, priorities, chosen):
     maps = [yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",

@@ -38,7 +38,6 @@ Neighbours: ``controllers.autoscaler`` (uses both), ``devices.prices``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -48,6 +47,7 @@ from gpusched.cluster.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects import limits
 from gpusched.objects.duration import parse_duration
+from gpusched.objects.goregexp import GoPattern, GoRegexpError, compile_go
 
 CONFIG_MAP = "gpusched-cluster-autoscaler"
 PRIORITY_MAP = "cluster-autoscaler-priority-expander"
@@ -192,7 +192,7 @@ def _by_priority(view: View, options: Sequence[Option]) -> list[Option]:
     return list(options)
 
 
-def priority_table(view: View) -> list[tuple[int, list[re.Pattern[str]]]]:
+def priority_table(view: View) -> list[tuple[int, list[GoPattern]]]:
     """``data.priorities`` of the priority expander's ConfigMap, highest priority first;
     an unreadable table is empty (every option stays, as upstream with no match)."""
     import yaml
@@ -211,8 +211,8 @@ def priority_table(view: View) -> list[tuple[int, list[re.Pattern[str]]]]:
         compiled = []
         for pattern in patterns:
             try:
-                compiled.append(re.compile(str(pattern)))
-            except re.error:
+                compiled.append(compile_go(str(pattern)))
+            except GoRegexpError:
                 continue
         out.append((key, compiled))
     return sorted(out, key=lambda item: -item[0])
