@@ -60,6 +60,16 @@ def check_time(stop_at: float | None) -> None:
         raise OutOfTime
 
 
+def run_budget(fuzz: Callable[[], None], derandomize: bool, seed: int) -> None:
+    """Run a ``@given`` test: derandomised (the suite's fixed cases) or under ``seed`` (the
+    bench); a spent time budget (``OutOfTime``) ends it with the tally so far."""
+    from hypothesis import seed as fixed_seed
+    try:
+        (fuzz if derandomize else fixed_seed(seed)(fuzz))()
+    except OutOfTime:
+        pass
+
+
 def limit_memory() -> None:
     """``preexec_fn`` of every child: a regression that allocates without bound dies alone."""
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))

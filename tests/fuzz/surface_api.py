@@ -20,7 +20,6 @@ from urllib.parse import quote, urlencode
 
 import yaml
 from hypothesis import HealthCheck, given, settings
-from hypothesis import seed as fixed_seed
 from hypothesis import strategies as st
 
 from schemathesis.core import NotSet
@@ -248,10 +247,7 @@ def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0, 
                 else:
                     surface.send_text(*value)
 
-            try:
-                (fuzz if derandomize else fixed_seed(seed)(fuzz))()
-            except harness.OutOfTime:
-                pass
+            harness.run_budget(fuzz, derandomize, seed)
             surface.check()
     finally:
         surface.close()

@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import seed as fixed_seed
 
 from tests.fuzz import cases, harness
 from tests.fuzz.generate import GeneratedCase, manifest_cases
@@ -134,10 +133,7 @@ def run(workdir: Path, generated: int, derandomize: bool = True, seed: int = 0,
                 harness.check_time(stop_at)
                 surface.run_generated(case)
 
-            try:
-                (fuzz if derandomize else fixed_seed(seed)(fuzz))()
-            except harness.OutOfTime:
-                pass
+            harness.run_budget(fuzz, derandomize, seed)
             surface.check()
     finally:
         surface.close()
