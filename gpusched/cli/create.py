@@ -11,7 +11,7 @@ pkg/cmd/create/create_{namespace,deployment,job,priorityclass,quota,configmap}.g
 - ``quota NAME --hard=k=v,... [--scopes=A,B]`` (kubectl's ``create quota``, kind ResourceQuota);
 - ``configmap NAME --from-literal=k=v ...``.
 
-The object is created through the API server's create path (``cluster.api_ops.create``:
+The object is created through the API server's create path (``apiserver.api_ops.create``:
 validation, ``AlreadyExists``, admission). ``--dry-run=client`` prints without touching the
 cluster (``-o yaml`` gives the manifest, as ``kubectl create ... --dry-run=client -o yaml``
 does); ``--dry-run=server`` creates, admits, and rolls back.
@@ -215,7 +215,7 @@ def _create(args: argparse.Namespace, bodies: list[tuple[str, dict[str, Any]]]) 
     """Create each body in its own transaction; a refusal is one ``error:`` line (exit 1).
 
     Each body is decoded first under ``--validate`` (objects.strict), as the API server does."""
-    from gpusched.cluster import api_ops
+    from gpusched.cluster.apiserver import api_ops
     from gpusched.objects.strict import decode_with_mode
 
     mode = validation_mode(getattr(args, "validate", "strict"))

@@ -404,7 +404,7 @@ def _start_seconds(args: argparse.Namespace) -> float:
     """``--start``, else ``$GPUSCHED_START``, else the wall-clock time (the CLI is the one
     place that reads it): where a new state file's clock starts."""
     import time
-    from gpusched.cluster.store import EPOCH, parse_start
+    from gpusched.cluster.apiserver.store import EPOCH, parse_start
     from gpusched.errors import UsageError
     text = getattr(args, "start", None) or os.environ.get("GPUSCHED_START")
     if not text:

@@ -25,7 +25,7 @@ from gpusched.cli.commands import open_cluster
 from gpusched.cli.output import render_table
 
 if TYPE_CHECKING:
-    from gpusched.cluster.view import View
+    from gpusched.cluster.apiserver.view import View
     from gpusched.metrics.cluster_source import GpuState
     from gpusched.metrics.cost import NodeUsage
 

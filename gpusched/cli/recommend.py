@@ -17,7 +17,7 @@ from gpusched.cli.commands import namespace_of, open_cluster
 from gpusched.cli.output import render_table
 
 if TYPE_CHECKING:
-    from gpusched.cluster.view import View
+    from gpusched.cluster.apiserver.view import View
 
 CPU_HEADER = ["NAMESPACE", "VPA", "CONTAINER", "CPU LOWER", "CPU TARGET", "CPU UPPER",
               "MEM LOWER", "MEM TARGET", "MEM UPPER"]

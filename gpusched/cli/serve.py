@@ -116,7 +116,7 @@ def _wall_clock(args: argparse.Namespace) -> Callable[[], float]:
     if getattr(args, "start", None) or os.environ.get("GPUSCHED_START"):
         pinned = float(args.start_seconds)
         return lambda: pinned
-    from gpusched.cluster.store import EPOCH
+    from gpusched.cluster.apiserver.store import EPOCH
     return lambda: time.time() - EPOCH.timestamp()
 
 
@@ -171,7 +171,7 @@ def _event_ttl(text: str) -> float:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from gpusched.cluster.store import default_state_path
+    from gpusched.cluster.apiserver.store import default_state_path
     from gpusched.errors import UsageError
     from gpusched.server.app import ApiServer
     from gpusched.server.security import authenticator, is_loopback, prepare

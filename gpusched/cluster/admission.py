@@ -27,8 +27,8 @@ validation of the *mutated* object, then validating admission; plugin order as
 A rejection raises a :mod:`gpusched.errors` type; the caller's transaction rolls back, so a
 rejected apply changes nothing.
 
-Neighbours: called by ``cluster.apply``, ``cluster.api_ops`` and the controllers that create
-pods; ``cluster.quota`` (ResourceQuota), ``cluster.resources`` (pod totals).
+Neighbours: called by ``apiserver.apply``, ``apiserver.api_ops`` and the controllers that create
+pods; ``cluster.quota`` (ResourceQuota), ``apiserver.resources`` (pod totals).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from gpusched.cluster.kinds_admission import (admit_claim_update, admit_service,
                                               admit_volume_update, default_storage_class,
                                               default_toleration_seconds, label_namespace)
 from gpusched.cluster.quota import check_quota, pod_qos, refresh_quotas
-from gpusched.cluster.resources import (container_resources, format_amount,
+from gpusched.cluster.apiserver.resources import (container_resources, format_amount,
                                         limit_range_pod_limits, limit_range_pod_requests)
-from gpusched.cluster.view import View, copy_tree, object_namespace
+from gpusched.cluster.apiserver.view import View, copy_tree, object_namespace
 from gpusched.cluster.load import check_load
 from gpusched.errors import FieldError, ForbiddenError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KINDS

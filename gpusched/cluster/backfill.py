@@ -46,7 +46,7 @@ from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.controllers.pod_lifecycle import run_time, start_time
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.node import node_info

@@ -16,7 +16,7 @@ after another process committed) is every controller's full pass (an informer's 
 timer heap (``cluster.timers``) is kept with the view between commands and re-derives only
 the objects changed since (``serve`` advances every 0.25 s).
 
-Neighbours: ``cluster.store`` / ``cluster.view`` (state), ``cluster.admission``,
+Neighbours: ``apiserver.store`` / ``apiserver.view`` (state), ``cluster.admission``,
 ``cluster.controllers``, ``cluster.scheduling``, ``cluster.settle`` (the work-queue settle
 loop); used by ``cli`` and ``server``.
 """
@@ -32,16 +32,16 @@ from dataclasses import dataclass
 
 from gpusched.cluster import queueing, scheduling
 from gpusched.cluster import settle as settling
-from gpusched.cluster.apply import apply_one
+from gpusched.cluster.apiserver.apply import apply_one
 from gpusched.cluster.controllers import bootstrap
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.controllers.node_lifecycle import collect_orphans
 from gpusched.cluster.controllers.registry import TIMED
 from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, set_ready, taint
-from gpusched.cluster.store import DEFAULT_EVENT_TTL, Store, default_state_path
+from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL, Store, default_state_path
 from gpusched.cluster.timers import Timeline
-from gpusched.cluster.view import View, object_namespace
+from gpusched.cluster.apiserver.view import View, object_namespace
 from gpusched.errors import NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 from gpusched.objects.selectors import (FieldRequirement, field_matches, matches,
@@ -258,8 +258,8 @@ class Cluster:
     def apply_preview(self, manifest: Any, field_validation: str = "Strict") -> ApplyOutcome:
         """What ``apply`` would say for one manifest (``--dry-run=client``): decoded, validated,
         compared with the stored object, nothing admitted or written."""
-        from gpusched.cluster.apply import LAST_APPLIED, validated
-        from gpusched.cluster.store import dumps
+        from gpusched.cluster.apiserver.apply import LAST_APPLIED, validated
+        from gpusched.cluster.apiserver.store import dumps
 
         body, warnings = validated(manifest, field_validation)
         info = resolve_kind(str(body.get("kind", "")))
@@ -465,7 +465,7 @@ class Cluster:
 
     def write(self, fn: Any, settle: bool = True) -> Any:
         """Run ``fn(view)`` as one write transaction (settled unless told otherwise); returns
-        its result. The API server's writes (``cluster.api_ops``) go through here."""
+        its result. The API server's writes (``apiserver.api_ops``) go through here."""
         with self._write(settle) as view:
             return fn(view)
 

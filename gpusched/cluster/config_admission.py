@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.devices.advertise import MIG_PARTED_CONFIGMAP_NAMES, MIG_PARTED_NAMESPACES
 from gpusched.devices.mig import parse_mig_parted_config
 from gpusched.devices.operator import OPERATOR_NAMESPACE, active_policy, policy_config

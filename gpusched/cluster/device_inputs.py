@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusched.cluster.view import ObjectSource, View
+from gpusched.cluster.apiserver.view import ObjectSource, View
 from gpusched.devices.advertise import node_device_state
 from gpusched.objects import limits
 from gpusched.devices.operator import OPERATOR_NAMESPACE, PolicyConfig, active_policy, policy_config

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from gpusched.cluster.controllers.deployment_status import seconds_of
 from gpusched.cluster.controllers.job_rules import finished
 from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler.explain import Fact

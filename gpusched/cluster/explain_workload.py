@@ -30,7 +30,7 @@ from typing import Any
 import re
 
 from gpusched.cluster.controllers.common import controller_of
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.scheduler.explain import Fact
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "Job", "DaemonSet")

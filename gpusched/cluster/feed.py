@@ -4,7 +4,7 @@
 grace periods, back-offs ...), settling at each. A replay also has *arrivals*: objects a trace
 creates at given times. :func:`feed` runs both in one write transaction over one view: at each
 step the clock moves to the earlier of the next timer and the next arrival; the arrivals of
-that time are applied (``cluster.apply.apply_one``: validation and admission, as ``apply``
+that time are applied (``apiserver.apply.apply_one``: validation and admission, as ``apply``
 does), then the view settles on work queues seeded with the timers that fired and the created
 keys (``cluster.settle._settle_changed``) and the timeline re-derives what changed. Nothing
 here knows about traces: the same controllers, kubelet and scheduler run as for ``advance``.
@@ -15,7 +15,7 @@ the settle with the keys changed at that step (``view.gone(key)`` holds deleted 
 ``observer.refused(view, t, manifest, message)`` for an arrival admission refused (a quota,
 an invalid document): the replay goes on without it, as a client whose create failed.
 
-Neighbours: ``cluster.cluster`` (settle, transactions), ``cluster.timers``, ``cluster.apply``;
+Neighbours: ``cluster.cluster`` (settle, transactions), ``cluster.timers``, ``apiserver.apply``;
 used by ``sim.replay``.
 """
 
@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Protocol
 
-from gpusched.cluster.apply import apply_one
+from gpusched.cluster.apiserver.apply import apply_one
 from gpusched.cluster.cluster import MAX_ADVANCE_STEPS
 from gpusched.cluster.settle import _settle_changed
 from gpusched.cluster.controllers.registry import TIMED
 from gpusched.cluster.timers import Timeline
-from gpusched.cluster.view import Key, View
+from gpusched.cluster.apiserver.view import Key, View
 from gpusched.errors import GpuschedError
 from gpusched.objects.manifest import Manifest
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.view import ObjectSource
+from gpusched.cluster.apiserver.view import ObjectSource
 from gpusched.errors import GpuschedError
 from gpusched.objects.assignment import pod_assignment
 from gpusched.objects.node import node_info

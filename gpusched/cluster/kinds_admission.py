@@ -21,7 +21,7 @@
   (``pkg/registry/scheduling/priorityclass/storage``: ``this is a system priority class and
   cannot be deleted``).
 
-Neighbours: called from ``cluster.admission.admit``, ``cluster.apply`` and ``Cluster._delete``;
+Neighbours: called from ``cluster.admission.admit``, ``apiserver.apply`` and ``Cluster._delete``;
 ``cluster.controllers.bootstrap`` creates the furniture these protect.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 import hashlib
 import ipaddress
 
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import FieldError, ForbiddenError, InvalidError
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"

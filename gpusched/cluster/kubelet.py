@@ -58,10 +58,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import TERMINAL, creation_order
-from gpusched.cluster.view_notes import capacity_changed
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.notes import capacity_changed
+from gpusched.cluster.apiserver.view import View
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.assignment import assignment_annotations, device_requests, pod_assignment

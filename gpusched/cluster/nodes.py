@@ -20,7 +20,7 @@ from typing import Any, Callable
 from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
 from gpusched.cluster.controllers.node_lifecycle import EvictionRefused, evict
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.types import Taint
 

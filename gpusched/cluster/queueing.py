@@ -40,7 +40,7 @@ plugins that read other pods (InterPodAffinity, PodTopologySpread, NodePorts, vo
 unknown ones always queue; node-only plugins (NodeAffinity, TaintToleration, NodeName,
 NodeUnschedulable) ignore pod events, as upstream registers no pod event for them.
 
-Neighbours: ``cluster.scheduling_pass`` (calls these), ``cluster.view`` (the state),
+Neighbours: ``cluster.scheduling_pass`` (calls these), ``apiserver.view`` (the state),
 ``scheduler.queue`` (the same numbers for the standalone ``Scheduler``).
 """
 
@@ -58,7 +58,7 @@ from gpusched.scheduler.queue import (INITIAL_BACKOFF_SECONDS, MAX_BACKOFF_SECON
 from gpusched.scheduler.snapshot import CPU, MEMORY, PODS, WHOLE_GPU_MILLI
 
 if TYPE_CHECKING:
-    from gpusched.cluster.view import View
+    from gpusched.cluster.apiserver.view import View
     from gpusched.objects.types import PodInfo
     from gpusched.scheduler.framework import ScheduleResult
     from gpusched.scheduler.snapshot import Snapshot

@@ -35,9 +35,9 @@ from typing import Any
 import copy
 from datetime import datetime, timedelta
 
-from gpusched.cluster.resources import (container_resources, format_amount, quota_limits,
+from gpusched.cluster.apiserver.resources import (container_resources, format_amount, quota_limits,
                                         quota_requests)
-from gpusched.cluster.view import View, object_namespace
+from gpusched.cluster.apiserver.view import View, object_namespace
 from gpusched.errors import ForbiddenError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.quantity import canonical, quantity_string

@@ -24,7 +24,7 @@ import copy
 
 from gpusched.cluster.controllers import daemonset as ds_controller
 from gpusched.cluster.controllers import deployment_util
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo
 

@@ -20,7 +20,7 @@ kube-scheduler's order or ``cluster.backfill``'s):
     and a Warning ``FailedScheduling`` event (a repeat of the same message bumps its count).
 
 Neighbours: ``scheduler.snapshot``/``scheduler.runner`` (decisions), ``devices`` (per-node
-devices), ``cluster.view``; used by ``cluster.scheduling_pass`` and ``cluster.backfill``.
+devices), ``apiserver.view``; used by ``cluster.scheduling_pass`` and ``cluster.backfill``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from gpusched.cluster.controllers import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.store import seconds_of
-from gpusched.cluster.view import ObjectSource, View, copy_tree
+from gpusched.cluster.apiserver.store import seconds_of
+from gpusched.cluster.apiserver.view import ObjectSource, View, copy_tree
 from gpusched.objects.assignment import assignment_annotations, pod_assignment
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gpusched.cluster import queueing, scheduling
 from gpusched.cluster.backfill import schedule_in_order, scheduler_mode
 from gpusched.cluster.snapshot_cache import cached_snapshot
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.pod import pod_info
 
 if TYPE_CHECKING:

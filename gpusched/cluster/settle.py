@@ -6,7 +6,7 @@ Two ways to reach the same fixpoint:
 - :func:`settle_full`: every step's full pass, round after round (an informer's resync). A
   ``Cluster`` runs it on a view just loaded from the store (a new process, or after another
   process committed).
-- :func:`settle_changed`: work queues (``cluster.changes``). Each step has a cursor in the view's
+- :func:`settle_changed`: work queues (``apiserver.changes``). Each step has a cursor in the view's
   journal of changes and is handed the keys changed since its previous run (in the first round:
   what the command changed since the journal was last cleared, plus ``fired``, the keys whose
   timers fired). A ``KEYED`` step reconciles only what they affect; a ``WATCHES`` step runs its
@@ -31,10 +31,10 @@ import logging
 
 from gpusched.cluster import kubelet, scheduling_pass
 from gpusched.cluster.admission import refresh_quotas
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers import pod_lifecycle
 from gpusched.cluster.controllers.registry import CONTROLLERS, KEYED, WATCHES
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 log = logging.getLogger(__name__)
 MAX_SETTLE_ROUNDS = 500

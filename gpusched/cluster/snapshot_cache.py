@@ -21,7 +21,7 @@ The result equals a fresh ``build_snapshot`` node for node and pod for pod
 (``tests/cluster/test_snapshot_cache.py``). The snapshot is the scheduler's own: callers that
 change a snapshot for a what-if (``explain``, ``whatif pod``) keep building their own.
 
-Neighbours: ``cluster.scheduling`` (``build_snapshot``, ``schedule_pending``), ``cluster.view``.
+Neighbours: ``cluster.scheduling`` (``build_snapshot``, ``schedule_pending``), ``apiserver.view``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.scheduling import (build_snapshot, creation_number, place_bound_pod,
                                          readable_pod_info)
-from gpusched.cluster.view import Key, View
+from gpusched.cluster.apiserver.view import Key, View
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.scheduler.snapshot import Snapshot
 

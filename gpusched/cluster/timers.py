@@ -18,13 +18,13 @@ when the clock reaches it (level-triggered, as every controller here is).
 
 ``Cluster.advance`` finds the earliest live time, moves the clock there, pops the entries due
 (:meth:`Timeline.pop_due`: their keys are the timers that fired), settles on work queues seeded
-with them (``cluster.changes``), syncs, repeats: the cost of ``advance 30d`` follows the events
+with them (``apiserver.changes``), syncs, repeats: the cost of ``advance 30d`` follows the events
 inside the 30 days, not steps x objects.
 
 Adding a timer (e.g. Job back-off): write ``due(view, job) -> float | None`` in the controller
 and add it under its kind in ``controllers.registry.TIMED``; ``reconcile`` acts when ``view.now() >= due``.
 
-Neighbours: ``cluster.cluster`` (advance), ``cluster.controllers`` (``TIMED``), ``cluster.view``.
+Neighbours: ``cluster.cluster`` (advance), ``cluster.controllers`` (``TIMED``), ``apiserver.view``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from gpusched.cluster.view import Key, View, key_of
+from gpusched.cluster.apiserver.view import Key, View, key_of
 
 DueFn = Callable[[View, dict[str, Any]], "float | None"]
 

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.load import LoadCurve, load_of
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.assignment import held_by
 from gpusched.objects.quantity import QuantityError, canonical

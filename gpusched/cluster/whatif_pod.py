@@ -32,7 +32,7 @@ import copy
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import ManifestError
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def answer(view: View, manifests: list[Any], default_ns: str,
            explain_pod: Callable[[View, dict[str, Any]], Any]) -> list[PodAnswer]:
     """One ``PodAnswer`` per pod the manifests stand for (see the module docstring);
     ``explain_pod(view, pod)`` is ``Cluster._explain_pod``. Mutates ``view``: roll it back."""
-    from gpusched.cluster.apply import validated
+    from gpusched.cluster.apiserver.apply import validated
 
     bodies: list[tuple[Manifest, dict[str, Any]]] = []
     for manifest in manifests:

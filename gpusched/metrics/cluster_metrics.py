@@ -34,7 +34,7 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, Hist
 from gpusched.cluster.queueing import queue_of
 from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_snapshot,
                                          pending_pods)
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.devices.prices import DEFAULT_PRICES
 from gpusched.metrics import cost

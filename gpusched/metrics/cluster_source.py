@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.store import EPOCH
+from gpusched.cluster.apiserver.store import EPOCH
 from gpusched.cluster.usage import Usage
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id

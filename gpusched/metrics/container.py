@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.store import EPOCH
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.view import View
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.cluster_source import ClusterSource
 from gpusched.metrics.dcgm import pci_bus_id

@@ -16,8 +16,8 @@ from datetime import datetime
 import yaml
 
 from gpusched.cluster.device_inputs import device_inputs
-from gpusched.cluster.store import EPOCH
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.view import View
 from gpusched.metrics.cluster_source import seconds_of
 from gpusched.metrics.container import (ContainerView, ExecResult, _unwrap_shell, build_view,
                                         container_names, exec_output, known_output, marker)

@@ -22,7 +22,7 @@ from gpusched.metrics.cluster_source import ClusterSource
 
 if TYPE_CHECKING:
     from gpusched.cluster.cluster import Cluster
-    from gpusched.cluster.view import View
+    from gpusched.cluster.apiserver.view import View
 
 
 def render_view(view: View, prices: dict[str, float] | None = None) -> bytes:

@@ -6,7 +6,7 @@ value; this copies only dicts and lists and shares everything else, about 4x fas
 are not JSON (a tuple, a datetime from YAML: immutable) are shared, as deepcopy shares atomic
 values.
 
-Neighbours: used by ``objects.validation``, ``cluster.view`` (re-exported there) and the
+Neighbours: used by ``objects.validation``, ``apiserver.view`` (re-exported there) and the
 controllers and API operations that copy an object before changing it.
 """
 

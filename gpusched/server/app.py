@@ -58,7 +58,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from gpusched.cluster.store import DEFAULT_EVENT_TTL
+from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL
 from gpusched.errors import GpuschedError
 from gpusched.server import discovery, metrics_api
 from gpusched.server.feed import DEFAULT_CAPACITY, ChangeFeed

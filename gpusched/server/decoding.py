@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.errors import GpuschedError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.limits import LimitError

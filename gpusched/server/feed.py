@@ -25,7 +25,7 @@ event is sent for them).
 The feed is the only reader of wall-clock-free time here: polling uses ``threading.Condition``
 timeouts; nothing it emits depends on when it polled.
 
-Neighbours: ``cluster.store`` (tables), ``server.watch`` (streams to clients).
+Neighbours: ``apiserver.store`` (tables), ``server.watch`` (streams to clients).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusched.cluster.store import Store
+from gpusched.cluster.apiserver.store import Store
 
 log = logging.getLogger(__name__)
 

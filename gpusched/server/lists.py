@@ -30,7 +30,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.errors import FieldError, GpuschedError, InvalidError
 from gpusched.objects.digits import is_digits
 

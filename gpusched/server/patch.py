@@ -1,7 +1,7 @@
 """Applying PATCH bodies to stored objects: JSON merge, JSON patch, strategic merge, apply.
 
 Pure functions from (stored object, patch) to the new object; the caller then stores it through
-``cluster.api_ops.replace`` (validation, admission, resourceVersion check).
+``apiserver.api_ops.replace`` (validation, admission, resourceVersion check).
 
 - ``application/merge-patch+json`` (RFC 7386): objects merge, ``null`` deletes, lists replace.
 - ``application/json-patch+json`` (RFC 6902, pointers per RFC 6901): add, remove, replace,
@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.errors import GpuschedError
 from gpusched.objects import limits
 from gpusched.objects.manifest import yaml_load

@@ -9,7 +9,7 @@ Paths (``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` other
                                                 scale (get/put/patch; deployments, replicasets)
 
 Reads run on the cluster worker in a read transaction; writes go through
-``cluster.api_ops`` inside one (group-committed, settled) write transaction. Lists honour
+``apiserver.api_ops`` inside one (group-committed, settled) write transaction. Lists honour
 ``labelSelector`` and ``fieldSelector`` (any dotted field, ``=``, ``==``, ``!=``), ``limit`` and
 ``continue`` (pages of one snapshot), ``resourceVersion`` and ``resourceVersionMatch``
 (``server.lists``). ``?watch=true`` is handed to
@@ -22,7 +22,7 @@ the transaction back (``Cluster.dry_run``); the reply is the object as it would 
 ``api_ops.UNSETTLED_KINDS`` (Leases) commit without running controllers and the scheduler.
 
 Neighbours: ``server.app`` (routing), ``server.worker``, ``server.patch``, ``server.tables``,
-``server.watch``, ``cluster.api_ops``.
+``server.watch``, ``apiserver.api_ops``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from urllib.parse import parse_qs
 from dataclasses import dataclass
 from typing import Any
 
-from gpusched.cluster import api_ops
-from gpusched.cluster.api_ops import BadRequestError
-from gpusched.cluster.view import copy_tree
+from gpusched.cluster.apiserver import api_ops
+from gpusched.cluster.apiserver.api_ops import BadRequestError
+from gpusched.cluster.apiserver.view import copy_tree
 from gpusched.errors import ConflictError, FieldError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object

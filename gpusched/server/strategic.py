@@ -32,7 +32,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.objects import schema
 
 DIRECTIVE = "$patch"

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from gpusched.cluster.store import rfc3339
+from gpusched.cluster.apiserver.store import rfc3339
 from gpusched.errors import FieldError, InvalidError, UsageError
 from gpusched.server.lists import MATCH_NOT_OLDER, TooLargeResourceVersionError, parse_resource_version
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector

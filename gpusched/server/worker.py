@@ -5,7 +5,7 @@ wait for the answer; SQLite connections and the cached view never cross threads.
 
 Group commit: writes queued while the worker was busy run in one transaction, one settle, one
 commit (a burst of 1,000 pod creations costs a few dozen transactions, not 1,000). Each write
-checks everything before it changes the view (``cluster.api_ops``), so a rejected one fails
+checks everything before it changes the view (``apiserver.api_ops``), so a rejected one fails
 alone; an unexpected exception (a bug) rolls the batch back and the writes are retried one by
 one, so only the failing one fails. A batch made only of unsettled writes (``write(fn,
 settle=False)``: Leases, which neither controllers nor the scheduler read) skips the settle.
@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.store import DEFAULT_EVENT_TTL
+from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL
 from gpusched.errors import GpuschedError
 
 log = logging.getLogger(__name__)

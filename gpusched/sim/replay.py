@@ -32,10 +32,10 @@ from typing import Any, Callable, Iterator
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.feed import Arrival, feed
-from gpusched.cluster.store import Store
-from gpusched.cluster.apply import apply_one
+from gpusched.cluster.apiserver.store import Store
+from gpusched.cluster.apiserver.apply import apply_one
 from gpusched.cluster.controllers import bootstrap
-from gpusched.cluster.view import Key, View
+from gpusched.cluster.apiserver.view import Key, View
 from gpusched.errors import UsageError
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.types import ANN_DURATION, ANN_GPU_MILLI, ANN_GPU_MODEL

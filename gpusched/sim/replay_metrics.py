@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpusched.cluster.snapshot_cache import cached_snapshot
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.policies.common import node_arrays
 from gpusched.sim.fragmentation import ClusterFragmentation
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from gpusched.cluster.store import seconds_of
-from gpusched.cluster.view import Key, View
+from gpusched.cluster.apiserver.store import seconds_of
+from gpusched.cluster.apiserver.view import Key, View
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     ANN_START_TIME)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from gpusched.cluster.controllers import installed
 
 if TYPE_CHECKING:
-    from gpusched.cluster.changes import Changes
-    from gpusched.cluster.view import View
+    from gpusched.cluster.apiserver.changes import Changes
+    from gpusched.cluster.apiserver.view import View
 
 LABEL_JOB_ID = "gpusched.io/slurm-job-id"
 ANN_JOB_NAME = "gpusched.io/slurm-job-name"

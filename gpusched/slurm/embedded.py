@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from gpusched.cluster.apply import apply_one
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.apply import apply_one
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import UsageError
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.node import node_info

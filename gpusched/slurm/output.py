@@ -40,8 +40,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.common import controller_of, owned_pods
-from gpusched.cluster.store import EPOCH
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.view import View
 from gpusched.metrics.container import build_view, known_output
 from gpusched.objects.assignment import held_by
 from gpusched.objects.types import ANN_START_TIME

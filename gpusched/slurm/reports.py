@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusched.cluster.controllers.common import controller_of, is_terminal, owned_pods
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_resource_requests
 from gpusched.objects.types import ANN_START_TIME

@@ -1,4 +1,4 @@
-"""POST pods/<name>/binding (``cluster.api_ops.bind``) through the serve worker's write path:
+"""POST pods/<name>/binding (``apiserver.api_ops.bind``) through the serve worker's write path:
 what it refuses, in which order, and what a binding writes. Upstream: the pods/binding
 subresource (pkg/registry/core/pod/storage/storage.go BindingREST.Create, assignPod:
 ``pod <name> is already assigned to node "<node>"`` as a 409 Conflict)."""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpusched.cluster import api_ops
+from gpusched.cluster.apiserver import api_ops
 from gpusched.errors import GpuschedError
 from gpusched.objects.kinds import KINDS
 from gpusched.server.worker import ClusterWorker

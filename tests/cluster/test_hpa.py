@@ -15,7 +15,7 @@ import yaml
 
 from gpusched.cluster.controllers import hpa_behavior, hpa_replicas, hpa_sync
 from gpusched.cluster.load import LoadError, parse_load
-from gpusched.cluster.store import rfc3339
+from gpusched.cluster.apiserver.store import rfc3339
 from gpusched.errors import GpuschedError
 
 from .builders import apply, pool

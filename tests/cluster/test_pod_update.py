@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusched.cluster.apply import check_pod_update
+from gpusched.cluster.apiserver.apply import check_pod_update
 from gpusched.errors import InvalidError
 
 OLD = {"metadata": {"name": "p"},

@@ -249,7 +249,7 @@ NOW = 10_000.0
 def _pod(name: str, node: str = "n1", phase: str = "Running", ready: bool = True,
          created: int = 0, ready_at: int | None = None, restarts: int = 0, cost: str | None = None,
          uid: str = "") -> dict:
-    from gpusched.cluster.store import rfc3339
+    from gpusched.cluster.apiserver.store import rfc3339
     conditions = [{"type": "Ready", "status": "True" if ready else "False",
                    "lastTransitionTime": rfc3339(ready_at if ready_at is not None else created)}]
     meta = {"name": name, "uid": uid or name, "creationTimestamp": rfc3339(created)}

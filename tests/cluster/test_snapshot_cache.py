@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.scheduling import build_snapshot
 from gpusched.cluster.snapshot_cache import cached_snapshot
-from gpusched.cluster.store import Store
+from gpusched.cluster.apiserver.store import Store
 from gpusched.errors import GpuschedError
 from tests.cluster.builders import apply, join, pod, pool, priority_class
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.store import default_state_path, rfc3339
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import default_state_path, rfc3339
+from gpusched.cluster.apiserver.view import View
 
 from .builders import apply, join, pod, pool
 
@@ -118,7 +118,7 @@ def test_wal_mode(cluster):
 
 CHILD = textwrap.dedent("""
     import sys
-    from gpusched.cluster import store as store_mod
+    from gpusched.cluster.apiserver import store as store_mod
     from gpusched.cluster.cluster import Cluster
     from gpusched.objects.manifest import load_text
 

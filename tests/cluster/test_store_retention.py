@@ -15,7 +15,7 @@ import pytest
 
 from gpusched.cli.get import Request, _changes
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.store import (DEFAULT_EVENT_TTL, SCHEMA_VERSION, SchemaVersionError, Store,
+from gpusched.cluster.apiserver.store import (DEFAULT_EVENT_TTL, SCHEMA_VERSION, SchemaVersionError, Store,
                                     TooOldResourceVersionError)
 from gpusched.objects.kinds import resolve_kind
 from tests.cli.runner import Gpusched

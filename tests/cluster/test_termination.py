@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gpusched.cluster.store import rfc3339
+from gpusched.cluster.apiserver.store import rfc3339
 
 from .builders import apply, join, node_of, pod, pod_names, pool, terminating_names
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpusched.cluster.view import View, copy_tree
+from gpusched.cluster.apiserver.view import View, copy_tree
 
 
 def stored(view: View) -> dict[str, Any]:

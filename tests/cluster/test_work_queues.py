@@ -1,4 +1,4 @@
-"""Settle on work queues (``cluster.changes``, ``cluster.settle.settle_changed``).
+"""Settle on work queues (``apiserver.changes``, ``cluster.settle.settle_changed``).
 
 Upstream controllers reconcile the keys their informers' event handlers enqueue (kubernetes
 ``pkg/controller/replicaset/replica_set.go`` ``addPod``/``updatePod``/``deletePod`` enqueue the
@@ -20,7 +20,7 @@ import pytest
 from gpusched.cluster import cluster as cluster_module
 from gpusched.cluster import settle as settle_module
 from gpusched.cluster.controllers import deployment, job, replicaset
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 from .builders import apply, join, pod, pool
 

@@ -290,7 +290,7 @@ def read_load_annotation(_tmp):
 
 
 def read_delete_options(_tmp):
-    from gpusched.cluster.api_ops import delete_grace
+    from gpusched.cluster.apiserver.api_ops import delete_grace
     return _raises_one_line(delete_grace, {}, DEEP_JSON.encode())
 
 

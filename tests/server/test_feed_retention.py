@@ -5,7 +5,7 @@ makes the feed start over from the current state (open watches end, clients reli
 from __future__ import annotations
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.store import Store
+from gpusched.cluster.apiserver.store import Store
 from gpusched.server.feed import EVENTS, OBJECTS, ChangeFeed
 from tests.cluster.builders import apply, join, pod, pool
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.server.patch import (JSON_PATCH, MERGE, EntityTooLargeError, JsonPatchError,
                                    apply_patch, json_patch, merge_patch)
 

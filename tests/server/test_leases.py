@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from gpusched.cluster import api_ops
+from gpusched.cluster.apiserver import api_ops
 from gpusched.errors import InvalidError
 from gpusched.objects.kinds import KINDS, resolve_kind
 from gpusched.objects.validation import validate_object

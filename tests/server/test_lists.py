@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.errors import InvalidError
 from gpusched.server import lists
 from tests.conftest import CEILING_S, gpusched_executable

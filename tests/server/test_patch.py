@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.server.http import normalise_path
 from gpusched.server.patch import JSON_PATCH, MERGE, STRATEGIC, JsonPatchError, apply_patch
 from gpusched.server.resources import parse_target

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusched.cluster.api_ops import BadRequestError
+from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.server.patch import (STRATEGIC, GenericInvalidError, UnknownPatchError, apply_patch,
                                    strategic_supported)
 

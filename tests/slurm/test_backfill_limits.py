@@ -7,8 +7,8 @@ import math
 import pytest
 
 from gpusched.cluster.backfill import limit_end
-from gpusched.cluster.store import rfc3339
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import rfc3339
+from gpusched.cluster.apiserver.view import View
 
 
 def pod(annotations: dict | None = None, owner: str = "", command: list | None = None,

@@ -57,7 +57,7 @@ from gpusched.cluster.controllers.autoscaler_groups import (Group, Simulation, g
 from gpusched.cluster.controllers.autoscaler_config import (COMPONENT, Config, Option,
                                                             best_option, load_config)
 from gpusched.cluster.scheduling import pending_pods
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 
 MAX_REASON = "max node group size reached"      # orchestrator/skippedreasons.go

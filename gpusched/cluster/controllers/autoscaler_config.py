@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects import limits
 from gpusched.objects.duration import parse_duration

@@ -20,7 +20,7 @@ import numpy as np
 
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.scheduling import build_snapshot, make_scheduler
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.devices.nodepool import autoscaling
 from gpusched.errors import GpuschedError
 from gpusched.objects.node import node_info

@@ -49,7 +49,7 @@ from gpusched.cluster.controllers.autoscaler_groups import Group, Simulation, up
 from gpusched.cluster.controllers.autoscaler_groups import groups as current
 from gpusched.cluster.controllers.common import (controller_of, delete_pod, is_terminal,
                                                  is_terminating, set_disruption_target)
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"

@@ -24,7 +24,7 @@ import hashlib
 import json
 
 from gpusched.cluster.controllers.autoscaler_config import COMPONENT, NAMESPACE, Config
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from typing import Any
 
 from gpusched.cluster.kinds_admission import (DEFAULT_CLASS_ANNOTATION, KUBERNETES_SERVICE_IP,
                                               NAMESPACE_NAME_LABEL)
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 SYSTEM_PRIORITY_CLASSES = (

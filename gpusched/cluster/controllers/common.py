@@ -16,11 +16,11 @@ import copy
 import hashlib
 import logging
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.admission import admit
-from gpusched.cluster.store import dumps, seconds_of
-from gpusched.cluster.view_notes import capacity_changed
-from gpusched.cluster.view import NAME_ALPHABET, Key, View, object_namespace
+from gpusched.cluster.apiserver.store import dumps, seconds_of
+from gpusched.cluster.apiserver.notes import capacity_changed
+from gpusched.cluster.apiserver.view import NAME_ALPHABET, Key, View, object_namespace
 from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
 

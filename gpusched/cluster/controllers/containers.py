@@ -24,9 +24,9 @@ from typing import Any
 
 import copy
 
-from gpusched.cluster.changes import Changes
-from gpusched.cluster.view_notes import capacity_changed
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.changes import Changes
+from gpusched.cluster.apiserver.notes import capacity_changed
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.pod import annotation_seconds
 from gpusched.objects.types import ANN_START_TIME
 

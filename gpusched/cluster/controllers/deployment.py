@@ -38,7 +38,7 @@ from typing import Any
 import copy
 import math
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import controller_of, owner_reference, template_hash
 from gpusched.cluster.controllers.deployment_status import _complete, _set_progressing, _sync_status
 from gpusched.cluster.controllers.deployment_util import (ANN_DESIRED, ANN_MAX, ANN_REVISION,
@@ -48,7 +48,7 @@ from gpusched.cluster.controllers.deployment_util import (ANN_DESIRED, ANN_MAX, 
                                                           _status_int, canonical, max_surge,
                                                           max_unavailable, new_rs_new_replicas,
                                                           revision, split_sets)
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 
 # ---- the sync ----------------------------------------------------------------------------------

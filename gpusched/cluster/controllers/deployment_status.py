@@ -18,8 +18,8 @@ from datetime import datetime
 from gpusched.cluster.controllers.common import set_status
 from gpusched.cluster.controllers.deployment_util import (DEFAULT_PROGRESS_DEADLINE, _replicas,
                                                           _status_int, max_unavailable)
-from gpusched.cluster.store import EPOCH
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.view import View
 
 # ---- status and conditions ---------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ import copy
 import math
 
 from gpusched.cluster.controllers.common import controller_of
-from gpusched.cluster.store import dumps
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import dumps
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 from gpusched.objects.digits import is_digits
 

@@ -34,8 +34,8 @@ import json
 import logging
 from datetime import datetime, timezone
 
-from gpusched.cluster.changes import Changes, changed_nodes
-from gpusched.cluster.view import View, copy_tree
+from gpusched.cluster.apiserver.changes import Changes, changed_nodes
+from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.cluster.device_inputs import device_inputs
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.devices.advertise import NodeDeviceState, node_device_state

@@ -29,7 +29,7 @@ from typing import Any
 import copy
 
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.selectors import matches, selector_from_dict
 
 TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"

@@ -39,7 +39,7 @@ from typing import Any
 
 from gpusched.cluster.controllers.common import owner_reference, set_status
 from gpusched.cluster.device_inputs import ANN_LOADED_CONFIG, loaded_config
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 from gpusched.devices.operator import (COMPONENTS, DEPLOY_LABEL, DEVICE_PLUGIN,
                                        OPERATOR_NAMESPACE, Component, PolicyConfig,

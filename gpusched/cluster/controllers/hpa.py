@@ -37,7 +37,7 @@ from gpusched.cluster.controllers.hpa_behavior import (normalize, normalize_with
 from gpusched.cluster.controllers.hpa_metrics import compute_replicas_for_metrics
 from gpusched.cluster.controllers.hpa_sync import SCALABLE, SYNC_PERIOD, Sync
 from gpusched.cluster.usage import Usage
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 # ---- controller entry points ------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from gpusched.cluster.controllers.common import is_ready
 from gpusched.cluster.controllers.hpa_sync import (CPU_INITIALIZATION_PERIOD,
                                                    INITIAL_READINESS_DELAY, METRIC_WINDOW,
                                                    MetricError, Sync, TOLERANCE)
-from gpusched.cluster.store import seconds_of
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.usage import MetricNotFound, milli, pod_requests
 
 # ---- replica_calculator.go --------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 from dataclasses import dataclass, field
 
 from gpusched.cluster.usage import Usage
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 COMPONENT = "horizontal-pod-autoscaler"
 SYNC_PERIOD = 15.0                  # --horizontal-pod-autoscaler-sync-period

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from gpusched.cluster.changes import Changes
-    from gpusched.cluster.view import View
+    from gpusched.cluster.apiserver.changes import Changes
+    from gpusched.cluster.apiserver.view import View
 
 Reconcile = Callable[["View", "Changes | None"], None]
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import copy
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
@@ -47,7 +47,7 @@ from gpusched.cluster.controllers.job_rules import (COMPLETE_REASON, COMPONENT, 
                                                     completion_index, completions_of, finished,
                                                     has_condition, indexed, is_pod_failed,
                                                     match_pod_failure_policy)
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 # ---- the sync ----------------------------------------------------------------------------------
 

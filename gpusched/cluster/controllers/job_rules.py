@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpusched.cluster.controllers.deployment_status import seconds_of
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 
 COMPONENT = "job-controller"

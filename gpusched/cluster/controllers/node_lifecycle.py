@@ -31,13 +31,13 @@ from typing import Any
 import copy
 import math
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal,
                                                  is_terminating, labels_of, selector_matches,
                                                  set_disruption_target, set_status)
 from gpusched.cluster.controllers.daemonset import node_taints
 from gpusched.cluster.controllers.deployment_status import seconds_of
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.pod import pod_info
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import zlib
 
-from gpusched.cluster.changes import Changes, changed_nodes
-from gpusched.cluster.view import View, copy_tree
+from gpusched.cluster.apiserver.changes import Changes, changed_nodes
+from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.objects.kinds import KUBERNETES_VERSION
 
 KUBELET_VERSION = f"{KUBERNETES_VERSION}-gpusched"

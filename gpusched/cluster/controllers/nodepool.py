@@ -11,7 +11,7 @@ Neighbours: ``devices.nodepool``; ``controllers.common.collect_garbage``.
 from __future__ import annotations
 
 from gpusched.cluster.controllers.common import owner_reference
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 
 
 def reconcile(view: View) -> None:

@@ -28,14 +28,14 @@ from typing import Any
 import functools
 import re
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers import containers
 from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
                                                  is_terminating)
-from gpusched.cluster.store import seconds_of
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.controllers.node_status import node_ip, pod_ip
-from gpusched.cluster.view_notes import capacity_changed
-from gpusched.cluster.view import View, copy_tree
+from gpusched.cluster.apiserver.notes import capacity_changed
+from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.pod import annotation_seconds

@@ -20,7 +20,7 @@ from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, dae
                                           node_status, nodepool, pod_lifecycle, replicaset,
                                           volumes, vpa)
 from gpusched.cluster import queueing
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.installed import slot

@@ -24,12 +24,12 @@ from typing import Any
 import functools
 import math
 
-from gpusched.cluster.changes import Changes
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_ready, labels_of, owned_pods,
                                                  selector_matches, set_status)
-from gpusched.cluster.store import EPOCH
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.view import View
 
 COMPONENT = "replicaset-controller"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"

@@ -58,7 +58,7 @@ from gpusched.cluster.controllers.volumes_match import (ANN_BETA_STORAGE_PROVISI
                                                         NO_CLASS_MESSAGE, NO_PROVISIONER,
                                                         WAIT_MESSAGE, claim_class, find_best_match,
                                                         is_bound_to, volume_mismatch)
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.selectors import term_from_dict
 
 # ---- the controller ---------------------------------------------------------------------

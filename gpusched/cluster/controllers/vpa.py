@@ -34,7 +34,7 @@ import math
 
 from gpusched.objects.assignment import held_by
 from gpusched.cluster.usage import Usage
-from gpusched.cluster.view import View
+from gpusched.cluster.apiserver.view import View
 from gpusched.objects.selectors import matches, selector_from_dict
 
 COMPONENT = "vpa-recommender"

@@ -1,37 +1,48 @@
-"""What a change of the view tells other parts of the cluster, noted as the view changes.
+"""What a write tells the scheduling queue and the metrics, noted as the write happens.
 
 - :func:`capacity_changed`: something that may let a pending pod fit (a pod left its node, a
-  Node, PersistentVolume(Claim) or StorageClass changed): a new ``View.epoch`` and an entry of
-  ``View.capacity_log`` for the scheduling queue's hints (``cluster.queueing``);
+  Node, PersistentVolume(Claim) or StorageClass changed): a new epoch and an entry of the
+  capacity log, the scheduling queue's hints (``cluster.queueing``);
 - :func:`note_pod_end`: a running GPU pod stopped; a trimmed copy for ``gpusched.metrics``.
 
-Neighbours: called by ``cluster.view`` (create, update, delete) and by the controllers that
-finish pods; read by ``cluster.queueing`` and ``gpusched.metrics``.
+Both work on the few fields of the state they keep (:class:`Noted`), not on the view: the view
+calls them from its writes, and so do the kubelet and the controllers that finish pods, without
+this module knowing the view (no import cycle).
+
+Neighbours: called by ``apiserver.view`` (create, update, delete), the kubelet and the
+controllers that finish pods; read by ``cluster.queueing`` and ``gpusched.metrics``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gpusched.objects.types import ANN_ASSIGNED_DEVICES
 
-if TYPE_CHECKING:
-    from gpusched.cluster.view import View
+
+class Noted(Protocol):
+    """The state the notes keep: the capacity epoch and its log, the metrics' stats, the clock
+    (``apiserver.view.View`` has them)."""
+
+    epoch: int
+    capacity_log: list[list[Any]]
+    stats: dict[str, Any]
+    clock: float
 
 
-def capacity_changed(view: View, pod: dict[str, Any] | None = None) -> None:
+def capacity_changed(state: Noted, pod: dict[str, Any] | None = None) -> None:
     """A new ``epoch``, logged as ``[epoch, node, priority]``: the node ``pod`` left (its
     nominated node for a pending pod, "" for neither) and its priority; no pod: ``"*"``, any
     node."""
-    view.epoch += 1
+    state.epoch += 1
     spec, status = (pod.get("spec") or {}, pod.get("status") or {}) if pod else ({}, {})
     node = (spec.get("nodeName") or status.get("nominatedNodeName") or "") if pod else "*"
-    view.capacity_log.append([view.epoch, node, int(spec.get("priority") or 0)])
+    state.capacity_log.append([state.epoch, node, int(spec.get("priority") or 0)])
 
 
-def note_pod_end(view: View, old: dict[str, Any], new: dict[str, Any] | None) -> None:
+def note_pod_end(state: Noted, old: dict[str, Any], new: dict[str, Any] | None) -> None:
     """Keep a trimmed copy of a GPU pod that stops running (deleted, or Succeeded/Failed) with
-    ``end`` = the virtual time, in ``view.stats["ended_pods"]``: ``gpusched.metrics`` integrates
+    ``end`` = the virtual time, in ``state.stats["ended_pods"]``: ``gpusched.metrics`` integrates
     GPU-hours, utilization and energy over pod lifetimes, and a deleted pod would otherwise vanish.
     """
     if (old.get("status") or {}).get("phase") != "Running":
@@ -46,5 +57,5 @@ def note_pod_end(view: View, old: dict[str, Any], new: dict[str, Any] | None) ->
                                                   "labels", "ownerReferences") if k in meta},
                "spec": {k: spec[k] for k in ("nodeName", "priorityClassName", "priority",
                                              "containers") if k in spec},
-               "end": view.clock}
-    view.stats.setdefault("ended_pods", []).append(trimmed)
+               "end": state.clock}
+    state.stats.setdefault("ended_pods", []).append(trimmed)

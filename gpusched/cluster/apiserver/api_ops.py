@@ -1,4 +1,4 @@
-"""The API server's writes, as functions on a :class:`~gpusched.cluster.view.View`.
+"""The API server's writes, as functions on a :class:`~gpusched.cluster.apiserver.view.View`.
 
 Each function runs inside ``Cluster.write`` (one transaction, settled afterwards) and goes through
 the same validation (``objects.validation``) and admission (``cluster.admission``) as
@@ -21,7 +21,7 @@ nothing even when several requests share one transaction (the server's group com
 - :data:`UNSETTLED_KINDS` (Lease): writes of these kinds skip the settle (the caller passes
   ``settle=needs_settle(info)``).
 
-Neighbours: called by ``server`` through ``Cluster.write``; uses ``cluster.apply``,
+Neighbours: called by ``server`` through ``Cluster.write``; uses ``apiserver.apply``,
 ``cluster.admission``, ``cluster.controllers``.
 """
 
@@ -30,12 +30,12 @@ from __future__ import annotations
 from typing import Any
 
 from gpusched.cluster.admission import admit
-from gpusched.cluster.apply import check_pod_update
+from gpusched.cluster.apiserver.apply import check_pod_update
 from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
 from gpusched.cluster.kinds_admission import default_toleration_seconds
-from gpusched.cluster.view import View, copy_tree
+from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, InvalidError, NotFoundError
 from gpusched.objects import limits
 from gpusched.objects.kinds import KindInfo

@@ -20,7 +20,7 @@ migrated in place by the steps in ``MIGRATIONS`` (one transaction); a file from 
 is refused with one line (:class:`SchemaVersionError`). Version 0 is the layout before versioning
 (events without ``expires``); version 2 added the index on ``events.seq``.
 
-A command works on an in-memory :class:`~gpusched.cluster.view.View` loaded inside one
+A command works on an in-memory :class:`~gpusched.cluster.apiserver.view.View` loaded inside one
 ``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
 CLI calls therefore serialize (``busy_timeout`` 30 s) and a kill -9 mid-command leaves the old or
 the new state, never a half.
@@ -37,7 +37,7 @@ columns are real; a library caller that passes nothing starts at ``EPOCH``.
 State path: explicit argument (``--state PATH``), else ``$GPUSCHED_STATE``, else
 ``$XDG_STATE_HOME/gpusched/cluster.db`` (``~/.local/state/gpusched/cluster.db``).
 
-Neighbours: used by ``cluster.view`` (loading/writing) and ``cluster.cluster`` (the facade).
+Neighbours: used by ``apiserver.view`` (loading/writing) and ``cluster.cluster`` (the facade).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ import json
 
 from gpusched.cluster.admission import admit
 from gpusched.cluster.kinds_admission import default_toleration_seconds
-from gpusched.cluster.store import dumps
-from gpusched.cluster.view import View, object_namespace
+from gpusched.cluster.apiserver.store import dumps
+from gpusched.cluster.apiserver.view import View, object_namespace
 from gpusched.errors import FieldError, InvalidError, ManifestError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.manifest import Manifest

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from gpusched.cluster.view import Key, View
+from gpusched.cluster.apiserver.view import Key, View
 
 # Kinds admission reads when a controller creates a pod: a change may let a refused create pass.
 RESYNC_KINDS = frozenset({"ResourceQuota", "LimitRange", "PriorityClass", "Namespace",

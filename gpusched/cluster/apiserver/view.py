@@ -1,6 +1,6 @@
 """The in-memory view of the cluster that one command reads and changes.
 
-A :class:`View` is loaded from the :class:`~gpusched.cluster.store.Store` inside the command's
+A :class:`View` is loaded from the :class:`~gpusched.cluster.apiserver.store.Store` inside the command's
 transaction, changed by admission, controllers and the scheduler, and written back (only the
 objects that changed, each with a new resourceVersion and a change-log row) before the commit.
 
@@ -27,10 +27,10 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
-from gpusched.cluster.store import DEFAULT_SEED, Store, dumps, rfc3339
+from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.tree import copy_tree as copy_tree   # re-exported: the cluster's copies
-from gpusched.cluster.view_notes import capacity_changed, note_pod_end
+from gpusched.cluster.apiserver.notes import capacity_changed, note_pod_end
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
 
@@ -109,7 +109,7 @@ class View:
     touched_takes: int = 0              # calls of take_touched (a kept Timeline checks it is the taker)
     _unsnapped: set[Key] = field(default_factory=set)   # changed since take_unsnapped (snapshot cache)
     _deleted_nodes: set[str] = field(default_factory=set)   # for PodGC (take_deleted_nodes)
-    # Settle's work queues (``cluster.changes``): every change in order since ``clear_journal``,
+    # Settle's work queues (``apiserver.changes``): every change in order since ``clear_journal``,
     # the last body of each key deleted since, and indexes that map a change to what it affects.
     _journal: list[Key] = field(default_factory=list)
     _gone: dict[Key, dict[str, Any]] = field(default_factory=dict)
@@ -245,7 +245,7 @@ class View:
                         del index[node or ""]
             self._unbound.discard(key)
 
-    # ---- indexes (what a change affects; ``cluster.changes``) -------------------------------
+    # ---- indexes (what a change affects; ``apiserver.changes``) -------------------------------
 
     def pods_on(self, node: str) -> builtins.list[Key]:     # builtins: View.list shadows list
         """Keys of the pods bound to ``node`` (any phase), sorted."""
