@@ -27,7 +27,7 @@ Terminating (a preemption victim), the earliest), for the "room frees up" sugges
 ``scheduler.explain``.
 
 Neighbours: ``cluster.cluster.Cluster.explain`` calls both; ``devices.advertise`` tells what a
-node would offer; ``controllers.pod_lifecycle`` / ``controllers.job`` give the end times.
+node would offer; ``controllers.pod_lifecycle`` / ``controllers.workloads.job`` give the end times.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster.controllers.deployment_status import seconds_of
-from gpusched.cluster.controllers.job_rules import finished
+from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+from gpusched.cluster.controllers.workloads.job_rules import finished
 from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity

@@ -12,8 +12,8 @@ the embedded CLI and real kubectl agree (kubectl 1.32 staging/src/k8s.io/kubectl
   the previous or the given revision, a DaemonSet the ``data`` of its ControllerRevision;
 - history (``history.go``): revisions with their ``kubernetes.io/change-cause``.
 
-Neighbours: ``cluster.controllers.deployment`` / ``daemonset`` keep the revisions; ``cli.rollout``
-prints; the server serves the ReplicaSets/ControllerRevisions kubectl reads itself.
+Neighbours: ``cluster.controllers.workloads.deployment`` / ``daemonset`` keep the revisions;
+``cli.rollout`` prints; the server serves the ReplicaSets/ControllerRevisions kubectl reads itself.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 import copy
 
-from gpusched.cluster.controllers import daemonset as ds_controller
-from gpusched.cluster.controllers import deployment_util
+from gpusched.cluster.controllers.workloads import daemonset as ds_controller
+from gpusched.cluster.controllers.workloads import deployment_util
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo

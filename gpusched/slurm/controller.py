@@ -10,7 +10,7 @@ once :func:`install` filled it (the CLI does when it builds its commands).
 - A pod annotated ``gpusched.io/slurm-timeout`` runs for its time limit only (its body would run
   longer); when it ends it is marked Failed with reason ``DeadlineExceeded``, Slurm's TIMEOUT.
 
-Neighbours: ``slurm.embedded`` (writes the Jobs), ``cluster.controllers.job`` (honours
+Neighbours: ``slurm.embedded`` (writes the Jobs), ``cluster.controllers.workloads.job`` (honours
 ``suspend``), ``cluster.controllers.installed`` (the slot).
 """
 

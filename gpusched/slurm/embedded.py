@@ -21,7 +21,7 @@ starting at 1), created in the same transaction that takes the id:
 :func:`cancel` is scancel. The squeue / sacct / sinfo rows are ``slurm.reports``.
 
 Neighbours: ``slurm.sbatch`` (parsing, partition names), ``cluster.cluster`` (transactions),
-``cluster.controllers.job`` (honours ``spec.suspend``), ``slurm.controller``; used by
+``cluster.controllers.workloads.job`` (honours ``spec.suspend``), ``slurm.controller``; used by
 ``cli.slurm_cmd``, ``slurm.reports``, ``slurm.output``.
 """
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpusched.cluster.controllers import job as jc
-from gpusched.cluster.controllers import job_rules as jr
+from gpusched.cluster.controllers.workloads import job as jc
+from gpusched.cluster.controllers.workloads import job_rules as jr
 from gpusched.cluster.controllers.containers import crash_backoff
 
 from .builders import apply, join, pod, pool, priority_class

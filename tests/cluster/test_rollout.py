@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpusched.cluster.controllers import deployment_util as dc
-from gpusched.cluster.controllers.replicaset import pods_to_delete
+from gpusched.cluster.controllers.workloads import deployment_util as dc
+from gpusched.cluster.controllers.workloads.replicaset import pods_to_delete
 
 from .builders import apply, join, pool
 
@@ -111,7 +111,7 @@ def _rs(name: str, replicas: int, created: str = "2026-01-01T00:00:00Z", availab
 ])
 def test_find_active_or_latest(new, old, expected):
     # deployment_util.go FindActiveOrLatest
-    from gpusched.cluster.controllers import deployment
+    from gpusched.cluster.controllers.workloads import deployment
     sets = ([new] if new is not None else []) + old
     active = [rs for rs in sets if rs["spec"]["replicas"] > 0]
     found = deployment._find_active_or_latest(new, old, sets, active)
@@ -126,7 +126,7 @@ def test_find_active_or_latest(new, old, expected):
 ])
 def test_is_saturated(new, saturated):
     # deployment_util.go IsSaturated (sync.go scale then scales the old sets to 0)
-    from gpusched.cluster.controllers import deployment
+    from gpusched.cluster.controllers.workloads import deployment
     assert deployment._is_saturated(_d(3), new) is saturated
 
 

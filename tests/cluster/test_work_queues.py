@@ -19,7 +19,7 @@ import pytest
 
 from gpusched.cluster import cluster as cluster_module
 from gpusched.cluster import settle as settle_module
-from gpusched.cluster.controllers import deployment, job, replicaset
+from gpusched.cluster.controllers.workloads import deployment, job, replicaset
 from gpusched.cluster.apiserver.view import View
 
 from .builders import apply, join, pod, pool

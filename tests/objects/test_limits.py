@@ -346,12 +346,12 @@ def _annotated(key: str, value: str) -> dict:
 
 
 def read_revision():
-    from gpusched.cluster.controllers.deployment_util import ANN_REVISION, revision
+    from gpusched.cluster.controllers.workloads.deployment_util import ANN_REVISION, revision
     return revision(_annotated(ANN_REVISION, HUGE))
 
 
 def read_completion_index():
-    from gpusched.cluster.controllers.job_rules import INDEX_KEY, completion_index
+    from gpusched.cluster.controllers.workloads.job_rules import INDEX_KEY, completion_index
     return completion_index(_annotated(INDEX_KEY, HUGE))
 
 

@@ -14,8 +14,8 @@ A pod annotated ``gpusched.io/exit-code: "N"`` exits with N when its run time (s
 ``restart_due`` (the timer) is when a back-off ends; ``reconcile`` starts containers whose back-off
 is over.
 
-Neighbours: ``controllers.pod_lifecycle`` calls :func:`end_run`; ``controllers.job`` reads the
-exit codes and restart counts.
+Neighbours: ``controllers.pod_lifecycle`` calls :func:`end_run`; ``controllers.workloads.job`` reads
+the exit codes and restart counts.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ With a ClusterPolicy (the oldest one; later ones get ``status.state: ignored``),
 
 Deleting the ClusterPolicy deletes its DaemonSets (owner references) and their pods.
 
-Neighbours: ``devices.operator`` (the policy's fields, the components), ``controllers.daemonset``
-(pods), ``controllers.device_plugin`` (reads the loaded config).
+Neighbours: ``devices.operator`` (the policy's fields, the components),
+``controllers.workloads.daemonset`` (pods), ``controllers.device_plugin`` (reads the loaded config).
 """
 
 from __future__ import annotations

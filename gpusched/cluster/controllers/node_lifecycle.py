@@ -21,7 +21,7 @@
   would violate a PDB; else DisruptionTarget reason EvictionByEvictionAPI and a graceful delete.
   Terminating pods are not healthy for a PDB (``pkg/controller/disruption``, countHealthyPods).
 
-Neighbours: ``cluster.cluster`` (cordon, taint, drain); ``controllers.job.seconds_of``.
+Neighbours: ``cluster.cluster`` (cordon, taint, drain); ``controllers.workloads.job.seconds_of``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal,
                                                  is_terminating, labels_of, selector_matches,
                                                  set_disruption_target, set_status)
-from gpusched.cluster.controllers.daemonset import node_taints
-from gpusched.cluster.controllers.deployment_status import seconds_of
+from gpusched.cluster.controllers.workloads.daemonset import node_taints
+from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.pod import pod_info

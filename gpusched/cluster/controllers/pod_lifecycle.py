@@ -17,8 +17,8 @@
   removed (DELETED) when that time comes, or as soon as its containers have exited (its run time
   ends first, or it was already Succeeded/Failed). A Terminating pod is never started.
 
-Neighbours: ``controllers.job`` counts the Succeeded/Failed pods; ``cluster.scheduling`` frees
-their devices.
+Neighbours: ``controllers.workloads.job`` counts the Succeeded/Failed pods; ``cluster.scheduling``
+frees their devices.
 """
 
 from __future__ import annotations

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, daemonset, deployment,
-                                          deployment_status,
-                                          device_plugin, endpoints, gpu_operator, hpa, job,
-                                          node_lifecycle,
-                                          node_status, nodepool, pod_lifecycle, replicaset,
-                                          volumes, vpa)
+from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, device_plugin,
+                                          endpoints, gpu_operator, hpa, node_lifecycle,
+                                          node_status, nodepool, pod_lifecycle, volumes, vpa)
+from gpusched.cluster.controllers.workloads import (daemonset, deployment, deployment_status, job,
+                                                    replicaset)
 from gpusched.cluster import queueing
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers import autoscaler_groups

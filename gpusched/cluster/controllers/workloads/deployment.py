@@ -26,9 +26,9 @@ One ReplicaSet per pod template, named ``<deployment>-<pod-template-hash>`` and 
 Pods are available as soon as they are Running (readiness probes and ``minReadySeconds`` are not
 modelled). ``next_time`` is the next progress deadline.
 
-Neighbours: creates ReplicaSets for ``controllers.replicaset``; ``deployment_util`` (numbers,
-owned ReplicaSets), ``deployment_status`` (status and conditions); ``cli.rollout`` reads the
-revisions this module writes.
+Neighbours: creates ReplicaSets for ``controllers.workloads.replicaset``; ``deployment_util``
+(numbers, owned ReplicaSets), ``deployment_status`` (status and conditions); ``cli.rollout`` reads
+the revisions this module writes.
 """
 
 from __future__ import annotations
@@ -40,14 +40,18 @@ import math
 
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import controller_of, owner_reference, template_hash
-from gpusched.cluster.controllers.deployment_status import _complete, _set_progressing, _sync_status
-from gpusched.cluster.controllers.deployment_util import (ANN_DESIRED, ANN_MAX, ANN_REVISION,
-                                                          ANN_REVISION_HISTORY, COMPONENT,
-                                                          DEFAULT_HISTORY_LIMIT, HASH_LABEL,
-                                                          _SKIP_ANNOTATIONS, _replicas, _rolling,
-                                                          _status_int, canonical, max_surge,
-                                                          max_unavailable, new_rs_new_replicas,
-                                                          revision, split_sets)
+from gpusched.cluster.controllers.workloads.deployment_status import (_complete, _set_progressing,
+                                                                      _sync_status)
+from gpusched.cluster.controllers.workloads.deployment_util import (ANN_DESIRED, ANN_MAX,
+                                                                    ANN_REVISION,
+                                                                    ANN_REVISION_HISTORY, COMPONENT,
+                                                                    DEFAULT_HISTORY_LIMIT,
+                                                                    HASH_LABEL, _SKIP_ANNOTATIONS,
+                                                                    _replicas, _rolling,
+                                                                    _status_int, canonical,
+                                                                    max_surge, max_unavailable,
+                                                                    new_rs_new_replicas, revision,
+                                                                    split_sets)
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 

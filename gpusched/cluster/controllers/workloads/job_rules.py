@@ -3,14 +3,14 @@
 ``podFailurePolicy`` (``pod_failure_policy.go``: FailJob / Ignore / Count on exit codes
 or pod conditions) and the failure back-off (``backoff_utils.go``: 10 s doubling to 6 min).
 
-Neighbours: ``controllers.job`` (the sync), ``cluster.explain_facts`` (``finished``).
+Neighbours: ``controllers.workloads.job`` (the sync), ``cluster.explain_facts`` (``finished``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.controllers.deployment_status import seconds_of
+from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 

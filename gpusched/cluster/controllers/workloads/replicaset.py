@@ -14,7 +14,7 @@ first; 7. more container restarts first; 8. created later first. Rules 6 and 8 c
 Status: replicas, fullyLabeledReplicas, readyReplicas, availableReplicas, observedGeneration
 (zero counters other than ``replicas`` omitted, as the API omits them).
 
-Neighbours: created by ``controllers.deployment``; uses ``controllers.common``.
+Neighbours: created by ``controllers.workloads.deployment``; uses ``controllers.common``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_ready, labels_of, owned_pods,
                                                  owner_reference, set_status, template_hash)
-from gpusched.cluster.controllers.deployment_util import canonical, scaled_value
+from gpusched.cluster.controllers.workloads.deployment_util import canonical, scaled_value
 from gpusched.cluster.apiserver.store import dumps
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.pod import pod_info

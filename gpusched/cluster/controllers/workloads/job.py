@@ -28,7 +28,7 @@
 
 Neighbours: pods finish in ``controllers.pod_lifecycle`` (``controllers.containers`` for exit
 codes and in-place restarts); ``gpusched.slurm.controller`` holds and releases suspended Jobs.
-``controllers.job_rules`` reads a Job, matches podFailurePolicy and computes the back-off.
+``controllers.workloads.job_rules`` reads a Job, matches podFailurePolicy and computes the back-off.
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
-from gpusched.cluster.controllers.deployment_status import seconds_of
-from gpusched.cluster.controllers.job_rules import (COMPLETE_REASON, COMPONENT, FINALIZER,
-                                                    INDEX_KEY, _update_backoff, backoff_remaining,
-                                                    completion_index, completions_of, finished,
-                                                    has_condition, indexed, is_pod_failed,
-                                                    match_pod_failure_policy)
+from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+from gpusched.cluster.controllers.workloads.job_rules import (COMPLETE_REASON, COMPONENT, FINALIZER,
+                                                              INDEX_KEY, _update_backoff,
+                                                              backoff_remaining, completion_index,
+                                                              completions_of, finished,
+                                                              has_condition, indexed, is_pod_failed,
+                                                              match_pod_failure_policy)
 from gpusched.cluster.apiserver.view import View
 
 # ---- the sync ----------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def _manage(view: View, job: dict[str, Any], status: dict[str, Any], active: lis
         return []
     want = _wanted_active(spec, status, active)
     if len(active) > want:
-        from gpusched.cluster.controllers.replicaset import pods_to_delete
+        from gpusched.cluster.controllers.workloads.replicaset import pods_to_delete
         for pod in pods_to_delete(active, active, len(active) - want, view.now()):
             _delete_job_pod(view, job, pod)
         return [p for p in owned_pods(view, job) if is_active(p)]

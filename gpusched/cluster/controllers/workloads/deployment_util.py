@@ -3,8 +3,8 @@ the annotation names, ``maxSurge`` / ``maxUnavailable`` arithmetic (``ResolveFen
 ``NewRSNewReplicas``), and reading a Deployment's ReplicaSets (owned sets, revisions, the
 template compared without its ``pod-template-hash``).
 
-Neighbours: ``controllers.deployment`` (the sync), ``deployment_status``, ``controllers.daemonset``
-and ``cluster.rollout`` (revisions, templates).
+Neighbours: ``controllers.workloads.deployment`` (the sync), ``deployment_status``,
+``controllers.workloads.daemonset`` and ``cluster.rollout`` (revisions, templates).
 """
 
 from __future__ import annotations

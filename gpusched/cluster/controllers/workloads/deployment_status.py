@@ -4,7 +4,7 @@ MinimumReplicasUnavailable), Progressing (NewReplicaSetCreated, ReplicaSetUpdate
 NewReplicaSetAvailable, ProgressDeadlineExceeded, DeploymentPaused), and when the next progress
 deadline is due (``progress_due``, ``next_time``).
 
-Neighbours: ``controllers.deployment`` (calls it after each sync), ``deployment_util``;
+Neighbours: ``controllers.workloads.deployment`` (calls it after each sync), ``deployment_util``;
 ``controllers.registry`` times ``progress_due``.
 """
 
@@ -16,8 +16,9 @@ import copy
 from datetime import datetime
 
 from gpusched.cluster.controllers.common import set_status
-from gpusched.cluster.controllers.deployment_util import (DEFAULT_PROGRESS_DEADLINE, _replicas,
-                                                          _status_int, max_unavailable)
+from gpusched.cluster.controllers.workloads.deployment_util import (DEFAULT_PROGRESS_DEADLINE,
+                                                                    _replicas, _status_int,
+                                                                    max_unavailable)
 from gpusched.cluster.apiserver.store import EPOCH
 from gpusched.cluster.apiserver.view import View
 
