@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from gpusched.cluster import queueing, scheduling
 from gpusched.cluster import settle as settling
 from gpusched.cluster.apiserver.apply import apply_one
-from gpusched.cluster.controllers import bootstrap
+from gpusched.cluster.controllers.nodes import bootstrap
 from gpusched.cluster.controllers.common import delete_pod
-from gpusched.cluster.controllers.node_lifecycle import collect_orphans
+from gpusched.cluster.controllers.nodes.node_lifecycle import collect_orphans
 from gpusched.cluster.controllers.registry import TIMED
 from gpusched.cluster.kinds_admission import check_deletable
 from gpusched.cluster.nodes import DrainError, cordon, drain, label, set_ready, taint

@@ -22,7 +22,7 @@
   cannot be deleted``).
 
 Neighbours: called from ``cluster.admission.admit``, ``apiserver.apply`` and ``Cluster._delete``;
-``cluster.controllers.bootstrap`` creates the furniture these protect.
+``cluster.controllers.nodes.bootstrap`` creates the furniture these protect.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ texts ``cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)
 NoExecute taints get ``timeAdded`` (the virtual time they were added), from which
 ``tolerationSeconds`` are counted.
 
-Neighbours: ``cluster.cluster`` (the facade), ``controllers.node_lifecycle`` (eviction, PDBs).
+Neighbours: ``cluster.cluster`` (the facade), ``controllers.nodes.node_lifecycle`` (eviction, PDBs).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
-from gpusched.cluster.controllers.node_lifecycle import EvictionRefused, evict
+from gpusched.cluster.controllers.nodes.node_lifecycle import EvictionRefused, evict
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.kinds import KindInfo

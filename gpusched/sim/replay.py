@@ -34,7 +34,7 @@ from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.feed import Arrival, feed
 from gpusched.cluster.apiserver.store import Store
 from gpusched.cluster.apiserver.apply import apply_one
-from gpusched.cluster.controllers import bootstrap
+from gpusched.cluster.controllers.nodes import bootstrap
 from gpusched.cluster.apiserver.view import Key, View
 from gpusched.errors import UsageError
 from gpusched.objects.manifest import Manifest

@@ -16,7 +16,7 @@ nothing even when several requests share one transaction (the server's group com
   onto the pod, as kube-apiserver does (a secondary scheduler passes its device assignment so).
 - :func:`delete_grace`: DeleteOptions.gracePeriodSeconds of a DELETE (graceful pod deletion,
   ``controllers.common.delete_pod``).
-- :func:`evict` (``pods/eviction``): ``controllers.node_lifecycle.evict`` (429 under a PDB).
+- :func:`evict` (``pods/eviction``): ``controllers.nodes.node_lifecycle.evict`` (429 under a PDB).
 - :func:`record_event` (POST events): core/v1 and events.k8s.io/v1 shapes.
 - :data:`UNSETTLED_KINDS` (Lease): writes of these kinds skip the settle (the caller passes
   ``settle=needs_settle(info)``).
@@ -33,10 +33,11 @@ from gpusched.cluster.admission import admit
 from gpusched.cluster.apiserver.apply import check_pod_update
 from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.controllers.node_lifecycle import evict as evict_pod
+from gpusched.cluster.controllers.nodes.node_lifecycle import evict as evict_pod
 from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.apiserver.view import View, copy_tree
-from gpusched.errors import AlreadyExistsError, ConflictError, GpuschedError, InvalidError, NotFoundError
+from gpusched.errors import (AlreadyExistsError, ConflictError, GpuschedError, InvalidError,
+                             NotFoundError)
 from gpusched.objects import limits
 from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object

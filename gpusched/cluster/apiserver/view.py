@@ -404,7 +404,7 @@ class View:
         return changed
 
     def take_deleted_nodes(self) -> set[str]:
-        """Names of the Nodes deleted since the last call (``controllers.node_lifecycle``)."""
+        """Names of the Nodes deleted since the last call (``controllers.nodes.node_lifecycle``)."""
         gone, self._deleted_nodes = self._deleted_nodes, set()
         return gone
 

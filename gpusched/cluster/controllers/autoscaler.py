@@ -38,7 +38,7 @@ every controller each round). Timers (``due``): upcoming nodes' ``readyAt``, unn
 ``since + scale-down-unneeded-time``, the end of ``scale-down-delay-after-add``.
 
 Neighbours: ``devices.nodepool`` (settings, template), ``cluster.scheduling`` (snapshot,
-scheduler), ``controllers.nodepool`` (creates/deletes the Nodes), ``autoscaler_config``,
+scheduler), ``controllers.nodes.nodepool`` (creates/deletes the Nodes), ``autoscaler_config``,
 ``autoscaler_groups`` (node groups, simulation), ``autoscaler_scaledown``,
 ``autoscaler_status``.
 """

@@ -31,7 +31,7 @@ As ``core/scaledown/planner/planner.go`` and ``core/scaledown/actuation/actuator
    EvictionByEvictionAPI, event ``ScaleDown`` ``deleting pod for node scale down``, graceful
    deletion capped by ``max-graceful-termination-sec``).
 
-Neighbours: ``controllers.autoscaler`` (calls it), ``controllers.node_lifecycle`` (PDBs),
+Neighbours: ``controllers.autoscaler`` (calls it), ``controllers.nodes.node_lifecycle`` (PDBs),
 ``controllers.common`` (graceful deletion), ``cluster.scheduling`` (the simulation).
 """
 
@@ -198,7 +198,7 @@ def _annotation_reason(pod: dict[str, Any], annotations: dict[str, Any], safe: s
 
 def _covering_pdbs(view: View, pod: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
     """The PodDisruptionBudgets of ``namespace`` that select ``pod``."""
-    from gpusched.cluster.controllers.node_lifecycle import pdb_pods
+    from gpusched.cluster.controllers.nodes.node_lifecycle import pdb_pods
     return [pdb for pdb in view.list("PodDisruptionBudget", namespace)
             if pod in pdb_pods(view, pdb)]
 

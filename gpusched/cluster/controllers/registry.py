@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpusched.cluster.controllers import (autoscaler, bootstrap, containers, device_plugin,
-                                          endpoints, gpu_operator, hpa, node_lifecycle,
-                                          node_status, nodepool, pod_lifecycle, volumes, vpa)
+from gpusched.cluster.controllers import (autoscaler, containers, device_plugin, endpoints,
+                                          gpu_operator, hpa, node_status, pod_lifecycle, volumes,
+                                          vpa)
+from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
 from gpusched.cluster.controllers.workloads import (daemonset, deployment, deployment_status, job,
                                                     replicaset)
 from gpusched.cluster import queueing
