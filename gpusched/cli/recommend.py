@@ -1,7 +1,7 @@
 """``gpusched recommend``: the VerticalPodAutoscalers' CPU/memory recommendations (as the VPA
-recommender computes them, ``cluster.controllers.vpa``) and gpusched's GPU right-sizing of the
-pods they watch (``cluster.gpu_fit``): the smallest MIG profile or time-slicing share fitting the
-observed peak, with the GPU-hours and dollars it would save per day.
+recommender computes them, ``cluster.controllers.autoscaling.vpa``) and gpusched's GPU right-sizing
+of the pods they watch (``cluster.controllers.autoscaling.gpu_fit``): the smallest MIG profile or
+time-slicing share fitting the observed peak, with the GPU-hours and dollars it would save per day.
 
 Neighbours: ``cli.main`` registers it; data from the ``Cluster`` facade.
 """
@@ -39,8 +39,8 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def _rows(view: View, namespace: str | None,
           prices: dict[str, float] | None) -> tuple[list[list[Any]], list[list[Any]]]:
-    from gpusched.cluster.controllers.vpa import _key
-    from gpusched.cluster.gpu_fit import fit
+    from gpusched.cluster.controllers.autoscaling.vpa import _key
+    from gpusched.cluster.controllers.autoscaling.gpu_fit import fit
     from gpusched.cluster.device_inputs import device_inputs, node_devices_for
     inputs = device_inputs(view)
     cpu, gpu = [], []

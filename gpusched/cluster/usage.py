@@ -39,7 +39,7 @@ A metric that does not exist raises :class:`MetricNotFound` with the custom metr
 server's message (``the server could not find the metric X for pods``).
 
 Neighbours: ``cluster.load`` (curves), ``cluster.scheduling`` (node devices);
-used by ``cluster.controllers.hpa``, ``server.metrics_api`` and ``metrics.gpu_model``.
+used by ``cluster.controllers.autoscaling.hpa``, ``server.metrics_api`` and ``metrics.gpu_model``.
 """
 
 from __future__ import annotations

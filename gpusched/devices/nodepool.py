@@ -23,9 +23,9 @@ spec:
 ```
 
 An autoscaled pool (``minNodes``/``maxNodes`` set) keeps its node names in ``status.nodes``
-(written by ``cluster.controllers.autoscaler``; the first time, ``<namePrefix>-1..count``);
-``status.upcoming`` holds nodes being provisioned. Default provisioning delay:
-``DEFAULT_GPU_DELAY`` (3 min) for GPU pools, ``DEFAULT_CPU_DELAY`` (1 min) for CPU pools.
+(written by ``cluster.controllers.autoscaling.autoscaler``; the first time,
+``<namePrefix>-1..count``); ``status.upcoming`` holds nodes being provisioned. Default provisioning
+delay: ``DEFAULT_GPU_DELAY`` (3 min) for GPU pools, ``DEFAULT_CPU_DELAY`` (1 min) for CPU pools.
 
 Each node gets the labels ``kubernetes.io/hostname``, ``kubernetes.io/os``,
 ``kubernetes.io/arch``, ``gpusched.io/nodepool`` and the pool's labels; capacity = allocatable

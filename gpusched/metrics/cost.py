@@ -107,7 +107,8 @@ class NodeUsage:
 
 def node_lifetimes(pool: dict[str, Any], nodes: dict[str, dict[str, Any]], now: float) -> list[tuple[float, float]]:
     """(created, removed-or-now) of every node the pool ever had: an autoscaled pool's
-    ``status.created``/``status.removed`` (``cluster.controllers.autoscaler``), else its live
+    ``status.created``/``status.removed`` (``cluster.controllers.autoscaling.autoscaler``), else its
+    live
     Nodes' ``creationTimestamp``."""
     from gpusched.metrics.cluster_source import seconds_of
     status = pool.get("status") or {}

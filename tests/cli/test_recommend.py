@@ -1,5 +1,5 @@
 """``gpusched recommend`` through the console script: VPA rows and the GPU suggestion
-(cluster.controllers.vpa, cluster.gpu_fit), and the line when nothing was sampled yet."""
+(cluster.controllers.autoscaling.vpa, cluster.controllers.autoscaling.gpu_fit), and the line when nothing was sampled yet."""
 
 from __future__ import annotations
 

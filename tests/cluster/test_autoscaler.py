@@ -225,7 +225,7 @@ def test_scale_down_drain_rules(cluster, annotations, bare, namespace, pdb, remo
 def test_gpu_node_utilization_counts_gpus_only():
     # simulator/utilization/info.go Calculate: a node with a GPU config counts GPU utilization
     # only; others max(cpu, memory).
-    from gpusched.cluster.controllers.autoscaler_scaledown import utilization
+    from gpusched.cluster.controllers.autoscaling.autoscaler_scaledown import utilization
     node = {"status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "2"}}}
     busy_cpu = {"metadata": {"name": "p", "namespace": "default"},
                 "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "15"}}}]}}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpusched.cluster.controllers import vpa
-from gpusched.cluster.gpu_fit import fit
+from gpusched.cluster.controllers.autoscaling import vpa
+from gpusched.cluster.controllers.autoscaling.gpu_fit import fit
 from gpusched.errors import InvalidError
 from gpusched.objects.strict import StrictDecodingError
 

@@ -322,14 +322,14 @@ def test_lenient_readers_ignore_a_too_deep_document(reader):
         from gpusched.cluster.controllers.gpu_operator import _found
         assert _found(DEEP_JSON) is False and _found("not json") is False and _found("[1]") is False
     elif reader == "autoscaler-priorities":
-        from gpusched.cluster.controllers.autoscaler_config import priority_table
+        from gpusched.cluster.controllers.autoscaling.autoscaler_config import priority_table
 
         class View:
             def get(self, *_):
                 return {"data": {"priorities": DEEP_YAML}}
         assert priority_table(View()) == []
     else:
-        from gpusched.cluster.controllers.autoscaler_status import _previous
+        from gpusched.cluster.controllers.autoscaling.autoscaler_status import _previous
         assert _previous({"data": {"status": DEEP_YAML}}) == (None, {})
         assert _previous({"data": {"status": "nodeGroups: [1, x]"}}) == (None, {})
 
@@ -379,7 +379,7 @@ def test_numbers_in_free_text_are_read_within_bounds(read, expected):
 
 @pytest.mark.parametrize("value", ["9" * 5000, "\u0663", "86401"], ids=["5000-digits", "arabic-indic", "over"])
 def test_autoscaler_seconds_are_bounded_where_parsed(value):
-    from gpusched.cluster.controllers.autoscaler_config import load_config
+    from gpusched.cluster.controllers.autoscaling.autoscaler_config import load_config
 
     class View:
         def get(self, *_):

@@ -7,21 +7,21 @@ writes them into the Node: only the labels GFD owns are replaced (those NFD's an
 ``nfd.node.kubernetes.io/feature-labels`` lists from the last write; ``gfd.is_gfd_label`` on a node
 never labelled); labels and annotations users set (``nvidia.com/gpu=true``,
 ``nvidia.com/device-plugin.config``, ``nvidia.com/mig.config``) are never removed; every
-``nvidia.com/*`` capacity/allocatable entry is replaced. A changed ConfigMap or label therefore re-advertises the node as a plugin restart
-would; running pods keep their devices (their assignment annotations are untouched; the
-scheduler's device view is rebuilt from them, see ``cluster.scheduling``). A config error is
-recorded as a Warning event on the node and advertises nothing new. A GPU product gpusched does
-not know (``devices.user_models``) is advertised with the node's GPU count and a Warning event
-``UnknownGPUModel`` recorded when the node's labels change. With a ClusterPolicy its
-device-plugin ConfigMap, default and ``mig.strategy`` apply, and a node's plugin keeps the
-ConfigMap it loaded when its pod started (``controllers.gpu_operator``) until that pod is
-replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone. mig-manager's outcome
-(``devices.mig_manager``) is written back as the annotation ``gpusched.io/mig-layout`` (the GPUs'
-MIG state) and the label ``nvidia.com/mig.config.state``; a failure adds a Warning event
-``MigConfigFailed`` (source ``nvidia-mig-manager``) whose message is mig-manager's log lines.
-A change that would touch GPUs pods hold devices on is held (``mig.config.state=pending``, a
-Warning event ``MigConfigPending`` naming the GPUs and pods) and applied once they are free: a
-pending node is revisited when a pod bound to it changes (``Changes.node_names``).
+``nvidia.com/*`` capacity/allocatable entry is replaced. A changed ConfigMap or label therefore
+re-advertises the node as a plugin restart would; running pods keep their devices (their assignment
+annotations are untouched; the scheduler's device view is rebuilt from them, see
+``cluster.scheduling``). A config error is recorded as a Warning event on the node and advertises
+nothing new. A GPU product gpusched does not know (``devices.user_models``) is advertised with the
+node's GPU count and a Warning event ``UnknownGPUModel`` recorded when the node's labels change.
+With a ClusterPolicy its device-plugin ConfigMap, default and ``mig.strategy`` apply, and a node's
+plugin keeps the ConfigMap it loaded when its pod started (``controllers.gpu_operator``) until that
+pod is replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone. mig-manager's
+outcome (``devices.mig_manager``) is written back as the annotation ``gpusched.io/mig-layout`` (the
+GPUs' MIG state) and the label ``nvidia.com/mig.config.state``; a failure adds a Warning event
+``MigConfigFailed`` (source ``nvidia-mig-manager``) whose message is mig-manager's log lines. A
+change that would touch GPUs pods hold devices on is held (``mig.config.state=pending``, a Warning
+event ``MigConfigPending`` naming the GPUs and pods) and applied once they are free: a pending node
+is revisited when a pod bound to it changes (``Changes.node_names``).
 
 Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
 """
@@ -112,7 +112,8 @@ def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
                busy: dict[int, str] | None = None) -> tuple[dict[str, Any], NodeDeviceState]:
     """``node`` as the device plugin and GFD leave it (GFD labels, MIG state annotations,
     ``nvidia.com/*`` capacity and allocatable), and the device state it came from. Pure: the
-    Cluster Autoscaler's template nodes (``controllers.autoscaler``) are built with it."""
+    Cluster Autoscaler's template nodes (``controllers.autoscaling.autoscaler``) are built with
+    it."""
     state = node_device_state(node, configmaps, policy=policy, busy=busy)
     new = copy_tree(node)
     write_gfd_labels(new, dict(state.labels), now)

@@ -48,7 +48,7 @@ def pod_ip(namespace: str, name: str) -> str:
 
 def kubelet_status(node: dict[str, Any], now: str) -> dict[str, Any]:
     """What the kubelet reports for ``node`` (conditions, addresses, nodeInfo); the Cluster
-    Autoscaler's template nodes (``controllers.autoscaler``) use it too."""
+    Autoscaler's template nodes (``controllers.autoscaling.autoscaler``) use it too."""
     return _node_status(node, now)
 
 

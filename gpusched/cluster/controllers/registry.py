@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpusched.cluster.controllers import (autoscaler, containers, device_plugin, endpoints,
-                                          gpu_operator, hpa, node_status, pod_lifecycle, volumes,
-                                          vpa)
+from gpusched.cluster.controllers import (containers, device_plugin, endpoints, gpu_operator,
+                                          node_status, pod_lifecycle, volumes)
+from gpusched.cluster.controllers.autoscaling import autoscaler, hpa, vpa
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
 from gpusched.cluster.controllers.workloads import (daemonset, deployment, deployment_status, job,
                                                     replicaset)
 from gpusched.cluster import queueing
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.controllers import autoscaler_groups
+from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.installed import slot
 from gpusched.devices.operator import OPERATOR_NAMESPACE

@@ -51,11 +51,11 @@ from collections import Counter
 
 import numpy as np
 
-from gpusched.cluster.controllers import autoscaler_scaledown, autoscaler_status
-from gpusched.cluster.controllers.autoscaler_groups import (Group, Simulation, groups,
-                                                            update_status)
-from gpusched.cluster.controllers.autoscaler_config import (COMPONENT, Config, Option,
-                                                            best_option, load_config)
+from gpusched.cluster.controllers.autoscaling import autoscaler_scaledown, autoscaler_status
+from gpusched.cluster.controllers.autoscaling.autoscaler_groups import (Group, Simulation, groups,
+                                                                        update_status)
+from gpusched.cluster.controllers.autoscaling.autoscaler_config import (COMPONENT, Config, Option,
+                                                                        best_option, load_config)
 from gpusched.cluster.scheduling import pending_pods
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError

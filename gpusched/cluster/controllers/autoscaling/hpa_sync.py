@@ -2,7 +2,7 @@
 the default ``behavior`` rules) and the state of one ``reconcileAutoscaler``: ``Sync`` (the HPA,
 its conditions and events) and ``MetricError`` (a metric that could not be computed).
 
-Neighbours: ``controllers.hpa`` (the controller), ``hpa_metrics``, ``hpa_replicas`` and
+Neighbours: ``controllers.autoscaling.hpa`` (the controller), ``hpa_metrics``, ``hpa_replicas`` and
 ``hpa_behavior`` (the steps of a sync), all of which use ``Sync``.
 """
 

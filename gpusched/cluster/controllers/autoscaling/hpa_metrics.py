@@ -3,8 +3,8 @@ target's pods by its selector, then per metric source (Resource, ContainerResour
 Object, External) a replica proposal and the ``currentMetrics`` status entry; a failing metric
 becomes ``ScalingActive=False`` with ``FailedGet<Type>Metric``.
 
-Neighbours: ``controllers.hpa`` (calls it), ``hpa_replicas`` (the arithmetic of a proposal),
-``cluster.usage`` (the metric values).
+Neighbours: ``controllers.autoscaling.hpa`` (calls it), ``hpa_replicas`` (the arithmetic of a
+proposal), ``cluster.usage`` (the metric values).
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gpusched.cluster.controllers.hpa_replicas import (_resource_values, per_pod_replicas,
-                                                       plain_replicas, pods_metric_replicas,
-                                                       resource_replicas, usage_ratio_replicas)
-from gpusched.cluster.controllers.hpa_sync import MetricError, Sync
+from gpusched.cluster.controllers.autoscaling.hpa_replicas import (_resource_values,
+                                                                   per_pod_replicas, plain_replicas,
+                                                                   pods_metric_replicas,
+                                                                   resource_replicas,
+                                                                   usage_ratio_replicas)
+from gpusched.cluster.controllers.autoscaling.hpa_sync import MetricError, Sync
 from gpusched.cluster.usage import MetricNotFound, milli
 from gpusched.errors import UsageError
 from gpusched.objects.quantity import QuantityError, parse_quantity

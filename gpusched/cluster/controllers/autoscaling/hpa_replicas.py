@@ -12,9 +12,10 @@ from typing import Any, Callable
 import math
 
 from gpusched.cluster.controllers.common import is_ready
-from gpusched.cluster.controllers.hpa_sync import (CPU_INITIALIZATION_PERIOD,
-                                                   INITIAL_READINESS_DELAY, METRIC_WINDOW,
-                                                   MetricError, Sync, TOLERANCE)
+from gpusched.cluster.controllers.autoscaling.hpa_sync import (CPU_INITIALIZATION_PERIOD,
+                                                               INITIAL_READINESS_DELAY,
+                                                               METRIC_WINDOW, MetricError, Sync,
+                                                               TOLERANCE)
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.usage import MetricNotFound, milli, pod_requests
 

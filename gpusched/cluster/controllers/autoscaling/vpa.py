@@ -21,8 +21,8 @@ millicores`` 25, ``--pod-recommendation-min-memory-mb`` 250) split over the cont
 written to ``status.recommendation.containerRecommendations`` with the condition
 ``RecommendationProvided``. No updater runs: every mode behaves as ``Off`` (recommend only).
 
-Neighbours: ``cluster.usage`` (samples), ``cluster.gpu_fit`` (the GPU suggestion, for
-``gpusched recommend``).
+Neighbours: ``cluster.usage`` (samples), ``cluster.controllers.autoscaling.gpu_fit`` (the GPU
+suggestion, for ``gpusched recommend``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The Cluster Autoscaler's node groups (autoscaled NodePools) and its scheduling simulation,
-shared by scale-up (``controllers.autoscaler``) and scale-down (``autoscaler_scaledown``).
+shared by scale-up (``controllers.autoscaling.autoscaler``) and scale-down
+(``autoscaler_scaledown``).
 
 - :class:`Group` / :func:`groups`: each autoscaled NodePool (``devices.nodepool.autoscaling``)
   with its state in the pool's ``status``; :func:`update_status` writes that state;

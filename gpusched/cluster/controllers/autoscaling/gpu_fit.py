@@ -7,7 +7,8 @@ slices, then least memory) with ``compute slices / all slices >= peak util x 1.1
 ``profile memory >= peak framebuffer x 1.15``; another model gets the smallest time-slicing share
 in 1/8, 1/4, 1/2 that fits both. A pod that needs its whole GPU keeps it.
 
-Neighbours: ``cluster.controllers.vpa`` records the peaks; ``cli.recommend`` prints this.
+Neighbours: ``cluster.controllers.autoscaling.vpa`` records the peaks; ``cli.recommend`` prints
+this.
 """
 
 from __future__ import annotations

@@ -32,10 +32,11 @@ from typing import Any
 
 import copy
 
-from gpusched.cluster.controllers.hpa_behavior import (normalize, normalize_with_behaviors,
-                                                       store_scale_event)
-from gpusched.cluster.controllers.hpa_metrics import compute_replicas_for_metrics
-from gpusched.cluster.controllers.hpa_sync import SCALABLE, SYNC_PERIOD, Sync
+from gpusched.cluster.controllers.autoscaling.hpa_behavior import (normalize,
+                                                                   normalize_with_behaviors,
+                                                                   store_scale_event)
+from gpusched.cluster.controllers.autoscaling.hpa_metrics import compute_replicas_for_metrics
+from gpusched.cluster.controllers.autoscaling.hpa_sync import SCALABLE, SYNC_PERIOD, Sync
 from gpusched.cluster.usage import Usage
 from gpusched.cluster.apiserver.view import View
 

@@ -12,7 +12,7 @@ when anything but the times changed, so ``lastProbeTime`` is the last change. Th
 own events (``ScaledUpGroup``, ``ScaleDown``, ``ScaleDownEmpty``, ``InvalidConfig``) are
 recorded on this ConfigMap, as upstream's ``LogEventRecorder``.
 
-Neighbours: ``controllers.autoscaler`` (calls ``ensure``, ``record``, ``write``).
+Neighbours: ``controllers.autoscaling.autoscaler`` (calls ``ensure``, ``record``, ``write``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ import copy
 import hashlib
 import json
 
-from gpusched.cluster.controllers.autoscaler_config import COMPONENT, NAMESPACE, Config
+from gpusched.cluster.controllers.autoscaling.autoscaler_config import COMPONENT, NAMESPACE, Config
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 
 if TYPE_CHECKING:
-    from gpusched.cluster.controllers.autoscaler_groups import Group
+    from gpusched.cluster.controllers.autoscaling.autoscaler_groups import Group
 
 STATUS_MAP = "cluster-autoscaler-status"
 LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"

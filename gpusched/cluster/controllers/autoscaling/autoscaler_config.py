@@ -6,12 +6,12 @@ parameters to CA?"), with CA's defaults:
 
 | key | default | meaning |
 |---|---|---|
-| ``expander`` | ``least-waste`` | ``random``, ``least-waste``, ``price``, ``priority``, or several separated by commas (each narrows the previous one's choice) |
-| ``scale-down-enabled`` | ``true`` | remove unneeded nodes |
-| ``scale-down-utilization-threshold`` | ``0.5`` | below it a node is a scale-down candidate |
-| ``scale-down-unneeded-time`` | ``10m`` | how long a node is unneeded before removal |
-| ``scale-down-delay-after-add`` | ``10m`` | no scale-down this long after a scale-up |
-| ``max-graceful-termination-sec`` | ``600`` | cap of evicted pods' grace period |
+| ``expander`` | ``least-waste`` | ``random``, ``least-waste``, ``price``, ``priority``, or several
+separated by commas (each narrows the previous one's choice) | | ``scale-down-enabled`` | ``true`` |
+remove unneeded nodes | | ``scale-down-utilization-threshold`` | ``0.5`` | below it a node is a
+scale-down candidate | | ``scale-down-unneeded-time`` | ``10m`` | how long a node is unneeded before
+removal | | ``scale-down-delay-after-add`` | ``10m`` | no scale-down this long after a scale-up | |
+``max-graceful-termination-sec`` | ``600`` | cap of evicted pods' grace period |
 
 A value that does not parse is reported once as a Warning event ``InvalidConfig`` on the
 ConfigMap (what, which key, what is valid) and the default applies.
@@ -33,7 +33,7 @@ seeded generator as ``random`` does:
   matching pool wins (Go's ``regexp.MatchString``: a match anywhere in the name); no match:
   every option.
 
-Neighbours: ``controllers.autoscaler`` (uses both), ``devices.prices``.
+Neighbours: ``controllers.autoscaling.autoscaler`` (uses both), ``devices.prices``.
 """
 
 from __future__ import annotations

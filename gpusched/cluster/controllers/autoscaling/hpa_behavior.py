@@ -3,7 +3,8 @@
 rate limits (``max(2 x current, 4)`` or the ``behavior`` policies and ``selectPolicy``) and
 min/max, with the AbleToScale / ScalingLimited conditions; and the scale-event history.
 
-Neighbours: ``controllers.hpa`` (calls it after the metrics), ``hpa_sync`` (settings, ``Sync``).
+Neighbours: ``controllers.autoscaling.hpa`` (calls it after the metrics), ``hpa_sync`` (settings,
+``Sync``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 import copy
 import math
 
-from gpusched.cluster.controllers.hpa_sync import (DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP,
-                                                   DOWNSCALE_WINDOW, SCALE_UP_LIMIT_FACTOR,
-                                                   SCALE_UP_LIMIT_MINIMUM, Sync)
+from gpusched.cluster.controllers.autoscaling.hpa_sync import (DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP,
+                                                               DOWNSCALE_WINDOW,
+                                                               SCALE_UP_LIMIT_FACTOR,
+                                                               SCALE_UP_LIMIT_MINIMUM, Sync)
 
 # ---- normalization ----------------------------------------------------------------------------
 

@@ -31,8 +31,8 @@ As ``core/scaledown/planner/planner.go`` and ``core/scaledown/actuation/actuator
    EvictionByEvictionAPI, event ``ScaleDown`` ``deleting pod for node scale down``, graceful
    deletion capped by ``max-graceful-termination-sec``).
 
-Neighbours: ``controllers.autoscaler`` (calls it), ``controllers.nodes.node_lifecycle`` (PDBs),
-``controllers.common`` (graceful deletion), ``cluster.scheduling`` (the simulation).
+Neighbours: ``controllers.autoscaling.autoscaler`` (calls it), ``controllers.nodes.node_lifecycle``
+(PDBs), ``controllers.common`` (graceful deletion), ``cluster.scheduling`` (the simulation).
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ import dataclasses
 
 import numpy as np
 
-from gpusched.cluster.controllers.autoscaler_config import COMPONENT, Config
-from gpusched.cluster.controllers.autoscaler_groups import Group, Simulation, update_status
-from gpusched.cluster.controllers.autoscaler_groups import groups as current
+from gpusched.cluster.controllers.autoscaling.autoscaler_config import COMPONENT, Config
+from gpusched.cluster.controllers.autoscaling.autoscaler_groups import (Group, Simulation,
+                                                                        update_status)
+from gpusched.cluster.controllers.autoscaling.autoscaler_groups import groups as current
 from gpusched.cluster.controllers.common import (controller_of, delete_pod, is_terminal,
                                                  is_terminating, set_disruption_target)
 from gpusched.cluster.apiserver.view import View
@@ -102,7 +103,7 @@ def _set(view: View, group: Group, changes: dict[str, Any]) -> Group:
 # ---- step 1 ----------------------------------------------------------------------------------
 
 def _finish_drains(view: View, group: Group) -> None:
-    from gpusched.cluster.controllers import autoscaler_status
+    from gpusched.cluster.controllers.autoscaling import autoscaler_status
     draining = dict(group.status.get("draining") or {})
     for name in sorted(draining):
         if any(not _is_daemon(p) for p in node_pods(view, name)):
