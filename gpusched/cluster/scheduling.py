@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster.controllers import volumes
+from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.apiserver.store import seconds_of

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpusched.cluster.controllers.volumes_match import find_best_match, volume_mismatch
+from gpusched.cluster.controllers.storage.volumes_match import find_best_match, volume_mismatch
 from gpusched.errors import InvalidError
 
 from .builders import apply, join, pool

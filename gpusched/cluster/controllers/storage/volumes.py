@@ -8,11 +8,11 @@ Follows kubernetes ``pkg/controller/volume/persistentvolume/pv_controller.go``:
   a volume pre-bound to the claim wins; otherwise the smallest). None found:
   ``WaitForFirstConsumer`` class and no selected node -> event ``WaitForFirstConsumer`` ``waiting
   for first consumer to be created before binding`` (``WaitForPodScheduled`` ``waiting for pod
-  <name> to be scheduled`` when an unscheduled pod uses it, ``emitEventForUnboundDelayBindingClaim``);
-  a class set -> ``provisionClaim``; no class -> ``FailedBinding`` ``no persistent volumes
-  available for this claim and no storage class is set``. A claim naming a volume binds to it
-  when ``checkVolumeSatisfyClaim`` passes, else ``VolumeMismatch`` ``Cannot bind to requested
-  volume "<pv>": <reason>``.
+  <name> to be scheduled`` when an unscheduled pod uses it,
+  ``emitEventForUnboundDelayBindingClaim``); a class set -> ``provisionClaim``; no class ->
+  ``FailedBinding`` ``no persistent volumes available for this claim and no storage class is set``.
+  A claim naming a volume binds to it when ``checkVolumeSatisfyClaim`` passes, else
+  ``VolumeMismatch`` ``Cannot bind to requested volume "<pv>": <reason>``.
 - ``bind``: the volume gets ``claimRef`` and phase Bound; the claim ``spec.volumeName``,
   ``pv.kubernetes.io/bind-completed: "yes"``, ``pv.kubernetes.io/bound-by-controller: "yes"``
   (when the controller chose the volume), phase Bound, capacity and access modes from the volume.
@@ -41,7 +41,7 @@ one is requested with ``volume.kubernetes.io/selected-node``.
 
 Neighbours: ``cluster.controllers`` runs :func:`reconcile`; ``cluster.scheduling`` calls
 :func:`claim_infos` and :func:`prebind`; ``cluster.kinds_admission`` defaults the class;
-``controllers.volumes_match`` matches claims to volumes (pure).
+``controllers.storage.volumes_match`` matches claims to volumes (pure).
 """
 
 from __future__ import annotations
@@ -50,14 +50,17 @@ from typing import Any
 
 import copy
 
-from gpusched.cluster.controllers.volumes_match import (ANN_BETA_STORAGE_PROVISIONER,
-                                                        ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER,
-                                                        ANN_PROVISIONED_BY, ANN_SELECTED_NODE,
-                                                        ANN_STORAGE_PROVISIONER, CONTROLLER,
-                                                        HOSTNAME_LABEL, LOCAL_PATH_ROOT,
-                                                        NO_CLASS_MESSAGE, NO_PROVISIONER,
-                                                        WAIT_MESSAGE, claim_class, find_best_match,
-                                                        is_bound_to, volume_mismatch)
+from gpusched.cluster.controllers.storage.volumes_match import (ANN_BETA_STORAGE_PROVISIONER,
+                                                                ANN_BIND_COMPLETED,
+                                                                ANN_BOUND_BY_CONTROLLER,
+                                                                ANN_PROVISIONED_BY,
+                                                                ANN_SELECTED_NODE,
+                                                                ANN_STORAGE_PROVISIONER, CONTROLLER,
+                                                                HOSTNAME_LABEL, LOCAL_PATH_ROOT,
+                                                                NO_CLASS_MESSAGE, NO_PROVISIONER,
+                                                                WAIT_MESSAGE, claim_class,
+                                                                find_best_match, is_bound_to,
+                                                                volume_mismatch)
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.selectors import term_from_dict
 

@@ -3,9 +3,9 @@
 modes, volume mode, selector, smallest fitting capacity, node affinity under
 ``WaitForFirstConsumer``) and the PV controller's annotation names.
 
-The rules are spelled out in ``controllers.volumes``' docstring.
+The rules are spelled out in ``controllers.storage.volumes``' docstring.
 
-Neighbours: ``controllers.volumes`` (the controller and the scheduler side) uses it.
+Neighbours: ``controllers.storage.volumes`` (the controller and the scheduler side) uses it.
 """
 
 from __future__ import annotations
