@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpusched.cluster.controllers import (containers, device_plugin, endpoints, gpu_operator,
-                                          node_status, pod_lifecycle)
+from gpusched.cluster.controllers import (containers, device_plugin, gpu_operator, node_status,
+                                          pod_lifecycle)
+from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.autoscaling import autoscaler, hpa, vpa
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
