@@ -2,8 +2,9 @@
 
 Besides the Node itself: the ConfigMaps (the NVIDIA device-plugin config), the GPU Operator's
 ``ClusterPolicy``, and, per node, the device-plugin ConfigMap its running plugin pod loaded at
-start (annotation ``gpusched.io/loaded-config``, written by ``controllers.gpu_operator``: the
-operator does not watch the ConfigMap, so an edit applies once the plugin pods restart).
+start (annotation ``gpusched.io/loaded-config``, written by
+``controllers.gpuoperator.clusterpolicy``: the operator does not watch the ConfigMap, so an edit
+applies once the plugin pods restart).
 
 :func:`device_inputs` gathers them once per pass; :func:`node_devices_for` turns a Node and those
 inputs into its ``NodeDevices`` (``devices.advertise``). The scheduler's snapshot, the kubelet's
@@ -11,7 +12,8 @@ admission, the autoscaler's template nodes, the usage model and the metrics read
 it, so every reader sees what the plugin advertises.
 
 Neighbours: ``devices.operator`` (ClusterPolicy fields), ``devices.advertise`` (advertising),
-``controllers.gpu_operator`` (records the loaded config), ``cluster.scheduling`` (snapshot).
+``controllers.gpuoperator.clusterpolicy`` (records the loaded config), ``cluster.scheduling``
+(snapshot).
 """
 
 from __future__ import annotations

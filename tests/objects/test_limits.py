@@ -319,7 +319,7 @@ def test_lenient_readers_ignore_a_too_deep_document(reader):
         from gpusched.devices.mig_manager import current_layout
         assert current_layout(DEEP_JSON, 1) == [None]
     elif reader == "loaded-config-annotation":
-        from gpusched.cluster.controllers.gpu_operator import _found
+        from gpusched.cluster.controllers.gpuoperator.clusterpolicy import _found
         assert _found(DEEP_JSON) is False and _found("not json") is False and _found("[1]") is False
     elif reader == "autoscaler-priorities":
         from gpusched.cluster.controllers.autoscaling.autoscaler_config import priority_table

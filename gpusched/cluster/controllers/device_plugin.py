@@ -14,14 +14,15 @@ annotations are untouched; the scheduler's device view is rebuilt from them, see
 nothing new. A GPU product gpusched does not know (``devices.user_models``) is advertised with the
 node's GPU count and a Warning event ``UnknownGPUModel`` recorded when the node's labels change.
 With a ClusterPolicy its device-plugin ConfigMap, default and ``mig.strategy`` apply, and a node's
-plugin keeps the ConfigMap it loaded when its pod started (``controllers.gpu_operator``) until that
-pod is replaced; the operator's ``nvidia.com/gpu.deploy.*`` labels are left alone. mig-manager's
-outcome (``devices.mig_manager``) is written back as the annotation ``gpusched.io/mig-layout`` (the
-GPUs' MIG state) and the label ``nvidia.com/mig.config.state``; a failure adds a Warning event
-``MigConfigFailed`` (source ``nvidia-mig-manager``) whose message is mig-manager's log lines. A
-change that would touch GPUs pods hold devices on is held (``mig.config.state=pending``, a Warning
-event ``MigConfigPending`` naming the GPUs and pods) and applied once they are free: a pending node
-is revisited when a pod bound to it changes (``Changes.node_names``).
+plugin keeps the ConfigMap it loaded when its pod started
+(``controllers.gpuoperator.clusterpolicy``) until that pod is replaced; the operator's
+``nvidia.com/gpu.deploy.*`` labels are left alone. mig-manager's outcome (``devices.mig_manager``)
+is written back as the annotation ``gpusched.io/mig-layout`` (the GPUs' MIG state) and the label
+``nvidia.com/mig.config.state``; a failure adds a Warning event ``MigConfigFailed`` (source
+``nvidia-mig-manager``) whose message is mig-manager's log lines. A change that would touch GPUs
+pods hold devices on is held (``mig.config.state=pending``, a Warning event ``MigConfigPending``
+naming the GPUs and pods) and applied once they are free: a pending node is revisited when a pod
+bound to it changes (``Changes.node_names``).
 
 Neighbours: ``devices.advertise`` computes; ``cluster.scheduling`` reads the Node it writes.
 """

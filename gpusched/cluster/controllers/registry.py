@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpusched.cluster.controllers import (containers, device_plugin, gpu_operator, node_status,
-                                          pod_lifecycle)
+from gpusched.cluster.controllers import containers, device_plugin, node_status, pod_lifecycle
+from gpusched.cluster.controllers.gpuoperator import clusterpolicy as gpu_operator
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.autoscaling import autoscaler, hpa, vpa
