@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.device_inputs import node_devices_for
+from gpusched.cluster.kubelet.device_inputs import node_devices_for
 from gpusched.cluster.scheduling import build_snapshot, pending_pods
 from gpusched.objects.assignment import pod_assignment
 from gpusched.devices.advertise import MIG_PARTED_CONFIGMAP_NAMES

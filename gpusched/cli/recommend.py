@@ -41,7 +41,7 @@ def _rows(view: View, namespace: str | None,
           prices: dict[str, float] | None) -> tuple[list[list[Any]], list[list[Any]]]:
     from gpusched.cluster.controllers.autoscaling.vpa import _key
     from gpusched.cluster.controllers.autoscaling.gpu_fit import fit
-    from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+    from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
     inputs = device_inputs(view)
     cpu, gpu = [], []
     states = view.stats.get("vpa", {})

@@ -17,7 +17,7 @@ validation of the *mutated* object, then validating admission; plugin order as
      ``overhead.podFixed``, ``scheduling.nodeSelector`` merged (a conflicting key is refused) and
      ``scheduling.tolerations`` merged (``MergeTolerations``);
    - gpusched: a new pod's ``gpusched.io/assigned-*`` annotations are dropped and an update
-     keeps the stored ones: device holdings are the cluster's own state (``cluster.kubelet``).
+     keeps the stored ones: device holdings are the cluster's own state (``kubelet.admission``).
 2. validation of the mutated pod (``objects.validation``), so a LimitRange default that leaves
    an extended resource's request unequal to its limit fails as upstream's validation does;
 3. validating admission: LimitRanger ``Validate`` (min, max, maxLimitRequestRatio for

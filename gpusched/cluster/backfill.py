@@ -28,7 +28,7 @@ Held pods are re-checked when capacity is freed (a pod ends), like every unsched
 
 Neighbours: ``scheduler.backfill`` (planning), ``cluster.scheduling`` (snapshot, scheduler,
 bind, failure records), ``cluster.scheduling_pass`` (calls :func:`schedule_in_order`),
-``controllers.pod_lifecycle`` (run times), ``controllers.workloads.job`` (Job start).
+``kubelet.pod_lifecycle`` (run times), ``controllers.workloads.job`` (Job start).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ import numpy as np
 from gpusched.cluster import scheduling
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.controllers.pod_lifecycle import run_time, start_time
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.pod_lifecycle import run_time, start_time
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.duration import parse_duration

@@ -27,7 +27,7 @@ Terminating (a preemption victim), the earliest), for the "room frees up" sugges
 ``scheduler.explain``.
 
 Neighbours: ``cluster.cluster.Cluster.explain`` calls both; ``devices.advertise`` tells what a
-node would offer; ``controllers.pod_lifecycle`` / ``controllers.workloads.job`` give the end times.
+node would offer; ``kubelet.pod_lifecycle`` / ``controllers.workloads.job`` give the end times.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
 from gpusched.cluster.controllers.workloads.job_rules import finished
-from gpusched.cluster.controllers.pod_lifecycle import end_time, start_time
+from gpusched.cluster.kubelet.pod_lifecycle import end_time, start_time
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import PodInfo
@@ -199,14 +199,14 @@ class _NodeOffer:
 
 
 def _node_offer(view: View, node: dict[str, Any]) -> _NodeOffer:
-    from gpusched.cluster.device_inputs import device_inputs
+    from gpusched.cluster.kubelet.device_inputs import device_inputs
     from gpusched.devices.advertise import node_device_state
     from gpusched.devices.plugin_config import find_device_plugin_configmap
 
     name = _meta(node).get("name", "")
     inputs = device_inputs(view)
     configmaps = inputs.for_node(name)
-    from gpusched.cluster.controllers.device_plugin import busy_gpus
+    from gpusched.cluster.kubelet.device_plugin import busy_gpus
     # mig-manager as the device-plugin controller runs it, for its log lines
     state = node_device_state(node, configmaps, policy=inputs.policy, busy=busy_gpus(view, name))
     configmap = find_device_plugin_configmap(configmaps)

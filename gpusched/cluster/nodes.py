@@ -153,7 +153,7 @@ def set_ready(view: View, node_name: str, status: str) -> str:
     ``not-ready``/``unreachable`` taints (NoSchedule and NoExecute), and pods without a matching
     toleration are evicted when their tolerationSeconds (300 s from DefaultTolerationSeconds)
     run out (``advance``)."""
-    from gpusched.cluster.controllers.node_status import kubelet_status
+    from gpusched.cluster.kubelet.node_status import kubelet_status
     node = _node(view, node_name)
     now = view.timestamp()
     reported = {c["type"]: c for c in kubelet_status(node, now)["conditions"]}

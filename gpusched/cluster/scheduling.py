@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import ObjectSource, View, copy_tree
 from gpusched.objects.assignment import assignment_annotations, pod_assignment

@@ -29,10 +29,11 @@ from typing import Any, Callable
 
 import logging
 
-from gpusched.cluster import kubelet, scheduling_pass
+from gpusched.cluster import scheduling_pass
+from gpusched.cluster.kubelet import admission as kubelet_admission
 from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.controllers import pod_lifecycle
+from gpusched.cluster.kubelet import pod_lifecycle
 from gpusched.cluster.controllers.registry import CONTROLLERS, KEYED, WATCHES
 from gpusched.cluster.apiserver.view import View
 
@@ -47,7 +48,7 @@ def _has_quotas(changes: Changes) -> bool:
 # After the controllers: the kubelet admits the pods bound to each node, pod_lifecycle starts
 # them, quotas are refreshed, the scheduler runs (it reads only the unbound pods' index).
 AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("kubelet", kubelet.admit_bound_pods),
+    ("kubelet", kubelet_admission.admit_bound_pods),
     ("pod-lifecycle", pod_lifecycle.reconcile),
     ("resourcequota", refresh_quotas),
     ("scheduler", lambda view, changes=None: scheduling_pass.schedule_pending(view)),

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import math
 from dataclasses import dataclass
 
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.load import LoadCurve, load_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
@@ -58,7 +58,7 @@ from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import matches, selector_from_dict
 
 if TYPE_CHECKING:
-    from gpusched.cluster.device_inputs import DeviceInputs
+    from gpusched.cluster.kubelet.device_inputs import DeviceInputs
 
 ANN_GPU_UTIL = "gpusched.io/gpu-util"
 ANN_GPU_MEMORY = "gpusched.io/gpu-memory"

@@ -20,7 +20,7 @@ NVIDIA/mig-parted ``pkg/mig/reconfigure/reconfigure.go`` ``Reconfigure.Run`` (ca
    MIG mode change stays pending until the GPU can be reset, so upstream's apply fails on such a
    GPU with the pods still running on their devices. gpusched holds the whole change instead:
    state ``pending``, no GPU touched, one line per GPU in use naming its pods, and the change
-   applies once those GPUs are free (``controllers.device_plugin`` re-runs it when pods leave).
+   applies once those GPUs are free (``kubelet.device_plugin`` re-runs it when pods leave).
    So no pod is ever left on a device that is gone.
 4. ``applyMigConfig`` (``nvidia-mig-parted apply``): GPU by GPU (``config.go``
    ``ApplyMigConfig`` over ``WalkSelectedMigConfigForEachGPU``); each GPU is cleared first and its
@@ -159,8 +159,9 @@ def _desired(model: GpuModel, gpu_count: int, selected: str,
 
 def _creation_error(model: GpuModel, profiles: list[str] | None) -> str:
     """Why one GPU's MIG devices cannot be created on ``model`` ("" when they can), in
-    ``SetMigConfig``'s words: ``MIG profile "<p>" not found on this GPU`` (``resolveMigProfileOnDevice``)
-    or ``error creating GPU instance for '<p>': Insufficient Resources`` (NVML's
+    ``SetMigConfig``'s words: ``MIG profile "<p>" not found on this GPU``
+    (``resolveMigProfileOnDevice``) or ``error creating GPU instance for '<p>': Insufficient
+    Resources`` (NVML's
     ``ERROR_INSUFFICIENT_RESOURCES`` for the first profile no placement leaves room for)."""
     if not profiles:
         return ""

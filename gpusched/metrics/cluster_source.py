@@ -27,8 +27,8 @@ model and the per-model physics):
 - XID: the node annotation ``gpusched.io/gpu-xid: "<gpu>=<code>[,...]"`` injects the last XID
   error of a GPU (for alert drills); otherwise 0.
 
-Neighbours: ``dcgm`` (sample type, rendering); ``cluster.device_inputs.node_devices_for`` (the
-devices of a node); used by ``exposition``, ``cluster_metrics`` and ``cli.monitor``.
+Neighbours: ``dcgm`` (sample type, rendering); ``cluster.kubelet.device_inputs.node_devices_for``
+(the devices of a node); used by ``exposition``, ``cluster_metrics`` and ``cli.monitor``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.apiserver.store import EPOCH
 from gpusched.cluster.usage import Usage
 from gpusched.cluster.apiserver.view import View

@@ -37,7 +37,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.apiserver.store import EPOCH
 from gpusched.cluster.apiserver.view import View
 from gpusched.metrics import gpu_model as gm

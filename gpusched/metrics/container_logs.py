@@ -15,7 +15,7 @@ from datetime import datetime
 
 import yaml
 
-from gpusched.cluster.device_inputs import device_inputs
+from gpusched.cluster.kubelet.device_inputs import device_inputs
 from gpusched.cluster.apiserver.store import EPOCH
 from gpusched.cluster.apiserver.view import View
 from gpusched.metrics.cluster_source import seconds_of

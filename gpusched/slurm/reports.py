@@ -24,7 +24,8 @@ from gpusched.objects.types import ANN_START_TIME
 from gpusched.slurm.controller import (ANN_DEPENDENCY, ANN_JOB_NAME, ANN_PARTITION, LABEL_JOB_ID,
                                        complete, find_job)
 from gpusched.slurm.embedded import ANN_ARRAY
-from gpusched.slurm.sbatch import DEFAULT_PARTITION, hostlist, partition_names, partitions_by_purpose
+from gpusched.slurm.sbatch import (DEFAULT_PARTITION, hostlist, partition_names,
+                                   partitions_by_purpose)
 from gpusched.objects.digits import is_digits
 
 
@@ -146,7 +147,7 @@ def _finished_rows(view: View, jobs: dict[str, Any], node_partition: dict[str, s
 def run_end(view: View, pod: dict[str, Any]) -> float:
     """Virtual seconds at which a finished pod's run ended (its start + run time, capped by its
     time limit), the current time when that is unknown."""
-    from gpusched.cluster.controllers.pod_lifecycle import run_time
+    from gpusched.cluster.kubelet.pod_lifecycle import run_time
     annotations = pod["metadata"].get("annotations") or {}
     if ANN_START_TIME not in annotations:
         return view.now()

@@ -1,12 +1,12 @@
-"""``cluster.invariants.violations``: each rule caught on a forged state (records written past
-the kubelet, as a bug or a hand-edited state file would), nothing on a clean one."""
+"""``cluster.kubelet.invariants.violations``: each rule caught on a forged state (records written
+past the kubelet, as a bug or a hand-edited state file would), nothing on a clean one."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from gpusched.cluster.invariants import violations
+from gpusched.cluster.kubelet.invariants import violations
 
 from .builders import apply, join, pool
 

@@ -9,7 +9,7 @@ import yaml
 
 from gpusched.cluster.controllers.workloads import job as jc
 from gpusched.cluster.controllers.workloads import job_rules as jr
-from gpusched.cluster.controllers.containers import crash_backoff
+from gpusched.cluster.kubelet.containers import crash_backoff
 
 from .builders import apply, join, pod, pool, priority_class
 

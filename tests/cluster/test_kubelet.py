@@ -1,5 +1,5 @@
-"""Kubelet admission (cluster/kubelet.py): pods bound past the scheduler, cluster-owned device
-holdings, and re-advertising under running pods. Each case cites the upstream source it follows."""
+"""Kubelet admission (cluster/kubelet/admission.py): pods bound past the scheduler, cluster-owned
+device holdings, and re-advertising under running pods. Each case cites the upstream source it follows."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_kubelet_admission(cluster, nodes, pods, name, want):
 ], ids=["noexecute-untolerated", "noexecute-tolerated", "noschedule-ignored"])
 def test_taint_predicate(effect, tolerated, want):
     """Unit level: in a cluster the NoExecute taint manager evicts such a pod as well."""
-    from gpusched.cluster.kubelet import _NodeKubelet
+    from gpusched.cluster.kubelet.admission import _NodeKubelet
     from gpusched.objects.node import node_info
     from gpusched.objects.pod import pod_info
     node = {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "value": "v", "effect": effect}]},
@@ -217,7 +217,7 @@ def test_mig_layout_change_waits_for_gpus_in_use(cluster, before, holder):
     instance in use ("In use by another client") and a mode change waits for a GPU reset, so a
     layout change never removes a device a pod holds; gpusched holds it as mig-manager's
     ``pending`` (reconfigure.go) and applies it once the GPU is free (issue 25, finding 4)."""
-    from gpusched.cluster.invariants import violations
+    from gpusched.cluster.kubelet.invariants import violations
     apply(cluster, pool(count=1, gpus=1, model="A100-40GB", migStrategy="mixed"))
     if before:
         cluster.label("node", "gpu-1", {"nvidia.com/mig.config": before})
@@ -255,7 +255,7 @@ def assert_no_double_holding(cluster) -> None:
         node = body["spec"]["nodeName"]
         devices = node_devices(view, node)
         known = {r.device_id for r in devices.rows()} if devices is not None else set()
-        share = pod_info(body).gpu_milli      # shares of one GPU: cluster.invariants sums them
+        share = pod_info(body).gpu_milli  # shares of one GPU: kubelet.invariants sums them
         for device in filter(None, ids.split(",")):
             assert device in known, f"{body['metadata']['name']} holds vanished {device}"
             if share:
@@ -316,9 +316,9 @@ def test_config_churn_never_double_holds(tmp_path_factory, steps):
     """Property: random device-plugin churn (time-slicing replicas up and down, back to plain
     GPUs, MIG layouts changing) under running and user-bound pods (shares included) never
     leaves a device held twice, a live pod on a device that vanished, or more devices held than
-    a node advertises (``cluster.invariants``)."""
+    a node advertises (``cluster.kubelet.invariants``)."""
     from gpusched.cluster.cluster import Cluster
-    from gpusched.cluster.invariants import violations
+    from gpusched.cluster.kubelet.invariants import violations
     with Cluster.open(str(tmp_path_factory.mktemp("churn") / "c.db")) as cluster:
         apply(cluster, join(pool(count=1, gpus=2, model="T4"),
                             pool(name="mig", count=1, gpus=2, model="A100-40GB", migStrategy="mixed")))

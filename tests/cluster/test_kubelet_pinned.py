@@ -1,14 +1,14 @@
 """Kubelet admission of pods pinned by ``spec.nodeName`` (issue 25, findings 3 and 4): fractional
 shares through the scheduler's allocator, GPU resources a node does not advertise, and stored
 objects that must not poison a later read, create or clock tick. Each case cites its upstream
-source; ``cluster.invariants.violations`` must be empty after every case."""
+source; ``cluster.kubelet.invariants.violations`` must be empty after every case."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from gpusched.cluster.invariants import violations
+from gpusched.cluster.kubelet.invariants import violations
 from gpusched.cluster.scheduling import node_devices
 
 from .builders import apply, join, pool

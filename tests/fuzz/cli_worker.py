@@ -8,8 +8,8 @@ command that reads stdin or writes to descriptor 1 cannot break the protocol):
   ``gpusched ARGV`` would print and exit with; an exception that escapes ``main`` comes back as
   its traceback in ``err`` (the classifier counts it as a crash);
 - ``{"op": "invariants", "state": PATH}`` -> ``{"violations": [...]}`` from the kubelet's invariant
-  checker (``gpusched.cluster.invariants``) over the state file's objects (``{"error": ...}``
-  when they cannot be read).
+  checker (``gpusched.cluster.kubelet.invariants``) over the state file's objects (``{"error":
+  ...}`` when they cannot be read).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
 
 def run_invariants(state: str) -> dict[str, Any]:
     from gpusched.cluster.cluster import Cluster
-    from gpusched.cluster.invariants import violations
+    from gpusched.cluster.kubelet.invariants import violations
 
     try:
         with Cluster.open(state) as cluster:

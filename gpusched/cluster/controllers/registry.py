@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpusched.cluster.controllers import containers, device_plugin, node_status, pod_lifecycle
+from gpusched.cluster.kubelet import containers, device_plugin, node_status, pod_lifecycle
 from gpusched.cluster.controllers.gpuoperator import clusterpolicy as gpu_operator
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.storage import volumes
@@ -52,7 +52,7 @@ CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("node-lifecycle", node_lifecycle.reconcile),
     ("containers", containers.reconcile),
 )
-# After these, the kubelet admits the pods bound to each node (cluster.kubelet), then
+# After these, the kubelet admits the pods bound to each node (kubelet.admission), then
 # pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs.
 
 KEYED = frozenset({"garbage-collector", "deployment", "replicaset", "sbatch", "job", "daemonset",

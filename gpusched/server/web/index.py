@@ -6,7 +6,8 @@ page needs far less: each node's advertised devices and which pod holds each. :c
 keeps two caches across reads, so a summary after a change costs what changed:
 
 - per node, keyed by (name, resourceVersion, device-input fingerprint): its ``NodeDevices``
-  rows as advertised (``cluster.device_inputs.node_devices_for``, no holders), pool and model;
+  rows as advertised (``cluster.kubelet.device_inputs.node_devices_for``, no holders), pool and
+  model;
 - per pod, keyed by (uid, resourceVersion): a :class:`PodEntry` read straight from the body
   (phase, node, priority, the devices and GPU indices of its assignment annotations, its
   fractional share).
@@ -34,7 +35,7 @@ from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any
 
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.devices.node import DeviceRow
 from gpusched.devices.nodepool import POOL_LABEL
 from gpusched.objects import limits

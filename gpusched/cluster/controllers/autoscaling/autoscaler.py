@@ -161,9 +161,9 @@ def unschedulable_pods(view: View) -> list[dict[str, Any]]:
 def template(view: View, group: Group, name: str) -> dict[str, Any]:
     """A Node of ``group`` named ``name`` as it will register: the pool's node, advertised by
     the device plugin and GFD, with the kubelet's status."""
-    from gpusched.cluster.controllers.device_plugin import advertised
-    from gpusched.cluster.device_inputs import device_inputs
-    from gpusched.cluster.controllers.node_status import kubelet_status
+    from gpusched.cluster.kubelet.device_plugin import advertised
+    from gpusched.cluster.kubelet.device_inputs import device_inputs
+    from gpusched.cluster.kubelet.node_status import kubelet_status
     from gpusched.devices.nodepool import template_node
     from gpusched.devices.user_models import user_models
     try:

@@ -7,8 +7,8 @@ shared by scale-up (``controllers.autoscaling.autoscaler``) and scale-down
 - :class:`Simulation`: the scheduler over the cluster's snapshot plus template nodes, with the
   same Filter plugins as the scheduler (cluster-autoscaler's ``SchedulerBasedPredicateChecker``).
 
-Neighbours: ``cluster.scheduling`` (snapshot, scheduler), ``cluster.device_inputs`` (a node's
-devices), ``devices.nodepool`` (settings).
+Neighbours: ``cluster.scheduling`` (snapshot, scheduler), ``cluster.kubelet.device_inputs`` (a
+node's devices), ``devices.nodepool`` (settings).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.scheduling import build_snapshot, make_scheduler
 from gpusched.cluster.apiserver.view import View
 from gpusched.devices.nodepool import autoscaling

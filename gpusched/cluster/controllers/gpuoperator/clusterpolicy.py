@@ -27,7 +27,7 @@ With a ClusterPolicy (the oldest one; later ones get ``status.state: ignored``),
 Deleting the ClusterPolicy deletes its DaemonSets (owner references) and their pods.
 
 Neighbours: ``devices.operator`` (the policy's fields, the components),
-``controllers.workloads.daemonset`` (pods), ``controllers.device_plugin`` (reads the loaded config).
+``controllers.workloads.daemonset`` (pods), ``kubelet.device_plugin`` (reads the loaded config).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import json
 from typing import Any
 
 from gpusched.cluster.controllers.common import owner_reference, set_status
-from gpusched.cluster.device_inputs import ANN_LOADED_CONFIG, loaded_config
+from gpusched.cluster.kubelet.device_inputs import ANN_LOADED_CONFIG, loaded_config
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 from gpusched.devices.operator import (COMPONENTS, DEPLOY_LABEL, DEVICE_PLUGIN,

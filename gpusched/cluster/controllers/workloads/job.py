@@ -26,7 +26,7 @@
   is deleted that long after it finished.
 ``due`` (the timer) is the earliest deadline, back-off expiry or TTL expiry.
 
-Neighbours: pods finish in ``controllers.pod_lifecycle`` (``controllers.containers`` for exit
+Neighbours: pods finish in ``kubelet.pod_lifecycle`` (``kubelet.containers`` for exit
 codes and in-place restarts); ``gpusched.slurm.controller`` holds and releases suspended Jobs.
 ``controllers.workloads.job_rules`` reads a Job, matches podFailurePolicy and computes the back-off.
 """

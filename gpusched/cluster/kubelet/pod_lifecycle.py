@@ -1,7 +1,7 @@
 """Pod lifecycle (the kubelet's part): bound pods start, run for their duration, and finish.
 
 - A pod bound to an existing node (``spec.nodeName``) and still Pending has passed kubelet
-  admission (``cluster.kubelet`` runs just before, failing those the kubelet rejects) and is
+  admission (``kubelet.admission`` runs just before, failing those the kubelet rejects) and is
   Running at once: ``status.startTime``, the annotation ``gpusched.io/start-time`` (virtual
   seconds), containerStatuses, conditions PodScheduled/Initialized/ContainersReady/Ready. A pod
   bound to a node that does not exist has no kubelet and stays Pending, as upstream.
@@ -10,7 +10,7 @@
   ``start + duration`` the pod is Succeeded (containers terminated, reason Completed). Every pod
   with a run time finishes this way, also under restartPolicy Always (documented simplification:
   gpusched models work that ends, not container restarts), unless it has a non-zero
-  ``gpusched.io/exit-code``: then ``controllers.containers`` fails it or restarts it in place.
+  ``gpusched.io/exit-code``: then ``kubelet.containers`` fails it or restarts it in place.
 
 - Graceful termination (the kubelet's side of ``controllers.common.delete_pod``): a pod with
   ``metadata.deletionTimestamp`` is Terminating; it keeps its node's resources and devices and is
@@ -29,11 +29,11 @@ import functools
 import re
 
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.controllers import containers
+from gpusched.cluster.kubelet import containers
 from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
                                                  is_terminating)
 from gpusched.cluster.apiserver.store import seconds_of
-from gpusched.cluster.controllers.node_status import node_ip, pod_ip
+from gpusched.cluster.kubelet.node_status import node_ip, pod_ip
 from gpusched.cluster.apiserver.notes import capacity_changed
 from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.errors import GpuschedError
@@ -104,7 +104,7 @@ def termination_due(view: View, pod: dict[str, Any]) -> float | None:
 
 
 def reconcile(view: View, changes: Changes | None = None) -> None:
-    """Start bound pods (kubelet admission ran before, ``cluster.kubelet``) and finish those
+    """Start bound pods (kubelet admission ran before, ``kubelet.admission``) and finish those
     whose time is up: every pod, or (``changes``) the changed ones and those of changed nodes."""
     for pod in view.list("Pod") if changes is None else changes.pods():
         phase = (pod.get("status") or {}).get("phase", "Pending")

@@ -42,12 +42,12 @@ devices are no longer healthy; cannot allocate unhealthy devices <res>``. So no 
 MIG instance is ever held by two live pods, and no node is over-committed.
 
 gpusched's differences: devices are allocated per pod (upstream: per container; the message is
-worked out per container as upstream's, see ``_unavailable``); critical pods do not preempt at the kubelet
-(``CriticalPodAdmissionHandler``); fractional shares (``gpusched.io/gpu-milli``) are gpusched's own
-and report ``requested number of devices unavailable for gpusched.io/gpu-milli. Requested: <milli>,
-Available: <largest free milli>``.
+worked out per container as upstream's, see ``_unavailable``); critical pods do not preempt at the
+kubelet (``CriticalPodAdmissionHandler``); fractional shares (``gpusched.io/gpu-milli``) are
+gpusched's own and report ``requested number of devices unavailable for gpusched.io/gpu-milli.
+Requested: <milli>, Available: <largest free milli>``.
 
-Neighbours: ``cluster.scheduling`` (node devices, bind), ``controllers.pod_lifecycle`` (starts the
+Neighbours: ``cluster.scheduling`` (node devices, bind), ``kubelet.pod_lifecycle`` (starts the
 pods admitted here); run by ``cluster.cluster`` in every settle round before the pod lifecycle.
 """
 
@@ -95,7 +95,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
     """Re-check running pods' devices, then admit or reject the pods waiting on each node:
     every node, or (``changes``) the changed nodes and the nodes of changed pods, unless a
     device-plugin input changed (ConfigMaps, ClusterPolicy, the operator's pods)."""
-    from gpusched.cluster.device_inputs import device_inputs
+    from gpusched.cluster.kubelet.device_inputs import device_inputs
     configmaps = device_inputs(view)     # ConfigMaps, ClusterPolicy, each plugin's loaded config
     if changes is None or device_inputs_changed(changes):
         pods = view.list("Pod")
@@ -104,7 +104,7 @@ def admit_bound_pods(view: View, changes: Changes | None = None) -> None:
                                                 for k in view.live_pods_on(n))]
     by_node, newest = _bound_by_node(pods)
     # A node whose object, ConfigMaps and bound pods are those of the last pass has nothing new
-    # to admit or re-check (this runs at every settle round; see controllers.device_plugin).
+    # to admit or re-check (this runs at every settle round; see kubelet.device_plugin).
     # The key changes iff one of them changed: every create or update takes a resourceVersion
     # above all others, and a pod leaving the node (deleted, terminal) lowers the count.
     seen = view.memo.setdefault("kubelet", {})
@@ -164,7 +164,7 @@ def _node_state(view: View, node: dict[str, Any], configmaps: Any,
                 key: tuple[Any, ...]) -> tuple[NodeInfo, Any]:
     """The node's ``NodeInfo`` and a fresh copy of its advertised devices, derived once per
     (node resourceVersion, ConfigMaps, pinned config) and cloned for each pass."""
-    from gpusched.cluster.device_inputs import node_devices_for
+    from gpusched.cluster.kubelet.device_inputs import node_devices_for
     cache = view.memo.setdefault("kubelet-nodes", {})
     name = node["metadata"]["name"]
     hit = cache.get(name)
@@ -175,7 +175,7 @@ def _node_state(view: View, node: dict[str, Any], configmaps: Any,
 
 
 def device_inputs_changed(changes: Changes) -> bool:
-    """A change to what every node's devices derive from (``cluster.device_inputs``)."""
+    """A change to what every node's devices derive from (``cluster.kubelet.device_inputs``)."""
     return any(k[0] in ("ConfigMap", "ClusterPolicy") or (k[0] == "Pod" and k[1] == OPERATOR_NAMESPACE)
                for k in changes.keys)
 

@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 
 from gpusched.cluster.apiserver.changes import Changes, changed_nodes
 from gpusched.cluster.apiserver.view import View, copy_tree
-from gpusched.cluster.device_inputs import device_inputs
+from gpusched.cluster.kubelet.device_inputs import device_inputs
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.devices.advertise import NodeDeviceState, node_device_state
 from gpusched.devices.operator import PolicyConfig
@@ -103,7 +103,7 @@ def busy_gpus(view: View, node: str) -> dict[int, str]:
 
 
 def _inputs_changed(changes: Changes) -> bool:
-    """A change to what every node's devices derive from (``cluster.device_inputs``)."""
+    """A change to what every node's devices derive from (``cluster.kubelet.device_inputs``)."""
     return any(key[0] in ("ConfigMap", "ClusterPolicy") or
                (key[0] == "Pod" and key[1] == OPERATOR_NAMESPACE) for key in changes.keys)
 

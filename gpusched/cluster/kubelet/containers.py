@@ -1,7 +1,7 @@
 """How a pod's run ends when its container exits non-zero: ``restartPolicy`` decides.
 
 A pod annotated ``gpusched.io/exit-code: "N"`` exits with N when its run time (see
-``controllers.pod_lifecycle``) is up. Exit 0 is Succeeded, as before. A non-zero exit:
+``kubelet.pod_lifecycle``) is up. Exit 0 is Succeeded, as before. A non-zero exit:
 
 - ``restartPolicy: Never``: phase Failed, the container ``terminated`` with that exit code
   and reason ``Error`` (what a Job's ``podFailurePolicy.onExitCodes`` reads);
@@ -14,7 +14,7 @@ A pod annotated ``gpusched.io/exit-code: "N"`` exits with N when its run time (s
 ``restart_due`` (the timer) is when a back-off ends; ``reconcile`` starts containers whose back-off
 is over.
 
-Neighbours: ``controllers.pod_lifecycle`` calls :func:`end_run`; ``controllers.workloads.job`` reads
+Neighbours: ``kubelet.pod_lifecycle`` calls :func:`end_run`; ``controllers.workloads.job`` reads
 the exit codes and restart counts.
 """
 

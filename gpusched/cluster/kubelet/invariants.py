@@ -20,8 +20,8 @@ is given), so a path that writes a record without holding it is caught. A record
 read is a violation of its own (``<node>: <pod> has an unreadable device record: ...``).
 
 Used by tests (``tests/cluster/test_kubelet.py``) and the fuzz suite; the scheduler and the
-kubelet never call it. Neighbours: ``objects.assignment`` (records), ``cluster.device_inputs``
-(what a node advertises).
+kubelet never call it. Neighbours: ``objects.assignment`` (records),
+``cluster.kubelet.device_inputs`` (what a node advertises).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import Any
 
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.apiserver.view import ObjectSource
 from gpusched.errors import GpuschedError
 from gpusched.objects.assignment import pod_assignment
