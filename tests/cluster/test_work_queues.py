@@ -81,6 +81,28 @@ def _deployment_replaces(c):
     c.advance(2 * HOUR)
 
 
+def _recreate_and_services_in_two_namespaces(c):
+    """A Recreate rollout waits for its old pods through the owner index; a pod change in one
+    namespace re-syncs that namespace's Services only (controllers.base work queues)."""
+    recreate = yaml.safe_load(deployment_yaml("web", 2, "40m"))
+    recreate["spec"]["strategy"] = {"type": "Recreate"}
+    apply(c, join(pool(count=2, gpus=2),
+                  yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "other"}}),
+                  yaml.safe_dump(recreate),
+                  yaml.safe_dump({"apiVersion": "v1", "kind": "Service",
+                                  "metadata": {"name": "web"},
+                                  "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+                  yaml.safe_dump({"apiVersion": "v1", "kind": "Service",
+                                  "metadata": {"name": "db", "namespace": "other"},
+                                  "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]}}),
+                  pod("db", namespace="other", labels={"app": "db"}, duration="25m")))
+    c.advance(10 * 60)
+    recreate["spec"]["template"]["metadata"]["annotations"]["gpusched.io/duration"] = "20m"
+    apply(c, yaml.safe_dump(recreate))
+    c.advance(2 * HOUR)
+
+
 def _taint_eviction(c):
     toleration = [{"key": "maintenance", "operator": "Exists", "effect": "NoExecute",
                    "tolerationSeconds": 120}]
@@ -112,6 +134,8 @@ SCENARIOS = {
     "bare-pods-finish-and-pending-ones-bind": (_bare_pods_queue, True),
     "job-backoff-ttl-and-onfailure-restarts": (_job_backoff, True),
     "deployment-replaces-completed-pods-with-service-and-pdb": (_deployment_replaces, True),
+    "recreate-rollout-and-services-in-two-namespaces": (_recreate_and_services_in_two_namespaces,
+                                                        True),
     "noexecute-taint-evicts-after-toleration-seconds": (_taint_eviction, True),
     "graceful-delete-and-quota-refusals": (_graceful_delete_and_quota, False),
 }

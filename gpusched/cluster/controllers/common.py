@@ -65,10 +65,13 @@ def controller_of(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def owned_pods(view: View, owner: dict[str, Any]) -> list[dict[str, Any]]:
-    """Pods whose controller is ``owner`` (by uid), sorted by (creationTimestamp, name)."""
-    uid = owner["metadata"]["uid"]
+    """Pods whose controller is ``owner`` (by uid), sorted by (creationTimestamp, name).
+
+    Read from the view's owner index (``View.dependents``), as upstream's controllers read the
+    pod lister through their controller ref, not by listing the namespace's pods."""
     ns = object_namespace(owner.get("kind", ""), owner)
-    pods = [p for p in view.list("Pod", ns) if (controller_of(p) or {}).get("uid") == uid]
+    pods = [view.objects[key] for key in view.dependents(owner["metadata"]["uid"])
+            if key[0] == "Pod" and key[1] == ns]
     return sorted(pods, key=creation_order)
 
 

@@ -1,62 +1,60 @@
-"""The controllers ``settle`` runs: ``CONTROLLERS`` (in order), ``KEYED`` (take the work queue),
-``WATCHES`` (full pass only on a change they read) and ``TIMED`` (per-object timers by kind).
+"""The controllers ``settle`` runs, as kube-controller-manager lists them: one
+:class:`Descriptor` per controller (``cmd/kube-controller-manager/app/controller_descriptor.go``
+``NewControllerDescriptors``; names from ``cmd/kube-controller-manager/names/
+controller_names.go``), and what ``cluster.settle`` reads from them: ``CONTROLLERS`` (in order),
+``KEYED`` (take the work queue of changed keys), ``WATCHES`` (a full pass only on a change they
+read) and ``TIMED`` (per-object timers by kind).
 
-See the package docstring (``cluster.controllers``) for how settle uses them. A controller of a
-package above the cluster layer (Slurm's ``sbatch``) runs in a slot it installs
+Upstream starts every controller at once, each on its own informers and work queue; here
+``settle`` runs them one after another in ``DESCRIPTORS`` order, round after round until nothing
+changes, so the order decides only how many rounds a change needs, never the fixpoint (it is
+upstream's registration order where upstream has the controller, with gpusched's own and the
+operators' where their inputs are ready: the furniture first, NodePools before the node-side
+parts that advertise their devices, owners before what they own). A keyed controller declares
+its informers in its module's ``QUEUE`` (``controllers.base``); the others read little or run on
+timers and declare a watch: the kinds whose change may concern them.
+
+A controller of a package above the cluster layer (Slurm's ``sbatch``) runs in a slot it installs
 (``controllers.installed``).
 
-Neighbours: every module of ``cluster.controllers``; read by ``cluster.cluster`` and
+Neighbours: every controller package; read by ``cluster.settle``, ``cluster.cluster`` and
 ``cluster.timers``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
-from gpusched.cluster.kubelet import containers, device_plugin, node_status, pod_lifecycle
-from gpusched.cluster.controllers.gpuoperator import clusterpolicy as gpu_operator
-from gpusched.cluster.controllers.network import endpoints
-from gpusched.cluster.controllers.storage import volumes
-from gpusched.cluster.controllers.autoscaling import autoscaler, hpa, vpa
-from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
-from gpusched.cluster.controllers.workloads import (daemonset, deployment, deployment_status, job,
-                                                    replicaset)
 from gpusched.cluster import queueing
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.controllers.autoscaling import autoscaler_groups
+from gpusched.cluster.controllers.autoscaling import autoscaler, autoscaler_groups, hpa, vpa
 from gpusched.cluster.controllers.common import collect_garbage
+from gpusched.cluster.controllers.gpuoperator import clusterpolicy
 from gpusched.cluster.controllers.installed import slot
+from gpusched.cluster.controllers.network import endpoints
+from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
+from gpusched.cluster.controllers.storage import volumes
+from gpusched.cluster.controllers.workloads import (daemonset, deployment, deployment_status, job,
+                                                    replicaset)
+from gpusched.cluster.kubelet import containers, device_plugin, node_status, pod_lifecycle
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 
 Watch = Callable[[Changes], bool]
 
-# Order matters only for how many rounds settle needs, never for the fixpoint it reaches.
-# (name, reconcile(view) or reconcile(view, changes) for the KEYED ones)
-CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("bootstrap", bootstrap.reconcile),
-    ("cluster-autoscaler", autoscaler.reconcile),
-    ("nodepool", nodepool.reconcile),
-    ("node-status", node_status.reconcile),
-    ("device-plugin", device_plugin.reconcile),
-    ("persistentvolume", volumes.reconcile),
-    ("endpoints", endpoints.reconcile),
-    ("gpu-operator", gpu_operator.reconcile),
-    ("garbage-collector", collect_garbage),
-    ("horizontal-pod-autoscaler", hpa.reconcile),
-    ("vpa-recommender", vpa.reconcile),
-    ("deployment", deployment.reconcile),
-    ("replicaset", replicaset.reconcile),
-    ("sbatch", slot("sbatch")),       # gpusched.slurm.controller, installed from above
-    ("job", job.reconcile),
-    ("daemonset", daemonset.reconcile),
-    ("node-lifecycle", node_lifecycle.reconcile),
-    ("containers", containers.reconcile),
-)
-# After these, the kubelet admits the pods bound to each node (kubelet.admission), then
-# pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs.
 
-KEYED = frozenset({"garbage-collector", "deployment", "replicaset", "sbatch", "job", "daemonset",
-                   "node-lifecycle", "containers", "node-status", "device-plugin"})
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    """One controller: ``name`` (settle's step), ``upstream`` (the controller it is, by
+    kube-controller-manager's name or its project's), ``reconcile`` (``reconcile(view)``, or
+    ``reconcile(view, changes)`` when ``keyed``), ``watch`` (a full-pass controller's filter:
+    None runs it on any change)."""
+
+    name: str
+    upstream: str
+    reconcile: Callable[..., None]
+    keyed: bool = False
+    watch: Watch | None = None
 
 
 def _kinds(*kinds: str, operator_pods: bool = False) -> Watch:
@@ -67,15 +65,6 @@ def _kinds(*kinds: str, operator_pods: bool = False) -> Watch:
         return any(k[0] in wanted or (operator_pods and k[0] == "Pod" and k[1] == OPERATOR_NAMESPACE)
                    for k in changes.keys)
     return watches
-
-
-def _endpoints_watch(changes: Changes) -> bool:
-    """Services, their endpoints, and pods in a namespace that has a Service with a selector."""
-    if changes.any_kind(("Service", "Endpoints", "EndpointSlice")):
-        return True
-    namespaces = {k[1] for k in changes.keys if k[0] == "Pod"}
-    return any((s.get("spec") or {}).get("selector")
-               for ns in namespaces for s in changes.view.list("Service", ns))
 
 
 def _volumes_watch(changes: Changes) -> bool:
@@ -99,17 +88,52 @@ def _present(kind: str) -> Watch:
     return watches
 
 
-WATCHES = {
-    "cluster-autoscaler": _autoscaler_watch,
-    "horizontal-pod-autoscaler": _present("HorizontalPodAutoscaler"),
-    "vpa-recommender": _present("VerticalPodAutoscaler"),
-    "bootstrap": _kinds("Namespace", "PriorityClass", "Service", "ServiceAccount", "StorageClass"),
-    "nodepool": _kinds("NodePool", "Node", "ConfigMap"),
-    "persistentvolume": _volumes_watch,
-    "endpoints": _endpoints_watch,
-    "gpu-operator": _kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
-                           "PriorityClass", operator_pods=True),
-}
+DESCRIPTORS: tuple[Descriptor, ...] = (
+    # The furniture: namespaces, system PriorityClasses, default ServiceAccounts
+    # (namespace-controller, serviceaccount-controller, the apiserver's bootstrap controllers).
+    Descriptor("bootstrap", "serviceaccount-controller", bootstrap.reconcile,
+               watch=_kinds("Namespace", "PriorityClass", "Service", "ServiceAccount",
+                            "StorageClass")),
+    Descriptor("cluster-autoscaler", "cluster-autoscaler (kubernetes/autoscaler)",
+               autoscaler.reconcile, watch=_autoscaler_watch),
+    Descriptor("nodepool", "gpusched NodePool (a cloud provider's node groups)", nodepool.reconcile,
+               watch=_kinds("NodePool", "Node", "ConfigMap")),
+    Descriptor("node-status", "kubelet (kubelet_node_status.go)", node_status.reconcile, keyed=True),
+    Descriptor("device-plugin", "NVIDIA device plugin + GPU Feature Discovery",
+               device_plugin.reconcile, keyed=True),
+    Descriptor("persistentvolume", "persistentvolume-binder-controller", volumes.reconcile,
+               watch=_volumes_watch),
+    Descriptor("endpoints", "endpoints-controller, endpointslice-controller", endpoints.reconcile,
+               keyed=True),
+    Descriptor("gpu-operator", "NVIDIA gpu-operator (clusterpolicy_controller.go)",
+               clusterpolicy.reconcile,
+               watch=_kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
+                            "PriorityClass", operator_pods=True)),
+    Descriptor("garbage-collector", "garbage-collector-controller", collect_garbage, keyed=True),
+    Descriptor("horizontal-pod-autoscaler", "horizontal-pod-autoscaler-controller", hpa.reconcile,
+               watch=_present("HorizontalPodAutoscaler")),
+    Descriptor("vpa-recommender", "vpa-recommender (kubernetes/autoscaler)", vpa.reconcile,
+               watch=_present("VerticalPodAutoscaler")),
+    Descriptor("deployment", "deployment-controller", deployment.reconcile, keyed=True),
+    Descriptor("replicaset", "replicaset-controller", replicaset.reconcile, keyed=True),
+    Descriptor("sbatch", "gpusched.slurm.controller (installed from above)", slot("sbatch"),
+               keyed=True),
+    Descriptor("job", "job-controller", job.reconcile, keyed=True),
+    Descriptor("daemonset", "daemonset-controller", daemonset.reconcile, keyed=True),
+    Descriptor("node-lifecycle", "node-lifecycle-controller, taint-eviction-controller, "
+               "pod-garbage-collector-controller, disruption-controller", node_lifecycle.reconcile,
+               keyed=True),
+    Descriptor("containers", "kubelet (kuberuntime restarts)", containers.reconcile, keyed=True),
+)
+# After these, the kubelet admits the pods bound to each node (kubelet.admission), then
+# pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs
+# (``cluster.settle``).
+
+# What ``cluster.settle`` reads.
+CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = tuple(
+    (d.name, d.reconcile) for d in DESCRIPTORS)
+KEYED = frozenset(d.name for d in DESCRIPTORS if d.keyed)
+WATCHES = {d.name: d.watch for d in DESCRIPTORS if d.watch is not None}
 
 # kind -> per-object timers (``cluster.timers``); add a controller's due function here.
 TIMED = {

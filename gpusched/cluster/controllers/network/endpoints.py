@@ -19,17 +19,20 @@ EndpointSlice controller (``pkg/controller/endpointslice``) do:
 - Services without a selector (``kubernetes``, ExternalName) are left alone; the objects of a
   deleted Service are deleted.
 
-Neighbours: ``cluster.controllers`` runs :func:`reconcile`; ``objects.selectors`` matches.
+Neighbours: ``controllers.registry`` runs :func:`reconcile` on its work queue
+(``controllers.base``); ``objects.selectors`` matches.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import copy
 
+from gpusched.cluster.apiserver.changes import Changes
+from gpusched.cluster.controllers.base import Informer, WorkQueue, itself, same_name
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.apiserver.view import Key, View
 from gpusched.objects.selectors import matches, selector_from_dict
 
 TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
@@ -38,14 +41,45 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
 
 
-def reconcile(view: View) -> None:
+def _services_of_pod(changes: Changes, key: Key) -> Iterable[Key]:
+    """A pod enqueues the Services with a selector in its namespace. Upstream's ``addPod`` /
+    ``updatePod`` enqueue those whose selector matches its new or old labels; the journal keeps
+    no old labels, so every one of the namespace's (a superset: the same endpoints result)."""
+    return [("Service", key[1], s["metadata"]["name"]) for s in changes.view.list("Service", key[1])
+            if (s.get("spec") or {}).get("selector")]
+
+
+# The informers (``endpoints_controller.go`` NewEndpointController): Services, pods, and the
+# Endpoints / EndpointSlices themselves (an edited or deleted one is put back).
+QUEUE = WorkQueue("Service", (itself("Service"), Informer("Pod", _services_of_pod),
+                              same_name("Endpoints", "Service"),
+                              same_name("EndpointSlice", "Service", SERVICE_NAME_LABEL)),
+                  pod_creator=False)
+
+
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every Service, or (``changes``) those its informers enqueue (``QUEUE``): a Service that
+    is gone has its Endpoints and EndpointSlices deleted."""
+    if changes is not None:
+        for key in sorted(QUEUE.keys(changes)):
+            service = view.objects.get(key)
+            if service is None:
+                _delete_objects_of(view, key[1], key[2])
+            elif _selects(service):
+                _sync(view, service)
+        return
     services = {(s["metadata"].get("namespace", "default"), s["metadata"]["name"]): s
                 for s in view.list("Service")}
-    for key, service in sorted(services.items()):
-        selector = (service.get("spec") or {}).get("selector")
-        if selector and (service.get("spec") or {}).get("type") != "ExternalName":
+    for _ns_name, service in sorted(services.items()):
+        if _selects(service):
             _sync(view, service)
     _delete_orphans(view, services)
+
+
+def _selects(service: dict[str, Any]) -> bool:
+    """A Service the controller keeps endpoints for: a selector, not ExternalName."""
+    spec = service.get("spec") or {}
+    return bool(spec.get("selector")) and spec.get("type") != "ExternalName"
 
 
 def _pods_of(view: View, service: dict[str, Any]) -> list[dict[str, Any]]:
@@ -173,6 +207,18 @@ def _write_slice(view: View, service: dict[str, Any], pods: list[dict[str, Any]]
     new["endpoints"] = endpoints
     new["ports"] = ports
     view.update(new)
+
+
+def _delete_objects_of(view: View, ns: str, name: str) -> None:
+    """The Endpoints (ours: with the trigger annotation) and managed EndpointSlices of the
+    Service ``ns/name``, which is gone."""
+    endpoints = view.get("Endpoints", name, ns)
+    if endpoints is not None and TRIGGER_ANNOTATION in (endpoints["metadata"].get("annotations") or {}):
+        view.delete("Endpoints", name, ns)
+    for endpoint_slice in view.list("EndpointSlice", ns):
+        labels = endpoint_slice["metadata"].get("labels") or {}
+        if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(SERVICE_NAME_LABEL) == name:
+            view.delete("EndpointSlice", endpoint_slice["metadata"]["name"], ns)
 
 
 def _delete_orphans(view: View, services: dict[tuple[str, str], dict[str, Any]]) -> None:

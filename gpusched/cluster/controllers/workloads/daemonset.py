@@ -31,6 +31,7 @@ from typing import Any
 import copy
 
 from gpusched.cluster.apiserver.changes import Changes
+from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_ready, labels_of, owned_pods,
                                                  owner_reference, set_status, template_hash)
@@ -72,11 +73,17 @@ def eligible(template_pod: dict[str, Any], node: dict[str, Any]) -> bool:
     return True
 
 
+# The informers (``daemon_controller.go`` NewDaemonSetsController): DaemonSets, their pods and
+# ControllerRevisions enqueue their owner; a Node change re-checks every DaemonSet
+# (addNode/updateNode).
+QUEUE = WorkQueue("DaemonSet", (itself("DaemonSet"), controller("Pod", "DaemonSet"),
+                                controller("ControllerRevision", "DaemonSet")),
+                  resync_on=frozenset({"Node"}))
+
+
 def reconcile(view: View, changes: Changes | None = None) -> None:
-    """Every DaemonSet, or (``changes``) the changed ones and those owning a changed pod or
-    ControllerRevision; all of them when a Node changed."""
-    full = changes is None or changes.resync or changes.any_kind(("Node",))
-    for ds in view.list("DaemonSet") if changes is None or full else changes.targets("DaemonSet"):
+    """Every DaemonSet, or (``changes``) those its informers enqueue (``QUEUE``)."""
+    for ds in QUEUE.objects(view, changes):
         reconcile_one(view, ds)
 
 

@@ -39,7 +39,8 @@ import copy
 import math
 
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.controllers.common import controller_of, owner_reference, template_hash
+from gpusched.cluster.controllers.base import WorkQueue, controller, itself
+from gpusched.cluster.controllers.common import owned_pods, owner_reference, template_hash
 from gpusched.cluster.controllers.workloads.deployment_status import (_complete, _set_progressing,
                                                                       _sync_status)
 from gpusched.cluster.controllers.workloads.deployment_util import (ANN_DESIRED, ANN_MAX,
@@ -57,16 +58,16 @@ from gpusched.objects import limits
 
 # ---- the sync ----------------------------------------------------------------------------------
 
+# The informers (``deployment_controller.go`` NewDeploymentController): Deployments,
+# ReplicaSets enqueue their Deployment (addReplicaSet ...), and pods the Deployment of their
+# ReplicaSet (deletePod, ``getDeploymentForPod``).
+QUEUE = WorkQueue("Deployment", (itself("Deployment"), controller("ReplicaSet", "Deployment"),
+                                 controller("Pod", "ReplicaSet", "Deployment")))
+
+
 def reconcile(view: View, changes: Changes | None = None) -> None:
-    """Every Deployment, or (``changes``) the changed ones and those owning a changed
-    ReplicaSet or the ReplicaSet of a changed pod."""
-    if changes is None or changes.resync:
-        deploys = view.list("Deployment")
-    else:
-        keys = changes.of_kind("Deployment") | changes.owners("Deployment") | \
-            changes.owners("Deployment", changes.owners("ReplicaSet"))
-        deploys = [view.objects[k] for k in sorted(keys) if k in view.objects]
-    for deploy in deploys:
+    """Every Deployment, or (``changes``) those its informers enqueue (``QUEUE``)."""
+    for deploy in QUEUE.objects(view, changes):
         reconcile_one(view, deploy)
 
 
@@ -191,10 +192,8 @@ def _old_pods_running(view: View, old: list[dict[str, Any]]) -> bool:
     """``oldPodsRunning``: an old ReplicaSet still reports pods, or owns a non-finished pod."""
     if any(_status_int(rs, "replicas") > 0 for rs in old):
         return True
-    uids = {rs["metadata"]["uid"] for rs in old}
-    return any((controller_of(p) or {}).get("uid") in uids
-               and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-               for p in view.list("Pod"))
+    return any((pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+               for rs in old for pod in owned_pods(view, rs))
 
 
 def _scale(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> None:

@@ -38,6 +38,7 @@ from typing import Any
 import copy
 
 from gpusched.cluster.apiserver.changes import Changes
+from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
@@ -52,10 +53,14 @@ from gpusched.cluster.apiserver.view import View
 
 # ---- the sync ----------------------------------------------------------------------------------
 
+# The informers (``job_controller.go`` NewController): Jobs, and pods enqueue their Job.
+QUEUE = WorkQueue("Job", (itself("Job"), controller("Pod", "Job")))
+
+
 def reconcile(view: View, changes: Changes | None = None) -> None:
-    """Every Job, or (``changes``) the changed ones and those owning a changed pod."""
-    full = changes is None or changes.resync
-    job_list = view.list("Job") if changes is None or full else changes.targets("Job")
+    """Every Job, or (``changes``) those its informers enqueue (``QUEUE``)."""
+    full = QUEUE.everything(changes)
+    job_list = QUEUE.objects(view, changes)
     jobs = {j["metadata"]["uid"] for j in job_list if not finished(j)}
     _sync_orphan_pods(view, _pods_to_check(view, changes, job_list), jobs, full)
     for job in job_list:

@@ -25,6 +25,7 @@ import functools
 import math
 
 from gpusched.cluster.apiserver.changes import Changes
+from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_ready, labels_of, owned_pods,
                                                  selector_matches, set_status)
@@ -36,9 +37,14 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
+# The informers (``replica_set.go`` NewBaseController): ReplicaSets, and pods enqueue their
+# controlling ReplicaSet (addPod/updatePod/deletePod).
+QUEUE = WorkQueue("ReplicaSet", (itself("ReplicaSet"), controller("Pod", "ReplicaSet")))
+
+
 def reconcile(view: View, changes: Changes | None = None) -> None:
-    """Every ReplicaSet, or (``changes``) the changed ones and those owning a changed pod."""
-    for rs in view.list("ReplicaSet") if changes is None or changes.resync else changes.targets("ReplicaSet"):
+    """Every ReplicaSet, or (``changes``) those its informers enqueue (``QUEUE``)."""
+    for rs in QUEUE.objects(view, changes):
         reconcile_one(view, rs)
 
 
