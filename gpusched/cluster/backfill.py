@@ -43,7 +43,7 @@ import numpy as np
 
 from gpusched.cluster import scheduling
 from gpusched.cluster.controllers.common import controller_of
-from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.kubelet.pod_lifecycle import run_time, start_time
 from gpusched.cluster.apiserver.view import View

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.controllers.workloads.job_rules import finished
 from gpusched.cluster.kubelet.pod_lifecycle import end_time, start_time
 from gpusched.cluster.apiserver.view import View

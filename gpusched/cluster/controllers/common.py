@@ -23,6 +23,7 @@ from gpusched.cluster.apiserver.notes import capacity_changed
 from gpusched.cluster.apiserver.view import NAME_ALPHABET, Key, View, object_namespace
 from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
+from gpusched.objects.types import Taint
 
 log = logging.getLogger(__name__)
 
@@ -294,3 +295,29 @@ def _changed_and_dependents_of_deleted(view: View, changes: Changes) -> set[Key]
         if gone is not None:
             keys.update(view.dependents((gone.get("metadata") or {}).get("uid", "")))
     return keys
+
+
+# ---- nodes and disruption budgets (the node lifecycle controller, DaemonSets, the autoscaler)
+
+def node_taints(node: dict[str, Any]) -> list[Taint]:
+    """The Node's ``spec.taints`` as ``Taint`` values."""
+    return [Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", ""))
+            for t in (node.get("spec") or {}).get("taints") or []]
+
+
+def ready_status(node: dict[str, Any]) -> str:
+    """The Ready condition's status: True, False or Unknown (True when not reported yet)."""
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return str(cond.get("status") or "Unknown")
+    return "True"
+
+
+def pdb_pods(view: View, pdb: dict[str, Any]) -> list[dict[str, Any]]:
+    """The live pods a PodDisruptionBudget selects (the disruption controller's ``getPodsForPdb``;
+    the Cluster Autoscaler's drain reads them too)."""
+    selector = (pdb.get("spec") or {}).get("selector")
+    if selector is None:
+        selector = {}
+    return [p for p in view.list("Pod", pdb["metadata"]["namespace"])
+            if not is_terminal(p) and selector_matches(selector, labels_of(p))]

@@ -199,7 +199,7 @@ def _annotation_reason(pod: dict[str, Any], annotations: dict[str, Any], safe: s
 
 def _covering_pdbs(view: View, pod: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
     """The PodDisruptionBudgets of ``namespace`` that select ``pod``."""
-    from gpusched.cluster.controllers.nodes.node_lifecycle import pdb_pods
+    from gpusched.cluster.controllers.common import pdb_pods
     return [pdb for pdb in view.list("PodDisruptionBudget", namespace)
             if pod in pdb_pods(view, pdb)]
 

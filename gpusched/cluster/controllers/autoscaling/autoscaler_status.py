@@ -60,7 +60,7 @@ def _stamp(view: View) -> str:
 
 
 def _counts(view: View, names: list[str], draining: int) -> dict[str, Any]:
-    from gpusched.cluster.controllers.nodes.node_lifecycle import ready_status
+    from gpusched.cluster.controllers.common import ready_status
     nodes = [view.get("Node", n) for n in names]
     registered = [n for n in nodes if n is not None]
     ready = sum(1 for n in registered if ready_status(n) == "True")

@@ -33,10 +33,9 @@ import math
 
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal,
-                                                 is_terminating, labels_of, selector_matches,
-                                                 set_disruption_target, set_status)
-from gpusched.cluster.controllers.workloads.daemonset import node_taints
-from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+                                                 is_terminating, node_taints, pdb_pods,
+                                                 ready_status, set_disruption_target, set_status)
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.pod import pod_info
@@ -173,14 +172,6 @@ def _count(value: Any, total: int) -> int:     # minAvailable/maxUnavailable: in
     return int(value)
 
 
-def pdb_pods(view: View, pdb: dict[str, Any]) -> list[dict[str, Any]]:
-    selector = (pdb.get("spec") or {}).get("selector")
-    if selector is None:
-        selector = {}
-    return [p for p in view.list("Pod", pdb["metadata"]["namespace"])
-            if not is_terminal(p) and selector_matches(selector, labels_of(p))]
-
-
 def pdb_status(view: View, pdb: dict[str, Any]) -> dict[str, Any]:
     spec = pdb.get("spec") or {}
     pods = pdb_pods(view, pdb)
@@ -224,14 +215,6 @@ UNSCHEDULABLE_KEY = "node.kubernetes.io/unschedulable"
 NOT_READY_KEY = "node.kubernetes.io/not-ready"
 UNREACHABLE_KEY = "node.kubernetes.io/unreachable"
 _MANAGED = (UNSCHEDULABLE_KEY, NOT_READY_KEY, UNREACHABLE_KEY)
-
-
-def ready_status(node: dict[str, Any]) -> str:
-    """The Ready condition's status: True, False or Unknown (True when not reported yet)."""
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return str(cond.get("status") or "Unknown")
-    return "True"
 
 
 def wanted_taints(node: dict[str, Any]) -> list[tuple[str, str]]:

@@ -33,14 +33,14 @@ import copy
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
-                                                 is_active, is_ready, labels_of, owned_pods,
-                                                 owner_reference, set_status, template_hash)
+                                                 is_active, is_ready, labels_of, node_taints,
+                                                 owned_pods, owner_reference, set_status,
+                                                 template_hash)
 from gpusched.cluster.controllers.workloads.deployment_util import canonical, scaled_value
 from gpusched.cluster.apiserver.store import dumps
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.pod import pod_info
 from gpusched.objects.selectors import map_matches, node_selector_matches
-from gpusched.objects.types import Taint
 
 COMPONENT = "daemonset-controller"
 HASH_LABEL = "controller-revision-hash"
@@ -50,11 +50,6 @@ DEFAULT_TOLERATIONS = [
     for k, e in (("not-ready", "NoExecute"), ("unreachable", "NoExecute"),
                  ("disk-pressure", "NoSchedule"), ("memory-pressure", "NoSchedule"),
                  ("pid-pressure", "NoSchedule"), ("unschedulable", "NoSchedule"))]
-
-
-def node_taints(node: dict[str, Any]) -> list[Taint]:
-    return [Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", ""))
-            for t in (node.get("spec") or {}).get("taints") or []]
 
 
 def eligible(template_pod: dict[str, Any], node: dict[str, Any]) -> bool:

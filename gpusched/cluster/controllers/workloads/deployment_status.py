@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import copy
-from datetime import datetime
 
 from gpusched.cluster.controllers.common import set_status
 from gpusched.cluster.controllers.workloads.deployment_util import (DEFAULT_PROGRESS_DEADLINE,
                                                                     _replicas, _status_int,
                                                                     max_unavailable)
-from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import View
 
 # ---- status and conditions ---------------------------------------------------------------------
@@ -41,11 +40,6 @@ def _progressing(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return (get(new, "updatedReplicas") > get(old, "updatedReplicas") or new_old < old_old
             or get(new, "readyReplicas") > get(old, "readyReplicas")
             or get(new, "availableReplicas") > get(old, "availableReplicas"))
-
-
-def seconds_of(timestamp: str) -> float:
-    when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=EPOCH.tzinfo)
-    return (when - EPOCH).total_seconds()
 
 
 def _condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
                                                  is_active, is_terminal, owned_pods,
                                                  remove_finalizer)
-from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.controllers.workloads.job_rules import (COMPLETE_REASON, COMPONENT, FINALIZER,
                                                               INDEX_KEY, _update_backoff,
                                                               backoff_remaining, completion_index,

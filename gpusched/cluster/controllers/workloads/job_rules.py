@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.controllers.workloads.deployment_status import seconds_of
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
 
