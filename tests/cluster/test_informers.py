@@ -21,6 +21,7 @@ import yaml
 
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.network import endpoints
+from gpusched.cluster.controllers.nodes import nodepool
 from gpusched.cluster.controllers.workloads import daemonset, deployment, job, replicaset
 from gpusched.cluster.apiserver.view import View
 
@@ -49,9 +50,9 @@ def _daemonset(name: str) -> str:
 
 @pytest.fixture
 def furnished(cluster):
-    """Two nodes; a Deployment with a Service, a Job, a DaemonSet, a bare pod; a Service in
+    """Two nodes of pool ``gpu``, one of pool ``cpu``; a Deployment with a Service, a Job, a DaemonSet, a bare pod; a Service in
     another namespace."""
-    apply(cluster, join(pool(count=2, gpus=8), _namespace("other"),
+    apply(cluster, join(pool(count=2, gpus=8), pool("cpu", gpus=0), _namespace("other"),
                         deployment_yaml("web", 2, "30d"), _service("web", "web"),
                         job_yaml("train", "30d"), _daemonset("agent"),
                         pod("bare", gpus=1, labels={"app": "web"}),
@@ -87,6 +88,11 @@ QUEUE_CASES = [
      lambda v: {_pod_of(v, "Job", "train")}, lambda v: {("Job", "default", "train")}),
     ("daemonset-pod-enqueues-its-daemonset", daemonset.QUEUE,
      lambda v: {_pod_of(v, "DaemonSet", "agent")}, lambda v: {("DaemonSet", "default", "agent")}),
+    ("nodepool-node-enqueues-its-pool", nodepool.QUEUE,
+     lambda v: {("Node", "", "gpu-1")}, lambda v: {("NodePool", "", "gpu")}),
+    ("nodepool-unowned-node-enqueues-nothing", nodepool.QUEUE,
+     lambda v: {("Node", "", "not-a-pool-node")}, lambda v: {("NodePool", "", "cpu"),
+                                                             ("NodePool", "", "gpu")}),
     ("endpoints-pod-enqueues-the-services-of-its-namespace-only", endpoints.QUEUE,
      lambda v: {("Pod", "other", "elsewhere")}, lambda v: {("Service", "other", "db")}),
     ("endpoints-edited-endpoints-enqueue-their-service", endpoints.QUEUE,
@@ -115,6 +121,14 @@ def test_a_deleted_pod_still_enqueues_its_owner(furnished):
     assert replicaset.QUEUE.keys(Changes(view, frozenset({key}))) == {_replicaset_key(view)}
 
 
+def test_a_deleted_node_enqueues_every_pool(furnished):
+    """Any pool may want a node of that name back (``names`` / ``namePrefix`` are free)."""
+    view = furnished.view()
+    view.delete("Node", "gpu-1")
+    assert nodepool.QUEUE.keys(Changes(view, frozenset({("Node", "", "gpu-1")}))) == \
+        {("NodePool", "", "cpu"), ("NodePool", "", "gpu")}
+
+
 def _kind_name_ns(key: tuple[str, str, str]) -> tuple[str, str, str]:
     return key[0], key[2], key[1]
 
@@ -128,6 +142,8 @@ RESYNC_CASES = [
      ("LimitRange", "default", "l"), True),
     ("endpoints-limitrange-is-not-its-concern", endpoints.QUEUE, ("LimitRange", "default", "l"),
      False),
+    ("nodepool-configmap-may-define-gpu-models", nodepool.QUEUE, ("ConfigMap", "default", "c"),
+     True),
 ]
 
 
@@ -191,6 +207,18 @@ def test_one_sync_reads_its_pods_through_the_owner_index(furnished, monkeypatch,
     sync(view)
     assert listings.calls == []
     assert view.objects == before          # the view was converged: the sync changed nothing
+
+
+def test_a_nodepool_pass_finds_its_nodes_through_the_owner_index(furnished, monkeypatch):
+    """Before: each pool's pass listed every Node of the cluster to find the ones it owns."""
+    view = furnished.view()
+    listed: list[str] = []
+    original = View.list
+    monkeypatch.setattr(View, "list", lambda v, kind, namespace=None:
+                        listed.append(kind) or original(v, kind, namespace))
+    nodepool.reconcile(view)
+    assert "Node" not in listed
+    assert sorted(k[2] for k in view.objects if k[0] == "Node") == ["cpu-1", "gpu-1", "gpu-2"]
 
 
 def test_a_pod_change_syncs_only_the_services_of_its_namespace(furnished, monkeypatch):

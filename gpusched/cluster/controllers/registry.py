@@ -97,7 +97,7 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("cluster-autoscaler", "cluster-autoscaler (kubernetes/autoscaler)",
                autoscaler.reconcile, watch=_autoscaler_watch),
     Descriptor("nodepool", "gpusched NodePool (a cloud provider's node groups)", nodepool.reconcile,
-               watch=_kinds("NodePool", "Node", "ConfigMap")),
+               keyed=True),
     Descriptor("node-status", "kubelet (kubelet_node_status.go)", node_status.reconcile, keyed=True),
     Descriptor("device-plugin", "NVIDIA device plugin + GPU Feature Discovery",
                device_plugin.reconcile, keyed=True),

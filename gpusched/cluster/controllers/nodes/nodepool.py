@@ -5,20 +5,41 @@ ownerReference to the pool (deleting the pool deletes its nodes through the garb
 nodes of the pool no longer listed are deleted. Existing nodes are left as they are (labels and
 taints changed by ``label``/``taint`` survive).
 
-Neighbours: ``devices.nodepool``; ``controllers.common.collect_garbage``.
+Neighbours: ``devices.nodepool``; ``controllers.common.collect_garbage``; fed by its work queue
+(``QUEUE``, ``controllers.base``).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable
+
+from gpusched.cluster.apiserver.changes import Changes
+from gpusched.cluster.controllers.base import Informer, WorkQueue, itself
 from gpusched.cluster.controllers.common import owner_reference
-from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.apiserver.view import Key, View
+
+if TYPE_CHECKING:
+    from gpusched.devices.catalog import GpuModel
 
 
-def reconcile(view: View) -> None:
-    pools = view.list("NodePool")
+def _pools_of_node(changes: Changes, key: Key) -> Iterable[Key]:
+    """A Node enqueues the pool that controls it; a deleted one every pool (one of them may
+    want a node of that name back)."""
+    if key in changes.view.objects:
+        return changes.owners("NodePool", (key,))
+    return [("NodePool", "", p["metadata"]["name"]) for p in changes.view.list("NodePool")]
+
+
+# NodePools, their Nodes, and the ConfigMaps (user GPU models) every pool's expansion reads.
+QUEUE = WorkQueue("NodePool", (itself("NodePool"), Informer("Node", _pools_of_node)),
+                  resync_on=frozenset({"ConfigMap"}), pod_creator=False)
+
+
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """Every NodePool, or (``changes``) those its informers enqueue (``QUEUE``)."""
+    pools = QUEUE.objects(view, changes)
     if not pools:
         return
-    from gpusched.devices.nodepool import expand_nodepool
     from gpusched.devices.user_models import user_models
     from gpusched.errors import GpuschedError
     try:
@@ -26,15 +47,20 @@ def reconcile(view: View) -> None:
     except GpuschedError:
         extra = {}          # the device-plugin controller reports a broken models ConfigMap
     for pool in pools:
-        wanted = expand_nodepool(pool, extra)
-        names = {n["metadata"]["name"] for n in wanted}
-        uid = pool["metadata"]["uid"]
-        for node in wanted:
-            if view.get("Node", node["metadata"]["name"]) is None:
-                node = dict(node, metadata={**node["metadata"],
-                                            "ownerReferences": [owner_reference(pool)]})
-                view.create(node)
-        for node in view.list("Node"):
-            refs = node["metadata"].get("ownerReferences") or []
-            if any(r.get("uid") == uid for r in refs) and node["metadata"]["name"] not in names:
-                view.delete("Node", node["metadata"]["name"])
+        _reconcile_pool(view, pool, extra)
+
+
+def _reconcile_pool(view: View, pool: dict[str, Any], extra: dict[str, "GpuModel"]) -> None:
+    """Create the pool's missing nodes; delete the nodes it controls that it no longer lists
+    (read from the owner index, not a listing of every Node)."""
+    from gpusched.devices.nodepool import expand_nodepool
+    wanted = expand_nodepool(pool, extra)
+    names = {n["metadata"]["name"] for n in wanted}
+    for node in wanted:
+        if view.get("Node", node["metadata"]["name"]) is None:
+            node = dict(node, metadata={**node["metadata"],
+                                        "ownerReferences": [owner_reference(pool)]})
+            view.create(node)
+    for key in view.dependents(pool["metadata"]["uid"]):
+        if key[0] == "Node" and key[2] not in names:
+            view.delete("Node", key[2])
