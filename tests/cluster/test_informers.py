@@ -50,14 +50,14 @@ def _daemonset(name: str) -> str:
 
 @pytest.fixture
 def furnished(cluster):
-    """Two nodes of pool ``gpu``, one of pool ``cpu``; a Deployment with a Service, a Job, a DaemonSet, a bare pod; a Service in
-    another namespace."""
+    """Two nodes of pool ``gpu``, one of pool ``cpu``; a Deployment with a Service, a Service
+    selecting nothing, a Job, a DaemonSet, a bare pod; a Service in another namespace."""
     apply(cluster, join(pool(count=2, gpus=8), pool("cpu", gpus=0), _namespace("other"),
                         deployment_yaml("web", 2, "30d"), _service("web", "web"),
                         job_yaml("train", "30d"), _daemonset("agent"),
                         pod("bare", gpus=1, labels={"app": "web"}),
                         pod("elsewhere", namespace="other", labels={"app": "db"}),
-                        _service("db", "db", "other")))
+                        _service("db", "db", "other"), _service("idle", "nothing")))
     return cluster
 
 
@@ -95,6 +95,8 @@ QUEUE_CASES = [
                                                              ("NodePool", "", "gpu")}),
     ("endpoints-pod-enqueues-the-services-of-its-namespace-only", endpoints.QUEUE,
      lambda v: {("Pod", "other", "elsewhere")}, lambda v: {("Service", "other", "db")}),
+    ("endpoints-pod-enqueues-only-the-services-selecting-it", endpoints.QUEUE,
+     lambda v: {_pod_of(v, "ReplicaSet", "web-")}, lambda v: {("Service", "default", "web")}),
     ("endpoints-edited-endpoints-enqueue-their-service", endpoints.QUEUE,
      lambda v: {("Endpoints", "default", "web")}, lambda v: {("Service", "default", "web")}),
     ("endpoints-slice-enqueues-the-service-its-label-names", endpoints.QUEUE,
@@ -221,17 +223,41 @@ def test_a_nodepool_pass_finds_its_nodes_through_the_owner_index(furnished, monk
     assert sorted(k[2] for k in view.objects if k[0] == "Node") == ["cpu-1", "gpu-1", "gpu-2"]
 
 
-def test_a_pod_change_syncs_only_the_services_of_its_namespace(furnished, monkeypatch):
+def test_a_relabelled_pod_enqueues_the_service_whose_endpoints_list_it(furnished):
+    """``updatePod`` enqueues the Services of the old labels too; the Endpoints stand for them."""
+    view = furnished.view()
+    key = _pod_of(view, "ReplicaSet", "web-")
+    relabelled = copy.deepcopy(view.objects[key])
+    relabelled["metadata"]["labels"] = {"app": "moved"}
+    view.update(relabelled)
+    changes = Changes(view, frozenset({key}))
+    assert endpoints.QUEUE.keys(changes) == {("Service", "default", "web")}
+    endpoints.reconcile(view, changes)
+    listed = {a["targetRef"]["name"] for subset in view.get("Endpoints", "web", "default")["subsets"]
+              for a in subset.get("addresses", [])}
+    assert key[2] not in listed and listed
+
+
+# (case id, the changed pod, the Services synced)
+SYNCED_CASES = [
+    ("pod-in-another-namespace", lambda v: ("Pod", "other", "elsewhere"), ["db"]),
+    ("deployment-pod", lambda v: _pod_of(v, "ReplicaSet", "web-"), ["web"]),
+]
+
+
+@pytest.mark.parametrize("case", SYNCED_CASES, ids=[c[0] for c in SYNCED_CASES])
+def test_a_pod_change_syncs_only_the_services_that_select_it(furnished, monkeypatch, case):
     """Before: the endpoints controller ran its full pass (every Service of every namespace)
     whenever a pod changed in a namespace with a selector Service."""
+    _id, changed, expected = case
     view = furnished.view()
     synced: list[str] = []
     original = endpoints._sync
     monkeypatch.setattr(endpoints, "_sync",
                         lambda v, service: synced.append(service["metadata"]["name"])
                         or original(v, service))
-    endpoints.reconcile(view, Changes(view, frozenset({("Pod", "other", "elsewhere")})))
-    assert synced == ["db"]
+    endpoints.reconcile(view, Changes(view, frozenset({changed(view)})))
+    assert synced == expected
 
 
 def test_a_deleted_service_loses_its_endpoints_on_the_work_queue(furnished):

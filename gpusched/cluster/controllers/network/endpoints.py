@@ -42,11 +42,28 @@ MANAGED_BY = "endpointslice-controller.k8s.io"
 
 
 def _services_of_pod(changes: Changes, key: Key) -> Iterable[Key]:
-    """A pod enqueues the Services with a selector in its namespace. Upstream's ``addPod`` /
-    ``updatePod`` enqueue those whose selector matches its new or old labels; the journal keeps
-    no old labels, so every one of the namespace's (a superset: the same endpoints result)."""
-    return [("Service", key[1], s["metadata"]["name"]) for s in changes.view.list("Service", key[1])
-            if (s.get("spec") or {}).get("selector")]
+    """A pod enqueues the Services of its namespace that select it now (or when it was deleted),
+    and those whose Endpoints list it: upstream's ``addPod`` / ``updatePod`` enqueue the Services
+    matching its new and its old labels (``getPodServiceMemberships``); the journal keeps no old
+    labels, so the Endpoints stand for them (a pod relabelled away is listed there until this
+    sync)."""
+    labels = ((changes.body(key) or {}).get("metadata") or {}).get("labels") or {}
+    out = []
+    for service in changes.view.list("Service", key[1]):
+        selector = (service.get("spec") or {}).get("selector")
+        if selector and (matches(selector_from_dict({"matchLabels": selector}), labels)
+                         or _lists(changes.view, service, key[2])):
+            out.append(("Service", key[1], service["metadata"]["name"]))
+    return out
+
+
+def _lists(view: View, service: dict[str, Any], pod_name: str) -> bool:
+    """Whether the Service's Endpoints hold an address of the pod ``pod_name``."""
+    meta = service["metadata"]
+    endpoints = view.get("Endpoints", meta["name"], meta.get("namespace", "default")) or {}
+    return any((address.get("targetRef") or {}).get("name") == pod_name
+               for subset in endpoints.get("subsets") or ()
+               for address in (subset.get("addresses") or []) + (subset.get("notReadyAddresses") or []))
 
 
 # The informers (``endpoints_controller.go`` NewEndpointController): Services, pods, and the
