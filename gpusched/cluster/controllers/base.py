@@ -6,9 +6,10 @@ them to its work queue (kubernetes ``pkg/controller/replicaset/replica_set.go``:
 ``updatePod`` / ``deletePod`` enqueue the pod's controlling ReplicaSet,
 ``resolveControllerRef``); the sync handler then takes one key at a time. Here:
 
-- an :class:`Informer` is one watched kind and its handler: a changed key of that kind -> the
+- an :class:`Informer` is one watched kind and its handler: the changed keys of that kind -> the
   keys to reconcile (:func:`itself`, :func:`controller` for owner -> owned through
-  ``ownerReferences``, :func:`same_name`);
+  ``ownerReferences``, :func:`same_name`); a handler takes the changed keys of its kind at once,
+  so what it reads to map them (a namespace's Services) is read once per step;
 - a :class:`WorkQueue` is what a controller declares: the kind it reconciles, its informers,
   and the kinds whose change re-queues every object of that kind (the DaemonSet controller
   re-checks every DaemonSet when a Node changes, as its ``addNode``/``updateNode`` do);
@@ -34,12 +35,12 @@ from typing import Any, Callable, Iterable
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.view import Key, View
 
-Handler = Callable[[Changes, Key], Iterable[Key]]
+Handler = Callable[[Changes, list[Key]], Iterable[Key]]
 
 
 @dataclass(frozen=True, slots=True)
 class Informer:
-    """One watched kind and its event handler (changed key -> keys to reconcile)."""
+    """One watched kind and its event handler (changed keys of the kind -> keys to reconcile)."""
 
     kind: str
     handler: Handler
@@ -47,29 +48,33 @@ class Informer:
 
 def itself(kind: str) -> Informer:
     """The controller's own kind: a changed object is reconciled itself."""
-    return Informer(kind, lambda _changes, key: (key,))
+    return Informer(kind, lambda _changes, keys: keys)
 
 
 def controller(kind: str, *owners: str) -> Informer:
     """A ``kind`` object enqueues its controlling owner, following controller ``ownerReferences``
     through ``owners`` in turn: ``controller("Pod", "ReplicaSet", "Deployment")`` maps a pod to
     the Deployment of its ReplicaSet (upstream's ``getDeploymentForPod``)."""
-    def handler(changes: Changes, key: Key) -> Iterable[Key]:
-        keys = {key}
+    def handler(changes: Changes, keys: list[Key]) -> Iterable[Key]:
+        found: set[Key] = set(keys)
         for owner in owners:
-            keys = changes.owners(owner, keys)
-        return keys
+            found = changes.owners(owner, found)
+        return found
     return Informer(kind, handler)
 
 
 def same_name(kind: str, target: str, label: str | None = None) -> Informer:
     """A ``kind`` object enqueues the ``target`` of the same namespace named like it, or named
     by its ``label`` (an EndpointSlice's ``kubernetes.io/service-name``)."""
-    def handler(changes: Changes, key: Key) -> Iterable[Key]:
+    def handler(changes: Changes, keys: list[Key]) -> Iterable[Key]:
         if label is None:
-            return ((target, key[1], key[2]),)
-        labels = ((changes.body(key) or {}).get("metadata") or {}).get("labels") or {}
-        return ((target, key[1], str(labels[label])),) if labels.get(label) else ()
+            return [(target, key[1], key[2]) for key in keys]
+        out = []
+        for key in keys:
+            labels = ((changes.body(key) or {}).get("metadata") or {}).get("labels") or {}
+            if labels.get(label):
+                out.append((target, key[1], str(labels[label])))
+        return out
     return Informer(kind, handler)
 
 
@@ -96,13 +101,14 @@ class WorkQueue:
 
     def keys(self, changes: Changes) -> set[Key]:
         """The keys the informers' handlers enqueue for these changes."""
-        by_kind: dict[str, list[Informer]] = {}
-        for informer in self.informers:
-            by_kind.setdefault(informer.kind, []).append(informer)
+        changed: dict[str, list[Key]] = {}
+        for key in sorted(changes.keys):
+            changed.setdefault(key[0], []).append(key)
         out: set[Key] = set()
-        for key in changes.keys:
-            for informer in by_kind.get(key[0], ()):
-                out.update(k for k in informer.handler(changes, key) if k[0] == self.kind)
+        for informer in self.informers:
+            if informer.kind in changed:
+                out.update(k for k in informer.handler(changes, changed[informer.kind])
+                           if k[0] == self.kind)
         return out
 
     def objects(self, view: View, changes: Changes | None) -> list[dict[str, Any]]:

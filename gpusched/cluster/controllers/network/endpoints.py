@@ -41,34 +41,47 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
 
 
-def _services_of_pod(changes: Changes, key: Key) -> Iterable[Key]:
-    """A pod enqueues the Services of its namespace that select it now (or when it was deleted),
-    and those whose Endpoints list it: upstream's ``addPod`` / ``updatePod`` enqueue the Services
-    matching its new and its old labels (``getPodServiceMemberships``); the journal keeps no old
-    labels, so the Endpoints stand for them (a pod relabelled away is listed there until this
-    sync)."""
-    labels = ((changes.body(key) or {}).get("metadata") or {}).get("labels") or {}
-    out = []
-    for service in changes.view.list("Service", key[1]):
-        selector = (service.get("spec") or {}).get("selector")
-        if selector and (matches(selector_from_dict({"matchLabels": selector}), labels)
-                         or _lists(changes.view, service, key[2])):
-            out.append(("Service", key[1], service["metadata"]["name"]))
+def _services_of_pods(changes: Changes, keys: list[Key]) -> Iterable[Key]:
+    """Changed pods enqueue the Services of their namespace that select them now (or when they
+    were deleted), and those whose Endpoints list them: upstream's ``addPod`` / ``updatePod``
+    enqueue the Services matching a pod's new and old labels (``getPodServiceMemberships``); the
+    journal keeps no old labels, so the Endpoints stand for them (a pod relabelled away is
+    listed there until this sync). Each namespace's Services and Endpoints are read once."""
+    by_namespace: dict[str, list[Key]] = {}
+    for key in keys:
+        by_namespace.setdefault(key[1], []).append(key)
+    out: list[Key] = []
+    for ns, pods in by_namespace.items():
+        services = [s for s in changes.view.list("Service", ns)
+                    if (s.get("spec") or {}).get("selector")]
+        if not services:
+            continue
+        listed = _listed_pods(changes.view, services)
+        selectors = [(s["metadata"]["name"],
+                      selector_from_dict({"matchLabels": s["spec"]["selector"]})) for s in services]
+        for key in pods:
+            labels = ((changes.body(key) or {}).get("metadata") or {}).get("labels") or {}
+            out.extend(("Service", ns, name) for name, selector in selectors
+                       if matches(selector, labels) or key[2] in listed[name])
     return out
 
 
-def _lists(view: View, service: dict[str, Any], pod_name: str) -> bool:
-    """Whether the Service's Endpoints hold an address of the pod ``pod_name``."""
-    meta = service["metadata"]
-    endpoints = view.get("Endpoints", meta["name"], meta.get("namespace", "default")) or {}
-    return any((address.get("targetRef") or {}).get("name") == pod_name
-               for subset in endpoints.get("subsets") or ()
-               for address in (subset.get("addresses") or []) + (subset.get("notReadyAddresses") or []))
+def _listed_pods(view: View, services: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Service name -> the names of the pods its Endpoints hold an address of."""
+    out: dict[str, set[str]] = {}
+    for service in services:
+        meta = service["metadata"]
+        endpoints = view.get("Endpoints", meta["name"], meta.get("namespace", "default")) or {}
+        out[meta["name"]] = {(address.get("targetRef") or {}).get("name", "")
+                             for subset in endpoints.get("subsets") or ()
+                             for address in (subset.get("addresses") or [])
+                             + (subset.get("notReadyAddresses") or [])}
+    return out
 
 
 # The informers (``endpoints_controller.go`` NewEndpointController): Services, pods, and the
 # Endpoints / EndpointSlices themselves (an edited or deleted one is put back).
-QUEUE = WorkQueue("Service", (itself("Service"), Informer("Pod", _services_of_pod),
+QUEUE = WorkQueue("Service", (itself("Service"), Informer("Pod", _services_of_pods),
                               same_name("Endpoints", "Service"),
                               same_name("EndpointSlice", "Service", SERVICE_NAME_LABEL)),
                   pod_creator=False)

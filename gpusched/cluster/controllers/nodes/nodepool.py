@@ -22,12 +22,12 @@ if TYPE_CHECKING:
     from gpusched.devices.catalog import GpuModel
 
 
-def _pools_of_node(changes: Changes, key: Key) -> Iterable[Key]:
+def _pools_of_node(changes: Changes, keys: list[Key]) -> Iterable[Key]:
     """A Node enqueues the pool that controls it; a deleted one every pool (one of them may
     want a node of that name back)."""
-    if key in changes.view.objects:
-        return changes.owners("NodePool", (key,))
-    return [("NodePool", "", p["metadata"]["name"]) for p in changes.view.list("NodePool")]
+    if any(key not in changes.view.objects for key in keys):
+        return [("NodePool", "", p["metadata"]["name"]) for p in changes.view.list("NodePool")]
+    return changes.owners("NodePool", keys)
 
 
 # NodePools, their Nodes, and the ConfigMaps (user GPU models) every pool's expansion reads.
