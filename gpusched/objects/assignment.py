@@ -22,14 +22,16 @@ Neighbours: objects.types (``DeviceAssignment``), devices.node (``allocate``/``h
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from gpusched.errors import UsageError
+from gpusched.objects import typed_views as k8s
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
 from gpusched.objects.digits import is_digits
 
 DEVICE_PREFIX = "nvidia.com/"
+_NO_STRINGS: Mapping[str, str] = {}
 
 
 def device_requests(pod: PodInfo) -> dict[str, int]:
@@ -90,9 +92,10 @@ def read_assignment(annotations: Mapping[str, Any], resource: str = "", share: i
     return DeviceAssignment(resource, ids, indices, milli)
 
 
-def pod_annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    annotations = (pod.get("metadata") or {}).get("annotations")
-    return annotations if isinstance(annotations, Mapping) else {}
+def pod_annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    meta = cast("k8s.Pod", pod).get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations if isinstance(annotations, Mapping) else _NO_STRINGS
 
 
 def held_by(pod: Mapping[str, Any]) -> DeviceAssignment:
@@ -108,3 +111,4 @@ def held_by(pod: Mapping[str, Any]) -> DeviceAssignment:
         return read_assignment(annotations)
     except UsageError:
         return NO_DEVICES
+

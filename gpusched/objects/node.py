@@ -21,9 +21,10 @@ controllers and admission, the CLI.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from gpusched.errors import FieldError, GpuschedError, InvalidError, UsageError
+from gpusched.objects import typed_views as k8s
 from gpusched.objects.names import label_value_errors, qualified_name_errors
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL, NodeInfo, Taint
@@ -31,12 +32,16 @@ from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL, NodeInfo, Taint
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
 LABEL_GPU_COUNT = "nvidia.com/gpu.count"
-_EMPTY: Mapping[str, Any] = {}
+# Read-only stand-ins for an absent part of a body (never written to).
+_NO_META: k8s.ObjectMeta = {}
+_NO_SPEC: k8s.NodeSpec = {}
+_NO_STATUS: k8s.NodeStatus = {}
+_NO_STRINGS: Mapping[str, str] = {}
 
 ModelLookup = Callable[[str], Any]
 
 
-def _resources(name: str, raw: Any, path: str) -> dict[str, int]:
+def _resources(name: str, raw: Mapping[str, k8s.Quantity] | None, path: str) -> dict[str, int]:
     if not isinstance(raw, dict):
         return {}
     out = {}
@@ -50,7 +55,7 @@ def _resources(name: str, raw: Any, path: str) -> dict[str, int]:
 
 
 def taints_of(node: Mapping[str, Any]) -> tuple[Taint, ...]:
-    spec = node.get("spec") or _EMPTY
+    spec = cast("k8s.Node", node).get("spec") or _NO_SPEC
     return tuple(Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
                  for t in spec.get("taints") or () if isinstance(t, dict))
 
@@ -69,12 +74,13 @@ def _resolve_model(product: str, model_lookup: ModelLookup | None) -> str:
 
 def node_info(node: Mapping[str, Any], model_lookup: ModelLookup | None = None) -> NodeInfo:
     """Build the scheduler's view of a Node dict (see the module doc for the GPU fields)."""
-    meta = node.get("metadata") or _EMPTY
-    spec = node.get("spec") or _EMPTY
-    status = node.get("status") or _EMPTY
+    body = cast("k8s.Node", node)
+    meta = body.get("metadata") or _NO_META
+    spec = body.get("spec") or _NO_SPEC
+    status = body.get("status") or _NO_STATUS
     name = str(meta.get("name") or "")
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or _EMPTY).items()}
-    annotations = meta.get("annotations") or _EMPTY
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or _NO_STRINGS).items()}
+    annotations = meta.get("annotations") or _NO_STRINGS
     capacity = _resources(name, status.get("capacity"), "status.capacity")
     allocatable = _resources(name, status.get("allocatable"), "status.allocatable") or dict(capacity)
     gpu_model = str(annotations.get(ANN_GPU_MODEL) or labels.get(ANN_GPU_MODEL) or "").split("|")[0]

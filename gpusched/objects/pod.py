@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar, cast
 
 from gpusched.errors import FieldError, InvalidError
+from gpusched.objects import typed_views as k8s
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import selector_from_dict, term_from_dict
 from gpusched.objects.types import (
@@ -48,7 +49,13 @@ from gpusched.objects.types import (
 )
 
 GPU = "nvidia.com/gpu"
-_EMPTY: Mapping[str, Any] = {}
+# Read-only stand-ins for an absent part of a body (never written to).
+_NO_META: k8s.ObjectMeta = {}
+_NO_SPEC: k8s.PodSpec = {}
+_NO_STATUS: k8s.PodStatus = {}
+_NO_AFFINITY: k8s.Affinity = {}
+_NO_STRINGS: Mapping[str, str] = {}
+_T = TypeVar("_T")
 
 
 class _BadQuantity(Exception):
@@ -63,7 +70,7 @@ def _canonical_text(resource: str, text: str) -> int:
     return canonical(resource, text)
 
 
-def _amount(resource: str, value: Any, path: str) -> int:
+def _amount(resource: str, value: k8s.Quantity, path: str) -> int:
     try:
         if isinstance(value, str):
             return _canonical_text(resource, value)
@@ -77,13 +84,13 @@ def _amount(resource: str, value: Any, path: str) -> int:
         raise _BadQuantity(f"{path}[{resource}]", value, str(exc)) from None
 
 
-def _resource_list(raw: Any, path: str) -> dict[str, int]:
+def _resource_list(raw: Mapping[str, k8s.Quantity] | None, path: str) -> dict[str, int]:
     if not isinstance(raw, dict):
         return {}
     return {str(name): _amount(str(name), value, path) for name, value in raw.items()}
 
 
-def _container_requests(container: Any, path: str) -> dict[str, int]:
+def _container_requests(container: k8s.Container, path: str) -> dict[str, int]:
     if not isinstance(container, dict):
         return {}
     resources = container.get("resources")
@@ -98,7 +105,7 @@ def _container_requests(container: Any, path: str) -> dict[str, int]:
     return requests
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: list[_T] | None) -> list[_T]:
     return value if isinstance(value, list) else []
 
 
@@ -115,18 +122,19 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     """One container's requests in canonical units; a limit-only resource counts as requested."""
-    return _checked("Container", str(container.get("name", "")) if isinstance(container, dict) else "",
-                    lambda: _container_requests(container, "resources"))
+    body = cast("k8s.Container", container)
+    return _checked("Container", str(body.get("name", "")) if isinstance(body, dict) else "",
+                    lambda: _container_requests(body, "resources"))
 
 
-def _container_limits(container: Any, path: str) -> dict[str, int]:
+def _container_limits(container: k8s.Container, path: str) -> dict[str, int]:
     resources = container.get("resources") if isinstance(container, dict) else None
     return _resource_list(resources.get("limits"), f"{path}.resources.limits") \
         if isinstance(resources, dict) else {}
 
 
-def _containers_total(spec: Mapping[str, Any],
-                      per_container: Callable[[Any, str], dict[str, int]]) -> dict[str, int]:
+def _containers_total(spec: k8s.PodSpec,
+                      per_container: Callable[[k8s.Container, str], dict[str, int]]) -> dict[str, int]:
     """kube-scheduler's rule over ``per_container(container, path)`` amounts: the sum over
     containers and restartable (sidecar) init containers, then the max with each regular init
     container plus the sidecars started before it. Overhead is left to the caller."""
@@ -148,7 +156,7 @@ def _containers_total(spec: Mapping[str, Any],
     return total
 
 
-def _pod_totals(spec: Mapping[str, Any], limits: bool, overhead: bool, keep_zero: bool) -> dict[str, int]:
+def _pod_totals(spec: k8s.PodSpec, limits: bool, overhead: bool, keep_zero: bool) -> dict[str, int]:
     """``resourcehelper.PodRequests`` / ``PodLimits`` (pkg/api/v1/resource/helpers.go): the
     containers/sidecars/init rule, then ``spec.overhead`` (added to every request; to a limit
     only where the pod has that limit). ``keep_zero`` keeps zero amounts, as those helpers do."""
@@ -160,7 +168,7 @@ def _pod_totals(spec: Mapping[str, Any], limits: bool, overhead: bool, keep_zero
     return total if keep_zero else {name: amount for name, amount in total.items() if amount}
 
 
-def _pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+def _pod_requests(spec: k8s.PodSpec) -> dict[str, int]:
     return _pod_totals(spec, limits=False, overhead=True, keep_zero=False)
 
 
@@ -172,13 +180,17 @@ def _checked(kind: str, name: str, compute: Callable[[], dict[str, int]]) -> dic
 
 
 def _name(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata")
+    meta = cast("k8s.Pod", pod).get("metadata")
     return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+
+def _spec(pod: Mapping[str, Any]) -> k8s.PodSpec:
+    return cast("k8s.Pod", pod).get("spec") or _NO_SPEC
 
 
 def pod_resource_requests(pod: Mapping[str, Any]) -> dict[str, int]:
     """Effective pod requests (module doc), as quota and LimitRange (type Pod) count them."""
-    return _checked("Pod", _name(pod), lambda: _pod_requests(pod.get("spec") or _EMPTY))
+    return _checked("Pod", _name(pod), lambda: _pod_requests(_spec(pod)))
 
 
 def pod_resource_limits(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -196,15 +208,14 @@ def pod_resource_totals(pod: Mapping[str, Any], limits: bool = False, overhead: 
       ``podLimits``): ``overhead=False, keep_zero=True``;
     - the scheduler: ``overhead=True, keep_zero=False`` (``pod_resource_requests``).
     """
-    return _checked("Pod", _name(pod), lambda: _pod_totals(pod.get("spec") or _EMPTY, limits,
-                                                           overhead, keep_zero))
+    return _checked("Pod", _name(pod), lambda: _pod_totals(_spec(pod), limits, overhead, keep_zero))
 
 
 # ----------------------------------------------------------------------------------------------
 # Scheduling constraints
 
 
-def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+def _tolerations(raw: list[k8s.Toleration] | None) -> tuple[Toleration, ...]:
     out = []
     for t in raw or ():
         seconds = t.get("tolerationSeconds")
@@ -219,7 +230,7 @@ def _tolerations(raw: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _pod_affinity_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
+def _pod_affinity_term(raw: k8s.PodAffinityTerm) -> PodAffinityTerm:
     return PodAffinityTerm(
         label_selector=selector_from_dict(raw.get("labelSelector")),
         topology_key=str(raw.get("topologyKey") or ""),
@@ -227,7 +238,7 @@ def _pod_affinity_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
     )
 
 
-def _pod_affinity(raw: Any) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+def _pod_affinity(raw: k8s.PodAffinity | k8s.PodAntiAffinity | None) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
     if not isinstance(raw, dict):
         return (), ()
     required = tuple(_pod_affinity_term(t) for t in raw.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
@@ -237,7 +248,7 @@ def _pod_affinity(raw: Any) -> tuple[tuple[PodAffinityTerm, ...], tuple[Weighted
     return required, preferred
 
 
-def _node_affinity(raw: Any) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
+def _node_affinity(raw: k8s.NodeAffinity | None) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
     if not isinstance(raw, dict):
         return None, ()
     required_raw = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -250,7 +261,7 @@ def _node_affinity(raw: Any) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple
     return required, preferred
 
 
-def _topology_spread(raw: Any) -> tuple[TopologySpreadConstraint, ...]:
+def _topology_spread(raw: list[k8s.TopologySpreadConstraint] | None) -> tuple[TopologySpreadConstraint, ...]:
     out = []
     for c in raw or ():
         min_domains = c.get("minDomains")
@@ -268,7 +279,7 @@ def _gpu_models(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip() for part in text.split("|") if part.strip()))
 
 
-def _gpu_milli(name: str, annotations: Mapping[str, Any], requests: dict[str, int]) -> int:
+def _gpu_milli(name: str, annotations: Mapping[str, str], requests: dict[str, int]) -> int:
     """Apply the gpusched GPU share to ``requests`` (in place); return the share (0 when none)."""
     from_resource = requests.pop(RESOURCE_GPU_MILLI, None)
     text = annotations.get(ANN_GPU_MILLI)
@@ -291,7 +302,7 @@ def _gpu_milli(name: str, annotations: Mapping[str, Any], requests: dict[str, in
     return milli
 
 
-def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
+def _owner(meta: k8s.ObjectMeta) -> tuple[str, str]:
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, dict) and ref.get("controller") is True:
             return str(ref.get("kind") or ""), str(ref.get("name") or "")
@@ -302,7 +313,7 @@ def annotation_seconds(pod: Mapping[str, Any], key: str) -> float | None:
     """A virtual-clock time the cluster wrote on ``pod`` (``gpusched.io/start-time``,
     ``gpusched.io/restart-at``); None when absent or unreadable (only a hand-edited state file
     holds such a value: it makes that pod's time unknown, never fails a pass)."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = (cast("k8s.Pod", pod).get("metadata") or _NO_META).get("annotations") or _NO_STRINGS
     text = annotations.get(key) if isinstance(annotations, Mapping) else None
     try:
         value = float(text) if text is not None else None
@@ -311,23 +322,23 @@ def annotation_seconds(pod: Mapping[str, Any], key: str) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _start_time(annotations: Mapping[str, Any], status: Mapping[str, Any]) -> float | None:
+def _start_time(annotations: Mapping[str, str], status: k8s.PodStatus) -> float | None:
     if annotations.get(ANN_START_TIME) is not None:
         return annotation_seconds({"metadata": {"annotations": annotations}}, ANN_START_TIME)
-    value = status.get("startTime")
+    value: object = status.get("startTime")    # an RFC 3339 string; a trace loader may hand a number
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return None
 
 
-def _disruption_reason(status: Mapping[str, Any]) -> str:
+def _disruption_reason(status: k8s.PodStatus) -> str:
     for cond in status.get("conditions") or ():
         if isinstance(cond, dict) and cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
             return str(cond.get("reason") or "")
     return ""
 
 
-def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+def _host_ports(spec: k8s.PodSpec) -> tuple[tuple[str, str, int], ...]:
     """The (hostIP, protocol, hostPort) of the containers' ports with a hostPort > 0 (upstream
     NodePorts ``getContainerPorts``: regular containers only; hostIP defaults to 0.0.0.0 and
     protocol to TCP)."""
@@ -341,28 +352,29 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
     return tuple(found)
 
 
-def _text(mapping: Mapping[str, Any], key: str, default: str = "") -> str:
-    """A string field of a pod dict, ``default`` when unset or empty."""
-    return str(mapping.get(key) or default)
-
-
-def _pvc_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
+def _pvc_names(spec: k8s.PodSpec) -> tuple[str, ...]:
     """The claim names of the pod's persistentVolumeClaim volumes, in order."""
-    return tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
-                 for v in spec.get("volumes") or ()
-                 if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict))
+    return tuple(str(claim.get("claimName") or "")
+                 for v in spec.get("volumes") or () if isinstance(v, dict)
+                 for claim in (v.get("persistentVolumeClaim"),) if isinstance(claim, dict))
+
+
+def _text(value: str | None, default: str = "") -> str:
+    """A string field's value, ``default`` when unset or empty."""
+    return str(value or default)
 
 
 def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
     """Build the scheduler's view of a (validated) Pod dict; ``seq`` is its creation order."""
-    meta = pod.get("metadata") or _EMPTY
-    spec = pod.get("spec") or _EMPTY
-    status = pod.get("status") or _EMPTY
-    annotations = meta.get("annotations") or _EMPTY
-    name = _text(meta, "name")
+    body = cast("k8s.Pod", pod)
+    meta = body.get("metadata") or _NO_META
+    spec = body.get("spec") or _NO_SPEC
+    status = body.get("status") or _NO_STATUS
+    annotations = meta.get("annotations") or _NO_STRINGS
+    name = _text(meta.get("name"))
     requests = pod_resource_requests(pod)
     gpu_milli = _gpu_milli(name, annotations, requests)
-    affinity = spec.get("affinity") or _EMPTY
+    affinity = spec.get("affinity") or _NO_AFFINITY
     required_terms, preferred_terms = _node_affinity(affinity.get("nodeAffinity"))
     pod_affinity, preferred_pod_affinity = _pod_affinity(affinity.get("podAffinity"))
     pod_anti_affinity, preferred_pod_anti_affinity = _pod_affinity(affinity.get("podAntiAffinity"))
@@ -370,18 +382,18 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
     priority = spec.get("priority")
     model_text = annotations.get(ANN_GPU_MODEL)
     return PodInfo(
-        namespace=_text(meta, "namespace", "default"),
+        namespace=_text(meta.get("namespace"), "default"),
         name=name,
-        uid=_text(meta, "uid"),
+        uid=_text(meta.get("uid")),
         requests=requests,
         priority=int(priority) if isinstance(priority, int) else 0,
-        preemption_policy=_text(spec, "preemptionPolicy", "PreemptLowerPriority"),
-        priority_class=_text(spec, "priorityClassName"),
-        scheduler_name=_text(spec, "schedulerName", "default-scheduler"),
-        node_name=_text(spec, "nodeName"),
-        nominated_node=_text(status, "nominatedNodeName"),
-        labels=dict(meta.get("labels") or _EMPTY),
-        node_selector=dict(spec.get("nodeSelector") or _EMPTY),
+        preemption_policy=_text(spec.get("preemptionPolicy"), "PreemptLowerPriority"),
+        priority_class=_text(spec.get("priorityClassName")),
+        scheduler_name=_text(spec.get("schedulerName"), "default-scheduler"),
+        node_name=_text(spec.get("nodeName")),
+        nominated_node=_text(status.get("nominatedNodeName")),
+        labels=dict(meta.get("labels") or _NO_STRINGS),
+        node_selector=dict(spec.get("nodeSelector") or _NO_STRINGS),
         required_terms=required_terms,
         preferred_terms=preferred_terms,
         tolerations=_tolerations(spec.get("tolerations")),
