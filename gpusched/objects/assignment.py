@@ -15,7 +15,10 @@ environment) goes through :func:`read_assignment` or :func:`held_by`, so there i
   (admission strips the annotations from user input); callers on a shared path (the scheduler's
   snapshot, the kubelet) treat such a record as devices gone, never as an error of the pass;
 - :func:`held_by` is what a pod holds for readers that need only the devices: the same parse,
-  with a malformed value read as holding nothing.
+  with a malformed value read as holding nothing;
+- :func:`assignment_of` is :func:`held_by` with a fractional pod's share, taken from the body
+  (``objects.pod.pod_gpu_share``, ``pod_info``'s rule without the rest of the parse): what the
+  web page shows, the same record the kubelet reads through :func:`pod_assignment`.
 
 Neighbours: objects.types (``DeviceAssignment``), devices.node (``allocate``/``hold``).
 """
@@ -24,8 +27,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, cast
 
-from gpusched.errors import UsageError
+from gpusched.errors import InvalidError, UsageError
 from gpusched.objects import typed_views as k8s
+from gpusched.objects.pod import pod_gpu_share
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
 from gpusched.objects.digits import is_digits
@@ -112,3 +116,23 @@ def held_by(pod: Mapping[str, Any]) -> DeviceAssignment:
     except UsageError:
         return NO_DEVICES
 
+
+def assignment_of(pod: Mapping[str, Any]) -> DeviceAssignment:
+    """What ``pod`` holds, from its body alone: a fractional pod's record has resource
+    ``gpusched.io/gpu-milli`` and its share as ``milli`` (as :func:`pod_assignment` reads it
+    from a ``PodInfo``); any other has resource ``""`` and ``milli`` as :func:`held_by`.
+    ``NO_DEVICES`` for a malformed record or a share validation would refuse: the kubelet and
+    the scheduler leave such a pod out, so it holds nothing.
+
+    >>> assignment_of({"metadata": {"annotations": {"gpusched.io/gpu-milli": "470",
+    ...     "gpusched.io/assigned-gpus": "1", "gpusched.io/assigned-devices": "GPU-x"}}})
+    DeviceAssignment(resource='gpusched.io/gpu-milli', device_ids=('GPU-x',), gpu_indices=(1,), milli=470)
+    """
+    annotations = pod_annotations(pod)
+    if ANN_ASSIGNED_DEVICES not in annotations and ANN_ASSIGNED_GPUS not in annotations:
+        return NO_DEVICES
+    try:
+        share = pod_gpu_share(pod)
+        return read_assignment(annotations, RESOURCE_GPU_MILLI if share else "", share)
+    except (InvalidError, UsageError):
+        return NO_DEVICES

@@ -309,6 +309,39 @@ def _owner(meta: k8s.ObjectMeta) -> tuple[str, str]:
     return "", ""
 
 
+def _share_request(container: k8s.Container, path: str) -> dict[str, int]:
+    """``_container_requests`` narrowed to the share resource (a request, else a limit)."""
+    resources = container.get("resources") if isinstance(container, dict) else None
+    for part in ("requests", "limits"):
+        amounts = resources.get(part) if isinstance(resources, dict) else None
+        if isinstance(amounts, dict) and RESOURCE_GPU_MILLI in amounts:
+            return {RESOURCE_GPU_MILLI: _amount(RESOURCE_GPU_MILLI, amounts[RESOURCE_GPU_MILLI],
+                                                f"{path}.resources.{part}")}
+    return {}
+
+
+def pod_gpu_share(pod: Mapping[str, Any]) -> int:
+    """``pod_info(pod).gpu_milli`` without the rest of ``pod_info``: the pod's fractional share
+    (1..999), 0 for none or a whole GPU (1000). The same rule (the annotation wins, else the
+    extended resource summed by the containers/init/overhead rule) and the same ``InvalidError``,
+    read for one resource only, so a reader that needs only the share does not parse the pod.
+
+    >>> pod_gpu_share({"metadata": {"annotations": {"gpusched.io/gpu-milli": "470"}}})
+    470
+    """
+    spec, name = _spec(pod), _name(pod)
+
+    def share_requests() -> dict[str, int]:
+        total = _containers_total(spec, _share_request)
+        overhead = _resource_list(spec.get("overhead"), "spec.overhead").get(RESOURCE_GPU_MILLI)
+        if overhead:
+            total[RESOURCE_GPU_MILLI] = total.get(RESOURCE_GPU_MILLI, 0) + overhead
+        return {resource: amount for resource, amount in total.items() if amount}
+
+    meta = cast("k8s.Pod", pod).get("metadata") or _NO_META
+    return _gpu_milli(name, meta.get("annotations") or _NO_STRINGS, _checked("Pod", name, share_requests))
+
+
 def annotation_seconds(pod: Mapping[str, Any], key: str) -> float | None:
     """A virtual-clock time the cluster wrote on ``pod`` (``gpusched.io/start-time``,
     ``gpusched.io/restart-at``); None when absent or unreadable (only a hand-edited state file

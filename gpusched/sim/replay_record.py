@@ -29,9 +29,9 @@ import numpy as np
 
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import Key, View
+from gpusched.objects.assignment import held_by
 from gpusched.objects.manifest import Manifest
-from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
-                                    ANN_START_TIME)
+from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME
 
 if TYPE_CHECKING:
     from gpusched.sim.replay import ReplayTrace
@@ -197,7 +197,7 @@ class Recorder:
             pod.node = node
             self._set_holding(pod, True)
         if pod.holding:
-            pod.devices = _devices(annotations)
+            pod.devices = _devices(body)
         if gone or phase in ("Succeeded", "Failed"):
             self._end(pod, phase, t)
         else:
@@ -255,8 +255,10 @@ def _preempted(status: dict[str, Any]) -> bool:
                for c in status.get("conditions") or [])
 
 
-def _devices(annotations: dict[str, Any]) -> str:
-    return str(annotations.get(ANN_ASSIGNED_DEVICES) or annotations.get(ANN_ASSIGNED_GPUS, ""))
+def _devices(pod: dict[str, Any]) -> str:
+    """The device IDs the pod holds (its GPU indices when the record names no IDs)."""
+    held = held_by(pod)
+    return ",".join(held.device_ids) or ",".join(str(index) for index in held.gpu_indices)
 
 
 def size_class(gpus: float) -> str:

@@ -3,7 +3,8 @@
 import pytest
 
 from gpusched.errors import InvalidError
-from gpusched.objects.pod import container_requests, pod_info, pod_resource_limits, pod_resource_requests
+from gpusched.objects.pod import (container_requests, pod_gpu_share, pod_info, pod_resource_limits,
+                                  pod_resource_requests)
 from gpusched.objects.types import NodeSelectorTerm, Requirement, Toleration
 
 
@@ -90,6 +91,43 @@ def test_gpu_share(annotations, limits, milli, requests):
     assert info.gpu_milli == milli
     assert dict(info.requests) == requests
     assert info.gpu_count == (1 if milli else requests.get("nvidia.com/gpu", 0))
+
+
+SHARE = "gpusched.io/gpu-milli"
+SHARE_PODS = [   # pod_gpu_share reads only the share, by pod_info's rule
+    pytest.param(make_pod([container(limits={SHARE: 250})]), id="limit"),
+    pytest.param(make_pod([container(requests={SHARE: 200}, limits={SHARE: 200})]), id="request"),
+    pytest.param(make_pod([container("a", limits={SHARE: 200}), container("b", limits={SHARE: 100})]),
+                 id="summed"),
+    pytest.param(make_pod([container(limits={SHARE: 100})], init=[container("i", limits={SHARE: 400})]),
+                 id="init-container-peak"),
+    pytest.param(make_pod([container(limits={SHARE: 100})],
+                          init=[container("s", limits={SHARE: 50}, restartPolicy="Always")]),
+                 id="sidecar-adds"),
+    pytest.param(make_pod([container(limits={SHARE: 100})], overhead={SHARE: 10}), id="overhead"),
+    pytest.param(make_pod([container(limits={SHARE: 1000})]), id="whole-gpu"),
+    pytest.param(make_pod([container(limits={SHARE: 250})], annotations={SHARE: "100"}), id="annotation-wins"),
+    pytest.param(make_pod([container(limits={"nvidia.com/gpu": 2, "cpu": "1"})]), id="none"),
+]
+
+
+@pytest.mark.parametrize("pod", SHARE_PODS)
+def test_pod_gpu_share_is_pod_info_share(pod):
+    assert pod_gpu_share(pod) == pod_info(pod).gpu_milli
+
+
+@pytest.mark.parametrize("pod,path", [
+    pytest.param(make_pod(annotations={SHARE: "abc"}), r"metadata.annotations\[gpusched.io/gpu-milli\]",
+                 id="annotation"),
+    pytest.param(make_pod([container(limits={SHARE: "x"})]),
+                 r"spec.containers\[0\].resources.limits\[gpusched.io/gpu-milli\]", id="quantity"),
+    pytest.param(make_pod([container(limits={SHARE: 1500})]),
+                 r"spec.containers\[\*\].resources.limits\[gpusched.io/gpu-milli\]", id="out-of-range"),
+])
+def test_pod_gpu_share_refuses_as_pod_info(pod, path):
+    for read in (pod_gpu_share, pod_info):
+        with pytest.raises(InvalidError, match=path):
+            read(pod)
 
 
 @pytest.mark.parametrize("value", ["0", "1001", "abc", "-3"])

@@ -9,10 +9,13 @@ import json
 
 import pytest
 
+from gpusched.cluster.kubelet import admission as kubelet
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.scheduling import build_snapshot
+from gpusched.errors import GpuschedError
+from gpusched.objects.pod import pod_info
 from gpusched.server.http import Request
-from gpusched.server.web.index import WebIndex
+from gpusched.server.web.index import WebIndex, pod_entry
 from gpusched.server.web.routes import WebRoutes
 from gpusched.server.web.summary import History, gpu_usage
 from tests.cluster.builders import apply, join, pod, pool
@@ -186,3 +189,74 @@ def test_nodes_sort_by_group_then_name_numerically(tmp_path):
         apply(c, pool("n", count=12, gpus=1))
         names = [n.name for n in c.read(WebIndex().index).nodes]
     assert names == [f"n-{i}" for i in range(1, 13)]
+
+
+# ----------------------------------------------------------------------------------------------
+# One parse of the assignment annotations: the page reads what the kubelet reads.
+
+def body(annotations: dict[str, str] | None = None, *limits: dict[str, object]) -> dict:
+    """A bound, running pod with these annotations and one container per ``limits``."""
+    containers = [{"name": f"c{i}", "image": "busybox", "resources": {"limits": dict(amounts)}}
+                  for i, amounts in enumerate(limits or ({},))]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1", "annotations": annotations or {}},
+            "spec": {"nodeName": "n1", "containers": containers}, "status": {"phase": "Running"}}
+
+
+def held(gpus: str | None = None, devices: str | None = None, share: str | None = None) -> dict[str, str]:
+    found = {"gpusched.io/assigned-gpus": gpus, "gpusched.io/assigned-devices": devices,
+             "gpusched.io/gpu-milli": share}
+    return {key: value for key, value in found.items() if value is not None}
+
+
+GPU = {"nvidia.com/gpu": 1}
+ASSIGNMENT_CASES = [   # (pod, (device IDs, GPU indices, fractional share) the page shows)
+    pytest.param(body(held("0,1", "GPU-a,GPU-b"), {"nvidia.com/gpu": 2}), (("GPU-a", "GPU-b"), (0, 1), 0),
+                 id="whole-gpus"),
+    pytest.param(body(held("1", "GPU-b", share="470"), GPU), (("GPU-b",), (1,), 470),
+                 id="share-by-annotation"),
+    pytest.param(body(held("2", "GPU-c"), {"gpusched.io/gpu-milli": 300}), (("GPU-c",), (2,), 300),
+                 id="share-by-extended-resource"),
+    pytest.param(body(held("2", "GPU-c"), {"gpusched.io/gpu-milli": 200}, {"gpusched.io/gpu-milli": 100}),
+                 (("GPU-c",), (2,), 300), id="share-summed-over-containers"),
+    pytest.param(body(held("0", "GPU-a", share="1000"), GPU), (("GPU-a",), (0,), 0),
+                 id="share-of-1000-is-a-whole-gpu"),
+    pytest.param(body(held("0", "GPU-a::2"), GPU), (("GPU-a::2",), (0,), 0), id="time-slicing-replica"),
+    pytest.param(body(held("3", "MIG-x"), {"nvidia.com/mig-3g.20gb": 1}), (("MIG-x",), (3,), 0),
+                 id="mig-instance"),
+    pytest.param(body(held("0", "GPU-a::1", share="250"), GPU), (("GPU-a::1",), (0,), 250),
+                 id="share-recorded-on-a-replica-id"),
+    pytest.param(body(held("0", "GPU-a"), GPU), (("GPU-a",), (0,), 0), id="one-whole-gpu"),
+    pytest.param(body(held(devices="GPU-a"), GPU), (("GPU-a",), (), 0), id="devices-without-indices"),
+    pytest.param(body(held(gpus="0"), GPU), ((), (0,), 0), id="indices-without-devices"),
+    pytest.param(body(held(" 1", "GPU-b"), GPU), (("GPU-b",), (1,), 0), id="index-with-spaces"),
+    pytest.param(body(None, GPU), ((), (), 0), id="no-record"),
+    pytest.param(body(held("", ""), GPU), ((), (), 0), id="empty-record"),
+    pytest.param(body(held(share="470"), GPU), ((), (), 0), id="share-not-yet-bound"),
+    pytest.param(body(held("0,x", "GPU-a"), GPU), ((), (), 0), id="malformed-gpu-index"),
+    pytest.param(body(held("0;1", "GPU-a,GPU-b"), GPU), ((), (), 0), id="malformed-separator"),
+    pytest.param(body(held("0", "GPU-a", share="abc"), GPU), ((), (), 0), id="malformed-share"),
+    pytest.param(body(held("0", "GPU-a", share="1500"), GPU), ((), (), 0), id="share-out-of-range"),
+    pytest.param(body(held("0", "GPU-a"), {"gpusched.io/gpu-milli": "x"}), ((), (), 0),
+                 id="malformed-share-resource"),
+]
+
+
+def kubelet_reads(pod: dict) -> tuple[tuple[str, ...], tuple[int, ...], int]:
+    """What the kubelet holds for ``pod``: ``cluster.kubelet.admission`` parses it with ``pod_info`` (a pod
+    it cannot parse is left alone, holding nothing) and reads its record with ``_assignment``
+    (``objects.assignment.pod_assignment``; a malformed record is devices gone)."""
+    try:
+        info = pod_info(pod)
+    except GpuschedError:
+        return (), (), 0
+    found = kubelet._assignment(pod, info)
+    if found is None:
+        return (), (), 0
+    return found.device_ids, found.gpu_indices, found.milli if found.resource == "gpusched.io/gpu-milli" else 0
+
+
+@pytest.mark.parametrize("pod_body,expected", ASSIGNMENT_CASES)
+def test_the_page_and_the_kubelet_read_the_same_assignment(pod_body, expected):
+    entry = pod_entry(pod_body)
+    assert (entry.devices, entry.gpus, entry.milli) == kubelet_reads(pod_body) == expected

@@ -12,9 +12,10 @@ keeps two caches across reads, so a summary after a change costs what changed:
   (phase, node, priority, the devices and GPU indices of its assignment annotations, its
   fractional share).
 
-Holders come from the assignment annotations the scheduler wrote at bind
-(``devices.node.assignment_annotation``): a device is held by the unfinished pod that names it,
-a fractional share (``gpusched.io/gpu-milli``) sits on the GPU index it names. The result, an
+Holders come from the assignment annotations the scheduler wrote at bind, read by
+``objects.assignment.assignment_of`` (the parse the kubelet's reads share): a device is held by
+the unfinished pod that names it, a fractional share (``gpusched.io/gpu-milli``) sits on the GPU
+index it names, and a malformed record holds nothing. The result, an
 :class:`Index`, is cached by (resourceVersion, clock, event counter) and holds the nodes in display
 order (by group, then name with numbers compared as numbers)
 with their cells, usage, namespaces, phases and a search text, grouped by
@@ -38,10 +39,9 @@ from typing import Any
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.devices.node import DeviceRow
 from gpusched.devices.nodepool import POOL_LABEL
-from gpusched.objects import limits
+from gpusched.objects.assignment import assignment_of
 from gpusched.objects.node import node_info
-from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
-                                    RESOURCE_GPU_MILLI)
+from gpusched.objects.types import RESOURCE_GPU_MILLI
 from gpusched.server.web.summary import fragmentation, gpu_usage
 from gpusched.objects.digits import is_digits
 
@@ -108,33 +108,6 @@ class Index:
     fragmentation: float
 
 
-def _int(text: Any) -> int:
-    value = limits.small_int(text) if isinstance(text, str) else None
-    return 0 if value is None else value
-
-
-def _share(pod: dict[str, Any], annotations: dict[str, Any]) -> int:
-    """The fractional share a pod holds: its ``gpusched.io/gpu-milli`` annotation, else the
-    extended resource of that name in its containers' limits or requests."""
-    milli = _int(annotations.get(ANN_GPU_MILLI))
-    if milli:
-        return milli
-    total = 0
-    for container in (pod.get("spec") or {}).get("containers") or ():
-        resources = container.get("resources") or {} if isinstance(container, dict) else {}
-        amounts = resources.get("limits") or resources.get("requests") or {}
-        total += _int(str(amounts.get(RESOURCE_GPU_MILLI, "")))
-    return total
-
-
-def _assigned(annotations: dict[str, Any]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """Device IDs and GPU indices of a pod's assignment annotations."""
-    devices = tuple(i for i in str(annotations.get(ANN_ASSIGNED_DEVICES, "")).split(",") if i)
-    gpus = tuple(int(i) for i in str(annotations.get(ANN_ASSIGNED_GPUS, "")).split(",")
-                 if is_digits(i.strip()))
-    return devices, gpus
-
-
 def _scheduled_message(status: dict[str, Any]) -> str:
     for condition in status.get("conditions") or ():
         if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
@@ -150,16 +123,15 @@ def _priority(spec: dict[str, Any]) -> int:
 def pod_entry(pod: dict[str, Any]) -> PodEntry:
     """A pod's :class:`PodEntry`, read from its body."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    annotations = meta.get("annotations") or {}
     namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-    devices, gpus = _assigned(annotations)
-    whole = bool(devices) and all(d.startswith("GPU-") and "::" not in d for d in devices)
+    held = assignment_of(pod)
     return PodEntry(
         key=f"{namespace}/{name}", uid=str(meta.get("uid") or ""), namespace=namespace, name=name,
         phase=str(status.get("phase") or "Pending"), node=str(spec.get("nodeName") or ""),
         priority=_priority(spec),
         scheduler=str(spec.get("schedulerName") or ""), message=_scheduled_message(status),
-        devices=devices, gpus=gpus, milli=_share(pod, annotations) if whole else 0)
+        devices=held.device_ids, gpus=held.gpu_indices,
+        milli=held.milli if held.resource == RESOURCE_GPU_MILLI else 0)
 
 
 @dataclass(frozen=True)
