@@ -33,9 +33,9 @@ from gpusched.cli.describe_workloads import (describe_daemonset, describe_deploy
 from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.describe_pod import describe_pod
 from gpusched.cli.output import Clock, tabwrite
-from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
-from gpusched.objects.types import ANN_GPU_MILLI, RESOURCE_GPU_MILLI
+from gpusched.objects.pod import requested_gpu_share
+from gpusched.objects.types import RESOURCE_GPU_MILLI
 
 PAD = 2
 STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage", "pods")   # IsStandardContainerResourceName + pods
@@ -157,18 +157,11 @@ def pod_resources(pod: dict[str, Any], field: str) -> dict[str, int]:
             total[res] = max(total.get(res, 0), _quantity(res, value))
     for res, value in (spec.get("overhead") or {}).items():
         total[res] = total.get(res, 0) + _quantity(res, value)
-    milli = share_milli(pod)
+    milli = requested_gpu_share(pod)
     if milli:   # a fractional pod holds a share of one GPU, not a whole one (as the scheduler counts it)
         total.pop("nvidia.com/gpu", None)
         total[RESOURCE_GPU_MILLI] = milli
     return total
-
-
-def share_milli(pod: dict[str, Any]) -> int:
-    """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
-    text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_GPU_MILLI, ""))
-    value = limits.small_int(text, 3)
-    return value if value is not None and 0 < value < 1000 else 0
 
 
 def _percent(used: int, total: int) -> str:

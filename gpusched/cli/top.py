@@ -23,9 +23,9 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from gpusched.objects.assignment import held_by
+from gpusched.objects.assignment import assignment_of
 from gpusched.cli.commands import open_cluster
-from gpusched.cli.describe import pod_resources, share_milli
+from gpusched.cli.describe import pod_resources
 from gpusched.cli.output import render_table
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
 from gpusched.objects.types import ANN_GPU_MODEL, RESOURCE_GPU_MILLI
@@ -107,8 +107,9 @@ def _pods_requests(pods: list[dict[str, Any]]) -> tuple[dict[str, int], set[str]
     for pod in pods:
         for res, amount in pod_resources(pod, "requests").items():
             requested[res] += amount
-        if share_milli(pod):
-            shared_gpus.update(str(g) for g in held_by(pod).gpu_indices)
+        held = assignment_of(pod)
+        if held.resource == RESOURCE_GPU_MILLI:
+            shared_gpus.update(str(g) for g in held.gpu_indices)
     return requested, shared_gpus
 
 

@@ -39,8 +39,8 @@ from gpusched.devices.node import gpu_uuid
 from gpusched.devices.prices import DEFAULT_PRICES
 from gpusched.metrics import cost
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
-from gpusched.objects import limits
 from gpusched.objects.quantity import QuantityError, parse_quantity
+from gpusched.objects.pod import requested_gpu_share
 from gpusched.objects.types import RESOURCE_GPU_MILLI
 
 if TYPE_CHECKING:
@@ -79,18 +79,11 @@ def _requests(pod: dict[str, Any]) -> dict[str, float]:
         for name, value in merged.items():
             if is_gpu_resource(name):
                 out[name] += _gpu_amount(name, value)
-    milli = share_milli(pod)
+    milli = requested_gpu_share(pod)
     if milli:   # a share of one GPU, not a whole one (as the scheduler and describe node count it)
         out.pop("nvidia.com/gpu", None)
         out[RESOURCE_GPU_MILLI] = milli / 1000
     return dict(out)
-
-
-def share_milli(pod: dict[str, Any]) -> int:
-    """The milli-GPU share of a fractional pod (``gpusched.io/gpu-milli`` 1..999), else 0."""
-    text = str(((pod.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_GPU_MILLI, ""))
-    value = limits.small_int(text, 3)
-    return value if value is not None and 0 < value < 1000 else 0
 
 
 def cut_gpus(devices: NodeDevices) -> int:

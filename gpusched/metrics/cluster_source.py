@@ -47,9 +47,9 @@ from gpusched.cluster.apiserver.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id
-from gpusched.objects.assignment import held_by
+from gpusched.objects.assignment import assignment_of
 from gpusched.objects.pod import annotation_seconds
-from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME
+from gpusched.objects.types import ANN_GPU_MILLI, ANN_START_TIME, RESOURCE_GPU_MILLI
 from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
@@ -128,19 +128,18 @@ class _Holder:
 
 def holdings_of(pod: dict[str, Any], devices: NodeDevices, end: float | None, util: float | None = None) -> list[Holding]:
     """The devices ``pod`` held on its node's ``devices`` (a ``NodeDevices``); ``util`` (%)
-    overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``)."""
-    meta = pod.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
+    overrides the pod's own model (a running pod's load-driven utilization, ``cluster.usage``).
+    A fractional pod's share is read as the kubelet reads it (``objects.assignment.assignment_of``:
+    the annotation or the extended resource ``gpusched.io/gpu-milli``)."""
     start = annotation_seconds(pod, ANN_START_TIME)
-    held = held_by(pod)
+    held = assignment_of(pod)
     ids = held.device_ids
     if start is None or not ids:
         return []
     holder = _holder(pod, start, end, util)
-    milli = annotations.get(ANN_GPU_MILLI, "")
     total = devices.model.memory_mib if devices.model else 0
-    if is_digits(milli) and not any("::" in i or i.startswith("MIG-") for i in ids):
-        share = int(milli) / 1000
+    if held.resource == RESOURCE_GPU_MILLI and not any("::" in i or i.startswith("MIG-") for i in ids):
+        share = held.milli / 1000
         return [Holding(holder.ref, holder.uid, g, "", holder.start, end, holder.util * share, 1.0,
                         int(gm.pod_memory_mib(pod, total) * share), share, holder.klass)
                 for g in held.gpu_indices]

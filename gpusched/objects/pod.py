@@ -342,6 +342,15 @@ def pod_gpu_share(pod: Mapping[str, Any]) -> int:
     return _gpu_milli(name, meta.get("annotations") or _NO_STRINGS, _checked("Pod", name, share_requests))
 
 
+def requested_gpu_share(pod: Mapping[str, Any]) -> int:
+    """:func:`pod_gpu_share` for readers that must not fail on a stored pod (``describe``,
+    ``top``, ``/metrics``): 0 for a share validation would refuse."""
+    try:
+        return pod_gpu_share(pod)
+    except InvalidError:
+        return 0
+
+
 def annotation_seconds(pod: Mapping[str, Any], key: str) -> float | None:
     """A virtual-clock time the cluster wrote on ``pod`` (``gpusched.io/start-time``,
     ``gpusched.io/restart-at``); None when absent or unreadable (only a hand-edited state file

@@ -4,6 +4,8 @@ and it is never listed as a free whole GPU."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli.runner import Gpusched
 
 
@@ -13,7 +15,14 @@ def share_pod(name: str) -> str:
             f"  containers:\n  - {{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}\n")
 
 
-def test_two_460m_shares_hold_one_gpu_everywhere(tmp_path):
+def share_resource_pod(name: str) -> str:
+    """The same share asked for as the extended resource (``objects.pod``: either form)."""
+    return (f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  nodeSelector: {{gpu-type: t4}}\n"
+            f"  containers:\n  - {{name: c, image: x, resources: {{limits: {{gpusched.io/gpu-milli: 460}}}}}}\n")
+
+
+@pytest.mark.parametrize("share_pod", [share_pod, share_resource_pod], ids=["annotation", "extended-resource"])
+def test_two_460m_shares_hold_one_gpu_everywhere(tmp_path, share_pod):
     g = Gpusched(tmp_path)
     g.cluster()
     g.ok("apply", "-f", "-", stdin=share_pod("share-1") + "---\n" + share_pod("share-2"))

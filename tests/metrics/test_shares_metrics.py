@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpusched.cluster.cluster import Cluster
 from gpusched.metrics.exposition import render_cluster
 from tests.metrics.conftest import NODES, apply
 from tests.metrics.test_exposition import samples
@@ -22,6 +23,13 @@ def share(name: str, milli: int, node: str = "gpu-node-1") -> str:
             f"{{gpusched.io/gpu-milli: \"{milli}\"}}}}\nspec:\n"
             f"  nodeSelector: {{kubernetes.io/hostname: {node}}}\n"
             f"  containers:\n  - {{name: main, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}\n")
+
+
+def share_resource(name: str, milli: int, node: str = "gpu-node-1") -> str:
+    """A share asked for as the extended resource instead of the annotation (``objects.pod``)."""
+    return (f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n"
+            f"  nodeSelector: {{kubernetes.io/hostname: {node}}}\n"
+            f"  containers:\n  - {{name: main, image: x, resources: {{limits: {{gpusched.io/gpu-milli: {milli}}}}}}}\n")
 
 
 def whole(name: str, gpus: int, node: str = "gpu-node-1") -> str:
@@ -38,6 +46,8 @@ def scrape(cluster) -> dict[str, list]:
 CASES = [
     ("two-460m-shares-fill-one-gpu", (share("s1", 460), share("s2", 460)), [0.92, 0.0], 1, 0.92),
     ("one-share-and-a-whole-gpu", (share("s1", 300), whole("w", 1)), [0.3, 1.0], 2, 0.3),
+    ("two-460m-shares-by-extended-resource", (share_resource("s1", 460), share_resource("s2", 460)),
+     [0.92, 0.0], 1, 0.92),
     ("whole-gpus-only", (whole("w", 2),), [1.0, 1.0], 2, None),
     ("nothing-running", (), [0.0, 0.0], None, None),
 ]
@@ -76,3 +86,20 @@ def test_a_pending_share_asks_for_its_share(cluster):
     demand = {(s.labels["namespace"], s.labels["resource"]): s.value
               for s in scrape(cluster)["gpusched_pending_gpu_requests"]}
     assert demand == {("default", "gpusched.io/gpu-milli"): pytest.approx(0.25)}
+
+
+def pod_lines(tmp_path, name: str, manifest: str) -> dict[str, float]:
+    """The DCGM lines of pod ``s1`` in a fresh cluster holding only ``manifest``."""
+    with Cluster.open(str(tmp_path / f"{name}.db")) as fresh:
+        apply(fresh, NODES, manifest)
+        got = scrape(fresh)
+    return {metric: s.value for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
+            for s in got[metric] if s.labels.get("pod") == "s1"}
+
+
+def test_a_share_asked_for_as_a_resource_shows_as_the_same_share(tmp_path):
+    """The GPU lines of a share pod are its share of the GPU however it asked for the share
+    (``objects.assignment.assignment_of`` reads the share as the kubelet does), not a whole GPU."""
+    by_annotation = pod_lines(tmp_path, "annotation", share("s1", 460))
+    by_resource = pod_lines(tmp_path, "resource", share_resource("s1", 460))
+    assert by_annotation and by_resource == by_annotation

@@ -356,9 +356,9 @@ def read_completion_index():
 
 
 def read_share_milli():
-    from gpusched.metrics.cluster_metrics import share_milli
+    from gpusched.objects.pod import requested_gpu_share
     from gpusched.objects.types import RESOURCE_GPU_MILLI
-    return share_milli(_annotated(RESOURCE_GPU_MILLI, HUGE))
+    return requested_gpu_share(_annotated(RESOURCE_GPU_MILLI, HUGE))
 
 
 def read_web_limit():
