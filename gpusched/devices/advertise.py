@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, driver_version_problem, gfd_labels,
@@ -59,8 +59,14 @@ from gpusched.devices.plugin_config import (DevicePluginConfig, DevicePluginConf
                                             config_source, select_config)
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects import limits
+from gpusched.objects import typed_views as k8s
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_MODEL
+
+# Read-only stand-ins for an absent part of a Node (never written to).
+_NO_META: k8s.ObjectMeta = {}
+_NO_STATUS: k8s.NodeStatus = {}
+_NO_STRINGS: Mapping[str, str] = {}
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +112,7 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
     ``devicePlugin.enabled: false`` nothing is advertised (GFD's labels stay). ``busy``: GPU
     index -> the pods holding devices on it (mig-manager holds a change touching them);
     ``recorded``: read the GPUs' recorded MIG layout without running mig-manager."""
-    meta = node.get("metadata") or {}
+    meta = cast("k8s.Node", node).get("metadata") or _NO_META
     name = str(meta.get("name", ""))
     place = _Place(name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
                    configmaps, policy, busy, recorded)
@@ -225,9 +231,9 @@ def node_gpus(node: Mapping[str, Any], extra: Mapping[str, GpuModel] | None = No
     """The node's GPU model, physical GPU count and a warning (see step 1 of the module
     docstring). ``extra``: user-defined models (``devices.user_models``). A product no catalog
     knows gives ``user_models.generic_model`` and a warning, never a node without GPUs."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
+    meta = cast("k8s.Node", node).get("metadata") or _NO_META
+    labels = meta.get("labels") or _NO_STRINGS
+    annotations = meta.get("annotations") or _NO_STRINGS
     name = meta.get("name", "")
     model, warning = _node_model(labels, annotations, name, extra)
     if model is None:
@@ -235,7 +241,7 @@ def node_gpus(node: Mapping[str, Any], extra: Mapping[str, GpuModel] | None = No
     return model, _gpu_count(node, labels, annotations, name), warning
 
 
-def _node_model(labels: Mapping[str, Any], annotations: Mapping[str, Any], name: Any,
+def _node_model(labels: Mapping[str, str], annotations: Mapping[str, str], name: str,
                 extra: Mapping[str, GpuModel] | None) -> tuple[GpuModel | None, str | None]:
     """The model from the model-spec annotation, the model annotation/label or GFD's product label."""
     model_name = annotations.get(ANN_GPU_MODEL) or labels.get(LABEL_GPU_MODEL)
@@ -254,12 +260,13 @@ def _node_model(labels: Mapping[str, Any], annotations: Mapping[str, Any], name:
                        f"it in ConfigMap kube-system/{MODELS_CONFIGMAP} (key {MODELS_KEY})")
 
 
-def _gpu_count(node: Mapping[str, Any], labels: Mapping[str, Any], annotations: Mapping[str, Any],
-               name: Any) -> int:
+def _gpu_count(node: Mapping[str, Any], labels: Mapping[str, str], annotations: Mapping[str, str],
+               name: str) -> int:
     """The physical GPU count: annotation, label, else capacity ``nvidia.com/gpu``."""
-    raw = annotations.get(ANN_GPU_COUNT) or labels.get(LABEL_GPU_COUNT)
+    raw: k8s.Quantity | None = annotations.get(ANN_GPU_COUNT) or labels.get(LABEL_GPU_COUNT)
     if raw is None:
-        raw = ((node.get("status") or {}).get("capacity") or {}).get("nvidia.com/gpu", 0)
+        status = cast("k8s.Node", node).get("status") or _NO_STATUS
+        raw = (status.get("capacity") or {}).get("nvidia.com/gpu", 0)
     try:
         count = canonical("nvidia.com/gpu", raw)
     except QuantityError:
