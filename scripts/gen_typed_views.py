@@ -66,7 +66,7 @@ conversion, so a reader pays nothing at run time (``body = cast("k8s.Pod", pod)`
 ``body.get("spec")`` is a ``PodSpec | None`` to the type checker). Fields of types the core
 does not read are ``dict[str, Any]``.
 
-Neighbours: read by objects.pod, objects.node, objects.assignment.
+Neighbours: read by objects.pod, objects.node, objects.assignment and devices.advertise.
 """
 
 from __future__ import annotations
