@@ -27,9 +27,13 @@ kept).
 
 Bad input that validation would have refused (a bad quantity, a bad share) raises
 ``InvalidError`` with the field path; everything else is read leniently, since objects reaching
-here have been validated.
+here have been validated. ``pod_gpu_share`` (and ``requested_gpu_share``, 0 instead of the
+error) is the share by the same rule, for readers that need nothing else of the pod.
 
-Neighbours: types (PodInfo ...), quantity, selectors (label selectors); used by the scheduler
+The stored dict is read through the generated TypedDict views of ``objects.typed_views`` (a
+``cast``, no copy), so the type checker knows each field read.
+
+Neighbours: types (PodInfo ...), typed_views, quantity, selectors (label selectors); used by the scheduler
 snapshot and runner, cluster admission and controllers, trace loaders.
 """
 
@@ -238,7 +242,8 @@ def _pod_affinity_term(raw: k8s.PodAffinityTerm) -> PodAffinityTerm:
     )
 
 
-def _pod_affinity(raw: k8s.PodAffinity | k8s.PodAntiAffinity | None) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+def _pod_affinity(raw: k8s.PodAffinity | k8s.PodAntiAffinity | None
+                  ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
     if not isinstance(raw, dict):
         return (), ()
     required = tuple(_pod_affinity_term(t) for t in raw.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
@@ -248,7 +253,8 @@ def _pod_affinity(raw: k8s.PodAffinity | k8s.PodAntiAffinity | None) -> tuple[tu
     return required, preferred
 
 
-def _node_affinity(raw: k8s.NodeAffinity | None) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
+def _node_affinity(raw: k8s.NodeAffinity | None
+                   ) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
     if not isinstance(raw, dict):
         return None, ()
     required_raw = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -261,7 +267,8 @@ def _node_affinity(raw: k8s.NodeAffinity | None) -> tuple[tuple[NodeSelectorTerm
     return required, preferred
 
 
-def _topology_spread(raw: list[k8s.TopologySpreadConstraint] | None) -> tuple[TopologySpreadConstraint, ...]:
+def _topology_spread(raw: list[k8s.TopologySpreadConstraint] | None
+                     ) -> tuple[TopologySpreadConstraint, ...]:
     out = []
     for c in raw or ():
         min_domains = c.get("minDomains")
