@@ -64,7 +64,6 @@ ANN_GPU_UTIL = "gpusched.io/gpu-util"
 ANN_GPU_MEMORY = "gpusched.io/gpu-memory"
 ANN_CPU_USAGE = "gpusched.io/cpu-usage"
 ANN_MEMORY_USAGE = "gpusched.io/memory-usage"
-ANN_GPU_MILLI = "gpusched.io/gpu-milli"
 EXTERNAL_CONFIGMAP = "gpusched-external-metrics"
 MIB = 1 << 20
 WINDOW_S = 30

@@ -61,7 +61,7 @@ from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects import limits
 from gpusched.objects import typed_views as k8s
 from gpusched.objects.quantity import QuantityError, canonical
-from gpusched.objects.types import ANN_GPU_MODEL
+from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL
 
 # Read-only stand-ins for an absent part of a Node (never written to).
 _NO_META: k8s.ObjectMeta = {}
@@ -70,7 +70,6 @@ _NO_STRINGS: Mapping[str, str] = {}
 
 log = logging.getLogger(__name__)
 
-ANN_GPU_COUNT = "gpusched.io/gpu-count"
 ANN_MIG_STRATEGY = "gpusched.io/mig-strategy"
 ANN_DRIVER_VERSION = "gpusched.io/driver-version"    # default gfd.DEFAULT_DRIVER_VERSION
 ANN_MACHINE_TYPE = "gpusched.io/machine-type"        # what /sys/class/dmi/id/product_name would hold

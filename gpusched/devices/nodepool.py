@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from gpusched.devices.advertise import ANN_GPU_COUNT, ANN_MIG_STRATEGY
+from gpusched.devices.advertise import ANN_MIG_STRATEGY
 from gpusched.devices.catalog import CATALOG, GpuModel
 from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolve, spec_annotation
 from gpusched.devices.mig import MIG_CONFIG_LABEL
@@ -52,7 +52,7 @@ from gpusched.devices.plugin_config import MIG_STRATEGIES
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.quantity import QuantityError, canonical
-from gpusched.objects.types import ANN_GPU_MODEL
+from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL
 
 POOL_LABEL = "gpusched.io/nodepool"
 MAX_POOL_NODES = 1000                 # the bound of maxNodes (and count) of an autoscaled pool
