@@ -3,7 +3,7 @@
 ``cluster.Cluster`` is the facade every command drives. It assembles the API server
 (``apiserver/``: the SQLite store, the in-memory view of one command, the change journal and the
 write path) and admission (``admission``, ``kinds_admission``, ``quota``), the controllers
-(``controllers/``), the kubelet (``kubelet``: node admission, device allocation, pod lifecycle),
+(``controllers/``), the kubelet (``kubelet/``: node admission, device allocation, pod lifecycle),
 the scheduler's host (``scheduling``, ``scheduling_pass``, ``queueing``, ``snapshot_cache``) and
 the clock (``timers``, ``settle``, ``feed``). ``explain*`` and ``whatif_pod`` say why a pod does
 not run.
