@@ -4,7 +4,7 @@ Each ``cmd_*`` takes the parsed argparse namespace, opens the cluster named by `
 one ``Cluster`` facade method and prints what kubectl would print. Expected failures are raised as
 ``gpusched.errors`` types and printed by ``cli.main``.
 
-Neighbours: ``cli.main`` (parsing, errors), ``cli.output`` / ``cli.columns`` (formatting),
+Neighbours: ``cli.parser`` (arguments), ``cli.main`` (errors), ``cli.output`` / ``cli.columns`` (formatting),
 ``gpusched.cluster.cluster.Cluster`` (imported lazily: it pulls in NumPy and the scheduler).
 """
 

@@ -1,8 +1,8 @@
 """The "Examples:" block of every command's ``--help`` (kubectl's habit), keyed by the full
-command line (``gpusched slurm config``); ``cli.main.polish`` attaches them, and a test checks
+command line (``gpusched slurm config``); ``cli.parser.polish`` attaches them, and a test checks
 that every command and subcommand has real examples, not a pointer to ``--help``.
 
-Neighbours: ``cli.main`` (the parser), ``cli.rollout`` (its own examples).
+Neighbours: ``cli.parser``, ``cli.rollout`` (its own examples).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ utilization columns ``top nodes`` shows.
 - ``gpusched top pods [-n NS | -A]``: per running GPU pod: node, devices, GPUs held (shares as
   fractions), utilization and framebuffer from the cluster's GPU model (``metrics.cluster_source``).
 
-Neighbours: ``cli.main`` registers ``add_commands``; ``cli.top`` calls :func:`node_gpu_use`;
+Neighbours: ``cli.parser`` registers ``add_commands``; ``cli.top`` calls :func:`node_gpu_use`;
 ``gpusched.metrics`` does the work (imported inside the commands: it pulls in NumPy).
 """
 

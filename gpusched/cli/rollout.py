@@ -6,7 +6,7 @@ restarted``, ``deployment.apps/web rolled back``, the ``REVISION  CHANGE-CAUSE``
 prints the current line once and exits (virtual time moves only on ``advance``; kubectl's
 ``--watch=false``); a Deployment past its progress deadline exits 1 with kubectl's error.
 
-Neighbours: ``cluster.rollout`` (the logic); registered by ``cli.main``.
+Neighbours: ``cluster.rollout`` (the logic); registered by ``cli.parser``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ identity is ``<hostname>_<pid>``. Without ``--kubeconfig`` it connects as the po
 (the ``kube`` extra) is imported only when the command runs.
 
 Neighbours: ``backends.kube`` (API, loop), ``backends.secondary`` (state); registered in
-``cli.main``.
+``cli.parser``.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ Embedded cluster (``slurm.embedded`` submits and cancels, ``slurm.reports`` list
 Real Slurm (``slurm.config``, ``slurm.translate``, ``slurm.client``): ``slurm config``, ``slurm submit``, ``slurm jobs [-o json]``
 (jobs shown as pods), ``slurm cancel``; see ``docs/slurm.md``.
 
-Neighbours: registered by ``cli.main`` through :func:`add_commands`, which also installs the
-sbatch controller (``slurm.controller``) into the cluster's settle order, so every command runs
-it; ``cli.commands`` (``open_cluster``); heavy modules are imported inside the handlers.
+Neighbours: registered by ``cli.parser`` through :func:`add_commands` (which fills the sbatch
+controller's slot for every command); ``cli.commands`` (``open_cluster``); heavy modules are
+imported inside the handlers.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from gpusched.cli.job_outputs import write_job_outputs
 from gpusched.errors import UsageError
-from gpusched.slurm import controller
 
 if TYPE_CHECKING:
     from gpusched.cluster.cluster import Cluster
@@ -38,7 +37,6 @@ SQUEUE_HEADER = ("JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "N
 
 
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    controller.install()    # a state may hold sbatch Jobs whichever command runs next
     p = subparsers.add_parser("sbatch", help="Submit an sbatch script to the embedded cluster")
     p.add_argument("script", help="sbatch script (#SBATCH lines, body with sleep N)")
     p.add_argument("--dry-run", action="store_true", help="print the Job, create nothing")

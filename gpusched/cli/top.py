@@ -11,7 +11,7 @@ Allocation is what bound, non-terminated pods request against what the node adve
 
 Cells read ``allocated/total (percent)``; ``-`` where the node advertises nothing of that class.
 
-Neighbours: ``cli.main`` calls ``cmd_top``; ``cli.describe.pod_resources`` sums pod requests.
+Neighbours: ``cli.parser`` registers ``cmd_top``; ``cli.describe.pod_resources`` sums pod requests.
 """
 
 from __future__ import annotations

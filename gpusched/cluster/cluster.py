@@ -23,31 +23,23 @@ loop); used by ``cli`` and ``server``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import copy
 import logging
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
-from gpusched.cluster import queueing, scheduling
-from gpusched.cluster import settle as settling
-from gpusched.cluster.apiserver.apply import apply_one
-from gpusched.cluster.controllers.nodes import bootstrap
-from gpusched.cluster.controllers.common import delete_pod
-from gpusched.cluster.controllers.nodes.node_lifecycle import collect_orphans
-from gpusched.cluster.controllers.registry import TIMED
-from gpusched.cluster.kinds_admission import check_deletable
-from gpusched.cluster.nodes import DrainError, cordon, drain, label, set_ready, taint
 from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL, Store, default_state_path
-from gpusched.cluster.timers import Timeline
 from gpusched.cluster.apiserver.view import View, object_namespace
 from gpusched.errors import NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 from gpusched.objects.selectors import (FieldRequirement, field_matches, matches,
                                         parse_field_selector, parse_selector)
 from gpusched.objects.types import LabelSelector, Taint
-from gpusched.objects.validation import validate_object
+
+if TYPE_CHECKING:   # the control plane (controllers, scheduler, NumPy) is imported where it is
+    from gpusched.cluster.timers import Timeline   # used: a read loads store and view only
 
 log = logging.getLogger(__name__)
 MAX_ADVANCE_STEPS = 100_000
@@ -145,6 +137,8 @@ class Cluster:
 
     @contextmanager
     def _write(self, settle: bool = True) -> Iterator[View]:
+        from gpusched.cluster import queueing
+        from gpusched.cluster.controllers.nodes import bootstrap
         try:
             with self.store.immediate():
                 view = self._load()
@@ -189,6 +183,7 @@ class Cluster:
         """Run the controllers, then the scheduler, until nothing changes. ``fired`` None: every
         controller's full pass; else the keys whose timers fired now: each controller gets only
         those and what changed since its previous run (see ``cluster.settle``)."""
+        from gpusched.cluster import settle as settling
         if fired is not None:
             settling.settle_changed(view, fired)
             return
@@ -198,6 +193,8 @@ class Cluster:
     def _timeline_for(self, view: View) -> Timeline:
         """The timer heap of ``view``: built once per loaded view, then kept and synced with
         what changed since (``Timeline.sync``), instead of re-derived at every advance."""
+        from gpusched.cluster.controllers.registry import TIMED
+        from gpusched.cluster.timers import Timeline
         kept = self._timeline
         if kept is None or self._timeline_view is not view or kept.takes != view.touched_takes:
             kept = self._timeline = Timeline.build(view, TIMED)   # new view, or another taker
@@ -248,6 +245,7 @@ class Cluster:
 
         ``field_validation`` is kubectl's ``--validate`` as the API's mode: Strict, Warn, Ignore.
         """
+        from gpusched.cluster.apiserver.apply import apply_one
         outcomes = []
         with self._write() as view:
             for manifest in manifests:
@@ -309,6 +307,9 @@ class Cluster:
 
     def _delete(self, view: View, info: KindInfo, name: str, namespace: str,
                 grace: int | None = None) -> None:
+        from gpusched.cluster.controllers.common import delete_pod
+        from gpusched.cluster.controllers.nodes.node_lifecycle import collect_orphans
+        from gpusched.cluster.kinds_admission import check_deletable
         ns = namespace if info.namespaced else ""
         body = view.get(info.kind, name, ns)
         if body is None:
@@ -344,25 +345,30 @@ class Cluster:
 
     def label(self, kind: str, name: str, changes: dict[str, str | None],
               namespace: str | None = None, overwrite: bool = False) -> str:
+        from gpusched.cluster.nodes import label
         info = resolve_kind(kind)
         with self._write() as view:
             return label(view, info, name, changes, namespace or "default", overwrite)
 
     def taint(self, node: str, add: list[Taint], remove: list[tuple[str, str | None]],
               overwrite: bool = False) -> str:
+        from gpusched.cluster.nodes import taint
         with self._write() as view:
             return taint(view, node, add, remove, overwrite)
 
     def cordon(self, node: str) -> str:
+        from gpusched.cluster.nodes import cordon
         with self._write() as view:
             return cordon(view, node, True)
 
     def uncordon(self, node: str) -> str:
+        from gpusched.cluster.nodes import cordon
         with self._write() as view:
             return cordon(view, node, False)
 
     def set_ready(self, node: str, status: str) -> str:
         """``gpusched condition node NAME Ready=STATUS`` (``cluster.nodes.set_ready``)."""
+        from gpusched.cluster.nodes import set_ready
         with self._write() as view:
             return set_ready(view, node, status)
 
@@ -370,6 +376,7 @@ class Cluster:
               force: bool = False) -> list[str]:
         """kubectl drain: cordon, then evict. A refusal raises ``DrainError`` (its ``lines`` are
         what was printed before) after the cordon and the evictions done so far are committed."""
+        from gpusched.cluster.nodes import DrainError, drain
         with self._write() as view:
             lines, error = drain(view, node, ignore_daemonsets, delete_emptydir_data, force,
                                  self._settle)
@@ -380,6 +387,7 @@ class Cluster:
     def scale(self, kind: str, name: str, replicas: int, namespace: str | None = "default") -> str:
         """kubectl scale: ``spec.replicas`` of a Deployment/ReplicaSet, ``spec.parallelism`` of
         a Job."""
+        from gpusched.objects.validation import validate_object
         info = resolve_kind(kind)
         if info.kind not in ("Deployment", "ReplicaSet", "Job"):
             raise UsageError(f"cannot scale a {info.kind}: only deployments, replicasets and "
@@ -403,6 +411,7 @@ class Cluster:
             return copy.deepcopy(view.list_events(namespace))
 
     def node_devices(self, node: str) -> Any:
+        from gpusched.cluster import scheduling
         with self._read() as view:
             if view.get("Node", node) is None:
                 raise NotFoundError("nodes", node)
@@ -414,13 +423,14 @@ class Cluster:
         import dataclasses
 
         from gpusched.cluster import explain_workload
+        from gpusched.cluster.explain_facts import explain_pod
         from gpusched.scheduler.explain import Explanation
         with self._read() as view:
             if kind == "Pod":
                 pod = view.get("Pod", name, namespace)
                 if pod is None:
                     raise NotFoundError("pods", name)
-                return self._explain_pod(view, pod)
+                return explain_pod(view, pod)
             obj = view.get(kind, name, namespace)
             if obj is None:
                 raise NotFoundError(qualified_plural(resolve_kind(kind)), name)
@@ -429,7 +439,7 @@ class Cluster:
             ref = f"{kind.lower()}/{name}"
             if pod is None:
                 return Explanation("", "", (), (), facts, workload=ref)
-            result = self._explain_pod(view, pod)
+            result = explain_pod(view, pod)
             return dataclasses.replace(result, facts=facts + result.facts, workload=ref)
 
     def whatif_pods(self, manifests: list[Any], namespace: str = "default") -> list[Any]:
@@ -437,31 +447,16 @@ class Cluster:
         in a write transaction that is always rolled back: nothing is stored, the
         resourceVersion and the change feed stay as they were."""
         from gpusched.cluster import whatif_pod
+        from gpusched.cluster.explain_facts import explain_pod
         if not self._furnished():
             self.settle()       # a fresh state file gets its namespaces first, as explain's read does
         saved, self.dry_run = self.dry_run, True
         try:
             with self._write(settle=False) as view:
-                answers = whatif_pod.answer(view, manifests, namespace, self._explain_pod)
+                answers = whatif_pod.answer(view, manifests, namespace, explain_pod)
         finally:
             self.dry_run = saved
         return answers
-
-    @staticmethod
-    def _explain_pod(view: View, pod: dict[str, Any]) -> Any:
-        import dataclasses
-
-        from gpusched.cluster import explain_facts
-        from gpusched.objects.pod import pod_info
-        from gpusched.scheduler.explain import Finishing, explain
-        snapshot, order = scheduling.build_snapshot(view)
-        if pod["metadata"]["uid"] in snapshot.pod_node:
-            snapshot.remove_pod(pod["metadata"]["uid"])
-        scheduler = scheduling.make_scheduler(snapshot, view, order)
-        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
-        finishing = Finishing(explain_facts.finish_times(view), view.now(), view.timestamp)
-        result = explain(scheduler, info, finishing)
-        return dataclasses.replace(result, facts=tuple(explain_facts.facts(view, pod, info, result.message, result.suggestions)))
 
     def write(self, fn: Any, settle: bool = True) -> Any:
         """Run ``fn(view)`` as one write transaction (settled unless told otherwise); returns

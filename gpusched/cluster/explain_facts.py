@@ -26,7 +26,9 @@ time, its own ``activeDeadlineSeconds``, its Job's deadline, the end of its grac
 Terminating (a preemption victim), the earliest), for the "room frees up" suggestion of
 ``scheduler.explain``.
 
-Neighbours: ``cluster.cluster.Cluster.explain`` calls both; ``devices.advertise`` tells what a
+``explain_pod(view, pod)``: the whole explanation of one pod (the scheduler's, with the facts).
+
+Neighbours: ``cluster.cluster.Cluster.explain`` calls it; ``devices.advertise`` tells what a
 node would offer; ``kubelet.pod_lifecycle`` / ``controllers.workloads.job`` give the end times.
 """
 
@@ -409,3 +411,21 @@ def facts(view: View, pod: dict[str, Any], info: PodInfo, message: str = "", sug
     if not found and "Insufficient" in message and not any(s.kind == "finishing" for s in suggestions):
         found.append(Fact("no-finishing", NO_FINISHING))
     return found
+
+
+def explain_pod(view: View, pod: dict[str, Any]) -> Any:
+    """``scheduler.explain.Explanation`` of ``pod`` on the state of ``view`` (the pod taken off
+    its node first when bound), with the :func:`facts` before its per-node table."""
+    import dataclasses
+
+    from gpusched.cluster import scheduling
+    from gpusched.objects.pod import pod_info
+    from gpusched.scheduler.explain import Finishing, explain
+    snapshot, order = scheduling.build_snapshot(view)
+    if pod["metadata"]["uid"] in snapshot.pod_node:
+        snapshot.remove_pod(pod["metadata"]["uid"])
+    scheduler = scheduling.make_scheduler(snapshot, view, order)
+    info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
+    result = explain(scheduler, info, Finishing(finish_times(view), view.now(), view.timestamp))
+    return dataclasses.replace(result, facts=tuple(facts(view, pod, info, result.message,
+                                                         result.suggestions)))

@@ -3,7 +3,7 @@ on the cluster as it is now, where, on which devices, and if not, what would hav
 
 ``answer(view, manifests)`` works on a view inside a transaction the caller rolls back
 (``Cluster.whatif_pods``): every pod is admitted as ``apply`` would admit it (defaults, the
-PriorityClass's priority, quota/LimitRange checks), then asked through ``Cluster._explain_pod``
+PriorityClass's priority, quota/LimitRange checks), then asked through ``explain_facts.explain_pod``
 (the scheduler's own filters and PostFilter dry run, ``scheduler.explain``) and, when it fits now,
 one real scheduling cycle (``Scheduler.schedule_one``) picks the node and the devices, which are
 bound in the throw-away view so the next pod of the same workload sees them taken. Verdicts:
@@ -209,7 +209,7 @@ def _stamp_of(change: str) -> str:
 def answer(view: View, manifests: list[Any], default_ns: str,
            explain_pod: Callable[[View, dict[str, Any]], Any]) -> list[PodAnswer]:
     """One ``PodAnswer`` per pod the manifests stand for (see the module docstring);
-    ``explain_pod(view, pod)`` is ``Cluster._explain_pod``. Mutates ``view``: roll it back."""
+    ``explain_pod(view, pod)`` is ``explain_facts.explain_pod``. Mutates ``view``: roll it back."""
     from gpusched.cluster.apiserver.apply import validated
 
     bodies: list[tuple[Manifest, dict[str, Any]]] = []

@@ -1,12 +1,12 @@
 """CLI commands of the sim layer: ``experiment fgd``, ``sweep`` and ``import alibaba``.
 
-``add_commands(subparsers)`` registers both on the CLI's top-level subparsers (``cli.main``
+``add_commands(subparsers)`` registers both on the CLI's top-level subparsers (``cli.parser``
 wires it in); each subparser's ``handler`` takes the argparse namespace and returns an exit code.
 NumPy, the scheduler and rich are imported only when a command runs, so ``gpusched --help``
 stays fast.
 User mistakes raise ``gpusched.errors`` types (the CLI prints their one-line message).
 
-Neighbours: ``sim.experiment``, ``sim.report``, ``sim.alibaba``; called from ``cli.main``.
+Neighbours: ``sim.experiment``, ``sim.report``, ``sim.alibaba``; called from ``cli.parser``.
 """
 
 from __future__ import annotations

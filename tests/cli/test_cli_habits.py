@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from gpusched.cli.main import build_parser
+from gpusched.cli.parser import build_parser
 from tests.cli.runner import Gpusched
 from tests.conftest import REPO_ROOT, run_process
 

@@ -11,13 +11,19 @@ from gpusched.cluster.controllers.registry import CONTROLLERS, KEYED
 from gpusched.slurm import controller
 
 
-def test_cli_parser_installs_the_sbatch_controller(monkeypatch):
-    from gpusched.cli.main import build_parser
+@pytest.mark.parametrize("command", ["squeue", "get", "serve"])
+def test_cli_parser_installs_the_sbatch_controller(monkeypatch, command):
+    """Every command fills the slot (not only the Slurm ones, whose module the parser of another
+    command does not import); what fills it runs ``slurm.controller.reconcile``."""
+    from gpusched.cli.parser import build_parser
 
     monkeypatch.delitem(installed._INSTALLED, "sbatch", raising=False)
     assert installed.installed("sbatch") is None
-    build_parser(["squeue"])
-    assert installed.installed("sbatch") is controller.reconcile
+    build_parser([command])
+    recorder = Recorder()
+    monkeypatch.setattr(controller, "reconcile", recorder)
+    installed.slot("sbatch")("view", "changes")
+    assert recorder.calls == [("view", "changes")]
 
 
 def test_slot_keeps_its_place_in_the_settle_order():

@@ -3,9 +3,10 @@
 The registry (``controllers.registry.CONTROLLERS``) holds a slot where such a controller runs in
 the settle order; the package fills it with :func:`install` when the program starts
 (dependency inversion: the cluster layer never imports the package). An empty slot does
-nothing. The one slot is ``sbatch``: ``gpusched.slurm.controller.install`` fills it, and
-``cli.slurm_cmd.add_commands`` calls that whenever the CLI builds its commands, so every
-``gpusched`` command and ``gpusched serve`` run it.
+nothing. The one slot is ``sbatch``: ``gpusched.slurm.controller.install`` fills it; the CLI
+fills it whenever it builds its commands (``cli.parser.build_parser``, with a stand-in that
+imports the controller when a settle first runs it), so every ``gpusched`` command and
+``gpusched serve`` run it.
 
 This module imports nothing at run time, so installing costs the CLI nothing at start-up.
 

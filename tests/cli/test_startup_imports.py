@@ -1,0 +1,93 @@
+"""A command imports what it uses (issue 28, point 8): ``get`` and ``describe`` of stored objects
+load the store and the view, not NumPy, the scheduler, the controllers or the sim layer.
+
+Each case runs one command in a fresh interpreter and lists what it imported, so a module-level
+import that pulls the control plane back into the read path fails here by name, whatever the
+machine's speed (the CPU time itself is measured by ``bench/bench_control_plane.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import pytest
+
+from gpusched.cli import parser as cli_parser
+from tests.cli.runner import Gpusched
+from tests.conftest import REPO_ROOT, run_process
+
+# What a read of a furnished state file must not import (prefixes of module names).
+CONTROL_PLANE = ("numpy", "gpusched.scheduler", "gpusched.sim", "gpusched.devices",
+                 "gpusched.cluster.settle", "gpusched.cluster.admission",
+                 "gpusched.cluster.controllers.registry", "gpusched.cluster.scheduling",
+                 "gpusched.slurm", "gpusched.server", "gpusched.metrics")
+READ_COMMANDS = {
+    "get-pods": ("get", "pods"),
+    "get-pods-wide-all-namespaces": ("get", "pods", "-A", "-o", "wide"),
+    "get-nodes-selector": ("get", "nodes", "-l", "gpusched.io/pool"),
+    "get-pod-json": ("get", "pods", "-o", "json"),
+    "describe-pod": ("describe", "pod", "train-small"),
+    "events": ("events",),
+}
+POD = """apiVersion: v1
+kind: Pod
+metadata: {name: train-small}
+spec:
+  containers:
+  - {name: c, image: nvidia/cuda, resources: {limits: {nvidia.com/gpu: 1}}}
+"""
+PROBE = ("import io, json, sys\n"
+         "from contextlib import redirect_stdout\n"
+         "from gpusched.cli.main import main\n"
+         "with redirect_stdout(io.StringIO()):\n"
+         "    code = main(sys.argv[1:])\n"
+         "print(json.dumps([code, sorted(sys.modules)]))\n")
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> str:
+    cli = Gpusched(tmp_path_factory.mktemp("startup"))
+    cli.cluster()
+    cli.ok("apply", "-f", "-", stdin=POD)
+    return cli.state
+
+
+def imported_by(state: str, argv: tuple[str, ...]) -> list[str]:
+    proc = run_process([sys.executable, "-c", PROBE, "--state", state, *argv], cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stderr
+    code, modules = json.loads(proc.stdout.splitlines()[-1])
+    assert code == 0, f"gpusched {' '.join(argv)} exited {code}: {proc.stderr}"
+    return list(modules)
+
+
+@pytest.mark.parametrize("argv", READ_COMMANDS.values(), ids=READ_COMMANDS.keys())
+def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> None:
+    heavy = [m for m in imported_by(state, argv) if m.startswith(CONTROL_PLANE)]
+    assert not heavy, f"gpusched {' '.join(argv)} imported {heavy}"
+
+
+def test_get_prints_no_yaml_so_imports_no_yaml(state: str) -> None:
+    assert "yaml" not in imported_by(state, ("get", "pods"))
+
+
+def subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
+def test_the_command_table_names_every_command_in_help_order() -> None:
+    words = [w for names, _ in (*cli_parser.COMMANDS, cli_parser.SIM) for w in names]
+    assert subcommands(cli_parser.build_parser(["--help"])) == words
+
+
+@pytest.mark.parametrize("names", [names for names, _ in (*cli_parser.COMMANDS, cli_parser.SIM)],
+                         ids=lambda names: names[0])
+def test_a_command_line_builds_its_own_command_group_alone(names: tuple[str, ...]) -> None:
+    assert subcommands(cli_parser.build_parser([names[0], "--help"])) == list(names)
+
+
+def test_an_unknown_command_lists_every_command_but_the_sim_layer() -> None:
+    words = [w for names, _ in cli_parser.COMMANDS for w in names]
+    assert subcommands(cli_parser.build_parser(["nosuch"])) == words
