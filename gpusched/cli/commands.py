@@ -84,30 +84,43 @@ def validation_mode(value: str) -> str:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    """kubectl apply: each object on its own (in file order, documents in order), one line each
-    as it is applied, the cluster settling between them; ``--atomic`` applies all or none.
+    """kubectl apply: each object on its own (in file order, documents in order; a refused one
+    is reported and the others go on), one line each, the cluster settling once after the last
+    (``Cluster.apply_each``); ``--atomic`` applies all or none. ``--dry-run=server`` checks each
+    object alone against the stored state, as kubectl sends each with ``dryRun``.
     ``--validate`` is the fieldValidation mode (Strict by default); Warn's findings print as
     ``Warning: ...``."""
     mode = validation_mode(getattr(args, "validate", "strict"))
     manifests = load(args.filename)
     if not manifests:               # files of comments only: kubectl's visitor finds no object
         raise UsageError("no objects passed to apply")
-    failed = 0
     with open_cluster(args, dry_run=args.dry_run) as cluster:
         if args.atomic and args.dry_run != "client":
             for manifest, outcome in zip(manifests, cluster.apply(manifests, field_validation=mode)):
                 _print_applied(args, cluster, manifest, outcome)
             return 0
-        for manifest in manifests:
-            try:
-                outcome = (cluster.apply_preview(manifest, field_validation=mode) if args.dry_run == "client"
-                           else cluster.apply([manifest], field_validation=mode)[0])
-            except GpuschedError as error:
+        if args.dry_run == "none":
+            results = cluster.apply_each(manifests, field_validation=mode)
+        else:
+            results = [_dry_run_one(cluster, manifest, args.dry_run, mode) for manifest in manifests]
+        failed = 0
+        for manifest, result in zip(manifests, results):
+            if isinstance(result, GpuschedError):
                 failed += 1
-                print(f"error: {_with_source(error.message, manifest)}", file=sys.stderr, flush=True)
-                continue
-            _print_applied(args, cluster, manifest, outcome)
+                print(f"error: {_with_source(result.message, manifest)}", file=sys.stderr, flush=True)
+            else:
+                _print_applied(args, cluster, manifest, result)
     return 1 if failed else 0
+
+
+def _dry_run_one(cluster: Cluster, manifest: Manifest, dry_run: str, mode: str) -> Any:
+    """One object of ``--dry-run``: its outcome, or the error that refused it."""
+    try:
+        if dry_run == "client":
+            return cluster.apply_preview(manifest, field_validation=mode)
+        return cluster.apply([manifest], field_validation=mode)[0]
+    except GpuschedError as error:
+        return error
 
 
 def _print_applied(args: argparse.Namespace, cluster: Cluster, manifest: Manifest, outcome: Any) -> None:

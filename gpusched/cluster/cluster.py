@@ -4,7 +4,8 @@ Every mutating method is one store transaction (``BEGIN IMMEDIATE``): load the v
 while no other process committed, see ``PRAGMA data_version``), change it, :meth:`settle`
 (controllers, then the scheduler, until nothing changes at the current virtual time), write back,
 commit. Any error rolls everything back, so a rejected ``apply`` of many documents changes
-nothing. Read methods (``get``, ``events``, ``node_devices``, ``explain``) run in a read
+nothing; ``apply_each`` (kubectl apply) answers a refused document in its place and goes on,
+settling once after the last document. Read methods (``get``, ``events``, ``node_devices``, ``explain``) run in a read
 transaction and never settle.
 
 ``advance(s)`` steps the virtual clock through the timed events of the controllers (pod
@@ -26,13 +27,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import copy
-import logging
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL, Store, default_state_path
 from gpusched.cluster.apiserver.view import View, object_namespace
-from gpusched.errors import NotFoundError, UsageError
+from gpusched.errors import GpuschedError, NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
 from gpusched.objects.selectors import (FieldRequirement, field_matches, matches,
                                         parse_field_selector, parse_selector)
@@ -41,7 +41,6 @@ from gpusched.objects.types import LabelSelector, Taint
 if TYPE_CHECKING:   # the control plane (controllers, scheduler, NumPy) is imported where it is
     from gpusched.cluster.timers import Timeline   # used: a read loads store and view only
 
-log = logging.getLogger(__name__)
 MAX_ADVANCE_STEPS = 100_000
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +89,12 @@ def _selected(items: list[dict[str, Any]], label_sel: LabelSelector | None,
     if field_sel is not None:
         items = [b for b in items if field_matches(b, field_sel)]
     return items
+
+
+def _applied(view: View, manifest: Any, field_validation: str) -> ApplyOutcome:
+    from gpusched.cluster.apiserver.apply import apply_one
+    kind, name, ns, action, warnings = apply_one(view, manifest, field_validation)
+    return ApplyOutcome(kind, name, ns, action, tuple(warnings))
 
 
 class Cluster:
@@ -242,16 +247,23 @@ class Cluster:
 
     def apply(self, manifests: list[Any], field_validation: str = "Strict") -> list[ApplyOutcome]:
         """Decode, validate, admit and store every document as one transaction (all or nothing).
+        ``field_validation`` is kubectl's ``--validate`` as the API's mode: Strict, Warn, Ignore."""
+        with self._write() as view:
+            return [_applied(view, manifest, field_validation) for manifest in manifests]
 
-        ``field_validation`` is kubectl's ``--validate`` as the API's mode: Strict, Warn, Ignore.
-        """
-        from gpusched.cluster.apiserver.apply import apply_one
-        outcomes = []
+    def apply_each(self, manifests: list[Any],
+                   field_validation: str = "Strict") -> list[ApplyOutcome | GpuschedError]:
+        """kubectl apply: each document on its own (a refused one answered by its error in its
+        place), settled once after the last, as a cluster's controllers and scheduler catch up
+        after kubectl's writes; admission sees what the documents before wrote."""
+        results: list[ApplyOutcome | GpuschedError] = []
         with self._write() as view:
             for manifest in manifests:
-                kind, name, ns, action, warnings = apply_one(view, manifest, field_validation)
-                outcomes.append(ApplyOutcome(kind, name, ns, action, tuple(warnings)))
-        return outcomes
+                try:
+                    results.append(_applied(view, manifest, field_validation))
+                except GpuschedError as error:     # refused before anything was stored
+                    results.append(error)
+        return results
 
     def apply_preview(self, manifest: Any, field_validation: str = "Strict") -> ApplyOutcome:
         """What ``apply`` would say for one manifest (``--dry-run=client``): decoded, validated,
