@@ -26,7 +26,7 @@ from pathlib import Path
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.metrics import cost
-from gpusched.cluster.store import parse_start
+from gpusched.cluster.apiserver.store import parse_start
 from gpusched.objects.manifest import load_text
 
 HERE = Path(__file__).resolve().parent
