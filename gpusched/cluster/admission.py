@@ -43,7 +43,7 @@ from gpusched.cluster.quota import check_quota, pod_qos, refresh_quotas
 from gpusched.cluster.apiserver.resources import (container_resources, format_amount,
                                         limit_range_pod_limits, limit_range_pod_requests)
 from gpusched.cluster.apiserver.view import View, copy_tree, object_namespace
-from gpusched.cluster.load import check_load
+from gpusched.cluster.clock.load import check_load
 from gpusched.errors import FieldError, ForbiddenError, InvalidError, NotFoundError
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.quantity import canonical
@@ -86,7 +86,7 @@ def _default_or_allocate(view: View, kind: str, body: dict[str, Any], old: dict[
     elif kind == "Namespace":
         label_namespace(body)
     elif kind == "Deployment":
-        check_load(body)                            # gpusched.io/load (cluster.load)
+        check_load(body)                            # gpusched.io/load (cluster.clock.load)
     elif kind == "ConfigMap":
         admit_config_map(view, body)                # bounds of the configs gpusched reads
 

@@ -9,17 +9,18 @@ settling once after the last document. Read methods (``get``, ``events``, ``node
 transaction and never settle.
 
 ``advance(s)`` steps the virtual clock through the timed events of the controllers (pod
-completions, Job deadlines, toleration expiries) in time order, settling at each. Settles run on
-work queues (``cluster.settle``): each controller sees only the objects changed since its
+completions, Job deadlines, toleration expiries) in time order, settling at each: the one loop
+of ``cluster.clock.loop``, which a replay runs too. Settles run on work queues
+(``cluster.clock.settle``): each controller sees only the objects changed since its
 previous run plus the timers that fired, so an event or a write costs what it changes, not the
 size of the cluster. Only the first settle on a view loaded from the store (a new process, or
 after another process committed) is every controller's full pass (an informer's resync). The
-timer heap (``cluster.timers``) is kept with the view between commands and re-derives only
-the objects changed since (``serve`` advances every 0.25 s).
+timer heap (``cluster.clock.timers``) is kept with the view between commands and re-derives
+only the objects changed since (``serve`` advances every 0.25 s).
 
 Neighbours: ``apiserver.store`` / ``apiserver.view`` (state), ``cluster.admission``,
-``cluster.controllers``, ``cluster.scheduling``, ``cluster.settle`` (the work-queue settle
-loop); used by ``cli`` and ``server``.
+``cluster.controllers``, ``cluster.scheduling``, ``cluster.clock`` (the event heap, the loop,
+the work-queue settle); used by ``cli`` and ``server``.
 """
 
 from __future__ import annotations
@@ -39,9 +40,7 @@ from gpusched.objects.selectors import (FieldRequirement, field_matches, matches
 from gpusched.objects.types import LabelSelector, Taint
 
 if TYPE_CHECKING:   # the control plane (controllers, scheduler, NumPy) is imported where it is
-    from gpusched.cluster.timers import Timeline   # used: a read loads store and view only
-
-MAX_ADVANCE_STEPS = 100_000
+    from gpusched.cluster.clock.timers import Timeline   # used: a read loads store and view only
 
 @dataclass(frozen=True, slots=True)
 class ApplyOutcome:
@@ -181,14 +180,14 @@ class Cluster:
         """What a command's settle starts from: None (every controller's full pass, an
         informer's resync) on a view just loaded from the store; then, while this process keeps
         the view, an empty set: only what changed since the last settle is reconciled
-        (``cluster.settle.settle_changed``), so a write costs what it changes."""
+        (``cluster.clock.settle.settle_changed``), so a write costs what it changes."""
         return None if self._resynced is not self._view else set()
 
     def _settle(self, view: View, fired: set[Any] | None = None) -> None:
         """Run the controllers, then the scheduler, until nothing changes. ``fired`` None: every
         controller's full pass; else the keys whose timers fired now: each controller gets only
-        those and what changed since its previous run (see ``cluster.settle``)."""
-        from gpusched.cluster import settle as settling
+        those and what changed since its previous run (see ``cluster.clock.settle``)."""
+        from gpusched.cluster.clock import settle as settling
         if fired is not None:
             settling.settle_changed(view, fired)
             return
@@ -199,7 +198,7 @@ class Cluster:
         """The timer heap of ``view``: built once per loaded view, then kept and synced with
         what changed since (``Timeline.sync``), instead of re-derived at every advance."""
         from gpusched.cluster.controllers.registry import TIMED
-        from gpusched.cluster.timers import Timeline
+        from gpusched.cluster.clock.timers import Timeline
         kept = self._timeline
         if kept is None or self._timeline_view is not view or kept.takes != view.touched_takes:
             kept = self._timeline = Timeline.build(view, TIMED)   # new view, or another taker
@@ -216,17 +215,12 @@ class Cluster:
         if seconds < 0:
             raise UsageError(f"cannot advance the clock by a negative duration ({seconds}s)")
         with self._write() as view:
-            self._settle(view, self._fired())
-            target = view.clock + float(seconds)
-            timeline = self._timeline_for(view)
-            for _ in range(MAX_ADVANCE_STEPS):
-                due = timeline.next_after(view.clock)
-                if due is None or due > target:
-                    break
-                view.clock = due
-                self._settle(view, timeline.pop_due(due))
-                timeline.sync(view)
-            view.clock = target
+            self._run_clock(view, float(seconds))
+
+    def _run_clock(self, view: View, seconds: float) -> None:
+        self._settle(view, self._fired())
+        from gpusched.cluster.clock import loop
+        loop.run(view, self._timeline_for(view), self._settle, view.clock + seconds)
 
     def now(self) -> float:
         with self._read() as view:

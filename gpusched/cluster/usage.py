@@ -5,7 +5,7 @@ what ``serve``'s metrics APIs (``metrics.k8s.io``, ``custom.metrics.k8s.io``,
 Per Running pod, an *activity* share in [0, 1]:
 
 1. the pod annotation ``gpusched.io/gpu-util`` (0-100) / 100, else
-2. when its Deployment carries a load curve (``cluster.load``): a ready pod serves
+2. when its Deployment carries a load curve (``cluster.clock.load``): a ready pod serves
    ``rate(t) / ready pods`` requests/s, so its share is ``min(1, that / perPodRPS)``; an unready
    pod serves nothing, else
 3. the workload default (``WORKLOAD_DEFAULTS``: training 90 %, inference 40 %, plain pod 60 %).
@@ -38,7 +38,7 @@ Node usage (``kubectl top nodes``) is the sum of its Running pods plus a system 
 A metric that does not exist raises :class:`MetricNotFound` with the custom metrics API
 server's message (``the server could not find the metric X for pods``).
 
-Neighbours: ``cluster.load`` (curves), ``cluster.scheduling`` (node devices);
+Neighbours: ``cluster.clock.load`` (curves), ``cluster.scheduling`` (node devices);
 used by ``cluster.controllers.autoscaling.hpa``, ``server.metrics_api`` and ``metrics.gpu_model``.
 """
 
@@ -50,7 +50,7 @@ import math
 from dataclasses import dataclass
 
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.load import LoadCurve, load_of
+from gpusched.cluster.clock.load import LoadCurve, load_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.assignment import held_by

@@ -20,7 +20,7 @@ of a Deployment)            40 %         30 %
 plain pod (anything else)   60 %         50 %
 ==========================  ===========  ============================
 
-A Deployment with a load curve (``gpusched.io/load``, see ``cluster.load``) drives its running
+A Deployment with a load curve (``gpusched.io/load``, see ``cluster.clock.load``) drives its running
 pods' utilization instead of the default (``cluster.usage``, the same source the HPA and the
 metrics APIs read).
 

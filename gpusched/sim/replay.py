@@ -3,7 +3,7 @@
 There is no separate simulator. ``replay`` builds an in-memory embedded cluster (``Cluster`` on
 a ``:memory:`` SQLite store, one write transaction rolled back at the end), creates the trace's
 Nodes, the QoS PriorityClasses (``QOS_PRIORITY_CLASSES``) and the caller's extra objects, then
-steps the virtual clock with ``cluster.feed.feed``: each job's Pod (or the user's own Pod or
+steps the virtual clock with ``cluster.clock.arrivals.feed``: each job's Pod (or the user's own Pod or
 Job manifest) is applied at its arrival time, runs for its run time (``gpusched.io/duration``),
 and everything else - kubelet admission, pod lifecycle, the scheduling queue and its retries,
 preemption and graceful termination, Jobs recreating pods - is what the cluster's own
@@ -20,7 +20,7 @@ Stable API (``whatif`` builds variants on it): ``ReplayJob``, ``ReplayTrace``, `
 ``replay`` -> ``ReplayResult`` (``samples``, ``pods``, ``summary``: ``sim.replay_record``).
 Times in results are seconds since the trace's first arrival. Deterministic for a config.
 
-Neighbours: ``cluster.feed`` (the clock), ``sim.replay_record`` (what is measured),
+Neighbours: ``cluster.clock.arrivals`` (the clock), ``sim.replay_record`` (what is measured),
 ``sim.replay_input`` (readers), ``sim.replay_profile``; used by ``cli.replay`` and ``sim.whatif``.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.feed import Arrival, feed
+from gpusched.cluster.clock.arrivals import Arrival, feed
 from gpusched.cluster.apiserver.store import Store
 from gpusched.cluster.apiserver.apply import apply_one
 from gpusched.cluster.controllers.nodes import bootstrap

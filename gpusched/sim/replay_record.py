@@ -1,6 +1,6 @@
 """What a replay measures, read from the pods' own state as the cluster changes them.
 
-``Recorder`` is the ``cluster.feed`` observer of ``sim.replay``. After each step it looks at
+``Recorder`` is the ``cluster.clock.arrivals`` observer of ``sim.replay``. After each step it looks at
 the pods that step changed (created, bound, started, finished, preempted, deleted) and keeps:
 
 - one ``PodRecord`` per pod: arrival (``creationTimestamp``), start (``gpusched.io/start-time``,
@@ -17,7 +17,7 @@ A pod *holds* its node from its start until it is Succeeded, Failed or deleted (
 pod holds it through its grace period). ``gpu_seconds`` equals the sum over pods of GPUs x
 (end - start): the property tests in ``tests/sim/test_replay_properties.py`` check it.
 
-Neighbours: ``sim.replay`` (drives it), ``cluster.feed`` (calls it), ``sim.fragmentation``.
+Neighbours: ``sim.replay`` (drives it), ``cluster.clock.arrivals`` (calls it), ``sim.fragmentation``.
 """
 
 from __future__ import annotations

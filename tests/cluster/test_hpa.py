@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gpusched.cluster.controllers.autoscaling import hpa_behavior, hpa_replicas, hpa_sync
-from gpusched.cluster.load import LoadError, parse_load
+from gpusched.cluster.clock.load import LoadError, parse_load
 from gpusched.cluster.apiserver.store import rfc3339
 from gpusched.errors import GpuschedError
 

@@ -1,9 +1,9 @@
 """A process that keeps its view between commands (``gpusched serve``'s cluster thread) reaches
 the same state as one that reloads the state file for every command (the CLI).
 
-With the view kept, a write settles on work queues (``cluster.settle.settle_changed``: only
+With the view kept, a write settles on work queues (``cluster.clock.settle.settle_changed``: only
 what the write changed is reconciled, as upstream controllers reconcile the keys their
-informers enqueue) and ``advance`` keeps the timer heap (``cluster.timers.Timeline``) between
+informers enqueue) and ``advance`` keeps the timer heap (``cluster.clock.timers.Timeline``) between
 calls, re-deriving only the objects changed since. Reloading runs every controller's full pass
 (an informer's resync) and rebuilds the heap. Each scenario runs both ways, command by command
 on the same inputs; every object (resourceVersion aside) and every event must be equal, and
@@ -19,7 +19,7 @@ import yaml
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.controllers.registry import TIMED
-from gpusched.cluster.timers import Timeline
+from gpusched.cluster.clock.timers import Timeline
 from gpusched.objects.types import Taint
 
 from .builders import apply, join, pod, pool

@@ -1,4 +1,4 @@
-"""Settle on work queues (``apiserver.changes``, ``cluster.settle.settle_changed``).
+"""Settle on work queues (``apiserver.changes``, ``cluster.clock.settle.settle_changed``).
 
 Upstream controllers reconcile the keys their informers' event handlers enqueue (kubernetes
 ``pkg/controller/replicaset/replica_set.go`` ``addPod``/``updatePod``/``deletePod`` enqueue the
@@ -18,7 +18,7 @@ import yaml
 import pytest
 
 from gpusched.cluster import cluster as cluster_module
-from gpusched.cluster import settle as settle_module
+from gpusched.cluster.clock import settle as settle_module
 from gpusched.cluster.controllers.workloads import deployment, job, replicaset
 from gpusched.cluster.apiserver.view import View
 

@@ -285,7 +285,7 @@ def read_sweep_file(tmp):
 
 
 def read_load_annotation(_tmp):
-    from gpusched.cluster.load import parse_load
+    from gpusched.cluster.clock.load import parse_load
     return _raises_one_line(parse_load, "[" * 4000 + "]" * 4000)
 
 

@@ -393,7 +393,7 @@ class View:
         self._journal.append(key_of(body))
 
     def take_touched(self) -> set[Key]:
-        """The keys created, changed or deleted since the last call (``cluster.timers``)."""
+        """The keys created, changed or deleted since the last call (``cluster.clock.timers``)."""
         touched, self._touched = self._touched, set()
         self.touched_takes += 1
         return touched

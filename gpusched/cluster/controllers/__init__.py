@@ -13,7 +13,7 @@ As kube-controller-manager runs them (kubernetes ``cmd/kube-controller-manager``
 
 and, shared: ``base`` (informers and work queues: what a change enqueues), ``common`` (owner
 references, pod phases, creating pods from templates, the garbage collector), ``registry`` (the
-controllers in order, ``Descriptor`` per controller: what ``cluster.settle`` runs, which take
+controllers in order, ``Descriptor`` per controller: what ``cluster.clock.settle`` runs, which take
 their work queue, which watch what, the per-object timers), ``installed`` (slots a package above
 the cluster fills, Slurm's ``sbatch``). The node-side parts (pod admission, lifecycle, containers,
 node status, the device plugin) are the kubelet's: ``cluster.kubelet``.
@@ -22,12 +22,12 @@ Every controller is ``reconcile(view)`` (changes go through the View), and a key
 ``reconcile(view, changes)``: it reconciles only the objects its informers map the changes to
 (its module's ``QUEUE``, ``controllers.base``). Timed ones also have per-object timers
 ``due(view, body) -> float | None`` listed by kind in ``registry.TIMED``: the event heap of
-``cluster.timers`` orders them so ``Cluster.advance`` steps through time in order. A command's
+``cluster.clock.timers`` orders them so ``Cluster.advance`` steps through time in order. A command's
 own settle runs every controller's full pass, as an informer's resync.
 
 This package's ``__init__`` (and each family's) imports nothing, so a module that needs one helper
 (``controllers.common``) does not load every controller (and what they import).
 
-Neighbours: ``cluster.settle`` runs them; they write through ``apiserver.view``, pods they create
+Neighbours: ``cluster.clock.settle`` runs them; they write through ``apiserver.view``, pods they create
 pass ``cluster.admission``.
 """

@@ -21,7 +21,7 @@ them to its work queue (kubernetes ``pkg/controller/replicaset/replica_set.go``:
 
 A handler reads only the changed object (as it is now, or as it was when deleted) and the view's
 indexes (``View.dependents``, ``View.pods_on``), never a listing of the store: a change costs
-what it affects. The settle loop (``cluster.settle``) hands each keyed controller its changes.
+what it affects. The settle loop (``cluster.clock.settle``) hands each keyed controller its changes.
 
 Neighbours: ``apiserver.changes`` (the journal's keys for one step), ``controllers.registry`` (which
 controllers are keyed), the controllers that declare a ``QUEUE``.

@@ -1,7 +1,7 @@
 """The controllers ``settle`` runs, as kube-controller-manager lists them: one
 :class:`Descriptor` per controller (``cmd/kube-controller-manager/app/controller_descriptor.go``
 ``NewControllerDescriptors``; names from ``cmd/kube-controller-manager/names/
-controller_names.go``), and what ``cluster.settle`` reads from them: ``CONTROLLERS`` (in order),
+controller_names.go``), and what ``cluster.clock.settle`` reads from them: ``CONTROLLERS`` (in order),
 ``KEYED`` (take the work queue of changed keys), ``WATCHES`` (a full pass only on a change they
 read) and ``TIMED`` (per-object timers by kind).
 
@@ -17,8 +17,8 @@ timers and declare a watch: the kinds whose change may concern them.
 A controller of a package above the cluster layer (Slurm's ``sbatch``) runs in a slot it installs
 (``controllers.installed``).
 
-Neighbours: every controller package; read by ``cluster.settle``, ``cluster.cluster`` and
-``cluster.timers``.
+Neighbours: every controller package; read by ``cluster.clock.settle``, ``cluster.cluster`` and
+``cluster.clock.timers``.
 """
 
 from __future__ import annotations
@@ -127,15 +127,15 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
 )
 # After these, the kubelet admits the pods bound to each node (kubelet.admission), then
 # pod_lifecycle.reconcile starts them; then quotas are refreshed and the scheduler runs
-# (``cluster.settle``).
+# (``cluster.clock.settle``).
 
-# What ``cluster.settle`` reads.
+# What ``cluster.clock.settle`` reads.
 CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = tuple(
     (d.name, d.reconcile) for d in DESCRIPTORS)
 KEYED = frozenset(d.name for d in DESCRIPTORS if d.keyed)
 WATCHES = {d.name: d.watch for d in DESCRIPTORS if d.watch is not None}
 
-# kind -> per-object timers (``cluster.timers``); add a controller's due function here.
+# kind -> per-object timers (``cluster.clock.timers``); add a controller's due function here.
 TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
             node_lifecycle.eviction_due, containers.restart_due, queueing.retry_due),

@@ -23,7 +23,7 @@ round, in kubelet terms (kubernetes ``pkg/kubelet/...``):
 The simulated container view behind ``exec`` and ``logs`` is ``metrics.container`` and
 ``metrics.container_logs`` (it reads the metrics model, a layer above the cluster).
 
-Neighbours: ``cluster.settle`` runs ``admission`` and ``pod_lifecycle`` after the controllers;
+Neighbours: ``cluster.clock.settle`` runs ``admission`` and ``pod_lifecycle`` after the controllers;
 ``controllers.registry`` runs ``node_status``, ``device_plugin`` and ``containers``;
 ``cluster.scheduling`` reads the devices through ``device_inputs``.
 """

@@ -113,7 +113,7 @@ def restart_at(pod: dict[str, Any]) -> float | None:
 
 
 def restart_due(view: View, pod: dict[str, Any]) -> float | None:
-    """Timer (``cluster.timers``): when this pod's crash-loop back-off ends."""
+    """Timer (``cluster.clock.timers``): when this pod's crash-loop back-off ends."""
     if (pod.get("status") or {}).get("phase") != "Running":
         return None
     return restart_at(pod)

@@ -85,12 +85,12 @@ def end_time(pod: dict[str, Any]) -> float | None:
 
 
 def completion_due(view: View, pod: dict[str, Any]) -> float | None:
-    """Timer (``cluster.timers``): when this running pod's run time is up."""
+    """Timer (``cluster.clock.timers``): when this running pod's run time is up."""
     return None if is_terminating(pod) else end_time(pod)
 
 
 def termination_due(view: View, pod: dict[str, Any]) -> float | None:
-    """Timer (``cluster.timers``): when the kubelet removes this Terminating pod: at its
+    """Timer (``cluster.clock.timers``): when the kubelet removes this Terminating pod: at its
     ``deletionTimestamp`` (the grace period ends), or earlier when its containers exit first."""
     meta = pod.get("metadata") or {}
     stamp = meta.get("deletionTimestamp")

@@ -108,7 +108,7 @@ def _tainted_nodes_of(view: View, pods: list[dict[str, Any]]) -> dict[str, dict[
 
 
 def eviction_due(view: View, pod: dict[str, Any]) -> float | None:
-    """Timer (``cluster.timers``): when a NoExecute taint on the pod's node evicts it."""
+    """Timer (``cluster.clock.timers``): when a NoExecute taint on the pod's node evicts it."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = view.get("Node", node_name) if node_name else None
     if node is None or is_terminal(pod) or is_terminating(pod) or not _has_no_execute(node):

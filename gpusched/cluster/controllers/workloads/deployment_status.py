@@ -179,7 +179,7 @@ def next_time(view: View) -> float | None:
 
 
 def progress_due(view: View, deploy: dict[str, Any]) -> float | None:
-    """Timer (``cluster.timers``): this Deployment's progress deadline, as ``next_time``."""
+    """Timer (``cluster.clock.timers``): this Deployment's progress deadline, as ``next_time``."""
     status = deploy.get("status") or {}
     cond = _condition(status, "Progressing")
     deadline = _progress_deadline(deploy)

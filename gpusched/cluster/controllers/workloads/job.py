@@ -435,7 +435,7 @@ def deadline_due(view: View, job: dict[str, Any]) -> float | None:
 
 
 def due(view: View, job: dict[str, Any]) -> float | None:
-    """Timer (``cluster.timers``): this Job's earliest active deadline, back-off expiry or TTL
+    """Timer (``cluster.clock.timers``): this Job's earliest active deadline, back-off expiry or TTL
     expiry. A back-off record change touches the Job (``View.touch``) so this is re-derived."""
     spec = job.get("spec") or {}
     if finished(job):

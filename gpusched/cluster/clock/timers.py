@@ -1,4 +1,4 @@
-"""Virtual time as an event heap: when does anything in the cluster next have work to do?
+"""The event heap of virtual time: when does anything in the cluster next have work to do?
 
 SimPy keeps one heap of ``(time, priority, sequence)`` so that equal times resolve the same way
 every run (``simpy/core.py``, ``Environment.schedule``/``step``). gpusched does the same, with one
@@ -16,15 +16,21 @@ when the clock reaches it (level-triggered, as every controller here is).
 - :meth:`Timeline.next_after` pops stale entries lazily: an entry is live only while it is still
   the latest due time its (object, function) produced, so nothing is ever removed from the middle.
 
-``Cluster.advance`` finds the earliest live time, moves the clock there, pops the entries due
-(:meth:`Timeline.pop_due`: their keys are the timers that fired), settles on work queues seeded
-with them (``apiserver.changes``), syncs, repeats: the cost of ``advance 30d`` follows the events
-inside the 30 days, not steps x objects.
+Events that no object's state implies (a trace's arrivals) are pushed by their source
+(:meth:`Timeline.push_event`) as heap entries of their own, one per source at a time: they are
+never stale, sort after the timers of the same time (priority 1), and an event already due
+comes due at once (``next_after`` answers ``now``).
+
+The one loop (``clock.loop.run``) finds the earliest live time, moves the clock there, pops the
+entries due (:meth:`Timeline.pop_due`: their keys are the timers that fired), lets the event
+sources act, settles on work queues seeded with them (``apiserver.changes``), syncs, repeats: the
+cost of ``advance 30d`` follows the events inside the 30 days, not steps x objects.
 
 Adding a timer (e.g. Job back-off): write ``due(view, job) -> float | None`` in the controller
 and add it under its kind in ``controllers.registry.TIMED``; ``reconcile`` acts when ``view.now() >= due``.
 
-Neighbours: ``cluster.cluster`` (advance), ``cluster.controllers`` (``TIMED``), ``apiserver.view``.
+Neighbours: ``clock.loop`` (the loop over this heap), ``clock.arrivals`` (an event source),
+``cluster.controllers`` (``TIMED``), ``apiserver.view``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from typing import Any, Callable, Mapping, Sequence
 from gpusched.cluster.apiserver.view import Key, View, key_of
 
 DueFn = Callable[[View, dict[str, Any]], "float | None"]
+EVENT = -1                      # ``Timer.fn_index`` of a pushed event (no derived timer)
+_NO_KEY: Key = ("", "", "")
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -100,11 +108,19 @@ class Timeline:
             if key[0] in self.timed:
                 self._derive(view, key, view.objects.get(key))
 
+    def push_event(self, when: float, now: float) -> None:
+        """An event at ``when`` (a trace arrival), due at ``now`` if that is later: its source
+        acts when :meth:`pop_due` reaches it."""
+        self.seq += 1
+        heapq.heappush(self.heap, Timer(max(float(when), now), 1, self.seq, _NO_KEY, EVENT))
+
     def next_after(self, now: float) -> float | None:
-        """The earliest live due time later than ``now`` (entries at or before it are dropped:
-        the settle at ``now`` already did that work)."""
+        """The earliest live due time later than ``now`` (timers at or before it are dropped:
+        the settle at ``now`` already did that work), or ``now`` for an event due."""
         while self.heap:
             top = self.heap[0]
+            if top.fn_index == EVENT:
+                return max(top.when, now)
             if self.latest.get((top.key, top.fn_index)) != top.when or top.when <= now:
                 heapq.heappop(self.heap)
                 if top.when <= now and self.latest.get((top.key, top.fn_index)) == top.when:
@@ -119,6 +135,8 @@ class Timeline:
         fired = set()
         while self.heap and self.heap[0].when <= now:
             top = heapq.heappop(self.heap)
+            if top.fn_index == EVENT:
+                continue
             slot = (top.key, top.fn_index)
             if self.latest.get(slot) == top.when:
                 del self.latest[slot]

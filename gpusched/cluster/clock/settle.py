@@ -17,9 +17,10 @@ Two ways to reach the same fixpoint:
   informers' event handlers enqueue; only a resync lists everything).
 
 Both clear the journal when they end (the next settle starts from what changed after);
-``feed`` uses :func:`_settle_changed`, which keeps it for its observer.
+``clock.arrivals.feed`` uses :func:`_settle_changed`, which keeps it for its observer.
 
-Neighbours: ``cluster.cluster`` (``Cluster._settle``), ``cluster.feed``,
+Neighbours: ``cluster.cluster`` (``Cluster._settle``), ``clock.loop`` (settles at each step),
+``clock.arrivals``,
 ``controllers.registry`` (the controllers, ``KEYED``, ``WATCHES``), ``cluster.scheduling_pass``.
 """
 
