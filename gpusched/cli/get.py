@@ -14,7 +14,9 @@
   ``--no-headers``.
 - ``-w/--watch``, ``--watch-only``: after the list, follow the state file's change feed and
   print one row per change of a listed kind, column widths remembered across rows as
-  cli-runtime's tabwriter ``RememberWidths`` does; Ctrl-C ends it.
+  cli-runtime's tabwriter ``RememberWidths`` does; Ctrl-C ends it. While it waits the cluster
+  clock follows the wall clock (``cluster.clock.wall``, docs/serve.md "The clock"), so grace
+  periods end and pods finish as on a real cluster.
 - Nothing found: ``No resources found in NS namespace.`` (or ``No resources found`` when a
   cluster-scoped kind or ``-A`` is involved) on stderr, exit 0, as kubectl.
 
@@ -323,6 +325,10 @@ def _check_get(args: argparse.Namespace, requests: list[Request]) -> bool:
     watching = bool(args.watch or args.watch_only)
     if watching and len(requests) > 1:
         raise UsageError("you may only specify a single resource type")
+    if watching:
+        from gpusched.cluster.clock.wall import wall_source
+
+        wall_source()       # a bad $GPUSCHED_CLOCK is one line before anything is printed
     if args.sort_by:
         jsonpath.values(args.sort_by, {})
     return watching
@@ -389,6 +395,10 @@ def watch(cluster: Any, request: Request, listed: list[dict[str, Any]], rv: int,
     # waits on the state file's lock (SQLite's busy wait defers Python's KeyboardInterrupt);
     # every line is flushed when printed, so nothing is lost.
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    from gpusched.cluster.clock.wall import Follower, wall_source
+
+    follower = Follower(cluster, wall_source())
+    cluster.frozen_clock = False       # back-offs run on the clock while it follows wall time
     info = request.info
     wanted = _watch_filter(args)
     last = {((o.get("metadata") or {}).get("namespace", ""), (o.get("metadata") or {}).get("name")): o
@@ -399,6 +409,7 @@ def watch(cluster: Any, request: Request, listed: list[dict[str, Any]], rv: int,
         header, rows = kind_table(info, listed, clock, args, out, False)
         table.lines(([] if args.no_headers else [header]) + rows)
     while True:
+        follower.tick()
         rv, changes, now_stamp = _changes(cluster, rv, request, args)
         now = Clock(now_stamp)
         for _typ, ns, name, body in changes:

@@ -95,7 +95,8 @@ def _get_options(p: argparse.ArgumentParser) -> None:
                    help="Sort the rows by this field, e.g. .metadata.name")
     p.add_argument("--no-headers", action="store_true", help="Print no header line")
     p.add_argument("-w", "--watch", action="store_true",
-                   help="After listing, print a line for every change (Ctrl-C ends)")
+                   help="After listing, print a line for every change; the cluster clock follows "
+                        "the wall clock while it waits (Ctrl-C ends)")
     p.add_argument("--watch-only", action="store_true",
                    help="Print only the changes, not the current list (Ctrl-C ends)")
 
@@ -314,6 +315,7 @@ COMMANDS: tuple[tuple[tuple[str, ...], Callable[[Subparsers], None]], ...] = (
      _registered_by("cli.slurm_cmd:add_commands")),
     (("rollout",), _registered_by("cli.rollout:add_commands")),
     (("exec", "logs"), _registered_by("cli.container_cmd:add_commands")),
+    (("wait",), _registered_by("cli.wait:add_commands")),
     (("serve", "kubeconfig"), _registered_by("cli.serve:add_commands")),   # the server when run
     (("scheduler",), _registered_by("cli.scheduler_cmd:add_commands")),   # of a real cluster
 )

@@ -3,8 +3,8 @@ DaemonSets.
 
 Output is kubectl's: ``deployment "web" successfully rolled out``, ``deployment.apps/web
 restarted``, ``deployment.apps/web rolled back``, the ``REVISION  CHANGE-CAUSE`` table. ``status``
-prints the current line once and exits (virtual time moves only on ``advance``; kubectl's
-``--watch=false``); a Deployment past its progress deadline exits 1 with kubectl's error.
+prints the current line once and exits (kubectl's ``--watch=false``: it does not wait, so the
+clock does not run for it; docs/serve.md "The clock"); a Deployment past its progress deadline exits 1 with kubectl's error.
 
 Neighbours: ``cluster.rollout`` (the logic); registered by ``cli.parser``.
 """

@@ -16,7 +16,8 @@ previous run plus the timers that fired, so an event or a write costs what it ch
 size of the cluster. Only the first settle on a view loaded from the store (a new process, or
 after another process committed) is every controller's full pass (an informer's resync). The
 timer heap (``cluster.clock.timers``) is kept with the view between commands and re-derives
-only the objects changed since (``serve`` advances every 0.25 s).
+only the objects changed since (``serve`` advances every 0.25 s; a CLI command that waits
+follows the wall clock, ``cluster.clock.wall``).
 
 Neighbours: ``apiserver.store`` / ``apiserver.view`` (state), ``cluster.admission``,
 ``cluster.controllers``, ``cluster.scheduling``, ``cluster.clock`` (the event heap, the loop,
@@ -221,6 +222,17 @@ class Cluster:
         self._settle(view, self._fired())
         from gpusched.cluster.clock import loop
         loop.run(view, self._timeline_for(view), self._settle, view.clock + seconds)
+
+    def follow_wall(self, now: float, since: float) -> float:
+        """Advance by the wall time up to ``now`` since the later of this wait's start (``since``)
+        and the clock's last following (by any process); the seconds (``cluster.clock.wall``)."""
+        from gpusched.cluster.clock.wall import WALL_KEY
+        with self._write() as view:
+            last = float(self.store.read_meta(WALL_KEY).get(WALL_KEY, since))
+            seconds = max(0.0, now - max(last, since))
+            self._run_clock(view, seconds)
+            self.store.write_meta({WALL_KEY: repr(max(now, last))})
+        return seconds
 
     def now(self) -> float:
         with self._read() as view:

@@ -1,7 +1,8 @@
 """The one loop that moves virtual time: step through the event heap, settling at each step.
 
 Every way the cluster clock moves goes through :func:`run`: ``Cluster.advance`` (``gpusched
-advance``, ``serve``'s real-time ticks) and a trace replay (``clock.arrivals.feed``). One step:
+advance``, ``serve``'s real-time ticks, a CLI command following the wall clock while it waits,
+see ``clock.wall``) and a trace replay (``clock.arrivals.feed``). One step:
 
 1. the earliest live entry of the heap (``Timeline.next_after``): a controller's timer (a pod's
    run time is up, a grace period ends, a back-off ends ...) or a pushed event (a trace arrival);
