@@ -3,15 +3,18 @@ DaemonSets.
 
 Output is kubectl's: ``deployment "web" successfully rolled out``, ``deployment.apps/web
 restarted``, ``deployment.apps/web rolled back``, the ``REVISION  CHANGE-CAUSE`` table. ``status``
-prints the current line once and exits (kubectl's ``--watch=false``: it does not wait, so the
-clock does not run for it; docs/serve.md "The clock"); a Deployment past its progress deadline exits 1 with kubectl's error.
+watches as kubectl's does (``rollout_status.go``: a line per observed change of the object,
+until the rollout is done, ``--timeout`` passes or the object is deleted), and while it waits
+the cluster clock follows the wall clock (``cluster.clock.wall``; docs/serve.md "The clock"),
+so pods start and grace periods end; ``--watch=false`` prints the current line once. A
+Deployment past its progress deadline exits 1 with kubectl's error.
 
 Neighbours: ``cluster.rollout`` (the logic); registered by ``cli.parser``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import argparse
 
@@ -27,6 +30,7 @@ EXAMPLES = {
     "undo": ("gpusched rollout undo deployment/web", "gpusched rollout undo deployment/web --to-revision=1"),
     "history": ("gpusched rollout history deployment/web", "gpusched rollout history deployment/web --revision=2"),
 }
+WATCH_POLL_SECONDS = 0.2
 HELP = {
     "status": "Show the status of the rollout",
     "restart": "Restart a resource (re-create all its pods)",
@@ -58,8 +62,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
             p.add_argument("--revision", type=int, default=0,
                            help="Show the pod template of this revision")
         if action == "status":
-            p.add_argument("-w", "--watch", default="false",
-                           help="Accepted for kubectl compatibility; the line is printed once")
+            p.add_argument("-w", "--watch", nargs="?", const="true", default="true",
+                           help="Watch the status of the rollout until it's done (default true; "
+                                "the cluster clock follows the wall clock while it waits)")
+            p.add_argument("--timeout", default="0s",
+                           help="The length of time to wait before ending watch, zero means never")
 
 
 def _target(args: argparse.Namespace) -> tuple[KindInfo, str, str]:
@@ -78,12 +85,70 @@ def _qualified(info: KindInfo) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     from gpusched.cluster import rollout
 
+    watching, timeout = _go_bool(args.watch, "-w, --watch"), _go_duration(args.timeout, "--timeout")
     info, name, ns = _target(args)
     with open_cluster(args) as cluster:
-        line, _done = cluster.read(lambda view: rollout.status_line(
+        line, done = cluster.read(lambda view: rollout.status_line(
             rollout.target(view, info, name, ns)))
-    print(line)
+        print(line, flush=True)
+        if watching and not done:
+            _watch_status(cluster, info, name, ns, timeout)
     return 0
+
+
+def _watch_status(cluster: Any, info: KindInfo, name: str, ns: str, timeout: float) -> None:
+    """Print the status line at each change of the object until the rollout is done, as
+    kubectl's UntilWithSync handler does, the cluster clock following the wall clock."""
+    import time
+
+    from gpusched.cluster import rollout
+    from gpusched.cluster.clock.wall import Follower, wall_source
+    from gpusched.errors import GpuschedError, NotFoundError
+
+    def version(view: Any) -> tuple[str, tuple[str, bool]]:
+        body = rollout.target(view, info, name, ns)
+        return body["metadata"].get("resourceVersion", ""), rollout.status_line(body)
+
+    follower = Follower(cluster, wall_source())
+    cluster.frozen_clock = False       # back-offs run on the clock while it follows wall time
+    seen = cluster.read(version)[0]
+    while True:
+        follower.tick()
+        try:
+            rv, (line, done) = cluster.read(version)
+        except NotFoundError:
+            raise GpuschedError("object has been deleted") from None
+        if rv != seen:
+            seen = rv
+            print(line, flush=True)
+            if done:
+                return
+        if timeout and follower.waited() >= timeout:
+            raise GpuschedError("timed out waiting for the condition")
+        time.sleep(WATCH_POLL_SECONDS)   # polling interval of the state file, not a synchronisation
+
+
+def _go_bool(text: str, flag: str) -> bool:
+    """Go's strconv.ParseBool, as pflag parses a bool flag's value."""
+    from gpusched.errors import UsageError
+
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise UsageError(f'invalid argument "{text}" for "{flag}" flag: strconv.ParseBool: '
+                     f'parsing "{text}": invalid syntax')
+
+
+def _go_duration(text: str, flag: str) -> float:
+    from gpusched.errors import GpuschedError, UsageError
+    from gpusched.objects.duration import parse_duration
+
+    try:
+        return parse_duration(text)
+    except (ValueError, GpuschedError):
+        raise UsageError(f'invalid argument "{text}" for "{flag}" flag: time: invalid duration '
+                         f'"{text}"') from None
 
 
 def cmd_restart(args: argparse.Namespace) -> int:

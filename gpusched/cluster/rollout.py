@@ -3,9 +3,8 @@
 Everything here reads and writes the same objects kubectl would through ``gpusched serve``, so
 the embedded CLI and real kubectl agree (kubectl 1.32 staging/src/k8s.io/kubectl/pkg/polymorphichelpers):
 
-- status (``rollout_status.go``): one line from the object's status; kubectl waits for the
-  rollout, gpusched prints the line once (virtual time only moves on ``advance``), as
-  ``kubectl rollout status --watch=false`` does;
+- status (``rollout_status.go``): one line from the object's status (``cli.rollout`` prints it
+  at each change while it watches, the cluster clock following the wall clock);
 - restart (``objectrestarter.go``): the template annotation ``kubectl.kubernetes.io/restartedAt``
   set to now, which makes the controller roll every pod;
 - undo (``rollback.go``): a Deployment gets the template (and annotations) of the ReplicaSet of

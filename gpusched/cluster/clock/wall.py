@@ -70,17 +70,20 @@ class Follower:
 
     def __init__(self, cluster: Cluster, wall: WallSource | None) -> None:
         self.cluster = cluster
-        self.wall = wall
-        self.since = wall() if wall is not None else 0.0
+        self.follows = wall is not None
+        self.wall: WallSource = wall if wall is not None else time.time   # frozen: for waited()
+        self.since = self.wall()
         self.seen = self.since
 
     def tick(self) -> float:
         """Advance the cluster by the wall time passed (nothing when frozen or when no wall time
         passed since the last tick); the seconds it moved."""
-        if self.wall is None:
-            return 0.0
         now = self.wall()
-        if now <= self.seen:
+        if not self.follows or now <= self.seen:
             return 0.0
         self.seen = now
         return self.cluster.follow_wall(now, self.since)
+
+    def waited(self) -> float:
+        """Wall seconds since the wait began (a command's ``--timeout``)."""
+        return max(0.0, self.wall() - self.since)
