@@ -299,7 +299,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     requests, with_kind = requested(args.kind, list(args.names))
     out = printer(args.output)
     watching = _check_get(args, requests)
+    from gpusched.cluster.clock.wall import follow
+
     with open_cluster(args) as cluster:
+        follower = follow(cluster) if watching else None   # its wall clock starts before the list
         with cluster.reading() as view:
             groups = [(r.info, list_objects(view, r, args)) for r in requests]
             clock = Clock(view.timestamp())
@@ -313,8 +316,8 @@ def cmd_get(args: argparse.Namespace) -> int:
                     no_resources(requests, args)
             else:
                 print_groups(groups, clock, args, out, with_kind, single)
-        if watching:
-            watch(cluster, requests[0], groups[0][1], rv, args, out, clock)
+        if follower is not None:
+            watch(cluster, requests[0], groups[0][1], rv, args, out, clock, follower)
     return 0
 
 
@@ -325,10 +328,6 @@ def _check_get(args: argparse.Namespace, requests: list[Request]) -> bool:
     watching = bool(args.watch or args.watch_only)
     if watching and len(requests) > 1:
         raise UsageError("you may only specify a single resource type")
-    if watching:
-        from gpusched.cluster.clock.wall import wall_source
-
-        wall_source()       # a bad $GPUSCHED_CLOCK is one line before anything is printed
     if args.sort_by:
         jsonpath.values(args.sort_by, {})
     return watching
@@ -389,16 +388,13 @@ def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
 
 
 def watch(cluster: Any, request: Request, listed: list[dict[str, Any]], rv: int, args: argparse.Namespace,
-          out: Printer, clock: Clock) -> None:
-    """Follow the change feed from ``rv`` and print one line per change (Ctrl-C ends)."""
+          out: Printer, clock: Clock, follower: Any) -> None:
+    """Follow the change feed from ``rv`` and print one line per change (Ctrl-C ends), the
+    cluster clock following the wall clock (``follower``)."""
     # Ctrl-C ends the watch at once, as kubectl's does (Go's signal.Notify), even while a read
     # waits on the state file's lock (SQLite's busy wait defers Python's KeyboardInterrupt);
     # every line is flushed when printed, so nothing is lost.
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-    from gpusched.cluster.clock.wall import Follower, wall_source
-
-    follower = Follower(cluster, wall_source())
-    cluster.frozen_clock = False       # back-offs run on the clock while it follows wall time
     info = request.info
     wanted = _watch_filter(args)
     last = {((o.get("metadata") or {}).get("namespace", ""), (o.get("metadata") or {}).get("name")): o

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import argparse
 
 from gpusched.cli.commands import namespace_of, open_cluster, split_kind_name
+from gpusched.cli.flags import go_bool, go_duration
 
 if TYPE_CHECKING:
     from gpusched.objects.kinds import KindInfo
@@ -84,33 +85,33 @@ def _qualified(info: KindInfo) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from gpusched.cluster import rollout
+    from gpusched.cluster.clock.wall import follow
 
-    watching, timeout = _go_bool(args.watch, "-w, --watch"), _go_duration(args.timeout, "--timeout")
+    watching, timeout = go_bool(args.watch, "-w, --watch"), go_duration(args.timeout, "--timeout")
     info, name, ns = _target(args)
     with open_cluster(args) as cluster:
+        follower = follow(cluster) if watching else None   # its wall clock starts first
         line, done = cluster.read(lambda view: rollout.status_line(
             rollout.target(view, info, name, ns)))
         print(line, flush=True)
-        if watching and not done:
-            _watch_status(cluster, info, name, ns, timeout)
+        if follower is not None and not done:
+            _watch_status(cluster, info, name, ns, timeout, follower)
     return 0
 
 
-def _watch_status(cluster: Any, info: KindInfo, name: str, ns: str, timeout: float) -> None:
+def _watch_status(cluster: Any, info: KindInfo, name: str, ns: str, timeout: float,
+                  follower: Any) -> None:
     """Print the status line at each change of the object until the rollout is done, as
     kubectl's UntilWithSync handler does, the cluster clock following the wall clock."""
     import time
 
     from gpusched.cluster import rollout
-    from gpusched.cluster.clock.wall import Follower, wall_source
     from gpusched.errors import GpuschedError, NotFoundError
 
     def version(view: Any) -> tuple[str, tuple[str, bool]]:
         body = rollout.target(view, info, name, ns)
         return body["metadata"].get("resourceVersion", ""), rollout.status_line(body)
 
-    follower = Follower(cluster, wall_source())
-    cluster.frozen_clock = False       # back-offs run on the clock while it follows wall time
     seen = cluster.read(version)[0]
     while True:
         follower.tick()
@@ -126,29 +127,6 @@ def _watch_status(cluster: Any, info: KindInfo, name: str, ns: str, timeout: flo
         if timeout and follower.waited() >= timeout:
             raise GpuschedError("timed out waiting for the condition")
         time.sleep(WATCH_POLL_SECONDS)   # polling interval of the state file, not a synchronisation
-
-
-def _go_bool(text: str, flag: str) -> bool:
-    """Go's strconv.ParseBool, as pflag parses a bool flag's value."""
-    from gpusched.errors import UsageError
-
-    if text in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if text in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise UsageError(f'invalid argument "{text}" for "{flag}" flag: strconv.ParseBool: '
-                     f'parsing "{text}": invalid syntax')
-
-
-def _go_duration(text: str, flag: str) -> float:
-    from gpusched.errors import GpuschedError, UsageError
-    from gpusched.objects.duration import parse_duration
-
-    try:
-        return parse_duration(text)
-    except (ValueError, GpuschedError):
-        raise UsageError(f'invalid argument "{text}" for "{flag}" flag: time: invalid duration '
-                         f'"{text}"') from None
 
 
 def cmd_restart(args: argparse.Namespace) -> int:

@@ -16,7 +16,8 @@ wait never moves the clock for wall time that passed before it began. docs/serve
 - ``file:PATH``: the wall time is the number of seconds written in PATH, read at each poll (tests
   and scripted demos step it: writing 31 after 0 lets 31 seconds pass).
 
-Neighbours: ``cluster.cluster`` (``Cluster.follow_wall``); used by ``cli.get`` (the watch loop).
+Neighbours: ``cluster.cluster`` (``Cluster.follow_wall``); used by the CLI's waiting commands
+(``cli.get``'s watch, ``cli.rollout`` status, ``cli.wait``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ def _read_seconds(path: str) -> float:
     if not math.isfinite(seconds):
         raise UsageError(f"{CLOCK_ENV}=file:{path}: must hold a number of seconds, got {text!r}")
     return seconds
+
+
+def follow(cluster: Cluster) -> "Follower":
+    """The clock of a command about to wait, from ``$GPUSCHED_CLOCK`` (a bad value raises
+    before anything is printed); back-offs run on the clock while it follows wall time (a
+    command that waits is not a new command after each of them: ``Cluster.frozen_clock``)."""
+    follower = Follower(cluster, wall_source())
+    cluster.frozen_clock = False
+    return follower
 
 
 class Follower:
