@@ -3,7 +3,9 @@
 The embedded cluster runs no containers; both commands print what ``metrics.container``
 derives from the pod's devices and life, marked as simulated in their first line (the same
 answers ``kubectl exec`` / ``kubectl logs`` get from ``gpusched serve``). ``exec`` exits with
-the simulated command's exit code (126 for a command it cannot answer).
+the simulated command's exit code (126 for a command it cannot answer). ``logs -f`` prints each
+line the log gains until the pod's container ends, the cluster clock following the wall clock
+meanwhile (``cluster.clock.wall``).
 
 Neighbours: ``metrics.container`` (the answers), ``cli.commands`` (``open_cluster``); registered
 by ``cli.main``.
@@ -17,6 +19,8 @@ import argparse
 import sys
 
 from gpusched.errors import NotFoundError, UsageError
+
+FOLLOW_POLL_SECONDS = 0.2
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,6 +38,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("-c", "--container", default=None)
     p.add_argument("-n", "--namespace", default=None)
     p.add_argument("-l", "--selector", default="", help="label selector: logs of every match")
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="Follow the log until the pod's container ends (the cluster clock follows "
+                        "the wall clock meanwhile)")
     p.set_defaults(handler=cmd_logs)
 
 
@@ -81,7 +88,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
     ns = args.namespace or "default"
     if not args.pod and not args.selector:
         raise UsageError("expected POD or -l SELECTOR")
+    if args.follow and args.selector:
+        raise UsageError("gpusched logs -f follows one pod: give POD, not -l SELECTOR")
     with open_cluster(args) as cluster:
+        if args.follow:
+            return _follow_log(cluster, _pod_name(args.pod), ns, args.container)
         with cluster.reading() as view:
             if args.selector:
                 selector = parse_selector(args.selector)
@@ -98,3 +109,33 @@ def cmd_logs(args: argparse.Namespace) -> int:
             text = "".join(pod_log(view, p, _container(p, args.container)) for p in pods)
     sys.stdout.write(text)
     return 0
+
+
+def _follow_log(cluster: Any, name: str, ns: str, container: str | None) -> int:
+    """``logs -f``: the log, then each line it gains, until the pod's containers end or the pod
+    is gone (kubectl's stream closes then), the cluster clock following the wall clock."""
+    import time
+    from collections import Counter
+
+    from gpusched.cluster.clock.wall import follow
+    from gpusched.metrics.container_logs import pod_log
+
+    follower = follow(cluster)
+    printed: Counter[str] = Counter()
+    while True:
+        with cluster.reading() as view:
+            pod = view.get("Pod", name, ns)
+            if pod is None and not printed:
+                raise NotFoundError("pods", name)
+            lines = [] if pod is None else pod_log(view, pod, _container(pod, container)).splitlines(True)
+        for line in lines:      # lines already printed are not printed again (the log may grow inside)
+            if printed[line]:
+                printed[line] -= 1
+            else:
+                sys.stdout.write(line)
+        sys.stdout.flush()
+        printed = Counter(lines)
+        if pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        time.sleep(FOLLOW_POLL_SECONDS)   # polling interval of the state file, not a synchronisation
+        follower.tick()

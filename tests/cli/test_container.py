@@ -8,11 +8,15 @@ command gpusched cannot answer).
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import threading
 
 import pytest
 
 from tests.cli.runner import Gpusched
+from tests.conftest import CEILING_S, POLL_S, REPO_ROOT
 
 EXAMPLE = "examples/exec-nvidia-smi"
 SIMULATED = re.compile(r"^\[gpusched: simulated .* the embedded cluster runs no containers\]")
@@ -102,6 +106,48 @@ def test_logs_show_the_kubelet_side_life(g):
     (("exec", "infer-a", "-c", "sidecar", "--", "env"), "container sidecar is not valid for pod infer-a"),
     (("exec", "infer-a"), "you must specify at least one command"),
     (("logs", "nope"), 'pods "nope" not found'),
+    (("logs", "-f", "nope"), 'pods "nope" not found'),
+    (("logs", "-f", "-l", "app=x"), "gpusched logs -f follows one pod: give POD, not -l SELECTOR"),
 ], ids=lambda v: str(v))
 def test_bad_input(g, args, message):
     assert message in g.fails(*args)
+
+
+FINITE = """apiVersion: v1
+kind: Pod
+metadata: {name: finetune, annotations: {gpusched.io/duration: 2m}}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+def test_logs_follow_runs_the_clock_until_the_container_ends(tmp_path):
+    """``kubectl logs -f`` streams until the container exits (the kubelet closes the stream);
+    here the cluster clock follows an injected wall clock, stepped 5 s at a time by a thread,
+    until the 2-minute pod has Succeeded: the followed log is then the whole log."""
+    g = Gpusched(tmp_path)
+    g.cluster()
+    g.ok("apply", "-f", "-", stdin=FINITE)
+    wall = tmp_path / "wall"
+    wall.write_text("1000")
+    process = subprocess.Popen([g.exe, "--state", g.state, "logs", "-f", "finetune"], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT,
+                               env=dict(os.environ, GPUSCHED_CLOCK=f"file:{wall}"))
+    done = threading.Event()
+
+    def step() -> None:
+        now = 1000
+        while not done.wait(POLL_S):
+            now += 5
+            (tmp_path / "wall.partial").write_text(str(now))
+            os.replace(tmp_path / "wall.partial", wall)
+
+    threading.Thread(target=step, daemon=True).start()
+    try:
+        followed, err = process.communicate(timeout=CEILING_S)
+    finally:
+        done.set()
+    assert (process.returncode, err) == (0, "")
+    assert g.pods()["finetune"]["status"]["phase"] == "Succeeded"
+    assert followed == g.ok("logs", "finetune").out
