@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT, gpusched_executable, run_process
+from tests.conftest import CEILING_S, POLL_S, REPO_ROOT, gpusched_executable, run_process
 
 BASE_CLUSTER = ("apply", "-f", "examples/cluster.yaml", "-f", "examples/priority-classes.yaml")
 
@@ -91,3 +94,37 @@ def _base_cluster() -> tuple[str, Result]:
 
 def pod_scheduled_condition(pod: dict) -> dict:
     return next(c for c in pod["status"].get("conditions", []) if c["type"] == "PodScheduled")
+
+
+def set_wall(path: Path, seconds: float) -> None:
+    """Write an injected wall clock (``GPUSCHED_CLOCK=file:PATH``) whole: a reader never sees a
+    half-written file."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(f"{seconds}\n")
+    os.replace(partial, path)
+
+
+def run_stepping_wall(g: Gpusched, tmp_path: Path, *args: str,
+                      step: float = 5.0) -> subprocess.CompletedProcess:
+    """``gpusched ARGS`` on an injected wall clock that a thread steps by ``step`` seconds
+    until the command ends (a waiting command's outcome then does not depend on when it read
+    its start); under the suite's ceiling."""
+    wall = tmp_path / "wall"
+    set_wall(wall, 1000)
+    process = subprocess.Popen([g.exe, "--state", g.state, *args], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT,
+                               env=dict(os.environ, GPUSCHED_CLOCK=f"file:{wall}"))
+    done = threading.Event()
+
+    def stepping() -> None:
+        now = 1000.0
+        while not done.wait(POLL_S):
+            now += step
+            set_wall(wall, now)
+
+    threading.Thread(target=stepping, daemon=True).start()
+    try:
+        out, err = process.communicate(timeout=CEILING_S)
+    finally:
+        done.set()
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)

@@ -8,15 +8,11 @@ command gpusched cannot answer).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import threading
 
 import pytest
 
-from tests.cli.runner import Gpusched
-from tests.conftest import CEILING_S, POLL_S, REPO_ROOT
+from tests.cli.runner import Gpusched, run_stepping_wall
 
 EXAMPLE = "examples/exec-nvidia-smi"
 SIMULATED = re.compile(r"^\[gpusched: simulated .* the embedded cluster runs no containers\]")
@@ -129,25 +125,7 @@ def test_logs_follow_runs_the_clock_until_the_container_ends(tmp_path):
     g = Gpusched(tmp_path)
     g.cluster()
     g.ok("apply", "-f", "-", stdin=FINITE)
-    wall = tmp_path / "wall"
-    wall.write_text("1000")
-    process = subprocess.Popen([g.exe, "--state", g.state, "logs", "-f", "finetune"], text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT,
-                               env=dict(os.environ, GPUSCHED_CLOCK=f"file:{wall}"))
-    done = threading.Event()
-
-    def step() -> None:
-        now = 1000
-        while not done.wait(POLL_S):
-            now += 5
-            (tmp_path / "wall.partial").write_text(str(now))
-            os.replace(tmp_path / "wall.partial", wall)
-
-    threading.Thread(target=step, daemon=True).start()
-    try:
-        followed, err = process.communicate(timeout=CEILING_S)
-    finally:
-        done.set()
-    assert (process.returncode, err) == (0, "")
+    followed = run_stepping_wall(g, tmp_path, "logs", "-f", "finetune")
+    assert (followed.returncode, followed.stderr) == (0, "")
     assert g.pods()["finetune"]["status"]["phase"] == "Succeeded"
-    assert followed == g.ok("logs", "finetune").out
+    assert followed.stdout == g.ok("logs", "finetune").out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from tests.cli.runner import Gpusched
+from tests.cli.runner import Gpusched, set_wall
 from tests.conftest import CEILING_S, REPO_ROOT
 
 
@@ -98,15 +98,14 @@ def _status_watch(g: Gpusched, tmp_path, wall_after: float, *flags: str) -> tupl
     """``rollout status deployment/web`` with the wall clock at 1000 until its first line, then
     at ``wall_after``; its exit code, stdout lines and stderr."""
     wall = tmp_path / "wall"
-    wall.write_text("1000")
+    set_wall(wall, 1000)
     env = dict(os.environ, GPUSCHED_CLOCK=f"file:{wall}")
     process = subprocess.Popen([g.exe, "--state", g.state, "rollout", "status", "deployment/web", *flags],
                                text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT,
                                env=env)
     assert process.stdout is not None
     first = process.stdout.readline()      # the status before any wall time passes
-    (tmp_path / "wall.partial").write_text(str(wall_after))
-    os.replace(tmp_path / "wall.partial", wall)
+    set_wall(wall, wall_after)
     out, err = process.communicate(timeout=CEILING_S)
     return process.returncode, [first.rstrip("\n")] + out.splitlines(), err
 

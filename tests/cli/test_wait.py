@@ -9,15 +9,11 @@ ends, so each case's outcome does not depend on when the command read its start:
 
 from __future__ import annotations
 
-import os
-import subprocess
-import threading
 from dataclasses import dataclass
 
 import pytest
 
-from tests.cli.runner import Gpusched
-from tests.conftest import CEILING_S, REPO_ROOT, POLL_S
+from tests.cli.runner import Gpusched, run_stepping_wall
 
 LOW = "examples/preemption/1-low-priority-batch.yaml"
 HIGH = "examples/preemption/2-high-priority-training.yaml"
@@ -43,30 +39,6 @@ def g(tmp_path, lab_state):
     source.close()
     target.close()
     return g
-
-
-def _wait(g: Gpusched, tmp_path, *args: str) -> subprocess.CompletedProcess:
-    """``gpusched wait ARGS`` while a thread steps the wall clock by 5 s until it ends."""
-    wall = tmp_path / "wall"
-    wall.write_text("1000")
-    process = subprocess.Popen([g.exe, "--state", g.state, "wait", *args], text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT,
-                               env=dict(os.environ, GPUSCHED_CLOCK=f"file:{wall}"))
-    done = threading.Event()
-
-    def step() -> None:
-        now = 1000
-        while not done.wait(POLL_S):
-            now += 5
-            (tmp_path / "wall.partial").write_text(str(now))
-            os.replace(tmp_path / "wall.partial", wall)
-
-    threading.Thread(target=step, daemon=True).start()
-    try:
-        out, err = process.communicate(timeout=CEILING_S)
-    finally:
-        done.set()
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 @dataclass(frozen=True)
@@ -108,5 +80,5 @@ WAIT_CASES = [
 
 @pytest.mark.parametrize("case", WAIT_CASES, ids=lambda c: c.id)
 def test_wait_as_kubectls_while_the_clock_follows_the_wall_clock(g, tmp_path, case):
-    result = _wait(g, tmp_path, *case.args)
+    result = run_stepping_wall(g, tmp_path, "wait", *case.args)
     assert (result.returncode, result.stdout, result.stderr) == (case.code, case.out, case.err)

@@ -22,18 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.runner import Gpusched
+from tests.cli.runner import Gpusched, set_wall
 from tests.conftest import CEILING_S, REPO_ROOT, wait_until
 
 LOW = "examples/preemption/1-low-priority-batch.yaml"
 HIGH = "examples/preemption/2-high-priority-training.yaml"
-
-
-def _set_wall(path: Path, seconds: float) -> None:
-    """Write the injected wall time whole (a reader never sees a half-written file)."""
-    partial = path.with_suffix(".partial")
-    partial.write_text(f"{seconds}\n")
-    os.replace(partial, path)
 
 
 class Watcher:
@@ -77,7 +70,7 @@ def preempted(tmp_path):
     assert pods["low-batch"]["metadata"].get("deletionTimestamp")
     assert pods["urgent-training"]["status"]["phase"] == "Pending"
     wall = tmp_path / "wall"
-    _set_wall(wall, 1000)
+    set_wall(wall, 1000)
     return g, wall
 
 
@@ -92,7 +85,7 @@ def test_watch_after_preemption_shows_the_victim_gone_and_the_preemptor_running(
         watcher.wait_for("the listed pods", lambda: watcher.rows("low-batch") and watcher.rows("urgent-training"))
         assert _status(watcher.rows("low-batch")[0]) == "Terminating"
         assert _status(watcher.rows("urgent-training")[0]) == "Pending"
-        _set_wall(wall, 1031)      # the grace period (30 s) ends while the watch waits
+        set_wall(wall, 1031)      # the grace period (30 s) ends while the watch waits
         watcher.wait_for("urgent-training Running",
                          lambda: any(_status(r) == "Running" for r in watcher.rows("urgent-training")))
     finally:
@@ -111,7 +104,7 @@ def test_two_waiting_commands_move_the_clock_once(preempted):
     try:
         watchers[0].wait_for("the listed pods", lambda: watchers[0].rows("urgent-training"))
         watchers[1].wait_for("the listed pods", lambda: "pod/urgent-training" in watchers[1].lines)
-        _set_wall(wall, 1031)
+        set_wall(wall, 1031)
         watchers[0].wait_for("urgent-training Running",
                              lambda: any(_status(r) == "Running" for r in watchers[0].rows("urgent-training")))
     finally:
