@@ -5,7 +5,8 @@
 write path) and admission (``admission``, ``kinds_admission``, ``quota``), the controllers
 (``controllers/``), the kubelet (``kubelet/``: node admission, device allocation, pod lifecycle),
 the scheduler's host (``scheduling``, ``scheduling_pass``, ``queueing``, ``snapshot_cache``) and
-the clock (``timers``, ``settle``, ``feed``). ``explain*`` and ``whatif_pod`` say why a pod does
+the clock (``clock/``: the event heap, the one loop that advances it and settles, trace
+arrivals, the wall clock a waiting command follows, load curves). ``explain*`` and ``whatif_pod`` say why a pod does
 not run.
 
 Neighbours: ``scheduler``, ``devices`` and ``objects`` below; ``sim``, ``metrics``, ``server`` and
