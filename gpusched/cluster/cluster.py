@@ -1,27 +1,20 @@
-"""``Cluster``: the facade the CLI (and later the API server) drives, one method per command.
+"""``Cluster``: the facade the CLI and the API server drive, one method per command.
 
 Every mutating method is one store transaction (``BEGIN IMMEDIATE``): load the view (cached
-while no other process committed, see ``PRAGMA data_version``), change it, :meth:`settle`
-(controllers, then the scheduler, until nothing changes at the current virtual time), write back,
-commit. Any error rolls everything back, so a rejected ``apply`` of many documents changes
-nothing; ``apply_each`` (kubectl apply) answers a refused document in its place and goes on,
-settling once after the last document. Read methods (``get``, ``events``, ``node_devices``, ``explain``) run in a read
-transaction and never settle.
+while no other process committed, ``PRAGMA data_version``), change it, settle (controllers,
+kubelet, scheduler, until nothing changes at the current virtual time), write back, commit. Any
+error rolls everything back; ``apply_each`` (kubectl apply) answers a refused document in its
+place and settles once after the last one. Reads (``get``, ``events``, ``explain``) never settle.
 
-``advance(s)`` steps the virtual clock through the timed events of the controllers (pod
-completions, Job deadlines, toleration expiries) in time order, settling at each: the one loop
-of ``cluster.clock.loop``, which a replay runs too. Settles run on work queues
-(``cluster.clock.settle``): each controller sees only the objects changed since its
-previous run plus the timers that fired, so an event or a write costs what it changes, not the
-size of the cluster. Only the first settle on a view loaded from the store (a new process, or
-after another process committed) is every controller's full pass (an informer's resync). The
-timer heap (``cluster.clock.timers``) is kept with the view between commands and re-derives
-only the objects changed since (``serve`` advances every 0.25 s; a CLI command that waits
-follows the wall clock, ``cluster.clock.wall``).
+``advance(s)`` steps the virtual clock through the timed events in time order, settling at each:
+the one loop of ``cluster.clock.loop``, which a replay runs too. Settles run on work queues
+(``cluster.clock.settle``), so a write costs what it changes; only the first settle on a view
+loaded from the store is a full pass (an informer's resync). The timer heap is kept with the
+view between commands (``serve`` advances every 0.25 s; a CLI command that waits follows the
+wall clock, ``cluster.clock.wall``).
 
-Neighbours: ``apiserver.store`` / ``apiserver.view`` (state), ``cluster.admission``,
-``cluster.controllers``, ``cluster.scheduling``, ``cluster.clock`` (the event heap, the loop,
-the work-queue settle); used by ``cli`` and ``server``.
+Neighbours: ``apiserver`` (state, the write path), ``controllers``, ``kubelet``,
+``scheduling``, ``clock``; used by ``cli`` and ``server``.
 """
 
 from __future__ import annotations
