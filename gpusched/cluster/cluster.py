@@ -85,8 +85,8 @@ def _selected(items: list[dict[str, Any]], label_sel: LabelSelector | None,
 
 
 def _applied(view: View, manifest: Any, field_validation: str) -> ApplyOutcome:
-    from gpusched.cluster.apiserver.apply import apply_one
-    kind, name, ns, action, warnings = apply_one(view, manifest, field_validation)
+    from gpusched.cluster.apiserver import write
+    kind, name, ns, action, warnings = write.apply(view, manifest, field_validation)
     return ApplyOutcome(kind, name, ns, action, tuple(warnings))
 
 
@@ -236,10 +236,9 @@ class Cluster:
             return view.timestamp(t)
 
     def reset(self) -> None:
+        from gpusched.cluster.apiserver import write
         with self._write(settle=False) as view:
-            self.store.clear()
-            view.clear()
-            view.clock = float(self.start or 0.0)
+            write.reset(view, self.store, float(self.start or 0.0))
         self._view = None
 
     # ---- objects -----------------------------------------------------------------------------
@@ -320,16 +319,16 @@ class Cluster:
                 grace: int | None = None) -> None:
         from gpusched.cluster.controllers.common import delete_pod
         from gpusched.cluster.controllers.nodes.node_lifecycle import collect_orphans
-        from gpusched.cluster.kinds_admission import check_deletable
+        from gpusched.cluster.apiserver import write
         ns = namespace if info.namespaced else ""
         body = view.get(info.kind, name, ns)
         if body is None:
             raise NotFoundError(qualified_plural(info), name)
-        check_deletable(info.kind, name)
         if info.kind == "Pod":
+            write.admit_delete(view, body)
             delete_pod(view, body, grace=grace)
             return
-        view.delete(info.kind, name, ns)
+        write.delete(view, info.kind, name, ns)
         if info.kind == "Node":
             collect_orphans(view)     # before a NodePool brings a node of that name back
         if info.kind == "Namespace":
@@ -338,7 +337,7 @@ class Cluster:
                     if kind == "Pod":
                         delete_pod(view, obj, grace=grace)
                     else:
-                        view.delete(kind, obj_name, obj_ns)
+                        write.delete(view, kind, obj_name, obj_ns)
 
     def delete_manifests(self, manifests: list[Any], grace: int | None = None) -> list[str]:
         lines = []
@@ -398,6 +397,7 @@ class Cluster:
     def scale(self, kind: str, name: str, replicas: int, namespace: str | None = "default") -> str:
         """kubectl scale: ``spec.replicas`` of a Deployment/ReplicaSet, ``spec.parallelism`` of
         a Job."""
+        from gpusched.cluster.apiserver import write
         from gpusched.objects.validation import validate_object
         info = resolve_kind(kind)
         if info.kind not in ("Deployment", "ReplicaSet", "Job"):
@@ -412,7 +412,8 @@ class Cluster:
             if body is None:
                 raise NotFoundError(qualified_plural(info), name)
             body.setdefault("spec", {})[field] = int(replicas)
-            view.update(validate_object(body))      # objects.limits' maxima, as the API's scale
+            # objects.limits' maxima, as the API's scale subresource
+            write.update(view, validate_object(body), subresource="scale")
         return f"{qualified_singular(info)}/{name} scaled"
 
     # ---- reading -----------------------------------------------------------------------------

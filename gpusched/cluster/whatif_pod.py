@@ -112,16 +112,15 @@ def _free_name(view: View, body: dict[str, Any], namespace: str) -> dict[str, An
 
 
 def _admit(view: View, manifest: Manifest, body: dict[str, Any], default_ns: str) -> dict[str, Any]:
-    from gpusched.cluster.admission import admit
+    from gpusched.cluster.apiserver import write
     from gpusched.errors import InvalidError
 
     namespace = _meta(body).get("namespace") or default_ns
     body = _free_name(view, body, namespace)
     try:
-        admitted = admit(view, body, None)
+        return write.create(view, body)
     except InvalidError as err:
         raise InvalidError(err.kind, err.name, err.errors, where=manifest.where) from None
-    return view.create(admitted)
 
 
 def _schedule(view: View, pod: dict[str, Any]) -> tuple[Any, tuple[dict[str, Any], ...]]:

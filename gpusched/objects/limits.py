@@ -31,7 +31,7 @@ cannot expand into something that stalls the cluster worker or poisons the store
   one GPU (upstream's device plugin sets no maximum and builds one device per replica; a node
   runs at most its ``pods`` capacity, 110 by default, so no replica past that is ever used)
   and :data:`MAX_MIG_DEVICES_PER_GPU` MIG devices in one mig-parted entry (the most any GPU
-  holds: 7 on A100/H100/H200/B200). ``cluster.config_admission`` refuses a ConfigMap gpusched
+  holds: 7 on A100/H100/H200/B200). ``admission.config_bounds`` refuses a ConfigMap gpusched
   reads that breaks one, naming the ConfigMap and key.
 
 Request bodies are bounded before any of this by the server (3 MiB, apiserver

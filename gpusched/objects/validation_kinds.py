@@ -11,7 +11,7 @@ ValidatePersistentVolumeSpec, ValidatePersistentVolumeClaimSpec, ValidateSecret)
 (SetDefaults_Service, SetDefaults_PersistentVolume(Claim), SetDefaults_Secret).
 
 What lives elsewhere: the ClusterIP allocation and immutability checks need the stored object
-(``cluster.kinds_admission``); binding claims is the PV controller's
+(``apiserver.strategy``); binding claims is the PV controller's
 (``cluster.controllers.storage.volumes``).
 
 HorizontalPodAutoscaler and VerticalPodAutoscaler are checked in ``objects.validation_autoscaling``.

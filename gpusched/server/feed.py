@@ -42,6 +42,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.store import Store
 
 log = logging.getLogger(__name__)
@@ -261,8 +262,7 @@ class ChangeFeed:
 
     def _compact(self, floor: int) -> None:
         try:
-            with self._store.immediate():
-                self._store.compact_changes(floor)
+            write.compact(self._store, floor)
         except sqlite3.OperationalError:   # busy: the next trim tries again
             log.debug("change feed: compaction deferred", exc_info=True)
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.clock.arrivals import Arrival, feed
 from gpusched.cluster.apiserver.store import Store
-from gpusched.cluster.apiserver.apply import apply_one
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.nodes import bootstrap
 from gpusched.cluster.apiserver.view import Key, View
 from gpusched.errors import UsageError
@@ -151,7 +151,7 @@ def _check_samples(trace: ReplayTrace, config: ReplayConfig) -> None:
 def _apply_all(view: View, docs: list[dict[str, Any]], source: str) -> set[Key]:
     keys = set()
     for index, doc in enumerate(docs):
-        kind, name, namespace, _action, _warnings = apply_one(view, Manifest(source, index, doc))
+        kind, name, namespace, _action, _warnings = write.apply(view, Manifest(source, index, doc))
         keys.add((kind, namespace, name))
     return keys
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from gpusched.cluster.apiserver.apply import apply_one
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import UsageError
 from gpusched.objects.manifest import Manifest
@@ -66,11 +66,11 @@ def submit(cluster: Cluster, job: SbatchJob, namespace: str = "default", workdir
             annotations[ANN_WORKDIR] = workdir
         annotations[ANN_OUTPUT] = job.output or (DEFAULT_ARRAY_OUTPUT if job.array
                                                  else DEFAULT_OUTPUT)
-        apply_one(view, Manifest(job.source, 0, {
+        write.apply(view, Manifest(job.source, 0, {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": COUNTER, "namespace": namespace},
             "data": {"nextJobId": str(job_id + 1)}}))
-        apply_one(view, Manifest(job.source, 0, body))
+        write.apply(view, Manifest(job.source, 0, body))
     return job_id
 
 

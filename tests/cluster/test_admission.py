@@ -436,5 +436,5 @@ LIMIT_ERROR_CASES = [
 @pytest.mark.parametrize("item,req,lim,errors", [c[1:] for c in LIMIT_ERROR_CASES],
                          ids=[c[0] for c in LIMIT_ERROR_CASES])
 def test_limit_range_errors(item, req, lim, errors):
-    from gpusched.cluster.admission import _limit_errors
+    from gpusched.cluster.admission.limit_ranger import _limit_errors
     assert _limit_errors(item, "Container", req, lim) == errors

@@ -1,8 +1,8 @@
 """The API server's writes, as functions on a :class:`~gpusched.cluster.apiserver.view.View`.
 
-Each function runs inside ``Cluster.write`` (one transaction, settled afterwards) and goes through
-the same validation (``objects.validation``) and admission (``cluster.admission``) as
-``gpusched apply``. Every check happens before the view is changed, so a rejected request changes
+Each function runs inside ``Cluster.write`` (one transaction, settled afterwards), decodes the
+request and hands the object to the one write path (``apiserver.write``: admission, validation,
+store), as ``gpusched apply`` does. Every check happens before the view is changed, so a rejected request changes
 nothing even when several requests share one transaction (the server's group commit).
 
 - :func:`create` (POST): ``generateName``, ``AlreadyExists``, validation, admission.
@@ -21,20 +21,18 @@ nothing even when several requests share one transaction (the server's group com
 - :data:`UNSETTLED_KINDS` (Lease): writes of these kinds skip the settle (the caller passes
   ``settle=needs_settle(info)``).
 
-Neighbours: called by ``server`` through ``Cluster.write``; uses ``apiserver.apply``,
-``cluster.admission``, ``cluster.controllers``.
+Neighbours: called by ``server`` through ``Cluster.write``; uses ``apiserver.write``,
+``cluster.controllers``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.admission import admit
-from gpusched.cluster.apiserver.apply import check_pod_update
+from gpusched.cluster.apiserver import write
 from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.nodes.node_lifecycle import evict as evict_pod
-from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.errors import (AlreadyExistsError, ConflictError, GpuschedError, InvalidError,
                              NotFoundError)
@@ -116,7 +114,7 @@ def create(view: View, info: KindInfo, namespace: str, body: object) -> dict[str
     name = valid["metadata"]["name"]
     if view.get(info.kind, name, namespace) is not None:
         raise AlreadyExistsError(_plural(info), name)
-    return copy_tree(view.create(admit(view, valid, None, owned=True), owned=True))
+    return copy_tree(write.create(view, valid, owned=True))
 
 
 def get_existing(view: View, info: KindInfo, namespace: str, name: str) -> dict[str, Any]:
@@ -150,12 +148,8 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
             else:
                 new.pop("status", None)
     new = validate_object(new)
-    if info.kind == "Pod" and subresource != "status":
-        default_toleration_seconds(new)        # admission runs before the update is checked
-        check_pod_update(old, new)
-    admitted = admit(view, new, old)
-    view.update(admitted)
-    return copy_tree(view.get(info.kind, name, namespace) or admitted)
+    write.update(view, new, subresource="status" if subresource == "status" else "")
+    return copy_tree(view.get(info.kind, name, namespace) or new)
 
 
 _STATUS_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
@@ -216,7 +210,8 @@ def bind(view: View, namespace: str, name: str, binding: object) -> None:
     pod = _bindable_pod(view, namespace, name)
     if view.get("Node", node) is None:
         raise NotFoundError("nodes", node)
-    view.update(_assigned(view, pod, node, (binding.get("metadata") or {}).get("annotations") or {}))
+    write.update(view, _assigned(view, pod, node, (binding.get("metadata") or {}).get("annotations") or {}),
+                 subresource="binding")
 
 
 def _bindable_pod(view: View, namespace: str, name: str) -> dict[str, Any]:

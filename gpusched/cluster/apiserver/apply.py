@@ -1,10 +1,13 @@
-"""``apply`` of one document: validate, merge with the stored object, admit, store.
+"""``kubectl apply``'s half of the write path: strict decoding, the three-way merge, Pod updates.
+
+The verb itself is ``apiserver.write.apply`` (decode here, then create, or merge here and update
+through the one write path):
 
 - Decoding first: ``objects.strict`` checks the document against its kind's schema under the
   fieldValidation mode (Strict by default, as kubectl; unknown and duplicate fields fail it, Warn
   returns them as warnings, Ignore drops them); the object goes on without unknown fields.
 - Validation is ``objects.validation.validate(manifest)`` (field paths, Kubernetes wording).
-- Create: admission (``cluster.admission.admit``) then ``View.create`` -> ``created``.
+- Create: ``write.create`` (admission, validation, store) -> ``created``.
 - Update: like ``kubectl apply``, the manifest is kept in the annotation
   ``kubectl.kubernetes.io/last-applied-configuration``; the same manifest again is
   ``unchanged``. Otherwise top-level fields of the manifest replace the stored ones (fields the
@@ -14,7 +17,7 @@
 - A Pod's spec is immutable apart from what admission and the scheduler wrote; every object's
   ``metadata.uid`` is (a manifest naming another uid: ``field is immutable``).
 
-Neighbours: ``cluster.cluster.Cluster.apply`` runs it inside the command's transaction.
+Neighbours: ``apiserver.write`` (the verbs), ``apiserver.api_ops`` (``check_pod_update``).
 """
 
 from __future__ import annotations
@@ -24,18 +27,12 @@ from typing import Any
 import copy
 import json
 
-from gpusched.cluster.admission import admit
-from gpusched.cluster.kinds_admission import default_toleration_seconds
 from gpusched.cluster.apiserver.store import dumps
-from gpusched.cluster.apiserver.view import View, object_namespace
-from gpusched.errors import FieldError, InvalidError, ManifestError
-from gpusched.objects.kinds import KINDS
-from gpusched.objects.manifest import Manifest
+from gpusched.errors import FieldError, InvalidError
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.strict import STRICT, decode_with_mode
 from gpusched.objects.podspec import admission_pending
 from gpusched.objects.validation import validate
-from gpusched.objects.validation_meta import immutable_uid_error, uid_changed
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SYSTEM_FIELDS = ("apiVersion", "kind", "metadata", "status")
@@ -56,49 +53,6 @@ def validated(manifest: Manifest, field_validation: str = STRICT) -> tuple[dict[
         with admission_pending():
             return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
     return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
-
-
-def apply_one(view: View, manifest: Manifest, field_validation: str = STRICT) -> tuple[str, str, str, str, list[str]]:
-    """Apply one manifest; returns (kind, name, namespace, action, warnings)."""
-    body, warnings = validated(manifest, field_validation)
-    kind = body.get("kind", "")
-    if kind not in KINDS:
-        raise ManifestError(manifest.source, manifest.index, "kind", f'unknown kind "{kind}"')
-    if kind == "Event":
-        raise ManifestError(manifest.source, manifest.index, "kind",
-                            "Events are recorded by the cluster, not applied")
-    meta = body.setdefault("metadata", {})
-    ns = object_namespace(kind, body)
-    if KINDS[kind].namespaced:
-        meta["namespace"] = ns
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:    # defence in depth: validation should catch it
-        raise InvalidError(kind, "", [FieldError("metadata.name", "Required value", None,
-                                                 "name or generateName is required")],
-                           where=manifest.where)
-    applied = dumps(manifest.obj)
-    old = view.get(kind, name, ns)
-    if old is None:
-        meta.setdefault("annotations", {})[LAST_APPLIED] = applied
-        try:
-            admitted = admit(view, body, None)
-        except InvalidError as err:        # the mutated pod's validation: name the document
-            raise InvalidError(err.kind, err.name, err.errors, where=manifest.where) from None
-        view.create(admitted)
-        return kind, name, ns, "created", warnings
-    uid = uid_changed(body, old)      # kubectl's patch carries it; the uid is immutable (422)
-    if uid is not None:
-        raise InvalidError(kind, name, [immutable_uid_error(uid)], where=manifest.where)
-    old_annotations = (old.get("metadata") or {}).get("annotations") or {}
-    if old_annotations.get(LAST_APPLIED) == applied:
-        return kind, name, ns, "unchanged", warnings
-    merged = merge(old, body, json.loads(old_annotations.get(LAST_APPLIED) or "{}"))
-    merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = applied
-    if kind == "Pod":
-        default_toleration_seconds(merged)     # admission runs before the update is checked
-        check_pod_update(old, merged)
-    changed = view.update(admit(view, merged, old))
-    return kind, name, ns, ("configured" if changed else "unchanged"), warnings
 
 
 def _merge_map(old: dict[str, Any] | None, new: dict[str, Any] | None, last: dict[str, Any] | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ A replay has, besides the controllers' timers, *arrivals*: objects a trace creat
 times. :class:`Arrivals` is an event source of the loop (``clock.loop``): it keeps one arrival
 ahead and pushes its time onto the event heap (``Timeline.push_event``) as any timer's entry;
 when the loop reaches it, the documents of that time are applied
-(``apiserver.apply.apply_one``: validation and admission, as ``apply`` does) and their keys join
+(``apiserver.write.apply``: validation and admission, as ``apply`` does) and their keys join
 the timers that fired in the step's settle. Nothing here knows about traces: the same controllers, kubelet and scheduler run
 as for ``advance``.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Protocol
 
-from gpusched.cluster.apiserver.apply import apply_one
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.clock import loop
 from gpusched.cluster.clock.settle import _settle_changed
 from gpusched.cluster.clock.timers import Timeline
@@ -100,5 +100,5 @@ def feed(view: View, arrivals: Iterable[Arrival], observer: Observer, until: flo
 
 
 def _created(view: View, manifest: Manifest) -> Key:
-    kind, name, namespace, _action, _warnings = apply_one(view, manifest)
+    kind, name, namespace, _action, _warnings = write.apply(view, manifest)
     return (kind, namespace, name)

@@ -32,9 +32,9 @@ import logging
 
 from gpusched.cluster import scheduling_pass
 from gpusched.cluster.kubelet import admission as kubelet_admission
-from gpusched.cluster.admission import refresh_quotas
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.kubelet import pod_lifecycle
+from gpusched.cluster.controllers.quota import resource_quota
 from gpusched.cluster.controllers.registry import CONTROLLERS, KEYED, WATCHES
 from gpusched.cluster.apiserver.view import View
 
@@ -51,7 +51,7 @@ def _has_quotas(changes: Changes) -> bool:
 AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("kubelet", kubelet_admission.admit_bound_pods),
     ("pod-lifecycle", pod_lifecycle.reconcile),
-    ("resourcequota", refresh_quotas),
+    ("resourcequota", resource_quota.reconcile),
     ("scheduler", lambda view, changes=None: scheduling_pass.schedule_pending(view)),
 )
 KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})

@@ -17,7 +17,7 @@ import hashlib
 import logging
 
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.admission import admit
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.store import dumps, seconds_of
 from gpusched.cluster.apiserver.notes import capacity_changed
 from gpusched.cluster.apiserver.view import NAME_ALPHABET, Key, View, object_namespace
@@ -116,11 +116,10 @@ def create_from_template(view: View, owner: dict[str, Any], template: dict[str, 
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
            "status": {"phase": "Pending"}}
     try:
-        pod = admit(view, pod, None)
+        created = write.create(view, pod, owned=True)
     except GpuschedError as err:
         view.record_event(owner, "FailedCreate", f"Error creating: {err}", "Warning", component)
         return None
-    created = view.create(pod)
     view.record_event(owner, "SuccessfulCreate", f"Created pod: {name}", "Normal", component)
     return created
 

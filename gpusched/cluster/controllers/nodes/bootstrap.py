@@ -17,17 +17,18 @@ StorageClass ``standard`` as kind installs it: provisioner ``rancher.io/local-pa
 ``reclaimPolicy: Delete``, ``volumeBindingMode: WaitForFirstConsumer``. It is not put back
 after a user deletes it (no add-on manager), so "no default class" can be tried.
 
-Neighbours: first in ``controllers.registry.CONTROLLERS``; ``cluster.kinds_admission`` refuses to
-delete the immortal namespaces and the system PriorityClasses; ``Cluster`` settles a fresh
-state file before its first read so ``get ns`` lists them.
+Neighbours: first in ``controllers.registry.CONTROLLERS``; the NamespaceLifecycle and Priority
+admission plugins (``cluster.admission``) refuse to delete the immortal namespaces and the system
+PriorityClasses; ``Cluster`` settles a fresh state file before its first read so ``get ns``
+lists them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.kinds_admission import (DEFAULT_CLASS_ANNOTATION, KUBERNETES_SERVICE_IP,
-                                              NAMESPACE_NAME_LABEL)
+from gpusched.cluster.admission.default_storage_class import DEFAULT_CLASS_ANNOTATION
+from gpusched.cluster.apiserver.strategy import KUBERNETES_SERVICE_IP, NAMESPACE_NAME_LABEL
 from gpusched.cluster.apiserver.view import View
 
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")

@@ -40,7 +40,7 @@ delayed claims: a static volume matching on the node is pre-bound (``claimRef``)
 one is requested with ``volume.kubernetes.io/selected-node``.
 
 Neighbours: ``cluster.controllers`` runs :func:`reconcile`; ``cluster.scheduling`` calls
-:func:`claim_infos` and :func:`prebind`; ``cluster.kinds_admission`` defaults the class;
+:func:`claim_infos` and :func:`prebind`; ``admission.default_storage_class`` defaults the class;
 ``controllers.storage.volumes_match`` matches claims to volumes (pure).
 """
 

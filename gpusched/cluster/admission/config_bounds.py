@@ -1,4 +1,5 @@
-"""Admission of the ConfigMaps gpusched reads as configuration: the bounds, checked at the write.
+"""GpuschedConfigBounds (gpusched's own): the ConfigMaps gpusched reads as configuration keep
+their bounds, checked at the write.
 
 A ConfigMap is plain data to kube-apiserver, but some are read by a component gpusched runs:
 the device plugin (``devices.plugin_config``: replicas become devices), mig-manager
@@ -20,7 +21,7 @@ active ClusterPolicy's ``devicePlugin.config.name``), mig-parted's
 (``advertise.MIG_PARTED_CONFIGMAP_NAMES`` and the ClusterPolicy's ``migManager.config.name``) and
 ``gpusched-gpu-models``.
 
-Neighbours: called by ``cluster.admission.admit``; ``devices.plugin_config``, ``devices.mig``,
+Neighbours: ``admission.registry``; ``devices.plugin_config``, ``devices.mig``,
 ``devices.user_models``, ``objects.limits``.
 """
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from gpusched.cluster.admission.attributes import Attributes
+from gpusched.cluster.admission.plugin import CREATE, UPDATE, Plugin
 from gpusched.cluster.apiserver.view import View
 from gpusched.devices.advertise import MIG_PARTED_CONFIGMAP_NAMES, MIG_PARTED_NAMESPACES
 from gpusched.devices.mig import parse_mig_parted_config
@@ -39,6 +42,7 @@ from gpusched.devices.user_models import MODELS_CONFIGMAP, MODELS_KEY, MODELS_NA
 from gpusched.errors import FieldError, GpuschedError, InvalidError
 from gpusched.objects import limits
 
+NAME = "GpuschedConfigBounds"
 Parser = Callable[[str], Any]
 
 
@@ -89,3 +93,11 @@ def _parsers(view: View, meta: dict[str, Any]) -> list[tuple[str, Parser]]:
     if namespace in MODELS_NAMESPACES and name == MODELS_CONFIGMAP:
         parsers.append(("GPU models", lambda text: parse_models(text, "models.yaml")))
     return parsers
+
+
+def _validate(attrs: Attributes) -> None:
+    admit_config_map(attrs.view, attrs.obj)
+
+
+PLUGIN = Plugin(NAME, frozenset({CREATE, UPDATE}), frozenset({"ConfigMap"}), validate=_validate,
+                subresources=frozenset({"", "status"}))

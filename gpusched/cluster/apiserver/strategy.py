@@ -1,28 +1,24 @@
-"""Admission steps for the core kinds and the cluster's furniture.
+"""Each kind's registry strategy: what the API server does to an object beside admission.
 
-- DefaultTolerationSeconds (kubernetes ``plugin/pkg/admission/defaulttolerationseconds``,
-  ``Admit``): on create and update a pod without a toleration covering
-  ``node.kubernetes.io/not-ready:NoExecute`` (an empty key or an empty effect covers it) gets
-  ``{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute,
-  tolerationSeconds: 300}``, and the same for ``node.kubernetes.io/unreachable``.
-- DefaultStorageClass (``plugin/pkg/admission/storage/storageclass/setdefault``): a claim created
-  without ``spec.storageClassName`` (absent, not ``""``) gets the default class
-  (annotation ``storageclass.kubernetes.io/is-default-class: "true"``; with several, the newest,
-  then the name, as ``GetDefaultClass``); none -> left unset.
+kube-apiserver's ``pkg/registry/<group>/<kind>/strategy.go`` (``PrepareForCreate``,
+``PrepareForUpdate``, ``ValidateUpdate``) and the REST storage's allocations, run by the write
+path (``apiserver.write``) after mutating admission:
+
+- Pod (``podStrategy``): a new pod's ``status`` is the cluster's (dropped before admission; set
+  to ``Pending`` with its ``qosClass`` and, when it has scheduling gates, the
+  ``PodScheduled=False SchedulingGated`` condition, after admission);
+- Namespace: labelled ``kubernetes.io/metadata.name=<name>`` (v1.21+);
 - Service IP allocation (``pkg/registry/core/service/ipallocator``): ``spec.clusterIP`` from the
   service CIDR ``10.96.0.0/12`` (kubeadm's default; ``10.96.0.1`` is the ``kubernetes``
   Service's), chosen deterministically (hash of namespace/name, then the next free address) where
   upstream picks at random; a requested IP must be in range and free; ``clusterIP: None`` makes a
   headless Service; ``ExternalName`` gets none. NodePorts from 30000-32767 the same way. On
   update the allocated IPs and ports are kept when the new body leaves them out (as ``kubectl
-  apply``'s merge keeps them) and may not change (``may not change once set``).
-- Undeletable objects: the namespaces ``default``, ``kube-system``, ``kube-public``
-  (NamespaceLifecycle: ``this namespace may not be deleted``) and the system PriorityClasses
-  (``pkg/registry/scheduling/priorityclass/storage``: ``this is a system priority class and
-  cannot be deleted``).
+  apply``'s merge keeps them) and may not change (``may not change once set``);
+- PersistentVolumeClaim / PersistentVolume updates: the fields controllers and admission wrote
+  survive an apply that leaves them out; a claim's spec is immutable but for its requests.
 
-Neighbours: called from ``cluster.admission.admit``, ``apiserver.apply`` and ``Cluster._delete``;
-``cluster.controllers.nodes.bootstrap`` creates the furniture these protect.
+Neighbours: ``apiserver.write``; ``controllers.nodes.bootstrap`` creates the furniture these label.
 """
 
 from __future__ import annotations
@@ -33,75 +29,18 @@ import hashlib
 import ipaddress
 
 from gpusched.cluster.apiserver.view import View
-from gpusched.errors import FieldError, ForbiddenError, InvalidError
+from gpusched.errors import FieldError, InvalidError
 
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
-DEFAULT_TOLERATION_SECONDS = 300
-DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
-BETA_DEFAULT_CLASS_ANNOTATION = "storageclass.beta.kubernetes.io/is-default-class"
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 NODE_PORTS = (30000, 32767)
-IMMORTAL_NAMESPACES = ("default", "kube-public", "kube-system")
-SYSTEM_PRIORITY_CLASS_NAMES = ("system-cluster-critical", "system-node-critical")
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-# ---- DefaultTolerationSeconds ---------------------------------------------------------------
-
-def _covers(toleration: dict[str, Any], key: str) -> bool:
-    return (toleration.get("key") in (key, "", None)
-            and toleration.get("effect") in ("NoExecute", "", None))
-
-
-def default_toleration_seconds(pod: dict[str, Any]) -> None:
-    """Add the not-ready/unreachable NoExecute tolerations a pod lacks (see module docstring)."""
-    spec = pod.setdefault("spec", {})
-    tolerations = spec.get("tolerations")
-    if not isinstance(tolerations, list):
-        tolerations = []
-    added = [{"key": key, "operator": "Exists", "effect": "NoExecute",
-              "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
-             for key in (NOT_READY_TAINT, UNREACHABLE_TAINT)
-             if not any(isinstance(t, dict) and _covers(t, key) for t in tolerations)]
-    if added:
-        spec["tolerations"] = [*tolerations, *added]
 
 
 def label_namespace(namespace: dict[str, Any]) -> None:
     """The API server labels every Namespace ``kubernetes.io/metadata.name=<name>`` (v1.21+)."""
     meta = namespace.setdefault("metadata", {})
     meta.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = meta.get("name", "")
-
-
-# ---- DefaultStorageClass --------------------------------------------------------------------
-
-def is_default_class(storage_class: dict[str, Any]) -> bool:
-    annotations = (storage_class.get("metadata") or {}).get("annotations") or {}
-    return "true" in (annotations.get(DEFAULT_CLASS_ANNOTATION),
-                      annotations.get(BETA_DEFAULT_CLASS_ANNOTATION))
-
-
-def default_class(view: View) -> dict[str, Any] | None:
-    """GetDefaultClass: the newest default class; equal ages -> the name sorting first."""
-    defaults = [sc for sc in view.list("StorageClass") if is_default_class(sc)]
-    defaults.sort(key=lambda sc: (sc["metadata"].get("creationTimestamp", ""),
-                                  _neg(sc["metadata"]["name"])), reverse=True)
-    return defaults[0] if defaults else None
-
-
-def _neg(name: str) -> tuple[Any, ...]:
-    return tuple(-ord(c) for c in name)
-
-
-def default_storage_class(view: View, claim: dict[str, Any]) -> None:
-    spec = claim.setdefault("spec", {})
-    if spec.get("storageClassName") is not None:
-        return
-    chosen = default_class(view)
-    if chosen is not None:
-        spec["storageClassName"] = chosen["metadata"]["name"]
 
 
 # ---- claim and volume updates ----------------------------------------------------------------
@@ -248,11 +187,36 @@ def _allocate_node_ports(view: View, service: dict[str, Any]) -> None:
         used.add(port["nodePort"])
 
 
-# ---- undeletable objects --------------------------------------------------------------------
+# ---- the strategy steps the write path runs -----------------------------------------------------
 
-def check_deletable(kind: str, name: str) -> None:
-    if kind == "Namespace" and name in IMMORTAL_NAMESPACES:
-        raise ForbiddenError("namespaces", name, "this namespace may not be deleted")
-    if kind == "PriorityClass" and name in SYSTEM_PRIORITY_CLASS_NAMES:
-        raise ForbiddenError("priorityclasses.scheduling.k8s.io", name,
-                             "this is a system priority class and cannot be deleted")
+SCHEDULING_GATED = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def before_create(body: dict[str, Any]) -> None:
+    """``PrepareForCreate``'s first half, before admission: a new pod's status is the cluster's."""
+    if body.get("kind") == "Pod":
+        body.pop("status", None)
+
+
+def prepare(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """After mutating admission, on the main resource: labels, allocations, kept fields."""
+    kind = body.get("kind")
+    if kind == "Namespace":
+        label_namespace(body)
+    elif kind == "Service":
+        admit_service(view, body, old)
+    elif kind == "PersistentVolumeClaim" and old is not None:
+        admit_claim_update(body, old)
+    elif kind == "PersistentVolume" and old is not None:
+        admit_volume_update(body, old)
+
+
+def pod_status(view: View, pod: dict[str, Any], qos: str) -> None:
+    """``PrepareForCreate``'s pod status, once admission let the pod through: Pending with its
+    QoS class; gated pods get ``PodScheduled=False`` (strategy.go applySchedulingGatedCondition)."""
+    pod["status"] = {"phase": "Pending", "qosClass": qos}
+    if (pod.get("spec") or {}).get("schedulingGates"):
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "reason": "SchedulingGated", "message": SCHEDULING_GATED,
+                                        "lastProbeTime": None, "lastTransitionTime": view.timestamp()}]
+

@@ -1,0 +1,165 @@
+"""The apiserver's one write path (``cluster.apiserver.write``) and the admission registry.
+
+- Nothing outside ``gpusched.cluster.apiserver`` calls the store's writing methods (an ``ast``
+  scan of the package: import-linter cannot say "only this package calls these methods").
+- The view's writing methods (``create``/``update``/``delete``) are called outside the apiserver
+  only by the modules of :data:`DIRECT_VIEW_WRITERS`, a list that may only shrink: a new module
+  writing the view directly fails, and so does a listed one that stopped (drop it from the list).
+- The admission registry follows kube-apiserver's ``AllOrderedPlugins``
+  (``pkg/kubeapiserver/options/plugins.go``), gpusched's own plugins before ResourceQuota.
+- Status and binding writes see only the plugins that handle their subresource: the device
+  holdings a pod's status write carries stay, where a main-resource update keeps the stored ones.
+- A pod's quantities are parsed once per write, however many quotas and LimitRanges read them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gpusched.cluster.admission import registry
+from gpusched.cluster.apiserver import write
+from gpusched.objects.types import ANN_ASSIGNED_GPUS
+
+from .builders import apply, pool
+
+PACKAGE = Path(__file__).resolve().parents[2] / "gpusched"
+APISERVER = "gpusched/cluster/apiserver/"
+STORE_WRITES = frozenset({"upsert_object", "delete_object", "upsert_event", "write_meta",
+                          "compact_changes", "retain"})
+VIEW_WRITES = frozenset({"create", "update", "delete"})
+VIEW_NAMES = frozenset({"view", "_view"})
+# Modules that still write the view directly (issue 28: each moves to apiserver.write's verbs).
+DIRECT_VIEW_WRITERS: frozenset[str] = frozenset({
+    "gpusched/cluster/controllers/autoscaler_groups.py",
+    "gpusched/cluster/controllers/autoscaler_scaledown.py",
+    "gpusched/cluster/controllers/autoscaler_status.py",
+    "gpusched/cluster/controllers/bootstrap.py",
+    "gpusched/cluster/controllers/common.py",
+    "gpusched/cluster/controllers/containers.py",
+    "gpusched/cluster/controllers/daemonset.py",
+    "gpusched/cluster/controllers/deployment.py",
+    "gpusched/cluster/controllers/deployment_status.py",
+    "gpusched/cluster/controllers/device_plugin.py",
+    "gpusched/cluster/controllers/endpoints.py",
+    "gpusched/cluster/controllers/gpu_operator.py",
+    "gpusched/cluster/controllers/hpa.py",
+    "gpusched/cluster/controllers/job.py",
+    "gpusched/cluster/controllers/node_lifecycle.py",
+    "gpusched/cluster/controllers/node_status.py",
+    "gpusched/cluster/controllers/nodepool.py",
+    "gpusched/cluster/controllers/pod_lifecycle.py",
+    "gpusched/cluster/controllers/volumes.py",
+    "gpusched/cluster/controllers/vpa.py",
+    "gpusched/cluster/kubelet.py",
+    "gpusched/cluster/nodes.py",
+    "gpusched/cluster/rollout.py",
+    "gpusched/cluster/scheduling.py",
+    "gpusched/cluster/whatif_pod.py",
+    "gpusched/server/resources.py",
+    "gpusched/slurm/controller.py",
+    "gpusched/slurm/embedded.py",
+    "gpusched/slurm/output.py",
+})
+
+
+def _calls(method_names: frozenset[str]) -> dict[str, list[str]]:
+    """module path -> ``line: receiver.method`` of every such call outside the apiserver."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if rel.startswith(APISERVER):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in method_names:
+                receiver = node.func.value
+                name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
+                found.setdefault(rel, []).append(f"{node.lineno}: {name}.{node.func.attr}")
+    return found
+
+
+def _store_clear_calls() -> list[str]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if rel.startswith(APISERVER):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "clear":
+                receiver = node.func.value
+                name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
+                if name == "store":
+                    out.append(f"{rel}:{node.lineno}")
+    return out
+
+
+def test_only_the_apiserver_writes_the_store():
+    assert _calls(STORE_WRITES) == {}
+    assert _store_clear_calls() == []
+
+
+def test_view_writes_go_through_the_write_path():
+    calls = _calls(VIEW_WRITES)
+    direct = {module: lines for module, lines in calls.items()
+              if any(line.split(": ")[1].split(".")[0] in VIEW_NAMES for line in lines)}
+    new = sorted(set(direct) - DIRECT_VIEW_WRITERS)
+    assert new == [], f"write through gpusched.cluster.apiserver.write instead: {direct}"
+    stale = sorted(DIRECT_VIEW_WRITERS - set(direct))
+    assert stale == [], f"no longer direct writers, drop them from DIRECT_VIEW_WRITERS: {stale}"
+
+
+def test_registry_follows_upstream_order():
+    """gpusched's plugins in AllOrderedPlugins' order; its own ones (Gpusched*) where upstream
+    puts new plugins: before the webhooks and ResourceQuota, which stays last."""
+    upstream = [name.rstrip("*") for name in registry.UPSTREAM_ORDER]
+    names = [plugin.name for plugin in registry.ORDERED]
+    assert names[-1] == "ResourceQuota"
+    ours = [n for n in names if not n.startswith("Gpusched")]
+    assert [upstream.index(n) for n in ours] == sorted(upstream.index(n) for n in ours)
+    first_own = next(i for i, n in enumerate(names) if n.startswith("Gpusched"))
+    assert all(n.startswith("Gpusched") for n in names[first_own:-1])
+    assert all(f"{n}*" in registry.UPSTREAM_ORDER for n in ours), "only plugins on by default"
+
+
+def _bound_pod(cluster):
+    apply(cluster, pool(count=1, gpus=8))
+    apply(cluster, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                   "  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}\n")
+    return cluster.get("Pod", ["p"])[0]
+
+
+@pytest.mark.parametrize("subresource,kept", [
+    ("status", "9"),        # the kubelet's and the scheduler's writes are trusted
+    ("", None),             # a user's update: the stored holdings win (GpuschedDeviceHoldings)
+], ids=["status-write-keeps-holdings", "main-update-keeps-stored"])
+def test_device_holdings_guard_only_the_main_resource(cluster, subresource, kept):
+    stored = _bound_pod(cluster).get("metadata", {}).get("annotations", {}).get(ANN_ASSIGNED_GPUS)
+    with cluster.writing(settle=False) as view:
+        body = view.copy("Pod", "p", "default")
+        body["metadata"].setdefault("annotations", {})[ANN_ASSIGNED_GPUS] = "9"
+        write.update(view, body, subresource=subresource)
+        seen = view.get("Pod", "p", "default")["metadata"].get("annotations", {}).get(ANN_ASSIGNED_GPUS)
+    assert seen == (kept if kept is not None else stored)
+
+
+def test_pod_quantities_parsed_once_per_write(cluster, monkeypatch):
+    """Two quotas and a LimitRange read the pod's resources; each container is parsed once."""
+    from gpusched.cluster.admission import attributes
+    apply(cluster, pool(count=1, gpus=8))
+    for name in ("q1", "q2"):
+        apply(cluster, f"apiVersion: v1\nkind: ResourceQuota\nmetadata: {{name: {name}}}\n"
+                       "spec: {hard: {requests.cpu: '10', limits.cpu: '10', pods: '10'}}\n")
+    apply(cluster, "apiVersion: v1\nkind: LimitRange\nmetadata: {name: lr}\nspec:\n  limits:\n"
+                   "  - {type: Container, max: {cpu: '4'}}\n")
+    parsed = []
+    real = attributes.container_resources
+    monkeypatch.setattr(attributes, "container_resources",
+                        lambda container: parsed.append(container.get("name")) or real(container))
+    apply(cluster, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                   "  - {name: a, image: i, resources: {limits: {cpu: '1'}}}\n"
+                   "  - {name: b, image: i, resources: {limits: {cpu: '1'}}}\n")
+    assert parsed == ["a", "b"]
