@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.common import controller_of, delete_pod, is_terminal
 from gpusched.cluster.controllers.nodes.node_lifecycle import EvictionRefused, evict
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
@@ -61,7 +62,7 @@ def label(view: View, info: KindInfo, name: str, changes: dict[str, str | None],
             labels[key] = value
     if not labels:
         body["metadata"].pop("labels")
-    if not view.update(body):
+    if not write.update(view, body):
         return f"{_ref(info, name)} not labeled"
     return f"{_ref(info, name)} {'unlabeled' if removed_only else 'labeled'}"
 
@@ -75,7 +76,7 @@ def taint(view: View, node_name: str, add: list[Taint], remove: list[tuple[str, 
         node["spec"]["taints"] = taints
     else:
         node["spec"].pop("taints", None)
-    view.update(node)
+    write.update(view, node)
     return f"node/{node_name} {'tainted' if add else 'untainted'}"
 
 
@@ -118,7 +119,7 @@ def cordon(view: View, node_name: str, unschedulable: bool) -> str:
         node.setdefault("spec", {})["unschedulable"] = True
     else:
         node.setdefault("spec", {}).pop("unschedulable", None)
-    view.update(node)
+    write.update(view, node)
     return f"node/{node_name} {verb}"
 
 
@@ -178,7 +179,7 @@ def set_ready(view: View, node_name: str, status: str) -> str:
         cond.update(wanted)
         conditions.append(cond)
     node.setdefault("status", {})["conditions"] = conditions
-    view.update(node)
+    write.update_status(view, node)
     return f"node/{node_name} condition Ready={status}"
 
 

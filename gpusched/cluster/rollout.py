@@ -21,6 +21,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.workloads import daemonset as ds_controller
 from gpusched.cluster.controllers.workloads import deployment_util
 from gpusched.cluster.apiserver.view import View
@@ -104,7 +105,7 @@ def restart(view: View, body: dict[str, Any]) -> None:
     template = new.setdefault("spec", {}).setdefault("template", {})
     template.setdefault("metadata", {}).setdefault("annotations", {})[RESTARTED_AT] = \
         view.timestamp()
-    view.update(new)
+    write.update(view, new)
 
 
 # ---- history (history.go) ----------------------------------------------------------------------
@@ -156,7 +157,7 @@ def _undo_deployment(view: View, body: dict[str, Any], to_revision: int) -> str:
                         if k not in skip})
     new["metadata"]["annotations"] = annotations
     new["spec"]["template"] = template
-    view.update(new)
+    write.update(view, new)
     return "rolled back"
 
 
@@ -195,5 +196,5 @@ def _undo_daemonset(view: View, body: dict[str, Any], to_revision: int) -> str:
     template.pop("$patch", None)
     new = copy.deepcopy(body)
     new["spec"]["template"] = template
-    view.update(new)
+    write.update(view, new)
     return "rolled back"

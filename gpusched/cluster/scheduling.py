@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.common import delete_pod, is_terminal
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
@@ -286,7 +287,7 @@ def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignmen
     status.pop("nominatedNodeName", None)
     set_condition(status, {"type": "PodScheduled", "status": "True",
                             "lastTransitionTime": view.timestamp()})
-    view.update(new)
+    write.update(view, new, subresource="binding")
     volumes.prebind(view, new, node)      # VolumeBinding PreBind: delayed claims follow the pod
     meta = pod["metadata"]
     view.record_event(new, "Scheduled", f"Successfully assigned {meta['namespace']}/"
@@ -303,7 +304,7 @@ def record_failure(view: View, pod: dict[str, Any], message: str, nominated: str
         status.pop("nominatedNodeName", None)
     set_condition(status, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                             "message": message, "lastTransitionTime": view.timestamp()})
-    view.update(new)
+    write.update_status(view, new)
     view.record_event(new, "FailedScheduling", message, "Warning", SCHEDULER_NAME)
 
 
@@ -318,7 +319,7 @@ def preempt(view: View, pod: dict[str, Any], result: ScheduleResult) -> None:
         set_condition(body.setdefault("status", {}), {
             "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
             "message": PREEMPT_MESSAGE, "lastTransitionTime": view.timestamp()})
-        view.update(body)
+        write.update_status(view, body)
         view.record_event(body, "Preempted", f"Preempted by pod {preemptor_uid} on node {node}",
                           "Normal", SCHEDULER_NAME)
         delete_pod(view, body)
@@ -329,7 +330,7 @@ def preempt(view: View, pod: dict[str, Any], result: ScheduleResult) -> None:
                 and int((other.get("spec") or {}).get("priority") or 0) < priority):
             cleared = copy_tree(other)
             cleared["status"].pop("nominatedNodeName", None)
-            view.update(cleared)
+            write.update_status(view, cleared)
     current = view.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]) or pod
     record_failure(view, current, result.message, nominated=node)
 

@@ -32,6 +32,7 @@ import copy
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import ManifestError
 
@@ -112,7 +113,6 @@ def _free_name(view: View, body: dict[str, Any], namespace: str) -> dict[str, An
 
 
 def _admit(view: View, manifest: Manifest, body: dict[str, Any], default_ns: str) -> dict[str, Any]:
-    from gpusched.cluster.apiserver import write
     from gpusched.errors import InvalidError
 
     namespace = _meta(body).get("namespace") or default_ns
@@ -162,9 +162,9 @@ def _after_preemption(view: View, pod: dict[str, Any], answer: PodAnswer) -> Pod
     are then the ones it would get. Bound in ``view`` so a later pod of the workload sees it."""
     for victim in answer.victims:
         namespace, _, name = victim.partition("/")
-        view.delete("Pod", name, namespace)
+        write.delete(view, "Pod", name, namespace)
     nominated = {**pod, "status": {**(pod.get("status") or {}), "nominatedNodeName": answer.node}}
-    view.update(nominated)
+    write.update_status(view, nominated)
     current = view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])
     assert current is not None          # updated just above
     result, devices = _schedule(view, current)

@@ -33,6 +33,7 @@ from urllib.parse import parse_qs
 from dataclasses import dataclass
 from typing import Any
 
+from gpusched.cluster.apiserver import write as writes
 from gpusched.cluster.apiserver import api_ops
 from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.cluster.apiserver.view import copy_tree
@@ -355,7 +356,8 @@ class ResourceApi:
                                       f"Invalid value: {replicas}: must be greater than or equal to 0")
             new = copy_tree(old)
             new.setdefault("spec", {})["replicas"] = replicas
-            view.update(validate_object(new))     # objects.limits' replicas bound, as a PUT
+            # objects.limits' replicas bound, as a PUT
+            writes.update(view, validate_object(new), subresource="scale")
             return scale_of(view.get(t.info.kind, t.name, ns))
 
         return json_response(self.worker.write(write))
@@ -415,7 +417,7 @@ def record_managed(view: Any, info: KindInfo, old: dict[str, Any] | None, stored
     if unchanged:
         updated = copy_tree(current)
         updated["metadata"]["managedFields"] = entries
-        view.update(updated)
+        writes.update(view, updated)
     else:
         current["metadata"]["managedFields"] = entries
     return copy_tree(view.get(info.kind, name, ns))

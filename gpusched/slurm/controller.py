@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers import installed
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _release_if_ready(view: View, job: dict[str, Any]) -> None:
         return
     released = copy.deepcopy(job)
     released["spec"]["suspend"] = False
-    view.update(released)
+    write.update(view, released)
     view.record_event(released, "Resumed", "Job resumed: dependencies satisfied",
                       "Normal", COMPONENT)
 
@@ -87,7 +88,7 @@ def _fail_if_timed_out(view: View, pod: dict[str, Any]) -> None:
     failed["status"].update(phase="Failed", reason="DeadlineExceeded",
                             message="Pod was active on the node longer than the "
                                     "specified deadline")
-    view.update(failed)
+    write.update_status(view, failed)
     view.record_event(failed, "DeadlineExceeded", "Pod was active on the node longer "
                       "than the specified deadline", "Warning", "kubelet")
 

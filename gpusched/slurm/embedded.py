@@ -215,4 +215,4 @@ def cancel(cluster: Cluster, job_id: str, namespace: str = "default") -> None:
     with cluster.writing() as view:
         if find_job(view, base, namespace) is None:
             raise UsageError(f"Kill job error on job id {job_id}: Invalid job id specified")
-        view.delete("Job", job_object_name(base), namespace)
+        write.delete(view, "Job", job_object_name(base), namespace)

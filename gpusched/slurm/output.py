@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from gpusched.cluster.apiserver import write as writes
 from gpusched.cluster.controllers.common import controller_of, owned_pods
 from gpusched.cluster.apiserver.store import EPOCH
 from gpusched.cluster.apiserver.view import View
@@ -244,5 +245,5 @@ def write_outputs(cluster: Cluster) -> list[str]:
             pod = view.copy("Pod", write.pod, write.namespace)
             if pod is not None:
                 pod["metadata"].setdefault("annotations", {})[ANN_OUTPUT_STATE] = write.state
-                view.update(pod)
+                writes.update(view, pod)
     return warnings

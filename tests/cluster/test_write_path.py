@@ -32,40 +32,10 @@ STORE_WRITES = frozenset({"upsert_object", "delete_object", "upsert_event", "wri
 VIEW_WRITES = frozenset({"create", "update", "delete"})
 VIEW_NAMES = frozenset({"view", "_view"})
 # Modules that still write the view directly (issue 28: each moves to apiserver.write's verbs).
-DIRECT_VIEW_WRITERS: frozenset[str] = frozenset({
-    "gpusched/cluster/controllers/autoscaler_groups.py",
-    "gpusched/cluster/controllers/autoscaler_scaledown.py",
-    "gpusched/cluster/controllers/autoscaler_status.py",
-    "gpusched/cluster/controllers/bootstrap.py",
-    "gpusched/cluster/controllers/common.py",
-    "gpusched/cluster/controllers/containers.py",
-    "gpusched/cluster/controllers/daemonset.py",
-    "gpusched/cluster/controllers/deployment.py",
-    "gpusched/cluster/controllers/deployment_status.py",
-    "gpusched/cluster/controllers/device_plugin.py",
-    "gpusched/cluster/controllers/endpoints.py",
-    "gpusched/cluster/controllers/gpu_operator.py",
-    "gpusched/cluster/controllers/hpa.py",
-    "gpusched/cluster/controllers/job.py",
-    "gpusched/cluster/controllers/node_lifecycle.py",
-    "gpusched/cluster/controllers/node_status.py",
-    "gpusched/cluster/controllers/nodepool.py",
-    "gpusched/cluster/controllers/pod_lifecycle.py",
-    "gpusched/cluster/controllers/volumes.py",
-    "gpusched/cluster/controllers/vpa.py",
-    "gpusched/cluster/kubelet.py",
-    "gpusched/cluster/nodes.py",
-    "gpusched/cluster/rollout.py",
-    "gpusched/cluster/scheduling.py",
-    "gpusched/cluster/whatif_pod.py",
-    "gpusched/server/resources.py",
-    "gpusched/slurm/controller.py",
-    "gpusched/slurm/embedded.py",
-    "gpusched/slurm/output.py",
-})
+DIRECT_VIEW_WRITERS: frozenset[str] = frozenset()
 
 
-def _calls(method_names: frozenset[str]) -> dict[str, list[str]]:
+def _method_calls(method_names: frozenset[str]) -> dict[str, list[str]]:
     """module path -> ``line: receiver.method`` of every such call outside the apiserver."""
     found: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -81,31 +51,20 @@ def _calls(method_names: frozenset[str]) -> dict[str, list[str]]:
     return found
 
 
-def _store_clear_calls() -> list[str]:
-    out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent).as_posix()
-        if rel.startswith(APISERVER):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "clear":
-                receiver = node.func.value
-                name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
-                if name == "store":
-                    out.append(f"{rel}:{node.lineno}")
-    return out
+def _calls_on(receivers: frozenset[str], method_names: frozenset[str]) -> dict[str, list[str]]:
+    """:func:`_method_calls` whose receiver (a name or an attribute) is one of ``receivers``."""
+    calls = {module: [line for line in lines if line.split(": ")[1].split(".")[0] in receivers]
+             for module, lines in _method_calls(method_names).items()}
+    return {module: lines for module, lines in calls.items() if lines}
 
 
 def test_only_the_apiserver_writes_the_store():
-    assert _calls(STORE_WRITES) == {}
-    assert _store_clear_calls() == []
+    assert _method_calls(STORE_WRITES) == {}
+    assert _calls_on(frozenset({"store", "_store"}), frozenset({"clear"})) == {}
 
 
 def test_view_writes_go_through_the_write_path():
-    calls = _calls(VIEW_WRITES)
-    direct = {module: lines for module, lines in calls.items()
-              if any(line.split(": ")[1].split(".")[0] in VIEW_NAMES for line in lines)}
+    direct = _calls_on(VIEW_NAMES, VIEW_WRITES)
     new = sorted(set(direct) - DIRECT_VIEW_WRITERS)
     assert new == [], f"write through gpusched.cluster.apiserver.write instead: {direct}"
     stale = sorted(DIRECT_VIEW_WRITERS - set(direct))

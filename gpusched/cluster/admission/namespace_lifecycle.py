@@ -1,8 +1,11 @@
 """NamespaceLifecycle (``k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle``).
 
-- A namespaced object is written only into a Namespace that exists:
-  ``namespaces "x" not found`` (404). The ``default`` namespace is created on first use by the
-  write path (``apiserver.write``), as the system-namespaces controller keeps it upstream.
+- A namespaced object is created only in a Namespace that exists: ``namespaces "x" not found``
+  (404). The ``default`` namespace is created on first use by the write path
+  (``apiserver.write``), as the system-namespaces controller keeps it upstream. Upstream also
+  refuses an update in a missing namespace; gpusched deletes a Namespace at once (no
+  ``Terminating`` phase while the namespace controller empties it), so the graceful deletion of
+  its pods goes on after it and their updates pass.
 - The namespaces ``default``, ``kube-system`` and ``kube-public`` cannot be deleted:
   ``this namespace may not be deleted`` (``immortalNamespaces``, 403).
 
@@ -12,7 +15,7 @@ Neighbours: ``admission.registry`` (first of the chain); ``apiserver.write``.
 from __future__ import annotations
 
 from gpusched.cluster.admission.attributes import Attributes
-from gpusched.cluster.admission.plugin import CREATE, DELETE, UPDATE, Plugin
+from gpusched.cluster.admission.plugin import CREATE, DELETE, Plugin
 from gpusched.errors import ForbiddenError, NotFoundError
 from gpusched.objects.kinds import KINDS
 
@@ -33,5 +36,4 @@ def _namespace_exists(attrs: Attributes) -> None:
         raise NotFoundError("namespaces", namespace)
 
 
-PLUGIN = Plugin(NAME, frozenset({CREATE, UPDATE, DELETE}), mutate=_namespace_exists,
-                subresources=frozenset({"", "status"}))
+PLUGIN = Plugin(NAME, frozenset({CREATE, DELETE}), mutate=_namespace_exists)

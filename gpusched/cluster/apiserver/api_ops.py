@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.apiserver import write
+from gpusched.cluster.apiserver import strategy, write
 from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.nodes.node_lifecycle import evict as evict_pod
@@ -148,6 +148,8 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
             else:
                 new.pop("status", None)
     new = validate_object(new)
+    if subresource != "status":
+        strategy.user_update(new, old)
     write.update(view, new, subresource="status" if subresource == "status" else "")
     return copy_tree(view.get(info.kind, name, namespace) or new)
 

@@ -15,8 +15,9 @@ path (``apiserver.write``) after mutating admission:
   headless Service; ``ExternalName`` gets none. NodePorts from 30000-32767 the same way. On
   update the allocated IPs and ports are kept when the new body leaves them out (as ``kubectl
   apply``'s merge keeps them) and may not change (``may not change once set``);
-- PersistentVolumeClaim / PersistentVolume updates: the fields controllers and admission wrote
-  survive an apply that leaves them out; a claim's spec is immutable but for its requests.
+- PersistentVolumeClaim / PersistentVolume updates by a user (:func:`user_update`): the fields
+  controllers and admission wrote survive an apply that leaves them out; a claim's spec is
+  immutable but for its requests.
 
 Neighbours: ``apiserver.write``; ``controllers.nodes.bootstrap`` creates the furniture these label.
 """
@@ -199,15 +200,21 @@ def before_create(body: dict[str, Any]) -> None:
 
 
 def prepare(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """After mutating admission, on the main resource: labels, allocations, kept fields."""
+    """After mutating admission, on the main resource: a namespace's label, a service's IPs."""
     kind = body.get("kind")
     if kind == "Namespace":
         label_namespace(body)
     elif kind == "Service":
         admit_service(view, body, old)
-    elif kind == "PersistentVolumeClaim" and old is not None:
+
+
+def user_update(body: dict[str, Any], old: dict[str, Any]) -> None:
+    """A user's update of a claim or a volume (``apply``, PUT, PATCH): the fields the
+    controllers and admission wrote survive a body that leaves them out, and a claim's spec is
+    immutable but for its requests. Controllers' own writes set those fields (binding)."""
+    if body.get("kind") == "PersistentVolumeClaim":
         admit_claim_update(body, old)
-    elif kind == "PersistentVolume" and old is not None:
+    elif body.get("kind") == "PersistentVolume":
         admit_volume_update(body, old)
 
 

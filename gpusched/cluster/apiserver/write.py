@@ -89,7 +89,6 @@ def update(view: View, body: dict[str, Any], *, subresource: str = "") -> bool:
     if old is None:
         create(view, body, owned=True)
         return True
-    _ensure_default_namespace(view, kind, body)
     attrs = Attributes(view, UPDATE, body, old, subresource)
     for hook in registry.mutating(kind, UPDATE, subresource):
         hook(attrs)
@@ -163,6 +162,7 @@ def apply(view: View, manifest: Manifest,
         return kind, name, ns, "unchanged", warnings
     merged = merge(old, body, json.loads(old_annotations.get(LAST_APPLIED) or "{}"))
     merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = applied
+    strategy.user_update(merged, old)
     changed = update(view, merged)
     return kind, name, ns, ("configured" if changed else "unchanged"), warnings
 

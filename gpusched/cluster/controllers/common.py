@@ -173,7 +173,7 @@ def delete_pod(view: View, pod: dict[str, Any], component: str = "", owner: dict
         new = copy.deepcopy(pod)
         new["metadata"]["deletionTimestamp"] = view.timestamp(deadline)
         new["metadata"]["deletionGracePeriodSeconds"] = period
-        view.update(new)
+        write.update(view, new)
     if owner is not None:
         view.record_event(owner, "SuccessfulDelete", f"Deleted pod: {meta['name']}", "Normal",
                           component)
@@ -190,7 +190,7 @@ def set_disruption_target(view: View, pod: dict[str, Any], reason: str, message:
     conditions.append({"type": "DisruptionTarget", "status": "True", "reason": reason,
                        "message": message, "lastTransitionTime": view.timestamp()})
     status["conditions"] = conditions
-    view.update(new)
+    write.update_status(view, new)
     return view.get("Pod", new["metadata"]["name"], new["metadata"].get("namespace", "default")) or new
 
 
@@ -204,7 +204,7 @@ def end_termination(view: View, pod: dict[str, Any]) -> None:
     if meta.get("finalizers"):
         _mark_deleted(view, pod)
     else:
-        view.delete("Pod", meta["name"], meta.get("namespace", "default"))
+        write.delete(view, "Pod", meta["name"], meta.get("namespace", "default"))
 
 
 def _mark_deleted(view: View, pod: dict[str, Any]) -> None:
@@ -225,7 +225,7 @@ def _mark_deleted(view: View, pod: dict[str, Any]) -> None:
         for cond in status.get("conditions") or []:
             if cond.get("type") in ("Ready", "ContainersReady"):
                 cond.update(status="False", reason="PodFailed")
-    view.update(new)
+    write.update_status(view, new)
     capacity_changed(view, new)
 
 
@@ -246,9 +246,9 @@ def remove_finalizer(view: View, pod: dict[str, Any], finalizer: str) -> None:
     if not new["metadata"]["finalizers"]:
         del new["metadata"]["finalizers"]
         if new["metadata"].get("deletionTimestamp"):
-            view.delete("Pod", new["metadata"]["name"], new["metadata"].get("namespace", "default"))
+            write.delete(view, "Pod", new["metadata"]["name"], new["metadata"].get("namespace", "default"))
             return
-    view.update(new)
+    write.update(view, new)
 
 
 def set_status(view: View, body: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
@@ -257,7 +257,7 @@ def set_status(view: View, body: dict[str, Any], status: dict[str, Any]) -> dict
         return body
     new = copy.deepcopy(body)
     new["status"] = status
-    view.update(new)
+    write.update_status(view, new)
     return new
 
 
@@ -271,7 +271,7 @@ def collect_garbage(view: View, changes: Changes | None = None) -> None:
             if kind == "Pod":
                 delete_pod(view, body)
             else:
-                view.delete(kind, name, ns)
+                write.delete(view, kind, name, ns)
 
 
 def _gc_candidates(view: View, changes: Changes | None) -> tuple[list[tuple[Key, dict[str, Any]]], set[Any]]:

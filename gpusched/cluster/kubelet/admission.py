@@ -58,6 +58,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import TERMINAL, creation_order
 from gpusched.cluster.apiserver.notes import capacity_changed
@@ -428,7 +429,7 @@ def _write_assignment(view: View, pod: dict[str, Any], assignment: DeviceAssignm
     annotations.pop(ANN_ASSIGNED_GPUS, None)
     annotations.pop(ANN_ASSIGNED_DEVICES, None)
     annotations.update(assignment_annotations(assignment))
-    view.update(new)
+    write.update_status(view, new)
 
 
 def reject(view: View, pod: dict[str, Any], rejection: Rejection) -> None:
@@ -441,6 +442,6 @@ def reject(view: View, pod: dict[str, Any], rejection: Rejection) -> None:
         if condition.get("type") in ("Ready", "ContainersReady") and condition.get("status") == "True":
             condition.update({"status": "False", "reason": "PodFailed",
                               "lastTransitionTime": view.timestamp()})
-    view.update(new)
+    write.update_status(view, new)
     capacity_changed(view, new)
     view.record_event(new, rejection.reason, rejection.message, "Warning", "kubelet")

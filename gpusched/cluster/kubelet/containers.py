@@ -24,6 +24,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.notes import capacity_changed
 from gpusched.cluster.apiserver.view import View
@@ -78,7 +79,7 @@ def _fail(view: View, pod: dict[str, Any], end: float, code: int) -> None:
     for cond in status.get("conditions") or []:
         if cond.get("type") in ("Ready", "ContainersReady"):
             cond.update(status="False", reason="PodFailed", lastTransitionTime=finished)
-    view.update(new)
+    write.update_status(view, new)
     capacity_changed(view, new)
 
 
@@ -101,7 +102,7 @@ def _restart_later(view: View, pod: dict[str, Any], end: float, code: int) -> No
     for cond in status.get("conditions") or []:
         if cond.get("type") in ("Ready", "ContainersReady"):
             cond.update(status="False", reason="ContainersNotReady", lastTransitionTime=finished)
-    view.update(new)
+    write.update_status(view, new)
     for cs in status.get("containerStatuses") or []:
         view.record_event(new, "BackOff", f"Back-off restarting failed container {cs.get('name', '')}"
                           f" in pod {meta.get('name', '')}_{meta.get('namespace', '')}"
@@ -135,4 +136,4 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
             if cond.get("type") in ("Ready", "ContainersReady"):
                 cond.update(status="True", lastTransitionTime=now)
                 cond.pop("reason", None)
-        view.update(new)
+        write.update_status(view, new)

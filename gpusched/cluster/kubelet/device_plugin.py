@@ -35,6 +35,7 @@ import json
 import logging
 from datetime import datetime, timezone
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes, changed_nodes
 from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.cluster.kubelet.device_inputs import device_inputs
@@ -135,7 +136,7 @@ def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str,
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
                           COMPONENT)
-    changed = view.update(new)
+    changed = write.update(view, new)
     if changed and state.warning:
         view.record_event(new, "UnknownGPUModel", state.warning, "Warning", COMPONENT)
     if changed and state.mig_log:   # mig-manager only logs; gpusched shows its lines as an event

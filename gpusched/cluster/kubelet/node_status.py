@@ -16,6 +16,7 @@ from typing import Any
 
 import zlib
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes, changed_nodes
 from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.objects.kinds import KUBERNETES_VERSION
@@ -82,4 +83,4 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
         new_status = new.setdefault("status", {})
         for key, value in fresh.items():
             new_status.setdefault(key, value)
-        view.update(new)
+        write.update_status(view, new)

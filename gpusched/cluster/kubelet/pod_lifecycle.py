@@ -28,6 +28,7 @@ from typing import Any
 import functools
 import re
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.kubelet import containers
 from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
@@ -150,7 +151,7 @@ def start(view: View, pod: dict[str, Any]) -> None:
          "restartCount": 0, "started": True, "state": {"running": {"startedAt": now}}}
         for c in (pod.get("spec") or {}).get("containers") or []]
     status.pop("nominatedNodeName", None)
-    view.update(new)
+    write.update_status(view, new)
     for c in (pod.get("spec") or {}).get("containers") or []:
         view.record_event(new, "Started", f"Started container {c.get('name', '')}", "Normal",
                           "kubelet")
@@ -171,6 +172,6 @@ def finish(view: View, pod: dict[str, Any], end: float) -> None:
          "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started,
                                   "finishedAt": finished}}}
         for c in (pod.get("spec") or {}).get("containers") or []]
-    view.update(new)
+    write.update_status(view, new)
     capacity_changed(view, new)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.scheduling import build_snapshot, make_scheduler
 from gpusched.cluster.apiserver.view import View
@@ -76,7 +77,7 @@ def update_status(view: View, group: Group, changes: dict[str, Any]) -> Group:
     pool = view.copy("NodePool", group.name) or copy.deepcopy(group.pool)
     status = pool.setdefault("status", {})
     status.update(changes)
-    view.update(pool)
+    write.update_status(view, pool)
     fresh = view.get("NodePool", group.name) or pool
     return Group(fresh, group.name, group.min_nodes, group.max_nodes, group.delay)
 

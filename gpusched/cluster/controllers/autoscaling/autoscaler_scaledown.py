@@ -44,6 +44,7 @@ import dataclasses
 
 import numpy as np
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.autoscaling.autoscaler_config import COMPONENT, Config
 from gpusched.cluster.controllers.autoscaling.autoscaler_groups import (Group, Simulation,
                                                                         update_status)
@@ -310,7 +311,7 @@ def _mark_to_be_deleted(view: View, name: str) -> None:
     taints.append({"key": TO_BE_DELETED, "value": str(int(view.now()) + _unix_offset(view)),
                    "effect": "NoSchedule"})
     node.setdefault("spec", {})["taints"] = taints
-    view.update(node)
+    write.update(view, node)
     view.record_event(node, "ScaleDown", "marked the node as toBeDeleted/unschedulable",
                       "Normal", COMPONENT)
 

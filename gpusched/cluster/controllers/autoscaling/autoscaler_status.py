@@ -23,6 +23,7 @@ import copy
 import hashlib
 import json
 
+from gpusched.cluster.apiserver import write as writes
 from gpusched.cluster.controllers.autoscaling.autoscaler_config import COMPONENT, NAMESPACE, Config
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects import limits
@@ -39,7 +40,7 @@ def ensure(view: View, config: Config) -> None:
     """Create the ConfigMap (``Initializing``) if missing; report configuration problems."""
     body = view.get("ConfigMap", STATUS_MAP, NAMESPACE)
     if body is None:
-        body = view.create({"apiVersion": "v1", "kind": "ConfigMap",
+        body = writes.create(view, {"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": STATUS_MAP, "namespace": NAMESPACE,
                                          "annotations": {LAST_UPDATED: _stamp(view)}},
                             "data": {"status": "autoscalerStatus: Initializing\n"}})
@@ -128,7 +129,7 @@ def write(view: View, config: Config, groups: list[Any]) -> None:
     new = copy.deepcopy(body)
     new["metadata"].setdefault("annotations", {}).update({LAST_UPDATED: _stamp(view), DIGEST: digest})
     new["data"] = {"status": yaml.safe_dump(document, sort_keys=False)}
-    view.update(new)
+    writes.update(view, new)
 
 
 def _previous(body: dict[str, Any]) -> tuple[Any, dict[Any, Any]]:

@@ -32,6 +32,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.autoscaling.hpa_behavior import (normalize,
                                                                    normalize_with_behaviors,
                                                                    store_scale_event)
@@ -204,10 +205,10 @@ def _write(view: View, hpa: dict[str, Any], status: dict[str, Any]) -> None:
         return
     new = copy.deepcopy(hpa)
     new["status"] = status
-    view.update(new)
+    write.update_status(view, new)
 
 
 def _set_replicas(view: View, target: dict[str, Any], replicas: int) -> None:
     new = copy.deepcopy(target)
     new.setdefault("spec", {})["replicas"] = int(replicas)
-    view.update(new)
+    write.update(view, new, subresource="scale")

@@ -32,6 +32,7 @@ from typing import Any
 import copy
 import math
 
+from gpusched.cluster.apiserver import write
 from gpusched.objects.assignment import held_by
 from gpusched.cluster.usage import Usage
 from gpusched.cluster.apiserver.view import View
@@ -291,4 +292,4 @@ def _write(view: View, vpa: dict[str, Any], state: dict[str, Any]) -> None:
     if vpa.get("status") != new_status:
         new = copy.deepcopy(vpa)
         new["status"] = new_status
-        view.update(new)
+        write.update_status(view, new)

@@ -37,6 +37,7 @@ import hashlib
 import json
 from typing import Any
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.common import owner_reference, set_status
 from gpusched.cluster.kubelet.device_inputs import ANN_LOADED_CONFIG, loaded_config
 from gpusched.cluster.apiserver.view import View
@@ -64,7 +65,7 @@ def reconcile(view: View) -> None:
         if other is not policy:
             _set_state(view, other, "ignored")
     if view.get("Namespace", OPERATOR_NAMESPACE) is None:
-        view.create({"apiVersion": "v1", "kind": "Namespace",
+        write.create(view, {"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": OPERATOR_NAMESPACE}})
     _label_nodes(view)
     ready = True
@@ -73,7 +74,7 @@ def reconcile(view: View) -> None:
         current = view.get("DaemonSet", name, OPERATOR_NAMESPACE)
         if not config.is_enabled(component.spec_key):
             if current is not None:
-                view.delete("DaemonSet", name, OPERATOR_NAMESPACE)
+                write.delete(view, "DaemonSet", name, OPERATOR_NAMESPACE)
             continue
         ready = _ensure_daemonset(view, policy, config, component, current) and ready
     _record_loaded_configs(view, config)
@@ -100,7 +101,7 @@ def _label_nodes(view: View) -> None:
             continue
         new = copy.deepcopy(node)
         new["metadata"].setdefault("labels", {}).update(wanted)
-        view.update(new)
+        write.update(view, new)
 
 
 def _ensure_daemonset(view: View, policy: dict[str, Any], config: PolicyConfig, component: Component,
@@ -109,7 +110,7 @@ def _ensure_daemonset(view: View, policy: dict[str, Any], config: PolicyConfig, 
     body = daemonset(view, policy, config, component)
     digest = body["metadata"]["annotations"][ANN_HASH]
     if current is None:
-        view.create(body)
+        write.create(view, body)
         return False
     if ((current.get("metadata") or {}).get("annotations") or {}).get(ANN_HASH) != digest:
         new = copy.deepcopy(current)
@@ -118,7 +119,7 @@ def _ensure_daemonset(view: View, policy: dict[str, Any], config: PolicyConfig, 
         new["spec"] = body["spec"]
         if kept:
             new["spec"]["template"]["metadata"]["annotations"] = dict(kept)
-        view.update(new)
+        write.update(view, new)
         return False
     status = current.get("status") or {}
     return int(status.get("numberReady", 0)) >= int(status.get("desiredNumberScheduled", 0))
@@ -183,4 +184,4 @@ def _record_loaded_configs(view: View, config: PolicyConfig) -> None:
             continue
         new = copy.deepcopy(pod)
         new["metadata"].setdefault("annotations", {})[ANN_LOADED_CONFIG] = snapshot
-        view.update(new)
+        write.update(view, new)

@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.base import Informer, WorkQueue, itself, same_name
 from gpusched.cluster.controllers.common import is_terminal
@@ -197,10 +198,10 @@ def _write_endpoints(view: View, service: dict[str, Any], pods: list[dict[str, A
             new["subsets"] = body["subsets"]
         if new != old:
             new["metadata"].setdefault("annotations", {})[TRIGGER_ANNOTATION] = view.timestamp()
-            view.update(new)
+            write.update(view, new)
         return
     body["metadata"]["annotations"] = {TRIGGER_ANNOTATION: view.timestamp()}
-    view.create(body)
+    write.create(view, body)
 
 
 def _slice_of(view: View, service: dict[str, Any]) -> dict[str, Any] | None:
@@ -230,13 +231,13 @@ def _write_slice(view: View, service: dict[str, Any], pods: list[dict[str, Any]]
                                                   "name": meta["name"], "uid": meta.get("uid", ""),
                                                   "controller": True, "blockOwnerDeletion": True}]},
                 "addressType": "IPv4", "endpoints": endpoints, "ports": ports}
-        view.create(body)
+        write.create(view, body)
         return
     new = copy.deepcopy(old)
     new["metadata"]["labels"] = labels
     new["endpoints"] = endpoints
     new["ports"] = ports
-    view.update(new)
+    write.update(view, new)
 
 
 def _delete_objects_of(view: View, ns: str, name: str) -> None:
@@ -244,11 +245,11 @@ def _delete_objects_of(view: View, ns: str, name: str) -> None:
     Service ``ns/name``, which is gone."""
     endpoints = view.get("Endpoints", name, ns)
     if endpoints is not None and TRIGGER_ANNOTATION in (endpoints["metadata"].get("annotations") or {}):
-        view.delete("Endpoints", name, ns)
+        write.delete(view, "Endpoints", name, ns)
     for endpoint_slice in view.list("EndpointSlice", ns):
         labels = endpoint_slice["metadata"].get("labels") or {}
         if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(SERVICE_NAME_LABEL) == name:
-            view.delete("EndpointSlice", endpoint_slice["metadata"]["name"], ns)
+            write.delete(view, "EndpointSlice", endpoint_slice["metadata"]["name"], ns)
 
 
 def _delete_orphans(view: View, services: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -256,10 +257,10 @@ def _delete_orphans(view: View, services: dict[tuple[str, str], dict[str, Any]])
         meta = endpoints["metadata"]
         if (meta.get("namespace", "default"), meta["name"]) not in services and \
                 TRIGGER_ANNOTATION in (meta.get("annotations") or {}):
-            view.delete("Endpoints", meta["name"], meta.get("namespace", "default"))
+            write.delete(view, "Endpoints", meta["name"], meta.get("namespace", "default"))
     for endpoint_slice in view.list("EndpointSlice"):
         meta = endpoint_slice["metadata"]
         labels = meta.get("labels") or {}
         if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and \
                 (meta.get("namespace", "default"), labels.get(SERVICE_NAME_LABEL)) not in services:
-            view.delete("EndpointSlice", meta["name"], meta.get("namespace", "default"))
+            write.delete(view, "EndpointSlice", meta["name"], meta.get("namespace", "default"))

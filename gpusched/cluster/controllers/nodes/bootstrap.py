@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.admission.default_storage_class import DEFAULT_CLASS_ANNOTATION
 from gpusched.cluster.apiserver.strategy import KUBERNETES_SERVICE_IP, NAMESPACE_NAME_LABEL
 from gpusched.cluster.apiserver.view import View
@@ -52,22 +53,22 @@ def reconcile(view: View) -> None:
     first_setup = view.get("Namespace", "kube-system") is None
     for name in SYSTEM_NAMESPACES:
         if view.get("Namespace", name) is None:
-            view.create(namespace(name))
+            write.create(view, namespace(name))
     for name, value, description in SYSTEM_PRIORITY_CLASSES:
         if view.get("PriorityClass", name) is None:
-            view.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            write.create(view, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                          "metadata": {"name": name}, "value": value, "globalDefault": False,
                          "description": description, "preemptionPolicy": "PreemptLowerPriority"})
     if view.get("Service", "kubernetes", "default") is None:
-        view.create(_kubernetes_service())
+        write.create(view, _kubernetes_service())
     for ns in view.list("Namespace"):
         name = ns["metadata"]["name"]
         if view.get("ServiceAccount", "default", name) is None and \
                 not ns["metadata"].get("deletionTimestamp"):
-            view.create({"apiVersion": "v1", "kind": "ServiceAccount",
+            write.create(view, {"apiVersion": "v1", "kind": "ServiceAccount",
                          "metadata": {"name": "default", "namespace": name}})
     if first_setup and not view.list("StorageClass"):
-        view.create(_default_storage_class())
+        write.create(view, _default_storage_class())
 
 
 def _kubernetes_service() -> dict[str, Any]:

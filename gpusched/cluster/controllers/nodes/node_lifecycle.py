@@ -31,6 +31,7 @@ from typing import Any
 import copy
 import math
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.common import (delete_pod, is_running, is_terminal,
                                                  is_terminating, node_taints, pdb_pods,
@@ -140,7 +141,7 @@ def collect_orphans(view: View) -> None:
             pod = set_disruption_target(view, pod, "DeletionByPodGC", PODGC_MESSAGE)
             failed = copy.deepcopy(pod)
             failed["status"]["phase"] = "Failed"
-            view.update(failed)
+            write.update_status(view, failed)
             pod = failed
         delete_pod(view, pod, grace=0)
 
@@ -246,7 +247,7 @@ def taint_nodes(view: View, keys: list[Any] | None = None) -> None:
             new.setdefault("spec", {})["taints"] = kept
         else:
             new.setdefault("spec", {}).pop("taints", None)
-        view.update(new)
+        write.update(view, new)
 
 
 def _reconciled_taints(view: View, node: dict[str, Any],

@@ -11,6 +11,7 @@ Neighbours: ``devices.nodepool``; ``controllers.common.collect_garbage``; fed by
 
 from __future__ import annotations
 
+from gpusched.cluster.apiserver import write
 from typing import TYPE_CHECKING, Any, Iterable
 
 from gpusched.cluster.apiserver.changes import Changes
@@ -60,7 +61,7 @@ def _reconcile_pool(view: View, pool: dict[str, Any], extra: dict[str, "GpuModel
         if view.get("Node", node["metadata"]["name"]) is None:
             node = dict(node, metadata={**node["metadata"],
                                         "ownerReferences": [owner_reference(pool)]})
-            view.create(node)
+            write.create(view, node)
     for key in view.dependents(pool["metadata"]["uid"]):
         if key[0] == "Node" and key[2] not in names:
-            view.delete("Node", key[2])
+            write.delete(view, "Node", key[2])

@@ -50,6 +50,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.storage.volumes_match import (ANN_BETA_STORAGE_PROVISIONER,
                                                                 ANN_BIND_COMPLETED,
                                                                 ANN_BOUND_BY_CONTROLLER,
@@ -173,12 +174,12 @@ def _sync_volume(view: View, volume: dict[str, Any]) -> None:
 def _reclaim(view: View, volume: dict[str, Any]) -> None:
     policy = (volume.get("spec") or {}).get("persistentVolumeReclaimPolicy") or "Retain"
     if policy == "Delete":
-        view.delete("PersistentVolume", volume["metadata"]["name"])
+        write.delete(view, "PersistentVolume", volume["metadata"]["name"])
     elif policy == "Recycle":
         new = copy.deepcopy(volume)
         new["spec"].pop("claimRef", None)
         new.setdefault("status", {})["phase"] = "Available"
-        view.update(new)
+        write.update(view, new)
     else:
         _set_volume_phase(view, volume, "Released")
 
@@ -198,14 +199,14 @@ def _bind(view: View, volume: dict[str, Any], claim: dict[str, Any], by_controll
     if by_controller and not (volume["spec"].get("claimRef") or {}).get("name"):
         new_volume["metadata"].setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
     new_volume.setdefault("status", {})["phase"] = "Bound"
-    view.update(new_volume)
+    write.update(view, new_volume)
     new_claim = copy.deepcopy(claim)
     new_claim["spec"]["volumeName"] = volume["metadata"]["name"]
     annotations = new_claim["metadata"].setdefault("annotations", {})
     annotations[ANN_BIND_COMPLETED] = "yes"
     if by_controller:
         annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
-    view.update(new_claim)
+    write.update(view, new_claim)
     _set_claim_phase(view, new_claim, "Bound", volume)
 
 
@@ -227,7 +228,7 @@ def _set_claim_phase(view: View, claim: dict[str, Any], phase: str, volume: dict
     else:
         status["accessModes"] = list((volume.get("spec") or {}).get("accessModes") or [])
         status["capacity"] = {"storage": volume["spec"]["capacity"]["storage"]}
-    view.update(new)
+    write.update_status(view, new)
 
 
 def _set_volume_phase(view: View, volume: dict[str, Any], phase: str) -> None:
@@ -235,7 +236,7 @@ def _set_volume_phase(view: View, volume: dict[str, Any], phase: str) -> None:
         return
     new = copy.deepcopy(volume)
     new.setdefault("status", {})["phase"] = phase
-    view.update(new)
+    write.update_status(view, new)
 
 
 def _event_once(view: View, obj: dict[str, Any], reason: str, message: str, type_: str = "Normal",
@@ -282,7 +283,7 @@ def _provision(view: View, claim: dict[str, Any]) -> None:
     annotations = new["metadata"].setdefault("annotations", {})
     annotations[ANN_STORAGE_PROVISIONER] = provisioner
     annotations[ANN_BETA_STORAGE_PROVISIONER] = provisioner
-    view.update(new)
+    write.update(view, new)
     claim = view.get("PersistentVolumeClaim", meta["name"], meta.get("namespace", "default")) or new
     _event_once(view, claim, "ExternalProvisioning",
                 f"Waiting for a volume to be created either by the external provisioner "
@@ -298,7 +299,7 @@ def _provision(view: View, claim: dict[str, Any]) -> None:
     _event_once(view, claim, "Provisioning",
                 f'External provisioner is provisioning volume for claim "{key}"',
                 component=component)
-    view.create(_provisioned_volume(name, claim, cls))
+    write.create(view, _provisioned_volume(name, claim, cls))
     _event_once(view, claim, "ProvisioningSucceeded", f"Successfully provisioned volume {name}",
                 component=component)
 
@@ -345,7 +346,7 @@ def prebind(view: View, pod: dict[str, Any], node_name: str) -> None:
             continue
         new = copy.deepcopy(claim)
         new["metadata"].setdefault("annotations", {})[ANN_SELECTED_NODE] = node_name
-        view.update(new)
+        write.update(view, new)
 
 
 def claim_infos(view: View) -> list[Any]:

@@ -30,6 +30,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
@@ -214,7 +215,7 @@ def sync_history(view: View, ds: dict[str, Any]) -> dict[str, Any]:
     if current is None:
         hash_ = template_hash(canonical(data))
         labels = {**labels_of((ds.get("spec") or {}).get("template") or {}), HASH_LABEL: hash_}
-        current = view.create({
+        current = write.create(view, {
             "apiVersion": "apps/v1", "kind": "ControllerRevision",
             "metadata": {"name": f"{meta['name']}-{hash_}", "namespace": meta["namespace"],
                          "labels": labels, "annotations": dict(meta.get("annotations") or {}),
@@ -223,7 +224,7 @@ def sync_history(view: View, ds: dict[str, Any]) -> dict[str, Any]:
     elif int(current.get("revision", 0)) < top:
         raised = copy.deepcopy(current)
         raised["revision"] = top + 1
-        view.update(raised)
+        write.update(view, raised)
         current = raised
     _cleanup_history(view, ds, current)
     return current
@@ -235,7 +236,7 @@ def _cleanup_history(view: View, ds: dict[str, Any], current: dict[str, Any]) ->
     old = [r for r in revisions(view, ds) if r["metadata"]["name"] != current["metadata"]["name"]
            and labels_of(r).get(HASH_LABEL) not in live]
     for rev in old[:max(0, len(old) - limit)]:
-        view.delete("ControllerRevision", rev["metadata"]["name"], rev["metadata"]["namespace"])
+        write.delete(view, "ControllerRevision", rev["metadata"]["name"], rev["metadata"]["namespace"])
 
 
 def _target_node(pod: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 import copy
 import math
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import owned_pods, owner_reference, template_hash
@@ -308,7 +309,7 @@ def _create_new_set(view: View, deploy: dict[str, Any], old: list[dict[str, Any]
         rs["spec"]["minReadySeconds"] = spec["minReadySeconds"]
     count = new_rs_new_replicas(deploy, [rs, *old], 0)
     rs["spec"]["replicas"] = count
-    created = view.create(rs)
+    created = write.create(view, rs)
     if count > 0:
         view.record_event(deploy, "ScalingReplicaSet",
                           f"Scaled up replica set {rs['metadata']['name']} from 0 to {count}",
@@ -332,7 +333,7 @@ def _sync_new_set(view: View, deploy: dict[str, Any], new: dict[str, Any], old: 
             history = [h for h in annotations.get(ANN_REVISION_HISTORY, "").split(",") if h]
             annotations[ANN_REVISION_HISTORY] = ",".join([*history, str(current)])
         annotations[ANN_REVISION] = str(wanted)
-    view.update(body)
+    write.update(view, body)
     new = _fresh(view, new)
     _set_revision(view, deploy, annotations[ANN_REVISION])
     return new
@@ -345,7 +346,7 @@ def _set_revision(view: View, deploy: dict[str, Any], value: str) -> None:
     annotations = body["metadata"].setdefault("annotations", {})
     if annotations.get(ANN_REVISION) != value:
         annotations[ANN_REVISION] = value
-        view.update(body)
+        write.update(view, body)
 
 
 def _scale_set(view: View, deploy: dict[str, Any], rs: dict[str, Any], replicas: int) -> bool:
@@ -358,7 +359,7 @@ def _scale_set(view: View, deploy: dict[str, Any], rs: dict[str, Any], replicas:
     annotations = body["metadata"].setdefault("annotations", {})
     annotations[ANN_DESIRED] = str(want)
     annotations[ANN_MAX] = str(want + max_surge(deploy))
-    view.update(body)
+    write.update(view, body)
     if old == replicas:
         return False
     verb = "up" if replicas > old else "down"
@@ -377,4 +378,4 @@ def _cleanup(view: View, deploy: dict[str, Any], old: list[dict[str, Any]]) -> N
     limit = int((deploy.get("spec") or {}).get("revisionHistoryLimit", DEFAULT_HISTORY_LIMIT))
     empty = [rs for rs in old if _replicas(rs) == 0 and _status_int(rs, "replicas") == 0]
     for rs in sorted(empty, key=lambda r: (revision(r), _created(r)))[:max(0, len(empty) - limit)]:
-        view.delete("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"])
+        write.delete(view, "ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"])

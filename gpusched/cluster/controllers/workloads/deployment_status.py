@@ -14,6 +14,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.controllers.common import set_status
 from gpusched.cluster.controllers.workloads.deployment_util import (DEFAULT_PROGRESS_DEADLINE,
                                                                     _replicas, _status_int,
@@ -71,7 +72,7 @@ def _set_progressing(view: View, deploy: dict[str, Any], status: str, reason: st
         return
     new_status = body.setdefault("status", {})
     set_condition(new_status, _new_condition(view, "Progressing", status, reason, message))
-    view.update(body)
+    write.update_status(view, body)
 
 
 def _progress_deadline(deploy: dict[str, Any]) -> int | None:

@@ -37,6 +37,7 @@ from typing import Any
 
 import copy
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.common import (controller_of, create_from_template, delete_pod,
@@ -363,7 +364,7 @@ def _write_status(view: View, job: dict[str, Any], status: dict[str, Any], activ
     if current.get("status") != status:
         new = copy.deepcopy(current)
         new["status"] = status
-        view.update(new)
+        write.update_status(view, new)
 
 
 def _update_conditions(view: View, job: dict[str, Any], status: dict[str, Any],
@@ -421,7 +422,7 @@ def _expire(view: View, job: dict[str, Any]) -> None:
     ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
     at = _finished_at(job)
     if ttl is not None and at is not None and view.now() >= at + float(ttl):
-        view.delete("Job", job["metadata"]["name"], job["metadata"]["namespace"])
+        write.delete(view, "Job", job["metadata"]["name"], job["metadata"]["namespace"])
 
 
 def deadline_due(view: View, job: dict[str, Any]) -> float | None:
