@@ -122,3 +122,26 @@ def test_pod_quantities_parsed_once_per_write(cluster, monkeypatch):
                    "  - {name: a, image: i, resources: {limits: {cpu: '1'}}}\n"
                    "  - {name: b, image: i, resources: {limits: {cpu: '1'}}}\n")
     assert parsed == ["a", "b"]
+
+
+def test_controller_creates_pass_admission(cluster):
+    """A ReplicaSet the Deployment controller creates is admitted like a client's: a quota on
+    ``count/replicasets.apps`` refuses it, and the controller reports it as kube-controller-manager
+    does (pkg/controller/deployment/sync.go getNewReplicaSet: a Warning ``ReplicaSetCreateError``
+    event and ``Progressing=False``), while the Deployment itself is stored."""
+    apply(cluster, "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: rs}\n"
+                   "spec: {hard: {count/replicasets.apps: '0'}}\n")
+    outcome = apply(cluster, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+                             "  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n"
+                             "    metadata: {labels: {app: web}}\n"
+                             "    spec: {containers: [{name: c, image: i}]}\n")
+    assert [o.action for o in outcome] == ["created"]
+    assert cluster.get("ReplicaSet", namespace="default") == []
+    events = [e for e in cluster.get("Event", namespace="default")
+              if e.get("reason") == "ReplicaSetCreateError"]
+    assert len(events) == 1 and events[0]["type"] == "Warning"
+    assert events[0]["message"].startswith('Failed to create new replica set "web-')
+    assert "exceeded quota: rs, requested: count/replicasets.apps=1" in events[0]["message"]
+    progressing = [c for c in cluster.get("Deployment", ["web"])[0]["status"]["conditions"]
+                   if c["type"] == "Progressing"]
+    assert progressing[0]["status"] == "False" and progressing[0]["reason"] == "ReplicaSetCreateError"

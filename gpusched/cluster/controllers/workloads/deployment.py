@@ -55,6 +55,7 @@ from gpusched.cluster.controllers.workloads.deployment_util import (ANN_DESIRED,
                                                                     new_rs_new_replicas, revision,
                                                                     split_sets)
 from gpusched.cluster.apiserver.view import View
+from gpusched.errors import GpuschedError
 from gpusched.objects import limits
 
 # ---- the sync ----------------------------------------------------------------------------------
@@ -106,6 +107,8 @@ def _is_scaling_event(deploy: dict[str, Any], new: dict[str, Any] | None, old: l
 def _rollout_rolling(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> None:
     if new is None:
         new = _create_new_set(view, deploy, old)
+        if new is None:
+            return
     else:
         new = _sync_new_set(view, deploy, new, old)
     if _reconcile_new(view, deploy, new, old):
@@ -184,6 +187,8 @@ def _rollout_recreate(view: View, deploy: dict[str, Any], new: dict[str, Any] | 
         return
     if new is None:
         new = _create_new_set(view, deploy, old)
+        if new is None:
+            return
     else:
         new = _sync_new_set(view, deploy, new, old)
     _scale_set(view, deploy, new, _replicas(deploy))
@@ -289,8 +294,12 @@ def _copied_annotations(deploy: dict[str, Any]) -> dict[str, str]:
     return {k: v for k, v in annotations.items() if k not in _SKIP_ANNOTATIONS}
 
 
-def _create_new_set(view: View, deploy: dict[str, Any], old: list[dict[str, Any]]) -> dict[str, Any]:
-    """``getNewReplicaSet`` with createIfNotExisted: name, hash label, revision, annotations."""
+def _create_new_set(view: View, deploy: dict[str, Any],
+                    old: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``getNewReplicaSet`` with createIfNotExisted: name, hash label, revision, annotations.
+    A create admission refuses (a quota on ``count/replicasets.apps``) is a Warning event
+    ``ReplicaSetCreateError`` and ``Progressing=False`` with that reason, as upstream
+    (sync.go ``FailedRSCreateReason``); None then."""
     meta, spec = deploy["metadata"], deploy.get("spec") or {}
     template = copy.deepcopy(spec.get("template") or {})
     hash_ = template_hash(canonical(template))
@@ -309,7 +318,13 @@ def _create_new_set(view: View, deploy: dict[str, Any], old: list[dict[str, Any]
         rs["spec"]["minReadySeconds"] = spec["minReadySeconds"]
     count = new_rs_new_replicas(deploy, [rs, *old], 0)
     rs["spec"]["replicas"] = count
-    created = write.create(view, rs)
+    try:
+        created = write.create(view, rs)
+    except GpuschedError as err:
+        message = f'Failed to create new replica set "{rs["metadata"]["name"]}": {err}'
+        _set_progressing(view, deploy, "False", "ReplicaSetCreateError", message)
+        view.record_event(deploy, "ReplicaSetCreateError", message, "Warning", COMPONENT)
+        return None
     if count > 0:
         view.record_event(deploy, "ScalingReplicaSet",
                           f"Scaled up replica set {rs['metadata']['name']} from 0 to {count}",
