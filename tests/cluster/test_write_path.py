@@ -145,3 +145,21 @@ def test_controller_creates_pass_admission(cluster):
     progressing = [c for c in cluster.get("Deployment", ["web"])[0]["status"]["conditions"]
                    if c["type"] == "Progressing"]
     assert progressing[0]["status"] == "False" and progressing[0]["reason"] == "ReplicaSetCreateError"
+
+
+def test_furniture_and_endpoints_refused_by_quota_do_not_fail_the_command(cluster):
+    """Controllers' creates admission refuses are the controllers' problem, not the user's:
+    the serviceaccounts controller requeues (a deleted ``default`` ServiceAccount under a
+    ``count/serviceaccounts: 0`` quota stays deleted, the delete succeeds) and the endpoints
+    controller records ``FailedToCreateEndpoint`` (pkg/controller/endpoint/
+    endpoints_controller.go syncService)."""
+    apply(cluster, "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n")
+    apply(cluster, "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: team}\n"
+                   "spec: {hard: {count/serviceaccounts: '0', count/endpoints: '0'}}\n")
+    cluster.delete("sa", "default", namespace="team")
+    assert cluster.get("ServiceAccount", namespace="team") == []
+    apply(cluster, "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: team}\n"
+                   "spec: {selector: {app: web}, ports: [{port: 80}]}\n")
+    assert cluster.get("Endpoints", namespace="team") == []
+    reasons = [e["reason"] for e in cluster.get("Event", namespace="team")]
+    assert "FailedToCreateEndpoint" in reasons

@@ -34,6 +34,7 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.base import Informer, WorkQueue, itself, same_name
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.apiserver.view import Key, View
+from gpusched.errors import GpuschedError
 from gpusched.objects.selectors import matches, selector_from_dict
 
 TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
@@ -201,7 +202,17 @@ def _write_endpoints(view: View, service: dict[str, Any], pods: list[dict[str, A
             write.update(view, new)
         return
     body["metadata"]["annotations"] = {TRIGGER_ANNOTATION: view.timestamp()}
-    write.create(view, body)
+    _create_endpoints(view, body, f"{ns}/{meta['name']}")
+
+
+def _create_endpoints(view: View, body: dict[str, Any], service: str) -> None:
+    """A refused create is a Warning on the Endpoints (endpoints_controller.go syncService)."""
+    try:
+        write.create(view, body)
+    except GpuschedError as err:
+        view.record_event(body, "FailedToCreateEndpoint",
+                          f"Failed to create endpoint for service {service}: {err}",
+                          "Warning", "endpoint-controller")
 
 
 def _slice_of(view: View, service: dict[str, Any]) -> dict[str, Any] | None:
@@ -231,7 +242,12 @@ def _write_slice(view: View, service: dict[str, Any], pods: list[dict[str, Any]]
                                                   "name": meta["name"], "uid": meta.get("uid", ""),
                                                   "controller": True, "blockOwnerDeletion": True}]},
                 "addressType": "IPv4", "endpoints": endpoints, "ports": ports}
-        write.create(view, body)
+        try:
+            write.create(view, body)
+        except GpuschedError as err:  # endpointslice reconciler: a Warning on the Service
+            view.record_event(service, "FailedToUpdateEndpointSlices",
+                              f"Error updating Endpoint Slices for Service {ns}/{meta['name']}: {err}",
+                              "Warning", "endpoint-slice-controller")
         return
     new = copy.deepcopy(old)
     new["metadata"]["labels"] = labels

@@ -27,10 +27,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import logging
+
 from gpusched.cluster.apiserver import write
 from gpusched.cluster.admission.default_storage_class import DEFAULT_CLASS_ANNOTATION
 from gpusched.cluster.apiserver.strategy import KUBERNETES_SERVICE_IP, NAMESPACE_NAME_LABEL
 from gpusched.cluster.apiserver.view import View
+from gpusched.errors import GpuschedError
+
+log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 SYSTEM_PRIORITY_CLASSES = (
@@ -49,26 +54,35 @@ def namespace(name: str) -> dict[str, Any]:
             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
 
 
+def _create(view: View, body: dict[str, Any]) -> None:
+    """Create through the write path; a refusal (a quota on ``count/serviceaccounts`` ...) is
+    logged and retried at the next pass, as upstream's controllers requeue the key."""
+    try:
+        write.create(view, body)
+    except GpuschedError as err:
+        log.info("bootstrap: %s %s not created: %s", body["kind"], body["metadata"]["name"], err)
+
+
 def reconcile(view: View) -> None:
     first_setup = view.get("Namespace", "kube-system") is None
     for name in SYSTEM_NAMESPACES:
         if view.get("Namespace", name) is None:
-            write.create(view, namespace(name))
+            _create(view, namespace(name))
     for name, value, description in SYSTEM_PRIORITY_CLASSES:
         if view.get("PriorityClass", name) is None:
-            write.create(view, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                         "metadata": {"name": name}, "value": value, "globalDefault": False,
-                         "description": description, "preemptionPolicy": "PreemptLowerPriority"})
+            _create(view, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                           "metadata": {"name": name}, "value": value, "globalDefault": False,
+                           "description": description, "preemptionPolicy": "PreemptLowerPriority"})
     if view.get("Service", "kubernetes", "default") is None:
-        write.create(view, _kubernetes_service())
+        _create(view, _kubernetes_service())
     for ns in view.list("Namespace"):
         name = ns["metadata"]["name"]
         if view.get("ServiceAccount", "default", name) is None and \
                 not ns["metadata"].get("deletionTimestamp"):
-            write.create(view, {"apiVersion": "v1", "kind": "ServiceAccount",
-                         "metadata": {"name": "default", "namespace": name}})
+            _create(view, {"apiVersion": "v1", "kind": "ServiceAccount",
+                           "metadata": {"name": "default", "namespace": name}})
     if first_setup and not view.list("StorageClass"):
-        write.create(view, _default_storage_class())
+        _create(view, _default_storage_class())
 
 
 def _kubernetes_service() -> dict[str, Any]:
