@@ -4,7 +4,7 @@ A claim created without ``spec.storageClassName`` (absent, not ``""``) gets the 
 (annotation ``storageclass.kubernetes.io/is-default-class: "true"``, or the beta one; with
 several, the newest, then the name, as ``GetDefaultClass``); none -> left unset.
 
-Neighbours: ``admission.registry``; ``controllers.bootstrap`` installs the default class.
+Neighbours: ``admission.registry``; ``controllers.nodes.bootstrap`` installs the default class.
 """
 
 from __future__ import annotations

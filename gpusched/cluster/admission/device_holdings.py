@@ -2,7 +2,7 @@
 
 The annotations ``gpusched.io/assigned-gpus``, ``gpusched.io/assigned-devices`` and
 ``gpusched.io/start-time`` record which devices a pod holds (written by the scheduler's binding
-and the kubelet, ``cluster.kubelet``). On a Pod create through the main resource they are
+and the kubelet, ``kubelet.admission``). On a Pod create through the main resource they are
 dropped; on an update the stored ones win over whatever the request carried. Writes through a
 subresource (``binding``, ``status``: the scheduler and the kubelet) are not touched, as
 upstream's NodeRestriction leaves the kubelet's own writes to it.

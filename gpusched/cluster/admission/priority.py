@@ -11,7 +11,7 @@
 - The system classes cannot be deleted (``this is a system priority class and cannot be
   deleted``, ``pkg/registry/scheduling/priorityclass/storage``).
 
-Neighbours: ``admission.registry``; ``controllers.bootstrap`` creates the system classes.
+Neighbours: ``admission.registry``; ``controllers.nodes.bootstrap`` creates the system classes.
 """
 
 from __future__ import annotations
