@@ -2,7 +2,8 @@
 
 ``cluster.Cluster`` is the facade every command drives. It assembles the API server
 (``apiserver/``: the SQLite store, the in-memory view of one command, the change journal and the
-write path) and admission (``admission``, ``kinds_admission``, ``quota``), the controllers
+write path, one function per verb), admission (``admission/``: one module per plugin in
+kube-apiserver's order), the controllers
 (``controllers/``), the kubelet (``kubelet/``: node admission, device allocation, pod lifecycle),
 the scheduler's host (``scheduling``, ``scheduling_pass``, ``queueing``, ``snapshot_cache``) and
 the clock (``clock/``: the event heap, the one loop that advances it and settles, trace

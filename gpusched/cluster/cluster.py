@@ -412,8 +412,7 @@ class Cluster:
             if body is None:
                 raise NotFoundError(qualified_plural(info), name)
             body.setdefault("spec", {})[field] = int(replicas)
-            # objects.limits' maxima, as the API's scale subresource
-            write.update(view, validate_object(body), subresource="scale")
+            write.update(view, validate_object(body), subresource="scale")   # objects.limits
         return f"{qualified_singular(info)}/{name} scaled"
 
     # ---- reading -----------------------------------------------------------------------------
