@@ -219,12 +219,13 @@ class Cluster:
     def follow_wall(self, now: float, since: float) -> float:
         """Advance by the wall time up to ``now`` since the later of this wait's start (``since``)
         and the clock's last following (by any process); the seconds (``cluster.clock.wall``)."""
+        from gpusched.cluster.apiserver import write
         from gpusched.cluster.clock.wall import WALL_KEY
         with self._write() as view:
             last = float(self.store.read_meta(WALL_KEY).get(WALL_KEY, since))
             seconds = max(0.0, now - max(last, since))
             self._run_clock(view, seconds)
-            self.store.write_meta({WALL_KEY: repr(max(now, last))})
+            write.record_meta(self.store, {WALL_KEY: repr(max(now, last))})
         return seconds
 
     def now(self) -> float:

@@ -180,3 +180,9 @@ def compact(store: Store, floor: int) -> None:
     feed trims what no watcher can resume from, as etcd compacts)."""
     with store.immediate():
         store.compact_changes(floor)
+
+
+def record_meta(store: Store, meta: dict[str, str]) -> None:
+    """Store counters of the caller's own (the wall-clock following's last time) in the meta
+    table, inside the caller's write transaction."""
+    store.write_meta(meta)
