@@ -97,7 +97,7 @@ class Cluster:
         self.store = store
         self.start = start          # where a new or reset state's clock begins
         # True: the clock stands still between commands (the CLI, serve --virtual-clock), so a
-        # command comes after every back-off that began before it (queueing.commands_end_backoffs);
+        # command comes after every back-off that began before it (scheduling_pass.end_backoffs);
         # serve in real time sets False: its clock runs between requests.
         self.frozen_clock = True
         self._view: View | None = None
@@ -135,14 +135,14 @@ class Cluster:
 
     @contextmanager
     def _write(self, settle: bool = True) -> Iterator[View]:
-        from gpusched.cluster import queueing
+        from gpusched.cluster import scheduling_pass
         from gpusched.cluster.controllers.nodes import bootstrap
         try:
             with self.store.immediate():
                 view = self._load()
                 view.clear_journal()             # from here on: what this command changes
                 if self.frozen_clock:
-                    queueing.commands_end_backoffs(view)
+                    scheduling_pass.end_backoffs(view)
                 if settle:
                     bootstrap.reconcile(view)    # the furniture exists before the command runs
                 yield view

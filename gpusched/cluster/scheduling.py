@@ -154,13 +154,15 @@ def node_devices(view: View, node_name: str) -> Any:
 # ---- scheduling --------------------------------------------------------------------------------
 
 def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None,
-                   frameworks: dict[str, Any] | None = None) -> Scheduler:
+                   frameworks: dict[str, Any] | None = None,
+                   nominated: list[dict[str, Any]] | None = None) -> Scheduler:
     """The default profile(s) over ``snapshot``, seeded from (seed, resourceVersion), with the
     PodDisruptionBudgets handed to DefaultPreemption. With ``order`` (from ``build_snapshot``),
     pending pods that carry ``status.nominatedNodeName`` are registered as nominated, so they
     count on that node for pods of equal or lower priority, as upstream's nominator does.
     ``frameworks``: the plugin instances to run (kept between passes by ``schedule_pending``);
-    None builds them from the profiles."""
+    None builds them from the profiles. ``nominated``: the pending pods that carry a nomination,
+    in queue order, when the caller keeps them (the scheduling queue's host); None lists them."""
     from gpusched.scheduler.preemption import PdbInfo
     from gpusched.scheduler.runner import Scheduler
     profiles: Any = frameworks if frameworks is not None else configured_profiles(view)
@@ -179,7 +181,7 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
         if binding is not None and hasattr(binding, "set_claims"):
             binding.set_claims(claims)
     if order is not None:
-        for pod in pending_pods(view):
+        for pod in pending_pods(view) if nominated is None else nominated:
             node = (pod.get("status") or {}).get("nominatedNodeName", "")
             if node:
                 scheduler.set_nominated(pod_info(pod, order.get(pod["metadata"]["uid"], 0)), node)

@@ -1,79 +1,220 @@
-"""One scheduling pass of the embedded cluster (the ``scheduler`` step of ``settle``).
+"""The scheduler's host in the embedded cluster: the ``scheduler`` step of ``settle``.
 
-1. the pending pods (``cluster.scheduling.pending_pods``: priority, then creation, then name),
-   without the gated ones;
-2. the queue-order mode (ConfigMap ``kube-system/gpusched-scheduler``, ``cluster.backfill``):
-   ``backfill`` and ``strict`` go to :func:`~gpusched.cluster.backfill.schedule_in_order`;
-3. ``default`` (kube-scheduler's order): each pod the scheduling queue lets through
-   (``cluster.queueing``: never tried; or moved by a change its rejecting plugins' hints say
-   may help, or by the 5-minute flush, and its back-off over) gets ``Scheduler.schedule_one``
-   on the scheduler's snapshot of the view (``cluster.snapshot_cache``: kept current from what
-   changed, as upstream's scheduler cache) with the profiles' plugins kept for it
-   (``scheduling.kept_frameworks``), and the result applied (``cluster.scheduling``: bind,
-   preempt, record_failure; a failure is recorded in the queue). A preemption ends the pass:
-   capacity changed. The hints are judged at the pod's turn, on the snapshot as the pass has
-   changed it so far.
+1. The queue-order mode (ConfigMap ``kube-system/gpusched-scheduler``, ``cluster.backfill``):
+   ``backfill`` and ``strict`` take every pending pod in queue order
+   (:func:`~gpusched.cluster.backfill.schedule_in_order`).
+2. ``default`` (kube-scheduler's): the one scheduling queue (``scheduler.queue``), kept in the
+   view's memo between passes and fed from the change journal as upstream's informers feed it
+   (``pkg/scheduler/eventhandlers.go``: ``addPodToSchedulingQueue``/``updatePodInSchedulingQueue``
+   /``deletePodFromSchedulingQueue``): an unbound, unfinished, ungated pod for a served scheduler
+   name enters or keeps its place; a bound, finished, gated or deleted one leaves. A settle with
+   no journal (``settle_full``, a view just loaded) restores the queue from the stored records.
+3. The loop (``scheduler.scheduling_loop.run_loop``) runs over the scheduler's snapshot of the
+   view (``cluster.snapshot_cache``, upstream's cache) with the profiles' plugins kept for it
+   (``scheduling.kept_frameworks``), and binds through :class:`ViewBinder` (``cluster.scheduling``:
+   bind, preempt, record_failure).
 
-The queue keeps ``settle`` finite (a pod is retried only after a logged change, once) and cheap
-(a pod ending wakes only the pods it may help).
+:func:`retry_due` is a ``Pod`` timer (``controllers.registry.TIMED``): a moved pod's back-off
+end, so the clock wakes the pass then. The 5-minute flush has no timer: upstream's runs every
+30 s even in a cluster where nothing changed, where a retry can only fail again; here a pod
+unschedulable for 5 minutes is moved by the first logged change after them, so an idle clock
+never wakes and a replay still ends when nothing is left to happen.
 
-Neighbours: ``cluster.scheduling`` (the building blocks), ``cluster.backfill`` (queue-order
-modes); called by ``cluster.cluster.settle``.
+Neighbours: ``scheduler.queue``, ``scheduler.scheduling_loop``, ``cluster.scheduling`` (the
+building blocks), ``cluster.backfill`` (queue-order modes); called by ``cluster.settle``.
 """
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster import queueing, scheduling
+from gpusched.cluster import scheduling
 from gpusched.cluster.backfill import schedule_in_order, scheduler_mode
+from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.snapshot_cache import cached_snapshot
-from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.apiserver.view import Key, View
 from gpusched.objects.pod import pod_info
+from gpusched.scheduler.queue import SchedulingQueue, SortKey, backoff_end, queue_sort_key
+from gpusched.scheduler.scheduling_loop import run_loop
 
 if TYPE_CHECKING:
+    from gpusched.cluster.apiserver.changes import Changes
     from gpusched.objects.types import PodInfo
+    from gpusched.scheduler.framework import ScheduleResult
     from gpusched.scheduler.runner import Scheduler
 
+MEMO_KEY = "scheduling-queue"
 
-def schedule_pending(view: View) -> None:
-    """One scheduling pass over the pending pods; see the module docstring."""
-    pending = [p for p in scheduling.pending_pods(view, scheduling.served_names(view))
-               if not scheduling.is_gated(p)]
-    queueing.forget(view, {p["metadata"]["uid"] for p in pending})
+
+@dataclass
+class _Host:
+    """The queue of one view, with what the journal told it: each queued pod's key and uid, and
+    the pending pods (of the default names) that carry a nomination."""
+
+    queue: SchedulingQueue
+    names: tuple[str, ...]
+    uids: dict[Key, str]
+    nominated: dict[Key, SortKey]
+
+
+def schedule_pending(view: View, changes: Changes | None = None) -> None:
+    """One scheduling pass; see the module docstring."""
     mode = scheduler_mode(view)      # ConfigMap kube-system/gpusched-scheduler, docs/backfill.md
     if mode.mode != "default":
+        view.memo.pop(MEMO_KEY, None)
+        pending = [p for p in scheduling.pending_pods(view, scheduling.served_names(view))
+                   if not scheduling.is_gated(p)]
+        _forget(view, {p["metadata"]["uid"] for p in pending})
         todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
         if todo:
             schedule_in_order(view, mode, pending, todo)
         return
-    todo = [p for p in pending if queueing.needs_look(view, p["metadata"]["uid"])]
-    if not todo:
+    host = _host(view, changes)
+    if not host.queue.has_work():
         return
     snapshot, order = cached_snapshot(view)      # build_snapshot's, kept current (upstream's cache)
+    nominated = [view.objects[key] for key in sorted(host.nominated, key=host.nominated.__getitem__)]
     scheduler = scheduling.make_scheduler(snapshot, view, order,
-                                          scheduling.kept_frameworks(view, snapshot))
-    for pod in todo:
-        info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
-        if not queueing.worth_retrying(view, pod, info, snapshot):
-            continue
-        if _attempt(view, scheduler, pod, info):
-            return   # capacity changed: the next pass rebuilds the snapshot
+                                          scheduling.kept_frameworks(view, snapshot), nominated)
+    run_loop(host.queue, scheduler, ViewBinder(view, scheduler, order))
 
 
-def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInfo) -> bool:
-    """One scheduling cycle for ``pod``, its result applied; True when it preempted."""
-    started = time.perf_counter()     # the one real timer: attempt latency for /metrics
-    result = scheduler.schedule_one(info)
-    scheduling.record_attempt(view, scheduler, result, time.perf_counter() - started)
-    if result.scheduled:
-        scheduling.bind(view, pod, result.node, result.assignment)
-        return False
-    view.attempts[pod["metadata"]["uid"]] = view.epoch
-    queueing.record_unschedulable(view, pod, result)
-    if result.nominated_node:
-        scheduling.preempt(view, pod, result)
-        return True
-    scheduling.record_failure(view, pod, result.message, nominated="")
-    return False
+def end_backoffs(view: View) -> None:
+    """Every back-off that began before this command is over (``SchedulingQueue.end_backoffs``;
+    ``Cluster.frozen_clock``)."""
+    host = view.memo.get(MEMO_KEY, {}).get("host")
+    if host is not None:
+        host.queue.end_backoffs()
+        return
+    for record in view.queue.values():
+        record["over"] = True
+
+
+def retry_due(view: View, pod: dict[str, Any]) -> float | None:
+    """The timer of a moved pod: its back-off end (an unmoved pod has none; see the flush)."""
+    record = view.queue.get(pod["metadata"]["uid"])
+    if record is None or not record["moved"] or (pod.get("spec") or {}).get("nodeName"):
+        return None
+    return backoff_end(record)
+
+
+# ---- the queue fed from the journal ------------------------------------------------------------
+
+def _host(view: View, changes: Changes | None) -> _Host:
+    names = scheduling.served_names(view)
+    memo = view.memo.setdefault(MEMO_KEY, {})
+    host: _Host | None = memo.get("host")
+    if host is None or changes is None or host.names != names:
+        host = memo["host"] = _restored(view, names)
+        return host
+    for key in sorted(k for k in changes.keys if k[0] == "Pod"):
+        _sync(view, host, key)
+    return host
+
+
+def _restored(view: View, names: tuple[str, ...]) -> _Host:
+    """A queue rebuilt from the stored records for the pending pods (an informer's first list)."""
+    queue = SchedulingQueue(view, lambda uid: _info(view, uid), lambda uid: _touch(view, uid))
+    host = _Host(queue, names, {}, {})
+    pods: list[tuple[str, SortKey]] = []
+    for pod in view.unbound_pods():
+        key = ("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        _note_nominated(host, key, pod)
+        if _queued(pod, names):
+            host.uids[key] = pod["metadata"]["uid"]
+            pods.append((pod["metadata"]["uid"], _sort_key(pod)))
+    _forget(view, {uid for uid, _key in pods})
+    queue.restore(pods)
+    return host
+
+
+def _sync(view: View, host: _Host, key: Key) -> None:
+    pod = view.objects.get(key)
+    old = host.uids.get(key)
+    pending = pod is not None and not (pod.get("spec") or {}).get("nodeName") and not is_terminal(pod)
+    _note_nominated(host, key, pod if pending else None)
+    if pod is None or not pending or not _queued(pod, host.names):
+        if old is not None:
+            del host.uids[key]
+            host.queue.delete(old)
+        return
+    uid = pod["metadata"]["uid"]
+    if old is not None and old != uid:
+        host.queue.delete(old)
+    host.uids[key] = uid
+    host.queue.add(uid, _sort_key(pod))
+
+
+def _queued(pod: dict[str, Any], names: tuple[str, ...]) -> bool:
+    """A pending pod the queue holds: for a served scheduler name, without scheduling gates
+    (the SchedulingGates PreEnqueue plugin keeps it out)."""
+    name = (pod.get("spec") or {}).get("schedulerName") or scheduling.SCHEDULER_NAME
+    return name in names and not scheduling.is_gated(pod)
+
+
+def _note_nominated(host: _Host, key: Key, pod: dict[str, Any] | None) -> None:
+    """Pending pods of the default names with ``status.nominatedNodeName``, for the nominator."""
+    spec = (pod or {}).get("spec") or {}
+    if (pod is not None and (pod.get("status") or {}).get("nominatedNodeName")
+            and (spec.get("schedulerName") or scheduling.SCHEDULER_NAME) in scheduling.SERVED_NAMES):
+        host.nominated[key] = _sort_key(pod)
+    else:
+        host.nominated.pop(key, None)
+
+
+def _sort_key(pod: dict[str, Any]) -> SortKey:
+    meta = pod["metadata"]
+    return queue_sort_key(int((pod.get("spec") or {}).get("priority") or 0),
+                          scheduling.creation_number(pod), meta["namespace"], meta["name"])
+
+
+def _forget(view: View, live: set[str]) -> None:
+    """Drop the records of pods no longer pending."""
+    for table in (view.attempts, view.queue):
+        for uid in [u for u in table if u not in live]:
+            del table[uid]
+
+
+def _info(view: View, uid: str) -> PodInfo | None:
+    pod = view.by_uid(uid)
+    order = view.memo.get(MEMO_KEY, {}).get("order") or {}
+    return pod_info(pod, order.get(uid, 0)) if pod is not None else None
+
+
+def _touch(view: View, uid: str) -> None:
+    pod = view.by_uid(uid)
+    if pod is not None:
+        view.touch(pod)     # the timers re-derive retry_due
+
+
+class ViewBinder:
+    """The loop's ``Binder`` over the view: ``cluster.scheduling``'s bind, preempt and failure
+    records."""
+
+    def __init__(self, view: View, scheduler: Scheduler, order: dict[str, int]) -> None:
+        self.view, self.scheduler, self.order = view, scheduler, order
+        view.memo[MEMO_KEY]["order"] = order
+
+    def _pod(self, result: ScheduleResult) -> dict[str, Any]:
+        pod = self.view.by_uid(result.pod.uid)
+        assert pod is not None, result.pod.key
+        return pod
+
+    def pod_info(self, uid: str) -> PodInfo | None:
+        pod = self.view.by_uid(uid)
+        if pod is None or (pod.get("spec") or {}).get("nodeName"):
+            return None
+        return pod_info(pod, self.order.get(uid, 0))
+
+    def observe(self, result: ScheduleResult, seconds: float) -> None:
+        scheduling.record_attempt(self.view, self.scheduler, result, seconds)
+
+    def bind(self, result: ScheduleResult) -> None:
+        scheduling.bind(self.view, self._pod(result), result.node, result.assignment)
+
+    def preempt(self, result: ScheduleResult) -> None:
+        scheduling.preempt(self.view, self._pod(result), result)
+
+    def failed(self, result: ScheduleResult) -> None:
+        scheduling.record_failure(self.view, self._pod(result), result.message, nominated="")

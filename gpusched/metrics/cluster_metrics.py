@@ -2,7 +2,7 @@
 
 kube-scheduler's names, labels and buckets where it has them:
 
-- ``scheduler_pending_pods{queue}``: pending pods by queue (``cluster.queueing.queue_of``): a
+- ``scheduler_pending_pods{queue}``: pending pods by queue (``scheduler.queue.queue_of``): a
   failed pod no event has moved is ``unschedulable``, one moved but backing off ``backoff``, one
   never tried (or moved, back-off over) ``active``, one with ``spec.schedulingGates`` ``gated``.
 - ``scheduler_schedule_attempts_total{result,profile}``,
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
                                     Metric)
 
-from gpusched.cluster.queueing import queue_of
+from gpusched.scheduler.queue import queue_of
 from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_snapshot,
                                          pending_pods)
 from gpusched.cluster.apiserver.view import View

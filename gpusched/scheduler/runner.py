@@ -43,8 +43,8 @@ PostFilter plugins find the running ``Scheduler`` (for ``run_filters`` what-if c
 status message is used as is for the FailedScheduling suffix (DefaultPreemption includes its
 ``"preemption: "`` prefix).
 
-Neighbours: ``framework`` (contract), ``snapshot``, ``profile``, ``queue``, ``messages``; used by
-``cluster`` and ``sim``.
+Neighbours: ``framework`` (contract), ``snapshot``, ``profile``, ``messages``; driven by
+``scheduling_loop`` (the queue's loop) and used by ``cluster`` and ``sim``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import copy
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Iterable
+from typing import Any, Callable, ContextManager
 
 import numpy as np
 
@@ -65,7 +65,6 @@ from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, FilterPlu
 from gpusched.scheduler.plugins.gpu_devices import ASSIGNMENT_KEY
 from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
     num_feasible_nodes_to_find
-from gpusched.scheduler.queue import SchedulingQueue
 from gpusched.scheduler.rowops import true_indices
 from gpusched.scheduler.snapshot import Snapshot
 
@@ -106,9 +105,6 @@ class Scheduler:
         self._rng = rng
         self._rng_seed: Any = 0 if rng_seed is None else rng_seed
         self.clock = clock if clock is not None else (lambda: 0.0)
-        first = next(iter(self.frameworks.values()))
-        sort = first.queue_sort.sort_key if first.queue_sort is not None else None
-        self.queue = SchedulingQueue(self.clock, sort)
         self.next_start_node_index = 0
         self.nominated: dict[str, PodInfo] = {}
 
@@ -396,30 +392,6 @@ class Scheduler:
         if track:
             self._track_nomination(result, post_filter_ran)
         return result
-
-    # ---- the queue loop -------------------------------------------------------------------
-
-    def schedule_pending(self, pods: Iterable[PodInfo] = ()) -> list[ScheduleResult]:
-        """Queue ``pods`` and schedule until the active queue is empty (backoff is not waited).
-
-        Failed pods go to the queue's unschedulable set (errors to backoff); they come back on
-        ``self.queue.move_all_to_active(event)``.
-        """
-        for added in pods:
-            self.queue.add(added)
-        results: list[ScheduleResult] = []
-        while True:
-            pod = self.queue.pop()
-            if pod is None:
-                return results
-            result = self.schedule_one(pod)
-            results.append(result)
-            if result.scheduled:
-                self.queue.done(pod.uid)
-            elif result.status.code == Code.ERROR:
-                self.queue.add_backoff(pod)
-            else:
-                self.queue.add_unschedulable(pod)
 
 
 _INELIGIBLE = (f"preemption: {preemption.MSG_POLICY_NEVER}", f"preemption: {preemption.MSG_TERMINATING}")

@@ -1,4 +1,4 @@
-"""The embedded cluster's scheduling queue (``cluster.queueing``): back-off, the 5-minute flush
+"""The embedded cluster's scheduling queue (``scheduler.queue``): back-off, the 5-minute flush
 and the queueing hints, against kube-scheduler's ``pkg/scheduler/backend/queue/
 scheduling_queue.go`` and NodeResourcesFit's hints (``pkg/scheduler/framework/plugins/
 noderesources/fit.go``)."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.queueing import backoff_seconds, pod_left_hint
+from gpusched.scheduler.queue import backoff_seconds
+from gpusched.scheduler.queueing_hints import pod_left_hint
 from tests.scheduler.builders import make_node, make_pod, snapshot_of
 
 from .builders import apply, join, node_of, pod, pool, priority_class

@@ -1,96 +1,184 @@
-"""Scheduling queue: PrioritySort order, backoff on the fake clock, events."""
+"""The scheduling queue (``scheduler.queue``): activeQ order, the unschedulable pods and their
+queueing hints, backoffQ and the flush, on a fake store and clock, against kube-scheduler's
+``pkg/scheduler/backend/queue/scheduling_queue.go`` (``PriorityQueue``), ``active_queue.go``,
+``backoff_queue.go``, ``unschedulable_pods.go`` and ``pkg/scheduler/framework/types.go``
+(``ClusterEvent``, ``QueueingHint``)."""
 
-from gpusched.scheduler.queue import SchedulingQueue
-from tests.scheduler.builders import make_pod
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from gpusched.scheduler.queue import (ACTIVE, BACKOFF, UNSCHEDULABLE, SchedulingQueue, queue_of,
+                                      queue_sort_key)
+from tests.scheduler.builders import make_node, make_pod, snapshot_of
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
+@dataclass
+class Store:
+    """The queue's lasting state, as the embedded cluster's view holds it."""
 
-    def __call__(self):
-        return self.now
+    clock: float = 0.0
+    epoch: int = 0
+    attempts: dict[str, int] = field(default_factory=dict)
+    queue: dict[str, dict[str, Any]] = field(default_factory=dict)
+    capacity_log: list[list[Any]] = field(default_factory=list)
+
+    def event(self, node: str = "*", priority: int = 0) -> None:
+        """A pod of ``priority`` left ``node`` ("*": a Node changed)."""
+        self.epoch += 1
+        self.capacity_log.append([self.epoch, node, priority])
 
 
-def drain(queue):
+def queue_with(*pods, snapshot=None):
+    """A queue over a fresh store holding ``pods`` (PodInfo), and the store."""
+    store = Store()
+    infos = {p.uid: p for p in pods}
+    queue = SchedulingQueue(store, infos.get, lambda uid: None)
+    for pod in pods:
+        queue.add(pod.uid, queue_sort_key(pod.priority, pod.creation_seq, pod.namespace, pod.name))
+    return queue, store
+
+
+def turn(queue, snapshot=None, attempt=lambda uid: None):
+    """One loop as ``scheduling_loop.run_loop`` runs it: the uids attempted, in order."""
+    queue.prepare(snapshot)
     out = []
-    while (pod := queue.pop()) is not None:
-        out.append(pod.name)
+    while (popped := queue.pop(snapshot)) is not None:
+        uid, judge = popped
+        if judge and not queue.judge(uid, queue.info_of(uid), snapshot):
+            continue
+        out.append(uid)
+        attempt(uid)
     return out
 
 
-def test_priority_then_creation_order():
-    queue = SchedulingQueue(Clock())
-    for name, priority, seq in [("old-low", 0, 1), ("new-high", 10, 3), ("old-high", 10, 2), ("mid", 5, 0)]:
-        queue.add(make_pod(name=name, priority=priority, creation_seq=seq))
-    assert drain(queue) == ["old-high", "new-high", "mid", "old-low"]
+def fail_all(queue, plugins=("NodeResourcesFit",)):
+    return lambda uid: queue.failed(uid, list(plugins), dry=False)
 
 
-def test_backoff_doubles_up_to_ten_seconds():
-    clock = Clock()
-    queue = SchedulingQueue(clock)
-    pod = make_pod(name="p")
-    durations = []
-    for _ in range(6):
-        queue.add_backoff(pod)
-        durations.append(queue.backoff_duration(pod.uid))
-    assert durations == [1, 2, 4, 8, 10, 10]
+def test_active_queue_pops_by_priority_then_creation():
+    """active_queue.go: activeQ is a heap ordered by the QueueSort plugin's Less
+    (PrioritySort: higher priority first, then the earlier creation)."""
+    pods = [make_pod(name=n, priority=p, creation_seq=s)
+            for n, p, s in [("old-low", 0, 1), ("new-high", 10, 3), ("old-high", 10, 2), ("mid", 5, 0)]]
+    queue, _ = queue_with(*pods)
+    assert turn(queue) == ["uid-old-high", "uid-new-high", "uid-mid", "uid-old-low"]
 
 
-def test_backoff_pod_returns_when_time_passes():
-    clock = Clock()
-    queue = SchedulingQueue(clock)
-    pod = make_pod(name="p")
-    queue.add_backoff(pod)
-    assert queue.pop() is None
-    clock.now = 0.999
-    assert queue.pop() is None
-    clock.now = 1.0
-    assert queue.pop().name == "p"
+def test_a_failed_pod_waits_for_an_event():
+    """unschedulable_pods.go: a pod no node fits waits in unschedulablePods; a loop without a
+    cluster event does not pop it again."""
+    queue, store = queue_with(make_pod(name="p"))
+    assert turn(queue, attempt=fail_all(queue)) == ["uid-p"]
+    assert queue_of(store, "uid-p") == UNSCHEDULABLE
+    assert not queue.has_work() and turn(queue) == []
 
 
-def test_unschedulable_waits_for_an_event():
-    clock = Clock()
-    queue = SchedulingQueue(clock)
-    pod = make_pod(name="p")
-    queue.add_unschedulable(pod)
-    clock.now = 100
-    assert queue.pop() is None
-    assert queue.move_all_to_active("NodeAdded") == 1
-    assert queue.where(pod.uid) == "active"
-    assert queue.pop().name == "p"
+@pytest.mark.parametrize("plugins, event, moved", [
+    pytest.param(("TaintToleration",), "gpu-1", False, id="node-only-plugin-skips-pod-deleted"),
+    pytest.param(("TaintToleration",), "*", True, id="node-only-plugin-queues-node-change"),
+    pytest.param(("InterPodAffinity",), "gpu-1", True, id="pod-reading-plugin-queues-pod-deleted"),
+    pytest.param((), "gpu-1", True, id="unknown-plugins-always-queue"),
+    pytest.param(("NodeResourcesFit",), "", False, id="unscheduled-pod-deleted-skips"),
+])
+def test_queueing_hints_decide_which_event_moves_a_pod(plugins, event, moved):
+    """scheduling_queue.go isPodWorthRequeuing: a waiting pod moves only when a plugin that
+    rejected it returns Queue for the event (fit.go isSchedulableAfterPodEvent for resources;
+    node-only plugins register no pod event)."""
+    queue, store = queue_with(make_pod(name="p"))
+    turn(queue, attempt=fail_all(queue, plugins))
+    store.event(event)
+    turn(queue, snapshot_of(make_node("gpu-1", gpus=1)))
+    assert store.queue["uid-p"]["moved"] is moved
+    assert store.attempts["uid-p"] == store.epoch        # the event was judged either way
 
 
-def test_event_during_backoff_goes_to_backoff_queue():
-    clock = Clock()
-    queue = SchedulingQueue(clock)
-    pod = make_pod(name="p")
-    queue.add_unschedulable(pod)
-    clock.now = 0.5
-    queue.move_all_to_active("PodDeleted")
-    assert queue.where(pod.uid) == "backoff" and queue.pop() is None
-    assert queue.next_backoff_expiry() == 1.0
-    clock.now = 1.0
-    assert queue.pop().name == "p"
+def test_a_moved_pod_backs_off_then_becomes_active():
+    """backoff_queue.go: a moved pod waits in backoffQ until lastFailure + 1 s (one failure:
+    podInitialBackoffDuration), then activeQ pops it."""
+    queue, store = queue_with(make_pod(name="p"))
+    turn(queue, attempt=fail_all(queue))
+    store.clock = 0.5
+    store.event("*")
+    assert turn(queue) == [] and queue_of(store, "uid-p") == BACKOFF
+    store.clock = 1.0
+    assert queue.has_work() and turn(queue) == ["uid-p"]
 
 
-def test_flush_unschedulable_after_five_minutes():
-    clock = Clock()
-    queue = SchedulingQueue(clock)
-    queue.add_unschedulable(make_pod(name="p"))
-    clock.now = 299
-    assert queue.flush_unschedulable() == 0
-    clock.now = 300
-    assert queue.flush_unschedulable() == 1
-    assert drain(queue) == ["p"]
+def test_a_pod_waiting_five_minutes_is_flushed_by_the_next_event():
+    """scheduling_queue.go flushUnschedulablePodsLeftover: a pod left unschedulable longer than
+    podMaxInUnschedulablePodsDuration (5 min) is moved whatever its hints say."""
+    queue, store = queue_with(make_pod(name="p"))
+    turn(queue, attempt=fail_all(queue, ("TaintToleration",)))
+    store.clock = 299.0
+    store.event("gpu-1")
+    assert turn(queue) == [] and not store.queue["uid-p"]["moved"]
+    store.clock = 300.0
+    store.event("gpu-1")
+    assert turn(queue) == ["uid-p"]
 
 
-def test_delete_and_readd_leave_no_stale_entries():
-    queue = SchedulingQueue(Clock())
-    pod = make_pod(name="p")
-    queue.add(pod)
-    queue.delete(pod.uid)
-    assert queue.pop() is None and len(queue) == 0
-    queue.add(pod)
-    queue.add(pod)
-    assert drain(queue) == ["p"]
+def test_a_later_command_ends_every_backoff():
+    """The CLI's clock stands still between commands: a back-off begun in an earlier command
+    is over in the next (``SchedulingQueue.end_backoffs``)."""
+    queue, store = queue_with(make_pod(name="p"))
+    turn(queue, attempt=fail_all(queue))
+    store.event("*")
+    assert turn(queue) == []
+    queue.end_backoffs()
+    assert queue_of(store, "uid-p") == ACTIVE and turn(queue) == ["uid-p"]
+
+
+def test_a_new_pod_does_not_wake_the_waiting_ones():
+    """eventhandlers.go addPodToSchedulingQueue: an unscheduled pod's add enqueues that pod
+    alone; the pods waiting in unschedulablePods are not looked at (no event for them)."""
+    waiting = [make_pod(name=f"w{i}") for i in range(50)]
+    looked: list[str] = []
+    queue, store = queue_with(*waiting)
+    queue.info_of = lambda uid: looked.append(uid)        # a judged or screened pod asks for it
+    turn(queue, attempt=fail_all(queue))
+    new = make_pod(name="new")
+    queue.add(new.uid, queue_sort_key(0, 10**6, "default", "new"))
+    assert turn(queue) == ["uid-new"] and looked == []
+
+
+def test_a_resource_event_wakes_only_the_pods_it_may_fit():
+    """fit.go isSchedulableAfterPodEvent: a pod leaving a node queues a pod rejected for
+    resources only when the node's free room (what it may preempt included) covers it; the
+    others are not popped at all."""
+    node = make_node("gpu-1", gpus=2)
+    small, big = make_pod(name="small", gpus=1), make_pod(name="big", gpus=4)
+    snapshot = snapshot_of(node)
+    queue, store = queue_with(small, big)
+    turn(queue, attempt=fail_all(queue, ("GpuDevices",)))
+    store.event("gpu-1")
+    popped = []
+    queue.prepare(snapshot)
+    while (entry := queue.pop(snapshot)) is not None:
+        popped.append(entry[0])
+    assert popped == ["uid-small"]
+    assert store.attempts["uid-big"] == store.epoch
+
+
+def test_restore_rebuilds_the_queues_from_the_store():
+    """A new process finds each pod where the stored records put it."""
+    queue, store = queue_with(make_pod(name="a"), make_pod(name="b"), make_pod(name="c"))
+    turn(queue, attempt=fail_all(queue))
+    store.event("*")
+    turn(queue)                                           # all three moved, backing off
+    store.queue["uid-c"]["moved"] = False                 # c: waiting, its event judged
+    restored = SchedulingQueue(store, {}.get, lambda uid: None)
+    restored.restore([(u, queue_sort_key(0, i, "default", u)) for i, u in
+                      enumerate(["uid-a", "uid-b", "uid-c"])])
+    store.clock = 1.0
+    assert turn(restored) == ["uid-a", "uid-b"]
+
+
+def test_delete_forgets_a_pod():
+    queue, store = queue_with(make_pod(name="p"))
+    turn(queue, attempt=fail_all(queue))
+    queue.delete("uid-p")
+    assert "uid-p" not in queue and "uid-p" not in store.queue and "uid-p" not in store.attempts

@@ -138,19 +138,6 @@ def test_gpu_selection_hook_is_honoured_by_reserve():
     assert sched.schedule_one(make_pod(gpus=1)).assignment.gpu_indices == (3,)
 
 
-def test_schedule_pending_orders_by_priority_and_parks_failures():
-    sched = scheduler_of(make_node("a", gpus=1), profiles=NO_PREEMPTION)
-    low, high = make_pod(gpus=1, name="low"), make_pod(gpus=1, name="high", priority=5)
-    results = sched.schedule_pending([low, high])
-    assert [(r.pod.name, r.node) for r in results] == [("high", "a"), ("low", "")]
-    assert sched.queue.where(low.uid) == "unschedulable"
-    sched.snapshot.remove_pod(high.uid)
-    sched.queue.move_all_to_active("PodDeleted")
-    # backoff of 1s has not passed on the fake clock (0.0): the pod waits in backoff
-    assert sched.schedule_pending() == []
-    assert sched.queue.where(low.uid) == "backoff"
-
-
 def test_percentage_of_nodes_to_score_rotates_start():
     nodes = [make_node(f"n{i:03d}") for i in range(200)]
     sched = scheduler_of(*nodes, profiles=parse_config({"percentageOfNodesToScore": 10}))

@@ -52,7 +52,7 @@ AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("kubelet", kubelet_admission.admit_bound_pods),
     ("pod-lifecycle", pod_lifecycle.reconcile),
     ("resourcequota", resource_quota.reconcile),
-    ("scheduler", lambda view, changes=None: scheduling_pass.schedule_pending(view)),
+    ("scheduler", scheduling_pass.schedule_pending),
 )
 KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})
 WATCHES_AFTER = {"resourcequota": _has_quotas}
