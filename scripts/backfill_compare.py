@@ -24,7 +24,7 @@ The PriorityClasses carry the lab's names and values with ``preemptionPolicy: Ne
 Slurm's default is ``PreemptType=preempt/none``, and the comparison is about queue order only.
 
 Neighbours: ``gpusched.cluster.cluster.Cluster`` (the embedded cluster),
-``gpusched.cluster.backfill`` (the modes); the result is documented in ``docs/backfill.md``.
+``gpusched.cluster.scheduling.backfill`` (the modes); the result is documented in ``docs/backfill.md``.
 """
 
 from __future__ import annotations

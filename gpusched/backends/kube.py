@@ -46,7 +46,7 @@ from kubernetes.config import incluster_config
 from kubernetes.client.exceptions import ApiException
 
 from gpusched.backends.secondary import BIND, KINDS, PREEMPT, UNSCHEDULABLE, Decision, SchedulerState
-from gpusched.cluster.scheduling import PREEMPT_MESSAGE, set_condition
+from gpusched.cluster.scheduling.binder import PREEMPT_MESSAGE, set_condition
 from gpusched.objects.assignment import assignment_annotations
 from gpusched.errors import UsageError
 

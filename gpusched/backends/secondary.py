@@ -33,7 +33,8 @@ import numpy as np
 
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.kubelet.device_inputs import node_devices_for
-from gpusched.cluster.scheduling import build_snapshot, pending_pods
+from gpusched.cluster.scheduling.cache import build_snapshot
+from gpusched.cluster.scheduling.profiles import pending_pods
 from gpusched.objects.assignment import pod_assignment
 from gpusched.devices.advertise import MIG_PARTED_CONFIGMAP_NAMES
 from gpusched.devices.plugin_config import find_device_plugin_configmap

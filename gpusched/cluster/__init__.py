@@ -5,7 +5,7 @@
 write path, one function per verb), admission (``admission/``: one module per plugin in
 kube-apiserver's order), the controllers
 (``controllers/``), the kubelet (``kubelet/``: node admission, device allocation, pod lifecycle),
-the scheduler's host (``scheduling``, ``scheduling_pass``, ``queueing``, ``snapshot_cache``) and
+the scheduler's host (``scheduling/``: the queue's feed, cache, binder, queue-order modes) and
 the clock (``clock/``: the event heap, the one loop that advances it and settles, trace
 arrivals, the wall clock a waiting command follows, load curves). ``explain*`` and ``whatif_pod`` say why a pod does
 not run.

@@ -97,7 +97,7 @@ class Cluster:
         self.store = store
         self.start = start          # where a new or reset state's clock begins
         # True: the clock stands still between commands (the CLI, serve --virtual-clock), so a
-        # command comes after every back-off that began before it (scheduling_pass.end_backoffs);
+        # command comes after every back-off that began before it (scheduling.host.end_backoffs);
         # serve in real time sets False: its clock runs between requests.
         self.frozen_clock = True
         self._view: View | None = None
@@ -135,14 +135,14 @@ class Cluster:
 
     @contextmanager
     def _write(self, settle: bool = True) -> Iterator[View]:
-        from gpusched.cluster import scheduling_pass
+        from gpusched.cluster.scheduling import host as scheduling_host
         from gpusched.cluster.controllers.nodes import bootstrap
         try:
             with self.store.immediate():
                 view = self._load()
                 view.clear_journal()             # from here on: what this command changes
                 if self.frozen_clock:
-                    scheduling_pass.end_backoffs(view)
+                    scheduling_host.end_backoffs(view)
                 if settle:
                     bootstrap.reconcile(view)    # the furniture exists before the command runs
                 yield view
@@ -423,11 +423,11 @@ class Cluster:
             return copy.deepcopy(view.list_events(namespace))
 
     def node_devices(self, node: str) -> Any:
-        from gpusched.cluster import scheduling
+        from gpusched.cluster.scheduling.cache import node_devices
         with self._read() as view:
             if view.get("Node", node) is None:
                 raise NotFoundError("nodes", node)
-            return scheduling.node_devices(view, node)
+            return node_devices(view, node)
 
     def explain(self, name: str, namespace: str = "default", kind: str = "Pod") -> Any:
         """``scheduler.explain.Explanation`` of a pod, or of a workload (Deployment, ReplicaSet,

@@ -16,7 +16,7 @@ returns ``scheduler.explain.Fact`` items, each a sentence and the same facts as 
   scheduler's ``uncordon`` / ``node-condition`` suggestions);
 - ``gated``: ``waiting for scheduling gates: [example.com/wait]``, the one queue that holds a pod
   (``spec.schedulingGates``); ``queue-order``: held behind a reservation in the scheduler's
-  ``backfill``/``strict`` mode (``cluster.backfill``); ``no-queue``: a Kueue queue label, which
+  ``backfill``/``strict`` mode (``cluster.scheduling.backfill``); ``no-queue``: a Kueue queue label, which
   gpusched does not act on;
 - ``no-finishing``: room is held only by pods that run without end (no ``gpusched.io/duration``,
   no ``sleep N``, no Job or pod deadline): it frees up only when they are deleted.
@@ -142,7 +142,7 @@ def _slot(row: Any) -> str:
 
 
 def running_fact(view: View, pod: dict[str, Any]) -> Fact:
-    from gpusched.cluster.scheduling import node_devices
+    from gpusched.cluster.scheduling.cache import node_devices
 
     node = (pod.get("spec") or {}).get("nodeName", "")
     uid = _meta(pod).get("uid", "")
@@ -375,10 +375,10 @@ QUEUE_MARKS = ("waiting for backfill reservation of", "strict priority order")
 
 
 def queue_order_fact(view: View, pod: dict[str, Any]) -> Fact | None:
-    """Held by the embedded scheduler's queue order (``cluster.backfill``: mode ``backfill`` or
+    """Held by the embedded scheduler's queue order (``cluster.scheduling.backfill``: mode ``backfill`` or
     ``strict`` in ConfigMap kube-system/gpusched-scheduler): the filters may find a node, but the
     pod waits behind a reservation; its recorded FailedScheduling message says whose."""
-    from gpusched.cluster.backfill import CONFIG_NAME, CONFIG_NAMESPACE, scheduler_mode
+    from gpusched.cluster.scheduling.backfill import CONFIG_NAME, CONFIG_NAMESPACE, scheduler_mode
 
     mode = scheduler_mode(view).mode
     scheduled = [c for c in (pod.get("status") or {}).get("conditions") or []
@@ -418,13 +418,14 @@ def explain_pod(view: View, pod: dict[str, Any]) -> Any:
     its node first when bound), with the :func:`facts` before its per-node table."""
     import dataclasses
 
-    from gpusched.cluster import scheduling
+    from gpusched.cluster.scheduling.cache import build_snapshot
+    from gpusched.cluster.scheduling.profiles import make_scheduler
     from gpusched.objects.pod import pod_info
     from gpusched.scheduler.explain import Finishing, explain
-    snapshot, order = scheduling.build_snapshot(view)
+    snapshot, order = build_snapshot(view)
     if pod["metadata"]["uid"] in snapshot.pod_node:
         snapshot.remove_pod(pod["metadata"]["uid"])
-    scheduler = scheduling.make_scheduler(snapshot, view, order)
+    scheduler = make_scheduler(snapshot, view, order)
     info = pod_info(pod, order.get(pod["metadata"]["uid"], 0))
     result = explain(scheduler, info, Finishing(finish_times(view), view.now(), view.timestamp))
     return dataclasses.replace(result, facts=tuple(facts(view, pod, info, result.message,

@@ -126,16 +126,18 @@ def _admit(view: View, manifest: Manifest, body: dict[str, Any], default_ns: str
 def _schedule(view: View, pod: dict[str, Any]) -> tuple[Any, tuple[dict[str, Any], ...]]:
     """One real scheduling cycle for ``pod``; when it is scheduled, bind it in ``view`` and return
     the devices it holds (``explain_facts.running_fact``'s rows)."""
-    from gpusched.cluster import scheduling
+    from gpusched.cluster.scheduling.binder import bind
+    from gpusched.cluster.scheduling.cache import build_snapshot
+    from gpusched.cluster.scheduling.profiles import make_scheduler
     from gpusched.cluster.explain_facts import running_fact
     from gpusched.objects.pod import pod_info
 
-    snapshot, order = scheduling.build_snapshot(view)
-    scheduler = scheduling.make_scheduler(snapshot, view, order)
+    snapshot, order = build_snapshot(view)
+    scheduler = make_scheduler(snapshot, view, order)
     result = scheduler.schedule_one(pod_info(pod, order.get(_meta(pod)["uid"], 0)))
     if not result.scheduled:
         return result, ()
-    scheduling.bind(view, pod, result.node, result.assignment)
+    bind(view, pod, result.node, result.assignment)
     bound = view.get("Pod", _meta(pod)["name"], _meta(pod)["namespace"])
     assert bound is not None            # bound just above
     held = dict(running_fact(view, bound).fields)

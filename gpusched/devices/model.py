@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gpusched.devices.catalog import GpuModel
+    from gpusched.devices.mig_profiles import MigGeometry, MigProfile
     from gpusched.devices.node import DeviceRow
     from gpusched.objects.types import DeviceAssignment, PodInfo
 
@@ -56,6 +57,9 @@ class DeviceModel(Protocol):
 
     def release(self, uid: str) -> DeviceAssignment | None:
         """Free what pod ``uid`` holds; returns it (None when it held nothing)."""
+
+    def mig_profile(self, profile: str) -> tuple[MigGeometry, MigProfile]:
+        """The MIG geometry of the node's model and one of its profiles by name."""
 
     def rows(self) -> list[DeviceRow]:
         """One line per device: index, ID, resource, profile, replica, holder, milli."""

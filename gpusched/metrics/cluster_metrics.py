@@ -32,8 +32,9 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, Hist
                                     Metric)
 
 from gpusched.scheduler.queue import queue_of
-from gpusched.cluster.scheduling import (ATTEMPT_BUCKETS, VICTIM_BUCKETS, build_snapshot,
-                                         pending_pods)
+from gpusched.cluster.scheduling.binder import ATTEMPT_BUCKETS, VICTIM_BUCKETS
+from gpusched.cluster.scheduling.cache import build_snapshot
+from gpusched.cluster.scheduling.profiles import pending_pods
 from gpusched.cluster.apiserver.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.devices.prices import DEFAULT_PRICES
@@ -44,7 +45,7 @@ from gpusched.objects.pod import requested_gpu_share
 from gpusched.objects.types import RESOURCE_GPU_MILLI
 
 if TYPE_CHECKING:
-    from gpusched.devices.node import NodeDevices
+    from gpusched.devices.model import DeviceModel
 
 PENDING_HELP = ("Number of pending pods, by the queue type. 'active' means number of pods in "
                 "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
@@ -86,7 +87,7 @@ def _requests(pod: dict[str, Any]) -> dict[str, float]:
     return dict(out)
 
 
-def cut_gpus(devices: NodeDevices) -> int:
+def cut_gpus(devices: DeviceModel) -> int:
     """How many physical GPUs of a node hold milli-GPU shares: each is taken for whole-GPU pods."""
     return len({r.gpu_index for r in devices.rows() if r.holder and r.milli and r.milli < 1000})
 
@@ -273,7 +274,7 @@ class ClusterCollector:
                                 value=self.view.now())
 
 
-def _free_fractions(devices: NodeDevices) -> list[float]:
+def _free_fractions(devices: DeviceModel) -> list[float]:
     """Per physical GPU, the free share of its capacity (0..1).
 
     Whole GPU: 1 if free, else 0 (minus fractional shares: ``free_milli / 1000``); time-sliced:

@@ -37,7 +37,7 @@ fragmentation) is recomputed in the next pass, as Slurm recomputes its plan ever
 Ties: the earliest start wins; among nodes free at that start, the lowest row (the snapshot's
 node order) wins. The slack is conservative: the minimum over the reserved pod's whole window.
 
-Neighbours: pure (NumPy only); ``cluster.backfill`` builds the values from the snapshot and the
+Neighbours: pure (NumPy only); ``cluster.scheduling.backfill`` builds the values from the snapshot and the
 store and applies the decisions.
 """
 

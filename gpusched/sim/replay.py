@@ -112,7 +112,7 @@ def replay(trace: ReplayTrace, config: ReplayConfig = ReplayConfig(),
     if not trace.nodes:
         raise UsageError(f"{trace.source}: no nodes")
     _check_samples(trace, config)
-    from gpusched.cluster.scheduling import use_profiles
+    from gpusched.cluster.scheduling.profiles import use_profiles
     from gpusched.sim.replay_profile import replay_profiles
     profiles = replay_profiles(trace, config.policy, config.seed)
     cluster = Cluster(Store(":memory:"))

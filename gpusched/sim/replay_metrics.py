@@ -2,7 +2,7 @@
 
 ``FragmentationProbe(trace).amount(view)``: FGD's fragmentation amount (sum over nodes of
 F_n(M), milli-GPU; section 3.3 of ``fgd-and-alibaba-trace.md``) with the trace's job shapes as
-the target workload M, computed on ``cluster.snapshot_cache.cached_snapshot`` - the snapshot the
+the target workload M, computed on ``cluster.scheduling.cache.cached_snapshot`` - the snapshot the
 embedded scheduler schedules on - and updated only for the nodes whose free CPU or GPUs changed
 (``sim.fragmentation.ClusterFragmentation``).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpusched.cluster.snapshot_cache import cached_snapshot
+from gpusched.cluster.scheduling.cache import cached_snapshot
 from gpusched.cluster.apiserver.view import View
 from gpusched.policies.common import node_arrays
 from gpusched.sim.fragmentation import ClusterFragmentation

@@ -11,7 +11,7 @@ the pods that step changed (created, bound, started, finished, preempted, delete
   between steps into GPU-seconds used (exact: the state is constant between steps);
 - ``Sample`` rows every ``sample_every`` seconds (state at that instant), with the fragmentation
   amount of the FGD measure (``sim.fragmentation``, target workload = the trace's job shapes)
-  read from the scheduler's own snapshot (``cluster.snapshot_cache``).
+  read from the scheduler's own snapshot (``cluster.scheduling.cache``).
 
 A pod *holds* its node from its start until it is Succeeded, Failed or deleted (a preempted
 pod holds it through its grace period). ``gpu_seconds`` equals the sum over pods of GPUs x

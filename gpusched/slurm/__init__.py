@@ -19,5 +19,5 @@ Layer (``.importlinter``): above ``cluster`` and ``metrics``, beside ``server``,
 (``cli.slurm_cmd`` prints). Inside, ``output`` > ``reports`` > ``embedded`` > ``controller`` >
 ``sbatch``, and the real-Slurm modules never import the embedded ones. The queue-order modes Slurm inspired
 (backfill, strict priority) are the scheduling core's (``scheduler.backfill``,
-``cluster.backfill``): they schedule every pod, sbatch or not.
+``cluster.scheduling.backfill``): they schedule every pod, sbatch or not.
 """

@@ -157,7 +157,7 @@ CASES = [
           "straight to the scheduler",
           "the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16"),
          {"kind": "no-queue", "queue": "team-a"}),
-    # gpusched's own queue (cluster/backfill.py, docs/backfill.md): strict priority order holds a
+    # gpusched's own queue (cluster/scheduling/backfill.py, docs/backfill.md): strict priority order holds a
     # pod that fits behind the reservation of the pod ahead of it
     Case("strict-priority-queue-order",
          (CLUSTER, ("apply", "-f", "-", STRICT_MODE), ("apply", "-f", "-", BIG_AHEAD)),

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gpusched.cluster.scheduling import node_devices
+from gpusched.cluster.scheduling.cache import node_devices
 from gpusched.objects.pod import pod_info
 
 from .builders import apply, join, phase, pod, pool

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gpusched.cluster.kubelet.invariants import violations
-from gpusched.cluster.scheduling import node_devices
+from gpusched.cluster.scheduling.cache import node_devices
 
 from .builders import apply, join, pool
 from .test_kubelet import status_of

@@ -107,7 +107,8 @@ def test_explain_and_node_devices(cluster):
 def test_pending_nominated_pods_are_registered_with_the_scheduler(cluster):
     """A pending pod's status.nominatedNodeName (e.g. set by a secondary scheduler through the
     API) is handed to the scheduler, so it counts on that node for equal/lower-priority pods."""
-    from gpusched.cluster import scheduling
+    from gpusched.cluster.scheduling.cache import build_snapshot
+    from gpusched.cluster.scheduling.profiles import make_scheduler
 
     apply(cluster, join(pool(count=1, gpus=8), pod("waiting", gpus=8, nodeSelector={"x": "y"})))
 
@@ -118,8 +119,8 @@ def test_pending_nominated_pods_are_registered_with_the_scheduler(cluster):
     cluster.write(nominate, settle=False)
 
     view = cluster.view()
-    snapshot, order = scheduling.build_snapshot(view)
-    with_order = scheduling.make_scheduler(snapshot, view, order)
+    snapshot, order = build_snapshot(view)
+    with_order = make_scheduler(snapshot, view, order)
     assert [p.name for p in with_order.nominated.values()] == ["waiting"]
     assert next(iter(with_order.nominated.values())).nominated_node == "gpu-1"
-    assert not scheduling.make_scheduler(snapshot, view).nominated
+    assert not make_scheduler(snapshot, view).nominated

@@ -1,4 +1,4 @@
-"""``cluster.snapshot_cache``: the scheduler's incrementally kept snapshot equals a fresh one.
+"""``cluster.scheduling.cache``: the scheduler's incrementally kept snapshot equals a fresh one.
 
 Upstream kube-scheduler schedules on a cache updated from informer events
 (``pkg/scheduler/backend/cache/cache.go`` AddPod/UpdatePod/RemovePod, ``UpdateSnapshot``);
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.scheduling import build_snapshot
-from gpusched.cluster.snapshot_cache import cached_snapshot
+from gpusched.cluster.scheduling.cache import build_snapshot
+from gpusched.cluster.scheduling.cache import cached_snapshot
 from gpusched.cluster.apiserver.store import Store
 from gpusched.errors import GpuschedError
 from tests.cluster.builders import apply, join, pod, pool, priority_class
@@ -99,7 +99,7 @@ def test_a_pod_bound_in_a_pass_and_deleted_before_the_next_leaves_the_snapshot()
     # was cleared in between (a later settle step), only the snapshot knows it was there.
     # It used to keep the pod's GPU for good (examples/autoscaling-day --fixed: 219 pending
     # pod-minutes instead of 0).
-    from gpusched.cluster.scheduling_pass import schedule_pending
+    from gpusched.cluster.scheduling.host import schedule_pending
     with Cluster(Store(":memory:")) as cluster:
         apply(cluster, SETUP)
         with cluster.writing(settle=False) as view:

@@ -11,7 +11,7 @@ import pytest
 
 from gpusched.cluster.kubelet import admission as kubelet
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.scheduling import build_snapshot
+from gpusched.cluster.scheduling.cache import build_snapshot
 from gpusched.errors import GpuschedError
 from gpusched.objects.pod import pod_info
 from gpusched.server.http import Request

@@ -1,4 +1,4 @@
-"""The scheduling queue's hints never hold back a pod that could run (``cluster.queueing``).
+"""The scheduling queue's hints never hold back a pod that could run (``scheduler.queue``).
 
 Replays small random traces (``test_replay_properties``' generator: whole GPUs, shares, CPU-only,
 every QoS class, default and FGD policy) and, after every clock step, asks the reference - a
@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpusched.sim.replay as replay_module
-from gpusched.cluster.scheduling import build_snapshot, make_scheduler, pending_pods, served_names
+from gpusched.cluster.scheduling.cache import build_snapshot
+from gpusched.cluster.scheduling.profiles import make_scheduler, pending_pods, served_names
 from gpusched.objects.pod import pod_info
 from gpusched.sim.replay import ReplayConfig, replay
 from gpusched.sim.replay_record import Recorder

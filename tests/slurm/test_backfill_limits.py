@@ -1,4 +1,4 @@
-"""Time limits the backfill planner reads (``cluster.backfill.limit_end``), in precedence order."""
+"""Time limits the backfill planner reads (``cluster.scheduling.backfill.limit_end``), in precedence order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gpusched.cluster.backfill import limit_end
+from gpusched.cluster.scheduling.backfill import limit_end
 from gpusched.cluster.apiserver.store import rfc3339
 from gpusched.cluster.apiserver.view import View
 

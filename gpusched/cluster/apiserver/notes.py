@@ -2,7 +2,7 @@
 
 - :func:`capacity_changed`: something that may let a pending pod fit (a pod left its node, a
   Node, PersistentVolume(Claim) or StorageClass changed): a new epoch and an entry of the
-  capacity log, the scheduling queue's hints (``cluster.queueing``);
+  capacity log, the scheduling queue's hints (``scheduler.queue``);
 - :func:`note_pod_end`: a running GPU pod stopped; a trimmed copy for ``gpusched.metrics``.
 
 Both work on the few fields of the state they keep (:class:`Noted`), not on the view: the view
@@ -10,7 +10,7 @@ calls them from its writes, and so do the kubelet and the controllers that finis
 this module knowing the view (no import cycle).
 
 Neighbours: called by ``apiserver.view`` (create, update, delete), the kubelet and the
-controllers that finish pods; read by ``cluster.queueing`` and ``gpusched.metrics``.
+controllers that finish pods; read by ``scheduler.queue`` and ``gpusched.metrics``.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class View:
     event_counter: int = 0
     epoch: int = 0                      # bumps when capacity may have been freed (see scheduling)
     attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
-    queue: dict[str, dict[str, Any]] = field(default_factory=dict)   # cluster.queueing: per-pod failures
+    queue: dict[str, dict[str, Any]] = field(default_factory=dict)   # scheduler.queue: per-pod failures
     capacity_log: builtins.list[builtins.list[Any]] = field(default_factory=list)   # [epoch, node, priority]
     mutations: int = 0                  # in-memory change counter (fixpoint detection)
     stats: dict[str, Any] = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
@@ -399,7 +399,7 @@ class View:
         return touched
 
     def take_unsnapped(self) -> set[Key]:
-        """The keys created, changed or deleted since the last call (``cluster.snapshot_cache``)."""
+        """The keys created, changed or deleted since the last call (``cluster.scheduling.cache``)."""
         changed, self._unsnapped = self._unsnapped, set()
         return changed
 

@@ -21,7 +21,7 @@ Both clear the journal when they end (the next settle starts from what changed a
 
 Neighbours: ``cluster.cluster`` (``Cluster._settle``), ``clock.loop`` (settles at each step),
 ``clock.arrivals``,
-``controllers.registry`` (the controllers, ``KEYED``, ``WATCHES``), ``cluster.scheduling_pass``.
+``controllers.registry`` (the controllers, ``KEYED``, ``WATCHES``), ``cluster.scheduling.host``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import logging
 
-from gpusched.cluster import scheduling_pass
+from gpusched.cluster.scheduling import host as scheduling_host
 from gpusched.cluster.kubelet import admission as kubelet_admission
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.kubelet import pod_lifecycle
@@ -52,7 +52,7 @@ AFTER_CONTROLLERS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("kubelet", kubelet_admission.admit_bound_pods),
     ("pod-lifecycle", pod_lifecycle.reconcile),
     ("resourcequota", resource_quota.reconcile),
-    ("scheduler", scheduling_pass.schedule_pending),
+    ("scheduler", scheduling_host.schedule_pending),
 )
 KEYED_AFTER = frozenset({"kubelet", "pod-lifecycle", "scheduler"})
 WATCHES_AFTER = {"resourcequota": _has_quotas}

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gpusched.cluster import scheduling_pass
+from gpusched.cluster.scheduling import host as scheduling_host
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.autoscaling import autoscaler, autoscaler_groups, hpa, vpa
 from gpusched.cluster.controllers.common import collect_garbage
@@ -138,7 +138,7 @@ WATCHES = {d.name: d.watch for d in DESCRIPTORS if d.watch is not None}
 # kind -> per-object timers (``cluster.clock.timers``); add a controller's due function here.
 TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
-            node_lifecycle.eviction_due, containers.restart_due, scheduling_pass.retry_due),
+            node_lifecycle.eviction_due, containers.restart_due, scheduling_host.retry_due),
     "Job": (job.due,),
     "Deployment": (deployment_status.progress_due,),
     "NodePool": (autoscaler.due,),

@@ -56,7 +56,7 @@ from gpusched.cluster.controllers.autoscaling.autoscaler_groups import (Group, S
                                                                         update_status)
 from gpusched.cluster.controllers.autoscaling.autoscaler_config import (COMPONENT, Config, Option,
                                                                         best_option, load_config)
-from gpusched.cluster.scheduling import pending_pods
+from gpusched.cluster.scheduling.profiles import pending_pods
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from gpusched.cluster.apiserver import write
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.scheduling import build_snapshot, make_scheduler
+from gpusched.cluster.scheduling.cache import build_snapshot
+from gpusched.cluster.scheduling.profiles import make_scheduler
 from gpusched.cluster.apiserver.view import View
 from gpusched.devices.nodepool import autoscaling
 from gpusched.errors import GpuschedError

@@ -3,7 +3,7 @@
 Switched on by the ConfigMap ``kube-system/gpusched-scheduler``, key ``mode``:
 
 - ``default`` (or no ConfigMap): kube-scheduler's order: any pod that fits starts, no
-  reservations (``cluster.scheduling_pass.schedule_pending`` as always);
+  reservations (``cluster.scheduling.host.schedule_pending`` as always);
 - ``backfill``: Slurm's sched/backfill (EASY for depth 1). Pending pods go in queue order
   (priority, then creation). The first ``backfillDepth`` pods (key ``backfillDepth``, default 1,
   at least 1; Slurm's ``bf_max_job_test``) that cannot start now get a reservation
@@ -27,8 +27,8 @@ Held pods are re-checked when capacity is freed (a pod ends), like every unsched
 ``cluster.scheduling``; a blocked pod's reservation is recomputed in every pass.
 
 Neighbours: ``scheduler.backfill`` (planning), ``cluster.scheduling`` (snapshot, scheduler,
-bind, failure records), ``cluster.scheduling_pass`` (calls :func:`schedule_in_order`),
-``kubelet.pod_lifecycle`` (run times), ``controllers.workloads.job`` (Job start).
+bind, failure records), ``cluster.scheduling.host`` (calls :func:`schedule_in_order`), ``controllers.pod_lifecycle``
+(run times), ``controllers.job`` (Job start).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpusched.cluster import scheduling
+from gpusched.cluster.scheduling.binder import bind, preempt, record_attempt, record_failure
+from gpusched.cluster.scheduling.cache import bound_pods, build_snapshot
+from gpusched.cluster.scheduling.profiles import make_scheduler
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
@@ -144,7 +146,7 @@ def feasible_nodes(view: View, snapshot: Snapshot) -> Callable[[PodInfo], np.nda
             configmaps = device_inputs(view)
             for node in view.list("Node"):
                 empty.add_node(node_info(node), node_devices_for(node, configmaps))
-            cache["scheduler"] = scheduling.make_scheduler(empty, view)
+            cache["scheduler"] = make_scheduler(empty, view)
         scheduler = cache["scheduler"]
         outcome = scheduler.run_filters(None, info)
         out = np.zeros(snapshot.num_nodes, dtype=bool)
@@ -155,7 +157,7 @@ def feasible_nodes(view: View, snapshot: Snapshot) -> Callable[[PodInfo], np.nda
 
 def build_timeline(view: View, snapshot: Snapshot) -> Timeline:
     """The snapshot's free resources and every bound pod's end by its limit."""
-    by_uid = {p["metadata"]["uid"]: p for p in scheduling.bound_pods(view)}
+    by_uid = {p["metadata"]["uid"]: p for p in bound_pods(view)}
     now = view.now()
     allocations = []
     for uid, row in sorted(snapshot.pod_node.items(), key=lambda kv: (kv[1], kv[0])):
@@ -172,8 +174,8 @@ def build_timeline(view: View, snapshot: Snapshot) -> Timeline:
 def schedule_in_order(view: View, config: ModeConfig, pending: list[dict[str, Any]], todo: list[dict[str, Any]]
                       ) -> None:
     """One pass in ``backfill`` or ``strict`` mode; see the module docstring."""
-    snapshot, order = scheduling.build_snapshot(view)
-    scheduler = scheduling.make_scheduler(snapshot, view, order)
+    snapshot, order = build_snapshot(view)
+    scheduler = make_scheduler(snapshot, view, order)
     now = view.now()
     todo_uids = {p["metadata"]["uid"] for p in todo}
     infos = [pod_info(p, order.get(p["metadata"]["uid"], 0)) for p in pending]
@@ -188,7 +190,7 @@ def schedule_in_order(view: View, config: ModeConfig, pending: list[dict[str, An
         if info.uid in todo_uids:
             view.attempts[info.uid] = view.epoch
             if config.mode == "strict" and reservations:
-                scheduling.record_failure(view, pod, strict_message(snapshot, reservations[0], now),
+                record_failure(view, pod, strict_message(snapshot, reservations[0], now),
                                           nominated="")
             else:
                 outcome = _attempt(view, scheduler, pod, info, request, reservations, now)
@@ -217,27 +219,27 @@ def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInf
     snapshot = scheduler.snapshot
     began = time.perf_counter()     # real timer: attempt latency for /metrics, as in scheduling
     result = scheduler.schedule_one(info)
-    scheduling.record_attempt(view, scheduler, result, time.perf_counter() - began)
+    record_attempt(view, scheduler, result, time.perf_counter() - began)
     if not result.scheduled:
         if result.nominated_node:
-            scheduling.preempt(view, pod, result)
+            preempt(view, pod, result)
             return "preempted"
-        scheduling.record_failure(view, pod, result.message, nominated="")
+        record_failure(view, pod, result.message, nominated="")
         return None
     row = snapshot.index[result.node]
     if allowed_to_start(request, row, now, reservations):
-        scheduling.bind(view, pod, result.node, result.assignment)
+        bind(view, pod, result.node, result.assignment)
         return row
     blocking = next(r for r in reservations if r.row == row and now + request.limit > r.start)
     snapshot.remove_pod(info.uid)
     retry = _schedule_around(scheduler, info, request, reservations, now)
     if retry is not None and allowed_to_start(request, snapshot.index[retry.node], now,
                                               reservations):
-        scheduling.bind(view, pod, retry.node, retry.assignment)
+        bind(view, pod, retry.node, retry.assignment)
         return snapshot.index[retry.node]
     if retry is not None:                       # cannot happen (the placeholders forbid it)
         snapshot.remove_pod(info.uid)
-    scheduling.record_failure(view, pod, backfill_message(snapshot, blocking, now), nominated="")
+    record_failure(view, pod, backfill_message(snapshot, blocking, now), nominated="")
     return None
 
 

@@ -1,8 +1,9 @@
 """The scheduler's host in the embedded cluster: the ``scheduler`` step of ``settle``.
 
-1. The queue-order mode (ConfigMap ``kube-system/gpusched-scheduler``, ``cluster.backfill``):
+1. The queue-order mode (ConfigMap ``kube-system/gpusched-scheduler``,
+   ``cluster.scheduling.backfill``):
    ``backfill`` and ``strict`` take every pending pod in queue order
-   (:func:`~gpusched.cluster.backfill.schedule_in_order`).
+   (:func:`~gpusched.cluster.scheduling.backfill.schedule_in_order`).
 2. ``default`` (kube-scheduler's): the one scheduling queue (``scheduler.queue``), kept in the
    view's memo between passes and fed from the change journal as upstream's informers feed it
    (``pkg/scheduler/eventhandlers.go``: ``addPodToSchedulingQueue``/``updatePodInSchedulingQueue``
@@ -10,9 +11,9 @@
    name enters or keeps its place; a bound, finished, gated or deleted one leaves. A settle with
    no journal (``settle_full``, a view just loaded) restores the queue from the stored records.
 3. The loop (``scheduler.scheduling_loop.run_loop``) runs over the scheduler's snapshot of the
-   view (``cluster.snapshot_cache``, upstream's cache) with the profiles' plugins kept for it
-   (``scheduling.kept_frameworks``), and binds through :class:`ViewBinder` (``cluster.scheduling``:
-   bind, preempt, record_failure).
+   view (``cluster.scheduling.cache``, upstream's cache) with the profiles' plugins kept for it
+   (``profiles.kept_frameworks``), and binds through ``binder.ViewBinder`` (bind, preempt,
+   record_failure).
 
 :func:`retry_due` is a ``Pod`` timer (``controllers.registry.TIMED``): a moved pod's back-off
 end, so the clock wakes the pass then. The 5-minute flush has no timer: upstream's runs every
@@ -20,8 +21,8 @@ end, so the clock wakes the pass then. The 5-minute flush has no timer: upstream
 unschedulable for 5 minutes is moved by the first logged change after them, so an idle clock
 never wakes and a replay still ends when nothing is left to happen.
 
-Neighbours: ``scheduler.queue``, ``scheduler.scheduling_loop``, ``cluster.scheduling`` (the
-building blocks), ``cluster.backfill`` (queue-order modes); called by ``cluster.settle``.
+Neighbours: ``scheduler.queue``, ``scheduler.scheduling_loop``, the package's ``cache``,
+``profiles``, ``binder`` and ``backfill`` (queue-order modes); called by ``cluster.settle``.
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster import scheduling
-from gpusched.cluster.backfill import schedule_in_order, scheduler_mode
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.snapshot_cache import cached_snapshot
+from gpusched.cluster.scheduling.backfill import schedule_in_order, scheduler_mode
+from gpusched.cluster.scheduling.binder import ViewBinder
+from gpusched.cluster.scheduling.cache import cached_snapshot, creation_number
+from gpusched.cluster.scheduling.profiles import (SCHEDULER_NAME, SERVED_NAMES, is_gated,
+                                                  kept_frameworks, make_scheduler, pending_pods,
+                                                  served_names)
 from gpusched.cluster.apiserver.view import Key, View
 from gpusched.objects.pod import pod_info
 from gpusched.scheduler.queue import SchedulingQueue, SortKey, backoff_end, queue_sort_key
@@ -41,8 +45,6 @@ from gpusched.scheduler.scheduling_loop import run_loop
 if TYPE_CHECKING:
     from gpusched.cluster.apiserver.changes import Changes
     from gpusched.objects.types import PodInfo
-    from gpusched.scheduler.framework import ScheduleResult
-    from gpusched.scheduler.runner import Scheduler
 
 MEMO_KEY = "scheduling-queue"
 
@@ -63,8 +65,8 @@ def schedule_pending(view: View, changes: Changes | None = None) -> None:
     mode = scheduler_mode(view)      # ConfigMap kube-system/gpusched-scheduler, docs/backfill.md
     if mode.mode != "default":
         view.memo.pop(MEMO_KEY, None)
-        pending = [p for p in scheduling.pending_pods(view, scheduling.served_names(view))
-                   if not scheduling.is_gated(p)]
+        pending = [p for p in pending_pods(view, served_names(view))
+                   if not is_gated(p)]
         _forget(view, {p["metadata"]["uid"] for p in pending})
         todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
         if todo:
@@ -75,8 +77,8 @@ def schedule_pending(view: View, changes: Changes | None = None) -> None:
         return
     snapshot, order = cached_snapshot(view)      # build_snapshot's, kept current (upstream's cache)
     nominated = [view.objects[key] for key in sorted(host.nominated, key=host.nominated.__getitem__)]
-    scheduler = scheduling.make_scheduler(snapshot, view, order,
-                                          scheduling.kept_frameworks(view, snapshot), nominated)
+    scheduler = make_scheduler(snapshot, view, order, kept_frameworks(view, snapshot), nominated)
+    view.memo[MEMO_KEY]["order"] = order
     run_loop(host.queue, scheduler, ViewBinder(view, scheduler, order))
 
 
@@ -102,7 +104,7 @@ def retry_due(view: View, pod: dict[str, Any]) -> float | None:
 # ---- the queue fed from the journal ------------------------------------------------------------
 
 def _host(view: View, changes: Changes | None) -> _Host:
-    names = scheduling.served_names(view)
+    names = served_names(view)
     memo = view.memo.setdefault(MEMO_KEY, {})
     host: _Host | None = memo.get("host")
     if host is None or changes is None or host.names != names:
@@ -149,15 +151,15 @@ def _sync(view: View, host: _Host, key: Key) -> None:
 def _queued(pod: dict[str, Any], names: tuple[str, ...]) -> bool:
     """A pending pod the queue holds: for a served scheduler name, without scheduling gates
     (the SchedulingGates PreEnqueue plugin keeps it out)."""
-    name = (pod.get("spec") or {}).get("schedulerName") or scheduling.SCHEDULER_NAME
-    return name in names and not scheduling.is_gated(pod)
+    name = (pod.get("spec") or {}).get("schedulerName") or SCHEDULER_NAME
+    return name in names and not is_gated(pod)
 
 
 def _note_nominated(host: _Host, key: Key, pod: dict[str, Any] | None) -> None:
     """Pending pods of the default names with ``status.nominatedNodeName``, for the nominator."""
     spec = (pod or {}).get("spec") or {}
     if (pod is not None and (pod.get("status") or {}).get("nominatedNodeName")
-            and (spec.get("schedulerName") or scheduling.SCHEDULER_NAME) in scheduling.SERVED_NAMES):
+            and (spec.get("schedulerName") or SCHEDULER_NAME) in SERVED_NAMES):
         host.nominated[key] = _sort_key(pod)
     else:
         host.nominated.pop(key, None)
@@ -166,7 +168,7 @@ def _note_nominated(host: _Host, key: Key, pod: dict[str, Any] | None) -> None:
 def _sort_key(pod: dict[str, Any]) -> SortKey:
     meta = pod["metadata"]
     return queue_sort_key(int((pod.get("spec") or {}).get("priority") or 0),
-                          scheduling.creation_number(pod), meta["namespace"], meta["name"])
+                          creation_number(pod), meta["namespace"], meta["name"])
 
 
 def _forget(view: View, live: set[str]) -> None:
@@ -186,35 +188,3 @@ def _touch(view: View, uid: str) -> None:
     pod = view.by_uid(uid)
     if pod is not None:
         view.touch(pod)     # the timers re-derive retry_due
-
-
-class ViewBinder:
-    """The loop's ``Binder`` over the view: ``cluster.scheduling``'s bind, preempt and failure
-    records."""
-
-    def __init__(self, view: View, scheduler: Scheduler, order: dict[str, int]) -> None:
-        self.view, self.scheduler, self.order = view, scheduler, order
-        view.memo[MEMO_KEY]["order"] = order
-
-    def _pod(self, result: ScheduleResult) -> dict[str, Any]:
-        pod = self.view.by_uid(result.pod.uid)
-        assert pod is not None, result.pod.key
-        return pod
-
-    def pod_info(self, uid: str) -> PodInfo | None:
-        pod = self.view.by_uid(uid)
-        if pod is None or (pod.get("spec") or {}).get("nodeName"):
-            return None
-        return pod_info(pod, self.order.get(uid, 0))
-
-    def observe(self, result: ScheduleResult, seconds: float) -> None:
-        scheduling.record_attempt(self.view, self.scheduler, result, seconds)
-
-    def bind(self, result: ScheduleResult) -> None:
-        scheduling.bind(self.view, self._pod(result), result.node, result.assignment)
-
-    def preempt(self, result: ScheduleResult) -> None:
-        scheduling.preempt(self.view, self._pod(result), result)
-
-    def failed(self, result: ScheduleResult) -> None:
-        scheduling.record_failure(self.view, self._pod(result), result.message, nominated="")
