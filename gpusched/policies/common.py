@@ -5,7 +5,8 @@
 - ``pod_gpu(pod)``: the pod's GPU request as ``(per-GPU milli, GPU count)``.
 - ``best_fit_gpus``: the GPUs a best-fit choice takes on each node (least free milli that still
   fits, lowest index on ties), vectorised.
-- ``GpuSelection``: the mapping a policy writes into the cycle state under ``GPU_SELECTION_KEY``
+- ``GpuSelection``: the mapping a policy writes into the cycle state under the framework's
+  ``GPU_SELECTION_KEY``
   (node row -> tuple of GPU indices) that GpuDevices' Reserve honours. It is lazy (two arrays),
   so writing it costs nothing even with thousands of candidate nodes.
 
@@ -22,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusched.objects.types import PodInfo
+from gpusched.scheduler.framework import GPU_SELECTION_KEY
 
 if TYPE_CHECKING:
     from gpusched.scheduler.framework import CycleState
     from gpusched.scheduler.snapshot import Snapshot
 
-GPU_SELECTION_KEY = "gpu-selection"
 GPU_RESOURCE = "nvidia.com/gpu"
 MILLI = 1000
 MAX_SPEC_CPU = 128_000      # the reference's normalisation: the largest node, 128 cores ...

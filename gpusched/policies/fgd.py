@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpusched.policies.common import GPU_SELECTION_KEY, GpuSelection, pod_gpu
+from gpusched.policies.common import GpuSelection, pod_gpu
+from gpusched.scheduler.framework import GPU_SELECTION_KEY
 from gpusched.policies.fragmentation import FragState, FragTables, TargetShape, sigmoid_score
 
 if TYPE_CHECKING:

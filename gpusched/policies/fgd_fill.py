@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.policies.common import GPU_SELECTION_KEY, MILLI, GpuSelection, pod_gpu
+from gpusched.policies.common import MILLI, GpuSelection, pod_gpu
+from gpusched.scheduler.framework import GPU_SELECTION_KEY
 from gpusched.policies.fgd import PolicyFGD, ShapeScores
 from gpusched.policies.fragmentation import (ABSENT, DEDUPE_AT, FragState, FragTables,
                                               sigmoid_score)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpusched.policies.common import (GPU_SELECTION_KEY, GpuSelection,
-                                                       node_arrays, pod_gpu)
+from gpusched.policies.common import GpuSelection, node_arrays, pod_gpu
+from gpusched.scheduler.framework import GPU_SELECTION_KEY
 
 if TYPE_CHECKING:
     from gpusched.objects.types import PodInfo

@@ -96,6 +96,14 @@ class Rejection:
     plugin: str = ""           # stamped by the runner
 
 
+# Cycle-state keys the framework itself defines (a plugin's own state goes under its name):
+# device assignment is a framework concept, as the assumed pod's devices are the runner's to hold.
+DEVICE_ASSIGNMENT_KEY = "device-assignment"   # Reserve writes the devices chosen on the node;
+#                                               the runner assumes the pod holding them
+GPU_SELECTION_KEY = "gpu-selection"           # a Score plugin's GPU choice: node row -> GPU
+#                                               indices, honoured when devices are chosen
+
+
 class CycleState:
     """Per-cycle plugin data under keys named after plugins; ``clone()`` for what-if checks."""
 

@@ -32,7 +32,7 @@ e.g. waiting for its victims to terminate, keeps it). Callers use ``set_nominate
    processed, as upstream's ``nextStartNodeIndex``).
 6. PreScore, Score (+ NormalizeScore), times the profile weight, summed. Unlike upstream, scoring
    runs even for a single feasible node, so score plugins that choose devices (the
-   ``"gpu-selection"`` hook) see every placement; the chosen node is the same.
+   ``GPU_SELECTION_KEY`` hook) see every placement; the chosen node is the same.
 7. Highest total wins; ties are broken uniformly at random with the injected seeded ``rng``
    (upstream picks uniformly among the maxima too), so decisions repeat exactly per seed.
 8. Reserve (GpuDevices picks the devices), then assume: ``Snapshot.add_pod`` with the
@@ -60,9 +60,8 @@ import numpy as np
 
 from gpusched.objects.types import NO_DEVICES, PodInfo
 from gpusched.scheduler import messages, preemption
-from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, FilterPlugin, Rejection,
-                                          ScheduleResult, Status)
-from gpusched.scheduler.plugins.gpu_devices import ASSIGNMENT_KEY
+from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, Code, CycleState, Diagnosis,
+                                          FilterPlugin, Rejection, ScheduleResult, Status)
 from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
     num_feasible_nodes_to_find
 from gpusched.scheduler.rowops import true_indices
@@ -341,7 +340,7 @@ class Scheduler:
                 status = status.with_plugin(plugin.name)
                 return ScheduleResult(pod, status=status, message=status.message,
                                       feasible_nodes=feasible, evaluated_nodes=evaluated, scores=scores)
-        assignment = state.read(ASSIGNMENT_KEY) or NO_DEVICES
+        assignment = state.read(DEVICE_ASSIGNMENT_KEY) or NO_DEVICES
         snapshot.add_pod(pod, row, assignment)
         name = snapshot.names[row]
         for permit in framework.permit:

@@ -41,12 +41,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from gpusched.objects.types import (NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, NodeInfo,
                                     PodInfo, Taint)
+
+if TYPE_CHECKING:
+    from gpusched.devices.model import DeviceModel
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 CPU, MEMORY, PODS, EPHEMERAL = 0, 1, 2, 3
@@ -77,7 +80,7 @@ class Snapshot:
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.nodes: list[NodeInfo] = []
-        self.devices: list[Any] = []
+        self.devices: list[DeviceModel | None] = []
         self.resources: dict[str, int] = {name: col for col, name in enumerate(BASE_RESOURCES)}
         self.resource_names: list[str] = list(BASE_RESOURCES)
         self.gpu_models: list[str] = []
@@ -286,7 +289,7 @@ class Snapshot:
     def _row(self, node: int | str) -> int:
         return node if isinstance(node, (int, np.integer)) else self.index[node]
 
-    def add_node(self, info: NodeInfo, devices: Any = None) -> int:
+    def add_node(self, info: NodeInfo, devices: DeviceModel | None = None) -> int:
         """Append a node row; returns its row index. ``devices`` is its ``NodeDevices`` or None."""
         if info.name in self.index:
             raise ValueError(f"node {info.name!r} is already in the snapshot")
@@ -302,7 +305,7 @@ class Snapshot:
         self._write_row(row, info, devices)
         return row
 
-    def update_node(self, info: NodeInfo, devices: Any = None) -> int:
+    def update_node(self, info: NodeInfo, devices: DeviceModel | None = None) -> int:
         """Replace a node's info (labels, taints, allocatable, cordon) keeping its pods.
 
         ``devices=None`` keeps the current ``NodeDevices``; a new one must already hold the
@@ -357,7 +360,7 @@ class Snapshot:
         self._model_buf[row] = -1
         self._min_prio_buf[row] = NO_PODS_PRIORITY
 
-    def _write_row(self, row: int, info: NodeInfo, devices: Any) -> None:
+    def _write_row(self, row: int, info: NodeInfo, devices: DeviceModel | None) -> None:
         for resource in info.allocatable:
             self.resource_column(resource)
         alloc = self._alloc_buf[row]
@@ -474,15 +477,14 @@ class Snapshot:
             self.add_pod(pod, node, assignment)
 
 
-def _plain_devices(devices: Any) -> bool:
+def _plain_devices(devices: DeviceModel | None) -> bool:
     """True when every advertised GPU resource is one whole, unshared GPU (``nvidia.com/gpu``)."""
     if devices is None:
         return False
     advertised = dict(devices.advertised)
     gpus = len(list(devices.free_milli()))
     gpu_resources = {k: v for k, v in advertised.items() if k.startswith("nvidia.com/")}
-    mig = getattr(devices, "mig_enabled", None)
-    if mig is not None and any(mig(i) for i in range(gpus)):
+    if any(devices.mig_enabled(i) for i in range(gpus)):
         return False
     return gpus > 0 and gpu_resources == {"nvidia.com/gpu": gpus}
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gpusched.policies.common import GPU_SELECTION_KEY
+from gpusched.scheduler.framework import GPU_SELECTION_KEY
 from gpusched.policies.fgd import PolicyFGD
 from gpusched.policies.fgd_fill import FILL_WEIGHT, FillTables, PolicyFGDFill
 from gpusched.policies.fragmentation import FragTables, TargetShape

@@ -27,33 +27,34 @@ Score, strategy arg ``strategy``: ``binpack`` (default) or ``spread`` (= 100 - b
   allocatable (most-allocated on that resource), which keeps free MIG slots together.
 
 Reserve: ``NodeDevices.allocate(pod, policy)`` picks the devices (policy = strategy), honouring a
-choice a score plugin wrote into the cycle state under ``"gpu-selection"`` (dict: node row ->
-tuple of GPU indices; agreed hook for the FGD policies). The assignment is written to the cycle
-state under ``ASSIGNMENT_KEY``; the runner holds it when it assumes the pod into the snapshot
+choice a score plugin wrote into the cycle state under the framework's ``GPU_SELECTION_KEY``
+(node row -> tuple of GPU indices; the FGD policies write it). The assignment is written to the
+cycle state under the framework's ``DEVICE_ASSIGNMENT_KEY``; the runner holds it when it assumes the pod into the snapshot
 (``Snapshot.add_pod`` calls ``NodeDevices.hold``), and Unreserve drops it.
 
-Neighbours: reads ``Snapshot.gpu_*`` and ``devices.node.NodeDevices``; the runner reads
-``ASSIGNMENT_KEY``.
+Neighbours: reads ``Snapshot.gpu_*`` and each node's ``devices.model.DeviceModel``; the runner
+reads ``DEVICE_ASSIGNMENT_KEY``.
 """
 
 from __future__ import annotations
 
-import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpusched.errors import UsageError
 from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 from gpusched.scheduler import messages
-from gpusched.scheduler.framework import (MAX_NODE_SCORE, Code, CycleState, Rejection, SKIP,
+from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, GPU_SELECTION_KEY,
+                                          MAX_NODE_SCORE, Code, CycleState, Rejection, SKIP,
                                           SUCCESS, Status)
 from gpusched.scheduler.rowops import any_true, row_counts, take_rows, true_indices
 from gpusched.scheduler.snapshot import WHOLE_GPU_MILLI, Snapshot
 
+if TYPE_CHECKING:
+    from gpusched.devices.model import DeviceModel
+
 NAME = "GpuDevices"
-ASSIGNMENT_KEY = "device-assignment"
-SELECTION_KEY = "gpu-selection"
 STRATEGIES = ("binpack", "spread")
 
 
@@ -147,51 +148,28 @@ class GpuDevices:
 
     def reserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> Status:
         if not has_gpu_demand(pod):
-            state.write(ASSIGNMENT_KEY, NO_DEVICES)
+            state.write(DEVICE_ASSIGNMENT_KEY, NO_DEVICES)
             return SUCCESS
         devices = snapshot.devices[node]
         if devices is None:
-            state.write(ASSIGNMENT_KEY, NO_DEVICES)
+            state.write(DEVICE_ASSIGNMENT_KEY, NO_DEVICES)
             return SUCCESS
-        chosen = state.read(SELECTION_KEY)
+        chosen = state.read(GPU_SELECTION_KEY)
         selection = chosen[int(node)] if chosen is not None and int(node) in chosen else None
         assignment = allocate(devices, pod, self.strategy, selection)
         if assignment is None:
             return Status(Code.UNSCHEDULABLE, (messages.insufficient(gpu_resource(pod)),))
-        state.write(ASSIGNMENT_KEY, assignment)
+        state.write(DEVICE_ASSIGNMENT_KEY, assignment)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> None:
-        state.write(ASSIGNMENT_KEY, None)
+        state.write(DEVICE_ASSIGNMENT_KEY, None)
 
 
-def allocate(devices: Any, pod: PodInfo, policy: str,
+def allocate(devices: DeviceModel, pod: PodInfo, policy: str,
              selection: tuple[int, ...] | None) -> DeviceAssignment | None:
-    """``devices.allocate`` with the score plugins' GPU choice when one was made.
-
-    Adapter over ``NodeDevices.allocate(pod, policy, ...)``: a selection is passed as the keyword
-    ``gpus`` when ``allocate`` accepts it; otherwise the policy decides.
-    """
-    result: DeviceAssignment | None
-    if selection is not None and _accepts_gpus(type(devices)):
-        result = devices.allocate(pod, policy, gpus=tuple(selection))
-    else:
-        result = devices.allocate(pod, policy)
-    return result
-
-
-_ACCEPTS: dict[type[Any], bool] = {}
-
-
-def _accepts_gpus(cls: type[Any]) -> bool:
-    known = _ACCEPTS.get(cls)
-    if known is None:
-        try:
-            known = "gpus" in inspect.signature(cls.allocate).parameters
-        except (TypeError, ValueError):
-            known = False
-        _ACCEPTS[cls] = known
-    return known
+    """``devices.allocate`` with the score plugins' GPU choice when one was made."""
+    return devices.allocate(pod, policy, gpus=None if selection is None else tuple(selection))
 
 
 def new(args: dict[str, Any] | None = None) -> GpuDevices:
