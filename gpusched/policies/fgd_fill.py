@@ -54,7 +54,7 @@ import numpy as np
 
 from gpusched.policies.common import MILLI, GpuSelection, pod_gpu
 from gpusched.scheduler.framework import GPU_SELECTION_KEY
-from gpusched.policies.fgd import PolicyFGD, ShapeScores
+from gpusched.policies.fgd_base import PolicyFGD, ShapeScores
 from gpusched.policies.fragmentation import (ABSENT, DEDUPE_AT, FragState, FragTables,
                                               sigmoid_score)
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from gpusched.scheduler.framework import CycleState
 from gpusched.policies.saturated_first import GpuSaturatedFirst
 from gpusched.scheduler.framework import GPU_SELECTION_KEY
-from gpusched.policies.fgd import PolicyFGD
+from gpusched.policies.fgd_base import PolicyFGD
 from gpusched.policies.fragmentation import TargetShape
 from gpusched.sim.alibaba import TraceNode, TracePod, pod_info
 from gpusched.errors import UsageError

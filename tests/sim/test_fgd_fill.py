@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gpusched.scheduler.framework import GPU_SELECTION_KEY
-from gpusched.policies.fgd import PolicyFGD
+from gpusched.policies.fgd_base import PolicyFGD
 from gpusched.policies.fgd_fill import FILL_WEIGHT, FillTables, PolicyFGDFill
 from gpusched.policies.fragmentation import FragTables, TargetShape
 from gpusched.scheduler.framework import CycleState

@@ -7,7 +7,7 @@ deviation for more; the score is ``int((1 - std) * 100)``. Requested uses the re
 non-zero defaults), and PreScore skips pods requesting none of the resources (BestEffort).
 E.g. cpu 2000/4000 = 0.5, memory 6Gi/8Gi = 0.75 -> std 0.125 -> score 87.
 
-Neighbours: shares ``allocation_matrix`` with ``node_resources_fit``.
+Neighbours: shares ``helper.resources.allocation_matrix`` with ``node_resources_fit``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler.framework import MAX_NODE_SCORE, CycleState, SKIP, SUCCESS, Status
-from gpusched.scheduler.plugins.node_resources_fit import allocation_matrix
+from gpusched.scheduler.plugins.helper.resources import allocation_matrix
 from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "NodeResourcesBalancedAllocation"

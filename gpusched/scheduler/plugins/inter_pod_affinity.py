@@ -22,7 +22,7 @@ Upstream semantics (``plugins/interpodaffinity``), vectorised over nodes by topo
   preferred terms matching the incoming pod, and existing pods' *required* affinity terms with
   ``hardPodAffinityWeight`` (arg, default 1). NormalizeScore: ``100 * (s - min) / (max - min)``.
 
-Topology domains come from ``pod_topology_spread.domain_ids`` (``kubernetes.io/hostname`` = one
+Topology domains come from ``helper.spread.domain_ids`` (``kubernetes.io/hostname`` = one
 domain per node). Existing pods with affinity terms come from ``Snapshot.affinity_pods``.
 
 Neighbours: reads ``snapshot.Snapshot``; helpers from ``pod_topology_spread``; registered in
@@ -39,7 +39,7 @@ import numpy as np
 from gpusched.objects.selectors import matches
 from gpusched.objects.types import PodAffinityTerm, PodInfo, WeightedPodAffinityTerm
 from gpusched.scheduler.framework import Code, CycleState, MAX_NODE_SCORE, Rejection, SKIP, SUCCESS, Status
-from gpusched.scheduler.plugins.pod_topology_spread import domain_ids, pods_by_node
+from gpusched.scheduler.plugins.helper.spread import domain_ids, pods_by_node
 
 if TYPE_CHECKING:
     from gpusched.scheduler.snapshot import Snapshot

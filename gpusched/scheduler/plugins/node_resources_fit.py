@@ -38,6 +38,7 @@ from gpusched.errors import UsageError
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler import messages
 from gpusched.scheduler.framework import MAX_NODE_SCORE, Code, CycleState, Rejection, Status, SUCCESS
+from gpusched.scheduler.plugins.helper.resources import allocation_matrix
 from gpusched.scheduler.rowops import any_true, take_rows, true_indices
 from gpusched.scheduler.snapshot import CPU, MEMORY, PODS, BASE_RESOURCES, Snapshot
 
@@ -144,32 +145,6 @@ def _beyond_allocatable(alloc: np.ndarray, cols: list[int], vec: np.ndarray) -> 
     for c in cols:
         beyond |= alloc[:, c] < vec[c]
     return beyond
-
-
-def allocation_matrix(snapshot: Snapshot, pod: PodInfo, vec: np.ndarray, nodes: np.ndarray,
-                      resources: tuple[tuple[str, int], ...], nonzero: bool
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """(allocatable, requested-after-placement), each (len(nodes) x len(resources)).
-
-    Upstream ``calculateResourceAllocatableRequest``: an extended resource the pod does not
-    request reads as allocatable 0 (skipped); with ``nonzero`` cpu/memory use the non-zero sums.
-    """
-    alloc = np.zeros((len(nodes), len(resources)), dtype=np.int64)
-    req = np.zeros_like(alloc)
-    pod_nonzero = Snapshot.nonzero_vector(pod) if nonzero else np.zeros(0, dtype=np.int64)  # read only with nonzero
-    for j, (resource, _) in enumerate(resources):
-        col = snapshot.resources.get(resource)
-        if col is None:
-            continue
-        pod_amount = int(vec[col]) if col < len(vec) else 0
-        if col not in (CPU, MEMORY) and resource not in BASE_RESOURCES and pod_amount == 0:
-            continue
-        alloc[:, j] = snapshot.allocatable[nodes, col]
-        if nonzero and col in (CPU, MEMORY):
-            req[:, j] = snapshot.nonzero_requested[nodes, col] + pod_nonzero[col]
-        else:
-            req[:, j] = snapshot.requested[nodes, col] + pod_amount
-    return alloc, req
 
 
 def weighted_mean(per: np.ndarray, include: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -21,12 +21,8 @@ Upstream semantics (``plugins/podtopologyspread``), vectorised over nodes:
   ``100 * (max + min - s) / max`` (100 for all when max is 0); nodes missing a key score 0.
   Cluster-level default constraints (for pods of Services/ReplicaSets) are not modelled.
 
-Also the home of small vectorised helpers the other topology plugins reuse:
-``domain_ids``, ``node_affinity_mask``, ``terms_mask``, ``pods_by_node`` (node matching
-itself is ``plugins.node_affinity``'s).
-
-Neighbours: reads ``snapshot.Snapshot`` label columns and pods; ``node_affinity`` masks; registered in ``plugins/__init__``;
-used by ``inter_pod_affinity`` and ``volume_binding`` (helpers).
+Neighbours: reads ``snapshot.Snapshot`` label columns and pods; ``plugins.helper`` (topology
+domains, node-affinity masks); registered in ``plugins/__init__``.
 """
 
 from __future__ import annotations
@@ -34,22 +30,22 @@ from __future__ import annotations
 import decimal
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from gpusched.objects.selectors import matches
-from gpusched.objects.types import NodeSelectorTerm, PodInfo, TopologySpreadConstraint
+from gpusched.objects.types import PodInfo, TopologySpreadConstraint
 from gpusched.scheduler.framework import (
     Code, CycleState, MAX_NODE_SCORE, Rejection, SKIP, SUCCESS, Status,
 )
-from gpusched.scheduler.plugins import node_affinity
+from gpusched.scheduler.plugins.helper.node_affinity import required_mask
+from gpusched.scheduler.plugins.helper.spread import HOSTNAME, domain_ids, pods_by_node
 
 if TYPE_CHECKING:
     from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "PodTopologySpread"
-HOSTNAME = "kubernetes.io/hostname"
 REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 _PRE_FILTER_KEY = "PreFilter" + NAME
@@ -59,35 +55,9 @@ _PRE_SCORE_KEY = "PreScore" + NAME
 # ---- helpers shared by the topology plugins ----------------------------------------------------
 
 
-def domain_ids(snapshot: Snapshot, key: str) -> tuple[np.ndarray, int]:
-    """(per-node domain id, -1 where the node lacks ``key``; number of domain ids)."""
-    if key == HOSTNAME:
-        return np.arange(snapshot.num_nodes, dtype=np.int64), snapshot.num_nodes
-    ids, vocab = snapshot.label_ids(key)
-    return np.asarray(ids, dtype=np.int64), len(vocab)
-
-
-def pods_by_node(snapshot: Snapshot) -> Iterator[tuple[int, PodInfo]]:
-    """Every (node row, pod) in the snapshot, nodes in row order."""
-    for node in range(snapshot.num_nodes):
-        for pod in snapshot.pods_on(node):
-            yield node, pod
-
-
-def terms_mask(snapshot: Snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> np.ndarray:
-    """Nodes (bool per row) matching any of ``terms``; every node when ``terms`` is None."""
-    nodes = snapshot.all_nodes()
-    if terms is None:
-        return np.ones(len(nodes), dtype=bool)
-    mask = np.zeros(len(nodes), dtype=bool)
-    for term in terms:
-        mask |= node_affinity.term_mask(snapshot, term, nodes)
-    return mask
-
-
 def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> np.ndarray:
     """Nodes (bool per row) matching the pod's nodeSelector and required node affinity."""
-    return node_affinity.required_mask(snapshot, pod, snapshot.all_nodes())
+    return required_mask(snapshot, pod, snapshot.all_nodes())
 
 
 # ---- the plugin ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 from gpusched.objects.types import PodInfo, Taint, Toleration
 from gpusched.scheduler import messages
 from gpusched.scheduler.framework import Code, CycleState, Rejection
-from gpusched.scheduler.plugins.node_affinity import default_normalize
+from gpusched.scheduler.plugins.helper.normalize_score import default_normalize
 from gpusched.scheduler.snapshot import Snapshot
 
 NAME = "TaintToleration"

@@ -35,7 +35,7 @@ import numpy as np
 
 from gpusched.objects.types import NodeSelectorTerm, PodInfo
 from gpusched.scheduler.framework import Code, CycleState, Rejection, SKIP, SUCCESS, Status
-from gpusched.scheduler.plugins.pod_topology_spread import terms_mask
+from gpusched.scheduler.plugins.helper.node_affinity import terms_mask
 
 if TYPE_CHECKING:
     from gpusched.scheduler.snapshot import Snapshot
