@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.cluster.cluster import Cluster
+from gpusched.cluster.apiserver.view import View
 from gpusched.scheduler.queue import backoff_seconds
 from gpusched.scheduler.queueing_hints import pod_left_hint
 from tests.scheduler.builders import make_node, make_pod, snapshot_of
@@ -192,3 +193,19 @@ def test_a_gpu_share_fits_in_the_free_milli_of_a_used_gpu():
     too_big = make_pod("most", gpus=1, gpu_milli=800, preemption_policy="Never")
     assert pod_left_hint(snap, fits, record, "n", 0) is True
     assert pod_left_hint(snap, too_big, record, "n", 0) is False
+
+
+def test_a_write_does_not_list_the_pending_pods_again(cluster, monkeypatch):
+    """eventhandlers.go addPodToSchedulingQueue: the queue is fed by pod add/update events, not
+    by listing the pending pods at every pass (issue 28: a write cost grew with the pods waiting,
+    52 ms per pod with 2,000 unschedulable): with pods waiting unschedulable, applying one more
+    attempts it alone and reads no list of unbound pods."""
+    apply(cluster, join(pool(count=1, gpus=1, cpu="1"),
+                        *(pod(f"w{i}", gpus=1, cpu="2") for i in range(5))))
+    apply(cluster, pod("w5", gpus=1, cpu="2"))          # the kept view settles on work queues
+    listed: list[int] = []
+    real = View.unbound_pods
+    monkeypatch.setattr(View, "unbound_pods", lambda self: listed.append(1) or real(self))
+    apply(cluster, pod("new", gpus=1, cpu="2"))
+    assert failed_events(cluster, "new") == 1 and failed_events(cluster, "w0") == 1
+    assert listed == []
