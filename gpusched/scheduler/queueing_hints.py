@@ -78,18 +78,7 @@ def hint_kind(plugins: list[str] | tuple[str, ...]) -> str:
 def pod_left_hint(snapshot: Snapshot, info: PodInfo, record: dict[str, Any], node: str,
                   priority: int) -> bool:
     """Queue (True) or skip: a pod of ``priority`` left ``node`` (see the module docstring)."""
-    kind = hint_kind(record.get("plugins") or ())
-    if kind != RESOURCES:
-        return kind == ALWAYS
-    if not node:
-        return False                    # fit.go: an unscheduled, unnominated pod was deleted
-    row = snapshot.index.get(node)
-    if row is None:
-        return True
-    may_preempt = info.preemption_policy != "Never"
-    if may_preempt and record.get("dry") and priority < info.priority:
-        return False                    # its dry run already counted that pod as removable
-    return room_may_fit(snapshot, info, row, may_preempt)
+    return RoomScreen(snapshot).helps(info, record, node, priority)
 
 
 def room_may_fit(snapshot: Snapshot, info: PodInfo, row: int, may_preempt: bool) -> bool:
@@ -147,18 +136,18 @@ class RoomScreen:
         self._demand: dict[str, tuple[int, int, int]] = {}
 
     def helps(self, info: PodInfo, record: dict[str, Any], node: str, priority: int) -> bool:
-        """``pod_left_hint(snapshot, info, record, node, priority)``."""
+        """:func:`pod_left_hint` on this screen's snapshot."""
         kind = hint_kind(record.get("plugins") or ())
         if kind != RESOURCES:
             return kind == ALWAYS
         if not node:
-            return False
+            return False                # fit.go: an unscheduled, unnominated pod was deleted
         row = self.snapshot.index.get(node)
         if row is None:
             return True
         may_preempt = info.preemption_policy != "Never"
         if may_preempt and record.get("dry") and priority < info.priority:
-            return False
+            return False                # its dry run already counted that pod as removable
         key = (row, info.priority, may_preempt)
         room = self._rooms.get(key)
         if room is None:
