@@ -24,10 +24,12 @@ from typing import Any
 
 from gpusched.cluster.apiserver.view import ObjectSource, View
 from gpusched.devices.advertise import node_device_state
+from gpusched.devices.node import NodeDevices
 from gpusched.objects import limits
 from gpusched.devices.operator import OPERATOR_NAMESPACE, PolicyConfig, active_policy, policy_config
 
 ANN_LOADED_CONFIG = "gpusched.io/loaded-config"
+MEMO_KEY = "node-devices"      # View.memo: node name -> (DeviceInputs.node_key, NodeDevices)
 
 
 def loaded_config(view: View, config: PolicyConfig) -> str:
@@ -95,29 +97,68 @@ def configmaps_for(configmaps: list[dict[str, Any]], pinned: dict[str, Any], nod
 
 @dataclass(frozen=True)
 class DeviceInputs:
-    """Everything besides the Node that decides what its device plugin advertises."""
+    """Everything besides the Node that decides what its device plugin advertises.
+
+    ``memo`` (from a view's ``memo``): node name -> (``node_key``, the node's devices as
+    advertised, never handed out), so the device plugin, the scheduler's snapshot and the kubelet
+    derive a node's devices once per (node, inputs) per command instead of once each."""
 
     configmaps: list[dict[str, Any]]
     policy: Any = None                   # devices.operator.PolicyConfig
     pinned: dict[str, Any] = field(default_factory=dict)
     policy_version: str = ""
+    memo: dict[str, Any] | None = field(default=None, compare=False)
 
     def for_node(self, name: str) -> list[dict[str, Any]]:
         return configmaps_for(self.configmaps, self.pinned, name)
+
+    def node_key(self, node: dict[str, Any]) -> tuple[Any, ...] | None:
+        """What the node's advertised devices derive from, by version: the node's uid and
+        resourceVersion (every write moves it), the ConfigMaps' and the ClusterPolicy's versions
+        and the config its plugin loaded. None: not remembered (no memo, or a node never stored,
+        such as the autoscaler's template nodes)."""
+        meta = node.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if self.memo is None or not version:
+            return None
+        name = meta.get("name", "")
+        pin = repr(self.pinned[name]) if name in self.pinned else None
+        return (meta.get("uid"), version, self.policy_version, pin,
+                tuple((c.get("metadata") or {}).get("resourceVersion") for c in self.configmaps))
+
+    def remember(self, node: dict[str, Any], devices: NodeDevices) -> None:
+        """Keep ``devices`` as what ``node`` advertises (the device plugin's own derivation of a
+        node it left unchanged)."""
+        key = self.node_key(node)
+        if key is not None and self.memo is not None:
+            self.memo[str((node.get("metadata") or {}).get("name", ""))] = (key, devices)
 
 
 def device_inputs(view: ObjectSource) -> DeviceInputs:
     body = active_policy(view.list("ClusterPolicy"))
     config = policy_config(body)
+    memo = getattr(view, "memo", None)
     return DeviceInputs(view.list("ConfigMap"), config, pinned_configmaps(view, config),
-                        str(((body or {}).get("metadata") or {}).get("resourceVersion", "")))
+                        str(((body or {}).get("metadata") or {}).get("resourceVersion", "")),
+                        memo.setdefault(MEMO_KEY, {}) if isinstance(memo, dict) else None)
 
 
 def node_devices_for(node: dict[str, Any], inputs: Any) -> Any:
     """The node's ``NodeDevices``, as the device plugin advertises them (``devices.advertise``).
     ``inputs``: ``device_inputs(view)`` (ConfigMaps, ClusterPolicy, the config each node's
-    plugin loaded), or a plain list of ConfigMaps (no GPU Operator)."""
+    plugin loaded), or a plain list of ConfigMaps (no GPU Operator). A node derived before with
+    the same inputs gets a clone of that derivation (its own holder table)."""
     if not isinstance(inputs, DeviceInputs):
         inputs = DeviceInputs(list(inputs))
     name = (node.get("metadata") or {}).get("name", "")
-    return node_device_state(node, inputs.for_node(name), policy=inputs.policy, recorded=True).devices
+    key = inputs.node_key(node)
+    if key is not None and inputs.memo is not None:
+        hit = inputs.memo.get(name)
+        if hit is not None and hit[0] == key:
+            return hit[1].clone()
+    devices = node_device_state(node, inputs.for_node(name), policy=inputs.policy,
+                                recorded=True).devices
+    if key is not None and inputs.memo is not None:
+        inputs.memo[name] = (key, devices)
+        return devices.clone()
+    return devices

@@ -76,8 +76,12 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
         version = (node["metadata"].get("resourceVersion"), versions, pin, busy)
         if seen.get(name) == version:
             continue
-        _reconcile_node(view, node, inputs.for_node(name), inputs.policy, busy)
+        state = _reconcile_node(view, node, inputs.for_node(name), inputs.policy, busy)
         current = view.get("Node", name)
+        if current is node and MIG_CONFIG_LABEL not in (node["metadata"].get("labels") or {}):
+            # left as it was, and no mig-manager ran: what the node's readers (the snapshot, the
+            # kubelet) would derive with recorded=True, so they reuse it (device_inputs.memo)
+            inputs.remember(node, state.devices)
         seen[name] = (current["metadata"].get("resourceVersion"), versions, pin, busy) \
             if current else None
 
@@ -131,7 +135,8 @@ def advertised(node: dict[str, Any], configmaps: list[dict[str, Any]], now: str,
 
 
 def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str, Any]],
-                    policy: PolicyConfig | None = None, busy: dict[int, str] | None = None) -> None:
+                    policy: PolicyConfig | None = None,
+                    busy: dict[int, str] | None = None) -> NodeDeviceState:
     new, state = advertised(node, configmaps, view.timestamp(), policy, busy)
     if getattr(state, "error", ""):
         view.record_event(node, "FailedDevicePluginConfig", str(state.error), "Warning",
@@ -143,6 +148,7 @@ def _reconcile_node(view: View, node: dict[str, Any], configmaps: list[dict[str,
         pending = state.labels.get(MIG_CONFIG_STATE_LABEL) == STATE_PENDING
         view.record_event(new, MIG_PENDING_REASON if pending else MIG_EVENT_REASON,
                           "; ".join(state.mig_log), "Warning", MIG_MANAGER_COMPONENT)
+    return state
 
 
 def owned_labels(node: dict[str, Any]) -> set[str]:
