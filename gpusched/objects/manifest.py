@@ -33,7 +33,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import yaml
 
@@ -182,7 +182,106 @@ def _key_text(key: Any) -> str:
     return "null" if key is None else str(key)
 
 
+# ---- the plain fast path --------------------------------------------------------------------
+# Most manifests use no anchors, no tags beyond YAML's core ones and no merge keys. For those the
+# documents are composed by libyaml (CParser) and turned into JSON types in one walk here, where
+# PyYAML's Python constructor (a generator per node) and the limits' second pass over the events
+# cost about as much again as composing. Anything else - an anchor or alias character anywhere in
+# the text, another tag, a merge key, a non-scalar key, NaN or an infinity, a syntax error, depth
+# past limits.MAX_DEPTH - gives up (_NotPlain) and the text is read the general way, so the
+# documents and every error stay exactly those of the general way.
+
+_STR, _INT, _FLOAT = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_BOOL, _NULL = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+class _NotPlain(Exception):
+    """The text needs the general reader (see above)."""
+
+
+def _plain_documents(text: str) -> list[Any] | None:
+    """The documents of ``text`` in JSON types, as ``_jsonable(yaml.load_all(...))`` gives them,
+    or None when the text is not plain (see above)."""
+    if "&" in text or "*" in text:
+        return None
+    loader = _Loader(text)
+    try:
+        out = []
+        while loader.check_node():
+            out.append(_Plain(loader).value(loader.get_node(), 0))
+        return out
+    except (_NotPlain, yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+
+
+@dataclass
+class _Plain:
+    """One document's walk: the loader (its scalar constructors) and the nodes seen."""
+
+    loader: Any
+    nodes: int = 0
+
+    def value(self, node: yaml.Node, depth: int) -> Any:
+        self.nodes += 1
+        tag = node.tag
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, tag)
+        if depth >= limits.MAX_DEPTH or self.nodes > limits.MAX_YAML_NODES:
+            raise _NotPlain
+        if tag == _MAP and isinstance(node, yaml.MappingNode):
+            return self.mapping(node, depth + 1)
+        if tag == _SEQ and isinstance(node, yaml.SequenceNode):
+            return [self.value(item, depth + 1) for item in node.value]
+        raise _NotPlain
+
+    def scalar(self, node: yaml.Node, tag: str) -> Any:
+        if tag == _STR:
+            return node.value
+        if tag == _INT:
+            return self.loader.construct_yaml_int(node)
+        if tag == _NULL:
+            return None
+        if tag == _BOOL:
+            return self.loader.construct_yaml_bool(node)
+        if tag == _FLOAT:
+            number = self.loader.construct_yaml_float(node)
+            if math.isfinite(number):
+                return number
+        raise _NotPlain
+
+    def mapping(self, node: yaml.MappingNode, depth: int) -> dict[str, Any]:
+        """As ``_construct_map`` then ``_jsonable``: the last value of a repeated key, the
+        repeats marked on a ``DuplicateKeys``, keys as JSON text."""
+        raw: dict[Any, Any] = {}
+        repeated: list[tuple[int, Any]] = []
+        text_keys = True
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
+                raise _NotPlain
+            key = self.scalar(key_node, key_node.tag)
+            if key in raw:
+                repeated.append((len(raw), key))
+            text_keys = text_keys and type(key) is str
+            raw[key] = self.value(value_node, depth)
+        if text_keys and not repeated:
+            return raw
+        out: dict[str, Any] = DuplicateKeys() if repeated else {}
+        if repeated:
+            cast(DuplicateKeys, out).duplicates = tuple((pos, _key_text(key)) for pos, key in repeated)
+        for key, item in raw.items():
+            out[_json_key(key, "", 0)] = item
+        return out
+
+
 def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    """The documents of ``text`` in JSON types (``_jsonable``), each with its index."""
+    plain = _plain_documents(text)
+    if plain is not None:
+        yield from enumerate(plain)
+        return
     index = 0
     try:
         limits.check_yaml_text(text, _Loader)
@@ -190,7 +289,7 @@ def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
         raise ManifestError(source, None, "", f"error converting YAML to JSON: {err}") from None
     try:
         for index, doc in enumerate(yaml.load_all(text, Loader=_Loader)):
-            yield index, doc
+            yield index, (None if doc is None else _jsonable(doc, source, index))
             index += 1
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -216,7 +315,7 @@ def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
                                 f"column {exc.colno})") from None
         except ValueError as exc:           # NaN / Infinity (objects.limits)
             raise ManifestError(source, index, "", f"error parsing JSON: {exc}") from None
-        yield index, doc
+        yield index, _jsonable(doc, source, index)
         index += 1
 
 
@@ -279,7 +378,7 @@ def load_text(text: str, source: str, json_hint: bool = False) -> list[Manifest]
         for index, doc in documents:
             if doc is None:
                 continue
-            out.extend(_check_document(_jsonable(doc, source, index), source, index))
+            out.extend(_check_document(doc, source, index))
     except RecursionError:
         raise ManifestError(source, None, "", "document nested too deeply") from None
     return out
