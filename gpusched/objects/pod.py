@@ -40,6 +40,7 @@ snapshot and runner, cluster admission and controllers, trace loaders.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Callable, Mapping, TypeVar, cast
 
@@ -461,4 +462,39 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
         terminating=bool(meta.get("deletionTimestamp")),
         disruption_reason=_disruption_reason(status),
         host_ports=_host_ports(spec),
+    )
+
+
+# PodInfo fields read from the spec (and the gpu-milli annotation): pod_info_like keeps them.
+SPEC_FIELDS = frozenset({
+    "requests", "priority", "preemption_policy", "priority_class", "scheduler_name", "node_name",
+    "node_selector", "required_terms", "preferred_terms", "tolerations", "topology_spread", "pod_affinity",
+    "pod_anti_affinity", "preferred_pod_affinity", "preferred_pod_anti_affinity", "pvc_names",
+    "gpu_milli", "host_ports"})
+
+
+def pod_info_like(prior: PodInfo, pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
+    """``pod_info(pod, seq)`` for a pod whose spec and ``gpusched.io/gpu-milli`` annotation are
+    those ``prior`` was built from (the caller checks): the spec's parts (requests, affinity,
+    tolerations: ``SPEC_FIELDS``, the costly ones) are kept, metadata and status read again."""
+    body = cast("k8s.Pod", pod)
+    meta = body.get("metadata") or _NO_META
+    status = body.get("status") or _NO_STATUS
+    annotations = meta.get("annotations") or _NO_STRINGS
+    owner_kind, owner_name = _owner(meta)
+    model_text = annotations.get(ANN_GPU_MODEL)
+    return replace(
+        prior,
+        namespace=_text(meta.get("namespace"), "default"),
+        name=_text(meta.get("name")),
+        uid=_text(meta.get("uid")),
+        nominated_node=_text(status.get("nominatedNodeName")),
+        labels=dict(meta.get("labels") or _NO_STRINGS),
+        gpu_models=_gpu_models(str(model_text)) if model_text else (),
+        creation_seq=seq,
+        start_time=_start_time(annotations, status),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        terminating=bool(meta.get("deletionTimestamp")),
+        disruption_reason=_disruption_reason(status),
     )
