@@ -124,3 +124,32 @@ def test_pending_nominated_pods_are_registered_with_the_scheduler(cluster):
     assert [p.name for p in with_order.nominated.values()] == ["waiting"]
     assert next(iter(with_order.nominated.values())).nominated_node == "gpu-1"
     assert not make_scheduler(snapshot, view).nominated
+
+
+def test_nominated_pods_keep_their_pod_info_between_passes(cluster, monkeypatch):
+    """A scheduling pass derives a nominated pod's PodInfo once, not at every pass (upstream's
+    nominator keeps it from the nominating event, pkg/scheduler/backend/queue/nominator.go);
+    a changed body is derived again. Under overload every pass re-derived each nominated pod."""
+    from gpusched.cluster.scheduling import profiles
+    from gpusched.cluster.scheduling.cache import build_snapshot
+
+    apply(cluster, join(pool(count=1, gpus=8), pod("waiting", gpus=8, nodeSelector={"x": "y"})))
+
+    def nominate(node):
+        def write(view):
+            body = copy.deepcopy(view.get("Pod", "waiting", "default"))
+            body["status"]["nominatedNodeName"] = node
+            view.update(body)
+        return write
+    cluster.write(nominate("gpu-1"), settle=False)
+    derived = []
+    real = profiles.pod_info
+    monkeypatch.setattr(profiles, "pod_info", lambda pod, seq=0: derived.append(seq) or real(pod, seq))
+    view = cluster.view()
+    snapshot, order = build_snapshot(view)
+    passes = [profiles.make_scheduler(snapshot, view, order) for _ in range(3)]
+    assert len(derived) == 1
+    assert all(s.nominated[next(iter(s.nominated))].nominated_node == "gpu-1" for s in passes)
+    nominate("gpu-2")(view)                    # a new body: derived again
+    assert profiles.make_scheduler(snapshot, view, order).nominated
+    assert len(derived) == 2

@@ -62,17 +62,35 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
             binding.set_claims(claims)
     if order is not None:
         _register_nominated(scheduler, pending_pods(view) if nominated is None else nominated,
-                            order)
+                            order, view.memo.setdefault(NOMINATED_MEMO, {}))
     return scheduler
 
 
+NOMINATED_MEMO = "scheduler-nominated-infos"
+
+
 def _register_nominated(scheduler: Scheduler, pods: list[dict[str, Any]],
-                        order: dict[str, int]) -> None:
-    """Pending pods that carry ``status.nominatedNodeName`` count on that node (the nominator)."""
+                        order: dict[str, int], kept: dict[str, tuple[Any, ...]]) -> None:
+    """Pending pods that carry ``status.nominatedNodeName`` count on that node (the nominator).
+
+    Upstream's nominator keeps each nominated pod's PodInfo from the event that nominated it;
+    here ``kept`` (uid -> (body, resourceVersion, creation order, PodInfo)) keeps it between
+    passes, so a pass under overload, with many nominated pods waiting for their victims to
+    leave, derives a PodInfo only for a pod whose body changed, not for every nominated pod."""
+    fresh: dict[str, tuple[Any, ...]] = {}
     for pod in pods:
         node = (pod.get("status") or {}).get("nominatedNodeName", "")
-        if node:
-            scheduler.set_nominated(pod_info(pod, order.get(pod["metadata"]["uid"], 0)), node)
+        if not node:
+            continue
+        uid = pod["metadata"]["uid"]
+        seq, version = order.get(uid, 0), pod["metadata"].get("resourceVersion")
+        entry = kept.get(uid)
+        if entry is None or entry[0] is not pod or entry[1] != version or entry[2] != seq:
+            entry = (pod, version, seq, pod_info(pod, seq))
+        fresh[uid] = entry
+        scheduler.set_nominated(entry[3], node)
+    kept.clear()
+    kept.update(fresh)
 
 
 PROFILES_MEMO = "scheduler-profiles"
