@@ -17,7 +17,8 @@ The first 3,000 pods of the full cluster never reach overload (every one starts)
 the overloaded phase in a few CPU-minutes, ``--node-every N`` keeps every N-th node while the
 arrivals keep the time scale found for the whole cluster at ``--load``: the smaller cluster then
 sees about N x the load, fills within the first few hundred pods and keeps a growing queue of
-unschedulable pods (with ``--node-every 8``: 152 nodes, of the first 2,000 pods most never start).
+unschedulable pods (with ``--node-every 8``: 152 nodes; the first 2,000 pods preempt 567 times,
+and by the first 3,000 up to 684 pods wait in the queue).
 """
 
 from __future__ import annotations
