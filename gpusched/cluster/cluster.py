@@ -140,7 +140,6 @@ class Cluster:
         try:
             with self.store.immediate():
                 view = self._load()
-                view.clear_journal()             # from here on: what this command changes
                 if self.frozen_clock:
                     scheduling_host.end_backoffs(view)
                 if settle:
@@ -150,7 +149,7 @@ class Cluster:
                     self._settle(view, self._fired())
                 if self.dry_run:
                     raise _RolledBack()
-                view.write(self.store)
+                view.write(self.store, keep_journal=not settle)   # the next settle sees it
         except _RolledBack:
             self._view = None
         except BaseException:
