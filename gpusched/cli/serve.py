@@ -171,6 +171,12 @@ def _event_ttl(text: str) -> float:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    # SIGTERM/SIGINT stay blocked in every thread and are taken by sigwait below: a signal
+    # handler would only run once the kernel happened to deliver the signal to the main thread,
+    # which with the server's many threads may be never. Blocked before anything is imported:
+    # threads inherit the mask when they start, and NumPy's import starts OpenBLAS's threads,
+    # which would otherwise take a SIGTERM with its default action (the process dies, -15).
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     from gpusched.cluster.apiserver.store import default_state_path
     from gpusched.errors import UsageError
     from gpusched.server.app import ApiServer
@@ -185,10 +191,6 @@ def run_serve(args: argparse.Namespace) -> int:
     client_ca = _client_ca(args.client_ca_file)
     secrets_dir = state.parent / f"{state.stem}-serve"
     credentials = prepare(secrets_dir, args.host, args.require_token, args.advertise_address, client_ca)
-    # SIGTERM/SIGINT stay blocked in every thread (threads inherit the mask) and are taken by
-    # sigwait below: a signal handler would only run once the kernel happened to deliver the
-    # signal to the main thread, which with the server's many threads may be never.
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         app = ApiServer(str(state), args.host, args.port, tls=credentials.ssl_context(),
                         virtual_clock=args.virtual_clock, columns=table_columns,

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,25 @@ def test_a_stop_that_hangs_exits_1_with_every_threads_stack(tmp_path):
     stacks = process.stop_stderr
     assert "Timeout (0:00:01)!" in stacks and "Thread 0x" in stacks, stacks
     assert 'line 7 in <lambda>' in stacks, stacks              # the stop that hung
+
+
+def _blocked(status: str) -> int:
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+
+
+def test_every_thread_of_serve_blocks_the_stop_signals(tmp_path):
+    """serve takes SIGTERM/SIGINT with sigwait in its main thread; any thread that left them
+    unblocked could be handed a SIGTERM and die of its default action (exit -15, no graceful stop).
+    Threads inherit the mask when they start, so it is set before NumPy's import starts
+    OpenBLAS's threads (Linux: /proc/PID/task/TID/status, SigBlk). The main thread is left out:
+    inside sigwait the kernel shows the awaited signals as unblocked for it."""
+    served = start_serve(tmp_path, "--virtual-clock")
+    try:
+        pid = served.process.pid
+        tasks = [task for task in Path(f"/proc/{pid}/task").iterdir() if task.name != str(pid)]
+        unblocked = [task.name for task in tasks
+                     if not all(_blocked((task / "status").read_text()) >> (sig - 1) & 1
+                                for sig in (signal.SIGTERM, signal.SIGINT))]
+        assert tasks and unblocked == [], f"threads with SIGTERM/SIGINT unblocked: {unblocked}"
+    finally:
+        assert stop(served.process) == 0
