@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import os
 import subprocess
 import threading
 
@@ -177,8 +178,11 @@ def _lines(process: subprocess.Popen, sink: list[str], count: int) -> list[str]:
 
 def test_watch_prints_kubectls_lines_and_ends_on_ctrl_c(lab):
     args = ("get", "pods", "-w", "-l", "app=llm-inference")
+    # The lab's serve keeps a virtual clock; a waiting CLI command would move it by the wall time
+    # it waits (docs/serve.md "The clock"), and the ages kubectl prints would then depend on timing.
     mine = subprocess.Popen([gpusched_executable(), "--state", str(lab.state), *args], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT,
+                            env={**os.environ, "GPUSCHED_CLOCK": "frozen"})
     real = subprocess.Popen([KUBECTL, *args], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             cwd=REPO_ROOT, env=lab.kubectl_env())
     try:
