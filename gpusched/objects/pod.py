@@ -428,21 +428,15 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
     required_terms, preferred_terms = _node_affinity(affinity.get("nodeAffinity"))
     pod_affinity, preferred_pod_affinity = _pod_affinity(affinity.get("podAffinity"))
     pod_anti_affinity, preferred_pod_anti_affinity = _pod_affinity(affinity.get("podAntiAffinity"))
-    owner_kind, owner_name = _owner(meta)
     priority = spec.get("priority")
-    model_text = annotations.get(ANN_GPU_MODEL)
     return PodInfo(
-        namespace=_text(meta.get("namespace"), "default"),
-        name=name,
-        uid=_text(meta.get("uid")),
+        **_read_again(meta, status, annotations, seq),
         requests=requests,
         priority=int(priority) if isinstance(priority, int) else 0,
         preemption_policy=_text(spec.get("preemptionPolicy"), "PreemptLowerPriority"),
         priority_class=_text(spec.get("priorityClassName")),
         scheduler_name=_text(spec.get("schedulerName"), "default-scheduler"),
         node_name=_text(spec.get("nodeName")),
-        nominated_node=_text(status.get("nominatedNodeName")),
-        labels=dict(meta.get("labels") or _NO_STRINGS),
         node_selector=dict(spec.get("nodeSelector") or _NO_STRINGS),
         required_terms=required_terms,
         preferred_terms=preferred_terms,
@@ -454,13 +448,6 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
         preferred_pod_anti_affinity=preferred_pod_anti_affinity,
         pvc_names=_pvc_names(spec),
         gpu_milli=gpu_milli,
-        gpu_models=_gpu_models(str(model_text)) if model_text else (),
-        creation_seq=seq,
-        start_time=_start_time(annotations, status),
-        owner_kind=owner_kind,
-        owner_name=owner_name,
-        terminating=bool(meta.get("deletionTimestamp")),
-        disruption_reason=_disruption_reason(status),
         host_ports=_host_ports(spec),
     )
 
@@ -479,22 +466,27 @@ def pod_info_like(prior: PodInfo, pod: Mapping[str, Any], seq: int = 0) -> PodIn
     tolerations: ``SPEC_FIELDS``, the costly ones) are kept, metadata and status read again."""
     body = cast("k8s.Pod", pod)
     meta = body.get("metadata") or _NO_META
-    status = body.get("status") or _NO_STATUS
-    annotations = meta.get("annotations") or _NO_STRINGS
+    return replace(prior, **_read_again(meta, body.get("status") or _NO_STATUS,
+                                        meta.get("annotations") or _NO_STRINGS, seq))
+
+
+def _read_again(meta: k8s.ObjectMeta, status: k8s.PodStatus, annotations: Mapping[str, str],
+                seq: int) -> dict[str, Any]:
+    """The PodInfo fields read from metadata and status (every field but ``SPEC_FIELDS``): what
+    ``pod_info`` reads and ``pod_info_like`` reads again."""
     owner_kind, owner_name = _owner(meta)
     model_text = annotations.get(ANN_GPU_MODEL)
-    return replace(
-        prior,
-        namespace=_text(meta.get("namespace"), "default"),
-        name=_text(meta.get("name")),
-        uid=_text(meta.get("uid")),
-        nominated_node=_text(status.get("nominatedNodeName")),
-        labels=dict(meta.get("labels") or _NO_STRINGS),
-        gpu_models=_gpu_models(str(model_text)) if model_text else (),
-        creation_seq=seq,
-        start_time=_start_time(annotations, status),
-        owner_kind=owner_kind,
-        owner_name=owner_name,
-        terminating=bool(meta.get("deletionTimestamp")),
-        disruption_reason=_disruption_reason(status),
-    )
+    return {
+        "namespace": _text(meta.get("namespace"), "default"),
+        "name": _text(meta.get("name")),
+        "uid": _text(meta.get("uid")),
+        "nominated_node": _text(status.get("nominatedNodeName")),
+        "labels": dict(meta.get("labels") or _NO_STRINGS),
+        "gpu_models": _gpu_models(str(model_text)) if model_text else (),
+        "creation_seq": seq,
+        "start_time": _start_time(annotations, status),
+        "owner_kind": owner_kind,
+        "owner_name": owner_name,
+        "terminating": bool(meta.get("deletionTimestamp")),
+        "disruption_reason": _disruption_reason(status),
+    }
