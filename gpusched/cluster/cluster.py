@@ -149,7 +149,7 @@ class Cluster:
                     self._settle(view, self._fired())
                 if self.dry_run:
                     raise _RolledBack()
-                view.write(self.store, keep_journal=not settle)   # the next settle sees it
+                view.write(self.store)
         except _RolledBack:
             self._view = None
         except BaseException:

@@ -152,9 +152,10 @@ class View:
                 "attempts": dumps(self.attempts), "stats": dumps(self.stats),
                 "queue": dumps(self.queue), "capacity_log": json.dumps(self.capacity_log)}
 
-    def write(self, store: Store, keep_journal: bool = False) -> None:
-        """Write what changed (inside the caller's immediate transaction) and clear the marks;
-        ``keep_journal``: the change journal stays for the next settle (a write that skipped it)."""
+    def write(self, store: Store) -> None:
+        """Write what changed (inside the caller's immediate transaction) and clear the marks.
+        The change journal is the settle's: it clears it once it has handed it out, so what a
+        write that skipped the settle changed stays for the next one."""
         for key, change in sorted(self._dirty.items(), key=lambda kv: self._dirty_rv(kv[0])):
             kind, ns, name = key
             body = self.objects.get(key)
@@ -171,8 +172,6 @@ class View:
         self._dirty.clear()
         self._dirty_events.clear()
         self._deleted_rv.clear()
-        if not keep_journal:
-            self.clear_journal()
 
     def _dirty_rv(self, key: Key) -> int:
         body = self.objects.get(key)
