@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,10 +129,47 @@ def _no_constant(name: str) -> Any:
 
 
 def json_loads(text: str, object_pairs_hook: Any = None) -> Any:
-    """``json.loads`` within the bounds: depth, no NaN/Infinity (ValueError, as json's own)."""
+    """``json.loads`` within the bounds: depth, no NaN/Infinity (ValueError, as json's own);
+    lone surrogate escapes read as U+FFFD (:func:`json_surrogates_replaced`)."""
     if not json_depth_ok(text):
         raise ValueError(depth_error())
-    return json.loads(text, object_pairs_hook=object_pairs_hook, parse_constant=_no_constant)
+    value = json.loads(text, object_pairs_hook=object_pairs_hook, parse_constant=_no_constant)
+    return json_surrogates_replaced(value, text)
+
+
+# ---- surrogate escapes ----------------------------------------------------------------------
+# JSON text may write a UTF-16 surrogate as an escape (``"\ud800"``). Python's decoder joins a
+# valid pair into one character and keeps a lone one as a surrogate code point, which no UTF-8
+# encoder accepts (stored objects are UTF-8). Go's decoder (encoding/json decode.go ``unquote``,
+# the same in sigs.k8s.io/json) reads a lone one as U+FFFD, the replacement character. (YAML
+# needs nothing here: libyaml's scanner refuses a surrogate escape in a quoted scalar, as
+# go-yaml's does: ``found invalid Unicode character escape code``.)
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_surrogates_replaced(value: Any, text: str) -> Any:
+    """``value`` (decoded from the JSON ``text``) with each lone surrogate read as U+FFFD, as
+    Go's JSON decoder reads it; ``value`` itself when ``text`` has no surrogate escape."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value
+    return _replace_surrogates(value)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        out = type(value)()
+        if hasattr(value, "__dict__"):      # objects.strict.DuplicateKeys: the repeats found
+            out.__dict__.update(value.__dict__)
+        for key, item in value.items():
+            out[_replace_surrogates(key)] = _replace_surrogates(item)
+        return out
+    return value
 
 
 def json_decoder(object_pairs_hook: Any = None) -> json.JSONDecoder:

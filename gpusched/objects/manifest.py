@@ -315,7 +315,7 @@ def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
                                 f"column {exc.colno})") from None
         except ValueError as exc:           # NaN / Infinity (objects.limits)
             raise ManifestError(source, index, "", f"error parsing JSON: {exc}") from None
-        yield index, _jsonable(doc, source, index)
+        yield index, limits.json_surrogates_replaced(_jsonable(doc, source, index), text)
         index += 1
 
 

@@ -229,3 +229,12 @@ def test_int64_max_durations_do_not_break_delete_or_the_clock(serve: Served):
     assert serve.gpusched("advance", "1h").returncode == 0
     assert serve.request("GET", PODS, headers={"Accept": TABLE})[0] == 200
     serve.kubectl("get", "pods")
+
+
+def test_a_lone_surrogate_escape_is_stored_as_go_reads_it(serve: Served):
+    """Go's encoding/json ``unquote`` reads a lone ``\\ud800`` as U+FFFD (tests/objects/test_surrogates.py);
+    before, the body reached the store as a surrogate and the write failed with a 500."""
+    text = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sur"},"data":{"k":"x\\ud800y"}}'
+    code, reply = serve.request("POST", CM_PATH, raw=text.encode())
+    assert code == 201, reply
+    assert serve.request("GET", f"{CM_PATH}/sur")[1]["data"] == {"k": "x\ufffdy"}
