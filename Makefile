@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 SHARED ?= $(or $(GPUSCHED_SHARED),../shared)
 
-.PHONY: demo test bench clean system-deps shared-data
+.PHONY: demo test bench clean system-deps shared-data docs docs-serve
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,8 +31,15 @@ test: shared-data $(STAMP) system-deps
 	$(BIN)/mypy --strict gpusched
 	$(BIN)/python -m pytest -n 2 -q
 
+# The documentation site (mkdocs.yml): strict, so a broken link fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 bench: $(STAMP)
 	$(BIN)/python bench/bench_scheduler.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build *.egg-info site

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-DOCS = sorted([REPO_ROOT / "README.md", *(REPO_ROOT / "docs").glob("*.md"),
+DOCS = sorted([REPO_ROOT / "README.md", *(REPO_ROOT / "docs").rglob("*.md"),
                *(REPO_ROOT / "deploy").glob("*/README.md"),
                *(REPO_ROOT / "examples").glob("**/README.md")])
 # tracker items ("issue 12", "Issue #3", "#14"), paths outside the checkout
