@@ -193,10 +193,11 @@ def integrate(physics: gm.Physics, holdings: list[Holding], since: float,
 class ClusterSource:
     """``GpuSource`` over a cluster ``View``; see the module docstring."""
 
-    def __init__(self, view: View, mapping: PodMapping | None = None) -> None:
+    def __init__(self, view: View, mapping: PodMapping | None = None, node: str | None = None) -> None:
         self.view = view
         self.now = view.now()
         self.mapping = mapping if mapping is not None else exporter_mapping(view)
+        self.node = node            # one node's GPUs only (what its dcgm-exporter pod serves)
         self._states: list[tuple[GpuState, list[GpuSample]]] | None = None
 
     def _build(self) -> list[tuple[GpuState, list[GpuSample]]]:
@@ -212,6 +213,8 @@ class ClusterSource:
             by_node[record["spec"].get("nodeName", "")].append((record, float(record["end"])))
         out = []
         for node in view.list("Node"):
+            if self.node is not None and node["metadata"]["name"] != self.node:
+                continue
             devices = node_devices_for(node, configmaps)
             if devices is None or not devices.gpu_count:
                 continue

@@ -14,7 +14,8 @@ Stack, outermost first:
   authorization, body limit and content types.
 - ONE route table (:meth:`ApiServer.route_table`, starlette ``Route``/``WebSocketRoute``):
   health, ``/version``, ``/metrics``, discovery, OpenAPI, resources (``server.resources``),
-  pods' ``exec`` (WebSocket ``v5.channel.k8s.io``), ``log``; routes other modules registered
+  pods' ``exec`` (WebSocket ``v5.channel.k8s.io``), ``log``, ``portforward`` (SPDY/3.1, plain
+  or tunnelled in a WebSocket: ``server.portforward_io``); routes other modules registered
   with :meth:`ApiServer.register_route` (the web page) come first, a ``/`` registration also
   catches what no API route matched. An unmatched path is a 404 Status, a wrong method 405.
 
@@ -66,7 +67,7 @@ from gpusched.objects.limits import MAX_BODY_BYTES
 from gpusched.server.guards import Guards, Policy
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
                                   normalise_path, status_response, warning_header)
-from gpusched.server.protocol import MAX_HEAD_BYTES, protocol_class
+from gpusched.server.protocol import MAX_HEAD_BYTES, TAKE_OVER, protocol_class
 from gpusched.server.resources import ResourceApi, parse_target
 from gpusched.server.security import Authenticator, User, is_loopback
 from gpusched.server.tables import ColumnSource
@@ -84,6 +85,9 @@ LISTEN_BACKLOG = 1024
 HANDLER_THREADS = 64
 STREAM_THREADS = 1024
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+PORTFORWARD = "/api/v1/namespaces/{namespace}/pods/{name}/portforward"
+SPDY_SWITCH = (b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+               b"X-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n")
 _END = object()
 
 
@@ -160,6 +164,8 @@ class ApiServer:
             *(Route(prefix + "/{rest:path}", self._endpoint(self._metrics_api), methods=METHODS)
               for prefix in metrics_api.PREFIXES),      # metrics.k8s.io, custom, external
             WebSocketRoute("/api/v1/namespaces/{namespace}/pods/{name}/exec", self._exec_websocket),
+            WebSocketRoute(PORTFORWARD, self._portforward_websocket),
+            Route(PORTFORWARD, self._portforward_spdy, methods=METHODS),
             Route("/api/v1/{rest:path}", self._endpoint(self._resource), methods=METHODS),
             Route("/apis/{group}/{version}/{rest:path}", self._endpoint(self._resource), methods=METHODS),
         ]
@@ -313,13 +319,8 @@ class ApiServer:
     async def _exec_websocket(self, websocket: WebSocket) -> None:
         """``pods/exec`` over WebSocket (``server.container.exec_session``)."""
         from gpusched.server.container import exec_session
-        scope = websocket.scope
-        raw_query = scope.get("query_string", b"").decode("latin-1")
-        path, query = normalise_path(scope["path"] + ("?" + raw_query if raw_query else ""))
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        headers["sec-websocket-protocol"] = ", ".join(scope.get("subprotocols") or [])  # wsproto's
-        req = Request("GET", path, query, headers, b"", raw_query)
-        target = parse_target(path)
+        req = _websocket_request(websocket)
+        target = parse_target(req.path)
         loop = asyncio.get_running_loop()
         session = await loop.run_in_executor(
             self.handlers, _call, lambda r: exec_session(self.worker, r, target), req)
@@ -330,6 +331,50 @@ class ApiServer:
         for message in session.messages:
             await websocket.send_bytes(message)
         await websocket.close(1000)
+
+    async def _portforward_websocket(self, websocket: WebSocket) -> None:
+        """``pods/portforward``, SPDY tunnelled in a WebSocket (``server.portforward_io``)."""
+        from gpusched.server.portforward import TUNNEL_PROTOCOL, websocket_upgrade
+        from gpusched.server.portforward_io import run_websocket
+        req = _websocket_request(websocket)
+        params = websocket.path_params
+        offered = list(websocket.scope.get("subprotocols") or [])
+        target = await asyncio.get_running_loop().run_in_executor(self.handlers, _call, lambda r: websocket_upgrade(
+            self.worker, params["namespace"], params["name"], offered), req)
+        if isinstance(target, Response):
+            await websocket.send_denial_response(self._to_starlette(target))
+            return
+        await websocket.accept(subprotocol=TUNNEL_PROTOCOL)
+        await run_websocket(websocket, target, self.worker, self.handlers)
+
+    async def _portforward_spdy(self, request: StarletteRequest) -> StarletteResponse:
+        """``pods/portforward`` over an HTTP upgrade to SPDY/3.1: checked, then the connection is
+        taken over from h11 (``server.protocol.GuardedH11Protocol.take_over``)."""
+        from gpusched.server.portforward import spdy_upgrade
+        from gpusched.server.portforward_io import SpdyTransport
+        req = await self._read_request(request)
+        if isinstance(req, Response):
+            return self._to_starlette(req)
+        params = request.path_params
+        target = await asyncio.get_running_loop().run_in_executor(self.handlers, _call, lambda r: spdy_upgrade(
+            self.worker, r, params["namespace"], params["name"]), req)
+        if isinstance(target, Response):
+            return self._to_starlette(target)
+        take_over = (request.scope.get("state") or {}).get(TAKE_OVER)
+        if take_over is None or not take_over(SPDY_SWITCH, lambda pending, lost: SpdyTransport(
+                target, self.worker, self.handlers, lost, pending)):
+            return self._to_starlette(status_response(400, "Upgrade request required"))
+        return StarletteResponse(b"", 200)        # dropped: the connection is SPDY now
+
+
+def _websocket_request(websocket: WebSocket) -> Request:
+    """The WebSocket handshake as a :class:`Request` (subprotocols as wsproto parsed them)."""
+    scope = websocket.scope
+    raw_query = scope.get("query_string", b"").decode("latin-1")
+    path, query = normalise_path(scope["path"] + ("?" + raw_query if raw_query else ""))
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    headers["sec-websocket-protocol"] = ", ".join(scope.get("subprotocols") or [])
+    return Request("GET", path, query, headers, b"", raw_query)
 
 
 def _call(handler: Callable[[Request], Any], req: Request) -> Any:

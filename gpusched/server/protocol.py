@@ -18,6 +18,12 @@ timeout between requests (``timeout_keep_alive``) and a bound on the request hea
   ``parseHexUint``; h11 takes up to 20). Without this the request waited for data the client
   never has to send.
 
+- an upgrade the application accepted other than WebSocket (SPDY/3.1 for ``kubectl
+  port-forward``, ``server.portforward_io``) takes the connection over from h11:
+  :meth:`GuardedH11Protocol.take_over`, published to the application in the request scope's
+  ``state`` under :data:`TAKE_OVER`, writes the ``101`` and hands the socket to the new protocol;
+  uvicorn's "Unsupported upgrade request" warning is not logged for it.
+
 The TLS handshake never reaches this class: asyncio runs it per connection inside the event
 loop (``loop.create_server(ssl=...)``), so a silent client delays nobody. With client
 certificates enabled the verified peer certificate is published in ``peers`` under the
@@ -32,7 +38,7 @@ import asyncio
 import json
 import re
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Callable
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -43,6 +49,8 @@ from gpusched.objects.digits import is_digits
 
 _CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*([^\r\n]*)", re.I | re.M)
 MAX_HEAD_BYTES = 64 * 1024     # h11_max_incomplete_event_size: request line and headers
+TAKE_OVER = "gpusched.take_over"
+SPDY_UPGRADE = b"spdy/3.1"
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -53,6 +61,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.app_state = {**self.app_state, TAKE_OVER: self.take_over}   # this connection's
+        self._upgraded: Any = None
         self._head = b""
         self._header_timer: asyncio.TimerHandle | None = None
         self._arm_header_timer()
@@ -82,11 +92,44 @@ class GuardedH11Protocol(H11Protocol):
     def shutdown(self) -> None:
         """Server stopping: an idle connection is dropped at once. uvicorn closes it, which on TLS
         waits up to 30 s for the client's close_notify; a client idling in a connection pool
-        (the Python client's urllib3) never sends one, so the stop would wait for it."""
+        (the Python client's urllib3) never sends one, so the stop would wait for it. A
+        connection taken over (port-forward) ends its session."""
+        if self._upgraded is not None:
+            self._upgraded.shutdown()
+            return
         idle = self.cycle is None or self.cycle.response_complete
         super().shutdown()
         if idle:
             self.transport.abort()
+
+    def take_over(self, head: bytes, make_protocol: Callable[[bytes, Callable[[], None]], Any]) -> bool:
+        """Switch protocols after an upgrade request h11 left pending (``MIGHT_SWITCH_PROTOCOL``):
+        ``head`` (the ``101`` response) is written and the socket handed to
+        ``make_protocol(bytes already received, on_lost)``. The request's cycle is marked
+        disconnected, so whatever the application answers afterwards is dropped. False (nothing
+        changed) when the request was not such an upgrade."""
+        if self.conn.their_state is not h11._state.MIGHT_SWITCH_PROTOCOL or self.transport.is_closing():
+            return False
+        pending = bytes(self.conn.trailing_data[0])
+        self._disarm_header_timer()
+        self._unset_keepalive_if_required()
+        if self.cycle is not None:
+            self.cycle.disconnected = True
+        self.transport.write(head)
+        self._upgraded = make_protocol(pending, self._upgraded_lost)
+        self.transport.set_protocol(self._upgraded)
+        self._upgraded.connection_made(self.transport)
+        self.flow.resume_reading()                # h11 paused reading at the pending switch
+        return True
+
+    def _upgraded_lost(self) -> None:
+        self.connections.discard(self)            # uvicorn's graceful stop waits for this set
+        if self.peers is not None and self.client is not None:
+            self.peers.pop(self.client, None)
+
+    def _unsupported_upgrade_warning(self) -> None:
+        if self._get_upgrade() != SPDY_UPGRADE:   # SPDY is served (port-forward): no warning
+            super()._unsupported_upgrade_warning()
 
     def _arm_header_timer(self) -> None:
         self._disarm_header_timer()
