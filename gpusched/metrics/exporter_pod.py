@@ -48,27 +48,35 @@ def listen_port(container: dict[str, Any]) -> int | None:
     >>> listen_port({"args": ["-a", "nonsense"]}) is None
     True
     """
-    args = [str(a) for a in [*(container.get("command") or ()), *(container.get("args") or ())]][:_MAX_ARGS]
-    address: str | None = None
-    for i, arg in enumerate(args):
-        for flag in ADDRESS_FLAGS:
-            if arg == flag and i + 1 < len(args):
-                address = args[i + 1]
-            elif arg.startswith(flag + "="):
-                address = arg[len(flag) + 1:]
+    address = _flag_value(_args(container), ADDRESS_FLAGS)
     if address is None:
-        env = {str(e.get("name")): str(e.get("value") or "")
-               for e in container.get("env") or () if isinstance(e, dict)}
-        address = env.get(ENV_LISTEN) or DEFAULT_ADDRESS
+        address = _env(container).get(ENV_LISTEN) or DEFAULT_ADDRESS
     port = address.rpartition(":")[2]
     return int(port) if is_digits(port) and len(port) <= 5 and 0 < int(port) < 65536 else None
+
+
+def _flag_value(args: list[str], flags: tuple[str, ...]) -> str | None:
+    """The last value given to any of ``flags`` (``-f VALUE`` or ``-f=VALUE``), else None."""
+    value = None
+    for i, arg in enumerate(args):
+        name, equals, given = arg.partition("=")
+        if name in flags and equals:
+            value = given
+        elif arg in flags and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+def _args(container: dict[str, Any]) -> list[str]:
+    return [str(a) for a in [*(container.get("command") or ()), *(container.get("args") or ())]][:_MAX_ARGS]
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {str(e.get("name")): str(e.get("value") or "") for e in container.get("env") or () if isinstance(e, dict)}
 
 
 def node_metrics(view: View, pod: dict[str, Any], node: str) -> bytes:
     """The body dcgm-exporter in ``pod`` serves on ``/metrics``: its node's GPUs."""
     container = exporter_container(pod) or {}
-    args = [str(a) for a in [*(container.get("command") or ()), *(container.get("args") or ())]]
-    env = {str(e.get("name")): str(e.get("value") or "")
-           for e in container.get("env") or () if isinstance(e, dict)}
-    source = ClusterSource(view, dcgm.mapping_from_container(args, env), node=node)
+    source = ClusterSource(view, dcgm.mapping_from_container(_args(container), _env(container)), node=node)
     return dcgm.render(source.samples()).encode()
