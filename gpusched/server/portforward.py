@@ -154,6 +154,7 @@ class _Pair:
     error: int | None = None
     data: int | None = None
     started: bool = False
+    asked: bool = False                 # its one request was read: later bytes are ignored
     head: bytearray = field(default_factory=bytearray)
 
 
@@ -239,7 +240,7 @@ class PortForwardSession:
 
     def _stream_data(self, event: spdy.StreamData, feedback: Feedback) -> None:
         pair = self._by_stream.get(event.stream_id)
-        if pair is None or event.stream_id != pair.data or not pair.started:
+        if pair is None or event.stream_id != pair.data or not pair.started or pair.asked:
             return                                   # the error stream carries nothing from kubectl
         if len(pair.head) + len(event.data) > MAX_REQUEST_HEAD:
             self._finish(pair, response=http_response(431, b"431 Request Header Fields Too Large"))
@@ -255,7 +256,7 @@ class PortForwardSession:
         if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or not parts[1].startswith("/"):
             self._finish(pair, response=http_response(400, b"400 Bad Request"))
             return
-        pair.head = bytearray(b"-")                  # answered once; later bytes are ignored
+        pair.asked = True
         feedback.fetches.append(Fetch(pair.request_id, parts[0], parts[1]))
 
     def answer(self, request_id: str, response: bytes) -> None:
