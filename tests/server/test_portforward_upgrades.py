@@ -160,3 +160,69 @@ def test_serve_stops_cleanly_with_a_session_open(tmp_path):
         stops_cleanly(served.process)
         assert read_to_end(sock, rest) == b""
     assert "Traceback" not in served.process.stop_stderr
+
+
+class Tunnel:
+    """A WebSocket client (wsproto) on the port-forward tunnel, as kubectl 1.32 opens it."""
+
+    def __init__(self, served: Served, pod: str) -> None:
+        from wsproto import ConnectionType, WSConnection
+        from wsproto.events import Request
+        host, port = served.host_port
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        self.sock = socket.create_connection((host, port), timeout=CEILING_S)
+        self.sock.sendall(self.ws.send(Request(host=f"{host}:{port}", target=PATH.format(pod=pod),
+                                               subprotocols=["SPDY/3.1+portforward.k8s.io"])))
+        self.events: list = []
+        self.read_until(lambda: self.events, "the handshake's answer")
+        assert type(self.events[0]).__name__ == "AcceptConnection", self.events
+        assert self.events[0].subprotocol == "SPDY/3.1+portforward.k8s.io"
+
+    def send(self, event) -> None:
+        self.sock.sendall(self.ws.send(event))
+
+    def read_until(self, done, what: str) -> None:
+        while not done():
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise AssertionError(f"connection closed before {what}; events: {self.events}")
+            self.ws.receive_data(chunk)
+            self.events += list(self.ws.events())
+
+    def closed(self) -> bool:
+        return any(type(e).__name__ == "CloseConnection" for e in self.events)
+
+    def received(self) -> bytes:
+        return b"".join(e.data for e in self.events if type(e).__name__ == "BytesMessage")
+
+
+@pytest.mark.parametrize("message", [
+    "bytes:" + "not spdy at all",
+    "text:" + "a text message",
+], ids=["malformed-spdy-in-a-binary-message", "text-message"])
+def test_tunnel_closes_on_bad_messages(served, message):
+    """tunneling_connection.go reads binary messages only; a malformed frame in one closes the
+    tunnel as it closes a plain SPDY connection (normal closure, no traceback)."""
+    from wsproto.events import BytesMessage, TextMessage
+    tunnel = Tunnel(served, "placed")
+    kind, _, text = message.partition(":")
+    tunnel.send(BytesMessage(data=b"\x80\x02" + text.encode()) if kind == "bytes" else TextMessage(data=text))
+    tunnel.read_until(tunnel.closed, "the server's close")
+    tunnel.sock.close()
+    assert served.request("GET", "/version")[0] == 200
+
+
+def test_tunnel_carries_the_session(served):
+    """The same streams as on the wire, in binary messages: SYN_REPLYs and the kubelet's line."""
+    from wsproto.events import BytesMessage
+    tunnel = Tunnel(served, "placed")
+    deflate = zlib.compressobj(zlib.Z_BEST_COMPRESSION, zdict=spdy.DICTIONARY)
+    frames = b""
+    for stream_id, kind in ((1, "error"), (3, "data")):
+        raw = spdy.encode_header_block({"streamtype": [kind], "port": ["9400"], "requestid": ["0"]})
+        frames += syn_stream(stream_id, deflate.compress(raw) + deflate.flush(zlib.Z_SYNC_FLUSH))
+    tunnel.send(BytesMessage(data=frames[:7]))                # frames split across messages
+    tunnel.send(BytesMessage(data=frames[7:]))
+    tunnel.read_until(lambda: b"is not running" in tunnel.received(), "the error line")
+    assert tunnel.received().count(struct.pack(">HH", 0x8003, spdy.SYN_REPLY)) == 2
+    tunnel.sock.close()
