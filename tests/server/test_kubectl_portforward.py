@@ -140,3 +140,29 @@ def test_unsimulated_port_is_one_line_kubectl_prints(lab, forward, binary, pod, 
     line = wait_until(lambda: re.search(expected + ".*", pf.err.read_text()), "kubectl to print the error",
                       pf.output)
     assert limit in line.group(0)
+
+
+def test_gpu_operator_dcgm_exporter_pod(realtime_serve, tmp_path):
+    """``kubectl port-forward -n gpu-operator <nvidia-dcgm-exporter pod> 9400:9400``: the GPU
+    Operator's operand (NVIDIA/gpu-operator assets/state-dcgm-exporter) once its device plugin
+    advertises the GPUs (time-slicing config applied, as tests/server/test_kubectl_operator.py)."""
+    serve = realtime_serve
+    serve.kubectl("apply", "-f", "examples/cluster.yaml", "-f", "examples/gpu-operator/1-cluster-policy.yaml",
+                  "-f", "examples/gpu-operator/2-time-slicing-config.yaml")
+
+    def exporter_on_gpu_node_1() -> str | None:
+        out = serve.kubectl("get", "pods", "-n", "gpu-operator", "-o", "wide", "--no-headers").stdout
+        rows = [line.split() for line in out.splitlines()]
+        allocatable = serve.kubectl("get", "node", "gpu-node-1", "-o",
+                                    "jsonpath={.status.allocatable.nvidia\\.com/gpu}").stdout
+        return next((r[0] for r in rows if r[0].startswith("nvidia-dcgm-exporter-") and r[2] == "Running"
+                     and r[6] == "gpu-node-1"), None) if allocatable == "32" else None
+
+    pod = wait_until(exporter_on_gpu_node_1, "a Running nvidia-dcgm-exporter pod on gpu-node-1 with its GPUs advertised")
+    pf = PortForward(serve, "kubectl", tmp_path, "-n", "gpu-operator", pod, ":9400")
+    try:
+        status, body = pf.get("/metrics")
+    finally:
+        pf.stop()
+    util = [line for line in body.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+    assert status == 200 and len(util) == 8 and all('Hostname="gpu-node-1"' in line for line in util)
