@@ -68,6 +68,7 @@ from gpusched.server.guards import Guards, Policy
 from gpusched.server.http import (Handler, Request, Response, error_response, json_response,
                                   normalise_path, status_response, warning_header)
 from gpusched.server.protocol import MAX_HEAD_BYTES, TAKE_OVER, protocol_class
+from gpusched.server.protobuf.negotiate import negotiated
 from gpusched.server.resources import ResourceApi, parse_target
 from gpusched.server.security import Authenticator, User, is_loopback
 from gpusched.server.tables import ColumnSource
@@ -308,13 +309,16 @@ class ApiServer:
 
     def _resource(self, req: Request) -> Response:
         target = parse_target(req.path)
-        if target is not None and target.info.kind == "Pod" and target.subresource in (
-                "exec", "log", "attach"):
+        if target is None:
+            return _not_found()
+        return negotiated(req, target.info.api_version, target.info.kind,
+                          lambda inner: self._resource_at(inner, target))
+
+    def _resource_at(self, req: Request, target: Any) -> Response:
+        if target.info.kind == "Pod" and target.subresource in ("exec", "log", "attach"):
             from gpusched.server.container import handle_container   # pods/exec, pods/log
             return handle_container(self.worker, req, target)
-        if target is not None:
-            return self.resources.handle(req, target)
-        return _not_found()
+        return self.resources.handle(req, target)
 
     async def _exec_websocket(self, websocket: WebSocket) -> None:
         """``pods/exec`` over WebSocket (``server.container.exec_session``)."""

@@ -15,8 +15,8 @@ decoding itself is ``objects.strict``.
 
 Before that, :func:`read_body` takes a create or update body by its ``Content-Type`` as
 kube-apiserver's serializer negotiation does (apiserver handlers/negotiation
-``NegotiateInputSerializer``): JSON (also when no type is given: the first serializer) or YAML;
-anything else is 415 ``the body of the request was in an unknown format - accepted media types
+``NegotiateInputSerializer``): JSON (also when no type is given: the first serializer) or YAML
+(protobuf bodies arrive here already as JSON: ``server.protobuf.negotiate``); anything else is 415 ``the body of the request was in an unknown format - accepted media types
 include: ...``, never parsed as JSON. Parsing is bounded by ``objects.limits`` (depth, YAML
 aliases, no NaN/Infinity): 400 with the decoder's words. For a patch, the patched object is decoded, and findings
 already present in the stored object are not blamed on the request; repeated keys of the patch
@@ -39,6 +39,9 @@ from gpusched.objects.strict import (
 
 
 BODY_TYPES = ("application/json", "application/yaml")
+# what a built-in kind's body may be (protobuf is decoded to JSON before the handlers:
+# server.protobuf.negotiate), as the 415 message lists them
+ACCEPTED_BODY_TYPES = BODY_TYPES + ("application/vnd.kubernetes.protobuf",)
 
 
 class UnsupportedMediaTypeError(GpuschedError):
@@ -47,7 +50,7 @@ class UnsupportedMediaTypeError(GpuschedError):
     code = 415
     reason = "UnsupportedMediaType"
 
-    def __init__(self, accepted: tuple[str, ...] = BODY_TYPES) -> None:
+    def __init__(self, accepted: tuple[str, ...] = ACCEPTED_BODY_TYPES) -> None:
         super().__init__("the body of the request was in an unknown format - accepted media types "
                          f"include: {', '.join(accepted)}")
 

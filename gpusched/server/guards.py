@@ -11,10 +11,10 @@
 4. authorization: a read-only user gets 403 ``Forbidden`` on any write with kube-apiserver's
    message (``security.forbidden_message``), details naming the resource;
 5. bodies: a declared ``Content-Length`` over the 3 MiB write limit is refused at once (413,
-   the body unread, the connection closed); content types a cross-site form can send and
-   protobuf bodies get 415.
+   the body unread, the connection closed); content types a cross-site form can send get 415.
 
-Every refusal is a Kubernetes Status and, for a request that may carry an unread body, closes
+Every refusal is a Kubernetes Status (in protobuf when the client prefers it:
+``server.protobuf.negotiate``) and, for a request that may carry an unread body, closes
 the connection. Every response carries ``X-Content-Type-Options: nosniff`` (error Statuses and
 objects echo what a client sent; a browser must never sniff them into HTML or script). Nothing
 here logs a header value (tokens stay out of the logs).
@@ -34,6 +34,8 @@ from starlette.websockets import WebSocket
 
 from gpusched.objects.limits import MAX_BODY_BYTES   # kube-apiserver's MaxRequestBodyBytes
 from gpusched.server.http import Response, json_response, normalise_path, status_object
+from gpusched.server.decoding import ACCEPTED_BODY_TYPES
+from gpusched.server.protobuf.negotiate import encode_response, wants_protobuf
 from gpusched.server.resources import parse_target
 from gpusched.server.security import Authenticator, User, forbidden_message
 from gpusched.objects.digits import is_digits
@@ -41,7 +43,6 @@ from gpusched.objects.digits import is_digits
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 FORM_CONTENT_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 NOSNIFF = (b"x-content-type-options", b"nosniff")
@@ -133,21 +134,16 @@ def browser_refusal(policy: Policy, method: str, headers: dict[str, str], websoc
 
 
 def content_refusal(method: str, headers: dict[str, str]) -> Response | None:
-    """413 for a declared body over the limit, 415 for form or protobuf bodies; None if fine."""
+    """413 for a declared body over the limit, 415 for form bodies; None if fine."""
     length = headers.get("content-length", "").strip()
     if is_digits(length) and int(length) > MAX_BODY_BYTES:
         return status(413, f"Request entity too large: limit is {MAX_BODY_BYTES}", "RequestEntityTooLarge")
     if method not in WRITE_METHODS:
         return None
     content_type = headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == PROTOBUF and method in ("POST", "PUT"):
-        return status(415, "the body of the request was in an unknown format - accepted media types "
-                           "include: application/json, application/yaml (gpusched serve does not read "
-                           "protobuf bodies, which kubectl's create generators send; use kubectl apply "
-                           "-f or create -f)", "UnsupportedMediaType")
     if content_type in FORM_CONTENT_TYPES:
         return status(415, "the body of the request was in an unknown format - accepted media types "
-                           "include: application/json, application/yaml", "UnsupportedMediaType")
+                           f"include: {', '.join(ACCEPTED_BODY_TYPES)}", "UnsupportedMediaType")
     return None
 
 
@@ -201,6 +197,8 @@ class Guards:
         if refused is None:
             await self.app(scope, receive, send)
             return
+        if wants_protobuf(headers.get("accept", "")):
+            refused = encode_response(refused)          # a Status, as the client asked
         reply = StarletteResponse(refused.body, refused.status, media_type=refused.content_type,
                                   headers={"Connection": "close"} if not websocket else None)
         if websocket:

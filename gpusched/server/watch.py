@@ -21,6 +21,10 @@
   and ``gpusched reset`` (the counters restart; the client relists).
 - A Table request (``kubectl get -w``) gets each object wrapped in a one-row Table; the column
   definitions come with the first event only, as kube-apiserver sends them.
+- Protobuf (``server.protobuf.negotiate`` hands the watch an Accept of exactly
+  ``application/vnd.kubernetes.protobuf``): ``...;stream=watch``, each event a WatchEvent
+  message behind its 4-byte big-endian length, the object inside in the full envelope
+  (``server.protobuf.envelope``).
 
 Neighbours: ``server.resources`` (calls :func:`watch_response`), ``server.feed``.
 """
@@ -39,6 +43,8 @@ from gpusched.server.lists import MATCH_NOT_OLDER, TooLargeResourceVersionError,
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 from gpusched.server.feed import EVENTS, OBJECTS
 from gpusched.server.http import Request, Response, status_object
+from gpusched.server.protobuf.envelope import encode_event
+from gpusched.server.protobuf.negotiate import PROTOBUF, PROTOBUF_WATCH
 from gpusched.server.tables import wants_table
 
 MAX_TIMEOUT_SECONDS = 1800
@@ -67,6 +73,7 @@ class _Watch:
     options: WatchOptions
     table: bool
     resets: int
+    protobuf: bool = False          # length-prefixed WatchEvent frames (server.protobuf)
 
     @property
     def info(self) -> Any:
@@ -89,17 +96,25 @@ class _Watch:
 
     def render(self, event_type: str, body: dict[str, Any], first: bool) -> bytes:
         if not self.table:
-            return _line(event_type, body)
+            return self.event(event_type, body)
         rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
         return _line(event_type, self.api.table(self.info, [body], rfc3339(self.feed.clock), rv,
                                                 self.req, with_definitions=first))
+
+    def event(self, event_type: str, obj: dict[str, Any]) -> bytes:
+        """One event as this watch's media type frames it."""
+        if not self.protobuf:
+            return _line(event_type, obj)
+        if "kind" not in obj:
+            obj = {"apiVersion": self.info.api_version, "kind": self.info.kind, **obj}
+        return encode_event(event_type, obj)
 
 
 def watch_response(api: Any, req: Request, target: Any) -> Response:
     watch = _read_watch(api, req, target)
     start, initial = _start(watch)
     end_bookmark = watch.options.initial_events and watch.options.bookmarks
-    return Response(200, content_type=WATCH_CONTENT_TYPE,
+    return Response(200, content_type=PROTOBUF_WATCH if watch.protobuf else WATCH_CONTENT_TYPE,
                     stream=_events(watch, start, initial, end_bookmark))
 
 
@@ -114,7 +129,8 @@ def _read_watch(api: Any, req: Request, target: Any) -> _Watch:
     timeout = max(0, min(timeout, MAX_TIMEOUT_SECONDS))
     options = watch_options(req.query)
     return _Watch(api, req, target, EVENTS if target.info.kind == "Event" else OBJECTS, label_sel,
-                  field_sel, timeout, options, wants_table(req.accept), api.feed.resets)
+                  field_sel, timeout, options, wants_table(req.accept), api.feed.resets,
+                  req.accept == PROTOBUF)
 
 
 def _start(watch: _Watch) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
@@ -138,14 +154,14 @@ def _events(watch: _Watch, start: int, initial: list[tuple[str, dict[str, Any]]]
     feed.sync()
     floor, _cursor = feed.floor(watch.stream)
     if start < floor:
-        yield _line("ERROR", status_object(
+        yield watch.event("ERROR", status_object(
             410, f"too old resource version: {start} ({floor})", "Expired"))
         return
     batch = _Batch()
     for index, (event_type, body) in enumerate(initial):
         yield from batch.add(watch.render(event_type, body, index == 0))
     if end_bookmark:
-        batch.lines.append(_line("BOOKMARK", _bookmark(watch.info, start, initial_events_end=True)))
+        batch.lines.append(watch.event("BOOKMARK", _bookmark(watch.info, start, initial_events_end=True)))
     yield from batch.flush()
     yield from _follow(watch, start, batch, not initial)
 
@@ -162,7 +178,7 @@ def _follow(watch: _Watch, position: int, batch: _Batch, first: bool) -> Iterato
         if changes is None:
             if feed.closed or feed.resets != watch.resets:
                 return
-            yield _line("ERROR", status_object(
+            yield watch.event("ERROR", status_object(
                 410, f"too old resource version: {position} ({feed.floor(watch.stream)[0]})",
                 "Expired"))
             return
@@ -176,7 +192,7 @@ def _follow(watch: _Watch, position: int, batch: _Batch, first: bool) -> Iterato
         yield from batch.flush()
         if watch.options.bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
             position = max(position, feed.floor(watch.stream)[1]) if not changes else position
-            yield _line("BOOKMARK", _bookmark(watch.info, position))
+            yield watch.event("BOOKMARK", _bookmark(watch.info, position))
             last_sent = time.monotonic()
 
 
