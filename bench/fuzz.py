@@ -1,7 +1,7 @@
 """The fuzz suite's large budget (issue 25): cases per surface and each failure class, with the
 first example of each.
 
-    python -m bench.fuzz [--cases 10000] [--surface manifests|api|concurrent ...] [--seed 0] [--minutes M]
+    python -m bench.fuzz [--cases 10000] [--surface manifests|api|concurrent|protobuf ...] [--seed 0] [--minutes M]
 
 Run from the repository root (it imports the suite's surfaces from ``tests/fuzz``). Each surface
 runs the table cases of issue 25 and then ``--cases`` generated cases (random hypothesis
@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.fuzz import surface_api, surface_concurrent, surface_manifests
+from tests.fuzz import surface_api, surface_concurrent, surface_manifests, surface_protobuf
 from tests.fuzz.harness import CLASSES, Tally
 
-SURFACES = ("manifests", "api", "concurrent")
+SURFACES = ("manifests", "api", "concurrent", "protobuf")
 
 
 def run_surface(name: str, workdir: Path, cases: int, seed: int, stop_at: float | None) -> Tally:
@@ -32,6 +32,8 @@ def run_surface(name: str, workdir: Path, cases: int, seed: int, stop_at: float 
         return surface_manifests.run(workdir, cases, derandomize=False, seed=seed, stop_at=stop_at)
     if name == "api":
         return surface_api.run(workdir, cases, derandomize=False, seed=seed, stop_at=stop_at)
+    if name == "protobuf":
+        return surface_protobuf.run(workdir, cases, derandomize=False, seed=seed, stop_at=stop_at)
     return surface_concurrent.run(workdir, cases, seed=seed, stop_at=stop_at)
 
 
@@ -47,7 +49,7 @@ def table(tallies: list[tuple[Tally, float, float]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=10_000, help="generated cases per surface")
-    parser.add_argument("--surface", action="append", choices=SURFACES, help="default: all three")
+    parser.add_argument("--surface", action="append", choices=SURFACES, help="default: all four")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--minutes", type=float, default=0,
                         help="stop each surface's generated cases after this long (0: no limit); "

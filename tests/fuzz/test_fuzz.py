@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz import cases, surface_api, surface_concurrent, surface_manifests
+from tests.fuzz import cases, surface_api, surface_concurrent, surface_manifests, surface_protobuf
 from tests.fuzz.harness import Tally
 
 pytestmark = pytest.mark.slow
@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 GENERATED_MANIFESTS = 150
 GENERATED_REQUESTS = 200
 CONCURRENT_WRITES = 144
+PROTOBUF_BODIES = 120
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,11 @@ def test_concurrent_writers(tmp_path: Path) -> None:
     tally = surface_concurrent.run(tmp_path, CONCURRENT_WRITES)
     print(f"\n{tally.surface}: {tally.cases} writes, {tally.checks} checks")
     assert tally.cases >= CONCURRENT_WRITES and tally.checks > 0 and not tally.failures(), tally.report()
+
+
+def test_generated_protobuf_bodies(tmp_path: Path) -> None:
+    """Damaged protobuf bodies (cut, flipped, wrong magic and lengths, nesting bombs, huge
+    repeated fields): every one answered, nothing poisoned."""
+    tally = surface_protobuf.run(tmp_path, PROTOBUF_BODIES)
+    print(f"\n{tally.surface}: {tally.cases} cases, {tally.checks} checks, slowest {tally.slowest_s} s")
+    assert tally.cases == PROTOBUF_BODIES and not tally.failures(), tally.report()

@@ -9,7 +9,8 @@ was decoded into (apimachinery decodes protobuf into the Go type, then serves or
 - a non-pointer struct on the wire is kept even when empty (``resources: {}``), as Go's JSON
   never omits a struct; ``json:",inline"`` members (a Volume's VolumeSource, a Probe's
   ProbeHandler) put their fields in the parent's object;
-- empty lists and maps are left out; ``bytes`` are base64 strings;
+- empty lists and maps are left out; ``bytes`` are base64 strings; a string that is not UTF-8
+  (proto2 does not check) has U+FFFD for each bad byte, as Go's JSON encoder writes it;
 - the Go types with a JSON of their own (Time, Quantity, IntOrString, RawExtension, ...) are
   ``special``'s.
 
@@ -47,6 +48,8 @@ def read_message(msg: Any, name: str) -> Any:
 def _read_scalar(value: Any, ftype: str) -> Any:
     if ftype == "bytes":
         return base64.b64encode(value).decode()
+    if isinstance(value, bytes):        # a proto2 string that is not UTF-8: Go's JSON writes U+FFFD
+        return value.decode("utf-8", "replace")
     if ftype == "double" and float(value).is_integer():
         return int(value)
     return value
@@ -60,7 +63,8 @@ def _read_field(msg: Any, field: Field, out: dict[str, Any]) -> None:
     value = getattr(msg, field.name)
     if field.type == "map":
         if value:
-            out[field.json] = {key: _read_value(item, field.value_type) for key, item in value.items()}
+            out[field.json] = {_read_scalar(key, "string"): _read_value(item, field.value_type)
+                               for key, item in value.items()}
     elif field.repeated:
         if value:
             out[field.json] = [_read_value(item, field.type) for item in value]

@@ -228,3 +228,10 @@ def test_values_that_do_not_fit_name_their_field(obj, fragment):
 
 def test_kinds_without_a_message_are_not_encoded():
     assert encode_object({"apiVersion": "gpusched.io/v1alpha1", "kind": "NodePool"}) is None
+
+
+def test_strings_that_are_not_utf8_read_as_replacement_characters():
+    """proto2 does not check UTF-8 (gogo neither); Go's JSON writes U+FFFD for each bad byte.
+    Found by tests/fuzz/surface_protobuf.py: serve answered 500 (bytes in the JSON body)."""
+    raw = b"\x0a\x07\x0a\x05ab\xffcd" + b"\x0a\x00"
+    assert decode_object(unknown(b"v1", b"Namespace", raw))["metadata"]["name"] == "ab\ufffdcd"
