@@ -28,7 +28,7 @@ import binascii
 from typing import Any
 
 from gpusched.server.protobuf.descriptors import ZERO, Field, schema
-from gpusched.server.protobuf.special import READERS, WRITERS, ConversionError
+from gpusched.server.protobuf.special import READERS, WRITERS, ConversionError, text
 
 
 def read_message(msg: Any, name: str) -> Any:
@@ -38,7 +38,7 @@ def read_message(msg: Any, name: str) -> Any:
         return special(msg, read_message)
     known = schema()
     if name in known.slices:
-        return list(msg.items)
+        return [text(item) for item in msg.items]
     out: dict[str, Any] = {}
     for field in known.fields[name]:
         _read_field(msg, field, out)
@@ -49,7 +49,7 @@ def _read_scalar(value: Any, ftype: str) -> Any:
     if ftype == "bytes":
         return base64.b64encode(value).decode()
     if isinstance(value, bytes):        # a proto2 string that is not UTF-8: Go's JSON writes U+FFFD
-        return value.decode("utf-8", "replace")
+        return text(value)
     if ftype == "double" and float(value).is_integer():
         return int(value)
     return value

@@ -27,7 +27,7 @@ from google.protobuf.message import DecodeError
 
 from gpusched.server.protobuf.convert import read_message, write_message
 from gpusched.server.protobuf.descriptors import schema
-from gpusched.server.protobuf.special import ConversionError
+from gpusched.server.protobuf.special import ConversionError, text
 
 MAGIC = b"k8s\x00"
 UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
@@ -74,8 +74,8 @@ def decode_object(data: bytes, api_version: str = "", kind: str = "") -> dict[st
     except DecodeError as err:
         raise ProtobufDecodeError(f"the object provided is unrecognized (must be of type {expected}): "
                                   f"{err} ({_summary(data)})") from None
-    actual_version = unknown.typeMeta.apiVersion or api_version
-    actual_kind = unknown.typeMeta.kind or kind
+    actual_version = text(unknown.typeMeta.apiVersion) or api_version
+    actual_kind = text(unknown.typeMeta.kind) or kind
     return _decode_raw(unknown.raw, actual_version, actual_kind, kind or actual_kind)
 
 
@@ -150,4 +150,4 @@ def decode_event(frame: bytes) -> tuple[str, dict[str, Any]]:
         event.ParseFromString(frame)
     except DecodeError as err:
         raise ProtobufDecodeError(str(err)) from None
-    return event.type, decode_object(event.object.raw)
+    return text(event.type), decode_object(event.object.raw)

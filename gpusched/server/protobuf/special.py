@@ -170,8 +170,14 @@ def _read_raw_extension(raw: bytes) -> Any:
         raise ConversionError(str(err)) from None
 
 
+def text(value: Any) -> str:
+    """A proto2 string field's value: not checked for UTF-8 on the wire, so bad bytes come
+    back as ``bytes``; Go's JSON writes U+FFFD for each."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 def _read_int_or_string(msg: Any, _: Any) -> Any:
-    return msg.strVal if msg.type == 1 else msg.intVal
+    return text(msg.strVal) if msg.type == 1 else msg.intVal
 
 
 def _write_int_or_string(msg: Any, value: Any, _: Any) -> None:
@@ -228,7 +234,7 @@ def _write_props_or_bool(msg: Any, value: Any, nested: Any) -> None:
 
 
 def _read_props_or_strings(msg: Any, nested: Any) -> Any:
-    return list(msg.property) if len(msg.property) else nested(msg.schema, PROPS)
+    return [text(item) for item in msg.property] if len(msg.property) else nested(msg.schema, PROPS)
 
 
 def _write_props_or_strings(msg: Any, value: Any, nested: Any) -> None:
@@ -242,7 +248,7 @@ READERS: dict[str, Reader] = {
     TIME: lambda msg, _: format_time(msg.seconds, msg.nanos, False),
     MICRO_TIME: lambda msg, _: format_time(msg.seconds, msg.nanos, True),
     DURATION: lambda msg, _: format_duration(msg.duration),
-    QUANTITY: lambda msg, _: msg.string,
+    QUANTITY: lambda msg, _: text(msg.string),
     INT_OR_STRING: _read_int_or_string,
     RAW_EXTENSION: lambda msg, _: _read_raw_extension(msg.raw),
     FIELDS_V1: lambda msg, _: _json_value(msg.Raw),

@@ -235,3 +235,16 @@ def test_strings_that_are_not_utf8_read_as_replacement_characters():
     Found by tests/fuzz/surface_protobuf.py: serve answered 500 (bytes in the JSON body)."""
     raw = b"\x0a\x07\x0a\x05ab\xffcd" + b"\x0a\x00"
     assert decode_object(unknown(b"v1", b"Namespace", raw))["metadata"]["name"] == "ab\ufffdcd"
+
+
+@pytest.mark.parametrize("body,expected", [
+    (unknown(b"v\xff", b"Namespace", b""), 'no kind "Namespace" is registered for version "v\ufffd"'),
+    (unknown(b"v1", b"ResourceQuota", b"\x12\x0a\x0a\x08\x0a\x01x\x12\x03\x0a\x01\xff"), None),
+], ids=["envelope-kind", "quantity"])
+def test_non_utf8_in_envelopes_and_special_types(body, expected):
+    """Found by the protobuf fuzz target: serve answered 500 on these."""
+    if expected is None:
+        assert decode_object(body)["spec"]["hard"] == {"x": "\ufffd"}
+    else:
+        with pytest.raises(ProtobufDecodeError, match=expected):
+            decode_object(body)
