@@ -95,7 +95,8 @@ def _decode_raw(raw: bytes, api_version: str, kind: str, expected: str) -> dict[
         message = known.classes[name]()
         message.ParseFromString(raw)
         body = read_message(message, name)
-    except (DecodeError, ConversionError, RecursionError) as err:
+    except (DecodeError, ConversionError, RecursionError, UnicodeDecodeError) as err:
+        # UnicodeDecodeError: a map key that is not UTF-8 (the library will not hand it out)
         raise ProtobufDecodeError(f'{kind} in version "{api_version.rpartition("/")[2]}" cannot be '
                                   f"handled as a {expected}: {err}") from None
     finally:

@@ -120,6 +120,8 @@ def encode_response(response: Response) -> Response:
 
 def negotiated(req: Request, api_version: str, kind: str, handler: Callable[[Request], Response]) -> Response:
     """``handler(req)`` with protobuf in and out as the module doc says."""
+    if req.content_type != PROTOBUF and PROTOBUF not in req.accept.lower():
+        return handler(req)         # JSON clients: the messages are never loaded
     protobuf_ok = has_message(api_version, kind)
     choice = wants_protobuf(req.accept, protobuf_ok)
     if choice is None:

@@ -170,6 +170,8 @@ MALFORMED = [
     ("unregistered-kind", unknown(b"v1", b"Widget", b""), 'no kind "Widget" is registered for version "v1"'),
     ("truncated-object", unknown(b"v1", b"Namespace", b"\x0a\x10\x0a\x05ab"),
      'Namespace in version "v1" cannot be handled as a Namespace'),
+    ("map-key-not-utf8", unknown(b"v1", b"Namespace", b"\x0a\x09\x5a\x07\x0a\x01\xff\x12\x02ab"),
+     "'utf-8' codec can't decode byte 0xff"),
     ("bad-raw-json", unknown(b"apps/v1", b"ControllerRevision", b"\x12\x03\x0a\x01{"),
      'ControllerRevision in version "v1" cannot be handled as a Namespace'),
 ]
