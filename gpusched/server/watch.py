@@ -21,8 +21,8 @@
   and ``gpusched reset`` (the counters restart; the client relists).
 - A Table request (``kubectl get -w``) gets each object wrapped in a one-row Table; the column
   definitions come with the first event only, as kube-apiserver sends them.
-- Protobuf (``server.protobuf.negotiate`` hands the watch an Accept of exactly
-  ``application/vnd.kubernetes.protobuf``): ``...;stream=watch``, each event a WatchEvent
+- Protobuf (``server.protobuf.negotiate`` hands the watch an Accept of
+  ``application/vnd.kubernetes.protobuf``, with the winning clause's ``as``/``g``/``v``): ``...;stream=watch``, each event a WatchEvent
   message behind its 4-byte big-endian length, the object inside in the full envelope
   (``server.protobuf.envelope``).
 
@@ -130,7 +130,7 @@ def _read_watch(api: Any, req: Request, target: Any) -> _Watch:
     options = watch_options(req.query)
     return _Watch(api, req, target, EVENTS if target.info.kind == "Event" else OBJECTS, label_sel,
                   field_sel, timeout, options, wants_table(req.accept), api.feed.resets,
-                  req.accept == PROTOBUF)
+                  req.accept.split(";")[0] == PROTOBUF)
 
 
 def _start(watch: _Watch) -> tuple[int, list[tuple[str, dict[str, Any]]]]:

@@ -12,7 +12,9 @@ reads it (goautoneg: clauses by ``q``, then the specific before wildcards; the f
 endpoint can serve wins). Protobuf wins when its clause comes first and the kind has a message;
 ``as=Table`` is served in JSON only (``RequestScope.AllowsMediaTypeTransform``), so kubectl's
 ``...protobuf;as=Table..., application/json;as=Table...`` gets a JSON Table. Every other clause
-keeps the JSON path. An Accept that lists only clauses protobuf cannot serve is 406
+keeps the JSON path; ``as=PartialObjectMetadata[List]`` (metadata-only informers) is protobuf
+too, the handler asked for the same clause in JSON. An Accept that lists only clauses protobuf
+cannot serve is 406
 ``only the following media types are accepted: ...``. A protobuf answer is the handler's JSON
 answer re-encoded (objects, lists, Status errors); a watch renders its frames itself
 (``server.watch``).
@@ -26,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from gpusched.errors import GpuschedError
 from gpusched.server.http import JSON, Request, Response, error_response, status_object
@@ -63,19 +65,23 @@ def clauses(header: str) -> list[tuple[str, dict[str, str]]]:
     return [(c[4], c[5]) for c in parsed]
 
 
-def wants_protobuf(accept: str, protobuf_ok: bool = True) -> bool | None:
-    """True when protobuf is the answer, False for the JSON path, None for 406 (only
-    protobuf clauses, none of them servable)."""
+def protobuf_clause(accept: str, protobuf_ok: bool = True) -> dict[str, str] | Literal[False] | None:
+    """The parameters of the protobuf clause that wins (``as``, ``g``, ``v``: a metadata-only
+    list), False for the JSON path, None for 406 (only protobuf clauses, none servable)."""
     if not accept.strip():
         return False
-    others = False
     for media, params in clauses(accept):
         if media != PROTOBUF:
-            others = True
             return False
         if protobuf_ok and params.get("as", "") in ("",) + METADATA_KINDS:
-            return True
-    return False if others else None
+            return params
+    return None
+
+
+def wants_protobuf(accept: str, protobuf_ok: bool = True) -> bool | None:
+    """True when protobuf is the answer, False for the JSON path, None for 406."""
+    chosen = protobuf_clause(accept, protobuf_ok)
+    return chosen if chosen is None or chosen is False else True
 
 
 def not_acceptable() -> Response:
@@ -122,18 +128,19 @@ def negotiated(req: Request, api_version: str, kind: str, handler: Callable[[Req
     """``handler(req)`` with protobuf in and out as the module doc says."""
     if req.content_type != PROTOBUF and PROTOBUF not in req.accept.lower():
         return handler(req)         # JSON clients: the messages are never loaded
-    protobuf_ok = has_message(api_version, kind)
-    choice = wants_protobuf(req.accept, protobuf_ok)
-    if choice is None:
+    chosen = protobuf_clause(req.accept, has_message(api_version, kind))
+    if chosen is None:
         return not_acceptable()
     decoded = decode_request(req, api_version, kind)
     if isinstance(decoded, Response):
-        return encode_response(decoded) if choice else decoded
-    if not choice:
+        return encode_response(decoded) if chosen is not False else decoded
+    if chosen is False:
         return handler(decoded)
+    # the handler answers the same clause in JSON (a watch: in protobuf, server.watch)
     watch = req.query.get("watch") in ("true", "1")
+    params = "".join(f";{key}={value}" for key, value in chosen.items())
     inner = dataclasses.replace(decoded, headers={**decoded.headers,
-                                                   "accept": PROTOBUF if watch else JSON})
+                                                   "accept": (PROTOBUF if watch else JSON) + params})
     try:
         response = handler(inner)
     except GpuschedError as err:

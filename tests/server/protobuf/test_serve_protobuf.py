@@ -178,3 +178,16 @@ def test_protobuf_watch_frames(serve):
     assert (code, ctype) == (200, f"{PROTOBUF};stream=watch")
     events = [decode_event(frame) for frame in read_frames(body)]
     assert [(t, o["kind"], o["metadata"]["name"]) for t, o in events] == [("ADDED", "ConfigMap", "w")]
+
+
+def test_protobuf_watch_list_with_initial_events_end_bookmark(serve):
+    """client-go's informers (kube-scheduler): ``sendInitialEvents=true`` with bookmarks, in
+    protobuf; the BOOKMARK carries ``k8s.io/initial-events-end`` (KEP-3157)."""
+    serve.json("/api/v1/namespaces/default/configmaps",
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}})
+    path = ("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&allowWatchBookmarks=true"
+            "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+    code, _, body = call(serve, "GET", path, accept=f"{PROTOBUF}, */*")
+    events = [decode_event(frame) for frame in read_frames(body)]
+    assert [t for t, _ in events] == ["ADDED", "BOOKMARK"]
+    assert events[1][1]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
