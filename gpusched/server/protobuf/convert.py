@@ -40,8 +40,12 @@ def read_message(msg: Any, name: str) -> Any:
     if name in known.slices:
         return [text(item) for item in msg.items]
     out: dict[str, Any] = {}
-    for field in known.fields[name]:
-        _read_field(msg, field, out)
+    own = known.by_name[name]
+    for descriptor, value in msg.ListFields():          # the fields on the wire, in order
+        _read_field(own[descriptor.name], value, out)
+    for field in known.always[name]:                    # Go writes these zero values too
+        if field.json not in out:
+            out[field.json] = _read_scalar(ZERO[field.type], field.type)
     return out
 
 
@@ -59,24 +63,20 @@ def _read_value(value: Any, ftype: str) -> Any:
     return _read_scalar(value, ftype) if ftype in ZERO else read_message(value, ftype)
 
 
-def _read_field(msg: Any, field: Field, out: dict[str, Any]) -> None:
-    value = getattr(msg, field.name)
+def _read_field(field: Field, value: Any, out: dict[str, Any]) -> None:
+    """One field present on the wire into ``out``."""
     if field.type == "map":
-        if value:
-            out[field.json] = {_read_scalar(key, "string"): _read_value(item, field.value_type)
-                               for key, item in value.items()}
+        out[field.json] = {_read_scalar(key, "string"): _read_value(item, field.value_type)
+                           for key, item in value.items()}
     elif field.repeated:
-        if value:
-            out[field.json] = [_read_value(item, field.type) for item in value]
+        out[field.json] = [_read_value(item, field.type) for item in value]
     elif field.type in ZERO:
-        if msg.HasField(field.name) if field.pointer else (
-                not field.omitempty or value != ZERO[field.type]):
+        if field.pointer or not field.omitempty or value != ZERO[field.type]:
             out[field.json] = _read_scalar(value, field.type)
-    elif msg.HasField(field.name):
-        if field.inline:
-            out.update(read_message(value, field.type))
-        else:
-            out[field.json] = read_message(value, field.type)
+    elif field.inline:
+        out.update(read_message(value, field.type))
+    else:
+        out[field.json] = read_message(value, field.type)
 
 
 def write_message(msg: Any, value: Any, name: str) -> None:
@@ -94,19 +94,19 @@ def write_message(msg: Any, value: Any, name: str) -> None:
         raise ConversionError(str(err)) from None
     if not isinstance(value, dict):
         raise ConversionError(f"expected an object, got {_shown(value)}")
-    for field in known.fields[name]:
-        if field.inline:
-            write_message(getattr(msg, field.name), value, field.type)
-            continue
-        item = value.get(field.json)
-        if item is None:
+    own = known.by_json[name]
+    for field in known.inline[name]:
+        write_message(getattr(msg, field.name), value, field.type)
+    for key, item in value.items():
+        entry = own.get(key)
+        if entry is None or item is None:
             continue
         try:
-            _write_field(msg, field, item)
+            _write_field(msg, entry, item)
         except ConversionError as err:
-            raise err.under(field.json) from None
+            raise err.under(key) from None
         except (TypeError, ValueError) as err:     # out of range for int32, ...
-            raise ConversionError(str(err), field.json) from None
+            raise ConversionError(str(err), key) from None
 
 
 def _write_field(msg: Any, field: Field, value: Any) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -56,6 +56,20 @@ class Schema:
     fields: dict[str, tuple[Field, ...]]      # full name -> its fields, in proto order
     kinds: dict[str, str]                     # "apps/v1/Deployment" -> full name
     slices: frozenset[str]                    # messages standing for a Go slice (Verbs)
+    # indexes of ``fields`` per message: by proto name, by JSON key (inline members apart),
+    # the inline members, and the scalars Go's JSON writes even when zero
+    by_name: dict[str, dict[str, Field]] = field(default_factory=dict)
+    by_json: dict[str, dict[str, Field]] = field(default_factory=dict)
+    inline: dict[str, tuple[Field, ...]] = field(default_factory=dict)
+    always: dict[str, tuple[Field, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, own in self.fields.items():
+            self.by_name[name] = {f.name: f for f in own}
+            self.by_json[name] = {f.json: f for f in own if not f.inline}
+            self.inline[name] = tuple(f for f in own if f.inline)
+            self.always[name] = tuple(f for f in own if f.type in ZERO and not f.repeated
+                                      and not f.pointer and not f.omitempty)
 
     def message_for(self, api_version: str, kind: str) -> str | None:
         return self.kinds.get(f"{api_version}/{kind}")
