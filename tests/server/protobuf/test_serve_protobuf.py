@@ -191,3 +191,18 @@ def test_protobuf_watch_list_with_initial_events_end_bookmark(serve):
     events = [decode_event(frame) for frame in read_frames(body)]
     assert [t for t, _ in events] == ["ADDED", "BOOKMARK"]
     assert events[1][1]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_guard_refusals_answer_in_protobuf(serve):
+    """A refusal before any handler (here the DNS-rebinding Host check) is a Status in the
+    client's media type too (apiserver responsewriters.ErrorNegotiated)."""
+    host, port = serve.host_port
+    conn = http.client.HTTPConnection(host, port, timeout=CEILING_S)
+    try:
+        conn.request("GET", "/api/v1/namespaces", headers={"Host": "evil.example", "Accept": PROTOBUF})
+        response = conn.getresponse()
+        status = decode_object(response.read())
+    finally:
+        conn.close()
+    assert (response.status, response.getheader("Content-Type"), status["reason"]) == (
+        403, PROTOBUF, "Forbidden")
