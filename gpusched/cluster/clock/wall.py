@@ -95,5 +95,10 @@ class Follower:
         return self.cluster.follow_wall(now, self.since)
 
     def waited(self) -> float:
-        """Wall seconds since the wait began (a command's ``--timeout``)."""
+        """Wall seconds since the wait began, for a command's ``--timeout``: while the clock
+        follows, up to the wall time the cluster was last advanced to (:meth:`tick`), so a wait
+        times out only after the state it checked had reached the deadline, however slowly the
+        command ran; frozen, the wall time passed."""
+        if self.follows:
+            return max(0.0, self.seen - self.since)
         return max(0.0, self.wall() - self.since)

@@ -141,3 +141,26 @@ def test_a_wall_file_is_read_at_each_call(tmp_path):
     for seconds in (12.5, 40.0):
         path.write_text(f"{seconds}\n")
         assert source() == seconds
+
+
+def test_a_timeout_counts_only_wall_time_the_cluster_was_advanced_to(cluster):
+    """kubectl's ``wait --timeout`` (cmd/wait/wait.go) gives up once the deadline passed with the
+    condition still false at that time. A slow command (a loaded machine) may read the wall
+    clock far past the deadline before it advanced the cluster there: the wait then counts only
+    the wall time its last tick brought the cluster to, so the state it checks has reached the
+    deadline before it times out (tests/cli/test_wait.py's grace-period case failed under load)."""
+    wall = Wall()
+    follower = Follower(cluster, wall)
+    wall.now = 1600.0                # ten minutes pass before the command ticks once
+    assert follower.waited() == 0.0
+    follower.tick()
+    assert follower.waited() == 600.0
+
+
+def test_a_frozen_wait_counts_the_wall_time_passed(cluster):
+    wall = Wall()
+    follower = Follower(cluster, None)
+    follower.wall = wall             # frozen: no tick moves the cluster; --timeout is wall time
+    follower.since = wall.now = 1000.0
+    wall.now = 1030.0
+    assert follower.waited() == 30.0
