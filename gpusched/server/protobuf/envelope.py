@@ -27,7 +27,7 @@ from google.protobuf.message import DecodeError
 
 from gpusched.server.protobuf.convert import read_message, write_message
 from gpusched.server.protobuf.descriptors import schema
-from gpusched.server.protobuf.special import ConversionError, text
+from gpusched.server.protobuf.special import ConversionError, text, use_object_decoder
 
 MAGIC = b"k8s\x00"
 UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
@@ -152,3 +152,6 @@ def decode_event(frame: bytes) -> tuple[str, dict[str, Any]]:
     except DecodeError as err:
         raise ProtobufDecodeError(str(err)) from None
     return text(event.type), decode_object(event.object.raw)
+
+
+use_object_decoder(decode_object)     # a RawExtension holding an enveloped object (special.py)

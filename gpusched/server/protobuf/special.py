@@ -159,13 +159,23 @@ def _json_value(raw: bytes) -> Any:
         raise ConversionError(f"embedded JSON: {err}") from None
 
 
+# A RawExtension may hold a whole enveloped object; reading one is ``envelope.decode_object``,
+# which reads messages through ``convert`` and so through this module: ``envelope`` hands its
+# reader in when it is imported (every decode starts there), instead of a circular import.
+_OBJECT_DECODER: list[Callable[[bytes], Any]] = []
+
+
+def use_object_decoder(decoder: Callable[[bytes], Any]) -> None:
+    """Called by ``envelope`` at import: how an enveloped object inside a RawExtension is read."""
+    _OBJECT_DECODER[:] = [decoder]
+
+
 def _read_raw_extension(raw: bytes) -> Any:
     """A RawExtension's JSON, or the object it holds in protobuf (a watch event's object)."""
     if raw[:4] != b"k8s\x00":
         return _json_value(raw)
-    from gpusched.server.protobuf.envelope import decode_object   # envelope -> convert -> here
     try:
-        return decode_object(raw)
+        return _OBJECT_DECODER[0](raw)
     except ValueError as err:
         raise ConversionError(str(err)) from None
 
