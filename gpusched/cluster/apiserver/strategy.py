@@ -7,7 +7,8 @@ path (``apiserver.write``) after mutating admission:
 - Pod (``podStrategy``): a new pod's ``status`` is the cluster's (dropped before admission; set
   to ``Pending`` with its ``qosClass`` and, when it has scheduling gates, the
   ``PodScheduled=False SchedulingGated`` condition, after admission);
-- Namespace: labelled ``kubernetes.io/metadata.name=<name>`` (v1.21+);
+- Namespace: labelled ``kubernetes.io/metadata.name=<name>`` (v1.21+); created ``Active`` with
+  the ``kubernetes`` finalizer in ``spec.finalizers``, both kept as stored on update;
 - Service IP allocation (``pkg/registry/core/service/ipallocator``): ``spec.clusterIP`` from the
   service CIDR ``10.96.0.0/12`` (kubeadm's default; ``10.96.0.1`` is the ``kubernetes``
   Service's), chosen deterministically (hash of namespace/name, then the next free address) where
@@ -42,6 +43,23 @@ def label_namespace(namespace: dict[str, Any]) -> None:
     """The API server labels every Namespace ``kubernetes.io/metadata.name=<name>`` (v1.21+)."""
     meta = namespace.setdefault("metadata", {})
     meta.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = meta.get("name", "")
+
+
+def prepare_namespace(namespace: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """registry/core/namespace/strategy.go: on create the phase is Active and ``spec.finalizers``
+    holds ``kubernetes``; on update both stay as stored (the namespace controller owns them)."""
+    if old is not None:
+        spec = namespace.setdefault("spec", {})
+        if "finalizers" in (old.get("spec") or {}):
+            spec["finalizers"] = list(old["spec"]["finalizers"])
+        else:
+            spec.pop("finalizers", None)
+        namespace["status"] = dict(old.get("status") or {})
+        return
+    namespace["status"] = {"phase": "Active"}
+    finalizers = namespace.setdefault("spec", {}).setdefault("finalizers", [])
+    if "kubernetes" not in finalizers:
+        finalizers.append("kubernetes")
 
 
 # ---- claim and volume updates ----------------------------------------------------------------
@@ -204,6 +222,7 @@ def prepare(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> Non
     kind = body.get("kind")
     if kind == "Namespace":
         label_namespace(body)
+        prepare_namespace(body, old)
     elif kind == "Service":
         admit_service(view, body, old)
 
