@@ -12,6 +12,9 @@ group ``gpusched.plugins`` (``name = "package.module:PluginClass"``): the entry 
 the plugin name (it must equal the class's ``name``), and the class is built as
 ``PluginClass(args)`` with the profile's ``pluginConfig`` args (or ``None``). A broken entry
 point is a one-line ``UsageError`` naming it. ``examples/out-of-tree-plugin/`` is a tiny one.
+``importlib.metadata`` (about 20 ms of CPU to import, a third of a one-pod ``apply``'s scheduler
+imports) is imported only when some installed distribution's ``entry_points.txt`` names the
+group, or where the distributions cannot be listed cheaply (``_may_declare``).
 
 Neighbours: ``scheduler.framework`` (extension points); used by ``scheduler.plugins`` (the
 in-tree registry) and ``scheduler.profile``.
@@ -19,12 +22,17 @@ in-tree registry) and ``scheduler.profile``.
 
 from __future__ import annotations
 
-import importlib.metadata
+import os
+import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from importlib.machinery import PathFinder
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from gpusched.errors import UsageError
 from gpusched.scheduler.framework import contract_problems, extension_points
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 ENTRY_POINT_GROUP = "gpusched.plugins"
 Factory = Callable[[dict[str, Any] | None], object]
@@ -85,8 +93,45 @@ def _entry_point_entry(point: importlib.metadata.EntryPoint, group: str) -> Plug
     return PluginEntry(cls, cls)
 
 
+def _declares(folder: str, group: str) -> bool:
+    """Whether a ``*.dist-info`` / ``*.egg-info`` folder's ``entry_points.txt`` mentions ``group``."""
+    try:
+        with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as text:
+            return group in text.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _may_declare(group: str) -> bool:
+    """False only when no installed distribution can declare ``group``: the one finder of
+    distributions is the path finder, and no metadata folder in a folder on ``sys.path`` has an
+    ``entry_points.txt`` naming it (``importlib.metadata``'s ``FastPath`` reads these folders:
+    names ending ``.dist-info``/``.egg-info``, an egg's ``EGG-INFO``). A zip or egg file on
+    ``sys.path``, or another finder of distributions, answers True: the full scan decides."""
+    finders = [f for f in sys.meta_path if hasattr(f, "find_distributions")]
+    if any(f is not PathFinder for f in finders):
+        return True
+    for entry in sys.path:
+        root = entry or "."
+        if not os.path.isdir(root):
+            if os.path.exists(root):
+                return True          # a zip file: importlib.metadata lists its members
+            continue
+        try:
+            with os.scandir(root) as children:
+                if any(child.name.lower().endswith(("dist-info", "egg-info"))
+                       and _declares(child.path, group) for child in children):
+                    return True
+        except OSError:
+            return True
+    return False
+
+
 def entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, PluginEntry]:
     """The plugins installed distributions declare in ``group``, by name."""
+    if not _may_declare(group):
+        return {}
+    import importlib.metadata
     found = {(p.name, p.value): p for p in importlib.metadata.entry_points(group=group)}
     points = sorted(found.values(), key=lambda p: p.name)    # one dist seen twice on sys.path
     return merged(*({p.name: _entry_point_entry(p, group)} for p in points))

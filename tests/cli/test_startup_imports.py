@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,20 @@ def imported_by(state: str, argv: tuple[str, ...]) -> list[str]:
 def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> None:
     heavy = [m for m in imported_by(state, argv) if m.startswith(CONTROL_PLANE)]
     assert not heavy, f"gpusched {' '.join(argv)} imported {heavy}"
+
+
+# What ``apply -f`` of one pod (it settles: NumPy and the scheduler are needed) must not import:
+# the entry-point machinery while no installed distribution declares a scheduler plugin
+# (``scheduler.registry._may_declare``).
+APPLY_NEEDS_NOT = ("importlib.metadata",)
+
+
+def test_apply_of_one_pod_imports_only_what_it_uses(state: str, tmp_path: Path) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD.replace("train-small", "one-more"))
+    heavy = [m for m in imported_by(state, ("apply", "-f", str(manifest)))
+             if m.startswith(APPLY_NEEDS_NOT)]
+    assert not heavy, f"gpusched apply -f imported {heavy}"
 
 
 def test_get_prints_no_yaml_so_imports_no_yaml(state: str) -> None:
