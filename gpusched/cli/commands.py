@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from gpusched import __version__
-from gpusched.cli.columns import event_time, table_rows
 from gpusched.cli.output import Clock, as_list, render_table, resource_name, to_json, to_yaml
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
@@ -232,6 +231,7 @@ def _delete_targets(cluster: Any, kind: str, names: list[str],
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    from gpusched.cli.columns import event_time, table_rows   # the table printers: events only
     with open_cluster(args) as cluster:
         events = cluster.events(None if args.all_namespaces else namespace_of(args))
         clock = Clock(cluster.timestamp())

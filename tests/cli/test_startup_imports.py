@@ -71,8 +71,8 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 
 # What ``apply -f`` of one pod (it settles: NumPy and the scheduler are needed) must not import:
 # the entry-point machinery while no installed distribution declares a scheduler plugin
-# (``scheduler.registry._may_declare``).
-APPLY_NEEDS_NOT = ("importlib.metadata",)
+# (``scheduler.registry._may_declare``), and the table printers of ``get``/``events``.
+APPLY_NEEDS_NOT = ("importlib.metadata", "gpusched.cli.columns")
 
 
 def test_apply_of_one_pod_imports_only_what_it_uses(state: str, tmp_path: Path) -> None:
