@@ -60,8 +60,17 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return args
 
 
+def _one_blas_thread() -> None:
+    """NumPy's OpenBLAS starts a thread per core when NumPy is imported (about 20 ms of CPU for
+    a one-pod ``apply``); gpusched's BLAS calls are matrix-vector products over a node's few GPUs
+    (``scheduler.rowops.row_counts``, exact whatever the threads), so one thread does, unless the
+    environment asks for more. Set before anything imports NumPy."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code (0 success, 1 error or usage error)."""
+    _one_blas_thread()
     argv = normalize_argv(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(argv)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -81,6 +82,26 @@ def test_apply_of_one_pod_imports_only_what_it_uses(state: str, tmp_path: Path) 
     heavy = [m for m in imported_by(state, ("apply", "-f", str(manifest)))
              if m.startswith(APPLY_NEEDS_NOT)]
     assert not heavy, f"gpusched apply -f imported {heavy}"
+
+
+THREADS = ("import io, os, sys\n"
+           "from contextlib import redirect_stdout\n"
+           "from gpusched.cli.main import main\n"
+           "with redirect_stdout(io.StringIO()):\n"
+           "    code = main(sys.argv[1:])\n"
+           "print(code, len(os.listdir('/proc/self/task')))\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="threads listed in /proc (Linux)")
+def test_apply_starts_no_blas_threads(state: str, tmp_path: Path) -> None:
+    """NumPy's import would start OpenBLAS's thread pool: one thread per core, for matrix-vector
+    products over a node's GPUs that one thread does (``cli.main._one_blas_thread``)."""
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD.replace("train-small", "threads"))
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    proc = run_process([sys.executable, "-c", THREADS, "--state", state, "apply", "-f",
+                        str(manifest)], cwd=REPO_ROOT, env=env)
+    assert proc.stdout.split() == ["0", "1"], proc.stderr
 
 
 def test_get_prints_no_yaml_so_imports_no_yaml(state: str) -> None:
