@@ -72,8 +72,19 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 
 # What ``apply -f`` of one pod (it settles: NumPy and the scheduler are needed) must not import:
 # the entry-point machinery while no installed distribution declares a scheduler plugin
-# (``scheduler.registry._may_declare``), and the table printers of ``get``/``events``.
-APPLY_NEEDS_NOT = ("importlib.metadata", "gpusched.cli.columns")
+# (``scheduler.registry._may_declare``), the table printers of ``get``/``events``, and the
+# controllers of kinds the cluster holds none of and the cluster autoscaler while no NodePool is
+# autoscaled (``controllers.registry._only_when``).
+APPLY_NEEDS_NOT = ("importlib.metadata", "gpusched.cli.columns",
+                   "gpusched.cluster.controllers.workloads.deployment",
+                   "gpusched.cluster.controllers.workloads.replicaset",
+                   "gpusched.cluster.controllers.workloads.daemonset",
+                   "gpusched.cluster.controllers.autoscaling.hpa",
+                   "gpusched.cluster.controllers.autoscaling.vpa",
+                   "gpusched.cluster.controllers.autoscaling.autoscaler_config",
+                   "gpusched.cluster.controllers.autoscaling.autoscaler_scaledown",
+                   "gpusched.cluster.controllers.autoscaling.autoscaler_status",
+                   "gpusched.cluster.controllers.gpuoperator")
 
 
 def test_apply_of_one_pod_imports_only_what_it_uses(state: str, tmp_path: Path) -> None:

@@ -17,30 +17,77 @@ timers and declare a watch: the kinds whose change may concern them.
 A controller of a package above the cluster layer (Slurm's ``sbatch``) runs in a slot it installs
 (``controllers.installed``).
 
+A controller that acts on the objects of one kind and on nothing else (Deployments, ReplicaSets,
+DaemonSets, HorizontalPodAutoscalers, VerticalPodAutoscalers, ClusterPolicies) is named here by
+its module (``_of_kind``) and imported at its first run with an object of that kind in the view
+or a change of one: while there is none, its pass would change nothing (its queue's objects are
+of that kind; the autoscalers' records of gone objects are dropped by the settle that deletes
+them), so a command on a cluster without them imports none of them. The cluster autoscaler is
+imported once a NodePool is autoscaled (``_autoscaled``: its pass's own first test). ``TIMED``'s
+due functions of those kinds are imported at their first call, which needs an object of the kind.
+
 Neighbours: every controller package; read by ``cluster.clock.settle``, ``cluster.cluster`` and
 ``cluster.clock.timers``.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpusched.cluster.scheduling import host as scheduling_host
 from gpusched.cluster.apiserver.changes import Changes
-from gpusched.cluster.controllers.autoscaling import autoscaler, autoscaler_groups, hpa, vpa
+from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
-from gpusched.cluster.controllers.gpuoperator import clusterpolicy
 from gpusched.cluster.controllers.installed import slot
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
 from gpusched.cluster.controllers.storage import volumes
-from gpusched.cluster.controllers.workloads import (daemonset, deployment, deployment_status, job,
-                                                    replicaset)
+from gpusched.cluster.controllers.workloads import job
 from gpusched.cluster.kubelet import containers, device_plugin, node_status, pod_lifecycle
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 
+if TYPE_CHECKING:
+    from gpusched.cluster.apiserver.view import View
+
 Watch = Callable[[Changes], bool]
+
+
+def _imported(target: str) -> Callable[..., Any]:
+    """``"workloads.deployment:reconcile"``: that function of ``gpusched.cluster.controllers.
+    workloads.deployment``, imported at its first call."""
+    module, _, name = target.partition(":")
+
+    def call(*args: Any) -> Any:
+        function = getattr(importlib.import_module(f"gpusched.cluster.controllers.{module}"), name)
+        return function(*args)
+    return call
+
+
+def _only_when(needed: Callable[[View, Changes | None], bool],
+               target: str) -> Callable[..., None]:
+    """The reconcile of ``target``, run (and imported) only when ``needed`` says its pass may
+    change something (see the module docstring)."""
+    run = _imported(target)
+
+    def reconcile(view: View, changes: Changes | None = None) -> None:
+        if needed(view, changes):
+            run(view) if changes is None else run(view, changes)
+    return reconcile
+
+
+def _of_kind(kind: str, target: str) -> Callable[..., None]:
+    """A controller of ``kind`` objects alone: needed while the view holds one or one changed."""
+    def needed(view: View, changes: Changes | None) -> bool:
+        return bool(view.list(kind)) or (changes is not None and changes.any_kind((kind,)))
+    return _only_when(needed, target)
+
+
+def _autoscaled(view: View, _changes: Changes | None) -> bool:
+    """The cluster autoscaler's pass does nothing without an autoscaled NodePool (its first
+    step, ``autoscaler_groups.groups``)."""
+    return bool(autoscaler_groups.groups(view))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +142,8 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
                watch=_kinds("Namespace", "PriorityClass", "Service", "ServiceAccount",
                             "StorageClass")),
     Descriptor("cluster-autoscaler", "cluster-autoscaler (kubernetes/autoscaler)",
-               autoscaler.reconcile, watch=_autoscaler_watch),
+               _only_when(_autoscaled, "autoscaling.autoscaler:reconcile"),
+               watch=_autoscaler_watch),
     Descriptor("nodepool", "gpusched NodePool (a cloud provider's node groups)", nodepool.reconcile,
                keyed=True),
     Descriptor("node-status", "kubelet (kubelet_node_status.go)", node_status.reconcile, keyed=True),
@@ -106,20 +154,25 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("endpoints", "endpoints-controller, endpointslice-controller", endpoints.reconcile,
                keyed=True),
     Descriptor("gpu-operator", "NVIDIA gpu-operator (clusterpolicy_controller.go)",
-               clusterpolicy.reconcile,
+               _of_kind("ClusterPolicy", "gpuoperator.clusterpolicy:reconcile"),
                watch=_kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
                             "PriorityClass", operator_pods=True)),
     Descriptor("garbage-collector", "garbage-collector-controller", collect_garbage, keyed=True),
-    Descriptor("horizontal-pod-autoscaler", "horizontal-pod-autoscaler-controller", hpa.reconcile,
+    Descriptor("horizontal-pod-autoscaler", "horizontal-pod-autoscaler-controller",
+               _of_kind("HorizontalPodAutoscaler", "autoscaling.hpa:reconcile"),
                watch=_present("HorizontalPodAutoscaler")),
-    Descriptor("vpa-recommender", "vpa-recommender (kubernetes/autoscaler)", vpa.reconcile,
+    Descriptor("vpa-recommender", "vpa-recommender (kubernetes/autoscaler)",
+               _of_kind("VerticalPodAutoscaler", "autoscaling.vpa:reconcile"),
                watch=_present("VerticalPodAutoscaler")),
-    Descriptor("deployment", "deployment-controller", deployment.reconcile, keyed=True),
-    Descriptor("replicaset", "replicaset-controller", replicaset.reconcile, keyed=True),
+    Descriptor("deployment", "deployment-controller",
+               _of_kind("Deployment", "workloads.deployment:reconcile"), keyed=True),
+    Descriptor("replicaset", "replicaset-controller",
+               _of_kind("ReplicaSet", "workloads.replicaset:reconcile"), keyed=True),
     Descriptor("sbatch", "gpusched.slurm.controller (installed from above)", slot("sbatch"),
                keyed=True),
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
-    Descriptor("daemonset", "daemonset-controller", daemonset.reconcile, keyed=True),
+    Descriptor("daemonset", "daemonset-controller",
+               _of_kind("DaemonSet", "workloads.daemonset:reconcile"), keyed=True),
     Descriptor("node-lifecycle", "node-lifecycle-controller, taint-eviction-controller, "
                "pod-garbage-collector-controller, disruption-controller", node_lifecycle.reconcile,
                keyed=True),
@@ -140,8 +193,8 @@ TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
             node_lifecycle.eviction_due, containers.restart_due, scheduling_host.retry_due),
     "Job": (job.due,),
-    "Deployment": (deployment_status.progress_due,),
-    "NodePool": (autoscaler.due,),
-    "HorizontalPodAutoscaler": (hpa.sync_due,),
-    "VerticalPodAutoscaler": (vpa.sample_due,),
+    "Deployment": (_imported("workloads.deployment_status:progress_due"),),
+    "NodePool": (_imported("autoscaling.autoscaler:due"),),
+    "HorizontalPodAutoscaler": (_imported("autoscaling.hpa:sync_due"),),
+    "VerticalPodAutoscaler": (_imported("autoscaling.vpa:sample_due"),),
 }
