@@ -11,9 +11,9 @@ The control plane's figures, each the CPU time (user + sys) of one ``gpusched`` 
   this tree has it, run against each tree: its CPU seconds, or "not finished" after
   ``--overload-timeout``.
 
-The older tree (``--base``, default ``f9b2791``, the tree before the control plane's
-reshaping) is checked out with ``git worktree add`` into a temporary folder and removed at the
-end. Each process runs from its own tree (``PYTHONPATH``) with its bytecode cached outside the
+The older trees (``--base``, repeatable, default ``f9b2791``, the tree before the control
+plane's reshaping) are checked out with ``git worktree add`` into a temporary folder and removed
+at the end. Each process runs from its own tree (``PYTHONPATH``) with its bytecode cached outside the
 trees (``PYTHONPYCACHEPREFIX``), so start-up measures imports rather than compiling; the two
 trees alternate within every round, so a change of the machine's load hits both. The load average is printed with the results: on a
 shared machine the CPU seconds compare, wall seconds do not.
@@ -21,6 +21,7 @@ shared machine the CPU seconds compare, wall seconds do not.
     python bench/bench_control_plane.py                         # 5,000 pods, 1,000 nodes, 2 rounds
     python bench/bench_control_plane.py --pods 1000 --rounds 1  # quicker
     python bench/bench_control_plane.py --base main --runs 9
+    python bench/bench_control_plane.py --base f9b2791 --base main --startup-only --runs 10
 
 Results and the machine's load go to docs/benchmarks.md ("Control plane: start-up and bulk apply").
 """
@@ -61,7 +62,7 @@ spec: {{count: {count}, gpu: {{model: A100-40GB, count: 8}}, cpu: "96", memory: 
 
 @dataclass(frozen=True)
 class Tree:
-    name: str          # "before" | "this"
+    name: str          # "this", or the older tree's commit as given to --base
     root: Path
     cache: Path        # its bytecode (PYTHONPYCACHEPREFIX)
 
@@ -99,10 +100,14 @@ def write_manifests(folder: Path, nodes: int, pods: int) -> dict[str, Path]:
     return paths
 
 
-def templates(tree: Tree, folder: Path, manifests: dict[str, Path]) -> dict[str, Path]:
-    """State files to copy before each measured command: the big NodePool, the example cluster."""
-    out = {"nodes": folder / f"{tree.name}-nodes.db", "small": folder / f"{tree.name}-small.db"}
-    run(tree, out["nodes"], "apply", "-f", str(manifests["nodes"]))
+def templates(tree: Tree, folder: Path, manifests: dict[str, Path],
+              bulk: bool = True) -> dict[str, Path]:
+    """State files to copy before each measured command: the big NodePool (unless ``bulk`` is
+    False), the example cluster."""
+    stem = tree.name.replace("/", "_")
+    out = {"nodes": folder / f"{stem}-nodes.db", "small": folder / f"{stem}-small.db"}
+    if bulk:
+        run(tree, out["nodes"], "apply", "-f", str(manifests["nodes"]))
     run(tree, out["small"], "apply", "-f", "examples/cluster.yaml")
     run(tree, out["small"], "get", "pods")        # warms the bytecode cache of the read path
     return out
@@ -145,8 +150,7 @@ def overload(tree: Tree, script: Path, timeout: float) -> str:
     return f"{(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime):.1f} s CPU"
 
 
-def checkout(base: str, folder: Path) -> Path:
-    target = folder / "base"
+def checkout(base: str, target: Path) -> Path:
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(target), base],
                    check=True, capture_output=True)
     return target
@@ -163,7 +167,7 @@ def summary(values: list[float]) -> str:
 
 def measure(args: argparse.Namespace, trees: list[Tree], folder: Path) -> None:
     manifests = write_manifests(folder, args.nodes, args.pods)
-    states = {t.name: templates(t, folder, manifests) for t in trees}
+    states = {t.name: templates(t, folder, manifests, not args.startup_only) for t in trees}
     get_cpu: dict[str, list[float]] = {t.name: [] for t in trees}
     one_cpu: dict[str, list[float]] = {t.name: [] for t in trees}
     bulk: dict[str, list[Run]] = {t.name: [] for t in trees}
@@ -176,7 +180,8 @@ def measure(args: argparse.Namespace, trees: list[Tree], folder: Path) -> None:
                 one = run(tree, fresh(states[tree.name]["small"], folder), "apply", "-f",
                           str(manifests["pod1"]))
                 one_cpu[tree.name].append(one.cpu)
-        for tree in order:
+        loads.append(os.getloadavg()[0])
+        for tree in order if not args.startup_only else ():
             result = bulk_apply(tree, states[tree.name]["nodes"], folder, manifests["pods"], args.pods)
             bulk[tree.name].append(result)
             loads.append(os.getloadavg()[0])
@@ -184,6 +189,13 @@ def measure(args: argparse.Namespace, trees: list[Tree], folder: Path) -> None:
                   f"{result.wall:.1f} s wall (load {loads[-1]:.1f})", file=sys.stderr)
     print(f"\nload average (1 min) during the run: {min(loads):.1f}-{max(loads):.1f}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    if args.startup_only:
+        print(f"| tree | `get pods` ms CPU (best / median of {args.runs * args.rounds}) "
+              "| `apply -f` one pod ms CPU (best / median) |")
+        print("|---|---:|---:|")
+        for tree in trees:
+            print(f"| {tree.name} | {summary(get_cpu[tree.name])} | {summary(one_cpu[tree.name])} |")
+        return
     print(f"| tree | apply {args.pods:,} pods onto {args.nodes:,} nodes: CPU s | pods per CPU s "
           f"| ms CPU per pod | wall s | `get pods` ms CPU (best / median of {args.runs * args.rounds}) "
           "| `apply -f` one pod ms CPU (best / median) |")
@@ -191,8 +203,7 @@ def measure(args: argparse.Namespace, trees: list[Tree], folder: Path) -> None:
     for tree in trees:
         cpus = [r.cpu for r in bulk[tree.name]]
         walls = [r.wall for r in bulk[tree.name]]
-        label = f"{tree.name} ({args.base})" if tree.name == "before" else "this tree"
-        print(f"| {label} | {'-'.join(f'{c:.2f}' for c in sorted(cpus))} | "
+        print(f"| {tree.name} | {'-'.join(f'{c:.2f}' for c in sorted(cpus))} | "
               f"{args.pods / min(cpus):,.0f} | {min(cpus) / args.pods * 1000:.2f} | "
               f"{'-'.join(f'{w:.1f}' for w in sorted(walls))} | {summary(get_cpu[tree.name])} | "
               f"{summary(one_cpu[tree.name])} |")
@@ -203,21 +214,25 @@ def measure(args: argparse.Namespace, trees: list[Tree], folder: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="f9b2791", help="the older tree (a commit; default f9b2791)")
+    parser.add_argument("--base", action="append",
+                        help="an older tree (a commit; repeatable; default f9b2791)")
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5, help="start-up runs per round and tree")
     parser.add_argument("--rounds", type=int, default=2, help="bulk applies per tree, alternated")
     parser.add_argument("--overload-script", default="bench/bench_overload.py")
     parser.add_argument("--overload-timeout", type=float, default=900.0)
+    parser.add_argument("--startup-only", action="store_true",
+                        help="only the start-up figures: no bulk apply, no overload replay")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="gpusched-bench-cp-"))
-    base = checkout(args.base, folder)
+    bases = [(base, checkout(base, folder / f"base{i}")) for i, base in enumerate(args.base or ["f9b2791"])]
     try:
-        trees = [Tree("before", base, folder / "pycache-before"), Tree("this", REPO, folder / "pycache-this")]
-        measure(args, trees, folder)
+        trees = [Tree(base, root, folder / f"pycache-base{i}") for i, (base, root) in enumerate(bases)]
+        measure(args, [*trees, Tree("this", REPO, folder / "pycache-this")], folder)
     finally:
-        remove_checkout(base)
+        for _base, root in bases:
+            remove_checkout(root)
         shutil.rmtree(folder, ignore_errors=True)
 
 
