@@ -34,7 +34,6 @@ Neighbours: built by ``devices.advertise`` (and tests, the sim) from ``devices.c
 from __future__ import annotations
 
 import functools
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -48,20 +47,21 @@ from gpusched.devices.plugin_config import (DEFAULT_CONFIG, DevicePluginConfig,
 from gpusched.errors import UsageError
 from gpusched.objects.assignment import device_requests
 from gpusched.objects.types import NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo
+from gpusched.objects.uids import namespace_bytes, uuid5
 
 GPU_RESOURCE = "nvidia.com/gpu"
-_UUID_NAMESPACE = uuid.UUID("6f1c3a52-2d0e-4c8b-9a57-4b0a1c9e7d10")
+_UUID_NAMESPACE = namespace_bytes("6f1c3a52-2d0e-4c8b-9a57-4b0a1c9e7d10")
 
 
 @functools.lru_cache(maxsize=65_536)
 def gpu_uuid(node_name: str, index: int) -> str:
     """A GPU's stable UUID (uuid5 of node and index); memoized: every re-advertisement of a node
     (a device-plugin pass, a scheduler snapshot) asks for the same ones again."""
-    return "GPU-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}"))
+    return "GPU-" + uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}")
 
 
 def mig_uuid(node_name: str, index: int, profile: str, start: int) -> str:
-    return "MIG-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}/mig/{start}/{profile}"))
+    return "MIG-" + uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}/mig/{start}/{profile}")
 
 
 @dataclass(frozen=True, slots=True)

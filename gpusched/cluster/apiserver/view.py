@@ -24,11 +24,11 @@ import builtins
 import copy
 import hashlib
 import json
-import uuid
 from dataclasses import dataclass, field
 
 from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
+from gpusched.objects.uids import namespace_bytes, uuid5
 from gpusched.objects.tree import copy_tree as copy_tree   # re-exported: the cluster's copies
 from gpusched.cluster.apiserver.notes import capacity_changed, note_pod_end
 
@@ -47,7 +47,7 @@ EPOCH_KINDS = frozenset({"Node", "PersistentVolumeClaim", "PersistentVolume", "S
 
 # k8s.io/apimachinery/pkg/util/rand: consonants and digits without vowels or look-alikes.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_UID_NAMESPACE = uuid.UUID("6f1f3a62-5a0e-4d0e-9a53-677075736368")   # fixed: uids are stable
+_UID_NAMESPACE = namespace_bytes("6f1f3a62-5a0e-4d0e-9a53-677075736368")   # fixed: uids are stable
 
 def object_namespace(kind: str, body: dict[str, Any]) -> str:
     """The namespace an object lives in: "" for cluster-scoped kinds, else default "default"."""
@@ -301,7 +301,7 @@ class View:
 
     def new_uid(self, kind: str, namespace: str, name: str) -> str:
         self.uid_counter += 1
-        return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}/{self.uid_counter}"))
+        return uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}/{self.uid_counter}")
 
     def random_suffix(self, length: int = 5) -> str:
         """The next deterministic generated-name suffix, e.g. ``x7k2q``."""
