@@ -378,7 +378,7 @@ def queue_order_fact(view: View, pod: dict[str, Any]) -> Fact | None:
     """Held by the embedded scheduler's queue order (``cluster.scheduling.backfill``: mode ``backfill`` or
     ``strict`` in ConfigMap kube-system/gpusched-scheduler): the filters may find a node, but the
     pod waits behind a reservation; its recorded FailedScheduling message says whose."""
-    from gpusched.cluster.scheduling.backfill import CONFIG_NAME, CONFIG_NAMESPACE, scheduler_mode
+    from gpusched.cluster.scheduling.mode import CONFIG_NAME, CONFIG_NAMESPACE, scheduler_mode
 
     mode = scheduler_mode(view).mode
     scheduled = [c for c in (pod.get("status") or {}).get("conditions") or []

@@ -76,7 +76,8 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 # the entry-point machinery while no installed distribution declares a scheduler plugin
 # (``scheduler.registry._may_declare``), the table printers of ``get``/``events``, and the
 # controllers of kinds the cluster holds none of and the cluster autoscaler while no NodePool is
-# autoscaled (``controllers.registry._only_when``).
+# autoscaled (``controllers.registry._only_when``), the backfill and strict queue orders while
+# the default one is set (``cluster.scheduling.mode``).
 APPLY_NEEDS_NOT = ("importlib.metadata", "gpusched.cli.columns",
                    "gpusched.cluster.controllers.workloads.deployment",
                    "gpusched.cluster.controllers.workloads.replicaset",
@@ -86,7 +87,8 @@ APPLY_NEEDS_NOT = ("importlib.metadata", "gpusched.cli.columns",
                    "gpusched.cluster.controllers.autoscaling.autoscaler_config",
                    "gpusched.cluster.controllers.autoscaling.autoscaler_scaledown",
                    "gpusched.cluster.controllers.autoscaling.autoscaler_status",
-                   "gpusched.cluster.controllers.gpuoperator")
+                   "gpusched.cluster.controllers.gpuoperator",
+                   "gpusched.cluster.scheduling.backfill", "gpusched.scheduler.backfill")
 
 
 def test_apply_of_one_pod_imports_only_what_it_uses(state: str, tmp_path: Path) -> None:

@@ -8,6 +8,6 @@ scheduling framework, fed by the cluster's change journal instead of informers.
 - ``binder``: a result written to the view (bind, preempt, failure records, attempt metrics),
   the loop's ``Binder``;
 - ``profiles``: the served scheduler names and profiles, the Scheduler of one pass;
-- ``backfill``: the ``backfill`` and ``strict`` queue-order modes (ConfigMap
-  ``kube-system/gpusched-scheduler``).
+- ``mode``: which queue order a pass runs (ConfigMap ``kube-system/gpusched-scheduler``);
+- ``backfill``: the ``backfill`` and ``strict`` queue-order modes, imported when one is set.
 """

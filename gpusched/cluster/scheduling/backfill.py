@@ -1,6 +1,7 @@
 """Queue-order modes of the embedded scheduler: ``backfill`` (Slurm's) and ``strict`` priority.
 
-Switched on by the ConfigMap ``kube-system/gpusched-scheduler``, key ``mode``:
+Switched on by the ConfigMap ``kube-system/gpusched-scheduler``, key ``mode``
+(``cluster.scheduling.mode``):
 
 - ``default`` (or no ConfigMap): kube-scheduler's order: any pod that fits starts, no
   reservations (``cluster.scheduling.host.schedule_pending`` as always);
@@ -43,13 +44,14 @@ import numpy as np
 
 from gpusched.cluster.scheduling.binder import bind, preempt, record_attempt, record_failure
 from gpusched.cluster.scheduling.cache import bound_pods, build_snapshot
+from gpusched.cluster.scheduling.mode import ModeConfig
 from gpusched.cluster.scheduling.profiles import make_scheduler
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.kubelet.pod_lifecycle import run_time, start_time
 from gpusched.cluster.apiserver.view import View
-from gpusched.errors import GpuschedError, UsageError
+from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info
@@ -57,7 +59,6 @@ from gpusched.objects.types import PodInfo
 from gpusched.scheduler.backfill import (INF, Request, Reservation, Timeline, allowed_to_start,
                                          blocked_amounts, format_offset, plan_reservation,
                                          take_start)
-from gpusched.objects.digits import is_digits
 
 if TYPE_CHECKING:
     from gpusched.scheduler.framework import ScheduleResult
@@ -65,35 +66,9 @@ if TYPE_CHECKING:
     from gpusched.scheduler.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
-CONFIG_NAMESPACE, CONFIG_NAME = "kube-system", "gpusched-scheduler"
-MODES = ("default", "backfill", "strict")
 ANN_TIME_LIMIT = "gpusched.io/time-limit"
 HOLD_PRIORITY = 2**62          # placeholders are never preemption victims
 HOLD_PREFIX = "gpusched-backfill-hold"
-MAX_BACKFILL_DEPTH = 1_000_000   # Slurm's bf_max_job_test maximum (SchedulerParameters)
-
-
-@dataclass(frozen=True, slots=True)
-class ModeConfig:
-    mode: str = "default"
-    depth: int = 1
-
-
-def scheduler_mode(view: View) -> ModeConfig:
-    """The mode from ``kube-system/gpusched-scheduler``; a bad value is the applier's error."""
-    body = view.get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE)
-    data = (body or {}).get("data") or {}
-    where = f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_NAME}"
-    mode = str(data.get("mode", "default")).strip() or "default"
-    if mode not in MODES:
-        raise UsageError(f'{where}: data.mode: Unsupported value: "{mode}": supported values: '
-                         + ", ".join(f'"{m}"' for m in MODES))
-    depth_text = str(data.get("backfillDepth", "1")).strip()
-    digits = is_digits(depth_text) and len(depth_text) <= 7
-    if not digits or not 1 <= int(depth_text) <= MAX_BACKFILL_DEPTH:
-        raise UsageError(f'{where}: data.backfillDepth: Invalid value: "{depth_text[:32]}": '
-                         f"must be an integer between 1 and {MAX_BACKFILL_DEPTH}")
-    return ModeConfig(mode, 1 if mode == "strict" else int(depth_text))
 
 
 # ---- time limits -------------------------------------------------------------------------------

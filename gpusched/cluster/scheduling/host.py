@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.common import is_terminal
-from gpusched.cluster.scheduling.backfill import schedule_in_order, scheduler_mode
+from gpusched.cluster.scheduling.mode import scheduler_mode
 from gpusched.cluster.scheduling.binder import ViewBinder
 from gpusched.cluster.scheduling.cache import cached_snapshot, creation_number
 from gpusched.cluster.scheduling.profiles import (SCHEDULER_NAME, SERVED_NAMES, is_gated,
@@ -70,6 +70,7 @@ def schedule_pending(view: View, changes: Changes | None = None) -> None:
         _forget(view, {p["metadata"]["uid"] for p in pending})
         todo = [p for p in pending if view.attempts.get(p["metadata"]["uid"]) != view.epoch]
         if todo:
+            from gpusched.cluster.scheduling.backfill import schedule_in_order   # its planner too
             schedule_in_order(view, mode, pending, todo)
         return
     host = _host(view, changes)
