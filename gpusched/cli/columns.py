@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from gpusched.cli.columns_kueue import KUEUE_COLUMNS
 from gpusched.cli.columns_kinds import KIND_COLUMNS, _age, _meta, _name, _spec, _status  # shared cell readers
 from gpusched.cli.output import Clock, parse_timestamp
 from gpusched.objects.duration import format_duration as human_duration
@@ -27,6 +28,7 @@ class Columns:
     cells: Callable[[dict[str, Any], Clock], Row]
     wide_header: tuple[str, ...] = ()
     wide_cells: Callable[[dict[str, Any], Clock], Row] | None = None
+    wide_order: tuple[int, ...] = ()     # a CRD's wide columns among the others (ClusterQueue)
 
 
 # ---- pods -----------------------------------------------------------------------------------
@@ -371,6 +373,7 @@ COLUMNS: dict[str, Columns] = {
     "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),
     **{kind: Columns(*spec) for kind, spec in KIND_COLUMNS.items()},   # Service, storage, ...
     "ClusterPolicy": Columns(("NAME", "STATUS", "AGE"), _clusterpolicy_cells),
+    **{kind: Columns(*spec) for kind, spec in KUEUE_COLUMNS.items()},  # Kueue, PodGroup, JobSet
 }
 
 
@@ -381,11 +384,16 @@ def table_rows(kind: str, objects: list[dict[str, Any]], clock: Clock, wide: boo
     header = list(columns.header)
     if wide and columns.wide_cells:
         header += columns.wide_header
+    order = columns.wide_order if wide and columns.wide_cells else ()
+    if order:
+        header = [header[i] for i in order]
     rows = []
     for obj in objects:
         row = columns.cells(obj, clock)
         if wide and columns.wide_cells:
             row += columns.wide_cells(obj, clock)
+        if order:
+            row = [row[i] for i in order]
         if with_namespace:
             row = [str(_meta(obj).get("namespace", "")), *row]
         rows.append(row)

@@ -80,7 +80,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     config.set_defaults(handler=run_kubeconfig)
 
 
-def table_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[list[str], int, list[list[str]]]:
+def table_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[list[str], list[int], list[list[str]]]:
     """The server's column source: kubectl's columns as ``gpusched get`` prints them."""
     from gpusched.cli.columns import table_rows
     from gpusched.cli.output import Clock
@@ -88,7 +88,7 @@ def table_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[l
     clock = Clock(now)
     narrow, _ = table_rows(kind, [], clock, wide=False, with_namespace=False)
     header, rows = table_rows(kind, objects, clock, wide=True, with_namespace=False)
-    return header, len(narrow), rows
+    return header, [0 if name in narrow else 1 for name in header], rows
 
 
 def run_kubeconfig(args: argparse.Namespace) -> int:

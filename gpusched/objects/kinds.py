@@ -17,6 +17,7 @@ from gpusched.errors import UsageError
 
 
 KUBERNETES_VERSION = "v1.35.0"
+KUEUE = "kueue.x-k8s.io/v1beta2"          # Kueue's storage version; v1beta1 is converted
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,22 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
              True),
     KindInfo("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", (), False),
     KindInfo("ClusterPolicy", "nvidia.com/v1", "clusterpolicies", (), False),
+    # Kueue (kubernetes-sigs/kueue config/components/crd/bases: names, shortNames, scope)
+    KindInfo("ResourceFlavor", KUEUE, "resourceflavors", ("flavor", "flavors", "rf"), False),
+    KindInfo("ClusterQueue", KUEUE, "clusterqueues", ("cq",), False),
+    KindInfo("Cohort", KUEUE, "cohorts", ("co",), False),
+    KindInfo("LocalQueue", KUEUE, "localqueues", ("queue", "queues", "lq"), True),
+    KindInfo("Workload", KUEUE, "workloads", ("kwl", "kueueworkload", "kueueworkloads"), True),
+    KindInfo("WorkloadPriorityClass", KUEUE, "workloadpriorityclasses", ("wpc",), False),
+    KindInfo("Topology", KUEUE, "topologies", ("topo",), False),
+    # scheduler-plugins' Coscheduling PodGroup; JobSet (kubernetes-sigs/jobset)
+    KindInfo("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", ("pg", "pgs"), True),
+    KindInfo("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets", (), True),
 )}
+KUEUE_KINDS = frozenset(kind for kind, info in KINDS.items() if info.api_version == KUEUE)
+# CRD kinds gpusched stores without a controller of its own: defaulted and validated from their
+# schemas (objects.crd_validation).
+CRD_KINDS = KUEUE_KINDS | {"PodGroup", "JobSet"}
 
 # apiVersions accepted on input per kind (older group versions still seen in tutorials).
 ACCEPTED_API_VERSIONS: dict[str, frozenset[str]] = {
@@ -77,6 +93,8 @@ ACCEPTED_API_VERSIONS["Event"] = frozenset({"v1", "events.k8s.io/v1"})
 ACCEPTED_API_VERSIONS["PodDisruptionBudget"] = frozenset({"policy/v1", "policy/v1beta1"})
 ACCEPTED_API_VERSIONS["HorizontalPodAutoscaler"] = frozenset({"autoscaling/v2", "autoscaling/v1"})
 ACCEPTED_API_VERSIONS["PriorityClass"] = frozenset({"scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"})
+for _kind in KUEUE_KINDS:        # converted to v1beta2 before decoding (objects.kueue_conversion)
+    ACCEPTED_API_VERSIONS[_kind] = frozenset({KUEUE, "kueue.x-k8s.io/v1beta1"})
 
 _ALIASES: dict[str, KindInfo] = {}
 for _info in KINDS.values():

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpusched.errors import FieldError, GpuschedError, InvalidError
+from gpusched.objects.kueue_conversion import to_storage_version
 from gpusched.objects.quantity import QuantityError, parse_quantity
 from gpusched.objects.schema import KindSchema, ref_name, resolve, schema_for
 
@@ -387,15 +388,17 @@ def _raise_type_errors(info: KindSchema, walk: _Walk, obj: dict[str, Any], where
 
 
 def decode_with_mode(obj: dict[str, Any], mode: str, where: str = "") -> tuple[dict[str, Any], list[str]]:
-    """(decoded object, warnings) under a fieldValidation mode; Strict raises on any finding."""
+    """(decoded object, warnings) under a fieldValidation mode; Strict raises on any finding.
+    A deprecated version is converted first (``objects.kueue_conversion``), its warning first."""
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    obj, notices = to_storage_version(obj)
     decoded = decode(obj, where)
     if not decoded.findings or mode == IGNORE:
-        return decoded.obj, []
+        return decoded.obj, notices
     if mode == STRICT:
-        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         raise StrictDecodingError(kind, api_version, "strict decoding error: " + ", ".join(decoded.findings),
                                   where)
-    return decoded.obj, list(decoded.findings)
+    return decoded.obj, notices + list(decoded.findings)
 
 
 def duplicate_findings(value: Any) -> list[str]:

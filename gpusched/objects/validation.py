@@ -58,7 +58,8 @@ import re
 from gpusched.errors import InvalidError, ManifestError
 from gpusched.objects import limits
 from gpusched.objects.fieldcheck import Errors, _spec
-from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, KINDS
+from gpusched.objects.crd_validation import apply_defaults, validate_custom
+from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, CRD_KINDS, KINDS
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.names import dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors
 from gpusched.objects.podspec import validate_pod_annotations, validate_pod_spec, validate_tolerations
@@ -284,6 +285,13 @@ def _lease(obj: dict[str, Any], e: Errors) -> None:
                       "must be an RFC 3339 time with microseconds (2006-01-02T15:04:05.000000Z)")
 
 
+def _custom_resource(obj: dict[str, Any], e: Errors) -> None:
+    """A CRD kind gpusched only stores: the CRD's defaults and schema (``objects.crd_validation``);
+    its webhook's rules are admission's (``cluster/admission/kueue_*.py``)."""
+    apply_defaults(obj)
+    validate_custom(obj, e)
+
+
 # ----------------------------------------------------------------------------------------------
 # RuntimeClass (node.k8s.io/v1), pkg/apis/node/validation/validation.go ValidateRuntimeClass
 
@@ -325,4 +333,5 @@ _VALIDATORS: dict[str, Validator] = {
     "Lease": _lease,
     **CORE_KIND_VALIDATORS,       # Service, storage, Secret, NetworkPolicy, HPA/VPA ...
     "ClusterPolicy": _cluster_policy,
+    **{kind: _custom_resource for kind in CRD_KINDS},   # Kueue, PodGroup, JobSet
 }

@@ -32,6 +32,7 @@ from typing import Any
 from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.errors import GpuschedError
 from gpusched.objects.kinds import KindInfo
+from gpusched.objects.kueue_conversion import to_storage_version
 from gpusched.objects.limits import LimitError
 from gpusched.objects.strict import (
     IGNORE, MODES, STRICT, WARN, DuplicateKeys, StrictDecodingError, decode, duplicate_findings,
@@ -101,8 +102,10 @@ def decode_body(info: KindInfo, body: Any, mode: str) -> tuple[Any, list[str]]:
     """A create or update body -> (the body to store, warnings); raises as the module doc says."""
     if not isinstance(body, dict) or body.get("kind", info.kind) != info.kind:
         return body, []          # api_ops.check_body refuses it with its own message
+    body, notices = to_storage_version(body)       # Kueue's v1beta1: its deprecation warning
     decoded = decode(_typed(info, body))
-    return _outcome(info, decoded.obj, list(decoded.findings), mode)
+    stored, warnings = _outcome(info, decoded.obj, list(decoded.findings), mode)
+    return stored, notices + warnings
 
 
 def decode_patched(info: KindInfo, old: dict[str, Any], new: Any, patch_body: Any, mode: str) -> tuple[Any, list[str]]:

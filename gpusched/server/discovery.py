@@ -46,7 +46,8 @@ VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update
 STATUS_KINDS = ("Pod", "Node", "Deployment", "ReplicaSet", "DaemonSet", "Job", "ResourceQuota",
                 "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "NodePool", "Service",
                 "PersistentVolume", "HorizontalPodAutoscaler", "VerticalPodAutoscaler",
-                "ClusterPolicy")
+                "ClusterPolicy", "ClusterQueue", "Cohort", "LocalQueue", "Workload", "PodGroup",
+                "JobSet")
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 CATEGORIES = {"Pod": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"], "DaemonSet": ["all"],

@@ -4,7 +4,8 @@ The columns themselves are the CLI's (``cli.columns``, kubectl's printers), whic
 layer; ``gpusched serve`` therefore hands the server a :data:`ColumnSource` (``cli.serve`` builds
 it from ``cli.columns.table_rows``). Without one, tables have NAME and AGE only.
 
-A column that appears only with ``-o wide`` gets ``priority: 1``. Each row carries the object as
+A column that appears only with ``-o wide`` gets ``priority: 1`` (a CRD's such columns may sit
+between the others: a ClusterQueue's STRATEGY comes before PENDING WORKLOADS). Each row carries the object as
 ``PartialObjectMetadata`` (or the whole object with ``includeObject=Object``, which kubectl asks
 for with ``--sort-by``), so kubectl can add NAMESPACE for ``-A`` itself.
 
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-# (kind, objects, now_timestamp) -> (column names, how many are shown without -o wide, rows)
-ColumnSource = Callable[[str, list[dict[str, Any]], str], tuple[list[str], int, list[list[str]]]]
+# (kind, objects, now_timestamp) -> (column names, each one's priority (0: shown, 1: only with
+# -o wide; a CRD's wide columns sit between the others), rows)
+ColumnSource = Callable[[str, list[dict[str, Any]], str], tuple[list[str], list[int], list[list[str]]]]
 
 TABLE_ACCEPT = "as=table"
 DESCRIPTIONS = {"Name": "Name must be unique within a namespace. More info: "
@@ -33,8 +35,8 @@ def _title(header: str) -> str:
     return " ".join(word.capitalize() if word.isupper() else word for word in header.split(" "))
 
 
-def _plain_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[list[str], int, list[list[str]]]:
-    return ["NAME"], 1, [[str((o.get("metadata") or {}).get("name", ""))] for o in objects]
+def _plain_columns(kind: str, objects: list[dict[str, Any]], now: str) -> tuple[list[str], list[int], list[list[str]]]:
+    return ["NAME"], [0], [[str((o.get("metadata") or {}).get("name", ""))] for o in objects]
 
 
 def row_object(obj: dict[str, Any], include: str) -> dict[str, Any]:
@@ -50,11 +52,11 @@ def build_table(kind: str, objects: list[dict[str, Any]], now: str, columns: Col
                 resource_version: str = "", include: str = "Metadata",
                 with_definitions: bool = True) -> dict[str, Any]:
     """A Table of ``objects`` (all of one kind)."""
-    header, narrow, rows = (columns or _plain_columns)(kind, objects, now)
+    header, priorities, rows = (columns or _plain_columns)(kind, objects, now)
     definitions = [{"name": _title(name), "type": "string",
                     "format": "name" if name == "NAME" else "",
                     "description": DESCRIPTIONS.get(_title(name), _title(name)),
-                    "priority": 0 if i < narrow else 1}
+                    "priority": priorities[i]}
                    for i, name in enumerate(header)]
     table = {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
              "metadata": {"resourceVersion": resource_version},

@@ -16,6 +16,8 @@ path (``apiserver.write``) after mutating admission:
   headless Service; ``ExternalName`` gets none. NodePorts from 30000-32767 the same way. On
   update the allocated IPs and ports are kept when the new body leaves them out (as ``kubectl
   apply``'s merge keeps them) and may not change (``may not change once set``);
+- a custom resource's update (Kueue's kinds, PodGroup, JobSet): the CRD's transition rules
+  (``objects.crd_validation.validate_custom_update``), as apiextensions' ``ValidateUpdate``;
 - PersistentVolumeClaim / PersistentVolume updates by a user (:func:`user_update`): the fields
   controllers and admission wrote survive an apply that leaves them out; a claim's spec is
   immutable but for its requests.
@@ -32,6 +34,9 @@ import ipaddress
 
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import FieldError, InvalidError
+from gpusched.objects.crd_validation import validate_custom_update
+from gpusched.objects.fieldcheck import Errors
+from gpusched.objects.kinds import CRD_KINDS
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 KUBERNETES_SERVICE_IP = "10.96.0.1"
@@ -225,6 +230,18 @@ def prepare(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> Non
         prepare_namespace(body, old)
     elif kind == "Service":
         admit_service(view, body, old)
+    elif kind in CRD_KINDS and old is not None:
+        validate_crd_update(body, old)
+
+
+def validate_crd_update(body: dict[str, Any], old: dict[str, Any]) -> None:
+    """A custom resource's ``ValidateUpdate`` (apiextensions' strategy): the CRD's transition
+    rules, those reading ``oldSelf`` (``LocalQueue.spec.clusterQueue: field is immutable``)."""
+    errors = Errors()
+    validate_custom_update(body, old, errors)
+    if errors:
+        raise InvalidError(str(body.get("kind")), str((body.get("metadata") or {}).get("name", "")),
+                           errors.items)
 
 
 def user_update(body: dict[str, Any], old: dict[str, Any]) -> None:
