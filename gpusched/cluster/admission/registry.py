@@ -13,7 +13,8 @@ since it charges only what every other plugin let through).
 Not modelled, although on by default upstream: ServiceAccount (gpusched mounts no tokens),
 TaintNodesByCondition (the node lifecycle controller taints nodes, ``controllers.node_lifecycle``),
 StorageObjectInUseProtection and PersistentVolumeClaimResize (no finalizers on claims), the
-webhooks and the certificate plugins.
+certificate plugins. Of the webhooks, gpusched runs Kueue's validating ones (``kueue_*``, named as
+Kueue's ValidatingWebhookConfiguration names them) where ValidatingAdmissionWebhook runs.
 
 Adding a plugin: a module with ``PLUGIN = Plugin(...)``, one line here.
 
@@ -25,8 +26,10 @@ from __future__ import annotations
 import functools
 
 from gpusched.cluster.admission import (config_bounds, default_storage_class,
-                                        default_toleration_seconds, device_holdings, limit_ranger,
-                                        load_curve, namespace_lifecycle, priority, resource_quota,
+                                        default_toleration_seconds, device_holdings,
+                                        kueue_clusterqueue, kueue_cohort, kueue_resourceflavor,
+                                        kueue_workload, limit_ranger, load_curve,
+                                        namespace_lifecycle, priority, resource_quota,
                                         runtime_class)
 from gpusched.cluster.admission.plugin import Hook, Plugin
 
@@ -57,6 +60,11 @@ ORDERED: tuple[Plugin, ...] = (
     device_holdings.PLUGIN,              # gpusched: device holdings are the cluster's
     config_bounds.PLUGIN,                # gpusched: bounds of the ConfigMaps it reads
     load_curve.PLUGIN,                   # gpusched: a Deployment's load curve parses
+    # ValidatingAdmissionWebhook: Kueue's webhooks (config/components/webhook/manifests.yaml)
+    kueue_clusterqueue.PLUGIN,           # vclusterqueue.kb.io
+    kueue_cohort.PLUGIN,                 # vcohort.kb.io
+    kueue_resourceflavor.PLUGIN,         # vresourceflavor.kb.io
+    kueue_workload.PLUGIN,               # vworkload.kb.io
     resource_quota.PLUGIN,               # ResourceQuota: last
 )
 
