@@ -40,8 +40,12 @@ import json
 from gpusched.objects import schema
 from gpusched.server import metrics_api
 from gpusched.objects.kinds import KINDS, KUBERNETES_VERSION, KindInfo
+from gpusched.objects.kueue_conversion import V1BETA1, V1BETA2
 
 GIT_VERSION = f"{KUBERNETES_VERSION}-gpusched"
+# Served but deprecated -> the version stored: Kueue's v1beta1, converted on the way in
+# (objects.kueue_conversion) and answered as v1beta2 (its objects are read as stored).
+DEPRECATED_VERSIONS = {V1BETA1: V1BETA2}
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 STATUS_KINDS = ("Pod", "Node", "Deployment", "ReplicaSet", "DaemonSet", "Job", "ResourceQuota",
                 "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "NodePool", "Service",
@@ -63,10 +67,13 @@ def version() -> dict[str, Any]:
 
 
 def group_versions() -> dict[str, list[KindInfo]]:
-    """``"v1"``, ``"apps/v1"``, ... -> their kinds, in KINDS order."""
+    """``"v1"``, ``"apps/v1"``, ... -> their kinds, in KINDS order; a deprecated version still
+    served (``DEPRECATED_VERSIONS``) after its group's current one, with the same kinds."""
     out: dict[str, list[KindInfo]] = {}
     for info in KINDS.values():
         out.setdefault(info.api_version, []).append(info)
+    for old, current in DEPRECATED_VERSIONS.items():
+        out[old] = list(out[current])
     return out
 
 
@@ -145,8 +152,8 @@ def api_group(group: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
 
 
-def _aggregated_resource(info: KindInfo) -> dict[str, Any]:
-    group, _, version = info.api_version.rpartition("/")
+def _aggregated_resource(info: KindInfo, version: str) -> dict[str, Any]:
+    group = info.group
     entry = {"resource": info.plural, "singularResource": info.singular,
              "scope": "Namespaced" if info.namespaced else "Cluster",
              "responseKind": {"group": group, "version": version, "kind": info.kind},
@@ -162,14 +169,18 @@ def _aggregated_resource(info: KindInfo) -> dict[str, Any]:
 
 def aggregated(core: bool, version_tag: str) -> dict[str, Any]:
     """The APIGroupDiscoveryList for ``/api`` (core) or ``/apis`` (named groups)."""
-    items = []
+    items: list[dict[str, Any]] = []
+    by_group: dict[str, dict[str, Any]] = {}
     for gv, kinds in group_versions().items():
         group, _, version = gv.rpartition("/")
         if (group == "") != core:
             continue
-        items.append({"metadata": {"name": group} if group else {},
-                      "versions": [{"version": version, "freshness": "Current",
-                                    "resources": [_aggregated_resource(i) for i in kinds]}]})
+        if group not in by_group:
+            by_group[group] = {"metadata": {"name": group} if group else {}, "versions": []}
+            items.append(by_group[group])
+        by_group[group]["versions"].append(
+            {"version": version, "freshness": "Current",
+             "resources": [_aggregated_resource(i, version) for i in kinds]})
     if not core:
         items += metrics_api.aggregated_items()
     return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version_tag}",
@@ -197,6 +208,8 @@ def _hash(text: str) -> str:
 def openapi_root() -> dict[str, Any]:
     paths = {}
     for gv in group_versions():
+        if gv in DEPRECATED_VERSIONS:         # kubectl validates with the stored version's schema
+            continue
         key = "api/v1" if gv == "v1" else f"apis/{gv}"
         paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_document_hash(gv)}"}
     return {"paths": paths}
