@@ -18,6 +18,10 @@ v1beta1 object into the v1beta2 one stored (``apis/kueue/v1beta1/*_conversion.go
 - LocalQueue: ``status.flavorUsage`` -> ``status.flavorsUsage``; ``status.flavors`` dropped;
 - ResourceFlavor, Cohort, WorkloadPriorityClass, Topology: the same fields.
 
+:func:`to_v1beta1` is the way back (``Convert_v1beta2_*_To_v1beta1_*``), for what ``serve``
+answers on a v1beta1 path: ``cohortName`` -> ``cohort``, ``priorityClassRef`` ->
+``priorityClassName`` and ``priorityClassSource``, ``flavorsUsage`` -> ``flavorUsage``.
+
 Neighbours: ``objects.strict`` and ``server.decoding`` convert before decoding;
 ``objects.kinds`` accepts ``kueue.x-k8s.io/v1beta1`` for these kinds.
 """
@@ -100,3 +104,31 @@ def to_storage_version(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if convert is not None:
         convert(out)
     return out, [DEPRECATION_WARNING]
+
+
+def _back(obj: dict[str, Any]) -> None:
+    """v1beta2 -> v1beta1 of the fields v1beta1 names differently (the others are shared)."""
+    spec, status = _section(obj, "spec"), _section(obj, "status")
+    if obj.get("kind") == "ClusterQueue" and "cohortName" in spec:
+        spec["cohort"] = spec.pop("cohortName")
+    if obj.get("kind") == "Workload":
+        ref = spec.pop("priorityClassRef", None)
+        for source, (group, kind) in PRIORITY_SOURCES.items():
+            if isinstance(ref, dict) and (ref.get("group"), ref.get("kind")) == (group, kind):
+                spec["priorityClassSource"], spec["priorityClassName"] = source, ref.get("name", "")
+        if "accumulatedPastExecutionTimeSeconds" in status:
+            status["accumulatedPastExexcutionTimeSeconds"] = status.pop("accumulatedPastExecutionTimeSeconds")
+    if obj.get("kind") == "LocalQueue" and "flavorsUsage" in status:
+        status["flavorUsage"] = status.pop("flavorsUsage")
+
+
+def to_v1beta1(obj: dict[str, Any]) -> dict[str, Any]:
+    """A stored (v1beta2) Kueue object as v1beta1 presents it; ``obj`` is not changed."""
+    if not (isinstance(obj, dict) and obj.get("apiVersion") == V1BETA2 and obj.get("kind") in KINDS):
+        return obj
+    out = dict(obj, apiVersion=V1BETA1)
+    for key in ("spec", "status"):
+        if isinstance(out.get(key), dict):
+            out[key] = dict(out[key])
+    _back(out)
+    return out

@@ -102,8 +102,8 @@ def decode_body(info: KindInfo, body: Any, mode: str) -> tuple[Any, list[str]]:
     """A create or update body -> (the body to store, warnings); raises as the module doc says."""
     if not isinstance(body, dict) or body.get("kind", info.kind) != info.kind:
         return body, []          # api_ops.check_body refuses it with its own message
-    body, notices = to_storage_version(body)       # Kueue's v1beta1: its deprecation warning
-    decoded = decode(_typed(info, body))
+    typed, notices = to_storage_version(_typed(info, body))   # Kueue's v1beta1: converted
+    decoded = decode(typed)
     stored, warnings = _outcome(info, decoded.obj, list(decoded.findings), mode)
     return stored, notices + warnings
 
@@ -112,10 +112,12 @@ def decode_patched(info: KindInfo, old: dict[str, Any], new: Any, patch_body: An
     """A patched object -> (the object to store, warnings): only the request's own findings count."""
     if not isinstance(new, dict):
         return new, []
+    new, notices = to_storage_version(new)        # a patch on a deprecated version's object
     try:
         known = set(decode(_typed(info, old)).findings)
     except GpuschedError:       # a stored object that no longer decodes blames nothing on the request
         known = set()
     decoded = decode(_typed(info, new))
     findings = duplicate_findings(patch_body) + [f for f in decoded.findings if f not in known]
-    return _outcome(info, decoded.obj, findings, mode)
+    stored, warnings = _outcome(info, decoded.obj, findings, mode)
+    return stored, notices + warnings

@@ -41,6 +41,7 @@ from gpusched.objects import schema
 from gpusched.server import metrics_api
 from gpusched.objects.kinds import KINDS, KUBERNETES_VERSION, KindInfo
 from gpusched.objects.kueue_conversion import V1BETA1, V1BETA2
+from gpusched.server.versions import served_info
 
 GIT_VERSION = f"{KUBERNETES_VERSION}-gpusched"
 # Served but deprecated -> the version stored: Kueue's v1beta1, converted on the way in
@@ -78,9 +79,10 @@ def group_versions() -> dict[str, list[KindInfo]]:
 
 
 def find_resource(group_version: str, plural: str) -> KindInfo | None:
+    """The kind a path names, its ``api_version`` the path's (a deprecated version's own)."""
     for info in group_versions().get(group_version, []):
         if info.plural == plural:
-            return info
+            return served_info(group_version, info)
     return None
 
 

@@ -47,6 +47,7 @@ from gpusched.server.feed import OBJECTS
 from gpusched.server.http import (Request, Response, json_response, status_object,
                                   status_response, success_status)
 from gpusched.server.tables import ColumnSource, build_table, wants_table
+from gpusched.server.versions import served_object, served_response
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
 SCALE_KINDS = ("Deployment", "ReplicaSet")
@@ -99,7 +100,7 @@ class ResourceApi:
 
     def handle(self, req: Request, target: Target) -> Response:
         try:
-            return self._dispatch(req, target)
+            return served_response(target.info, self._dispatch(req, target))
         except GpuschedError as err:
             return statuses.error_status(err, target.info.group)
 
@@ -283,7 +284,7 @@ class ResourceApi:
                 raise NotFoundError(plural_name(t.info), t.name)
             shape = ssa.root_shape(t.info.api_version, t.info.kind)
             patched = ssa.merge(old, body, shape) if applying and isinstance(body, dict) \
-                else patch.apply_patch(old, body, kind)
+                else patch.apply_patch(served_object(t.info, old), body, kind)
             new, found = decoding.decode_patched(t.info, old, patched, body, mode)
             warnings.extend(found)
             entries = None

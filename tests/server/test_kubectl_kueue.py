@@ -65,6 +65,16 @@ def test_v1beta1_is_converted_with_the_deprecation_warning(kueue, tmp_path):
     assert "Warning: This version is deprecated. Use v1beta2 instead." in done.stderr
     cq = json.loads(kueue.kubectl("get", "cq", "legacy", "-o", "json").stdout)
     assert cq["spec"]["cohortName"] == "gpu-pool" and "cohort" not in cq["spec"]
+    # read back in v1beta1, and re-applied changed: kubectl patches the v1beta1 object it read
+    old_cq = json.loads(kueue.kubectl("get", "clusterqueues.v1beta1.kueue.x-k8s.io", "legacy", "-o",
+                                      "json").stdout)
+    assert old_cq["apiVersion"] == "kueue.x-k8s.io/v1beta1" and old_cq["spec"]["cohort"] == "gpu-pool"
+    old.write_text(old.read_text().replace("gpu-pool", "other").replace("nominalQuota: 8", "nominalQuota: 9"))
+    again = kueue.kubectl("apply", "-f", str(old))
+    assert again.stdout.strip() == "clusterqueue.kueue.x-k8s.io/legacy configured"
+    cq = json.loads(kueue.kubectl("get", "cq", "legacy", "-o", "json").stdout)
+    assert cq["spec"]["cohortName"] == "other"
+    assert cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 9
 
 
 @pytest.mark.parametrize("body, message", [
@@ -95,3 +105,11 @@ def test_local_queue_cluster_queue_is_immutable(kueue, tmp_path):
                      "namespace: team-a}\nspec: {clusterQueue: team-b}\n")
     done = kueue.kubectl("apply", "-f", str(moved), check=False)
     assert 'spec.clusterQueue: Invalid value: "string": field is immutable' in done.stderr
+
+
+def test_explain_reads_the_crd_schema(serve):
+    """kubectl explain through /openapi/v3: the generated schema's enum and description."""
+    out = serve.kubectl("explain", "cq.spec.queueingStrategy").stdout
+    assert "ENUM:" in out and "StrictFIFO" in out and "BestEffortFIFO" in out
+    containers = serve.kubectl("explain", "workloads.spec.podSets.template.spec.containers").stdout
+    assert "FIELD: containers <[]Container>" in containers
