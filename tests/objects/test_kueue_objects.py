@@ -148,3 +148,18 @@ def test_a_v1beta1_field_unknown_to_v1beta2_is_a_strict_finding():
     body = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
             "metadata": {"name": "q", "namespace": "default"}, "spec": {"clusterQueue": "cq", "cohort": "x"}}
     assert 'strict decoding error: unknown field "spec.cohort"' in refusal(body)
+
+
+@pytest.mark.parametrize("v1beta1", [
+    pytest.param({"kind": "ClusterQueue", "spec": {"cohort": "all"}}, id="cluster-queue"),
+    pytest.param({"kind": "Workload", "spec": {"priorityClassName": "pc",
+                                               "priorityClassSource": "scheduling.k8s.io/priorityclass"}},
+                 id="workload"),
+    pytest.param({"kind": "LocalQueue", "status": {"flavorUsage": [{"name": "f"}]}}, id="local-queue"),
+])
+def test_v1beta1_round_trip(v1beta1):
+    """Convert_v1beta1_*_To_v1beta2 then Convert_v1beta2_*_To_v1beta1 give the fields back."""
+    from gpusched.objects.kueue_conversion import to_storage_version, to_v1beta1
+    body = {"apiVersion": "kueue.x-k8s.io/v1beta1", "metadata": {"name": "x"}, **v1beta1}
+    stored, _ = to_storage_version(body)
+    assert stored != body and to_v1beta1(stored) == body
