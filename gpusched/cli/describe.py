@@ -31,6 +31,8 @@ from gpusched.cli.describe_storage import describe_pv, describe_pvc, describe_st
 from gpusched.cli.describe_workloads import (describe_daemonset, describe_deployment, describe_job,
                                              describe_replicaset)
 from gpusched.cli.describe_hpa import describe_hpa
+from gpusched.cli.describe_crd import describe_custom_resource
+from gpusched.objects.kinds import CRD_KINDS
 from gpusched.cli.describe_pod import describe_pod
 from gpusched.cli.output import Clock, tabwrite
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
@@ -410,7 +412,8 @@ def _nested_scalar(value: Any) -> Any:
 TABBED_PAGES = {**KIND_PAGES, "Deployment": describe_deployment, "ReplicaSet": describe_replicaset,
                 "Job": describe_job, "DaemonSet": describe_daemonset, "PersistentVolumeClaim": describe_pvc,
                 "PersistentVolume": describe_pv, "StorageClass": describe_storageclass,
-                "HorizontalPodAutoscaler": describe_hpa}
+                "HorizontalPodAutoscaler": describe_hpa,
+                **{kind: describe_custom_resource for kind in CRD_KINDS}}
 
 
 def describe_page(cluster: Any, kind: str, obj: dict[str, Any], related: Related) -> str:

@@ -39,7 +39,7 @@ def lab(tmp_path_factory):
     served = start_serve(tmp_path_factory.mktemp("describe"), "--virtual-clock")
     served.cli("apply", "-f", str(EXAMPLES / "cluster.yaml"), "-f", str(EXAMPLES / "priority-classes.yaml"),
                "-f", str(EXAMPLES / "training-job/jobs.yaml"), "-f", str(EXAMPLES / "inference-deployment/"),
-               "-f", str(EXAMPLES / "gpu-lab/"))
+               "-f", str(EXAMPLES / "gpu-lab/"), "-f", str(EXAMPLES / "kueue/"))
     served.cli("label", "node", "gpu-node-1", "nvidia.com/gpu=true")   # the DaemonSet's node selector
     served.cli("rollout", "restart", "deployment/llm-inference")
     served.cli("advance", "6m")                                       # finetune-bert (5m) completes
@@ -165,6 +165,12 @@ CASES = {
     # describeNode / describeNodeLease / describeNodeResource / findNodeRoles: every node (roles,
     # long NFD annotation cut, lease, conditions, addresses, system info, pods, extended resources)
     "describeNode-every-node-conditions-system-info-allocated": ("node",),
+    # genericDescriber / printUnstructuredContent / smartLabelFor: Kueue's custom resources
+    # (nested mappings, lists of mappings and of scalars, quantities, a cluster-scoped object)
+    "genericDescriber-clusterqueue-nested-lists": ("cq", "team-c"),
+    "genericDescriber-localqueue-namespaced": ("lq", "-n", "team-a"),
+    "genericDescriber-resourceflavor-taints-tolerations": ("rf", "h100"),
+    "genericDescriber-workloadpriorityclass": ("wpc",),
 }
 
 

@@ -1,7 +1,8 @@
 """Kueue's kinds in the embedded CLI: examples/kueue applied unchanged, ``get`` with the CRDs'
 printer columns (config/components/crd/bases/kueue.x-k8s.io_*.yaml additionalPrinterColumns;
 ClusterQueue has no AGE, its -o wide columns sit where the CRD lists them), short names as the
-CRDs declare them, ``describe`` as kubectl's generic describer of a CRD, bad input in one line."""
+CRDs declare them, ``describe`` as kubectl's generic describer of a CRD (tests/cli/test_describe_parity.py compares
+it with real kubectl's), bad input in one line."""
 
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ def test_describe_cluster_queue_shows_the_defaulted_spec(kueue):
     assert out.startswith("Name:")
     fields = {line.split(":")[0].strip(): line.split(":", 1)[1].strip()
               for line in out.splitlines() if ":" in line}
-    assert fields["queueingStrategy"] == "StrictFIFO"
-    assert fields["maxPriorityThreshold"] == "100"
-    assert fields["whenCanPreempt"] == "TryNextFlavor"       # the CRD's default
+    assert fields["Queueing Strategy"] == "StrictFIFO"          # kubectl's smartLabelFor names
+    assert fields["Max Priority Threshold"] == "100"
+    assert fields["When Can Preempt"] == "TryNextFlavor"        # the CRD's default
+    assert fields["API Version"] == "kueue.x-k8s.io/v1beta2" and fields["Namespace"] == ""
     assert "Events:" in out
 
 
