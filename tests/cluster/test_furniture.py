@@ -183,3 +183,21 @@ def test_cluster_policy_driver_version_reaches_the_gfd_labels(cluster):
     labels = labels_of(cluster, "t4-1")
     assert (labels["nvidia.com/cuda.driver-version.full"], labels["nvidia.com/cuda.runtime-version.full"]) \
         == ("570.124.06", "12.8")
+
+
+@pytest.mark.parametrize("spec,finalizers", [({}, ["kubernetes"]),
+                                             ({"finalizers": ["example.com/x"]}, ["example.com/x", "kubernetes"]),
+                                             ({"finalizers": ["kubernetes"]}, ["kubernetes"])],
+                         ids=["none", "another", "already"])
+def test_new_namespace_is_active_with_the_kubernetes_finalizer(cluster, spec, finalizers):
+    """registry/core/namespace/strategy.go PrepareForCreate: status Active, ``kubernetes`` in
+    spec.finalizers; PrepareForUpdate keeps both as stored (a user's update cannot drop them)."""
+    apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"},
+                                   "spec": spec}))
+    ns = cluster.get("ns", ["team-b"])[0]
+    assert (ns["status"], ns["spec"]["finalizers"]) == ({"phase": "Active"}, finalizers)
+    apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": "team-b", "labels": {"a": "b"}},
+                                   "spec": {"finalizers": []}, "status": {"phase": "Terminating"}}))
+    ns = cluster.get("ns", ["team-b"])[0]
+    assert (ns["status"], ns["spec"]["finalizers"], ns["metadata"]["labels"]["a"]) == ({"phase": "Active"}, finalizers, "b")
