@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from gpusched.cli.columns_kueue import KUEUE_COLUMNS
 from gpusched.cli.columns_kinds import KIND_COLUMNS, _age, _meta, _name, _spec, _status  # shared cell readers
+from gpusched.cli.columns_stock import STOCK_COLUMNS
 from gpusched.cli.output import Clock, parse_timestamp
 from gpusched.objects.duration import format_duration as human_duration
 from gpusched.objects.kinds import resolve_kind
@@ -372,6 +373,7 @@ COLUMNS: dict[str, Columns] = {
                         _nodepool_cells),
     "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),
     **{kind: Columns(*spec) for kind, spec in KIND_COLUMNS.items()},   # Service, storage, ...
+    **{kind: Columns(*spec) for kind, spec in STOCK_COLUMNS.items()},  # CSINode, DRA, ...
     "ClusterPolicy": Columns(("NAME", "STATUS", "AGE"), _clusterpolicy_cells),
     **{kind: Columns(*spec) for kind, spec in KUEUE_COLUMNS.items()},  # Kueue, PodGroup, JobSet
 }

@@ -79,6 +79,20 @@ KINDS: dict[str, KindInfo] = {info.kind: info for info in (
     # scheduler-plugins' Coscheduling PodGroup; JobSet (kubernetes-sigs/jobset)
     KindInfo("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", ("pg", "pgs"), True),
     KindInfo("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets", (), True),
+    # Stored for the stock components (kube-scheduler's informers, controller-runtime, kubectl
+    # discovery); nothing in gpusched acts on them yet.
+    KindInfo("ReplicationController", "v1", "replicationcontrollers", ("rc",), True),
+    KindInfo("StatefulSet", "apps/v1", "statefulsets", ("sts",), True),
+    KindInfo("CSINode", "storage.k8s.io/v1", "csinodes", (), False),
+    KindInfo("CSIDriver", "storage.k8s.io/v1", "csidrivers", (), False),
+    KindInfo("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities", (), True),
+    KindInfo("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", (), False),
+    KindInfo("DeviceClass", "resource.k8s.io/v1", "deviceclasses", (), False),
+    KindInfo("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", (), True),
+    KindInfo("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", (), True),
+    KindInfo("ResourceSlice", "resource.k8s.io/v1", "resourceslices", (), False),
+    KindInfo("CustomResourceDefinition", "apiextensions.k8s.io/v1", "customresourcedefinitions",
+             ("crd", "crds"), False),
 )}
 KUEUE_KINDS = frozenset(kind for kind, info in KINDS.items() if info.api_version == KUEUE)
 # CRD kinds gpusched stores without a controller of its own: defaulted and validated from their

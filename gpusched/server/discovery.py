@@ -52,11 +52,15 @@ STATUS_KINDS = ("Pod", "Node", "Deployment", "ReplicaSet", "DaemonSet", "Job", "
                 "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "NodePool", "Service",
                 "PersistentVolume", "HorizontalPodAutoscaler", "VerticalPodAutoscaler",
                 "ClusterPolicy", "ClusterQueue", "Cohort", "LocalQueue", "Workload", "PodGroup",
-                "JobSet")
+                "JobSet", "ReplicationController", "StatefulSet", "VolumeAttachment",
+                "ResourceClaim", "CustomResourceDefinition")
+SCALE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 CATEGORIES = {"Pod": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"], "DaemonSet": ["all"],
-              "Job": ["all"], "Service": ["all"], "HorizontalPodAutoscaler": ["all"]}
+              "Job": ["all"], "Service": ["all"], "HorizontalPodAutoscaler": ["all"],
+              "StatefulSet": ["all"], "ReplicationController": ["all"],
+              "CustomResourceDefinition": ["api-extensions"]}
 
 
 def version() -> dict[str, Any]:
@@ -96,7 +100,7 @@ def subresources(info: KindInfo) -> list[tuple[str, str, str, list[str]]]:
         out.append(("eviction", "policy", "Eviction", ["create"]))
         out.append(("exec", "", "PodExecOptions", ["create", "get"]))
         out.append(("log", "", "Pod", ["get"]))
-    if info.kind in ("Deployment", "ReplicaSet"):
+    if info.kind in SCALE_KINDS:
         out.append(("scale", "autoscaling", "Scale", ["get", "patch", "update"]))
     return out
 

@@ -42,7 +42,8 @@ from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
                                         parse_selector, selector_from_dict, selector_to_string)
-from gpusched.server import decoding, discovery, lists, patch, ssa, statuses
+from gpusched.server import decoding, discovery, lists, partial, patch, ssa, statuses
+from gpusched.server.discovery import SCALE_KINDS
 from gpusched.server.feed import OBJECTS
 from gpusched.server.http import (Request, Response, json_response, status_object,
                                   status_response, success_status)
@@ -50,7 +51,6 @@ from gpusched.server.tables import ColumnSource, build_table, wants_table
 from gpusched.server.versions import served_object, served_response
 
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
-SCALE_KINDS = ("Deployment", "ReplicaSet")
 NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
 
@@ -200,6 +200,10 @@ class ResourceApi:
             table = self.table(t.info, items, now, str(rv), req)
             table["metadata"] = {**table.get("metadata", {}), **meta}
             return json_response(table)
+        metadata_only = partial.requested(req.accept)
+        if metadata_only is not None:
+            return json_response(partial.partial_list(t.info, items, meta, metadata_only), 200,
+                                 metadata_only.content_type)
         for item in items:
             item.setdefault("apiVersion", t.info.api_version)
             item.setdefault("kind", kind)
@@ -238,6 +242,10 @@ class ResourceApi:
         if wants_table(req.accept) and not t.subresource:
             rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
             return json_response(self.table(t.info, [body], now, rv, req))
+        metadata_only = partial.requested(req.accept)
+        if metadata_only is not None:
+            return json_response(partial.partial_object(t.info, body, metadata_only), 200,
+                                 metadata_only.content_type)
         return json_response(body)
 
     # ---- writes ------------------------------------------------------------------------------
@@ -328,7 +336,7 @@ class ResourceApi:
         return json_response(self.worker.cluster_call(delete))
 
     def scale(self, req: Request, t: Target) -> Response:
-        """The ``scale`` subresource (autoscaling/v1 Scale) of Deployments and ReplicaSets:
+        """The ``scale`` subresource (autoscaling/v1 Scale) of ``SCALE_KINDS``:
         GET, PUT and PATCH change ``spec.replicas`` (what ``kubectl scale`` patches)."""
         ns = t.namespace or ""
         if req.method == "GET":
@@ -444,9 +452,13 @@ def check_scale_identity(t: Target, old: dict[str, Any], wanted: Any) -> None:
 
 
 def scale_of(body: dict[str, Any]) -> dict[str, Any]:
-    """autoscaling/v1 Scale of a Deployment/ReplicaSet (``status.selector`` as a string)."""
+    """autoscaling/v1 Scale of a Deployment/ReplicaSet/StatefulSet/ReplicationController
+    (``status.selector`` as a string; a ReplicationController's selector is a plain label map)."""
     meta = body.get("metadata") or {}
-    selector = selector_to_string(selector_from_dict((body.get("spec") or {}).get("selector")))
+    raw = (body.get("spec") or {}).get("selector")
+    if body.get("kind") == "ReplicationController" and isinstance(raw, dict):
+        raw = {"matchLabels": raw}
+    selector = selector_to_string(selector_from_dict(raw))
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
                                              "creationTimestamp") if k in meta},

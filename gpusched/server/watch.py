@@ -42,6 +42,7 @@ from gpusched.errors import FieldError, InvalidError, UsageError
 from gpusched.server.lists import MATCH_NOT_OLDER, TooLargeResourceVersionError, parse_resource_version
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 from gpusched.server.feed import EVENTS, OBJECTS
+from gpusched.server import partial
 from gpusched.server.http import Request, Response, status_object
 from gpusched.server.protobuf.envelope import encode_event
 from gpusched.server.protobuf.negotiate import PROTOBUF, PROTOBUF_WATCH
@@ -74,6 +75,7 @@ class _Watch:
     table: bool
     resets: int
     protobuf: bool = False          # length-prefixed WatchEvent frames (server.protobuf)
+    metadata_only: partial.Target | None = None
 
     @property
     def info(self) -> Any:
@@ -94,9 +96,16 @@ class _Watch:
         return (self.label_sel is None or matches(self.label_sel, labels)) and \
             field_matches(body, self.field_sel)
 
+    def shown(self, body: dict[str, Any]) -> dict[str, Any]:
+        """An event's object as the request asked for it: whole, or metadata only
+        (``server.partial``)."""
+        if self.metadata_only is not None:
+            return partial.partial(body, self.metadata_only)
+        return body
+
     def render(self, event_type: str, body: dict[str, Any], first: bool) -> bytes:
         if not self.table:
-            return self.event(event_type, body)
+            return self.event(event_type, self.shown(body))
         rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
         return _line(event_type, self.api.table(self.info, [body], rfc3339(self.feed.clock), rv,
                                                 self.req, with_definitions=first))
@@ -114,8 +123,11 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
     watch = _read_watch(api, req, target)
     start, initial = _start(watch)
     end_bookmark = watch.options.initial_events and watch.options.bookmarks
-    return Response(200, content_type=PROTOBUF_WATCH if watch.protobuf else WATCH_CONTENT_TYPE,
-                    stream=_events(watch, start, initial, end_bookmark))
+    if watch.protobuf:
+        content_type = PROTOBUF_WATCH
+    else:
+        content_type = watch.metadata_only.content_type if watch.metadata_only else WATCH_CONTENT_TYPE
+    return Response(200, content_type=content_type, stream=_events(watch, start, initial, end_bookmark))
 
 
 def _read_watch(api: Any, req: Request, target: Any) -> _Watch:
@@ -130,7 +142,7 @@ def _read_watch(api: Any, req: Request, target: Any) -> _Watch:
     options = watch_options(req.query)
     return _Watch(api, req, target, EVENTS if target.info.kind == "Event" else OBJECTS, label_sel,
                   field_sel, timeout, options, wants_table(req.accept), api.feed.resets,
-                  req.accept.split(";")[0] == PROTOBUF)
+                  req.accept.split(";")[0] == PROTOBUF, partial.requested(req.accept))
 
 
 def _start(watch: _Watch) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
@@ -161,7 +173,7 @@ def _events(watch: _Watch, start: int, initial: list[tuple[str, dict[str, Any]]]
     for index, (event_type, body) in enumerate(initial):
         yield from batch.add(watch.render(event_type, body, index == 0))
     if end_bookmark:
-        batch.lines.append(watch.event("BOOKMARK", _bookmark(watch.info, start, initial_events_end=True)))
+        batch.lines.append(watch.event("BOOKMARK", watch.shown(_bookmark(watch.info, start, initial_events_end=True))))
     yield from batch.flush()
     yield from _follow(watch, start, batch, not initial)
 
@@ -192,7 +204,7 @@ def _follow(watch: _Watch, position: int, batch: _Batch, first: bool) -> Iterato
         yield from batch.flush()
         if watch.options.bookmarks and time.monotonic() - last_sent >= BOOKMARK_SECONDS:
             position = max(position, feed.floor(watch.stream)[1]) if not changes else position
-            yield watch.event("BOOKMARK", _bookmark(watch.info, position))
+            yield watch.event("BOOKMARK", watch.shown(_bookmark(watch.info, position)))
             last_sent = time.monotonic()
 
 

@@ -111,7 +111,8 @@ def decode_request(req: Request, api_version: str, kind: str) -> Request | Respo
 
 def encode_response(response: Response) -> Response:
     """A JSON answer re-encoded in protobuf; unchanged when it is not one or has no message."""
-    if response.stream is not None or response.content_type != JSON or not response.body:
+    media, _, params = response.content_type.partition(";")
+    if response.stream is not None or media != JSON or not response.body:
         return response
     try:
         obj = json.loads(response.body)
@@ -121,7 +122,8 @@ def encode_response(response: Response) -> Response:
         return response
     if data is None:
         return response
-    return dataclasses.replace(response, body=data, content_type=PROTOBUF)
+    # a metadata-only answer names its kind (``server.partial``: ``;g=meta.k8s.io;v=v1;as=...``)
+    return dataclasses.replace(response, body=data, content_type=PROTOBUF + (f";{params}" if params else ""))
 
 
 def negotiated(req: Request, api_version: str, kind: str, handler: Callable[[Request], Response]) -> Response:
