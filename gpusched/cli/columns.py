@@ -296,7 +296,11 @@ def _namespace_cells(obj: dict[str, Any], clock: Clock) -> Row:
 
 
 def event_time(event: dict[str, Any]) -> str | None:
-    """The timestamp an event is ordered and aged by (last seen, else first seen, else created)."""
+    """The timestamp an event is ordered and aged by: its series' last observation (events.k8s.io
+    recorders), else last seen, else first seen, else created (printers.go printEvent)."""
+    series = event.get("series")
+    if isinstance(series, dict) and series.get("lastObservedTime"):
+        return str(series["lastObservedTime"])
     return (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
             or _meta(event).get("creationTimestamp"))
 
@@ -313,7 +317,22 @@ def event_object(event: dict[str, Any]) -> str:
 
 def _event_cells(obj: dict[str, Any], clock: Clock) -> Row:
     return [clock.age(event_time(obj)), str(obj.get("type", "Normal")), str(obj.get("reason", "")),
-            event_object(obj), str(obj.get("message", obj.get("note", "")))]
+            event_object(obj), str(obj.get("message", obj.get("note", ""))).strip()]
+
+
+def _event_wide(obj: dict[str, Any], clock: Clock) -> Row:
+    """SUBOBJECT, SOURCE (``formatEventSource``: component, else reportingComponent; then the
+    host, else reportingInstance), FIRST SEEN (else eventTime), COUNT (the series' count, else
+    count, else 1), NAME."""
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    host = source.get("host") or obj.get("reportingInstance") or ""
+    series = obj.get("series") if isinstance(obj.get("series"), dict) else None
+    count = (series or {}).get("count") or obj.get("count") or 1
+    first = obj.get("firstTimestamp") or obj.get("eventTime")
+    return [str((obj.get("involvedObject") or {}).get("fieldPath", "")),
+            f"{component}, {host}" if host else str(component), clock.age(first), str(count),
+            _name(obj)]
 
 
 def _nodepool_cells(obj: dict[str, Any], clock: Clock) -> Row:
@@ -368,7 +387,10 @@ COLUMNS: dict[str, Columns] = {
                                     "AGE"), _pdb_cells),
     "ConfigMap": Columns(("NAME", "DATA", "AGE"), _configmap_cells),
     "Namespace": Columns(("NAME", "STATUS", "AGE"), _namespace_cells),
-    "Event": Columns(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), _event_cells),
+    "Event": Columns(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), _event_cells,
+                     ("SUBOBJECT", "SOURCE", "FIRST SEEN", "COUNT", "NAME"), _event_wide,
+                     # -o wide: LAST SEEN TYPE REASON OBJECT SUBOBJECT SOURCE MESSAGE FIRST SEEN COUNT NAME
+                     (0, 1, 2, 3, 5, 6, 4, 7, 8, 9)),
     "NodePool": Columns(("NAME", "NODES", "MIN", "MAX", "GPU-MODEL", "GPUS-PER-NODE", "AGE"),
                         _nodepool_cells),
     "Lease": Columns(("NAME", "HOLDER", "AGE"), _lease_cells),

@@ -99,6 +99,12 @@ KUEUE_KINDS = frozenset(kind for kind, info in KINDS.items() if info.api_version
 # schemas (objects.crd_validation).
 CRD_KINDS = KUEUE_KINDS | {"PodGroup", "JobSet"}
 
+# Kinds served in a second group version besides their own, one storage for both (kube-apiserver
+# serves core/v1 Events as events.k8s.io/v1 too, converted: ``objects.event_versions``).
+ALSO_SERVED: tuple[KindInfo, ...] = (
+    KindInfo("Event", "events.k8s.io/v1", "events", ("ev",), True),
+)
+
 # apiVersions accepted on input per kind (older group versions still seen in tutorials).
 ACCEPTED_API_VERSIONS: dict[str, frozenset[str]] = {
     kind: frozenset({info.api_version}) for kind, info in KINDS.items()

@@ -39,7 +39,7 @@ import json
 
 from gpusched.objects import schema
 from gpusched.server import metrics_api
-from gpusched.objects.kinds import KINDS, KUBERNETES_VERSION, KindInfo
+from gpusched.objects.kinds import ALSO_SERVED, KINDS, KUBERNETES_VERSION, KindInfo
 from gpusched.objects.kueue_conversion import V1BETA1, V1BETA2
 from gpusched.server.versions import served_info
 
@@ -72,10 +72,10 @@ def version() -> dict[str, Any]:
 
 
 def group_versions() -> dict[str, list[KindInfo]]:
-    """``"v1"``, ``"apps/v1"``, ... -> their kinds, in KINDS order; a deprecated version still
+    """``"v1"``, ``"apps/v1"``, ... -> their kinds, in KINDS order (then ALSO_SERVED's); a deprecated version still
     served (``DEPRECATED_VERSIONS``) after its group's current one, with the same kinds."""
     out: dict[str, list[KindInfo]] = {}
-    for info in KINDS.values():
+    for info in (*KINDS.values(), *ALSO_SERVED):
         out.setdefault(info.api_version, []).append(info)
     for old, current in DEPRECATED_VERSIONS.items():
         out[old] = list(out[current])

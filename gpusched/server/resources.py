@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusched.cluster.apiserver import write as writes
-from gpusched.cluster.apiserver import api_ops
+from gpusched.cluster.apiserver import api_ops, event_ops
 from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.cluster.apiserver.view import copy_tree
 from gpusched.errors import ConflictError, FieldError, GpuschedError, InvalidError, NotFoundError
@@ -42,7 +42,7 @@ from gpusched.objects.kinds import KindInfo
 from gpusched.objects.validation import validate_object
 from gpusched.objects.selectors import (field_matches, matches, parse_field_selector,
                                         parse_selector, selector_from_dict, selector_to_string)
-from gpusched.server import decoding, discovery, lists, partial, patch, ssa, statuses
+from gpusched.server import decoding, discovery, events, lists, partial, patch, ssa, statuses
 from gpusched.server.discovery import SCALE_KINDS
 from gpusched.server.feed import OBJECTS
 from gpusched.server.http import (Request, Response, json_response, status_object,
@@ -135,12 +135,13 @@ class ResourceApi:
         method = req.method
         if method == "GET":
             return self.get(req, t)
-        if t.info.kind == "Event":
-            return status_response(405, "events are recorded by the cluster and cannot be changed")
         if method == "PUT":
             return self._put(req, t)
         if method == "PATCH":
             return self.patch(req, t)
+        if method == "DELETE" and events.is_event(t.info):
+            return json_response(events.as_requested(self.worker.write(
+                lambda view: event_ops.delete(view, t.info, t.namespace or "", t.name)), t.info))
         if method == "DELETE":
             return self.delete(t, api_ops.delete_grace(req.query, req.body),
                                bool(req.query.get("dryRun")) or _delete_options_dry_run(req.body))
@@ -165,7 +166,7 @@ class ResourceApi:
     def list(self, req: Request, t: Target) -> Response:
         """A list page (``server.lists``: limit/continue, resourceVersion/resourceVersionMatch)."""
         label_sel = parse_selector(req.query["labelSelector"]) if req.query.get("labelSelector") else None
-        field_sel = parse_field_selector(req.query.get("fieldSelector", ""))
+        field_sel = events.field_selector(t.info, parse_field_selector(req.query.get("fieldSelector", "")))
         options = lists.parse_options(req.query)
         kind = t.info.kind
         all_namespaces = t.info.namespaced and t.namespace is None
@@ -177,8 +178,7 @@ class ResourceApi:
 
         def read(view: Any) -> tuple[int, list[dict[str, Any]], str]:
             if kind == "Event":
-                return view.event_counter, [stamp_event(view, e) for e in view.list_events(
-                    t.namespace)], view.timestamp()
+                return view.event_counter, events.listed(view, t.namespace), view.timestamp()
             return view.rv, view.list(kind, t.namespace if t.info.namespaced else ""), view.timestamp()
 
         current_rv, items, now = self.worker.read(read)
@@ -204,6 +204,8 @@ class ResourceApi:
         if metadata_only is not None:
             return json_response(partial.partial_list(t.info, items, meta, metadata_only), 200,
                                  metadata_only.content_type)
+        if events.is_event(t.info):
+            items = [events.as_requested(item, t.info) for item in items]
         for item in items:
             item.setdefault("apiVersion", t.info.api_version)
             item.setdefault("kind", kind)
@@ -230,9 +232,8 @@ class ResourceApi:
 
     def get(self, req: Request, t: Target) -> Response:
         def read(view: Any) -> tuple[dict[str, Any] | None, str]:
-            if t.info.kind == "Event":
-                body = view.events.get((t.namespace, t.name))
-                return (stamp_event(view, body) if body else None), view.timestamp()
+            if events.is_event(t.info):
+                return events.fetched(view, t.namespace or "", t.name), view.timestamp()
             body = view.get(t.info.kind, t.name, t.namespace or "")
             return copy_tree(body), view.timestamp()
 
@@ -246,7 +247,7 @@ class ResourceApi:
         if metadata_only is not None:
             return json_response(partial.partial_object(t.info, body, metadata_only), 200,
                                  metadata_only.content_type)
-        return json_response(body)
+        return json_response(events.as_requested(body, t.info) if events.is_event(t.info) else body)
 
     # ---- writes ------------------------------------------------------------------------------
 
@@ -282,7 +283,7 @@ class ResourceApi:
         force = req.query.get("force") in ("true", "1")
 
         def write(view: Any) -> tuple[int, dict[str, Any]]:
-            old = copy_tree(view.get(t.info.kind, t.name, ns))
+            old = current(view, t.info, ns, t.name)
             if old is None and applying and not t.subresource:
                 created, found = decoding.decode_body(t.info, body, mode)
                 warnings.extend(found)
@@ -406,8 +407,8 @@ def record_managed(view: Any, info: KindInfo, old: dict[str, Any] | None, stored
     """Put the write's managedFields (``server.ssa``: ``entries`` from an apply, else an Update
     by ``manager``; ``applied``: an apply that created the object) on the stored object, in
     place when this transaction already changed it (no second resourceVersion); returns a copy."""
-    if info.kind == "Event":
-        return stored
+    if events.is_event(info):
+        return events.as_requested(stored, info)
     name, ns = stored["metadata"]["name"], stored["metadata"].get("namespace", "")
     current = view.get(info.kind, name, ns)
     if current is None:
@@ -487,8 +488,10 @@ def _dry_write(cluster: Any, fn: Any, settle: bool) -> Any:
         cluster.dry_run = False
 
 
-def stamp_event(view: Any, event: dict[str, Any]) -> dict[str, Any]:
-    """An Event as served: its resourceVersion is its recording sequence number."""
-    meta = event.get("metadata") or {}
-    seq = view.event_seq.get((meta.get("namespace", ""), meta.get("name", "")), 0)
-    return {**event, "metadata": {**meta, "resourceVersion": str(seq)}}
+def current(view: Any, info: KindInfo, ns: str, name: str) -> dict[str, Any] | None:
+    """A copy of the object a PATCH starts from, in the request's group version."""
+    if events.is_event(info):
+        event = events.fetched(view, ns, name)
+        return events.as_requested(event, info) if event is not None else None
+    body: dict[str, Any] | None = copy_tree(view.get(info.kind, name, ns))
+    return body

@@ -42,7 +42,7 @@ from gpusched.errors import FieldError, InvalidError, UsageError
 from gpusched.server.lists import MATCH_NOT_OLDER, TooLargeResourceVersionError, parse_resource_version
 from gpusched.objects.selectors import field_matches, matches, parse_field_selector, parse_selector
 from gpusched.server.feed import EVENTS, OBJECTS
-from gpusched.server import partial
+from gpusched.server import events, partial
 from gpusched.server.http import Request, Response, status_object
 from gpusched.server.protobuf.envelope import encode_event
 from gpusched.server.protobuf.negotiate import PROTOBUF, PROTOBUF_WATCH
@@ -97,11 +97,11 @@ class _Watch:
             field_matches(body, self.field_sel)
 
     def shown(self, body: dict[str, Any]) -> dict[str, Any]:
-        """An event's object as the request asked for it: whole, or metadata only
-        (``server.partial``)."""
+        """An event's object as the request asked for it: metadata only, or an Event in the
+        request's group version (``server.partial``, ``server.events``)."""
         if self.metadata_only is not None:
             return partial.partial(body, self.metadata_only)
-        return body
+        return events.as_requested(body, self.info) if events.is_event(self.info) else body
 
     def render(self, event_type: str, body: dict[str, Any], first: bool) -> bytes:
         if not self.table:
@@ -133,7 +133,7 @@ def watch_response(api: Any, req: Request, target: Any) -> Response:
 def _read_watch(api: Any, req: Request, target: Any) -> _Watch:
     """The request's selectors, ``timeoutSeconds`` (capped) and watch options, in that order."""
     label_sel = parse_selector(req.query["labelSelector"]) if req.query.get("labelSelector") else None
-    field_sel = parse_field_selector(req.query.get("fieldSelector", ""))
+    field_sel = events.field_selector(target.info, parse_field_selector(req.query.get("fieldSelector", "")))
     try:
         timeout = int(req.query.get("timeoutSeconds") or MAX_TIMEOUT_SECONDS)
     except ValueError:

@@ -1,6 +1,10 @@
 """Real kubectl 1.32 against ``gpusched serve``: the kinds stored for stock components in
 ``kubectl api-resources`` and ``kubectl get`` (the printers of kubernetes
-``pkg/printers/internalversion/printers.go``)."""
+``pkg/printers/internalversion/printers.go``), and ``kubectl get events`` counting a repeated
+FailedScheduling into one Event, whether gpusched's scheduler records it (count,
+lastTimestamp: ``tools/record/events_cache.go``) or a client's events.k8s.io/v1 recorder
+PATCHes its series (``tools/events/event_broadcaster.go``; ``printEvent`` shows the series'
+count and last observation)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ RESOURCES = [
     ("resourceslices", "", "resource.k8s.io/v1", "false", "ResourceSlice"),
     ("customresourcedefinitions", "crd,crds", "apiextensions.k8s.io/v1", "false",
      "CustomResourceDefinition"),
+    ("events", "ev", "events.k8s.io/v1", "true", "Event"),
 ]
 
 
@@ -96,3 +101,50 @@ def test_kubectl_get_prints_upstream_columns(stocked):
         assert lines[0].split() == header, resource
         row = lines[1].split()
         assert row[:len(cells)] == cells, (resource, lines)
+
+
+NODE_POOL = {"apiVersion": "gpusched.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "small"},
+             "spec": {"count": 1, "gpu": {"model": "A100-40GB", "count": 1}}}
+TOO_BIG = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "too-big"},
+           "spec": {"containers": [{"name": "c", "image": "x",
+                                    "resources": {"limits": {"nvidia.com/gpu": 4}}}]}}
+
+
+def event_rows(served) -> list[dict[str, str]]:
+    lines = served.kubectl("get", "events", "-o", "wide").stdout.splitlines()
+    header = lines[0]
+    starts = [header.index(name) for name in header.split("  ") if name.strip()]
+    names = [name.strip() for name in header.split("  ") if name.strip()]
+    bounds = list(zip(starts, starts[1:] + [None]))
+    return [{name: line[a:b].strip() for name, (a, b) in zip(names, bounds)} for line in lines[1:]]
+
+
+def test_repeated_failed_scheduling_is_one_counted_line(serve):
+    """gpusched's scheduler fails the pod twice with the same message (a node label change
+    retries it): one Event, COUNT 2, as client-go's EventCorrelator counts a repeat."""
+    serve.json("/apis/gpusched.io/v1alpha1/nodepools", NODE_POOL)
+    serve.json("/api/v1/namespaces/default/pods", TOO_BIG)
+    serve.kubectl("label", "node", "small-1", "retry=1")
+    failed = [r for r in event_rows(serve) if r["REASON"] == "FailedScheduling"]
+    assert len(failed) == 1, failed
+    assert failed[0]["COUNT"] == "2" and failed[0]["OBJECT"] == "pod/too-big"
+    assert failed[0]["SOURCE"] == "default-scheduler"
+
+
+def test_events_v1_series_shows_its_count(serve):
+    """A series PATCHed by an events.k8s.io/v1 recorder: COUNT is series.count."""
+    name = "real-big.18ec4be41ad6a0a5"
+    serve.json("/apis/events.k8s.io/v1/namespaces/default/events", {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "default-scheduler",
+        "reportingInstance": "default-scheduler-host", "action": "Scheduling",
+        "reason": "FailedScheduling", "type": "Warning", "note": "0/1 nodes are available",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "real-big"}})
+    status, reply = serve.request(
+        "PATCH", f"/apis/events.k8s.io/v1/namespaces/default/events/{name}",
+        {"series": {"count": 5, "lastObservedTime": "2026-01-01T00:03:00.000000Z"}},
+        {"Content-Type": "application/strategic-merge-patch+json"})
+    assert status == 200, reply
+    row = next(r for r in event_rows(serve) if r["NAME"] == name)
+    assert (row["COUNT"], row["SOURCE"], row["OBJECT"]) == (
+        "5", "default-scheduler, default-scheduler-host", "pod/real-big")

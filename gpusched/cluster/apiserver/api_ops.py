@@ -17,7 +17,7 @@ nothing even when several requests share one transaction (the server's group com
 - :func:`delete_grace`: DeleteOptions.gracePeriodSeconds of a DELETE (graceful pod deletion,
   ``controllers.common.delete_pod``).
 - :func:`evict` (``pods/eviction``): ``controllers.nodes.node_lifecycle.evict`` (429 under a PDB).
-- :func:`record_event` (POST events): core/v1 and events.k8s.io/v1 shapes.
+- Events (POST, PUT, PATCH of either group version): ``apiserver.event_ops``.
 - :data:`UNSETTLED_KINDS` (Lease): writes of these kinds skip the settle (the caller passes
   ``settle=needs_settle(info)``).
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.apiserver import strategy, write
+from gpusched.cluster.apiserver import event_ops, strategy, write
 from gpusched.objects.podspec import admission_pending
 from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.controllers.nodes.node_lifecycle import evict as evict_pod
@@ -103,7 +103,7 @@ def create(view: View, info: KindInfo, namespace: str, body: object) -> dict[str
     for field in SERVER_METADATA:
         meta.pop(field, None)
     if info.kind == "Event":
-        return record_event(view, namespace, body)
+        return event_ops.create(view, info, namespace, body)
     # ``body`` is this call's own copy (check_body): validation, admission and the view take it
     # over instead of copying it again
     if info.kind == "Pod":           # request/limit rules after mutating admission (admit)
@@ -129,6 +129,10 @@ def replace(view: View, info: KindInfo, namespace: str, name: str, body: object,
     """PUT (and PATCH after patching): see the module docstring; returns the stored body.
     ``uid_precondition``: the body was sent whole (PUT), so its uid is a precondition (409);
     in a patched body a changed uid is an immutable field (422)."""
+    if info.kind == "Event":
+        body = check_body(info, namespace, body)
+        check_name(body["metadata"].get("name", name), name)
+        return event_ops.replace(view, info, namespace, name, body)
     old = get_existing(view, info, namespace, name)
     body = check_body(info, namespace, body)
     meta = body["metadata"]
@@ -281,18 +285,3 @@ def delete_grace(query: dict[str, Any], body: bytes) -> int | None:
     if seconds is None or seconds > MAX_GRACE_SECONDS:
         raise BadRequestError(f"gracePeriodSeconds: invalid value {value!r}: must be an integer")
     return 1 if seconds < 0 else seconds
-
-
-def record_event(view: View, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-    """POST events: recorded through ``View.record_event`` (a repeat bumps ``count``)."""
-    ref = body.get("involvedObject") or body.get("regarding")
-    if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
-        raise BadRequestError("an Event needs involvedObject.kind and involvedObject.name")
-    involved = {"kind": ref["kind"], "apiVersion": ref.get("apiVersion", "v1"),
-                "metadata": {"name": ref["name"], "namespace": ref.get("namespace", namespace),
-                             "uid": ref.get("uid", "")}}
-    source = body.get("source") or {}
-    component = source.get("component") or body.get("reportingController") or "unknown"
-    return copy_tree(view.record_event(
-        involved, str(body.get("reason", "")), str(body.get("message", body.get("note", ""))),
-        str(body.get("type") or "Normal"), str(component)))

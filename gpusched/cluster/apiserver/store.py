@@ -405,6 +405,10 @@ class Store:
                           "VALUES (?, ?, ?, ?, ?)", (ns, name, seq, dumps(body),
                                                      clock + self.event_ttl))
 
+    def delete_event(self, ns: str, name: str) -> None:
+        """Delete an Event (a DELETE request; expiry is ``retain``'s)."""
+        self.conn.execute("DELETE FROM events WHERE namespace=? AND name=?", (ns, name))
+
     def clear(self) -> None:
         """Empty every table (``gpusched reset``); the caller is inside a transaction."""
         for table in ("objects", "events", "changes", "meta"):

@@ -163,9 +163,12 @@ class View:
                 store.delete_object(kind, ns, name, self._deleted_rv.get(key, self.rv))
             else:
                 store.upsert_object(kind, ns, name, body, change)
-        for ekey in sorted(self._dirty_events, key=lambda k: self.event_seq[k]):
-            store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], self.events[ekey],
-                               self.clock)
+        for ekey in sorted(self._dirty_events, key=lambda k: self.event_seq.get(k, 0)):
+            event = self.events.get(ekey)
+            if event is None:
+                store.delete_event(*ekey)
+            else:
+                store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], event, self.clock)
         store.write_meta(self.meta_dict())
         for ekey in store.retain(self.rv, self.clock):   # event TTL, change-log compaction
             self.forget_event(ekey)
@@ -423,25 +426,31 @@ class View:
         probe = {"involvedObject": ref, "reason": reason, "message": message, "type": type_,
                  "source": {"component": component}}
         existing = self._event_index.get(_event_key(probe))
-        self.event_counter += 1
         if existing is not None:
             event = copy.deepcopy(self.events[existing])
             event["count"] = int(event.get("count", 1)) + 1
             event["lastTimestamp"] = now
-            self.events[existing] = event
-            self.event_seq[existing] = self.event_counter
-            self._dirty_events.add(existing)
-            return event
-        name = f"{ref['name']}.{self.event_counter:016x}"
+            return self.put_event(existing, event)
+        name = f"{ref['name']}.{self.event_counter + 1:016x}"
         event = {"apiVersion": "v1", "kind": "Event",
                  "metadata": {"name": name, "namespace": ns, "creationTimestamp": now},
                  **probe, "count": 1, "firstTimestamp": now, "lastTimestamp": now}
-        ekey = (ns, name)
+        self._event_index[_event_key(probe)] = (ns, name)
+        return self.put_event((ns, name), event)
+
+    def put_event(self, ekey: tuple[str, str], event: dict[str, Any]) -> dict[str, Any]:
+        """Store ``event`` as (namespace, name) ``ekey`` with the next recording sequence number
+        (its resourceVersion); written to the store at commit. Returns ``event``."""
+        self.event_counter += 1
         self.events[ekey] = event
         self.event_seq[ekey] = self.event_counter
-        self._event_index[_event_key(probe)] = ekey
         self._dirty_events.add(ekey)
         return event
+
+    def drop_event(self, ekey: tuple[str, str]) -> None:
+        """Delete an Event (a DELETE request): gone from the store at commit."""
+        self.forget_event(ekey)
+        self._dirty_events.add(ekey)
 
     def forget_event(self, ekey: tuple[str, str]) -> None:
         """Drop an Event whose TTL ran out (the store deleted it)."""
@@ -453,7 +462,7 @@ class View:
     def list_events(self, namespace: str | None = None) -> builtins.list[dict[str, Any]]:
         """Events oldest first (by lastTimestamp, then recording order)."""
         keys = [k for k in self.events if namespace is None or k[0] == namespace]
-        keys.sort(key=lambda k: (self.events[k].get("lastTimestamp", ""), self.event_seq[k]))
+        keys.sort(key=lambda k: (self.events[k].get("lastTimestamp") or "", self.event_seq[k]))
         return [self.events[k] for k in keys]
 
     def clear(self) -> None:

@@ -334,7 +334,7 @@ def _recent_events(view: Any) -> tuple[dict[str, Any], ...]:
     recording order, without sorting them all), oldest first as ``View.list_events`` lists them."""
     seq = view.event_seq
     newest = [key for key, _ in heapq.nlargest(RECENT_EVENTS, seq.items(), key=itemgetter(1))]
-    newest.sort(key=lambda k: (view.events[k].get("lastTimestamp", ""), seq[k]))
+    newest.sort(key=lambda k: (view.events[k].get("lastTimestamp") or "", seq[k]))
     out = []
     for key in newest:
         e = view.events[key]
