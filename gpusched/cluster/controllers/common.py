@@ -100,8 +100,11 @@ def template_hash(template: dict[str, Any]) -> str:
 
 def create_from_template(view: View, owner: dict[str, Any], template: dict[str, Any], name: str,
                          component: str, extra_labels: dict[str, str] | None = None,
-                         spec_patch: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Create a pod from ``template`` owned by ``owner``; admission failures become events."""
+                         spec_patch: dict[str, Any] | None = None, success_text: str = "",
+                         failure_prefix: str = "Error creating: ") -> dict[str, Any] | None:
+    """Create a pod from ``template`` owned by ``owner``; admission failures become events
+    (``failure_prefix`` + the error; ``success_text``: the success event's text, else
+    ``Created pod: <name>``)."""
     ns = object_namespace(owner["kind"], owner)
     tmeta = template.get("metadata") or {}
     meta = {"name": name, "namespace": ns,
@@ -118,9 +121,9 @@ def create_from_template(view: View, owner: dict[str, Any], template: dict[str, 
     try:
         created = write.create(view, pod, owned=True)
     except GpuschedError as err:
-        view.record_event(owner, "FailedCreate", f"Error creating: {err}", "Warning", component)
+        view.record_event(owner, "FailedCreate", f"{failure_prefix}{err}", "Warning", component)
         return None
-    view.record_event(owner, "SuccessfulCreate", f"Created pod: {name}", "Normal", component)
+    view.record_event(owner, "SuccessfulCreate", success_text or f"Created pod: {name}", "Normal", component)
     return created
 
 

@@ -173,6 +173,8 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
     Descriptor("daemonset", "daemonset-controller",
                _of_kind("DaemonSet", "workloads.daemonset:reconcile"), keyed=True),
+    Descriptor("statefulset", "statefulset-controller",
+               _of_kind("StatefulSet", "workloads.statefulset:reconcile"), keyed=True),
     Descriptor("node-lifecycle", "node-lifecycle-controller, taint-eviction-controller, "
                "pod-garbage-collector-controller, disruption-controller", node_lifecycle.reconcile,
                keyed=True),
