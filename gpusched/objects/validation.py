@@ -63,7 +63,8 @@ from gpusched.objects.kinds import ACCEPTED_API_VERSIONS, CRD_KINDS, KINDS
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.names import dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors
 from gpusched.objects.podspec import validate_pod_annotations, validate_pod_spec, validate_tolerations
-from gpusched.objects.validation_apps import validate_completion_mode, validate_deployment_spec
+from gpusched.objects.validation_apps import (default_statefulset_spec, validate_completion_mode,
+                                              validate_deployment_spec, validate_statefulset_spec)
 from gpusched.objects.validation_affinity import validate_label_selector, validate_labels
 from gpusched.objects.selectors import matches, selector_from_dict
 from gpusched.objects.tree import copy_tree
@@ -232,6 +233,14 @@ def _deployment(obj: dict[str, Any], e: Errors) -> None:
         e.integer(spec, "minReadySeconds", "spec.minReadySeconds", minimum=0)
 
 
+def _statefulset(obj: dict[str, Any], e: Errors) -> None:
+    spec = _selector_and_template(obj, e, ("Always",), selector_required=True)
+    _replicas(spec, e)
+    if isinstance(spec, dict):
+        default_statefulset_spec(spec)
+        validate_statefulset_spec(spec, e)
+
+
 def _daemonset(obj: dict[str, Any], e: Errors) -> None:
     spec = _selector_and_template(obj, e, ("Always",), selector_required=True)
     _strategy_defaults(spec, "updateStrategy", {"maxUnavailable": 1, "maxSurge": 0})
@@ -322,6 +331,7 @@ _VALIDATORS: dict[str, Validator] = {
     "Deployment": _deployment,
     "ReplicaSet": _deployment,
     "DaemonSet": _daemonset,
+    "StatefulSet": _statefulset,
     "Job": _job,
     "PriorityClass": _priority_class,
     "ResourceQuota": _resource_quota,

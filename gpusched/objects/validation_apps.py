@@ -101,6 +101,42 @@ def _int_or_percent_value(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def default_statefulset_spec(spec: dict[str, Any]) -> None:
+    """apps/v1 ``SetDefaults_StatefulSet``: OrderedReady, RollingUpdate with partition 0,
+    revisionHistoryLimit 10, PVCs retained when deleted and when scaled."""
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate" and isinstance(strategy.setdefault("rollingUpdate", {}), dict):
+            strategy["rollingUpdate"].setdefault("partition", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    retention = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+    if isinstance(retention, dict):
+        retention.setdefault("whenDeleted", "Retain")
+        retention.setdefault("whenScaled", "Retain")
+
+
+def validate_statefulset_spec(spec: dict[str, Any], e: Errors) -> None:
+    """``ValidateStatefulSetSpec`` (pkg/apis/apps/validation/validation.go): the pod management
+    policy and update strategy, a non-negative partition."""
+    policy = spec.get("podManagementPolicy")
+    if policy not in ("OrderedReady", "Parallel"):
+        e.invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
+    raw = spec.get("updateStrategy")
+    strategy: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    kind = strategy.get("type")
+    if kind == "OnDelete" and strategy.get("rollingUpdate") is not None:
+        e.invalid("spec.updateStrategy.rollingUpdate", strategy["rollingUpdate"],
+                  "only allowed for updateStrategy 'RollingUpdate'")
+    elif kind == "RollingUpdate":
+        rolling = strategy.get("rollingUpdate") or {}
+        if isinstance(rolling, dict):
+            e.integer(rolling, "partition", "spec.updateStrategy.rollingUpdate.partition", minimum=0)
+    elif kind != "OnDelete":
+        e.invalid("spec.updateStrategy", raw, "must be 'RollingUpdate' or 'OnDelete'")
+
+
 def validate_completion_mode(spec: dict[str, Any], e: Errors) -> None:
     """A Job's ``completionMode``: NonIndexed or Indexed, Indexed with ``completions``."""
     mode = spec.get("completionMode")
