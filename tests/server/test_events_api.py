@@ -10,6 +10,7 @@ as both ``v1`` and ``events.k8s.io/v1`` with the field mapping of
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 
@@ -177,3 +178,47 @@ def test_delete_event(served):
     status, _ = served.request("DELETE", f"{EVENTS_V1}/{name}")
     assert status == 200
     assert served.request("GET", f"{CORE}/{name}")[0] == 404
+
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+# (id, method, path under the event's collection ("{name}": the existing event), body, headers,
+#  status, message): bad writes get one clear line and change nothing
+HOSTILE = [
+    ("rename", "PATCH", CORE + "/{name}", {"metadata": {"name": "other"}}, MERGE, 400,
+     "the name of the object (other) does not match the name on the URL ({name})"),
+    ("count-type", "PATCH", CORE + "/{name}", {"count": "x"}, MERGE, 400,
+     "json: cannot unmarshal string into Go struct field Event.count of type int32"),
+    ("series-type", "PATCH", EVENTS_V1 + "/{name}", {"series": {"count": "many"}}, STRATEGIC, 400,
+     "cannot unmarshal string into Go struct field EventSeries.series.count of type int32"),
+    ("other-kind", "PUT", CORE + "/{name}", {"kind": "Pod", "metadata": {"name": "{name}"}}, None, 400,
+     "the kind in the data (Pod) does not match the expected kind (Event)"),
+    ("missing", "PATCH", CORE + "/nope", {"count": 2}, MERGE, 404, 'events "nope" not found'),
+    ("missing-delete", "DELETE", EVENTS_V1 + "/nope", None, None, 404,
+     'events.events.k8s.io "nope" not found'),
+]
+
+
+@pytest.mark.parametrize("method,path,body,headers,status,message", [c[1:] for c in HOSTILE],
+                         ids=[c[0] for c in HOSTILE])
+def test_bad_event_writes_change_nothing(served, method, path, body, headers, status, message):
+    name = unique("hostile")
+    stored = served.json(CORE, core_event(name))
+    if isinstance(body, dict) and body.get("metadata", {}).get("name") == "{name}":
+        body = {**body, "metadata": {"name": name}}
+    code, reply = served.request(method, path.format(name=name), body, headers)
+    assert code == status and message.format(name=name) in reply["message"], reply
+    assert served.json(f"{CORE}/{name}") == stored
+
+
+def test_events_v1_watch_sends_events_v1_objects(served):
+    """A watch through events.k8s.io/v1 streams the stored Events converted to that version."""
+    name = unique("watched")
+    created = served.json(CORE, core_event(name))
+    served.request("PATCH", f"{CORE}/{name}", {"count": 2}, STRATEGIC)
+    status, text = served.request("GET", f"{EVENTS_V1}?watch=true&timeoutSeconds=1"
+                                  f"&resourceVersion={created['metadata']['resourceVersion']}")
+    assert status == 200
+    lines = [json.loads(line) for line in (text if isinstance(text, str) else json.dumps(text)).splitlines()]
+    mine = [e for e in lines if e["object"]["metadata"]["name"] == name]
+    assert [(e["type"], e["object"]["apiVersion"], e["object"]["deprecatedCount"]) for e in mine] == [
+        ("MODIFIED", "events.k8s.io/v1", 2)]
