@@ -148,3 +148,14 @@ def test_events_v1_series_shows_its_count(serve):
     row = next(r for r in event_rows(serve) if r["NAME"] == name)
     assert (row["COUNT"], row["SOURCE"], row["OBJECT"]) == (
         "5", "default-scheduler, default-scheduler-host", "pod/real-big")
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["csinodes.spec.drivers"], "nodeID"),
+    (["resourceclaims.spec.devices"], "requests"),
+    (["statefulsets.spec"], "podManagementPolicy"),
+    (["events", "--api-version=events.k8s.io/v1"], "reportingController"),
+], ids=["csinode", "resourceclaim", "statefulset", "events-v1"])
+def test_kubectl_explain_reads_the_v135_schemas(serve, args, expected):
+    """/openapi/v3 publishes each new group version's schemas (scripts/gen_openapi_schemas.py)."""
+    assert expected in serve.kubectl("explain", *args).stdout
