@@ -70,6 +70,7 @@ from gpusched.objects.selectors import matches, selector_from_dict
 from gpusched.objects.tree import copy_tree
 from gpusched.objects.validation_meta import validate_annotations, validate_finalizers, validate_owner_references
 from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
+from gpusched.objects.validation_stock import VALIDATORS as STOCK_KIND_VALIDATORS
 from gpusched.objects.validation_nodes import _cluster_policy, _node, _node_pool
 from gpusched.objects.validation_policy import (_config_map, _limit_range, _pdb, _priority_class,
                                                 _resource_quota)
@@ -342,6 +343,7 @@ _VALIDATORS: dict[str, Validator] = {
     "NodePool": _node_pool,
     "Lease": _lease,
     **CORE_KIND_VALIDATORS,       # Service, storage, Secret, NetworkPolicy, HPA/VPA ...
+    **STOCK_KIND_VALIDATORS,      # CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment
     "ClusterPolicy": _cluster_policy,
     **{kind: _custom_resource for kind in CRD_KINDS},   # Kueue, PodGroup, JobSet
 }
