@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.server.conftest import start_serve, stops_cleanly
 
 TEMPLATE = {"metadata": {"labels": {"app": "x"}},
@@ -109,10 +110,16 @@ def test_stored_kind_round_trip(served, case):
     status, put = served.request("PUT", f"{collection}/{name}", {**patched, "metadata": {
         **patched["metadata"], "labels": {"team": "b"}}})
     assert status == 200 and put["metadata"]["labels"] == {"team": "b"}, put
-    seen = watch_lines(served, f"{collection}?watch=true&resourceVersion={created['metadata']['resourceVersion']}")
-    # (a StatefulSet's controller also writes its status: those events carry no labels)
-    assert [(e["type"], e["object"]["metadata"]["labels"]) for e in seen
-            if "labels" in e["object"]["metadata"]] == [("MODIFIED", {"team": "a"}), ("MODIFIED", {"team": "b"})]
+    since = f"{collection}?watch=true&resourceVersion={created['metadata']['resourceVersion']}"
+    want = [("MODIFIED", {"team": "a"}), ("MODIFIED", {"team": "b"})]
+
+    def labelled() -> list[tuple[str, dict]]:
+        # (a StatefulSet's controller also writes its status: those events carry no labels)
+        return [(e["type"], e["object"]["metadata"]["labels"]) for e in watch_lines(served, since)
+                if "labels" in e["object"]["metadata"]]
+    # each watch replays from the same resourceVersion and ends after a second: a loaded
+    # machine may stream part of it within that second, so watch again until both are there
+    wait_until(lambda: labelled() == want, f"both label changes replayed from {since}", labelled)
     status, _ = served.request("DELETE", f"{collection}/{name}")
     assert status == 200
     assert served.request("GET", f"{collection}/{name}")[0] == 404
