@@ -30,7 +30,9 @@
 
 A device-plugin config error does not raise: the plugin would crash-loop, so the state carries
 ``error`` and advertises no GPU resources (labels keep only ``gpu.present``, the gpusched model/
-count labels and the MIG state label). A failed MIG reconfiguration is not a plugin error: the
+count labels and the MIG state label). GFD runs beside the plugin: under the single MIG strategy a
+layout the plugin refuses (MIG devices of more than one profile, an empty MIG-enabled GPU, MIG
+enabled and disabled GPUs together) still gets GFD's labels, the ``-MIG-INVALID`` set. A failed MIG reconfiguration is not a plugin error: the
 plugin advertises whatever layout the GPUs have; ``mig_log`` carries mig-manager's lines.
 
 Neighbours: ``devices.catalog``, ``devices.mig``, ``devices.plugin_config``, ``devices.gfd``,
@@ -45,7 +47,8 @@ from typing import Any, Mapping, cast
 
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, driver_version_problem, gfd_labels,
-                                  machine_label, mode_label, version_labels)
+                                  machine_label, mode_label, single_strategy_gfd_reason,
+                                  version_labels)
 from gpusched.devices.mig import (MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MigConfigEntry,
                                   parse_mig_parted_config)
 from gpusched.devices.mig_manager import (MIG_LAYOUT_ANNOTATION, STATE_PENDING, MigOutcome,
@@ -125,25 +128,33 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
     base = {"nvidia.com/gpu.present": "true", LABEL_GPU_MODEL: model.name,
             LABEL_GPU_COUNT: str(count), **mig.labels}
     chosen = _plugin_devices(model, count, mig, place, default_config_key, mig_strategy_default)
-    if isinstance(chosen, str):
-        return NodeDeviceState(NodeDevices.build(name, None, 0), base, {}, f"node {name}: {chosen}", "",
-                               model, None, mig.annotations, mig.log)
-    key, config, devices = chosen
     driver = (place.annotations.get(ANN_DRIVER_VERSION) or (policy.driver_version if policy else "")
               or DEFAULT_DRIVER_VERSION)
     problem = driver_version_problem(driver)
+    if isinstance(chosen, _Refused):
+        return _refused_state(place, model, mig, base, chosen, driver if not problem else "")
+    key, config, devices = chosen
     if problem:        # GFD exits; the device plugin still advertises
         return NodeDeviceState(devices, base, devices.advertised, f"node {name}: {problem}", key,
                                model, warning, mig.annotations, mig.log)
     out = {**base, **gfd_labels(model, count, config, mig.layout, devices.mig_strategy),
-           **version_labels(driver), **mode_label(model),
-           **machine_label(place.annotations.get(ANN_MACHINE_TYPE)
-                           or place.labels.get(INSTANCE_TYPE_LABEL, ""))}
+           **_node_wide_labels(model, driver, place)}
     capacity = devices.advertised
     if policy is not None and not policy.is_enabled("devicePlugin"):
         capacity = {}
     return NodeDeviceState(devices, dict(sorted(out.items())), capacity, None, key, model,
                            warning, mig.annotations, mig.log)
+
+
+def _refused_state(place: _Place, model: GpuModel, mig: _MigState, base: dict[str, str],
+                   refused: _Refused, driver: str) -> NodeDeviceState:
+    """A node whose device plugin crash-loops: no GPU resources; GFD's labels when it still
+    writes them (``driver`` "": GFD exits on the driver version)."""
+    labels = {**base, **_node_wide_labels(model, driver, place), **refused.gfd} \
+        if refused.gfd and driver else base
+    return NodeDeviceState(NodeDevices.build(place.name, None, 0), dict(sorted(labels.items())),
+                           {}, f"node {place.name}: {refused.error}", "", model, None,
+                           mig.annotations, mig.log)
 
 
 @dataclass(frozen=True)
@@ -184,24 +195,47 @@ def _mig_state(model: GpuModel, count: int, place: _Place) -> _MigState:
                      model.mig_capable and state == STATE_PENDING)
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """The error the device plugin would crash-loop on, and the labels GFD (its own DaemonSet,
+    reading the same config) still writes beside it: a MIG layout the plugin refuses under the
+    single strategy is GFD's ``-MIG-INVALID`` set (``internal/lm/mig-strategy.go``
+    ``newInvalidMigStrategyLabeler``); a config neither can read leaves none."""
+
+    error: str
+    gfd: dict[str, str] = field(default_factory=dict)
+
+
 def _plugin_devices(model: GpuModel, count: int, mig: _MigState, place: _Place,
                     default_config_key: str | None, mig_strategy_default: str
-                    ) -> tuple[str, DevicePluginConfig, NodeDevices] | str:
-    """Steps 3 and 5: the config key, config and devices the plugin advertises, or (a string) the
-    error it would crash-loop on."""
+                    ) -> tuple[str, DevicePluginConfig, NodeDevices] | _Refused:
+    """Steps 3 and 5: the config key, config and devices the plugin advertises, or why not."""
     source = config_source(place.configmaps, place.policy, default_config_key)
     if source.error:
-        return source.error
+        return _Refused(source.error)
     try:
         key, config = select_config((source.configmap or {}).get("data") or {}, place.labels,
                                     source.default_key, source.where, source.fallbacks)
-        strategy = place.annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
-        if place.policy is not None and place.policy.mig_strategy:
-            config = replace(config, mig_strategy=place.policy.mig_strategy)
-        devices = NodeDevices.build(place.name, model, count, config, mig.layout, strategy)
-        return key, config, replace(devices, paused=mig.pending)
     except GpuschedError as err:
-        return str(err)
+        return _Refused(str(err))
+    strategy = place.annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
+    if place.policy is not None and place.policy.mig_strategy:
+        config = replace(config, mig_strategy=place.policy.mig_strategy)
+    try:
+        devices = NodeDevices.build(place.name, model, count, config, mig.layout, strategy)
+    except GpuschedError as err:
+        invalid = (config.mig_strategy or strategy) == "single" and \
+            single_strategy_gfd_reason(mig.layout) is not None
+        return _Refused(str(err), gfd_labels(model, count, config, mig.layout, strategy)
+                        if invalid else {})
+    return key, config, replace(devices, paused=mig.pending)
+
+
+def _node_wide_labels(model: GpuModel, driver: str, place: _Place) -> dict[str, str]:
+    """Step 4: GFD's driver/CUDA version, ``gpu.mode`` and ``gpu.machine`` labels."""
+    return {**version_labels(driver), **mode_label(model),
+            **machine_label(place.annotations.get(ANN_MACHINE_TYPE)
+                            or place.labels.get(INSTANCE_TYPE_LABEL, ""))}
 
 
 def _mig_manager(model: GpuModel, count: int, place: _Place) -> tuple[list[Any], MigOutcome | None]:

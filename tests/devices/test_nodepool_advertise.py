@@ -129,6 +129,30 @@ def test_errors_advertise_nothing(node, cms, fragment):
     assert state.capacity == {} and state.devices.advertised == {}
 
 
+# NVIDIA k8s-device-plugin: the plugin refuses these layouts under the single strategy
+# (internal/rm/device_map.go, "invalid MIG configuration: ..."), while GFD, its own DaemonSet,
+# labels the node as invalid (internal/lm/mig-strategy.go newMigStrategySingleLabeler ->
+# newInvalidMigStrategyLabeler: "<product>-MIG-INVALID", count/replicas/memory 0, empty sharing
+# strategy), merged over the full-GPU labeler's family and compute labels.
+@pytest.mark.parametrize("mig_config,plugin_error", [
+    ("all-balanced", "more than one MIG device type present on node"),
+    ("all-enabled", "device 0 has no MIG devices configured"),
+], ids=["mixed-profiles", "enabled-but-empty"])
+def test_single_strategy_invalid_layout_keeps_gfd_invalid_labels(mig_config, plugin_error):
+    node = expand_nodepool(pool(migConfig=mig_config, migStrategy="single"))[0]
+    state = node_device_state(node, [])
+    assert state.error == f"node a100-1: invalid MIG configuration: {plugin_error}"
+    assert state.capacity == {}
+    assert {k: state.labels.get(k) for k in (
+        "nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.replicas",
+        "nvidia.com/gpu.memory", "nvidia.com/gpu.sharing-strategy", "nvidia.com/mig.strategy",
+        "nvidia.com/gpu.family", "nvidia.com/gpu.machine")} == {
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID", "nvidia.com/gpu.count": "0",
+        "nvidia.com/gpu.replicas": "0", "nvidia.com/gpu.memory": "0",
+        "nvidia.com/gpu.sharing-strategy": "", "nvidia.com/mig.strategy": "single",
+        "nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.machine": "unknown"}
+
+
 def test_mig_label_on_a_gpu_without_mig_is_ignored():
     # gpu-operator deploys mig-manager only on nodes labelled nvidia.com/mig.capable=true
     # (nvidia.com/gpu.deploy.mig-manager): nothing acts on the label of a T4 node.
