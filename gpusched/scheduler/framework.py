@@ -16,7 +16,10 @@ Legal results per extension point (a plugin returns a Status; raising means a bu
 
 - PreFilter: SUCCESS; SKIP (its Filter is skipped this cycle); UNSCHEDULABLE /
   UNSCHEDULABLE_AND_UNRESOLVABLE (the whole cycle fails, the message is the PreFilter message);
-  ERROR.
+  ERROR. A successful PreFilter may also name the only nodes worth filtering
+  (``narrow_nodes``, upstream's ``PreFilterResult.NodeNames``): the cycle then filters those
+  nodes only, and every other node is rejected, unresolvable, with ``node(s) didn't satisfy
+  plugin(s) [<plugins>]`` (upstream ``schedule_one.go`` ``findNodesThatFitPod``).
 - Filter: a list of Rejections; nodes in no rejection pass. Code UNSCHEDULABLE means preemption
   might help on that node, UNSCHEDULABLE_AND_UNRESOLVABLE means it cannot (taints, affinity ...).
   The runner narrows the candidates after each plugin, as upstream stops at a node's first
@@ -102,6 +105,8 @@ DEVICE_ASSIGNMENT_KEY = "device-assignment"   # Reserve writes the devices chose
 #                                               the runner assumes the pod holding them
 GPU_SELECTION_KEY = "gpu-selection"           # a Score plugin's GPU choice: node row -> GPU
 #                                               indices, honoured when devices are chosen
+PRE_FILTER_NODES_KEY = "pre-filter-nodes"     # PreFilterNodes: what the PreFilter plugins
+#                                               narrowed the nodes to (``narrow_nodes``)
 
 
 class CycleState:
@@ -122,6 +127,26 @@ class CycleState:
         copy = CycleState()
         copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         return copy
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterNodes:
+    """Upstream's merged ``PreFilterResult``: the node names every narrowing PreFilter plugin
+    allows (their intersection; names of no node are ignored) and those plugins."""
+
+    names: frozenset[str]
+    plugins: frozenset[str]
+
+
+def narrow_nodes(state: CycleState, plugin: str, names: frozenset[str]) -> None:
+    """A PreFilter plugin's ``PreFilterResult{NodeNames}``, merged as upstream's
+    ``PreFilterResult.Merge``: the intersection with what earlier plugins allowed."""
+    seen: PreFilterNodes | None = state.read(PRE_FILTER_NODES_KEY)
+    if seen is None:
+        state.write(PRE_FILTER_NODES_KEY, PreFilterNodes(names, frozenset((plugin,))))
+    else:
+        state.write(PRE_FILTER_NODES_KEY,
+                    PreFilterNodes(seen.names & names, seen.plugins | {plugin}))
 
 
 @dataclass

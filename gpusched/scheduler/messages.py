@@ -36,6 +36,7 @@ TOO_MANY_PODS = "Too many pods"
 NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+NODE_AFFINITY_CONFLICT = "pod affinity terms conflict"   # PreFilter: matchFields names no node
 GPU_MODEL_MISMATCH = "node(s) didn't match Pod's GPU model"       # gpusched's own plugin
 NODE_PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"   # nodeports.ErrReason
 
@@ -48,6 +49,24 @@ TAINT_TEXT = TAINT_TEXT_STYLES.get(os.environ.get("GPUSCHED_TAINT_TEXT", ""), TA
 def insufficient(resource: str) -> str:
     """``Insufficient <resource>`` as NodeResourcesFit words it."""
     return f"Insufficient {resource}"
+
+
+def not_in_pre_filter_result(plugins: frozenset[str]) -> str:
+    """The reason of the nodes a PreFilterResult left out (``schedule_one.go``
+    ``findNodesThatFitPod``; Go's ``%v`` of a sorted string slice).
+
+    >>> not_in_pre_filter_result(frozenset({"NodeAffinity"}))
+    "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+    """
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+
+
+def pre_filter_results_disjoint(plugins: frozenset[str]) -> str:
+    """The PreFilter status when the narrowing plugins allow no common node (``framework.go``
+    ``RunPreFilterPlugins``)."""
+    if len(plugins) == 1:
+        return f"node(s) didn't satisfy plugin {next(iter(plugins))}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}] simultaneously"
 
 
 def untolerated_taint(taint: Taint) -> str:

@@ -3,7 +3,9 @@
 ``Scheduler.schedule_one(pod)``, in upstream's order:
 
 1. Pick the profile (``pod.scheduler_name``); run PreFilter (a SKIP skips that plugin's Filter;
-   a rejection fails the cycle with the PreFilter's message).
+   a rejection fails the cycle with the PreFilter's message; nodes narrowed by a PreFilter
+   (``framework.narrow_nodes``) are the only ones step 3 filters, the others are rejected as
+   ``node(s) didn't satisfy plugin(s) [...]``, unresolvable).
 2. Nominated node first (upstream ``evaluateNominatedNode``): if the pod's nominated node
    (``pod.nominated_node``, else the one recorded in ``Scheduler.nominated``) passes every filter
    it is the only feasible node.
@@ -60,8 +62,9 @@ import numpy as np
 
 from gpusched.objects.types import NO_DEVICES, PodInfo
 from gpusched.scheduler import messages, preemption
-from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, Code, CycleState, Diagnosis,
-                                          FilterPlugin, Rejection, ScheduleResult, Status)
+from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, PRE_FILTER_NODES_KEY, Code,
+                                          CycleState, Diagnosis, FilterPlugin, PreFilterNodes,
+                                          Rejection, ScheduleResult, Status)
 from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
     num_feasible_nodes_to_find
 from gpusched.scheduler.rowops import true_indices
@@ -169,6 +172,10 @@ class Scheduler:
             elif not status.ok:
                 result: Status = status.with_plugin(plugin.name)
                 return result
+            narrowed: PreFilterNodes | None = state.read(PRE_FILTER_NODES_KEY)
+            if narrowed is not None and not narrowed.names:     # upstream RunPreFilterPlugins
+                return Status.unschedulable(messages.pre_filter_results_disjoint(narrowed.plugins),
+                                            resolvable=False)
         state.write(SKIPPED_FILTERS_KEY, skipped)
         return Status()
 
@@ -264,11 +271,31 @@ class Scheduler:
                 return self._unschedulable(framework, state, pod, diagnosis, status, track)
             outcome = self._nominated(framework, state, pod)
             if outcome is None:
-                outcome = self.run_filters(state, pod, None, True, framework)
+                outcome = self._filter_narrowed(framework, state, pod)
             if not len(outcome.feasible):
                 return self._unschedulable(framework, state, pod, outcome.diagnosis,
                                            Status(Code.UNSCHEDULABLE), track)
         return outcome.feasible
+
+    def _filter_narrowed(self, framework: Framework, state: CycleState, pod: PodInfo) -> FilterOutcome:
+        """Step 3 on the nodes the PreFilter plugins left (all without a narrowing); the others
+        rejected, unresolvable, once per narrowing plugin (upstream ``findNodesThatFitPod``:
+        absent nodes' status, the plugins in ``UnschedulablePlugins``)."""
+        narrowed: PreFilterNodes | None = state.read(PRE_FILTER_NODES_KEY)
+        if narrowed is None:
+            return self.run_filters(state, pod, None, True, framework)
+        index = self.snapshot.index
+        rows = np.array(sorted(index[name] for name in narrowed.names if name in index),
+                        dtype=np.int64)
+        outcome = self.run_filters(state, pod, rows, True, framework)
+        left_out = np.ones(self.snapshot.num_nodes, dtype=bool)
+        left_out[rows] = False
+        if left_out.any():
+            reason = messages.not_in_pre_filter_result(narrowed.plugins)
+            outcome.diagnosis.rejections[:0] = [
+                Rejection(left_out, reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, plugin)
+                for plugin in sorted(narrowed.plugins)]
+        return outcome
 
     def _schedule_on(self, framework: Framework, state: CycleState, pod: PodInfo,
                      feasible: np.ndarray, record_scores: bool) -> ScheduleResult:

@@ -6,6 +6,7 @@ import pytest
 from gpusched.scheduler.framework import Code, CycleState
 from gpusched.scheduler.profile import parse_config
 from gpusched.scheduler.plugins import REGISTRY
+from gpusched.objects.types import NodeSelectorTerm
 from tests.scheduler.builders import (make_node, make_pod, req, scheduler_of, taint, term,
                                       toleration)
 
@@ -180,3 +181,52 @@ def test_fractional_pods_pack_onto_partly_used_gpu():
     sched = scheduler_of(make_node("a", gpus=2), profiles=NO_PREEMPTION)
     placed = [sched.schedule_one(make_pod(gpu_milli=300)).assignment.gpu_indices for _ in range(4)]
     assert placed == [(0,), (0,), (0,), (1,)]
+
+
+# NodeAffinity's PreFilter narrows the nodes to those named by matchFields metadata.name In
+# (kubernetes pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go PreFilter returns
+# PreFilterResult{NodeNames}, or "pod affinity terms conflict" when the terms name no node in
+# common); schedule_one.go findNodesThatFitPod filters only those nodes and gives the others the
+# absent-node status "node(s) didn't satisfy plugin(s) [NodeAffinity]", which FitError.Error()
+# (framework/types.go) counts into the histogram like any other reason.
+def _pinned(*names: str, gpus: int = 2, **fields):
+    return make_pod(gpus=gpus, required_terms=(NodeSelectorTerm(match_fields=(req("metadata.name", "In", *names),)),),
+                    **fields)
+
+
+PINNED_CASES = [
+    ("named-node-too-small", _pinned("small"),
+     "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
+     "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."),
+    ("named-node-fails-its-selector", _pinned("big-1", node_selector={"gpu": "v100"}),
+     "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+     "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."),
+    ("no-such-node", _pinned("gone"),
+     "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."),
+    ("term-names-no-node-in-common",
+     make_pod(gpus=1, required_terms=(NodeSelectorTerm(match_fields=(
+         req("metadata.name", "In", "big-1"), req("metadata.name", "In", "big-2"))),)),
+     "0/3 nodes are available: pod affinity terms conflict."),
+    ("label-terms-do-not-narrow", make_pod(gpus=1, required_terms=(term(req("gpu", "In", "v100")),)),
+     "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."),
+]
+
+
+@pytest.mark.parametrize("pod,message", [c[1:] for c in PINNED_CASES], ids=[c[0] for c in PINNED_CASES])
+def test_node_affinity_pre_filter_narrows_to_named_nodes(pod, message):
+    sched = scheduler_of(make_node("small", gpus=1), make_node("big-1", gpus=8),
+                         make_node("big-2", gpus=8), profiles=NO_PREEMPTION)
+    result = sched.schedule_one(pod)
+    assert (result.scheduled, result.message) == (False, message)
+
+
+def test_pinned_pod_binds_to_its_named_node_and_preemption_skips_the_others():
+    sched = scheduler_of(make_node("small", gpus=1), make_node("big-1", gpus=8), make_node("big-2", gpus=8))
+    assert sched.schedule_one(_pinned("big-2", "gone")).node == "big-2"
+    assert sched.schedule_one(_pinned("small", gpus=1)).node == "small"
+    result = sched.schedule_one(_pinned("small", gpus=1))
+    assert result.message == (
+        "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't satisfy "
+        "plugin(s) [NodeAffinity]. no new claims to deallocate, preemption: 0/3 nodes are "
+        "available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful "
+        "for scheduling.")

@@ -60,9 +60,9 @@ def default_registry() -> dict[str, PluginEntry]:
 # checks these lists against what the classes implement and every profile entry against its class.
 _QUEUE_SORT: tuple[type[framework.QueueSortPlugin], ...] = (prioritysort.PrioritySort,)
 _PRE_FILTER: tuple[type[framework.PreFilterPlugin], ...] = (
-    node_resources_fit.NodeResourcesFit, node_ports.NodePorts, volume_binding.VolumeBinding,
-    pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity,
-    dynamic_resources.DynamicResources, gpu_devices.GpuDevices)
+    node_affinity.NodeAffinity, node_resources_fit.NodeResourcesFit, node_ports.NodePorts,
+    volume_binding.VolumeBinding, pod_topology_spread.PodTopologySpread,
+    inter_pod_affinity.InterPodAffinity, dynamic_resources.DynamicResources, gpu_devices.GpuDevices)
 _FILTER: tuple[type[framework.FilterPlugin], ...] = (
     node_unschedulable.NodeUnschedulable, node_name.NodeName, taint_toleration.TaintToleration,
     node_affinity.NodeAffinity, node_ports.NodePorts, node_resources_fit.NodeResourcesFit,

@@ -1,6 +1,13 @@
 """NodeAffinity: ``spec.nodeSelector`` and ``requiredDuringSchedulingIgnoredDuringExecution``
 filter nodes; ``preferredDuringScheduling...`` terms score them.
 
+PreFilter (upstream ``PreFilter``): SKIP for a pod without nodeSelector and required terms;
+when every required term names nodes with ``matchFields`` ``metadata.name In`` (a DaemonSet's
+pods, a pod pinned to one node), the named nodes (a term's name lists intersected, the terms'
+sets united) are the only ones filtered (``framework.narrow_nodes``), and the others are
+reported as ``node(s) didn't satisfy plugin(s) [NodeAffinity]``; terms that name no node in
+common fail the cycle, ``pod affinity terms conflict``, UnschedulableAndUnresolvable.
+
 Filter: every nodeSelector pair must match, and (when required terms exist) at least one term
 must match: terms are ORed, a term's expressions ANDed, an empty term matches nothing.
 Operators (upstream ``NodeSelectorRequirement``): In, NotIn (an absent label matches), Exists,
@@ -23,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from gpusched.objects.types import PodInfo
+from gpusched.objects.types import NodeSelectorTerm, PodInfo
 from gpusched.scheduler import messages
 from gpusched.scheduler.framework import (MAX_NODE_SCORE, Code, CycleState, Rejection, SKIP,
-                                          SUCCESS, Status)
+                                          SUCCESS, Status, narrow_nodes)
 from gpusched.scheduler.plugins.helper.node_affinity import required_mask, term_mask
 from gpusched.scheduler.plugins.helper.normalize_score import default_normalize
 from gpusched.scheduler.snapshot import Snapshot
@@ -36,6 +43,17 @@ NAME = "NodeAffinity"
 
 class NodeAffinity:
     name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        if not pod.node_selector and pod.required_terms is None:
+            return SKIP
+        names = named_nodes(pod.required_terms or ())
+        if names is None:
+            return SUCCESS
+        if not names:
+            return Status.unschedulable(messages.NODE_AFFINITY_CONFLICT, resolvable=False)
+        narrow_nodes(state, NAME, names)
+        return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
                candidates: np.ndarray) -> list[Rejection]:
@@ -62,6 +80,27 @@ class NodeAffinity:
     def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray,
                   scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores, reverse=False)
+
+
+def named_nodes(terms: tuple[NodeSelectorTerm, ...]) -> frozenset[str] | None:
+    """The nodes the required terms name by ``metadata.name In``, or None when some term (or
+    no term at all) leaves every node possible. A term's name lists are ANDed (intersected),
+    the terms ORed (united)::
+
+        [{metadata.name In [a, b]}, {metadata.name In [b, c]}]  -> a term: {b}
+        that term, or a second term {metadata.name In [d]}      -> {b, d}
+        a term with only matchExpressions                       -> None (any node)
+    """
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        lists = [frozenset(r.values) for r in term.match_fields
+                 if r.key == "metadata.name" and r.operator == "In"]
+        if not lists:
+            return None
+        names |= frozenset.intersection(*lists)
+    return frozenset(names)
 
 
 def new(args: dict[str, Any] | None = None) -> NodeAffinity:
