@@ -219,6 +219,34 @@ def test_evicted_job_pod_counts_as_failed(cluster):
     assert status(cluster)["active"] == 1
 
 
+DISRUPTION_FAILJOB = {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}
+
+
+def _preempt(cluster) -> None:
+    apply(cluster, pod("vip", gpus=1, priority_class="high"))
+
+
+def _drain(cluster) -> None:
+    cluster.drain(job_pods(cluster)[0]["spec"]["nodeName"])
+
+
+# job_controller.go syncJob reads the FailJob message (getFailJobMessage) from the pods before
+# trackJobStatusAndRemoveFinalizers lets a deleted pod go, so a victim's DisruptionTarget fails the
+# Job (pod_failure_policy.go: "Pod %s/%s has condition %v matching %v rule at index %d").
+@pytest.mark.parametrize("disrupt", [_preempt, _drain], ids=["preempted", "evicted"])
+def test_disruption_target_fail_job_rule_fails_the_job(cluster, disrupt):
+    apply(cluster, join(pool(gpus=1), priority_class("high", 1000),
+                        job(duration="1h", gpus=1, podFailurePolicy=_policy(DISRUPTION_FAILJOB))))
+    [name] = [p["metadata"]["name"] for p in job_pods(cluster)]
+    disrupt(cluster)
+    cluster.advance(60)
+    assert conditions(cluster) == [("FailureTarget", "True", "PodFailurePolicy"),
+                                   ("Failed", "True", "PodFailurePolicy")]
+    assert status(cluster)["conditions"][-1]["message"] == (
+        f"Pod default/{name} has condition DisruptionTarget matching FailJob rule at index 0")
+    assert job_pods(cluster) == [] and "active" not in status(cluster)
+
+
 def test_deleting_a_running_job_pod_counts_it_failed_and_removes_it(cluster):
     apply(cluster, join(pool(gpus=0), job(duration="1h")))
     [name] = [p["metadata"]["name"] for p in job_pods(cluster)]

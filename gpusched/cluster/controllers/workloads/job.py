@@ -103,12 +103,15 @@ def sync_job(view: View, job: dict[str, Any]) -> None:
     """``syncJob``: count finished pods, then finish the Job or manage its pods, then status."""
     spec = job.get("spec") or {}
     status = copy.deepcopy(job.get("status") or {})
+    # upstream getFailJobMessage reads the pods before trackJobStatusAndRemoveFinalizers: a
+    # preempted or evicted pod is gone once its finalizer goes, and with it its DisruptionTarget
+    fail_job = _fail_job_message(job, owned_pods(view, job))
     _track_finished_pods(view, job, status)
     if status.get("startTime") is None and not spec.get("suspend"):
         status["startTime"] = view.timestamp()
     pods = owned_pods(view, job)
     active = [p for p in pods if is_active(p)]
-    condition = _finish_condition(view, job, status, pods)
+    condition = _finish_condition(view, job, status, pods, fail_job)
     if condition is not None:
         for pod in active:
             delete_pod(view, pod, COMPONENT, job)   # keeps the finalizer: counted as failed
@@ -162,20 +165,28 @@ def _count_deleted(view: View, job: dict[str, Any], status: dict[str, Any], dele
             remove_finalizer(view, current, FINALIZER)
 
 
-def _finish_condition(view: View, job: dict[str, Any], status: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Any, ...] | None:
-    """(reason, message) when the Job fails now or already has FailureTarget."""
+def _fail_job_message(job: dict[str, Any], pods: list[dict[str, Any]]) -> str | None:
+    """``getFailJobMessage``: the message of the first failed pod matching a FailJob rule."""
+    policy = (job.get("spec") or {}).get("podFailurePolicy")
+    if policy is None:
+        return None
+    return next((message for pod in pods if is_pod_failed(pod, job)
+                 for message in [match_pod_failure_policy(policy, pod)[0]] if message is not None),
+                None)
+
+
+def _finish_condition(view: View, job: dict[str, Any], status: dict[str, Any],
+                      pods: list[dict[str, Any]], fail_job: str | None) -> tuple[Any, ...] | None:
+    """(reason, message) when the Job fails now or already has FailureTarget; ``fail_job`` is
+    ``_fail_job_message`` of the pods as the sync found them."""
     spec = job.get("spec") or {}
     target = has_condition(job, "FailureTarget")
     if target is not None:
         return target.get("reason", ""), target.get("message", "")
     if has_condition(job, "SuccessCriteriaMet"):
         return None
-    if spec.get("podFailurePolicy") is not None:
-        for pod in pods:
-            if (pod.get("status") or {}).get("phase") == "Failed":
-                message = match_pod_failure_policy(spec["podFailurePolicy"], pod)[0]
-                if message is not None:
-                    return "PodFailurePolicy", message
+    if fail_job is not None:
+        return "PodFailurePolicy", fail_job
     if int(status.get("failed", 0)) > int(spec.get("backoffLimit", 6)) or \
             _past_backoff_limit_on_failure(job, pods):
         return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
