@@ -15,10 +15,11 @@ says they are doing. :func:`exec_output` answers the commands GPU guides run in 
   device plugin sets (``NVIDIA_VISIBLE_DEVICES`` = the physical GPU or MIG UUIDs, replicas
   mapped to their GPU, as the ``envvar`` device-list strategy does). The plugin does not set
   ``CUDA_VISIBLE_DEVICES``; it appears only when the pod spec sets it;
-- ``ls /dev/nvidia*``: ``/dev/nvidiaN`` per visible GPU (the host minor number), ``nvidiactl``,
-  ``nvidia-uvm``, ``nvidia-uvm-tools``, and for MIG ``/dev/nvidia-caps`` with the GI/CI access
-  capabilities (minors as ``/proc/driver/nvidia-caps/mig-minors`` numbers them: ``3 + 135*gpu +
-  9*gi`` for a GPU instance, +1+ci for its compute instance; unverified beyond A100 examples);
+- ``ls [-l] [-a] /dev/nvidia*`` (``metrics.container_ls``): ``/dev/nvidiaN`` per visible GPU (the
+  host minor number), ``nvidiactl``, ``nvidia-uvm``, ``nvidia-uvm-tools``, and for MIG
+  ``/dev/nvidia-caps`` with the GI/CI access capabilities (minors as
+  ``/proc/driver/nvidia-caps/mig-minors`` numbers them: ``3 + 135*gpu + 9*gi`` for a GPU
+  instance, +1+ci for its compute instance; unverified beyond A100 examples);
 - anything else: one line saying the embedded cluster runs no containers, exit code 126.
 
 Every answer starts with one line marking it simulated. ``logs`` is ``metrics.container_logs``.
@@ -38,10 +39,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
-from gpusched.cluster.apiserver.store import EPOCH
+from gpusched.cluster.apiserver.store import EPOCH, seconds_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.metrics import gpu_model as gm
 from gpusched.metrics.cluster_source import ClusterSource
+from gpusched.metrics.container_ls import ls, ls_arguments
 from gpusched.metrics.dcgm import pci_bus_id
 from gpusched.objects.assignment import held_by
 from gpusched.objects.digits import is_digits
@@ -55,7 +57,6 @@ NOT_RUN = 126
 CUDA_BY_DRIVER = {"535": "12.2", "545": "12.3", "550": "12.4", "555": "12.5", "560": "12.6",
                   "565": "12.7", "570": "12.8", "575": "12.9", "580": "13.0"}
 _PCI_BUSES = (0x07, 0x0F, 0x47, 0x4E, 0x87, 0x90, 0xB7, 0xBD)
-MIG_MINORS_PER_GPU, MIG_MINORS_PER_GI = 135, 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,17 +395,6 @@ def nvidia_smi_list(cv: ContainerView) -> str:
     return "\n".join(lines) if lines else "No devices were found"
 
 
-def dev_listing(cv: ContainerView) -> str:
-    files = ["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidiactl",
-             *(f"/dev/nvidia{g.host_index}" for g in cv.gpus)]
-    out = sorted(files)
-    caps = sorted({MIG_MINORS_PER_GPU * g.host_index + MIG_MINORS_PER_GI * m.gi + 3 + extra
-                   for g in cv.gpus for m in g.mig for extra in (0, 1)})
-    if caps:
-        out += ["", "/dev/nvidia-caps:", *sorted(f"nvidia-cap{c}" for c in caps)]
-    return "\n".join(out) if cv.gpus else "ls: cannot access '/dev/nvidia*': No such file or directory"
-
-
 def exec_output(view: View, pod: dict[str, Any], container: str, argv: list[str]) -> ExecResult:
     """What running ``argv`` in ``container`` of ``pod`` would print (see the module docstring)."""
     words = _unwrap_shell([str(a) for a in argv])
@@ -448,33 +438,21 @@ def known_output(view: View, pod: dict[str, Any], container: str, words: list[st
         return ExecResult(nvidia_smi_list(cv))
     if words in (["env"], ["printenv"]):
         return ExecResult("\n".join(f"{k}={v}" for k, v in cv.env.items()))
-    if words[0] == "ls" and len(words) > 1 and all(w.startswith("/dev/nvidia") for w in words[1:]):
-        return ls_dev(cv, words[1:])
+    if words[0] == "ls" and ls_arguments(words[1:]) is not None:
+        lines, code = ls(cv, words[1:], _started(pod), _wall(view))
+        return ExecResult("\n".join(lines), code)
     return None
 
 
-def ls_dev(cv: ContainerView, paths: list[str]) -> ExecResult:
-    """``ls`` of ``/dev/nvidia*`` (the glob, as a shell in the container expands it) or of
-    named device paths: files first, then directories, as ls orders its arguments."""
-    full = dev_listing(cv)
-    if paths == ["/dev/nvidia*"]:
-        return ExecResult(full, 0 if cv.gpus else 2)
-    files = {line for line in full.splitlines() if line.startswith("/dev/") and not
-             line.endswith(":")}
-    caps = full.partition("/dev/nvidia-caps:\n")[2] if "/dev/nvidia-caps:" in full else None
-    shown, errors, dirs = [], [], []
-    for path in paths:
-        if path in files:
-            shown.append(path)
-        elif path.rstrip("/") == "/dev/nvidia-caps" and caps is not None:
-            dirs.append(caps)
-        else:
-            errors.append(f"ls: cannot access '{path}': No such file or directory")
-    out = errors + sorted(shown)
-    if dirs:
-        out += ([""] if shown else []) + (["/dev/nvidia-caps:"] if shown else []) + dirs
-    return ExecResult("\n".join(out), 2 if errors else 0)
+def _started(pod: dict[str, Any]) -> datetime | None:
+    """When the pod's containers started (``status.startTime``), on the cluster's clock."""
+    started = (pod.get("status") or {}).get("startTime")
+    return _at(seconds_of(started)) if started else None
+
+
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(EPOCH.timestamp() + seconds, tz=EPOCH.tzinfo)
 
 
 def _wall(view: View) -> datetime:
-    return datetime.fromtimestamp(EPOCH.timestamp() + view.now(), tz=EPOCH.tzinfo)
+    return _at(view.now())

@@ -84,6 +84,41 @@ def test_ls_dev_nvidia(g):
                        "/dev/nvidiactl", ""] and mig[5] == "/dev/nvidia-caps:"
 
 
+DATE = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d")
+WHOLE_GPU_LONG = ["crw-rw-rw- 1 root root 235,   0 DATE /dev/nvidia-uvm",
+                  "crw-rw-rw- 1 root root 235,   1 DATE /dev/nvidia-uvm-tools",
+                  "crw-rw-rw- 1 root root 195,   0 DATE /dev/nvidia0",
+                  "crw-rw-rw- 1 root root 195, 255 DATE /dev/nvidiactl"]
+CAPS_LONG = ["", "/dev/nvidia-caps:", "total 0",
+             "cr--r--r-- 1 root root 236, 12 DATE nvidia-cap12",
+             "cr--r--r-- 1 root root 236, 13 DATE nvidia-cap13"]
+
+
+# lesson 8.2 runs `kubectl exec POD -- ls -la /dev/nvidia*`: with no NVIDIA device on the local
+# machine the local shell passes the glob on unexpanded, and ls in the container lists the
+# device nodes the NVIDIA container toolkit created (coreutils ls long format: mode, links,
+# owner, group, "major, minor", date, name; directories under "NAME:" with "total").
+@pytest.mark.parametrize("pod,command,expected", [
+    ("infer-a", ["ls", "-la", "/dev/nvidia*"], WHOLE_GPU_LONG),
+    ("infer-a", ["ls", "-l", "-a", "/dev/nvidia*"], WHOLE_GPU_LONG),
+    ("infer-a", ["sh", "-c", "ls -la /dev/nvidia*"], WHOLE_GPU_LONG),
+    ("mig-pod", ["ls", "-l", "/dev/nvidia*"], WHOLE_GPU_LONG + CAPS_LONG),
+    ("mig-pod", ["ls", "-la", "/dev/nvidia-caps"], [
+        "total 0", "drwxr-xr-x 2 root root      80 DATE .",
+        "drwxr-xr-x 6 root root     460 DATE ..", *CAPS_LONG[3:]]),
+    ("mig-pod", ["ls", "-1", "/dev/nvidia0", "/dev/nvidia7"], [
+        "ls: cannot access '/dev/nvidia7': No such file or directory", "/dev/nvidia0"]),
+], ids=["ls-la", "ls-l-a", "sh-c", "mig-ls-l", "caps-dir-la", "missing-first"])
+def test_ls_options_answer_from_the_pods_devices(g, pod, command, expected):
+    result = g.run("exec", pod, "--", *command)
+    assert [DATE.sub("DATE", line) for line in result.out.splitlines()[1:]] == expected
+    assert result.code == (2 if "/dev/nvidia7" in command else 0)
+
+
+def test_ls_with_an_option_gpusched_does_not_model_is_not_answered(g):
+    assert g.run("exec", "infer-a", "--", "ls", "-R", "/dev/nvidia*").code == 126
+
+
 def test_unknown_command_is_one_honest_line(g):
     result = g.run("exec", "infer-a", "--", "python", "train.py")
     assert result.code == 126
