@@ -16,6 +16,8 @@ from gpusched.cluster.cluster import Cluster
 from gpusched.cluster.apiserver.store import default_state_path, rfc3339
 from gpusched.cluster.apiserver.view import View
 
+from tests.conftest import CEILING_S, gpusched_executable
+
 from .builders import apply, join, pod, pool
 
 
@@ -191,3 +193,69 @@ def test_concurrent_applies_serialize(tmp_path):
         assert len(set(uids)) == len(uids)
         reloaded = View.load(c.store)
         assert reloaded.rv >= max(versions)
+
+
+# ---- the write lock: a bounded wait, said in one line ------------------------------------------
+
+def _writer(db, manifest, lock_wait: str) -> subprocess.Popen:
+    return subprocess.Popen([gpusched_executable(), "--state", str(db), "apply", "-f", str(manifest)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "GPUSCHED_LOCK_WAIT": lock_wait})
+
+
+def _ended(proc: subprocess.Popen, what: str) -> tuple[int, str, str]:
+    """The exit code and output of ``proc``, waited for up to the suite's ceiling."""
+    try:
+        out, err = proc.communicate(timeout=CEILING_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{what} still running after {CEILING_S:g} s: {out}{err}")
+    return proc.returncode, out, err
+
+
+def test_a_writer_gives_up_on_a_lock_held_past_its_wait(tmp_path):
+    # was: SQLite's fixed 30 s, then "error: internal error: OperationalError: database is locked"
+    db = tmp_path / "c.db"
+    with Cluster.open(str(db)) as c:
+        apply(c, configmaps(1, "seed"))
+    manifest = tmp_path / "new.yaml"
+    manifest.write_text(configmaps(1, "new"))
+    holder = sqlite3.connect(str(db), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")          # another writer's transaction, kept open
+    try:
+        ended = _ended(_writer(db, manifest, "1"), "the writer waiting for the lock")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert ended == (1, "", f"error: state file {db} is locked by another writer: gave up after "
+                            "waiting 1 s for the lock; nothing was written (retry when it is free)\n")
+    with Cluster.open(str(db)) as c:
+        assert [cm["metadata"]["name"] for cm in c.get("cm")] == ["seed-0"]
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5"])
+def test_a_bad_lock_wait_is_one_line(tmp_path, value):
+    manifest = tmp_path / "new.yaml"
+    manifest.write_text(configmaps(1, "new"))
+    code, out, err = _ended(_writer(tmp_path / "c.db", manifest, value), "the writer")
+    assert (code, out) == (1, "")
+    assert err == (f'error: GPUSCHED_LOCK_WAIT="{value}": want seconds to wait for the state '
+                   "file's write lock, a number above 0 and at most 86400\n")
+
+
+def test_four_cli_writers_on_one_state_file_each_finish(tmp_path):
+    # four `gpusched apply` processes at once: each waits its turn for the write lock and ends
+    db = tmp_path / "c.db"
+    with Cluster.open(str(db)) as c:
+        apply(c, configmaps(1, "seed"))
+    writers = []
+    for number in range(4):
+        manifest = tmp_path / f"w{number}.yaml"
+        manifest.write_text(configmaps(20, f"w{number}"))
+        writers.append(_writer(db, manifest, str(CEILING_S)))
+    for number, proc in enumerate(writers):
+        code, out, err = _ended(proc, f"writer {number}")
+        assert (code, err, out.count(" created\n")) == (0, "", 20), out
+    with Cluster.open(str(db)) as c:
+        assert len(c.get("cm")) == 81

@@ -22,8 +22,10 @@ is refused with one line (:class:`SchemaVersionError`). Version 0 is the layout 
 
 A command works on an in-memory :class:`~gpusched.cluster.apiserver.view.View` loaded inside one
 ``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
-CLI calls therefore serialize (``busy_timeout`` 30 s) and a kill -9 mid-command leaves the old or
-the new state, never a half.
+CLI calls therefore serialize and a kill -9 mid-command leaves the old or the new state, never a
+half. A writer waits for the write lock at most ``lock_wait_s()`` (30 s, or
+``$GPUSCHED_LOCK_WAIT`` seconds; SQLite's ``busy_timeout``), then gives up with one line naming
+the file and the wait (:class:`StoreLockedError`; 504 Timeout in ``serve``), nothing written.
 
 A full disk (SQLITE_FULL) rolls the transaction back and raises :class:`StoreFullError` (one line
 in the CLI, a 500 Status in ``serve``); nothing is half-written and the next write after space
@@ -58,8 +60,8 @@ log = logging.getLogger(__name__)
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 _LAST_SECOND = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - EPOCH).total_seconds())
-BUSY_TIMEOUT_MS = 30_000
-SQLITE_FULL, SQLITE_IOERR = 13, 10
+LOCK_WAIT_S = 30.0              # how long a writer waits for another's write lock
+SQLITE_BUSY, SQLITE_FULL, SQLITE_IOERR = 5, 13, 10
 LOW_DISK_BYTES = 1 << 20        # an I/O error with less free than this is a full disk
 DEFAULT_SEED = 0
 # kube-apiserver --event-ttl (cmd/kube-apiserver/app/options/options.go: EventTTL 1 * time.Hour).
@@ -172,6 +174,43 @@ def _disk_free(path: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
+def lock_wait_s() -> float:
+    """How long a writer waits for the write lock: ``$GPUSCHED_LOCK_WAIT`` seconds (a positive
+    number), else ``LOCK_WAIT_S``."""
+    text = os.environ.get("GPUSCHED_LOCK_WAIT", "")
+    if not text:
+        return LOCK_WAIT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:
+        raise GpuschedError(f'GPUSCHED_LOCK_WAIT="{text}": want seconds to wait for the state '
+                            "file's write lock, a number above 0 and at most 86400")
+    return seconds
+
+
+def _busy(err: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY: another connection holds the lock this statement needed."""
+    code = getattr(err, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF == SQLITE_BUSY) or "database is locked" in str(err)
+
+
+class StoreLockedError(GpuschedError):
+    """Another writer held the state file's write lock for the whole wait: nothing was written.
+
+    A 504 Timeout Status in ``serve``, as kube-apiserver answers a request its storage did not
+    complete in time.
+    """
+
+    code = 504
+    reason = "Timeout"
+
+    def __init__(self, path: str, waited: float) -> None:
+        super().__init__(f"state file {path} is locked by another writer: gave up after waiting "
+                         f"{waited:g} s for the lock; nothing was written (retry when it is free)")
+
+
 class StoreFullError(GpuschedError):
     """The state file's disk (or SQLite's page limit) is full: the write was rolled back whole.
 
@@ -224,10 +263,11 @@ class Store:
         self.event_ttl = float(event_ttl)
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
+        self.lock_wait = lock_wait_s()
+        self.conn = sqlite3.connect(str(self.path), timeout=self.lock_wait,
                                     isolation_level=None, check_same_thread=not shared)
         try:
-            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self.conn.execute(f"PRAGMA busy_timeout={int(self.lock_wait * 1000)}")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._prepare_schema()
@@ -235,12 +275,12 @@ class Store:
                 self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('clock', ?)",
                                   (repr(float(start)),))
         except sqlite3.OperationalError as err:
-            full = self._full(err)
+            known = self._known_failure(err)
             self.conn.close()
-            if full is None:
+            if known is None:
                 raise
-            raise full from None
-        except (SchemaVersionError, StoreFullError):
+            raise known from None
+        except (SchemaVersionError, StoreFullError, StoreLockedError):
             self.conn.close()
             raise
 
@@ -273,7 +313,9 @@ class Store:
     @contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (BEGIN IMMEDIATE): commit on success, roll back on any error.
-        A full disk (SQLITE_FULL, at any statement or the commit) is :class:`StoreFullError`."""
+        A full disk (SQLITE_FULL, at any statement or the commit) is :class:`StoreFullError`;
+        the write lock still held by another writer after ``lock_wait`` seconds is
+        :class:`StoreLockedError`."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -284,15 +326,19 @@ class Store:
                 raise
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as err:
-            full = self._full(err)
-            if full is None:
+            known = self._known_failure(err)
+            if known is None:
                 raise
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
-            raise full from None
+            raise known from None
 
-    def _full(self, err: sqlite3.OperationalError) -> "StoreFullError | None":
-        """SQLITE_FULL, or an I/O error on a disk with no space left (WAL/shm growth fails so)."""
+    def _known_failure(self, err: sqlite3.OperationalError
+                       ) -> "StoreFullError | StoreLockedError | None":
+        """The error ``err`` stands for: the lock waited for in vain (SQLITE_BUSY), SQLITE_FULL
+        or an I/O error on a disk with no space left (WAL/shm growth fails so); None: a bug."""
+        if _busy(err):
+            return StoreLockedError(str(self.path), self.lock_wait)
         code = getattr(err, "sqlite_errorcode", None)
         if code == SQLITE_FULL or "database or disk is full" in str(err):
             return StoreFullError(str(self.path), "database or disk is full")
