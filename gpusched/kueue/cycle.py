@@ -1,0 +1,142 @@
+"""One Kueue scheduling cycle, pure (``pkg/scheduler/scheduler.go`` ``schedule``): take one head
+per active ClusterQueue, nominate each (flavor assignment against a snapshot of the quota tree,
+with the preemption oracle), order the entries (``ordering.cycle_order``), then process them in
+turn: a Fit that still fits reserves quota; a Preempt with targets issues the preemptions and
+waits (``. Pending the preemption of N workload(s)``); anything else stays pending with its
+QuotaReserved=False reason and message.
+
+Inputs are the parsed facts of ``inputs``/``quota``; the controllers in
+``cluster/controllers/kueue/`` turn Workload dicts into them and the decisions into writes.
+
+Neighbours: ``flavors``, ``preemption``, ``ordering``, ``quota``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gpusched.kueue.flavors import FIT, NO_FIT, PREEMPT, Assignment, FlavorAssigner
+from gpusched.kueue.inputs import Flavor, PodSetRequest, QueuePolicy
+from gpusched.kueue.ordering import STRICT_FIFO, Entry, QueuedWorkload, cycle_order, in_queue_order
+from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, Target, oracle
+from gpusched.kueue.quota import CohortForest, add_usage, available
+
+ADMITTED = "Admitted"
+PREEMPTING = "Preempting"
+PENDING = "Pending"
+WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+WAITING_FOR_QUOTA = "WaitingForQuota"
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+OVERLAPPING = "Workload has overlapping preemption targets with another workload"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A pending Workload: its place in the queue and what it asks for."""
+
+    queued: QueuedWorkload
+    podsets: tuple[PodSetRequest, ...]
+
+
+@dataclass(frozen=True)
+class Decision:
+    key: str
+    cluster_queue: str
+    outcome: str                       # ADMITTED | PREEMPTING | PENDING
+    reason: str = ""                   # QuotaReserved=False reason when not admitted
+    message: str = ""
+    assignment: Assignment | None = None
+    targets: tuple[Target, ...] = ()
+
+
+@dataclass
+class Snapshot:
+    """The cycle's world: the quota forest with admitted usage, the queues' policies, flavors."""
+
+    forest: CohortForest
+    policies: Mapping[str, QueuePolicy]
+    flavors: Mapping[str, Flavor]
+    admitted: list[Admitted] = field(default_factory=list)
+
+    def admit(self, workload: Admitted) -> None:
+        self.admitted.append(workload)
+        for fr, amount in workload.usage.items():
+            add_usage(self.forest.queues[workload.cluster_queue], fr, amount)
+
+
+def pick_heads(pending: Mapping[str, Sequence[Pending]], policies: Mapping[str, QueuePolicy],
+               inadmissible: frozenset[str] = frozenset()) -> list[Pending]:
+    """One head per ClusterQueue: the first in order; under BestEffortFIFO the first not parked
+    as inadmissible (StrictFIFO never skips its head)."""
+    chosen = []
+    for cq in sorted(pending):
+        ordered = sorted(pending[cq], key=lambda p: p.queued.order_key())
+        strict = policies[cq].strategy == STRICT_FIFO
+        head = next((p for p in ordered if strict or p.queued.key not in inadmissible), None)
+        if head is not None:
+            chosen.append(head)
+    return chosen
+
+
+def _nominate(snapshot: Snapshot, head: Pending) -> Assignment:
+    cq = head.queued.cluster_queue
+    assigner = FlavorAssigner(snapshot.policies[cq], snapshot.forest.queues[cq], snapshot.flavors,
+                              oracle(snapshot.forest, snapshot.policies, snapshot.admitted, cq,
+                                     head.queued.priority, head.queued.timestamp))
+    return assigner.assign(head.podsets)
+
+
+def _still_fits(snapshot: Snapshot, cq: str, assignment: Assignment) -> bool:
+    node = snapshot.forest.queues[cq]
+    return all(amount <= available(node, fr) for fr, amount in assignment.usage().items())
+
+
+def _preempt(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decision:
+    queued = head.queued
+    needs = {(c.name, res): ps.requests.get(res, 0) for ps in assignment.podsets
+             for res, c in ps.flavors.items() if c.mode == PREEMPT}
+    targets = ClassicalPreemption(snapshot.forest, snapshot.policies, snapshot.admitted,
+                                  Preemptor(queued.cluster_queue, needs, queued.priority, queued.timestamp)).targets()
+    if not targets:
+        return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, assignment.message(), assignment)
+    message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
+    return Decision(queued.key, queued.cluster_queue, PREEMPTING, WAITING_FOR_PREEMPTED, message,
+                    assignment, tuple(targets))
+
+
+def _process(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decision:
+    queued = head.queued
+    mode = assignment.mode()
+    if mode == FIT:
+        if not _still_fits(snapshot, queued.cluster_queue, assignment):
+            return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
+        snapshot.admit(Admitted(queued.key, queued.cluster_queue, assignment.usage(), queued.priority,
+                                queued.timestamp, queued.timestamp, queued.uid))
+        return Decision(queued.key, queued.cluster_queue, ADMITTED, assignment=assignment)
+    if mode == NO_FIT:
+        return Decision(queued.key, queued.cluster_queue, PENDING, assignment.no_fit_reason(),
+                        assignment.message(), assignment)
+    return _preempt(snapshot, head, assignment)
+
+
+def run_cycle(snapshot: Snapshot, heads: Sequence[Pending]) -> list[Decision]:
+    """Nominate every head, then process them in the cycle's order; the snapshot's usage grows
+    with each admission, so a later head sees what an earlier one took."""
+    nominated = {head.queued.key: (head, _nominate(snapshot, head)) for head in heads}
+    entries = [Entry(head.queued, assignment.borrowing()) for head, assignment in nominated.values()]
+    decisions = []
+    victims: set[str] = set()
+    for entry in cycle_order(entries):
+        head, assignment = nominated[entry.workload.key]
+        decision = _process(snapshot, head, assignment)
+        if decision.outcome == PREEMPTING and victims & {t.workload.key for t in decision.targets}:
+            decision = Decision(decision.key, decision.cluster_queue, PENDING, WAITING_FOR_QUOTA, OVERLAPPING,
+                                assignment)
+        victims |= {t.workload.key for t in decision.targets}
+        decisions.append(decision)
+    return decisions
+
+
+__all__ = ["ADMITTED", "PENDING", "PREEMPTING", "Decision", "Pending", "Snapshot", "in_queue_order",
+           "pick_heads", "run_cycle"]

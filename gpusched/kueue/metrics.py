@@ -1,0 +1,66 @@
+"""Kueue's per-queue gauges, named as upstream's ``pkg/metrics/metrics.go`` (subsystem ``kueue``,
+label ``replica_role="standalone"`` for a single manager): pending workloads per ClusterQueue
+and status (``active`` in the queue, ``inadmissible`` parked until the cluster changes),
+admitted active workloads, the ClusterQueue's resource usage, nominal quota, borrowing and
+lending limits (``+Inf`` when unset) per flavor and resource, and its weighted share.
+
+``samples`` returns (name, labels, value) triples; ``server``/``metrics`` render them.
+
+Neighbours: ``quota``, ``fair_sharing``; fed by the Kueue controllers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpusched.kueue.fair_sharing import dominant_resource_share
+from gpusched.kueue.quota import CohortForest, QuotaNode
+
+ROLE = "standalone"
+Sample = tuple[str, tuple[tuple[str, str], ...], float]
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """Workload counts of one ClusterQueue."""
+
+    active: int = 0
+    inadmissible: int = 0
+    admitted: int = 0
+
+
+def _cohort(node: QuotaNode) -> str:
+    return node.parent.name if node.parent is not None else ""
+
+
+def _quota_samples(node: QuotaNode) -> list[Sample]:
+    out: list[Sample] = []
+    for (flavor, resource), quota in sorted(node.quotas.items()):
+        labels = (("cohort", _cohort(node)), ("cluster_queue", node.name), ("flavor", flavor),
+                  ("resource", resource), ("replica_role", ROLE))
+        out.append(("kueue_cluster_queue_resource_usage", labels, float(node.usage.get((flavor, resource), 0))))
+        out.append(("kueue_cluster_queue_nominal_quota", labels, float(quota.nominal)))
+        out.append(("kueue_cluster_queue_borrowing_limit", labels,
+                    math.inf if quota.borrowing_limit is None else float(quota.borrowing_limit)))
+        out.append(("kueue_cluster_queue_lending_limit", labels,
+                    math.inf if quota.lending_limit is None else float(quota.lending_limit)))
+    return out
+
+
+def samples(forest: CohortForest, counts: Mapping[str, QueueCounts]) -> list[Sample]:
+    """Every gauge of every ClusterQueue in ``forest`` (by name, then metric)."""
+    out: list[Sample] = []
+    for name in sorted(forest.queues):
+        node, count = forest.queues[name], counts.get(name, QueueCounts())
+        for status, value in (("active", count.active), ("inadmissible", count.inadmissible)):
+            out.append(("kueue_pending_workloads",
+                        (("cluster_queue", name), ("status", status), ("replica_role", ROLE)), float(value)))
+        out.append(("kueue_admitted_active_workloads", (("cluster_queue", name), ("replica_role", ROLE)),
+                    float(count.admitted)))
+        out.extend(_quota_samples(node))
+        share = dominant_resource_share(node).weighted_share()
+        out.append(("kueue_cluster_queue_weighted_share", (("cluster_queue", name), ("replica_role", ROLE)),
+                    float(share)))
+    return out
