@@ -19,17 +19,17 @@ def kueue(tmp_path):
 
 
 @pytest.mark.parametrize("args, header, first", [
-    pytest.param(("get", "cq"), ["NAME", "COHORT", "PENDING", "WORKLOADS"], ["team-a", "gpu-pool"],
+    pytest.param(("get", "cq"), ["NAME", "COHORT", "PENDING", "WORKLOADS"], ["team-a", "gpu-pool", "0"],
                  id="clusterqueues"),
     pytest.param(("get", "clusterqueues", "-o", "wide"),
                  ["NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"],
-                 ["team-a", "gpu-pool", "BestEffortFIFO"], id="clusterqueues-wide"),
+                 ["team-a", "gpu-pool", "BestEffortFIFO", "0", "0"], id="clusterqueues-wide"),
     pytest.param(("get", "lq", "-n", "team-a"),
                  ["NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"],
-                 ["team-queue", "team-a"], id="localqueues"),
+                 ["team-queue", "team-a", "0", "0"], id="localqueues"),
     pytest.param(("get", "queues", "-A"),
                  ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"],
-                 ["team-a", "team-queue", "team-a"], id="localqueues-all-namespaces"),
+                 ["team-a", "team-queue", "team-a", "0", "0"], id="localqueues-all-namespaces"),
     pytest.param(("get", "flavors"), ["NAME", "AGE"], ["a100", "0s"], id="resourceflavors"),
     pytest.param(("get", "co"), ["NAME", "AGE"], ["gpu-pool", "0s"], id="cohorts"),
     pytest.param(("get", "wpc"), ["NAME", "VALUE"], ["batch", "100"], id="workloadpriorityclasses"),

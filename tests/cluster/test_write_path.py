@@ -73,14 +73,20 @@ def test_view_writes_go_through_the_write_path():
 
 def test_registry_follows_upstream_order():
     """gpusched's plugins in AllOrderedPlugins' order; its own ones (Gpusched*) where upstream
-    puts new plugins: before the webhooks and ResourceQuota, which stays last."""
+    puts new plugins, then Kueue's webhooks (named as its webhook configurations, ``*.kb.io``) at
+    the webhooks' place, before ResourceQuota, which stays last."""
     upstream = [name.rstrip("*") for name in registry.UPSTREAM_ORDER]
     names = [plugin.name for plugin in registry.ORDERED]
     assert names[-1] == "ResourceQuota"
-    ours = [n for n in names if not n.startswith("Gpusched")]
+
+    def own(name: str) -> bool:
+        return name.startswith("Gpusched") or name.endswith(".kb.io")
+    ours = [n for n in names if not own(n)]
     assert [upstream.index(n) for n in ours] == sorted(upstream.index(n) for n in ours)
-    first_own = next(i for i, n in enumerate(names) if n.startswith("Gpusched"))
-    assert all(n.startswith("Gpusched") for n in names[first_own:-1])
+    first_own = next(i for i, n in enumerate(names) if own(n))
+    assert all(own(n) for n in names[first_own:-1])
+    webhooks = [i for i, n in enumerate(names) if n.endswith(".kb.io")]
+    assert not webhooks or max(i for i, n in enumerate(names) if n.startswith("Gpusched")) < min(webhooks)
     assert all(f"{n}*" in registry.UPSTREAM_ORDER for n in ours), "only plugins on by default"
 
 

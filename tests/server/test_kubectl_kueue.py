@@ -33,12 +33,12 @@ def test_apply_prints_each_object_with_its_group(serve):
 def test_get_cluster_and_local_queues_with_the_crd_columns(kueue):
     cq = kueue.kubectl("get", "cq").stdout.splitlines()
     assert cq[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
-    assert [line.split() for line in cq[1:]] == [["team-a", "gpu-pool"], ["team-b", "gpu-pool"],
-                                                 ["team-c", "gpu-pool"]]
+    assert [line.split() for line in cq[1:]] == [["team-a", "gpu-pool", "0"], ["team-b", "gpu-pool", "0"],
+                                                 ["team-c", "gpu-pool", "0"]]
     wide = kueue.kubectl("get", "clusterqueues", "-o", "wide").stdout.splitlines()
     assert wide[0].split() == ["NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED",
                                "WORKLOADS"]
-    assert wide[3].split() == ["team-c", "gpu-pool", "StrictFIFO"]
+    assert wide[3].split() == ["team-c", "gpu-pool", "StrictFIFO", "0", "0"]
     both = kueue.kubectl("get", "cq,lq", "-n", "team-b").stdout
     assert "clusterqueue.kueue.x-k8s.io/team-b" in both
     assert "localqueue.kueue.x-k8s.io/team-queue   team-b" in both

@@ -41,6 +41,8 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.installed import slot
+from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
+from gpusched.cluster.controllers.kueue import scheduler as kueue_scheduler
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
 from gpusched.cluster.controllers.storage import volumes
@@ -169,6 +171,11 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("replicaset", "replicaset-controller",
                _of_kind("ReplicaSet", "workloads.replicaset:reconcile"), keyed=True),
     Descriptor("sbatch", "gpusched.slurm.controller (installed from above)", slot("sbatch"),
+               keyed=True),
+    Descriptor("kueue-scheduler", "kueue scheduler (pkg/scheduler/scheduler.go)", kueue_scheduler.reconcile,
+               watch=_kinds("Workload", "ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor",
+                            "WorkloadPriorityClass", "Namespace")),
+    Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)", kueue_jobs.reconcile,
                keyed=True),
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
     Descriptor("daemonset", "daemonset-controller",

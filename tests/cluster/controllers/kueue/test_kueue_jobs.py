@@ -1,0 +1,148 @@
+"""Kueue's Job integration and scheduler on the embedded cluster (``cluster.controllers.kueue``):
+a queued Job is created suspended, gets its Workload, is admitted with its flavor's node labels
+and tolerations and runs; one that does not fit waits with Kueue's message; a higher-priority
+Job preempts a lower one in its ClusterQueue (``withinClusterQueue: LowerPriority``); bad input
+(a missing LocalQueue, a ClusterQueue naming a missing flavor) gets Kueue's conditions.
+Upstream: ``pkg/controller/jobs/job/job_controller_test.go``, ``pkg/scheduler/scheduler_test.go``,
+``test/integration/singlecluster/scheduler`` (admission, preemption).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpusched.kueue.jobs import workload_name
+from tests.cluster.builders import apply, pool
+
+SETUP = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+spec:
+  nodeLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a-queue, namespace: team-a}
+spec: {clusterQueue: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+"""
+
+
+def job(name: str, gpus: int, queue: str = "team-a-queue", priority_class: str = "", parallelism: int = 1) -> str:
+    labels = f"kueue.x-k8s.io/queue-name: {queue}"
+    if priority_class:
+        labels += f", kueue.x-k8s.io/priority-class: {priority_class}"
+    return f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}, namespace: team-a, labels: {{{labels}}}}}
+spec:
+  parallelism: {parallelism}
+  completions: {parallelism}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: train
+        image: busybox
+        command: [sleep, "3600"]
+        resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
+"""
+
+
+def workload(cluster, job_name: str) -> dict[str, Any]:
+    [found] = cluster.get("Job", [job_name], namespace="team-a")
+    meta = found["metadata"]
+    [wl] = cluster.get("Workload", [workload_name(meta["name"], meta["uid"])], namespace="team-a")
+    return wl
+
+
+def condition(obj: dict[str, Any], type_: str) -> tuple[str, str, str]:
+    found = next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+    return found["status"], found["reason"], found["message"]
+
+
+@pytest.fixture
+def kueue(cluster):
+    apply(cluster, pool(gpus=8) + "---\n" + SETUP)
+    return cluster
+
+
+def test_admitted_job_runs_with_its_flavor(kueue) -> None:
+    apply(kueue, job("small", 4))
+    wl = workload(kueue, "small")
+    assert condition(wl, "QuotaReserved") == ("True", "QuotaReserved", "Quota reserved in ClusterQueue team-a")
+    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"nvidia.com/gpu": "a100"}
+    [found] = kueue.get("Job", ["small"], namespace="team-a")
+    assert found["spec"]["suspend"] is False
+    assert found["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
+
+
+def test_job_past_its_quota_waits_with_kueues_message(kueue) -> None:
+    apply(kueue, job("first", 6))
+    apply(kueue, job("second", 4))
+    assert condition(workload(kueue, "second"), "QuotaReserved") == (
+        "False", "WaitingForQuota",
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor a100, "
+        "2 more needed")
+    [found] = kueue.get("Job", ["second"], namespace="team-a")
+    assert found["spec"]["suspend"] is True
+
+
+def test_higher_priority_job_preempts_and_the_victim_stops(kueue) -> None:
+    apply(kueue, job("low", 8))
+    apply(kueue, job("urgent", 8, priority_class="high"))
+    low = workload(kueue, "low")
+    assert condition(low, "Evicted")[:2] == ("True", "Preempted")
+    assert condition(low, "Preempted")[1] == "InClusterQueue"
+    assert "due to prioritization in the ClusterQueue; preemptor path: /team-a; preemptee path: /team-a" in \
+        condition(low, "Preempted")[2]
+    assert condition(workload(kueue, "urgent"), "Admitted")[0] == "True"
+    [stopped] = kueue.get("Job", ["low"], namespace="team-a")
+    assert stopped["spec"]["suspend"] is True
+
+
+def test_missing_local_queue_is_misconfigured(kueue) -> None:
+    apply(kueue, job("lost", 1, queue="nowhere"))
+    assert condition(workload(kueue, "lost"), "QuotaReserved") == (
+        "False", "Misconfigured", "LocalQueue nowhere is terminating or missing")
+
+
+def test_cluster_queue_with_a_missing_flavor_is_inactive(kueue) -> None:
+    apply(kueue, """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: broken}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+""")
+    [cq] = kueue.get("ClusterQueue", ["broken"], namespace=None)
+    assert condition(cq, "Active") == (
+        "False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): h100.")
