@@ -347,8 +347,8 @@ def queue_facts(pod: dict[str, Any]) -> list[Fact]:
     """Pending because of a queue: the scheduling gates (the only queue that holds a pod in
     gpusched: the SchedulingGates PreEnqueue plugin's ``waiting for scheduling gates: [a b]``,
     ``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go``); and, said honestly
-    where a manifest expects one, that gpusched runs no Kueue (a ``kueue.x-k8s.io/queue-name``
-    label queues nothing)."""
+    where a manifest expects one, that gpusched's Kueue queues Jobs, not plain pods (a
+    ``kueue.x-k8s.io/queue-name`` label on a pod queues nothing)."""
     out = []
     gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []
              if isinstance(g, dict)]
@@ -361,8 +361,9 @@ def queue_facts(pod: dict[str, Any]) -> list[Fact]:
                                         ("change", "remove spec.schedulingGates"))))
     queue = (_meta(pod).get("labels") or {}).get(KUEUE_LABEL)
     if queue:
-        out.append(Fact("no-queue", f"label {KUEUE_LABEL}={queue} queues nothing: gpusched runs no "
-                                    "Kueue, the pod goes straight to the scheduler",
+        out.append(Fact("no-queue", f"label {KUEUE_LABEL}={queue} queues nothing on a plain pod: "
+                                    "gpusched's Kueue queues batch/v1 Jobs, the pod goes straight to the "
+                                    "scheduler",
                         (("label", KUEUE_LABEL), ("queue", queue))))
     return out
 

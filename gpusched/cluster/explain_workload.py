@@ -31,6 +31,7 @@ import re
 
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.apiserver.view import View
+from gpusched.kueue.jobs import QUEUE_LABEL, workload_name
 from gpusched.scheduler.explain import Fact
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "Job", "DaemonSet")
@@ -139,7 +140,37 @@ def workload_facts(view: View, obj: dict[str, Any]) -> list[Fact]:
         fact = failed_create_fact(view, creator)
         if fact is not None:
             out.append(fact)
+    queued = kueue_fact(view, obj)
+    if queued is not None:
+        out.append(queued)
     return out
+
+
+def kueue_fact(view: View, job: dict[str, Any]) -> Fact | None:
+    """A queued Job: admitted by which ClusterQueue on which flavors, or why it waits in its
+    queue, in its Workload's QuotaReserved words (the flavor, the resource, how much more, and
+    ``Pending the preemption of N workload(s)`` when it preempts)."""
+    meta = _meta(job)
+    queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
+    if job.get("kind") != "Job" or not queue:
+        return None
+    wl = view.get("Workload", workload_name(str(meta.get("name", "")), str(meta.get("uid", ""))),
+                  str(meta.get("namespace", "default")))
+    if wl is None:
+        return Fact("kueue", f"queued in LocalQueue {queue}: no Workload yet", (("queue", queue),))
+    status = wl.get("status") or {}
+    admission = status.get("admission")
+    if admission:
+        flavors = sorted({f"{res}={flavor}" for ps in admission.get("podSetAssignments") or ()
+                          for res, flavor in (ps.get("flavors") or {}).items()})
+        return Fact("kueue", f"admitted by ClusterQueue {admission.get('clusterQueue')} "
+                             f"(flavors: {', '.join(flavors)})",
+                    (("queue", queue), ("clusterQueue", admission.get("clusterQueue")), ("flavors", flavors)))
+    reserved: dict[str, Any] = next((c for c in status.get("conditions") or () if c.get("type") == "QuotaReserved"), {})
+    reason, message = reserved.get("reason", "Pending"), reserved.get("message", "not yet considered")
+    return Fact("kueue", f"waits in LocalQueue {queue} (Workload {wl['metadata']['name']}, "
+                         f"QuotaReserved=False, {reason}): {message}",
+                (("queue", queue), ("workload", wl["metadata"]["name"]), ("reason", reason), ("message", message)))
 
 
 def pending_pod(view: View, obj: dict[str, Any]) -> dict[str, Any] | None:

@@ -153,8 +153,8 @@ CASES = [
     Case("kueue-queue-label-queues-nothing", (CLUSTER,),
          pod("queued", {"nvidia.com/gpu": 16}).replace(
              "metadata: {name: queued,", "metadata: {name: queued, labels: {kueue.x-k8s.io/queue-name: team-a},"),
-         ("label kueue.x-k8s.io/queue-name=team-a queues nothing: gpusched runs no Kueue, the pod goes "
-          "straight to the scheduler",
+         ("label kueue.x-k8s.io/queue-name=team-a queues nothing on a plain pod: gpusched's Kueue queues "
+          "batch/v1 Jobs, the pod goes straight to the scheduler",
           "the largest node (gpu-node-1) has 8 nvidia.com/gpu; this pod asks for 16"),
          {"kind": "no-queue", "queue": "team-a"}),
     # gpusched's own queue (cluster/scheduling/backfill.py, docs/backfill.md): strict priority order holds a

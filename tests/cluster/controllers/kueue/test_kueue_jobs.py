@@ -146,3 +146,13 @@ spec:
     [cq] = kueue.get("ClusterQueue", ["broken"], namespace=None)
     assert condition(cq, "Active") == (
         "False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): h100.")
+
+
+def test_explain_job_says_why_it_waits_in_its_queue(kueue) -> None:
+    apply(kueue, job("first", 6))
+    apply(kueue, job("second", 4))
+    facts = kueue.explain("second", "team-a", kind="Job").facts
+    text = "\n".join(fact.text for fact in facts)
+    assert "waits in LocalQueue team-a-queue" in text
+    assert ("WaitingForQuota): couldn't assign flavors to pod set main: insufficient unused quota for "
+            "nvidia.com/gpu in flavor a100, 2 more needed") in text
