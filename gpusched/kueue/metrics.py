@@ -19,6 +19,19 @@ from gpusched.kueue.fair_sharing import dominant_resource_share
 from gpusched.kueue.quota import CohortForest, QuotaNode
 
 ROLE = "standalone"
+HELP = {
+    "kueue_pending_workloads": "The number of pending workloads, per 'cluster_queue' and 'status'.",
+    "kueue_admitted_active_workloads": "The number of admitted Workloads that are active, per 'cluster_queue'",
+    "kueue_cluster_queue_resource_usage": "Reports the cluster_queue's total resource usage within all the flavors",
+    "kueue_cluster_queue_nominal_quota": "Reports the cluster_queue's resource nominal quota within all the flavors",
+    "kueue_cluster_queue_borrowing_limit": "Reports the cluster_queue's resource borrowing limit within all the "
+                                           "flavors. If borrowingLimit is unset, this metric reports +Inf.",
+    "kueue_cluster_queue_lending_limit": "Reports the cluster_queue's resource lending limit within all the "
+                                         "flavors. If lendingLimit is unset, this metric reports +Inf.",
+    "kueue_cluster_queue_weighted_share": "Reports a value that representing the maximum of the ratios of usage "
+                                          "above nominal quota to the lendable resources in the cohort, among all "
+                                          "the resources provided by the ClusterQueue, and divided by the weight.",
+}
 Sample = tuple[str, tuple[tuple[str, str], ...], float]
 
 

@@ -20,6 +20,10 @@ GPU; fragmentation (the share of free GPU capacity that sits on partially used G
 GPU demand per namespace and the pending seconds of each pending GPU pod; ResourceQuota used
 and hard per namespace and resource; GPU-hours and cost (``cost``); the virtual clock.
 
+Kueue's per-queue gauges (prefix ``kueue_``, ``gpusched.kueue.metrics``) once a ClusterQueue
+exists: pending workloads by status, admitted active workloads, usage, nominal quota, borrowing
+and lending limits per flavor and resource, the weighted share.
+
 Neighbours: ``cluster_source`` (GPU states), ``cost``; ``exposition`` registers this collector.
 """
 
@@ -36,8 +40,12 @@ from gpusched.cluster.scheduling.binder import ATTEMPT_BUCKETS, VICTIM_BUCKETS
 from gpusched.cluster.scheduling.cache import build_snapshot
 from gpusched.cluster.scheduling.profiles import pending_pods
 from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.controllers.kueue.snapshot import condition, is_true, read_world
 from gpusched.devices.node import gpu_uuid
 from gpusched.devices.prices import DEFAULT_PRICES
+from gpusched.kueue.metrics import HELP as KUEUE_HELP
+from gpusched.kueue.metrics import QueueCounts
+from gpusched.kueue.metrics import samples as kueue_samples
 from gpusched.metrics import cost
 from gpusched.metrics.cluster_source import ClusterSource, seconds_of
 from gpusched.objects.quantity import QuantityError, parse_quantity
@@ -104,6 +112,37 @@ def _histogram(name: str, help_text: str, labels: list[str], data: dict[str, Any
     return family
 
 
+def _kueue_counts(view: View, world: Any) -> dict[str, QueueCounts]:
+    """Per ClusterQueue: pending (active: not yet tried; inadmissible: QuotaReserved False), admitted."""
+    counts: dict[str, list[int]] = {}
+    for wl in view.list("Workload"):
+        if is_true(wl, "Finished"):
+            continue
+        lq = (str(wl["metadata"].get("namespace", "default")), str((wl.get("spec") or {}).get("queueName", "")))
+        cq = world.local_queues.get(lq)
+        if cq is None:
+            continue
+        entry = counts.setdefault(cq, [0, 0, 0])
+        if (wl.get("status") or {}).get("admission"):
+            entry[2] += 1
+        else:
+            entry[1 if condition(wl, "QuotaReserved") else 0] += 1
+    return {cq: QueueCounts(*values) for cq, values in counts.items()}
+
+
+def kueue_metrics(view: View) -> Iterator[Metric]:
+    """Kueue's per-queue gauges (``gpusched.kueue.metrics``), when there is a ClusterQueue."""
+    if not view.list("ClusterQueue"):
+        return
+    world = read_world(view)
+    families: dict[str, GaugeMetricFamily] = {}
+    for name, labels, value in kueue_samples(world.snapshot.forest, _kueue_counts(view, world)):
+        if name not in families:
+            families[name] = GaugeMetricFamily(name, KUEUE_HELP[name], labels=[k for k, _ in labels])
+        families[name].add_metric([v for _, v in labels], value)
+    yield from families.values()
+
+
 class ClusterCollector:
     """Collects every metric above from ``view`` (a fresh one per scrape)."""
 
@@ -119,6 +158,7 @@ class ClusterCollector:
         yield from self.device_metrics()
         yield from self.pending_and_quota_metrics()
         yield from self.cost_metrics()
+        yield from kueue_metrics(self.view)
 
     # ---- kube-scheduler ----------------------------------------------------------------------
 

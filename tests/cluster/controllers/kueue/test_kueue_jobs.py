@@ -156,3 +156,23 @@ def test_explain_job_says_why_it_waits_in_its_queue(kueue) -> None:
     assert "waits in LocalQueue team-a-queue" in text
     assert ("WaitingForQuota): couldn't assign flavors to pod set main: insufficient unused quota for "
             "nvidia.com/gpu in flavor a100, 2 more needed") in text
+
+
+def test_metrics_carry_kueues_per_queue_gauges(kueue) -> None:
+    """/metrics: upstream's pkg/metrics names (kueue_pending_workloads{cluster_queue,status},
+    kueue_admitted_active_workloads, kueue_cluster_queue_resource_usage, nominal quota)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gpusched.metrics.exposition import render_cluster
+    apply(kueue, job("first", 6))
+    apply(kueue, job("second", 4))
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for family in text_string_to_metric_families(render_cluster(kueue)[1].decode())
+           for s in family.samples if s.name.startswith("kueue_")}
+    role = ("replica_role", "standalone")
+    assert got[("kueue_pending_workloads", (("cluster_queue", "team-a"), role, ("status", "inadmissible")))] == 1
+    assert got[("kueue_admitted_active_workloads", (("cluster_queue", "team-a"), role))] == 1
+    quota = (("cluster_queue", "team-a"), ("cohort", ""), ("flavor", "a100"), ("replica_role", "standalone"),
+             ("resource", "nvidia.com/gpu"))
+    assert got[("kueue_cluster_queue_resource_usage", quota)] == 6
+    assert got[("kueue_cluster_queue_nominal_quota", quota)] == 8
