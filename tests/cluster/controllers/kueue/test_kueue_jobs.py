@@ -176,3 +176,66 @@ def test_metrics_carry_kueues_per_queue_gauges(kueue) -> None:
              ("resource", "nvidia.com/gpu"))
     assert got[("kueue_cluster_queue_resource_usage", quota)] == 6
     assert got[("kueue_cluster_queue_nominal_quota", quota)] == 8
+
+
+COHORT_PAIR = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  namespaceSelector: {}
+  cohortName: COHORT
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-c}
+spec:
+  namespaceSelector: {}
+  cohortName: COHORT
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-b-queue, namespace: team-b}
+spec: {clusterQueue: team-b}
+"""
+
+
+def test_a_job_borrows_its_cohorts_unused_quota(kueue) -> None:
+    """scheduler_test.go "borrow resources": 12 GPUs fit team-b's 8 plus team-c's idle 8."""
+    apply(kueue, COHORT_PAIR.replace("COHORT", "shared"))
+    apply(kueue, job("big", 12, queue="team-b-queue").replace("namespace: team-a", "namespace: team-b"))
+    [found] = kueue.get("Job", ["big"], namespace="team-b")
+    wl = kueue.get("Workload", [workload_name("big", found["metadata"]["uid"])], namespace="team-b")[0]
+    assert condition(wl, "Admitted")[0] == "True"
+
+
+def test_a_cohort_cycle_disables_its_queues_and_admits_nothing(kueue) -> None:
+    apply(kueue, COHORT_PAIR.replace("COHORT", "loop-a") + """
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: loop-a}
+spec: {parentName: loop-b}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: loop-b}
+spec: {parentName: loop-a}
+""")
+    apply(kueue, job("stuck", 1, queue="team-b-queue").replace("namespace: team-a", "namespace: team-b"))
+    [cq] = kueue.get("ClusterQueue", ["team-b"], namespace=None)
+    assert condition(cq, "Active")[0] == "False"
+    [found] = kueue.get("Job", ["stuck"], namespace="team-b")
+    wl = kueue.get("Workload", [workload_name("stuck", found["metadata"]["uid"])], namespace="team-b")[0]
+    assert condition(wl, "QuotaReserved") == ("False", "Misconfigured", "ClusterQueue team-b is inactive")
+    assert found["spec"]["suspend"] is True
