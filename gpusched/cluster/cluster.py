@@ -1,10 +1,12 @@
 """``Cluster``: the facade the CLI and the API server drive, one method per command.
 
-Every mutating method is one store transaction (``BEGIN IMMEDIATE``): load the view (cached
-while no other process committed, ``PRAGMA data_version``), change it, settle (controllers,
-kubelet, scheduler, until nothing changes at the current virtual time), write back, commit. Any
-error rolls everything back; ``apply_each`` (kubectl apply) answers a refused document in its
-place and settles once after the last one. Reads (``get``, ``events``, ``explain``) never settle.
+Every mutating method is one store transaction (``BEGIN IMMEDIATE``): take the kept view (brought
+up to what other processes committed: ``PRAGMA data_version``, ``apiserver.refresh``), change
+it, settle (controllers, kubelet, scheduler, until nothing changes at the current virtual time),
+write back, commit. Any error rolls everything back; ``apply_each`` (kubectl apply) answers a
+refused document in its place and settles once after the last one. Reads (``get``, ``events``,
+``explain``) never settle, nor does a cluster whose ``settles`` is False (``serve``'s API
+process: its controller process settles what it commits, ``server.settler``).
 
 ``advance(s)`` steps the virtual clock through the timed events in time order, settling at each:
 the one loop of ``cluster.clock.loop``, which a replay runs too. Settles run on work queues
@@ -25,13 +27,13 @@ import copy
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
+from gpusched.cluster.apiserver import refresh
 from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL, Store, default_state_path
 from gpusched.cluster.apiserver.view import View, object_namespace
 from gpusched.errors import GpuschedError, NotFoundError, UsageError
 from gpusched.objects.kinds import KindInfo, resolve_kind
-from gpusched.objects.selectors import (FieldRequirement, field_matches, matches,
-                                        parse_field_selector, parse_selector)
-from gpusched.objects.types import LabelSelector, Taint
+from gpusched.objects.selectors import parse_field_selector, parse_selector, selected
+from gpusched.objects.types import Taint
 
 if TYPE_CHECKING:   # the control plane (controllers, scheduler, NumPy) is imported where it is
     from gpusched.cluster.clock.timers import Timeline   # used: a read loads store and view only
@@ -74,16 +76,6 @@ def _named(info: KindInfo, items: list[dict[str, Any]], names: Sequence[str]) ->
     return [by_name[n] for n in names]
 
 
-def _selected(items: list[dict[str, Any]], label_sel: LabelSelector | None,
-              field_sel: list[FieldRequirement] | None) -> list[dict[str, Any]]:
-    """``items`` matching the label selector (``-l``) and then the field selector."""
-    if label_sel is not None:
-        items = [b for b in items if matches(label_sel, (b.get("metadata") or {}).get("labels") or {})]
-    if field_sel is not None:
-        items = [b for b in items if field_matches(b, field_sel)]
-    return items
-
-
 def _applied(view: View, manifest: Any, field_validation: str) -> ApplyOutcome:
     from gpusched.cluster.apiserver import write
     kind, name, ns, action, warnings = write.apply(view, manifest, field_validation)
@@ -106,6 +98,7 @@ class Cluster:
         self._timeline: Timeline | None = None   # the kept timer heap of ``_timeline_view``
         self._timeline_view: View | None = None
         self.dry_run = False     # True: every write runs (validation, admission, settle), then rolls back
+        self.settles = True      # False: serve's API process; server.settler's process settles
 
     @classmethod
     def open(cls, path: str | None = None, start: float | None = None,
@@ -128,8 +121,8 @@ class Cluster:
 
     def _load(self) -> View:
         version = self.store.data_version()
-        if self._view is None or self._version != version:
-            self._view = View.load(self.store)
+        if self._view is None or self._version != version:   # another process committed
+            self._view = refresh.caught_up(self._view, self.store, self.settles)
             self._version = version
         return self._view
 
@@ -137,10 +130,11 @@ class Cluster:
     def _write(self, settle: bool = True) -> Iterator[View]:
         from gpusched.cluster.scheduling import host as scheduling_host
         from gpusched.cluster.controllers.nodes import bootstrap
+        settle = settle and self.settles
         try:
             with self.store.immediate():
                 view = self._load()
-                if self.frozen_clock:
+                if self.frozen_clock and self.settles:
                     scheduling_host.end_backoffs(view)
                 if settle:
                     bootstrap.reconcile(view)    # the furniture exists before the command runs
@@ -150,6 +144,8 @@ class Cluster:
                 if self.dry_run:
                     raise _RolledBack()
                 view.write(self.store)
+                if not self.settles:
+                    refresh.drop_marks(view)
         except _RolledBack:
             self._view = None
         except BaseException:
@@ -303,7 +299,7 @@ class Cluster:
             items = view.list_events(ns) if info.kind == "Event" else view.list(info.kind, ns)
             if names:
                 items = _named(info, items, names)
-            return copy.deepcopy(_selected(items, label_sel, field_sel))
+            return copy.deepcopy(selected(items, label_sel, field_sel))
 
     def delete(self, kind: str, name: str, namespace: str | None = "default",
                grace: int | None = None) -> str:

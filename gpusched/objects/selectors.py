@@ -340,3 +340,13 @@ def field_matches(obj: Mapping[str, Any], selector: Iterable[FieldRequirement]) 
         if equal != (op == "="):
             return False
     return True
+
+
+def selected(items: list[dict[str, Any]], label_sel: LabelSelector | None,
+             field_sel: list[FieldRequirement] | None) -> list[dict[str, Any]]:
+    """``items`` matching the label selector (``-l``) and then the field selector."""
+    if label_sel is not None:
+        items = [b for b in items if matches(label_sel, (b.get("metadata") or {}).get("labels") or {})]
+    if field_sel is not None:
+        items = [b for b in items if field_matches(b, field_sel)]
+    return items

@@ -397,6 +397,11 @@ class Store:
         return self.conn.execute("SELECT namespace, name, seq, body, expires FROM events "
                                  "WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
 
+    def event_keys(self) -> set[tuple[str, str]]:
+        """The (namespace, name) of every stored event."""
+        return {(str(ns), str(name)) for ns, name in
+                self.conn.execute("SELECT namespace, name FROM events")}
+
     def compacted_rv(self) -> int:
         """The compaction floor: the change log holds nothing at or below it."""
         return int(self.read_meta("compacted_rv").get("compacted_rv", 0))

@@ -100,6 +100,7 @@ class View:
     capacity_log: builtins.list[builtins.list[Any]] = field(default_factory=list)   # [epoch, node, priority]
     mutations: int = 0                  # in-memory change counter (fixpoint detection)
     stats: dict[str, Any] = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
+    meta_text: dict[str, str] = field(default_factory=dict)   # the meta rows as last read or written
     _dirty: dict[Key, str] = field(default_factory=dict)
     _dirty_events: set[tuple[str, str]] = field(default_factory=set)
     _deleted_rv: dict[Key, int] = field(default_factory=dict)
@@ -136,7 +137,7 @@ class View:
                    attempts=json.loads(meta.get("attempts", "{}")),
                    queue=json.loads(meta.get("queue", "{}")),
                    capacity_log=json.loads(meta.get("capacity_log", "[]")),
-                   stats=json.loads(meta.get("stats", "{}")))
+                   stats=json.loads(meta.get("stats", "{}")), meta_text=meta)
         for kind, ns, name, body in store.read_objects():
             view._put((kind, ns, name), body)
         for ns, name, seq, body in store.read_events():
@@ -169,7 +170,9 @@ class View:
                 store.delete_event(*ekey)
             else:
                 store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], event, self.clock)
-        store.write_meta(self.meta_dict())
+        meta = {k: v for k, v in self.meta_dict().items() if self.meta_text.get(k) != v}
+        store.write_meta(meta)      # only the rows that changed (another process may own the rest)
+        self.meta_text.update(meta)
         for ekey in store.retain(self.rv, self.clock):   # event TTL, change-log compaction
             self.forget_event(ekey)
         self._dirty.clear()
@@ -473,7 +476,7 @@ class View:
                       self._live_on_node, self._unbound, self._uids, self._dependents, self.memo,
                       self._sorted):
             index.clear()
-        self.stats = {}
+        self.stats, self.meta_text = {}, {}       # the store's meta rows are gone too
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0
         self.clock = 0.0
         self.mutations += 1
