@@ -179,8 +179,10 @@ def run_serve(args: argparse.Namespace) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     from gpusched.cluster.apiserver.store import default_state_path
     from gpusched.errors import UsageError
+    import os
     from gpusched.server.app import ApiServer
     from gpusched.server.security import authenticator, is_loopback, prepare
+    from gpusched.server.settler import ControllerProcess
 
     state = default_state_path(args.state)
     state.parent.mkdir(parents=True, exist_ok=True)
@@ -191,12 +193,14 @@ def run_serve(args: argparse.Namespace) -> int:
     client_ca = _client_ca(args.client_ca_file)
     secrets_dir = state.parent / f"{state.stem}-serve"
     credentials = prepare(secrets_dir, args.host, args.require_token, args.advertise_address, client_ca)
+    controllers = ControllerProcess(_controller_argv(args, state, event_ttl),
+                                    on_exit=lambda code: os.kill(os.getpid(), signal.SIGTERM))
     try:
         app = ApiServer(str(state), args.host, args.port, tls=credentials.ssl_context(),
                         virtual_clock=args.virtual_clock, columns=table_columns,
                         watch_capacity=args.watch_cache_size, wall_clock=_wall_clock(args),
                         authenticator=authenticator(credentials), cors_origins=origins,
-                        event_ttl=event_ttl)
+                        event_ttl=event_ttl, controllers=controllers)
     except OSError as err:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
     except ssl.SSLError as err:
@@ -212,4 +216,20 @@ def run_serve(args: argparse.Namespace) -> int:
     finally:
         faulthandler.dump_traceback_later(STOP_DEADLINE_S, exit=True)
         app.stop()
+    if controllers.failed is not None:
+        print(f"error: the controller process exited with status {controllers.failed}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _controller_argv(args: argparse.Namespace, state: Path, event_ttl: float) -> list[str]:
+    """The controller process's command line (``cli.settler``): same state, clock and TTL."""
+    import os
+    argv = [sys.executable, "-m", "gpusched.cli.settler", "--state", str(state),
+            "--event-ttl", repr(event_ttl)] + ["-v"] * int(getattr(args, "verbose", 0) or 0)
+    if args.virtual_clock:
+        argv.append("--virtual-clock")
+    if getattr(args, "start", None) or os.environ.get("GPUSCHED_START"):
+        argv += ["--pinned-start", repr(float(args.start_seconds))]
+    return argv

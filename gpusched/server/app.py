@@ -29,7 +29,12 @@ open watches block neither handlers nor the loop.
 
 ``stop()`` (SIGTERM in ``cli.serve``) shuts down gracefully: the listener closes, open watches
 end, requests in flight (a write whose body is still arriving included) complete and are
-answered, then the cluster thread commits and stops.
+answered, then the cluster thread commits and stops, then the controller process.
+
+With ``controllers`` (``cli.serve`` passes one), this process is the API alone: its cluster
+thread stores and never settles, and the controllers, kubelet and scheduler run in the child
+process (``server.settler``), which follows the store's changes; without, the cluster thread
+settles after each batch of writes (one process, as in-process tests run it).
 
 Neighbours: ``server.worker`` (the cluster thread), ``server.feed`` (watch), ``server.resources``,
 ``server.discovery``, ``server.container`` (exec, log), ``server.guards``, ``server.protocol``,
@@ -72,6 +77,7 @@ from gpusched.server.protobuf.negotiate import negotiated
 from gpusched.server.resources import ResourceApi, parse_target
 from gpusched.server.security import Authenticator, User, is_loopback
 from gpusched.server.tables import ColumnSource
+from gpusched.server.settler import ControllerProcess
 from gpusched.server.worker import ClusterWorker
 
 log = logging.getLogger(__name__)
@@ -100,13 +106,16 @@ class ApiServer:
                  virtual_clock: bool = False, columns: ColumnSource | None = None,
                  watch_capacity: int = DEFAULT_CAPACITY, idle_timeout: float = IDLE_TIMEOUT_S,
                  wall_clock: Any = None, authenticator: Authenticator | None = None,
-                 cors_origins: tuple[str, ...] = (), event_ttl: float = DEFAULT_EVENT_TTL) -> None:
+                 cors_origins: tuple[str, ...] = (), event_ttl: float = DEFAULT_EVENT_TTL,
+                 controllers: ControllerProcess | None = None) -> None:
         if authenticator is None:
             authenticator = Authenticator({token: User("gpusched-admin", True)} if token else {})
         self.sock = _listen(host, port)          # bind errors surface here (cli.serve reports them)
         self.feed = ChangeFeed(state_path, watch_capacity)
-        self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self.feed.poke,
-                                    wall_clock=wall_clock, event_ttl=event_ttl)
+        self.controllers = controllers           # None: the cluster thread settles (one process)
+        self.worker = ClusterWorker(state_path, virtual_clock, on_commit=self._committed,
+                                    wall_clock=wall_clock, event_ttl=event_ttl,
+                                    settles=controllers is None)
         self.resources = ResourceApi(self.worker, self.feed, columns)
         self.registered: list[tuple[str, str, Handler]] = []
         self.idle_timeout = idle_timeout
@@ -187,7 +196,14 @@ class ApiServer:
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
+    def _committed(self) -> None:
+        self.feed.poke()
+        if self.controllers is not None:
+            self.controllers.nudge()
+
     def start(self) -> "ApiServer":
+        if self.controllers is not None:
+            self.controllers.start()               # settles the state file once before we serve
         self.worker.start()
         self.feed.start()
         config = uvicorn.Config(self.asgi(), http=protocol_class(min(self.idle_timeout, HEADER_TIMEOUT_S), self.peers),
@@ -218,6 +234,8 @@ class ApiServer:
         self.handlers.shutdown(wait=True, cancel_futures=False)
         self.streams.shutdown(wait=False, cancel_futures=True)
         self.worker.stop()
+        if self.controllers is not None:
+            self.controllers.stop()
 
     # ---- adapters between starlette and the synchronous handlers -----------------------------
 

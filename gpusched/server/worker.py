@@ -18,6 +18,10 @@ the cluster clock) starts a new state file's clock and, in real-time mode, moves
 file's clock forward to it at start, so timestamps (creation, events, conditions) are
 wall-clock times and kubectl's AGE is right.
 
+``settles=False`` (``serve``'s API process): the cluster never settles and the clock is left
+alone: the controller process (``server.settler``), which runs a worker of its own with the
+default, settles what this one commits and moves the clock.
+
 Neighbours: ``cluster.cluster`` (write/read/advance); used by ``server.app`` and
 ``server.resources``; ``on_commit`` pokes ``server.feed``.
 """
@@ -49,8 +53,9 @@ class ClusterWorker:
     def __init__(self, state_path: str, virtual_clock: bool = False, tick: float = TICK_SECONDS,
                  on_commit: Callable[[], None] | None = None,
                  wall_clock: Callable[[], float] | None = None,
-                 event_ttl: float = DEFAULT_EVENT_TTL) -> None:
+                 event_ttl: float = DEFAULT_EVENT_TTL, settles: bool = True) -> None:
         self.state_path = state_path
+        self.settles = settles      # False: serve's API process (no settle, no clock; see above)
         self.event_ttl = event_ttl
         self.virtual_clock = virtual_clock
         self.tick = tick
@@ -62,6 +67,11 @@ class ClusterWorker:
         self._error: BaseException | None = None
         self._tick_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="gpusched-cluster", daemon=True)
+
+    @property
+    def ticks(self) -> bool:
+        """Whether this worker moves the clock with real time."""
+        return self.settles and not self.virtual_clock
 
     def start(self) -> "ClusterWorker":
         self._thread.start()
@@ -105,8 +115,10 @@ class ClusterWorker:
             start = self.wall_clock() if self.wall_clock is not None else None
             cluster = Cluster.open(self.state_path, start=start, event_ttl=self.event_ttl)
             cluster.frozen_clock = self.virtual_clock   # real time: back-offs run on the clock
-            cluster.settle()
-            if not self.virtual_clock and start is not None and start > cluster.now():
+            cluster.settles = self.settles
+            if self.settles:
+                cluster.settle()
+            if self.ticks and start is not None and start > cluster.now():
                 cluster.advance(start - cluster.now())   # catch up with the wall clock
         except BaseException as err:   # reported to start()
             self._error = err
@@ -116,7 +128,7 @@ class ClusterWorker:
         last = time.monotonic()
         try:
             while not self._stop.is_set():
-                timeout = None if self.virtual_clock else max(0.0, last + self.tick - time.monotonic())
+                timeout = max(0.0, last + self.tick - time.monotonic()) if self.ticks else None
                 try:
                     first = self._queue.get(timeout=timeout)
                 except queue.Empty:
@@ -125,7 +137,7 @@ class ClusterWorker:
                     break
                 if first:
                     self._serve(cluster, first)
-                if not self.virtual_clock and time.monotonic() - last >= self.tick:
+                if self.ticks and time.monotonic() - last >= self.tick:
                     now = time.monotonic()
                     self._advance(cluster, now - last)
                     last = now
