@@ -57,9 +57,11 @@ def test_sigterm_completes_the_write_in_flight(tmp_path):
     assert "configmap/late" in listed
 
 
-# serve with a stop that never ends (ApiServer.stop replaced) and a stop deadline of 1 s.
+# serve with a stop that never ends (ApiServer.stop replaced) and a stop deadline of 1 s. The
+# stop signals are blocked before the imports, as gpusched's entry point blocks them (cli.serve):
+# NumPy's threads would otherwise take a SIGTERM sent before the main thread reaches sigwait.
 HANGING_STOP = """
-import sys, threading
+import signal, sys, threading; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 from gpusched.cli import serve
 from gpusched.cli.main import main
 from gpusched.server.app import ApiServer
