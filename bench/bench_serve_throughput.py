@@ -9,17 +9,21 @@ For each tree (``--tree`` ones first, then this checkout), on a fresh state file
 1. ``gpusched serve`` starts on loopback (real-time clock unless ``--virtual-clock``);
 2. ``--threads`` clients, each on one keep-alive connection, POST ``--nodes`` Nodes (8x
    A100-40GB each, as a NodePool would make them): nodes/s is nodes over the time until the last
-   create was answered;
+   create was answered; then the bench waits until serve's processes are idle (the nodes'
+   settle done), whose CPU counts in the node phase;
 3. the same clients POST ``--pods`` bare pods asking for one ``nvidia.com/gpu``; then the bench
    polls ``fieldSelector=spec.nodeName=`` until no pod is unbound: pods/s is pods over the time
    from the first create to the moment all are bound (created and bound, as the target says);
-4. the server's CPU seconds (user + system, ``/proc/PID/stat``) for each phase.
+4. the server's CPU seconds (user + system, ``/proc/PID/stat``) for each phase, in all and per
+   process (serve's API process and its controller process), per node and per pod.
 
 Then ``gpusched apply`` of the same nodes (one file) and the same pods (one file) on another fresh
 state file, each timed as one command, with its CPU seconds.
 
 Not a test: the numbers depend on the machine and its load, printed with them (``uptime``).
-The same script runs against older checkouts (``--tree``) for the "before" numbers.
+The same script runs against older checkouts (``--tree``) for the "before" numbers; ``--repeat``
+alternates them (before, after, before, after ...). The clients send pre-encoded JSON over
+``http.client`` keep-alive connections, so their own CPU stays small.
 """
 
 from __future__ import annotations
@@ -71,6 +75,34 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (serve's controller process, when it has one)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def process_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far of serve (``api``) and of each child (``controllers``, ...)."""
+    cpu = {"api": cpu_seconds(pid)}
+    for n, child in enumerate(children(pid)):
+        cpu["controllers" if n == 0 else f"child{n}"] = cpu_seconds(child)
+    return cpu
+
+
+def per_pod_ms(before: dict[str, float], after: dict[str, float], pods: int) -> str:
+    """``api 1.2 + controllers 3.4 ms/pod``: CPU per pod of each process in a phase."""
+    return " + ".join(f"{name} {1000 * (after[name] - before.get(name, 0.0)) / pods:.2f}"
+                      for name in after) + " ms/pod"
+
+
 def uptime() -> str:
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -83,10 +115,10 @@ def post_all(port: int, path: str, bodies: list[dict[str, Any]], threads: int) -
     failures: list[str] = []
     lock = threading.Lock()
 
-    def client(share: list[dict[str, Any]]) -> None:
+    def client(share: list[bytes]) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         for body in share:
-            conn.request("POST", path, body=json.dumps(body).encode(), headers=JSON)
+            conn.request("POST", path, body=body, headers=JSON)
             response = conn.getresponse()
             text = response.read()
             if response.status != 201:
@@ -94,7 +126,8 @@ def post_all(port: int, path: str, bodies: list[dict[str, Any]], threads: int) -
                     failures.append(f"{response.status} {text[:200]!r}")
         conn.close()
 
-    workers = [threading.Thread(target=client, args=(bodies[i::threads],)) for i in range(threads)]
+    encoded = [json.dumps(body).encode() for body in bodies]     # before the clock starts
+    workers = [threading.Thread(target=client, args=(encoded[i::threads],)) for i in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -103,9 +136,9 @@ def post_all(port: int, path: str, bodies: list[dict[str, Any]], threads: int) -
 
 
 def unbound(port: int) -> int:
-    """How many pods have no ``spec.nodeName`` yet."""
+    """Whether a pod has no ``spec.nodeName`` yet (one item asked for: a cheap answer)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    conn.request("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D")
+    conn.request("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D&limit=1")
     items = json.loads(conn.getresponse().read())["items"]
     conn.close()
     return len(items)
@@ -114,27 +147,44 @@ def unbound(port: int) -> int:
 def wait_bound(port: int, deadline_s: float = 3600) -> None:
     deadline = time.monotonic() + deadline_s
     while unbound(port) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.1)
 
 
 def through_api(tree: Path, nodes: int, pods: int, threads: int, virtual: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         process, port = start(tree, Path(tmp) / "state.db", virtual)
         try:
-            cpu0, began = cpu_seconds(process.pid), time.monotonic()
+            cpu0, began = process_cpu(process.pid), time.monotonic()
             failed = post_all(port, "/api/v1/nodes", [node(i) for i in range(nodes)], threads)
-            node_s, cpu1 = time.monotonic() - began, cpu_seconds(process.pid)
+            node_s = time.monotonic() - began      # created: every create answered
+            wait_settled(process.pid)
+            cpu1 = process_cpu(process.pid)
             began = time.monotonic()
             failed += post_all(port, "/api/v1/namespaces/default/pods",
                                [pod(i) for i in range(pods)], threads)
             created_s = time.monotonic() - began
             wait_bound(port)
-            pod_s, cpu2 = time.monotonic() - began, cpu_seconds(process.pid)
+            pod_s, cpu2 = time.monotonic() - began, process_cpu(process.pid)
         finally:
             stop(process, 60)
-    return {"nodes/s": nodes / node_s, "node cpu s": cpu1 - cpu0, "node s": node_s,
-            "pods/s": pods / pod_s, "pod cpu s": cpu2 - cpu1, "pod s": pod_s,
-            "created s": created_s, "failed": len(failed), "first failure": failed[:1]}
+    return {"nodes/s": nodes / node_s, "node cpu s": sum(cpu1.values()) - sum(cpu0.values()),
+            "node s": node_s, "pods/s": pods / pod_s,
+            "pod cpu s": sum(cpu2.values()) - sum(cpu1.values()), "pod s": pod_s,
+            "created s": created_s, "failed": len(failed), "first failure": failed[:1],
+            "node split": per_pod_ms(cpu0, cpu1, nodes).replace("pod", "node"),
+            "pod split": per_pod_ms(cpu1, cpu2, pods)}
+
+
+def wait_settled(pid: int, quiet_s: float = 0.5, deadline_s: float = 600) -> None:
+    """Until serve's processes use no CPU for ``quiet_s`` (the controllers took the nodes in:
+    node objects made, device plugin advertised), so the pod phase starts from a settled store."""
+    deadline, last = time.monotonic() + deadline_s, -1.0
+    while time.monotonic() < deadline:
+        now = sum(process_cpu(pid).values())
+        if now - last < 0.02:
+            return
+        last = now
+        time.sleep(quiet_s)
 
 
 def apply_file(tree: Path, state: Path, path: Path) -> tuple[float, float]:
@@ -175,14 +225,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--virtual-clock", action="store_true", help="serve --virtual-clock")
     parser.add_argument("--no-apply", action="store_true", help="skip the gpusched apply rows")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="alternate the trees this many times (before, after, before, ...)")
     args = parser.parse_args()
     print(f"nodes={args.nodes} pods={args.pods} threads={args.threads} "
           f"virtual_clock={args.virtual_clock} cpus={os.cpu_count()} {uptime()}", flush=True)
     print(f"{'how (tree)':34} {'nodes/s':>8} {'node s':>7} {'cpu s':>7} {'pods/s':>7} "
           f"{'pod s':>7} {'cpu s':>7} {'failed':>6}", flush=True)
-    for tree in [Path(t).resolve() for t in args.tree] + [REPO]:
+    for tree in ([Path(t).resolve() for t in args.tree] + [REPO]) * args.repeat:
         result = through_api(tree, args.nodes, args.pods, args.threads, args.virtual_clock)
         print(row(f"serve {tree}", result), flush=True)
+        print(f"  nodes: {result['node split']}; pods: {result['pod split']}; pods created in "
+              f"{result['created s']:.1f} s ({args.pods / result['created s']:.0f}/s)", flush=True)
         if result["first failure"]:
             print(f"  first failure: {result['first failure'][0]}", flush=True)
         if not args.no_apply:

@@ -116,6 +116,7 @@ class ClusterWorker:
             cluster = Cluster.open(self.state_path, start=start, event_ttl=self.event_ttl)
             cluster.frozen_clock = self.virtual_clock   # real time: back-offs run on the clock
             cluster.settles = self.settles
+            cluster.store.take_turns()    # serve's processes hand the write lock over at once
             if self.settles:
                 cluster.settle()
             if self.ticks and start is not None and start > cluster.now():

@@ -44,6 +44,7 @@ Neighbours: used by ``apiserver.view`` (loading/writing) and ``cluster.cluster``
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import logging
@@ -261,6 +262,7 @@ class Store:
                  start: float | None = None, event_ttl: float = DEFAULT_EVENT_TTL) -> None:
         self.path = Path(path)
         self.event_ttl = float(event_ttl)
+        self._turns: int | None = None      # see take_turns
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.lock_wait = lock_wait_s()
@@ -309,6 +311,28 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        if self._turns is not None:
+            os.close(self._turns)
+            self._turns = None
+
+    def take_turns(self) -> None:
+        """Wait for the write lock in the kernel (``flock`` on ``<state>-writers.lock``) before
+        SQLite's: ``serve``'s two processes write in turns, and SQLite's busy handler sleeps up to
+        100 ms between tries, where a released ``flock`` wakes the next writer at once. Writers
+        that do not take turns (the CLI) still wait on SQLite's lock (``busy_timeout``)."""
+        if self._turns is None and str(self.path) != ":memory:":
+            self._turns = os.open(f"{self.path}-writers.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        if self._turns is None:
+            yield
+            return
+        fcntl.flock(self._turns, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._turns, fcntl.LOCK_UN)
 
     @contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
@@ -316,6 +340,11 @@ class Store:
         A full disk (SQLITE_FULL, at any statement or the commit) is :class:`StoreFullError`;
         the write lock still held by another writer after ``lock_wait`` seconds is
         :class:`StoreLockedError`."""
+        with self._turn(), self._immediate() as conn:
+            yield conn
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
