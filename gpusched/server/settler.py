@@ -12,8 +12,9 @@ runs in one process:
   (one byte on a pipe).
 - the **controller process** (:func:`run_controllers`, started by :class:`ControllerProcess`):
   a cluster thread of its own (``server.worker`` with the defaults) that owns the clock (real
-  time, or ``--virtual-clock``). At each nudge, and whenever the state file's ``PRAGMA
-  data_version`` moved (a CLI writer on the same file), it runs one settled write: the kept view
+  time, or ``--virtual-clock``). At each nudge, and whenever the store's resourceVersion moved
+  past what it settled (a CLI writer on the same file, polled every 0.1 s), it runs one
+  settled write: the kept view
   is brought up to what was committed (``apiserver.refresh``: the change log since its
   resourceVersion), the controllers, kubelet and scheduler reconcile exactly those changes
   (``clock.settle.settle_changed``), and the bindings, statuses and objects they make are
@@ -134,7 +135,7 @@ def run_controllers(state_path: str, virtual_clock: bool, wall_clock: Callable[[
     the pipe the API process writes (standard input); ``ready`` gets one line once settled."""
     worker = ClusterWorker(state_path, virtual_clock, wall_clock=wall_clock,
                            event_ttl=event_ttl).start()
-    watcher = Store(state_path)       # data_version: commits of any other connection
+    watcher = Store(state_path)       # reads the store's resourceVersion
     wake_read, wake_write = os.pipe()
     stopping = threading.Event()
     _take_signals(wake_write, stopping)
@@ -142,15 +143,17 @@ def run_controllers(state_path: str, virtual_clock: bool, wall_clock: Callable[[
         ready.write(READY_LINE + "\n")
         ready.flush()
     try:
-        version = watcher.data_version()
+        settled = _stored_rv(watcher)
         while not stopping.is_set():
             readable, _, _ = select.select([nudges, wake_read], [], [], POLL_SECONDS)
             if nudges in readable and not os.read(nudges, 65536):
                 log.info("the API process is gone: stopping")
                 break
-            if nudges in readable or watcher.data_version() != version:
+            if nudges in readable or _stored_rv(watcher) != settled:   # moved on, or a reset
                 _settle(worker)
-                version = watcher.data_version()
+                # what moved the store since was settled too: the CLI settles its own writes,
+                # and the API process's next write nudges again
+                settled = _stored_rv(watcher)
     finally:
         worker.stop()
         watcher.close()
@@ -180,3 +183,8 @@ def _settle(worker: ClusterWorker) -> None:
 
 def _nothing(view: Any) -> None:
     return None
+
+
+def _stored_rv(store: Store) -> int:
+    """The store's resourceVersion: a write of another process (the CLI) moved it."""
+    return int(store.read_meta("rv").get("rv", 0))
