@@ -15,9 +15,11 @@ import http.client
 import json
 import os
 import signal
+import sqlite3
 import ssl
 import subprocess
 import threading
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +102,17 @@ class Served:
         status, reply = self.request("POST" if body is not None else "GET", path, body)
         assert 200 <= status < 300 and isinstance(reply, dict), (status, reply)
         return reply
+
+    def settled(self) -> None:
+        """Wait until serve's controller process has settled every write so far: the store's
+        resourceVersion is the one its last settle left (``settled_rv``), so nothing the
+        controllers, kubelet or scheduler would still write is pending."""
+        def done() -> tuple[str, str] | None:
+            with closing(sqlite3.connect(self.state, timeout=CEILING_S)) as conn:
+                meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
+                                         "('rv', 'settled_rv')").fetchall())
+            return None if meta.get("rv") != meta.get("settled_rv") else (meta["rv"], meta["rv"])
+        wait_until(done, "serve's controller process to settle every write")
 
     def pod(self, name: str, namespace: str = "default") -> dict:
         return self.json(f"/api/v1/namespaces/{namespace}/pods/{name}")

@@ -70,6 +70,7 @@ def pod(name: str, **spec) -> dict:
 def test_bad_requests_get_status_objects_and_change_nothing(serve, method, path, raw, content_type,
                                                               code, reason, message):
     assert serve.request("POST", PODS, pod("keep"))[0] == 201
+    serve.served.settled()              # the scheduler's answer (unschedulable) is written
     _, before = serve.request("GET", PODS)
     status, body = serve.request(method, path, raw=raw, headers={"Content-Type": content_type})
     assert status == code

@@ -45,6 +45,7 @@ def _limited() -> None:
 def bounded_serve(tmp_path: Path):
     served = start_serve(tmp_path, "--virtual-clock", preexec_fn=_limited)
     served.json("/apis/gpusched.io/v1alpha1/nodepools", NODE_POOL)
+    served.settled()                    # the NodePool controller made gpu-node-1
     yield served
     stops_cleanly(served.process)
 

@@ -156,6 +156,7 @@ def objects(serve: Served) -> Served:
     serve.json(CM_PATH, json.loads(cm_text("base")))
     serve.json(DEPLOYS, deployment("web"))
     serve.json(PODS, pod("pending"))                 # no nodes: stays Pending
+    serve.settled()                                  # the controllers' and scheduler's writes done
     return serve
 
 

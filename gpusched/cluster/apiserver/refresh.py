@@ -39,7 +39,7 @@ from gpusched.cluster.apiserver.view import Key, View, _event_key
 _META: dict[str, tuple[str, Any]] = {
     "rv": ("rv", int), "clock": ("clock", float), "uid_counter": ("uid_counter", int),
     "name_counter": ("name_counter", int), "event_counter": ("event_counter", int),
-    "epoch": ("epoch", int), "attempts": ("attempts", json.loads), "queue": ("queue", json.loads),
+    "epoch": ("epoch", int), "settled_rv": ("settled_rv", int), "attempts": ("attempts", json.loads), "queue": ("queue", json.loads),
     "capacity_log": ("capacity_log", json.loads), "stats": ("stats", json.loads),
 }
 

@@ -95,6 +95,7 @@ class View:
     name_counter: int = 0
     event_counter: int = 0
     epoch: int = 0                      # bumps when capacity may have been freed (see scheduling)
+    settled_rv: int = 0                 # the resourceVersion the last settle left (rv: all settled)
     attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
     queue: dict[str, dict[str, Any]] = field(default_factory=dict)   # scheduler.queue: per-pod failures
     capacity_log: builtins.list[builtins.list[Any]] = field(default_factory=list)   # [epoch, node, priority]
@@ -133,7 +134,7 @@ class View:
                    uid_counter=int(meta.get("uid_counter", 0)),
                    name_counter=int(meta.get("name_counter", 0)),
                    event_counter=int(meta.get("event_counter", 0)),
-                   epoch=int(meta.get("epoch", 0)),
+                   epoch=int(meta.get("epoch", 0)), settled_rv=int(meta.get("settled_rv", 0)),
                    attempts=json.loads(meta.get("attempts", "{}")),
                    queue=json.loads(meta.get("queue", "{}")),
                    capacity_log=json.loads(meta.get("capacity_log", "[]")),
@@ -150,6 +151,7 @@ class View:
         return {"rv": str(self.rv), "clock": repr(self.clock), "seed": str(self.seed),
                 "uid_counter": str(self.uid_counter), "name_counter": str(self.name_counter),
                 "event_counter": str(self.event_counter), "epoch": str(self.epoch),
+                "settled_rv": str(self.settled_rv),
                 "attempts": dumps(self.attempts), "stats": dumps(self.stats),
                 "queue": dumps(self.queue), "capacity_log": json.dumps(self.capacity_log)}
 
@@ -478,6 +480,7 @@ class View:
             index.clear()
         self.stats, self.meta_text = {}, {}       # the store's meta rows are gone too
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0
+        self.settled_rv = 0
         self.clock = 0.0
         self.mutations += 1
 
