@@ -44,7 +44,6 @@ Neighbours: used by ``apiserver.view`` (loading/writing) and ``cluster.cluster``
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import logging
@@ -55,6 +54,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from gpusched.cluster.apiserver import turns
 from gpusched.errors import GpuschedError
 
 log = logging.getLogger(__name__)
@@ -316,23 +316,9 @@ class Store:
             self._turns = None
 
     def take_turns(self) -> None:
-        """Wait for the write lock in the kernel (``flock`` on ``<state>-writers.lock``) before
-        SQLite's: ``serve``'s two processes write in turns, and SQLite's busy handler sleeps up to
-        100 ms between tries, where a released ``flock`` wakes the next writer at once. Writers
-        that do not take turns (the CLI) still wait on SQLite's lock (``busy_timeout``)."""
+        """Write in turns with the other processes that do (``apiserver.turns``: serve's two)."""
         if self._turns is None and str(self.path) != ":memory:":
-            self._turns = os.open(f"{self.path}-writers.lock", os.O_RDWR | os.O_CREAT, 0o600)
-
-    @contextmanager
-    def _turn(self) -> Iterator[None]:
-        if self._turns is None:
-            yield
-            return
-        fcntl.flock(self._turns, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._turns, fcntl.LOCK_UN)
+            self._turns = turns.open_turns(f"{self.path}-writers.lock")
 
     @contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
@@ -340,7 +326,7 @@ class Store:
         A full disk (SQLITE_FULL, at any statement or the commit) is :class:`StoreFullError`;
         the write lock still held by another writer after ``lock_wait`` seconds is
         :class:`StoreLockedError`."""
-        with self._turn(), self._immediate() as conn:
+        with turns.turn(self._turns, self.lock_wait), self._immediate() as conn:
             yield conn
 
     @contextmanager
