@@ -25,8 +25,10 @@ that cannot be candidates - no strictly-lower-priority pod, or (``FrameworkFitCh
 NodeResourcesFit rejecting the node even with every lower pod gone, read from the snapshot's
 per-priority requests - and gives them the reasons the what-if would give; the reprieve skips
 the what-if for a pod whose return leaves too few resources (``short_with``); the message over
-all nodes is counted per reason group. ``tests/scheduler/test_preemption_precheck.py`` holds
-the result equal to the plain node-by-node dry run on random clusters.
+all nodes is counted per reason group; a node's outcome is kept between dry runs while the node
+and the preemptor's relevant fields are unchanged (``preemption_cache``). The tests
+``test_preemption_precheck.py`` and ``test_preemption_cache.py`` hold the result equal to the
+plain node-by-node dry run on random clusters.
 
 PodDisruptionBudgets reach the plugin as ``PdbInfo`` values (namespace, selector, disruptions
 allowed): through the plugin args ``{"pdbs": [...]}`` or ``DefaultPreemption.set_pdbs(...)`` (the
@@ -50,6 +52,7 @@ from gpusched.objects.types import NO_DEVICES, DeviceAssignment, LabelSelector, 
 from gpusched.scheduler.framework import Code, Diagnosis, PostFilterResult, SUCCESS, Status
 from gpusched.objects.selectors import matches
 from gpusched.scheduler.messages import histogram
+from gpusched.scheduler.preemption_cache import VictimsCache
 from gpusched.scheduler.preemption_fit import FrameworkFitCheck, framework_fit_check
 
 if TYPE_CHECKING:
@@ -316,7 +319,8 @@ def prejudge(snapshot: Snapshot, pod: PodInfo, nodes: np.ndarray, fits: FitCheck
 
 
 def dry_run(snapshot: Snapshot, pod: PodInfo, potential: Sequence[int] | np.ndarray, fits: FitCheck,
-            pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> DryRun:
+            pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None,
+            cache: VictimsCache | None = None) -> DryRun:
     """Evaluate nodes from a random offset until enough candidates are found (upstream
     ``DryRunPreemption``: stop once there is a PDB-free candidate and ``num_candidates`` in all).
 
@@ -324,7 +328,9 @@ def dry_run(snapshot: Snapshot, pod: PodInfo, potential: Sequence[int] | np.ndar
     others get the exact what-if (``select_victims_on_node``), in the same window order, so the
     stop point, the candidates and every node's reasons are those of the plain node-by-node run.
     With <= 100 potential nodes every node is evaluated and no random number is drawn, so small
-    clusters give the same answer whatever the generator's state.
+    clusters give the same answer whatever the generator's state. ``cache`` (DefaultPreemption's
+    ``VictimsCache``) gives a node's outcome without the what-if when the node and the pod's
+    relevant fields are those of an earlier dry run (``preemption_cache``: same outcome).
     """
     potential = np.asarray(potential, dtype=np.int64)
     wanted = num_candidates(len(potential))
@@ -337,9 +343,15 @@ def dry_run(snapshot: Snapshot, pod: PodInfo, potential: Sequence[int] | np.ndar
     exact_failures: dict[int, tuple[str, ...]] = {}
     non_violating = 0
     stop = len(order)
-    for position in np.flatnonzero(verdict < 0).tolist():
+    exact = np.flatnonzero(verdict < 0).tolist()
+    kept = cache.for_pod(snapshot, pod, fits, pdbs) if cache is not None and exact else None
+    for position in exact:
         node = int(order[position])
-        outcome = select_victims_on_node(snapshot, pod, node, fits, pdbs)
+        outcome = kept.get(node) if kept is not None else None
+        if outcome is None:
+            outcome = select_victims_on_node(snapshot, pod, node, fits, pdbs)
+            if kept is not None:
+                kept.put(node, outcome)
         if isinstance(outcome, Candidate):
             candidates.append(outcome)
             non_violating += outcome.num_pdb_violations == 0
@@ -423,7 +435,8 @@ def unresolvable_nodes(diagnosis: Diagnosis) -> np.ndarray:
 
 
 def preempt(snapshot: Snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitCheck,
-            pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None) -> PostFilterResult:
+            pdbs: Sequence[PdbInfo] = (), rng: np.random.Generator | None = None,
+            cache: VictimsCache | None = None) -> PostFilterResult:
     """DefaultPreemption's PostFilter: a nominated node and victims, or why there is none.
 
     On failure the status reason is the whole ``preemption: ...`` text that follows the
@@ -435,7 +448,7 @@ def preempt(snapshot: Snapshot, pod: PodInfo, diagnosis: Diagnosis, fits: FitChe
     if reason:
         return PostFilterResult(Status(Code.UNSCHEDULABLE, (f"preemption: {reason}",)))
     potential = np.flatnonzero(~unresolvable)
-    outcome = dry_run(snapshot, pod, potential, fits, pdbs, rng)
+    outcome = dry_run(snapshot, pod, potential, fits, pdbs, rng, cache)
     best = pick_one_node(outcome.candidates)
     if best is None:
         message = no_candidate_message(diagnosis.num_nodes, outcome)

@@ -9,7 +9,8 @@ tie-breaks); this module adapts it to the framework:
   Filter plugins on what-if snapshots and draws the dry-run offset from the scheduler's
   generator;
 - PodDisruptionBudgets: plugin args ``{"pdbs": [PdbInfo, ...]}`` or ``set_pdbs(...)`` on the
-  profile's instance (the embedded cluster calls it when PDBs or their status change).
+  profile's instance (the embedded cluster calls it when PDBs or their status change);
+- the instance keeps the dry run's per-node outcomes between cycles (``preemption_cache``).
 
 Returns ``PostFilterResult(SUCCESS, nominated_node, victims)`` or a status whose reason is the
 ``preemption: ...`` message.
@@ -25,6 +26,7 @@ from gpusched.objects.types import PodInfo
 from gpusched.scheduler import preemption
 from gpusched.scheduler.framework import Code, CycleState, Diagnosis, PostFilterResult, Status
 from gpusched.scheduler.preemption import PdbInfo
+from gpusched.scheduler.preemption_cache import VictimsCache
 
 if TYPE_CHECKING:
     from gpusched.scheduler.snapshot import Snapshot
@@ -42,6 +44,7 @@ class DefaultPreemption:
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.pdbs: tuple[PdbInfo, ...] = ()
+        self.victims = VictimsCache()      # per-node dry-run outcomes kept between cycles
         self.set_pdbs((args or {}).get("pdbs", ()))
 
     def set_pdbs(self, pdbs: Iterable[PdbInfo]) -> None:
@@ -56,7 +59,7 @@ class DefaultPreemption:
         if handle is None:
             return PostFilterResult(Status(Code.ERROR, (f"{NAME}: the runner put no FrameworkHandle in the cycle state",)))
         fits = preemption.framework_fit_check(handle.framework, snapshot)
-        return preemption.preempt(snapshot, pod, diagnosis, fits, self.pdbs, handle.rng)
+        return preemption.preempt(snapshot, pod, diagnosis, fits, self.pdbs, handle.rng, self.victims)
 
 
 def new(args: Mapping[str, Any] | None = None) -> DefaultPreemption:
