@@ -14,11 +14,15 @@ Tables:
   resourceVersion is answered 410 "too old resource version" (CLI ``get -w`` and ``serve``).
 - ``meta``: counters and the clock: ``rv`` (global resourceVersion), ``clock`` (virtual seconds),
   ``seed``, ``uid_counter``, ``name_counter``, ``event_counter``, ``compacted_rv`` ...
+- ``scheduling_queue``: one row per pod the scheduling queue remembers (``scheduler.queue``):
+  ``attempt`` (the capacity-log epoch it last judged) and ``record`` (its failure record, JSON);
+  a write stores only the rows that changed (``apiserver.queue_rows``).
 
 Schema version: ``PRAGMA user_version``. A new file gets ``SCHEMA_VERSION``; an older file is
 migrated in place by the steps in ``MIGRATIONS`` (one transaction); a file from a newer gpusched
 is refused with one line (:class:`SchemaVersionError`). Version 0 is the layout before versioning
-(events without ``expires``); version 2 added the index on ``events.seq``.
+(events without ``expires``); version 2 added the index on ``events.seq``; version 3 the
+``scheduling_queue`` table (before it, the queue was two JSON values in ``meta``).
 
 A command works on an in-memory :class:`~gpusched.cluster.apiserver.view.View` loaded inside one
 ``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
@@ -70,8 +74,10 @@ DEFAULT_EVENT_TTL = 3600.0
 CHANGES_KEPT = 10_000       # resourceVersions of change log kept (the API server's watch window)
 COMPACT_EVERY = 1_000       # compact once the floor may move this far (etcd compacts periodically)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # The newest layout, for a new file (statements run one by one inside a transaction).
+# scheduler.queue's lasting state per pod: the epoch of its last attempt, its failure record
+_QUEUE_TABLE = "CREATE TABLE scheduling_queue (uid TEXT PRIMARY KEY, attempt INTEGER, record TEXT)"
 _SCHEMA = (
     """CREATE TABLE objects (
     kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -87,6 +93,7 @@ _SCHEMA = (
     rv INTEGER PRIMARY KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
     type TEXT NOT NULL)""",
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    _QUEUE_TABLE,
 )
 # MIGRATIONS[v]: the statements that take a version v-1 file to version v.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -97,6 +104,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX events_expires ON events (expires)"),
     # the change feed reads new events by seq at every poll (a scan of every event without it)
     2: ("CREATE INDEX events_seq ON events (seq)",),
+    # the scheduling queue's records per pod (they were two JSON values in meta, encoded whole
+    # at every write; the view reads those once more and moves them at its next write)
+    3: (_QUEUE_TABLE,),
 }
 
 
@@ -443,6 +453,19 @@ class Store:
 
     # ---- raw writes (inside an immediate transaction) ---------------------------------------
 
+    def read_queue(self) -> list[tuple[str, int | None, str | None]]:
+        """The scheduling queue's rows: (pod uid, epoch of its last attempt, JSON record)."""
+        return self.conn.execute("SELECT uid, attempt, record FROM scheduling_queue").fetchall()
+
+    def write_queue(self, rows: list[tuple[str, int | None, str | None]], gone: list[str]) -> None:
+        """Upsert the queue rows of the pods whose state changed; delete those of ``gone``."""
+        self.conn.executemany("INSERT OR REPLACE INTO scheduling_queue (uid, attempt, record) "
+                              "VALUES (?, ?, ?)", rows)
+        self.conn.executemany("DELETE FROM scheduling_queue WHERE uid = ?", [(u,) for u in gone])
+
+    def delete_meta(self, *keys: str) -> None:
+        self.conn.executemany("DELETE FROM meta WHERE key = ?", [(k,) for k in keys])
+
     def write_meta(self, meta: dict[str, str]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                               sorted(meta.items()))
@@ -477,5 +500,5 @@ class Store:
 
     def clear(self) -> None:
         """Empty every table (``gpusched reset``); the caller is inside a transaction."""
-        for table in ("objects", "events", "changes", "meta"):
+        for table in ("objects", "events", "changes", "meta", "scheduling_queue"):
             self.conn.execute(f"DELETE FROM {table}")

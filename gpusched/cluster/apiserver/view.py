@@ -31,6 +31,7 @@ from gpusched.objects.kinds import KINDS
 from gpusched.objects.uids import namespace_bytes, uuid5
 from gpusched.objects.tree import copy_tree as copy_tree   # re-exported: the cluster's copies
 from gpusched.cluster.apiserver.notes import capacity_changed, note_pod_end
+from gpusched.cluster.apiserver.queue_rows import QueueRows
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
 
@@ -99,6 +100,7 @@ class View:
     attempts: dict[str, int] = field(default_factory=dict)   # pod uid -> epoch of last attempt
     queue: dict[str, dict[str, Any]] = field(default_factory=dict)   # scheduler.queue: per-pod failures
     capacity_log: builtins.list[builtins.list[Any]] = field(default_factory=list)   # [epoch, node, priority]
+    stored_queue: QueueRows = field(default_factory=QueueRows.empty)   # the store's queue rows
     mutations: int = 0                  # in-memory change counter (fixpoint detection)
     stats: dict[str, Any] = field(default_factory=dict)   # for gpusched.metrics: scheduler counters, ended pods
     meta_text: dict[str, str] = field(default_factory=dict)   # the meta rows as last read or written
@@ -129,14 +131,14 @@ class View:
     @classmethod
     def load(cls, store: Store) -> "View":
         meta = store.read_meta()
+        stored, attempts, queue = QueueRows.read(store, meta)
         view = cls(rv=int(meta.get("rv", 0)), clock=float(meta.get("clock", 0.0)),
                    seed=int(meta.get("seed", DEFAULT_SEED)),
                    uid_counter=int(meta.get("uid_counter", 0)),
                    name_counter=int(meta.get("name_counter", 0)),
                    event_counter=int(meta.get("event_counter", 0)),
                    epoch=int(meta.get("epoch", 0)), settled_rv=int(meta.get("settled_rv", 0)),
-                   attempts=json.loads(meta.get("attempts", "{}")),
-                   queue=json.loads(meta.get("queue", "{}")),
+                   attempts=attempts, queue=queue, stored_queue=stored,
                    capacity_log=json.loads(meta.get("capacity_log", "[]")),
                    stats=json.loads(meta.get("stats", "{}")), meta_text=meta)
         for kind, ns, name, body in store.read_objects():
@@ -152,8 +154,7 @@ class View:
                 "uid_counter": str(self.uid_counter), "name_counter": str(self.name_counter),
                 "event_counter": str(self.event_counter), "epoch": str(self.epoch),
                 "settled_rv": str(self.settled_rv),
-                "attempts": dumps(self.attempts), "stats": dumps(self.stats),
-                "queue": dumps(self.queue), "capacity_log": json.dumps(self.capacity_log)}
+                "stats": dumps(self.stats), "capacity_log": json.dumps(self.capacity_log)}
 
     def write(self, store: Store) -> None:
         """Write what changed (inside the caller's immediate transaction) and clear the marks.
@@ -175,6 +176,7 @@ class View:
         meta = {k: v for k, v in self.meta_dict().items() if self.meta_text.get(k) != v}
         store.write_meta(meta)      # only the rows that changed (another process may own the rest)
         self.meta_text.update(meta)
+        self.stored_queue.write(store, self.attempts, self.queue)
         for ekey in store.retain(self.rv, self.clock):   # event TTL, change-log compaction
             self.forget_event(ekey)
         self._dirty.clear()
