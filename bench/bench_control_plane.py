@@ -7,9 +7,9 @@ The control plane's figures, each the CPU time (user + sys) of one ``gpusched`` 
   1Ti), every pod bound: CPU seconds, pods per CPU second, ms of CPU per pod;
 - **start-up**: ``gpusched get pods`` on the 4-node example cluster (``examples/cluster.yaml``)
   and ``gpusched apply -f`` of one pod onto it, best and median of ``--runs`` runs;
-- **overload replay**: ``--overload-script`` (the scheduling queue's replay under overload) when
-  this tree has it, run against each tree: its CPU seconds, or "not finished" after
-  ``--overload-timeout``.
+- **overload replay**: ``--overload-script`` (the scheduling queue's replay under overload, its
+  shortened form ``--form short``) when this tree has it, run against each tree: its CPU
+  seconds, or "not finished" after ``--overload-timeout``.
 
 The older trees (``--base``, repeatable, default ``f9b2791``, the tree before the control
 plane's reshaping) are checked out with ``git worktree add`` into a temporary folder and removed
@@ -140,8 +140,8 @@ def overload(tree: Tree, script: Path, timeout: float) -> str:
     env = dict(os.environ, PYTHONPATH=str(tree.root), PYTHONPYCACHEPREFIX=str(tree.cache))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        subprocess.run([sys.executable, str(REPO / script)], cwd=tree.root, env=env,
-                       capture_output=True, timeout=timeout, check=True)
+        subprocess.run([sys.executable, str(REPO / script), "--form", "short"], cwd=tree.root,
+                       env=env, capture_output=True, timeout=timeout, check=True)
     except subprocess.TimeoutExpired:
         return f"not finished after {timeout:.0f} s wall"
     except subprocess.CalledProcessError as err:
