@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from gpusched.cli.describe_base import Related, annotation_lines, event_lines, label_lines
+from gpusched.objects.gotext import go_value
 
 ACRONYMS = ("API", "URL", "UID", "OSB", "GUID")     # smartLabelFor's commonAcronyms
 SKIPPED = (".metadata.managedFields", ".metadata.name", ".metadata.namespace", ".metadata.labels",
@@ -50,17 +51,6 @@ def smart_label(field: str) -> str:
     return " ".join(parts)
 
 
-def _scalar(value: Any) -> str:
-    """Go's ``%v`` of a decoded JSON value."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def content_lines(content: dict[str, Any], level: int = 0, prefix: str = "") -> list[str]:
     """``printUnstructuredContent`` as tabbed lines."""
     lines: list[str] = []
@@ -76,9 +66,9 @@ def content_lines(content: dict[str, Any], level: int = 0, prefix: str = "") -> 
             lines.append(f"{pad}{smart_label(field)}:")
             for child in value:
                 lines += (content_lines(child, level + 1, path) if isinstance(child, dict)
-                          else [f"{pad}  {_scalar(child)}"])
+                          else [f"{pad}  {go_value(child)}"])
         else:
-            lines.append(f"{pad}{smart_label(field)}:\t{_scalar(value)}")
+            lines.append(f"{pad}{smart_label(field)}:\t{go_value(value)}")
     return lines
 
 

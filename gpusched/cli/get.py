@@ -365,7 +365,8 @@ def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
     None when deleted)], the virtual clock's timestamp), read in one transaction."""
     import json
 
-    from gpusched.cluster.apiserver.store import TooOldResourceVersionError, rfc3339
+    from gpusched.cluster.apiserver.store import rfc3339
+    from gpusched.cluster.apiserver.store_errors import TooOldResourceVersionError
 
     info = request.info
     namespace = None if (args.all_namespaces or not info.namespaced) else namespace_of(args)

@@ -34,6 +34,7 @@ from typing import Any
 
 from gpusched.cluster.apiserver.api_ops import BadRequestError
 from gpusched.objects import schema
+from gpusched.objects.gotext import go_value
 
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
@@ -369,19 +370,5 @@ def _go(value: Any) -> str:
     >>> _go({"name": "a", "image": "x", "ports": [1, 2.5], "x": None, "on": True})
     'map[image:x name:a on:true ports:[1 2.5] x:<nil>]'
     """
-    text = _go_value(value)
+    text = go_value(value)
     return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _go_value(value: Any) -> str:
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_value(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_value(v) for v in value) + "]"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)

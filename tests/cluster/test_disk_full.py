@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.apiserver.store import StoreFullError
+from gpusched.cluster.apiserver.store_errors import StoreFullError
 from gpusched.objects.manifest import load_text
 from tests.conftest import gpusched_executable, run_process
 

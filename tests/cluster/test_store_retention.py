@@ -15,8 +15,8 @@ import pytest
 
 from gpusched.cli.get import Request, _changes
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.apiserver.store import (DEFAULT_EVENT_TTL, SCHEMA_VERSION, SchemaVersionError, Store,
-                                    TooOldResourceVersionError)
+from gpusched.cluster.apiserver.store import DEFAULT_EVENT_TTL, SCHEMA_VERSION, Store
+from gpusched.cluster.apiserver.store_errors import SchemaVersionError, TooOldResourceVersionError
 from gpusched.objects.kinds import resolve_kind
 from tests.cli.runner import Gpusched
 

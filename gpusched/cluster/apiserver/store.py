@@ -59,14 +59,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gpusched.cluster.apiserver import turns
-from gpusched.errors import GpuschedError
+from gpusched.cluster.apiserver.store_errors import (SchemaVersionError, StoreFullError, StoreLockedError,
+                                                     busy, lock_wait_s)
 
 log = logging.getLogger(__name__)
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 _LAST_SECOND = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - EPOCH).total_seconds())
-LOCK_WAIT_S = 30.0              # how long a writer waits for another's write lock
-SQLITE_BUSY, SQLITE_FULL, SQLITE_IOERR = 5, 13, 10
+SQLITE_FULL, SQLITE_IOERR = 13, 10
 LOW_DISK_BYTES = 1 << 20        # an I/O error with less free than this is a full disk
 DEFAULT_SEED = 0
 # kube-apiserver --event-ttl (cmd/kube-apiserver/app/options/options.go: EventTTL 1 * time.Hour).
@@ -185,79 +185,6 @@ def _disk_free(path: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
-def lock_wait_s() -> float:
-    """How long a writer waits for the write lock: ``$GPUSCHED_LOCK_WAIT`` seconds (a positive
-    number), else ``LOCK_WAIT_S``."""
-    text = os.environ.get("GPUSCHED_LOCK_WAIT", "")
-    if not text:
-        return LOCK_WAIT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= 86400:
-        raise GpuschedError(f'GPUSCHED_LOCK_WAIT="{text}": want seconds to wait for the state '
-                            "file's write lock, a number above 0 and at most 86400")
-    return seconds
-
-
-def _busy(err: sqlite3.OperationalError) -> bool:
-    """SQLITE_BUSY: another connection holds the lock this statement needed."""
-    code = getattr(err, "sqlite_errorcode", None)
-    return (code is not None and code & 0xFF == SQLITE_BUSY) or "database is locked" in str(err)
-
-
-class StoreLockedError(GpuschedError):
-    """Another writer held the state file's write lock for the whole wait: nothing was written.
-
-    A 504 Timeout Status in ``serve``, as kube-apiserver answers a request its storage did not
-    complete in time.
-    """
-
-    code = 504
-    reason = "Timeout"
-
-    def __init__(self, path: str, waited: float) -> None:
-        super().__init__(f"state file {path} is locked by another writer: gave up after waiting "
-                         f"{waited:g} s for the lock; nothing was written (retry when it is free)")
-
-
-class StoreFullError(GpuschedError):
-    """The state file's disk (or SQLite's page limit) is full: the write was rolled back whole.
-
-    A 500 Status naming the cause, as kube-apiserver passes on etcd's
-    ``etcdserver: mvcc: database space exceeded``; writes work again once space is freed.
-    """
-
-    code = 500
-    reason = "InternalError"
-
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{detail}: the state file {path} cannot grow; the write was not applied "
-                         "(free disk space and retry)")
-
-
-class SchemaVersionError(GpuschedError):
-    """The state file was written by a newer gpusched (a schema this code does not know)."""
-
-    def __init__(self, path: str, version: int) -> None:
-        super().__init__(f"state file {path} has schema version {version}, newer than this "
-                         f"gpusched knows ({SCHEMA_VERSION}): upgrade gpusched or use another "
-                         "--state")
-
-
-class TooOldResourceVersionError(GpuschedError):
-    """A watch from a resourceVersion the change log no longer holds (etcd compacted it):
-    kube-apiserver's 410 Expired, ``too old resource version: R (floor)`` (apiserver
-    pkg/storage/cacher/watch_cache.go)."""
-
-    code = 410
-    reason = "Expired"
-
-    def __init__(self, rv: int, floor: int) -> None:
-        super().__init__(f"too old resource version: {rv} ({floor})")
-
-
 class Store:
     """One SQLite connection to the state file; transactions via :meth:`immediate`.
 
@@ -307,7 +234,7 @@ class Store:
         with self.immediate() as conn:
             version = self.schema_version()
             if version > SCHEMA_VERSION:
-                raise SchemaVersionError(str(self.path), version)
+                raise SchemaVersionError(str(self.path), version, SCHEMA_VERSION)
             fresh = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
                                  "name='objects'").fetchone() is None
             steps = [_SCHEMA] if fresh else [MIGRATIONS[v] for v in
@@ -362,7 +289,7 @@ class Store:
                        ) -> "StoreFullError | StoreLockedError | None":
         """The error ``err`` stands for: the lock waited for in vain (SQLITE_BUSY), SQLITE_FULL
         or an I/O error on a disk with no space left (WAL/shm growth fails so); None: a bug."""
-        if _busy(err):
+        if busy(err):
             return StoreLockedError(str(self.path), self.lock_wait)
         code = getattr(err, "sqlite_errorcode", None)
         if code == SQLITE_FULL or "database or disk is full" in str(err):
