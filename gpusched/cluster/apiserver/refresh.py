@@ -6,12 +6,14 @@ data_version``. Loading the whole store again costs what the store holds (second
 pods); :func:`refresh` costs what changed, as an informer follows a watch:
 
 1. the meta rows: each one whose text differs from what this view last read or wrote is parsed
-   again (the counters, the clock, the capacity epoch and log, the scheduler's records);
+   again (the counters, the clock, the capacity epoch and log, the stats);
 2. the change log after the view's resourceVersion (``changes``): each key named there is read
    again; a key whose object is gone is deleted from the view (its last body kept for the settle,
    as a delete by this process keeps it);
 3. the events stored after the view's last event sequence number; when the clock moved, the
-   events the other process's write deleted (their TTL ran out) leave the view.
+   events the other process's write deleted (their TTL ran out) leave the view;
+4. when anything above moved, the scheduling queue's rows (``apiserver.queue_rows``: the
+   scheduler's per-pod records, which ``/metrics`` counts), read whole.
 
 Each object read again enters the view's journal and its marks (timers, the scheduler's cache,
 PodGC's deleted nodes) as this process's own write would, so the settle that follows reconciles
@@ -33,13 +35,14 @@ import json
 from typing import Any
 
 from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store
+from gpusched.cluster.apiserver.queue_rows import QueueRows
 from gpusched.cluster.apiserver.view import Key, View, _event_key
 
 # meta row -> (View attribute, parse); rows not listed are other components' (the wall clock's)
 _META: dict[str, tuple[str, Any]] = {
     "rv": ("rv", int), "clock": ("clock", float), "uid_counter": ("uid_counter", int),
     "name_counter": ("name_counter", int), "event_counter": ("event_counter", int),
-    "epoch": ("epoch", int), "settled_rv": ("settled_rv", int), "attempts": ("attempts", json.loads), "queue": ("queue", json.loads),
+    "epoch": ("epoch", int), "settled_rv": ("settled_rv", int),
     "capacity_log": ("capacity_log", json.loads), "stats": ("stats", json.loads),
 }
 
@@ -53,14 +56,18 @@ def refresh(view: View, store: Store) -> bool:
             or int(meta.get("seed", DEFAULT_SEED)) != view.seed):
         return False
     rv, event_seq, clock = view.rv, view.event_counter, view.clock
+    moved = False
     for name, text in meta.items():
         if name in _META and view.meta_text.get(name) != text:
             attribute, parse = _META[name]
             setattr(view, attribute, parse(text))
             view.meta_text[name] = text
+            moved = True
     keys: dict[Key, None] = {}
     for _rv, kind, namespace, name, _type in store.changes_since(rv):
         keys[(kind, namespace, name)] = None
+    if moved or keys:     # the other process's settle may have changed the scheduling queue's rows
+        view.stored_queue, view.attempts, view.queue = QueueRows.read(store, meta)
     for key in keys:
         _read_again(view, store, key)
     for namespace, name, seq, body, _expires in store.events_since(event_seq):
