@@ -56,13 +56,7 @@ def refresh(view: View, store: Store) -> bool:
             or int(meta.get("seed", DEFAULT_SEED)) != view.seed):
         return False
     rv, event_seq, clock = view.rv, view.event_counter, view.clock
-    moved = False
-    for name, text in meta.items():
-        if name in _META and view.meta_text.get(name) != text:
-            attribute, parse = _META[name]
-            setattr(view, attribute, parse(text))
-            view.meta_text[name] = text
-            moved = True
+    moved = _meta_again(view, meta)
     keys: dict[Key, None] = {}
     for _rv, kind, namespace, name, _type in store.changes_since(rv):
         keys[(kind, namespace, name)] = None
@@ -77,6 +71,19 @@ def refresh(view: View, store: Store) -> bool:
         for ekey in [k for k in view.events if k not in kept]:
             view.forget_event(ekey)
     return True
+
+
+def _meta_again(view: View, meta: dict[str, str]) -> bool:
+    """Parse again each meta row whose text changed since this view read or wrote it; whether
+    any did."""
+    moved = False
+    for name, text in meta.items():
+        if name in _META and view.meta_text.get(name) != text:
+            attribute, parse = _META[name]
+            setattr(view, attribute, parse(text))
+            view.meta_text[name] = text
+            moved = True
+    return moved
 
 
 def _read_again(view: View, store: Store, key: Key) -> None:
