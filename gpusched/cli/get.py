@@ -376,15 +376,17 @@ def _changes(cluster: Any, rv: int, request: Request, args: argparse.Namespace
         floor = store.compacted_rv()
         if rv < floor:     # the changes after rv were compacted away: kube-apiserver's 410
             raise TooOldResourceVersionError(rv, floor)
-        rows = store.changes_since(rv)
+        rows = store.changes_with_bodies_since(rv)
         clock = float(store.read_meta("clock").get("clock", 0.0))
-        for change_rv, kind, ns, name, typ in rows:
+        for change_rv, kind, ns, name, typ, text in rows:
             if kind != info.kind or (namespace is not None and ns != namespace):
                 continue
             if request.names and name not in request.names:
                 continue
-            found = None if typ == "DELETED" else store.object_version(kind, ns, name)
-            out.append((typ, ns, name, json.loads(found[1]) if found else None))
+            if text is None and typ != "DELETED":   # logged before the log kept bodies
+                found = store.object_version(kind, ns, name)
+                text = found[1] if found else None
+            out.append((typ, ns, name, json.loads(text) if text is not None else None))
     return (rows[-1][0] if rows else rv), out, rfc3339(clock)
 
 

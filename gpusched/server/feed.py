@@ -4,10 +4,11 @@ One :class:`ChangeFeed` per server polls the state file on its own SQLite connec
 other processes, e.g. ``gpusched apply`` on the same file, show up too) and keeps the last
 ``capacity`` changes in memory. Two independent streams:
 
-- objects: the ``changes`` table (rv, kind, namespace, name, type), joined with the current
-  body. A row whose object has changed again since (its body carries a later resourceVersion)
-  is skipped: the later row delivers that state, so every delivered event has a body of exactly
-  its resourceVersion and each is delivered once, in rv order. ADDED/MODIFIED come from whether
+- objects: the ``changes`` table (rv, kind, namespace, name, type, and the body written at
+  that rv), so every version is delivered, once, in rv order, as kube-apiserver's watch cache
+  does: a PATCH and a PUT landing between two polls are two MODIFIED events. (A row logged
+  before the log kept bodies falls back to the object's current body, and is skipped when the
+  object has changed again since: the later row delivers that state.) ADDED/MODIFIED come from whether
   the feed has seen the key before; DELETED carries the last body seen, stamped with the rv of
   the deletion. Each change keeps the state before it (``prev``) for selector watches. Intermediate states written within one transaction are never visible (they were
   never committed).
@@ -179,9 +180,11 @@ class ChangeFeed:
             store_rv = int(meta.get("rv", 0))
             compacted = int(meta.get("compacted_rv", 0))
             self.clock = float(meta.get("clock", self.clock))
-            object_rows = store.changes_since(self.streams[OBJECTS].cursor)
+            object_rows = store.changes_with_bodies_since(self.streams[OBJECTS].cursor)
+            # a change logged before the log kept bodies: only the object's latest body is known
             bodies = {rv: store.object_version(kind, ns, name)
-                      for rv, kind, ns, name, typ in object_rows if typ != "DELETED"}
+                      for rv, kind, ns, name, typ, text in object_rows
+                      if typ != "DELETED" and text is None}
             event_rows = store.events_since(self.streams[EVENTS].cursor)
         with self.cond:
             if compacted > self.streams[OBJECTS].cursor:   # rows dropped unread: start over
@@ -212,7 +215,7 @@ class ChangeFeed:
 
     def _add_objects(self, rows: list[Any], bodies: dict[int, tuple[int, str] | None]) -> bool:
         stream = self.streams[OBJECTS]
-        for rv, kind, ns, name, typ in rows:
+        for rv, kind, ns, name, typ, text in rows:
             key = (kind, ns, name)
             stream.cursor = max(stream.cursor, rv)
             if typ == "DELETED":
@@ -220,10 +223,12 @@ class ChangeFeed:
                 if last is not None:
                     stream.emit(Change(rv, "DELETED", kind, ns, name, _stamp(last, rv), last))
                 continue
-            found = bodies.get(rv)
-            if found is None or found[0] != rv:
-                continue   # deleted or changed again since: a later row has the state
-            body = json.loads(found[1])
+            if text is None:
+                found = bodies.get(rv)
+                if found is None or found[0] != rv:
+                    continue   # deleted or changed again since: a later row has the state
+                text = found[1]
+            body = json.loads(text)
             prev = stream.state.get(key)
             change = "MODIFIED" if prev is not None else "ADDED"
             stream.state[key] = body

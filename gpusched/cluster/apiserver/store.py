@@ -8,7 +8,8 @@ Tables:
 - ``events``: Kubernetes Event objects, keyed by (namespace, name), each with ``expires``: the
   virtual-clock second it vanishes, set at every write of the event to the clock plus
   ``event_ttl`` (kube-apiserver's ``--event-ttl``, default 1 h, a TTL renewed on each write).
-- ``changes``: a watch-friendly change log (rv, kind, namespace, name, type ADDED|MODIFIED|DELETED).
+- ``changes``: a watch-friendly change log (rv, kind, namespace, name, type ADDED|MODIFIED|DELETED,
+  and the body written at that rv; NULL for deletions).
   Compacted as etcd is: rows older than the newest ``CHANGES_KEPT`` resourceVersions are
   dropped and ``meta.compacted_rv`` records the floor; a watch or list from an older
   resourceVersion is answered 410 "too old resource version" (CLI ``get -w`` and ``serve``).
@@ -22,7 +23,8 @@ Schema version: ``PRAGMA user_version``. A new file gets ``SCHEMA_VERSION``; an 
 migrated in place by the steps in ``MIGRATIONS`` (one transaction); a file from a newer gpusched
 is refused with one line (:class:`SchemaVersionError`). Version 0 is the layout before versioning
 (events without ``expires``); version 2 added the index on ``events.seq``; version 3 the
-``scheduling_queue`` table (before it, the queue was two JSON values in ``meta``).
+``scheduling_queue`` table (before it, the queue was two JSON values in ``meta``); version 4 the
+body of each change (before it, a watch could only read an object's latest body).
 
 A command works on an in-memory :class:`~gpusched.cluster.apiserver.view.View` loaded inside one
 ``BEGIN IMMEDIATE`` transaction and written back (only what changed) before ``COMMIT``; concurrent
@@ -74,7 +76,7 @@ DEFAULT_EVENT_TTL = 3600.0
 CHANGES_KEPT = 10_000       # resourceVersions of change log kept (the API server's watch window)
 COMPACT_EVERY = 1_000       # compact once the floor may move this far (etcd compacts periodically)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The newest layout, for a new file (statements run one by one inside a transaction).
 # scheduler.queue's lasting state per pod: the epoch of its last attempt, its failure record
 _QUEUE_TABLE = "CREATE TABLE scheduling_queue (uid TEXT PRIMARY KEY, attempt INTEGER, record TEXT)"
@@ -91,7 +93,7 @@ _SCHEMA = (
     "CREATE INDEX events_seq ON events (seq)",
     """CREATE TABLE changes (
     rv INTEGER PRIMARY KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    type TEXT NOT NULL)""",
+    type TEXT NOT NULL, body TEXT)""",
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _QUEUE_TABLE,
 )
@@ -107,6 +109,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # the scheduling queue's records per pod (they were two JSON values in meta, encoded whole
     # at every write; the view reads those once more and moves them at its next write)
     3: (_QUEUE_TABLE,),
+    # each change keeps the body it wrote (a watch replays every version, as kube-apiserver's
+    # watch cache does, not only the latest); rows from before it have none
+    4: ("ALTER TABLE changes ADD COLUMN body TEXT",),
 }
 
 
@@ -337,6 +342,13 @@ class Store:
             "SELECT rv, kind, namespace, name, type FROM changes WHERE rv > ? ORDER BY rv",
             (rv,)).fetchall()
 
+    def changes_with_bodies_since(self, rv: int) -> list[tuple[int, str, str, str, str, str | None]]:
+        """The change log after ``rv`` with each change's JSON body as written (None for a
+        deletion, or for a change logged before the log kept bodies), oldest first."""
+        return self.conn.execute(
+            "SELECT rv, kind, namespace, name, type, body FROM changes WHERE rv > ? ORDER BY rv",
+            (rv,)).fetchall()
+
     def object_version(self, kind: str, ns: str, name: str) -> tuple[int, str] | None:
         """(resourceVersion, JSON body) of one stored object, or None; the body is left unparsed
         so a caller that only wanted the version pays nothing for it."""
@@ -400,13 +412,14 @@ class Store:
     def upsert_object(self, kind: str, ns: str, name: str, body: dict[str, Any], change: str) -> None:
         meta = body.get("metadata", {})
         rv = int(meta.get("resourceVersion", "0"))
+        text = dumps(body)
         self.conn.execute(
             "INSERT OR REPLACE INTO objects (kind, namespace, name, uid, resource_version, "
             "generation, creation_timestamp, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (kind, ns, name, meta.get("uid", ""), rv, int(meta.get("generation", 0) or 0),
-             meta.get("creationTimestamp", ""), dumps(body)))
-        self.conn.execute("INSERT OR REPLACE INTO changes (rv, kind, namespace, name, type) "
-                          "VALUES (?, ?, ?, ?, ?)", (rv, kind, ns, name, change))
+             meta.get("creationTimestamp", ""), text))
+        self.conn.execute("INSERT OR REPLACE INTO changes (rv, kind, namespace, name, type, body) "
+                          "VALUES (?, ?, ?, ?, ?, ?)", (rv, kind, ns, name, change, text))
 
     def delete_object(self, kind: str, ns: str, name: str, rv: int) -> None:
         self.conn.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?",
