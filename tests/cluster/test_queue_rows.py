@@ -107,6 +107,7 @@ def version_2_file(path, attempts: dict, queue: dict) -> None:
     written(path, {}, {})
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE scheduling_queue")
+    conn.execute("ALTER TABLE changes DROP COLUMN body")      # added by version 4
     conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
                      [("attempts", json.dumps(attempts)),
                       ("queue", json.dumps(queue))])
@@ -127,6 +128,6 @@ def test_a_version_2_file_keeps_its_queue_and_moves_it_into_rows(tmp_path):
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     conn.close()
     assert not meta_keys & {"attempts", "queue"} and rows == [("a", 3), ("b", 4)]
-    assert version == SCHEMA_VERSION == 3
+    assert version == SCHEMA_VERSION >= 3
     view = loaded(path)
     assert (view.attempts, view.queue) == ({"a": 3, "b": 4}, {"a": record(2, 1.0)})
