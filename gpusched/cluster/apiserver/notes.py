@@ -3,7 +3,9 @@
 - :func:`capacity_changed`: something that may let a pending pod fit (a pod left its node, a
   Node, PersistentVolume(Claim) or StorageClass changed): a new epoch and an entry of the
   capacity log, the scheduling queue's hints (``scheduler.queue``);
-- :func:`note_pod_end`: a running GPU pod stopped; a trimmed copy for ``gpusched.metrics``.
+- :func:`note_pod_end`: a running GPU pod stopped; a trimmed copy for ``gpusched.metrics``;
+- :func:`judged_entries_dropped`: the capacity log without the entries every waiting pod has
+  judged, before a write stores it.
 
 Both work on the few fields of the state they keep (:class:`Noted`), not on the view: the view
 calls them from its writes, and so do the kubelet and the controllers that finish pods, without
@@ -15,6 +17,7 @@ controllers that finish pods; read by ``scheduler.queue`` and ``gpusched.metrics
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Protocol
 
 from gpusched.objects.types import ANN_ASSIGNED_DEVICES
@@ -59,3 +62,18 @@ def note_pod_end(state: Noted, old: dict[str, Any], new: dict[str, Any] | None) 
                                              "containers") if k in spec},
                "end": state.clock}
     state.stats.setdefault("ended_pods", []).append(trimmed)
+
+
+def judged_entries_dropped(state: Noted, attempts: dict[str, int]) -> None:
+    """Drop the capacity log's entries that every pod the queue keeps has judged: a pod reads
+    only the entries newer than the epoch of its last attempt (``attempts``: pod uid -> epoch;
+    a pod never attempted reads none), the rule of ``scheduler.queue``'s own trim. Run before
+    each write stores the log: with no pod waiting the log is empty, where each Node's create
+    made it one entry longer and each write encoded it whole (1,000 nodes: 1,000 entries
+    encoded by every write and parsed by the other process's refresh)."""
+    log = state.capacity_log
+    if not log:
+        return
+    oldest = min(attempts.values(), default=state.epoch)
+    if int(log[0][0]) <= oldest:
+        del log[: bisect.bisect_right(log, oldest, key=lambda entry: int(entry[0]))]

@@ -30,7 +30,7 @@ from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.uids import namespace_bytes, uuid5
 from gpusched.objects.tree import copy_tree as copy_tree   # re-exported: the cluster's copies
-from gpusched.cluster.apiserver.notes import capacity_changed, note_pod_end
+from gpusched.cluster.apiserver.notes import capacity_changed, judged_entries_dropped, note_pod_end
 from gpusched.cluster.apiserver.queue_rows import QueueRows
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
@@ -157,9 +157,8 @@ class View:
                 "stats": dumps(self.stats), "capacity_log": json.dumps(self.capacity_log)}
 
     def write(self, store: Store) -> None:
-        """Write what changed (inside the caller's immediate transaction) and clear the marks.
-        The change journal is the settle's: it clears it once it has handed it out, so what a
-        write that skipped the settle changed stays for the next one."""
+        """Write what changed (inside the caller's immediate transaction), clear the marks. The
+        journal is the settle's to clear: what a write that skipped the settle changed stays."""
         for key, change in sorted(self._dirty.items(), key=lambda kv: self._dirty_rv(kv[0])):
             kind, ns, name = key
             body = self.objects.get(key)
@@ -173,6 +172,7 @@ class View:
                 store.delete_event(*ekey)
             else:
                 store.upsert_event(ekey[0], ekey[1], self.event_seq[ekey], event, self.clock)
+        judged_entries_dropped(self, self.attempts)
         meta = {k: v for k, v in self.meta_dict().items() if self.meta_text.get(k) != v}
         store.write_meta(meta)      # only the rows that changed (another process may own the rest)
         self.meta_text.update(meta)
