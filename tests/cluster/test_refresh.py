@@ -122,3 +122,28 @@ def test_events_another_process_expired_leave_the_kept_view(tmp_path):
         assert [e["reason"] for e in split.api.events()] == []
     finally:
         split.close()
+
+
+@pytest.mark.parametrize("seconds, reads, kept", [(60, 0, True), (2 * 3600, 1, False)],
+                         ids=["clock moved, nothing expired: no key read",
+                              "past the event TTL: keys read, expired events leave"])
+def test_event_keys_are_read_only_when_events_expired(tmp_path, monkeypatch, seconds, reads,
+                                                      kept):
+    """Another process moved the clock (serve's controller process ticks every 0.25 s): the
+    kept view reads every stored event's key only when the store holds fewer events than it."""
+    path = str(tmp_path / "state.db")
+    split = Split(path)
+    calls: list[int] = []
+    original = Store.event_keys
+    monkeypatch.setattr(Store, "event_keys", lambda self: calls.append(1) or original(self))
+    try:
+        apply(split, pool(count=1, gpus=1))
+        apply(split, pod("p", gpus=1))
+        split.api.events()                   # the API cluster's view is current
+        calls.clear()
+        with Cluster.open(path) as other:
+            other.advance(seconds)
+        assert ("Scheduled" in [e["reason"] for e in split.api.events()]) == kept
+        assert len(calls) == reads
+    finally:
+        split.close()

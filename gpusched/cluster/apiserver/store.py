@@ -366,6 +366,9 @@ class Store:
         return {(str(ns), str(name)) for ns, name in
                 self.conn.execute("SELECT namespace, name FROM events")}
 
+    def event_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
     def compacted_rv(self) -> int:
         """The compaction floor: the change log holds nothing at or below it."""
         return int(self.read_meta("compacted_rv").get("compacted_rv", 0))
