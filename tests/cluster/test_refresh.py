@@ -147,3 +147,32 @@ def test_event_keys_are_read_only_when_events_expired(tmp_path, monkeypatch, sec
         assert len(calls) == reads
     finally:
         split.close()
+
+
+@pytest.mark.parametrize("bodies_kept, object_reads", [(True, 0), (False, 1)],
+                         ids=["bodies in the log: no object row read",
+                              "a change logged before schema 4: the object row read"])
+def test_changed_keys_take_the_body_of_their_last_change(tmp_path, monkeypatch, bodies_kept,
+                                                         object_reads):
+    """The change log keeps each change's body (schema 4): a kept view takes it from there, one
+    read of the log where it read each changed object's row again."""
+    path = str(tmp_path / "state.db")
+    split = Split(path)
+    reads: list[tuple[str, str, str]] = []
+    original = Store.object_version
+    monkeypatch.setattr(Store, "object_version",
+                        lambda self, *key: reads.append(key) or original(self, *key))
+    try:
+        apply(split, pool(count=1, gpus=1))
+        split.api.events()                     # the API cluster's view is current
+        with Cluster.open(path) as other:
+            other.label("Node", "gpu-1", {"team": "a"})
+            if not bodies_kept:
+                with other.store.immediate() as conn:
+                    conn.execute("UPDATE changes SET body = NULL")
+        reads.clear()
+        node = split.api.get("Node", ["gpu-1"])[0]
+        assert node["metadata"]["labels"]["team"] == "a"
+        assert len(reads) == object_reads
+    finally:
+        split.close()

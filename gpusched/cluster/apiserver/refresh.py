@@ -7,9 +7,10 @@ pods); :func:`refresh` costs what changed, as an informer follows a watch:
 
 1. the meta rows: each one whose text differs from what this view last read or wrote is parsed
    again (the counters, the clock, the capacity epoch and log, the stats);
-2. the change log after the view's resourceVersion (``changes``): each key named there is read
-   again; a key whose object is gone is deleted from the view (its last body kept for the settle,
-   as a delete by this process keeps it);
+2. the change log after the view's resourceVersion (``changes``): each key named there takes
+   the body of its last change (the log keeps it; one read of the log instead of one of the
+   object per key), and a key whose last change deleted it leaves the view (its last body kept
+   for the settle, as a delete by this process keeps it);
 3. the events stored after the view's last event sequence number; when the clock moved and
    the store holds fewer events than the view (a count, where reading every key at each clock
    tick cost serve's API process a twentieth of its CPU per pod), the events the other
@@ -59,20 +60,28 @@ def refresh(view: View, store: Store) -> bool:
         return False
     rv, event_seq, clock = view.rv, view.event_counter, view.clock
     moved = _meta_again(view, meta)
-    keys: dict[Key, None] = {}
-    for _rv, kind, namespace, name, _type in store.changes_since(rv):
-        keys[(kind, namespace, name)] = None
-    if moved or keys:     # the other process's settle may have changed the scheduling queue's rows
+    latest: dict[Key, tuple[int, str, str | None]] = {}     # key -> its last change
+    for change_rv, kind, namespace, name, type_, text in store.changes_with_bodies_since(rv):
+        latest[(kind, namespace, name)] = (change_rv, type_, text)
+    if moved or latest:   # the other process's settle may have changed the scheduling queue's rows
         view.stored_queue, view.attempts, view.queue = QueueRows.read(store, meta)
-    for key in keys:
-        _read_again(view, store, key)
+    for key, (change_rv, type_, text) in latest.items():
+        stored = None if type_ == "DELETED" else (change_rv, text) if text is not None \
+            else store.object_version(*key)     # logged before the log kept bodies
+        _read_again(view, key, stored)
+    _events_again(view, store, event_seq, clock)
+    return True
+
+
+def _events_again(view: View, store: Store, event_seq: int, clock: float) -> None:
+    """The events stored after ``event_seq``; when the clock moved since ``clock`` and the store
+    holds fewer events than the view, those the other process's write expired leave it."""
     for namespace, name, seq, body, _expires in store.events_since(event_seq):
         _event_again(view, (namespace, name), seq, json.loads(body))
-    if view.clock != clock and store.event_count() != len(view.events):   # expired (their TTL)
+    if view.clock != clock and store.event_count() != len(view.events):
         kept = store.event_keys()
         for ekey in [k for k in view.events if k not in kept]:
             view.forget_event(ekey)
-    return True
 
 
 def _meta_again(view: View, meta: dict[str, str]) -> bool:
@@ -88,8 +97,8 @@ def _meta_again(view: View, meta: dict[str, str]) -> bool:
     return moved
 
 
-def _read_again(view: View, store: Store, key: Key) -> None:
-    stored = store.object_version(*key)
+def _read_again(view: View, key: Key, stored: tuple[int, str] | None) -> None:
+    """``key`` as its last change left it: (resourceVersion, JSON body), None when deleted."""
     old = view.objects.get(key)
     if stored is None:
         if old is not None:
