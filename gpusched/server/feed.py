@@ -258,7 +258,8 @@ class ChangeFeed:
             key = ("Event", ns, name)
             self._expire_at(key, float(expires))
             stream.cursor = max(stream.cursor, seq)
-            body = _stamp(json.loads(text), seq)
+            body = json.loads(text)          # parsed here: stamped in place, not copied
+            body.setdefault("metadata", {})["resourceVersion"] = str(seq)
             prev = stream.state.get(key)
             change = "MODIFIED" if prev is not None else "ADDED"
             stream.state[key] = body
