@@ -159,7 +159,7 @@ class NodeDevices:
     @property
     def advertised(self) -> dict[str, int]:
         """Extended resource -> count the device plugin registers (sorted by name)."""
-        return dict(sorted(Counter(d.resource for d in self.devices).items()))
+        return {resource: len(found) for resource, found in sorted(self._by_resource.items())}
 
     def allocated(self) -> dict[str, int]:
         """Resource -> devices held (fractional holders count under ``gpusched.io/gpu-milli``)."""
