@@ -1,0 +1,335 @@
+"""The allocator's depth-first search over one node's pools (upstream ``allocateOne``).
+
+One ``Search`` per ``allocate`` call holds what the search is building: devices taken per claim
+(``results``), which claims are taking which device (``taking``), capacity taken from shareable
+devices (``taking_capacity``) and counters consumed per pool (``consumed``). Each step that takes
+a device returns an undo, and a failed branch undoes it before trying the next device.
+
+Neighbours: ``dra.allocator`` (the entry point and its docstring's walk-through),
+``dra.requests`` (request checks), ``dra.results`` (what a solution becomes).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from gpusched.dra import capacity as cap
+from gpusched.dra.cel import CelCompileError, CelRuntimeError, compile_selector
+from gpusched.dra.constraints import ActiveConstraint
+from gpusched.dra.in_use import DeviceId, InUse
+from gpusched.dra.model import Claim, Device, DeviceClass, Number, Request, Slice
+from gpusched.dra.pools import NodeFacts, Pool, node_matches
+
+MAX_RESULTS = 32                 # resourceapi.AllocationResultsMaxSize
+_SHARE_IDS = uuid.UUID("6f1b3c1e-3d1a-4c55-9a43-2d6c0a7e5b10")
+
+
+class Failure(Exception):
+    """Allocation ends with this message; ``error`` as in ``Unallocatable``."""
+
+    def __init__(self, message: str, error: bool = True) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error = error
+
+
+class _TooMany(Exception):
+    """upstream ``errAllocationResultMaxSizeExceeded``: this branch would exceed 32 results."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    device: Device
+    slice: Slice
+    pool: Pool
+    id: DeviceId
+
+
+@dataclass
+class RequestData:
+    request: Request
+    parent: Request | None
+    klass: DeviceClass | None
+    num_devices: int = 0
+    all_devices: list[Candidate] | None = None
+    selected: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.parent.name}/{self.request.name}" if self.parent else self.request.name
+
+
+@dataclass
+class Taken:
+    """One device in a claim's result."""
+    candidate: Candidate
+    data: RequestData
+    admin_access: bool
+    share_id: str | None = None
+    consumed: dict[str, Number] | None = None
+
+
+@dataclass
+class Search:
+    claims: list[Claim]
+    node: NodeFacts
+    pools: list[Pool]
+    classes: Mapping[str, DeviceClass]
+    in_use: InUse
+    data: dict[tuple[int, int, int], RequestData] = field(default_factory=dict)
+    constraints: list[list[ActiveConstraint]] = field(default_factory=list)
+    results: list[list[Taken]] = field(default_factory=list)
+    taking: dict[DeviceId, set[int]] = field(default_factory=dict)
+    taking_capacity: dict[DeviceId, dict[str, Number]] = field(default_factory=dict)
+    available: dict[str, dict[str, dict[str, Number]]] = field(default_factory=dict)
+    consumed: dict[str, dict[str, dict[str, Number]]] = field(default_factory=dict)
+
+    def run(self) -> bool:
+        """Search from the first device of the first request (``dra.requests.prepare`` first)."""
+        return self.step(0, 0, 0, 0, False, (0, 0))
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def step(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int]) -> bool:
+        """upstream ``allocateOne`` for device ``di`` of request ``(ci, ri, si)``."""
+        if ci >= len(self.claims):
+            return True
+        if ri >= len(self.claims[ci].requests):
+            try:
+                return self.step(ci + 1, 0, 0, 0, False, (0, 0))
+            except _TooMany:
+                return False
+        data = self.data[(ci, ri, si)]
+        if not in_sub and data.parent is not None:
+            return self._subrequests(ci, ri)
+        if data.all_devices is not None and not data.all_devices:
+            return False
+        if di >= data.num_devices:
+            return self.step(ci, ri + 1, 0, 0, False, (0, 0))
+        if len(self.results[ci]) + data.num_devices - di > MAX_RESULTS:
+            raise _TooMany()
+        if data.all_devices is not None:
+            undo = self.take(ci, data, data.all_devices[di], must=True)
+            if undo is None:
+                return False
+            if self.step(ci, ri, si, di + 1, in_sub, (0, 0)):
+                return True
+            undo()
+            return False
+        return self._walk_pools(ci, ri, si, di, in_sub, start, data)
+
+    def _subrequests(self, ci: int, ri: int) -> bool:
+        all_too_many = True
+        si = 0
+        while (ci, ri, si) in self.data:
+            try:
+                done = self.step(ci, ri, si, 0, True, (0, 0))
+            except _TooMany:
+                si += 1
+                continue
+            all_too_many = False
+            if done:
+                self.data[(ci, ri, 0)].selected = si
+                return True
+            si += 1
+        if all_too_many:
+            raise _TooMany()
+        return False
+
+    def _walk_pools(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int],
+                    data: RequestData) -> bool:
+        admin = data.request.admin_access is True
+        for pi in range(start[0], len(self.pools)):
+            pool = self.pools[pi]
+            if pool.incomplete or pool.invalid:
+                continue
+            candidates = candidates_of(pool)
+            for index in range(start[1] if pi == start[0] else 0, len(candidates)):
+                candidate = candidates[index]
+                if admin and ci in self.taking.get(candidate.id, ()):
+                    continue
+                if not admin and self.in_use_now(candidate.id):
+                    continue
+                if not self.selectable(ci, data, candidate) or self.capacity_fits(data, candidate) is not True:
+                    continue
+                undo = self.take(ci, data, candidate, must=False)
+                if undo is None:
+                    continue
+                if self.step(ci, ri, si, di + 1, in_sub, (pi, index + 1)):
+                    return True
+                undo()
+        return False
+
+    # -- one device ----------------------------------------------------------------------------
+
+    def in_use_now(self, device_id: DeviceId) -> bool:
+        return device_id in self.in_use.devices or bool(self.taking.get(device_id))
+
+    def selectable(self, ci: int, data: RequestData, candidate: Candidate) -> bool:
+        """upstream ``isSelectable``: class selectors, request selectors, per-device node."""
+        device = candidate.device
+        if data.klass is not None and not self._selectors_match(ci, device, data.klass, data.klass.selectors):
+            return False
+        if not self._selectors_match(ci, device, None, data.request.selectors):
+            return False
+        if candidate.slice.per_device_node_selection:
+            return node_matches(self.node, device.node_name, device.all_nodes, device.node_terms)
+        return True
+
+    def _selectors_match(self, ci: int, device: Device, klass: DeviceClass | None,
+                         selectors: tuple[str, ...]) -> bool:
+        for i, expression in enumerate(selectors):
+            owner = f"class {klass.name}" if klass else f"claim {self.claims[ci].key}"
+            try:
+                if not compile_selector(expression).matches(device):
+                    return False
+            except CelCompileError as error:
+                raise Failure(f"{owner}: selector #{i}: CEL compile error: {error}") from None
+            except CelRuntimeError as error:
+                raise Failure(f"{owner}: selector #{i}: CEL runtime error: {error}") from None
+        return True
+
+    def capacity_fits(self, data: RequestData, candidate: Candidate) -> bool | None:
+        allocated = self.in_use.capacity.get(candidate.id, {})
+        return cap.fits(data.request.capacity_requests, candidate.device.capacity, allocated,
+                        self.taking_capacity.get(candidate.id, {}))
+
+    def _free_for(self, ci: int, data: RequestData, device_id: DeviceId, shareable: bool) -> bool:
+        """The first checks of upstream ``allocateDevice``: admin access may take a device in
+        use, but not twice for one claim; anything else needs a device nobody holds."""
+        admin = data.request.admin_access is True
+        if not shareable and admin and ci in self.taking.get(device_id, ()):
+            return False
+        return admin or not self.in_use_now(device_id)
+
+    def take(self, ci: int, data: RequestData, candidate: Candidate, must: bool) -> Callable[[], None] | None:
+        """upstream ``allocateDevice``: take the device for claim ``ci`` (``None``: it cannot be
+        taken: counters, taints, capacity or a constraint) and return how to put it back."""
+        device, device_id = candidate.device, candidate.id
+        shareable = device.allow_multiple_allocations
+        if not self._free_for(ci, data, device_id, shareable):
+            return None
+        sharing_already = shareable and (device_id in self.in_use.capacity or device_id in self.taking_capacity)
+        counted = bool(device.consumes_counters) and not sharing_already
+        if counted and not self.counters_fit(candidate):
+            return None
+        base, sub = (data.parent.name, data.request.name) if data.parent else (data.request.name, "")
+        added = None
+        if not _taint_blocks(device, data.request) and self.capacity_fits(data, candidate) is True:
+            added = self._add_to_constraints(ci, base, sub, device)
+            if added is None and must:
+                self._release_counters(candidate, counted)
+                raise Failure(f"claim {self.claims[ci].key}, request {data.request.name}: cannot add device "
+                              f"{'/'.join(device_id)} because a claim constraint would not be satisfied")
+        if added is None:
+            self._release_counters(candidate, counted)
+            return None
+        taken = Taken(candidate, data, data.request.admin_access is True)
+        self.taking.setdefault(device_id, set())
+        if shareable:
+            self._take_share(ci, taken)
+        else:
+            self.taking[device_id].add(ci)
+        self.results[ci].append(taken)
+
+        def undo() -> None:
+            for constraint in added:
+                constraint.remove(base, sub)
+            self.taking[device_id].discard(ci)
+            if taken.consumed is not None:
+                self._return_share(taken)
+            self._release_counters(candidate, counted)
+            self.results[ci].pop()
+        return undo
+
+    def _take_share(self, ci: int, taken: Taken) -> None:
+        """A share of a device that allows multiple allocations: its consumed capacity and a
+        share id. Upstream draws a random UID; here it is derived from the claim, device,
+        request and position, so a run is reproducible."""
+        device_id, data = taken.candidate.id, taken.data
+        taken.consumed = cap.consumed_capacity(data.request.capacity_requests, taken.candidate.device.capacity)
+        taken.share_id = str(uuid.uuid5(_SHARE_IDS, f"{self.claims[ci].uid}/{'/'.join(device_id)}/"
+                                        f"{data.name}/{len(self.results[ci])}"))
+        total = self.taking_capacity.setdefault(device_id, {})
+        for name, amount in taken.consumed.items():
+            total[name] = total.get(name, 0) + amount
+
+    def _return_share(self, taken: Taken) -> None:
+        total = self.taking_capacity[taken.candidate.id]
+        for name, amount in (taken.consumed or {}).items():
+            total[name] -= amount
+        if not any(total.values()):
+            del self.taking_capacity[taken.candidate.id]
+
+    def _add_to_constraints(self, ci: int, base: str, sub: str, device: Device) -> list[ActiveConstraint] | None:
+        added: list[ActiveConstraint] = []
+        for constraint in self.constraints[ci]:
+            if not constraint.add(base, sub, device):
+                for earlier in added:
+                    earlier.remove(base, sub)
+                return None
+            added.append(constraint)
+        return added
+
+    # -- counters (partitionable devices) ------------------------------------------------------
+
+    def _available(self, pool: Pool) -> dict[str, dict[str, Number]]:
+        """The pool's counters less what allocated devices consume (upstream computes this once
+        per pool; here once per search)."""
+        found = self.available.get(pool.pool_id)
+        if found is None:
+            found = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            for name in self.in_use.by_pool().get((pool.driver, pool.name), ()):
+                device = pool.devices_by_name.get(name)
+                for consumption in device.consumes_counters if device else ():
+                    counters = found.get(consumption.counter_set, {})
+                    for counter, amount in consumption.counters.items():
+                        if counter in counters:
+                            counters[counter] -= amount
+            self.available[pool.pool_id] = found
+        return found
+
+    def counters_fit(self, candidate: Candidate) -> bool:
+        """upstream ``checkAvailableCounters``: add the device's consumption, then check every
+        counter of the pool; undo when one is exceeded."""
+        available = self._available(candidate.pool)
+        consumed = self.consumed.setdefault(candidate.pool.pool_id, {})
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed.setdefault(consumption.counter_set, {})
+            for name, amount in consumption.counters.items():
+                counters[name] = counters.get(name, 0) + amount
+        for set_name, counters in consumed.items():
+            limits = available.get(set_name, {})
+            if any(amount > limits.get(name, 0) for name, amount in counters.items() if name in limits):
+                self._release_counters(candidate, True)
+                return False
+        return True
+
+    def _release_counters(self, candidate: Candidate, counted: bool) -> None:
+        if not counted:
+            return
+        consumed = self.consumed[candidate.pool.pool_id]
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed[consumption.counter_set]
+            for name, amount in consumption.counters.items():
+                counters[name] -= amount
+
+
+def _taint_blocks(device: Device, request: Request) -> bool:
+    """upstream ``taintPreventsAllocation``: a NoSchedule or NoExecute taint no toleration of
+    the request tolerates."""
+    return any(taint.effect in ("NoSchedule", "NoExecute")
+               and not any(t.tolerates(taint) for t in request.tolerations)
+               for taint in device.taints)
+
+
+def candidates_of(pool: Pool) -> list[Candidate]:
+    """The pool's devices in search order (kept on the pool)."""
+    found: list[Candidate] | None = pool.__dict__.get("_candidates")
+    if found is None:
+        found = [Candidate(device, slice_, pool, (pool.driver, pool.name, device.name))
+                 for slice_ in pool.slices for device in slice_.devices]
+        pool.__dict__["_candidates"] = found
+    return found
