@@ -27,22 +27,24 @@ Neighbours: ``dra.pools`` (what a node sees), ``dra.search`` (the depth-first pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from gpusched.dra import requests, results
 from gpusched.dra.in_use import InUse
 from gpusched.dra.model import Claim, DeviceClass, Slice
 from gpusched.dra.pools import NodeFacts, SliceSet
-from gpusched.dra.search import Failure, Search
+from gpusched.dra.search import Failure, Search, TooMany
 
 __all__ = ["Allocated", "InUse", "NodeFacts", "SliceSet", "Unallocatable", "allocate"]
 
 
 @dataclass(frozen=True)
 class Allocated:
-    """Per claim (in the order given), its ``status.allocation``."""
+    """Per claim (in the order given), its ``status.allocation``. ``steps``: how many search
+    steps it took (upstream's ``NumAllocateOneInvocations``)."""
     allocations: tuple[dict[str, Any], ...]
+    steps: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Unallocatable:
     the node simply has no solution (``cannot allocate all claims``) or an invalid pool."""
     reason: str
     error: bool = False
+    steps: int = field(default=0, compare=False)
 
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -68,8 +71,10 @@ def allocate(claims: Sequence[Claim], node: NodeFacts, slices: Sequence[Slice],
         requests.prepare(search)
         if not search.run():
             if any(pool.invalid for pool in pools):
-                return Unallocatable("invalid resource pools were encountered")
-            return Unallocatable(CANNOT_ALLOCATE)
-        return Allocated(tuple(results.allocation(search, i) for i in range(len(search.claims))))
+                return Unallocatable("invalid resource pools were encountered", steps=search.steps)
+            return Unallocatable(CANNOT_ALLOCATE, steps=search.steps)
+        return Allocated(tuple(results.allocation(search, i) for i in range(len(search.claims))), search.steps)
     except Failure as failure:
-        return Unallocatable(failure.message, failure.error)
+        return Unallocatable(failure.message, failure.error, search.steps)
+    except TooMany:
+        return Unallocatable("allocation max size exceeded", True, search.steps)

@@ -67,7 +67,7 @@ class Attribute:
             if value is not None:
                 return Attribute(kind, value)
         # List values (``ints``, ``strings``...) are alpha and off in v1.36: CEL reports them.
-        return Attribute("unsupported", "") if body else None
+        return Attribute("unsupported", "")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,11 @@ from gpusched.objects.quantity import quantity_string
 
 
 def _amount(value: Number) -> str:
-    return quantity_string(str(value) if isinstance(value, int) else f"{value.numerator * 1000 // value.denominator}m")
+    """A consumed amount as a quantity: in the binary form (``4Gi``), as upstream's copies of
+    the device's capacity and its ``NewQuantity(v, BinarySI)`` print."""
+    if isinstance(value, int):
+        return quantity_string(str(value), "BinarySI")
+    return quantity_string(f"{value.numerator * 1000 // value.denominator}m")
 
 
 def _result(taken: Taken) -> dict[str, Any]:

@@ -35,7 +35,7 @@ class Failure(Exception):
         self.error = error
 
 
-class _TooMany(Exception):
+class TooMany(Exception):
     """upstream ``errAllocationResultMaxSizeExceeded``: this branch would exceed 32 results."""
 
 
@@ -83,6 +83,8 @@ class Search:
     results: list[list[Taken]] = field(default_factory=list)
     taking: dict[DeviceId, set[int]] = field(default_factory=dict)
     taking_capacity: dict[DeviceId, dict[str, Number]] = field(default_factory=dict)
+    shares: dict[DeviceId, int] = field(default_factory=dict)
+    steps: int = 0
     available: dict[str, dict[str, dict[str, Number]]] = field(default_factory=dict)
     consumed: dict[str, dict[str, dict[str, Number]]] = field(default_factory=dict)
 
@@ -94,12 +96,13 @@ class Search:
 
     def step(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int]) -> bool:
         """upstream ``allocateOne`` for device ``di`` of request ``(ci, ri, si)``."""
+        self.steps += 1
         if ci >= len(self.claims):
             return True
         if ri >= len(self.claims[ci].requests):
             try:
                 return self.step(ci + 1, 0, 0, 0, False, (0, 0))
-            except _TooMany:
+            except TooMany:
                 return False
         data = self.data[(ci, ri, si)]
         if not in_sub and data.parent is not None:
@@ -109,15 +112,12 @@ class Search:
         if di >= data.num_devices:
             return self.step(ci, ri + 1, 0, 0, False, (0, 0))
         if len(self.results[ci]) + data.num_devices - di > MAX_RESULTS:
-            raise _TooMany()
+            raise TooMany()
         if data.all_devices is not None:
             undo = self.take(ci, data, data.all_devices[di], must=True)
             if undo is None:
                 return False
-            if self.step(ci, ri, si, di + 1, in_sub, (0, 0)):
-                return True
-            undo()
-            return False
+            return self._deeper(undo, ci, ri, si, di + 1, in_sub, (0, 0))
         return self._walk_pools(ci, ri, si, di, in_sub, start, data)
 
     def _subrequests(self, ci: int, ri: int) -> bool:
@@ -126,7 +126,7 @@ class Search:
         while (ci, ri, si) in self.data:
             try:
                 done = self.step(ci, ri, si, 0, True, (0, 0))
-            except _TooMany:
+            except TooMany:
                 si += 1
                 continue
             all_too_many = False
@@ -135,7 +135,7 @@ class Search:
                 return True
             si += 1
         if all_too_many:
-            raise _TooMany()
+            raise TooMany()
         return False
 
     def _walk_pools(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int],
@@ -155,11 +155,21 @@ class Search:
                 if not self.selectable(ci, data, candidate) or self.capacity_fits(data, candidate) is not True:
                     continue
                 undo = self.take(ci, data, candidate, must=False)
-                if undo is None:
-                    continue
-                if self.step(ci, ri, si, di + 1, in_sub, (pi, index + 1)):
+                if undo is not None and self._deeper(undo, ci, ri, si, di + 1, in_sub, (pi, index + 1)):
                     return True
-                undo()
+        return False
+
+    def _deeper(self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, in_sub: bool,
+                start: tuple[int, int]) -> bool:
+        """The next step after taking a device; the device is put back when that fails (also
+        when it ends the branch for exceeding 32 results, which a subrequest loop catches)."""
+        try:
+            if self.step(ci, ri, si, di, in_sub, start):
+                return True
+        except TooMany:
+            undo()
+            raise
+        undo()
         return False
 
     # -- one device ----------------------------------------------------------------------------
@@ -211,7 +221,7 @@ class Search:
         shareable = device.allow_multiple_allocations
         if not self._free_for(ci, data, device_id, shareable):
             return None
-        sharing_already = shareable and (device_id in self.in_use.capacity or device_id in self.taking_capacity)
+        sharing_already = shareable and (device_id in self.in_use.capacity or device_id in self.shares)
         counted = bool(device.consumes_counters) and not sharing_already
         if counted and not self.counters_fit(candidate):
             return None
@@ -255,13 +265,16 @@ class Search:
         total = self.taking_capacity.setdefault(device_id, {})
         for name, amount in taken.consumed.items():
             total[name] = total.get(name, 0) + amount
+        self.shares[device_id] = self.shares.get(device_id, 0) + 1
 
     def _return_share(self, taken: Taken) -> None:
-        total = self.taking_capacity[taken.candidate.id]
+        device_id = taken.candidate.id
+        total = self.taking_capacity[device_id]
         for name, amount in (taken.consumed or {}).items():
             total[name] -= amount
-        if not any(total.values()):
-            del self.taking_capacity[taken.candidate.id]
+        self.shares[device_id] -= 1
+        if not self.shares[device_id]:
+            del self.shares[device_id], self.taking_capacity[device_id]
 
     def _add_to_constraints(self, ci: int, base: str, sub: str, device: Device) -> list[ActiveConstraint] | None:
         added: list[ActiveConstraint] = []
@@ -300,9 +313,11 @@ class Search:
             counters = consumed.setdefault(consumption.counter_set, {})
             for name, amount in consumption.counters.items():
                 counters[name] = counters.get(name, 0) + amount
-        for set_name, counters in consumed.items():
-            limits = available.get(set_name, {})
-            if any(amount > limits.get(name, 0) for name, amount in counters.items() if name in limits):
+        # Every counter of the pool is checked, consumed by this search or not: a pool already
+        # overdrawn by allocated devices takes no further device (as upstream).
+        for set_name, limits in available.items():
+            taking = consumed.get(set_name, {})
+            if any(limit < taking.get(name, 0) for name, limit in limits.items()):
                 self._release_counters(candidate, True)
                 return False
         return True

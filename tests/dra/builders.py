@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusched.dra.allocator import Allocated, InUse, NodeFacts, Unallocatable, allocate
+from gpusched.dra.in_use import DeviceId
 from gpusched.dra.model import Claim, DeviceClass, Slice
 
 NODE1, NODE2 = "node-1", "node-2"
@@ -21,7 +22,12 @@ REQ0, REQ1, REQ2 = "req-0", "req-1", "req-2"
 SUB0, SUB1 = "subReq-0", "subReq-1"
 CLAIM0, CLAIM1 = "claim-0", "claim-1"
 SLICE1, SLICE2, SLICE3, SLICE4 = "slice-1", "slice-2", "slice-3", "slice-4"
-DEVICE0, DEVICE1, DEVICE2, DEVICE3 = "device-0", "device-1", "device-2", "device-3"
+DEVICE0, DEVICE1, DEVICE2, DEVICE3, DEVICE4 = "device-0", "device-1", "device-2", "device-3", "device-4"
+REQ3 = "req-3"
+CAPACITY0, CAPACITY1 = "capacity-0", "capacity-1"
+INT_ATTRIBUTE, VERSION_ATTRIBUTE = "driver-a/numa", "driver-a/driverVersion"
+STRING_ATTRIBUTE, BOOL_ATTRIBUTE = "driver-a/stringAttribute", "driver-a/boolAttribute"
+FIXED_SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 COUNTER_SET1, COUNTER_SET2 = "counter-set-1", "counter-set-2"
 ALL_NODES, PER_DEVICE = "nodeSelectionAll", "nodeSelectionPerDevice"
 
@@ -97,6 +103,47 @@ def device(name: str, capacity: dict[str, Any] | None = None, attributes: dict[s
     if attributes:
         body["attributes"] = attributes
     return body
+
+
+def counter_device(name: str, *consumptions: dict[str, Any], attributes: dict[str, Any] | None = None,
+                   **extra: Any) -> dict[str, Any]:
+    """upstream ``device(name, fromCounters, ...).withDeviceCounterConsumption(...)``: the
+    device's capacities are the counters it consumes."""
+    capacity = {name_: value for c in consumptions for name_, value in c["counters"].items()}
+    return device(name, attributes=attributes, capacity=capacity or None, consumesCounters=list(consumptions),
+                  **extra)
+
+
+def range_policy(value: str = "4") -> dict[str, Any]:
+    """upstream ``withCapacityRequestPolicyRange``: default 2, range 2..4 step 2."""
+    return {"value": value, "requestPolicy": {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}}}
+
+
+def values_policy(default: str, value: str, *more: str) -> dict[str, Any]:
+    """upstream ``withCapacityRequestPolicyValidValues``: the default first, then ``more``."""
+    return {"value": value, "requestPolicy": {"default": default, "validValues": [default, *more]}}
+
+
+def multi_class(name: str, driver: str, multi: bool) -> DeviceClass:
+    """upstream ``classWithAllowMultipleAllocations``."""
+    return device_class(name, driver, expression=f'device.driver == "{driver}" && '
+                                                 f'device.allowMultipleAllocations == {str(multi).lower()}')
+
+
+def used(*ids: DeviceId, capacity: dict[DeviceId, dict[str, Any]] | None = None,
+         shares: tuple[tuple[DeviceId, str], ...] = ()) -> InUse:
+    """upstream ``allocatedDevices`` / ``allocatedCapacityDevices`` / ``allocatedSharedDeviceIDs``."""
+    from gpusched.dra.model import quantity
+    return InUse(frozenset(ids), frozenset(shares),
+                 {d: {k: quantity(v) for k, v in c.items()} for d, c in (capacity or {}).items()})
+
+
+def share(request_: str, driver: str, pool_: str, device_: str, consumed: dict[str, str] | None = None) -> dict[str, Any]:
+    """upstream ``deviceRequestAllocationResult(...).withConsumedCapacity(&fixedShareID, ...)``."""
+    out = result(request_, driver, pool_, device_, shareID=FIXED_SHARE_ID)
+    if consumed:
+        out["consumedCapacity"] = consumed
+    return out
 
 
 def consumes(counter_set: str, **counters: str) -> dict[str, Any]:
@@ -190,18 +237,24 @@ class Case:
     in_use: InUse = field(default_factory=InUse)
     expect: tuple[dict[str, Any], ...] = ()
     error: str = ""
+    steps: int = 0
 
 
 def _normal(allocation_: dict[str, Any]) -> dict[str, Any]:
+    """Results in any order (upstream compares with ConsistOf); share IDs replaced by upstream's
+    fixed one, as its test harness does."""
     out = dict(allocation_)
     devices = dict(out["devices"])
-    devices["results"] = sorted(devices["results"], key=repr)
+    shares = [{**r, "shareID": FIXED_SHARE_ID} if "shareID" in r else r for r in devices["results"]]
+    devices["results"] = sorted(shares, key=repr)
     out["devices"] = devices
     return out
 
 
 def run(case: Case) -> None:
     got = allocate(case.claims, case.node, case.slices, {c.name: c for c in case.classes}, case.in_use)
+    if case.steps:
+        assert got.steps == case.steps, f"{got.steps} search steps, upstream takes {case.steps}"
     if case.error:
         assert isinstance(got, Unallocatable) and case.error in got.reason, got
         return
