@@ -169,3 +169,31 @@ def test_a_selector_result_is_kept_per_device() -> None:
     selector = compile_selector('device.driver == "dra.example.com"')
     device = Device.from_object({"name": "d"}, DRIVER)
     assert selector.matches(device) and device.cel[selector] is True
+
+
+# upstream's expectCost per case: cel-go's estimate with DRA's size hints.
+COSTS = {"runtime-error-lookup-identifier": 6, "runtime-error-lookup-map": 6, "domain-check-negative": 3,
+         "domain-check-positive": 3, "empty-driver-name": 2, "real-driver-name": 4, "driver-name-qualifier": 4,
+         "driver-name-qualifier-map-lookup": 4, "bind": 15, "qualified-attribute-name": 4, "bool": 4, "int": 5,
+         "string": 5, "attribute-access-causes-match-error": 4, "version": 6, "version_v": 7, "quantity": 6,
+         "check-positive": 10, "check-negative": 11, "all": 52, "many": 12, "check_attribute_domains": 164,
+         "check_attribute_ids": 133, "split_attribute": 19, "regexp_attribute": 18, "check_capacity_domains": 164,
+         "check_capacity_ids": 133, "allow_multiple_allocations": 3, "allow_multiple_allocations_default": 3,
+         "allow_multiple_allocations_false": 3}
+EXPENSIVE = ("[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(y, "
+             "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z2, "
+             "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z3, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z4, "
+             "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z5, int('1'.find('[0-9]*')) < 100)))))))")
+
+
+@pytest.mark.parametrize("name,cost", COSTS.items(), ids=COSTS.keys())
+def test_estimated_cost(name: str, cost: int) -> None:
+    assert compile_selector(CASES[name].expression).cost == cost
+
+
+def test_expensive_is_too_complex() -> None:
+    """upstream ``expensive``: estimated at 85,555,551 (over ``CELSelectorExpressionMaxCost``,
+    1,000,000). Upstream's allocator compiles it and stops it at run time (``actual cost limit
+    exceeded``); its validation refuses it at create time, which is what this module reports."""
+    with pytest.raises(CelCompileError, match="^too complex, exceeds cost limit$"):
+        compile_selector(EXPENSIVE)
