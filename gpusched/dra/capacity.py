@@ -88,6 +88,8 @@ def fits(requests: Mapping[str, Number] | None, capacities: Mapping[str, Capacit
          allocated: Mapping[str, Number], allocating: Mapping[str, Number]) -> bool | None:
     """upstream ``CmpRequestOverCapacity``: ``None`` when the request names a capacity the
     device lacks (upstream's error, which skips the device), else whether it fits."""
+    if not requests and not allocated and not allocating and not any(c.policy for c in capacities.values()):
+        return True          # nothing asked, nothing shared, no policy: every capacity fits whole
     requests = requests or {}
     if any(name not in capacities for name in requests):
         return None

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
 
-from gpusched.dra import cel_library
+from gpusched.dra import cel_cost, cel_library, cel_projection
 from gpusched.dra.model import Device
 
 MAX_COST = 1_000_000           # resourceapi.CELSelectorExpressionMaxCost
@@ -100,13 +100,21 @@ class CompiledSelector:
     cost: int
     pad_attributes: tuple[str, ...]
     pad_capacity: tuple[str, ...]
+    reads: tuple[cel_projection.Path, ...] | None = None
+    shared: dict[Any, bool | CelRuntimeError] = field(default_factory=dict, repr=False)
 
     def matches(self, device: Device) -> bool:
-        """Whether the device is selected; cached per device (a device is immutable)."""
+        """Whether the device is selected; cached per device (a device is immutable) and, when
+        the expression reads fixed places of it, per the values there (``dra.cel_projection``)."""
         cache = device.cel
         found = cache.get(self)
         if found is None:
-            found = self._evaluate(device)
+            projected = None if self.reads is None else cel_projection.key(device, self.reads)
+            found = None if projected is None else self.shared.get(projected)
+            if found is None:
+                found = self._evaluate(device)
+                if projected is not None:
+                    self.shared[projected] = found
             cache[self] = found
         if isinstance(found, CelRuntimeError):
             raise found
@@ -147,7 +155,6 @@ def _pad_domains(expression: str, key: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _compile_cached(expression: str) -> CompiledSelector | CelCompileError:
-    from gpusched.dra import cel_cost
     try:
         checked = _environment().compile(expression)
     except RuntimeError as error:
@@ -160,11 +167,12 @@ def _compile_cached(expression: str) -> CompiledSelector | CelCompileError:
     kind = checked.return_type().name()
     if kind not in ("BOOL", "DYN"):
         return CelCompileError(f"must evaluate to bool or the unknown type, not {_go_type(kind)}")
-    cost = cel_cost.estimate(checked)
+    tree = cel_cost.decode(checked)
+    cost = cel_cost.estimate(tree)
     if cost > MAX_COST:
         return CelCompileError(cel_cost.TOO_COMPLEX)
     return CompiledSelector(expression, checked, cost, _pad_domains(expression, "attributes"),
-                            _pad_domains(expression, "capacity"))
+                            _pad_domains(expression, "capacity"), cel_projection.reads(tree))
 
 
 def compile_selector(expression: str) -> CompiledSelector:

@@ -65,7 +65,8 @@ def _classes() -> tuple[Any, Any]:
     _message(proto, "CreateList", [("elements", 1, M, "Expr", _REPEATED)])
     _message(proto, "Entry", [("map_key", 3, M, "Expr", _OPTIONAL), ("value", 4, M, "Expr", _OPTIONAL)])
     _message(proto, "CreateStruct", [("entries", 2, M, "Entry", _REPEATED)])
-    _message(proto, "Comprehension", [("iter_range", 2, M, "Expr", _OPTIONAL), ("accu_init", 4, M, "Expr", _OPTIONAL),
+    _message(proto, "Comprehension", [("iter_var", 1, S, "", _OPTIONAL), ("accu_var", 3, S, "", _OPTIONAL),
+                                      ("iter_range", 2, M, "Expr", _OPTIONAL), ("accu_init", 4, M, "Expr", _OPTIONAL),
                                       ("loop_condition", 5, M, "Expr", _OPTIONAL), ("loop_step", 6, M, "Expr", _OPTIONAL),
                                       ("result", 7, M, "Expr", _OPTIONAL)])
     _message(proto, "Expr", [("const_expr", 3, M, "Constant", _OPTIONAL), ("ident_expr", 4, M, "Ident", _OPTIONAL),
@@ -163,10 +164,20 @@ def _cost(expr: Any) -> int:
             + _cost(loop.result))
 
 
-def estimate(checked: Any) -> int:
-    """The estimated maximum cost of a compiled expression (cel-expr-python's ``Expression``)."""
+def decode(checked: Any) -> Any:
+    """The expression tree of a compiled expression (cel-expr-python's ``Expression``)."""
     wrapped = any_pb2.Any()
     wrapped.ParseFromString(checked.serialize())
     holder = (_CHECKED if wrapped.type_url.endswith("CheckedExpr") else _PARSED)()
     holder.ParseFromString(wrapped.value)
-    return _cost(holder.expr)
+    return holder.expr
+
+
+def kind(expr: Any) -> str:
+    """Which kind of expression node ``expr`` is (``ident_expr``, ``call_expr``, ...)."""
+    return _kind(expr)
+
+
+def estimate(tree: Any) -> int:
+    """The estimated maximum cost of an expression tree (``decode``)."""
+    return _cost(tree)

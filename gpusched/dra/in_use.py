@@ -20,7 +20,7 @@ Neighbours: ``dra.model`` (claims), ``dra.allocator``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from gpusched.dra.model import Claim, Number, quantity
 
@@ -32,6 +32,10 @@ class InUse:
     devices: frozenset[DeviceId] = frozenset()
     shares: frozenset[tuple[DeviceId, str]] = frozenset()
     capacity: Mapping[DeviceId, Mapping[str, Number]] = field(default_factory=dict)
+
+    def cache(self, name: str) -> dict[Any, Any]:
+        """A per-holdings cache the allocator keeps derived values in (counters left per pool)."""
+        return self.__dict__.setdefault(f"_cache_{name}", {})  # type: ignore[no-any-return]
 
     def by_pool(self) -> dict[tuple[str, str], set[str]]:
         """Dedicated and shared device names per ``(driver, pool)`` (upstream

@@ -17,6 +17,7 @@ Neighbours: ``dra.cel`` (a device's CEL view is cached on the ``Device``), ``dra
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Union
@@ -295,7 +296,7 @@ class Claim:
     allocation: Mapping[str, Any] | None = None
     reserved_for: tuple[Mapping[str, Any], ...] = ()
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """``klog.KObj``: ``<namespace>/<name>``."""
         return f"{self.namespace}/{self.name}" if self.namespace else self.name

@@ -135,26 +135,63 @@ def _has_binding_conditions(pool: Pool) -> bool:
     return any(d.binding_conditions for s in pool.slices for d in s.devices)
 
 
-def gather_pools(node: NodeFacts, slices: Sequence[Slice], candidates: Iterable[Slice] | None = None) -> list[Pool]:
-    """The pools visible from ``node``, in the allocator's search order. ``candidates`` are the
-    slices that may target the node (default: all of ``slices``)."""
-    relevant = _newest(s for s in (slices if candidates is None else candidates) if _relevant(s, node))
-    pools: list[Pool] = []
-    for (driver, name), found in relevant.items():
+class SliceIndex:
+    """The slices of a snapshot grouped for node lookups: device slices by node name, the other
+    device slices (selectors, ``allNodes``, per-device selection), counter slices, and every
+    slice by pool. Counter slices are relevant to every node (upstream treats them as shared);
+    a pool a node sees only through them has no device for it, so it matters only when it is
+    incomplete or invalid (``All`` requests and the error text), and that status does not depend
+    on the node: it is computed once."""
+
+    def __init__(self, slices: Iterable[Slice]) -> None:
+        self.by_pool: dict[tuple[str, str], list[Slice]] = {}
+        self.by_node: dict[str, list[Slice]] = {}
+        self.selecting: list[Slice] = []
+        self.counters: dict[tuple[str, str], list[Slice]] = {}
+        self._foreign: list[Pool] | None = None
+        for slice_ in slices:
+            key = (slice_.driver, slice_.pool)
+            self.by_pool.setdefault(key, []).append(slice_)
+            if slice_.shared_counters:
+                self.counters.setdefault(key, []).append(slice_)
+            elif slice_.node_name:
+                self.by_node.setdefault(slice_.node_name, []).append(slice_)
+            else:
+                self.selecting.append(slice_)
+
+    def foreign(self) -> list[Pool]:
+        """Incomplete or invalid pools as seen through their counter slices alone."""
+        if self._foreign is None:
+            self._foreign = [pool for key, found in _newest(s for c in self.counters.values() for s in c).items()
+                             for pool in self._pools_of(key, found) if pool.incomplete or pool.invalid]
+        return self._foreign
+
+    def _pools_of(self, key: tuple[str, str], found: list[Slice]) -> list[Pool]:
         if len(found) == found[0].resource_slice_count:
-            pools.append(_build_pool(driver, name, found, []))
-        else:
-            pools += _partly_targeting(driver, name, found, slices)
-    pools.sort(key=lambda p: (_has_binding_conditions(p), p.driver, p.name))
-    return pools
+            return [_build_pool(key[0], key[1], found, [])]
+        return _partly_targeting(key[0], key[1], found, self.by_pool.get(key, []))
+
+    def gather(self, node: NodeFacts) -> list[Pool]:
+        """upstream ``GatherPools`` for ``node``, in the allocator's search order."""
+        devices = [s for s in (*self.by_node.get(node.name, ()), *self.selecting) if _relevant(s, node)]
+        mine = {(s.driver, s.pool) for s in devices}
+        counters = [s for key in mine for s in self.counters.get(key, ())]
+        pools = [pool for key, found in _newest([*devices, *counters]).items() for pool in self._pools_of(key, found)]
+        pools += [pool for pool in self.foreign() if (pool.driver, pool.name) not in mine]
+        pools.sort(key=lambda p: (_has_binding_conditions(p), p.driver, p.name))
+        return pools
 
 
-def _partly_targeting(driver: str, name: str, found: list[Slice], slices: Sequence[Slice]) -> list[Pool]:
+def gather_pools(node: NodeFacts, slices: Sequence[Slice]) -> list[Pool]:
+    """The pools visible from ``node``, in the allocator's search order."""
+    return SliceIndex(slices).gather(node)
+
+
+def _partly_targeting(driver: str, name: str, found: list[Slice], same_pool: Sequence[Slice]) -> list[Pool]:
     """A pool of which the node sees only some slices: obsolete (no pool) when a newer
     generation exists elsewhere, incomplete when slices are missing, else built with the
     slices that target other nodes (their counter consumption counts)."""
     generation, count = found[0].generation, found[0].resource_slice_count
-    same_pool = [s for s in slices if s.driver == driver and s.pool == name]
     if any(s.generation > generation for s in same_pool):
         return []
     every = [s for s in same_pool if s.generation == generation]
@@ -164,36 +201,45 @@ def _partly_targeting(driver: str, name: str, found: list[Slice], slices: Sequen
     return [_build_pool(driver, name, found, [s for s in every if s.name not in targeting])]
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A device as the search meets it: with its slice, its pool and its id."""
+    device: Device
+    slice: Slice
+    pool: Pool
+    id: tuple[str, str, str]
+
+
+def candidates_of(pool: Pool) -> list[Candidate]:
+    """The pool's devices in search order: slices by name, each slice's devices in its order
+    (kept on the pool)."""
+    found: list[Candidate] | None = pool.__dict__.get("_candidates")
+    if found is None:
+        found = [Candidate(device, slice_, pool, (pool.driver, pool.name, device.name))
+                 for slice_ in pool.slices for device in slice_.devices]
+        pool.__dict__["_candidates"] = found
+    return found
+
+
 class SliceSet(tuple[Slice, ...]):
     """The slices of one snapshot, with the pools gathered per node kept (a slice set is
     immutable, and so is what a node sees of it)."""
 
-    _pools: dict[tuple[str, tuple[tuple[str, str], ...]], list[Pool]]
-    _by_node: dict[str, list[Slice]] | None
-    _shared: list[Slice]
+    _pools: dict[str, tuple[dict[str, str], list[Pool]]]
+    _index: SliceIndex | None
 
     def __new__(cls, slices: Iterable[Slice]) -> SliceSet:
         made = super().__new__(cls, slices)
         made._pools = {}
-        made._by_node = None
-        made._shared = []
+        made._index = None
         return made
 
-    def _candidates(self, node_name: str) -> list[Slice]:
-        """upstream ``slicesOnNode[node] + slicesShared``."""
-        if self._by_node is None:
-            self._by_node = {}
-            for slice_ in self:
-                if slice_.node_name and not slice_.shared_counters:
-                    self._by_node.setdefault(slice_.node_name, []).append(slice_)
-                else:
-                    self._shared.append(slice_)
-        return [*self._by_node.get(node_name, ()), *self._shared]
-
     def pools_for(self, node: NodeFacts) -> list[Pool]:
-        key = (node.name, tuple(sorted(node.labels.items())))
-        found = self._pools.get(key)
-        if found is None:
-            found = gather_pools(node, self, self._candidates(node.name))
-            self._pools[key] = found
-        return found
+        """The node's pools (kept per node name, gathered again when its labels differ)."""
+        found = self._pools.get(node.name)
+        if found is None or found[0] != node.labels:
+            if self._index is None:
+                self._index = SliceIndex(self)
+            found = (dict(node.labels), self._index.gather(node))
+            self._pools[node.name] = found
+        return found[1]

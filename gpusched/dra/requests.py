@@ -9,21 +9,24 @@ from __future__ import annotations
 
 from gpusched.dra.constraints import ActiveConstraint
 from gpusched.dra.model import Claim, Request
-from gpusched.dra.search import MAX_RESULTS, Candidate, Failure, RequestData, Search, candidates_of
+from gpusched.dra.pools import Candidate, candidates_of
+from gpusched.dra.search import MAX_RESULTS, Failure, RequestData, Search
+
+
+def _where(search: Search, ci: int, request: Request) -> str:
+    return f"claim {search.claims[ci].key}, request {request.name}"
 
 
 def _check(search: Search, ci: int, request: Request, parent: Request | None) -> RequestData:
-    claim = search.claims[ci]
     for i, expression in enumerate(request.selectors):
         if not expression:
-            raise Failure(f"claim {claim.key}, request {request.name}, selector #{i}: "
+            raise Failure(f"{_where(search, ci, request)}, selector #{i}: "
                           "CEL expression empty (unsupported selector type?)")
-    where = f"claim {claim.key}, request {request.name}"
     if not request.device_class_name:
-        raise Failure(f"{where}: missing device class name (unsupported request type?)")
+        raise Failure(f"{_where(search, ci, request)}: missing device class name (unsupported request type?)")
     klass = search.classes.get(request.device_class_name)
     if klass is None:
-        raise Failure(f"{where}: could not retrieve device class {request.device_class_name}: "
+        raise Failure(f"{_where(search, ci, request)}: could not retrieve device class {request.device_class_name}: "
                       f'deviceclass.resource.k8s.io "{request.device_class_name}" not found')
     data = RequestData(request, parent, klass)
     if request.allocation_mode == "ExactCount":
@@ -32,21 +35,25 @@ def _check(search: Search, ci: int, request: Request, parent: Request | None) ->
         data.all_devices = _all_devices(search, ci, data)
         data.num_devices = len(data.all_devices)
     else:
-        raise Failure(f"{where}: unsupported count mode {request.allocation_mode}")
+        raise Failure(f"{_where(search, ci, request)}: unsupported count mode {request.allocation_mode}")
     return data
 
 
 def _all_devices(search: Search, ci: int, data: RequestData) -> list[Candidate]:
-    where = f"claim {search.claims[ci].key}, request {data.request.name}"
+    where = _where(search, ci, data.request)
     found: list[Candidate] = []
     for pool in search.pools:
         if pool.incomplete:
             raise Failure(f"{where}: asks for all devices, but resource pool {pool.pool_id} is currently being updated")
         if pool.invalid:
             raise Failure(f"{where}: asks for all devices, but resource pool {pool.pool_id} is currently invalid")
-        for candidate in candidates_of(pool):
-            if search.selectable(ci, data, candidate) and search.capacity_fits(data, candidate) is True:
-                found.append(candidate)
+        candidates = candidates_of(pool)
+        selected = search.selected(pool, data)
+        for position in selected.positions:
+            if position in selected.errors:
+                raise search.selector_failure(ci, data, selected.errors[position])
+            if search.capacity_fits(data, candidates[position]) is True:
+                found.append(candidates[position])
     return found
 
 

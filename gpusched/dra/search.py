@@ -11,16 +11,18 @@ Neighbours: ``dra.allocator`` (the entry point and its docstring's walk-through)
 
 from __future__ import annotations
 
+import bisect
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from gpusched.dra import capacity as cap
-from gpusched.dra.cel import CelCompileError, CelRuntimeError, compile_selector
 from gpusched.dra.constraints import ActiveConstraint
+from gpusched.dra.counters import Taking
 from gpusched.dra.in_use import DeviceId, InUse
-from gpusched.dra.model import Claim, Device, DeviceClass, Number, Request, Slice
-from gpusched.dra.pools import NodeFacts, Pool, node_matches
+from gpusched.dra.model import Claim, Device, DeviceClass, Number, Request
+from gpusched.dra.pools import Candidate, NodeFacts, Pool, candidates_of
+from gpusched.dra.selection import Matching, SelectorError, matching
 
 MAX_RESULTS = 32                 # resourceapi.AllocationResultsMaxSize
 _SHARE_IDS = uuid.UUID("6f1b3c1e-3d1a-4c55-9a43-2d6c0a7e5b10")
@@ -37,14 +39,6 @@ class Failure(Exception):
 
 class TooMany(Exception):
     """upstream ``errAllocationResultMaxSizeExceeded``: this branch would exceed 32 results."""
-
-
-@dataclass(frozen=True)
-class Candidate:
-    device: Device
-    slice: Slice
-    pool: Pool
-    id: DeviceId
 
 
 @dataclass
@@ -85,8 +79,10 @@ class Search:
     taking_capacity: dict[DeviceId, dict[str, Number]] = field(default_factory=dict)
     shares: dict[DeviceId, int] = field(default_factory=dict)
     steps: int = 0
-    available: dict[str, dict[str, dict[str, Number]]] = field(default_factory=dict)
-    consumed: dict[str, dict[str, dict[str, Number]]] = field(default_factory=dict)
+    counting: Taking = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counting = Taking(self.in_use)
 
     def run(self) -> bool:
         """Search from the first device of the first request (``dra.requests.prepare`` first)."""
@@ -146,16 +142,20 @@ class Search:
             if pool.incomplete or pool.invalid:
                 continue
             candidates = candidates_of(pool)
-            for index in range(start[1] if pi == start[0] else 0, len(candidates)):
-                candidate = candidates[index]
+            selected = self.selected(pool, data) if admin else self.viable(pool, data)
+            first = bisect.bisect_left(selected.positions, start[1]) if pi == start[0] else 0
+            for position in selected.positions[first:]:
+                candidate = candidates[position]
                 if admin and ci in self.taking.get(candidate.id, ()):
                     continue
                 if not admin and self.in_use_now(candidate.id):
                     continue
-                if not self.selectable(ci, data, candidate) or self.capacity_fits(data, candidate) is not True:
+                if position in selected.errors:
+                    raise self.selector_failure(ci, data, selected.errors[position])
+                if self.capacity_fits(data, candidate) is not True:
                     continue
                 undo = self.take(ci, data, candidate, must=False)
-                if undo is not None and self._deeper(undo, ci, ri, si, di + 1, in_sub, (pi, index + 1)):
+                if undo is not None and self._deeper(undo, ci, ri, si, di + 1, in_sub, (pi, position + 1)):
                     return True
         return False
 
@@ -177,29 +177,31 @@ class Search:
     def in_use_now(self, device_id: DeviceId) -> bool:
         return device_id in self.in_use.devices or bool(self.taking.get(device_id))
 
-    def selectable(self, ci: int, data: RequestData, candidate: Candidate) -> bool:
-        """upstream ``isSelectable``: class selectors, request selectors, per-device node."""
-        device = candidate.device
-        if data.klass is not None and not self._selectors_match(ci, device, data.klass, data.klass.selectors):
-            return False
-        if not self._selectors_match(ci, device, None, data.request.selectors):
-            return False
-        if candidate.slice.per_device_node_selection:
-            return node_matches(self.node, device.node_name, device.all_nodes, device.node_terms)
-        return True
+    def selected(self, pool: Pool, data: RequestData) -> Matching:
+        class_selectors = data.klass.selectors if data.klass is not None else ()
+        return matching(pool, self.node, class_selectors, data.request.selectors)
 
-    def _selectors_match(self, ci: int, device: Device, klass: DeviceClass | None,
-                         selectors: tuple[str, ...]) -> bool:
-        for i, expression in enumerate(selectors):
-            owner = f"class {klass.name}" if klass else f"claim {self.claims[ci].key}"
-            try:
-                if not compile_selector(expression).matches(device):
-                    return False
-            except CelCompileError as error:
-                raise Failure(f"{owner}: selector #{i}: CEL compile error: {error}") from None
-            except CelRuntimeError as error:
-                raise Failure(f"{owner}: selector #{i}: CEL runtime error: {error}") from None
-        return True
+    def viable(self, pool: Pool, data: RequestData) -> Matching:
+        """The selected devices that are not held by allocated claims and whose counters fit
+        what the pool has left: no other device can be taken by a request without admin access
+        under these holdings (kept on the ``InUse``, so a full node answers at once)."""
+        selected = self.selected(pool, data)
+        cache: dict[tuple[int, int], tuple[Pool, Matching, Matching]] = self.in_use.cache("viable")
+        key = (id(pool), id(selected))
+        found = cache.get(key)
+        if found is None or found[0] is not pool or found[1] is not selected:
+            candidates = candidates_of(pool)
+            kept = [p for p in selected.positions if candidates[p].id not in self.in_use.devices
+                    and (candidates[p].device.allow_multiple_allocations or p in selected.errors
+                         or self.counting.fits_alone(pool, candidates[p].device))]
+            found = (pool, selected, Matching(kept, selected.errors))
+            cache[key] = found
+        return found[2]
+
+    def selector_failure(self, ci: int, data: RequestData, error: SelectorError) -> Failure:
+        """upstream's ``class <c>: selector #<i>: CEL compile error: ...`` (or ``claim <ns/n>``)."""
+        owner = f"class {data.klass.name}" if error.in_class and data.klass else f"claim {self.claims[ci].key}"
+        return Failure(f"{owner}: selector #{error.index}: CEL {error.kind} error: {error.text}")
 
     def capacity_fits(self, data: RequestData, candidate: Candidate) -> bool | None:
         allocated = self.in_use.capacity.get(candidate.id, {})
@@ -223,7 +225,7 @@ class Search:
             return None
         sharing_already = shareable and (device_id in self.in_use.capacity or device_id in self.shares)
         counted = bool(device.consumes_counters) and not sharing_already
-        if counted and not self.counters_fit(candidate):
+        if counted and not self.counting.take(candidate.pool, device):
             return None
         base, sub = (data.parent.name, data.request.name) if data.parent else (data.request.name, "")
         added = None
@@ -286,50 +288,9 @@ class Search:
             added.append(constraint)
         return added
 
-    # -- counters (partitionable devices) ------------------------------------------------------
-
-    def _available(self, pool: Pool) -> dict[str, dict[str, Number]]:
-        """The pool's counters less what allocated devices consume (upstream computes this once
-        per pool; here once per search)."""
-        found = self.available.get(pool.pool_id)
-        if found is None:
-            found = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-            for name in self.in_use.by_pool().get((pool.driver, pool.name), ()):
-                device = pool.devices_by_name.get(name)
-                for consumption in device.consumes_counters if device else ():
-                    counters = found.get(consumption.counter_set, {})
-                    for counter, amount in consumption.counters.items():
-                        if counter in counters:
-                            counters[counter] -= amount
-            self.available[pool.pool_id] = found
-        return found
-
-    def counters_fit(self, candidate: Candidate) -> bool:
-        """upstream ``checkAvailableCounters``: add the device's consumption, then check every
-        counter of the pool; undo when one is exceeded."""
-        available = self._available(candidate.pool)
-        consumed = self.consumed.setdefault(candidate.pool.pool_id, {})
-        for consumption in candidate.device.consumes_counters:
-            counters = consumed.setdefault(consumption.counter_set, {})
-            for name, amount in consumption.counters.items():
-                counters[name] = counters.get(name, 0) + amount
-        # Every counter of the pool is checked, consumed by this search or not: a pool already
-        # overdrawn by allocated devices takes no further device (as upstream).
-        for set_name, limits in available.items():
-            taking = consumed.get(set_name, {})
-            if any(limit < taking.get(name, 0) for name, limit in limits.items()):
-                self._release_counters(candidate, True)
-                return False
-        return True
-
     def _release_counters(self, candidate: Candidate, counted: bool) -> None:
-        if not counted:
-            return
-        consumed = self.consumed[candidate.pool.pool_id]
-        for consumption in candidate.device.consumes_counters:
-            counters = consumed[consumption.counter_set]
-            for name, amount in consumption.counters.items():
-                counters[name] -= amount
+        if counted:
+            self.counting.give_back(candidate.pool, candidate.device)
 
 
 def _taint_blocks(device: Device, request: Request) -> bool:
@@ -338,13 +299,3 @@ def _taint_blocks(device: Device, request: Request) -> bool:
     return any(taint.effect in ("NoSchedule", "NoExecute")
                and not any(t.tolerates(taint) for t in request.tolerations)
                for taint in device.taints)
-
-
-def candidates_of(pool: Pool) -> list[Candidate]:
-    """The pool's devices in search order (kept on the pool)."""
-    found: list[Candidate] | None = pool.__dict__.get("_candidates")
-    if found is None:
-        found = [Candidate(device, slice_, pool, (pool.driver, pool.name, device.name))
-                 for slice_ in pool.slices for device in slice_.devices]
-        pool.__dict__["_candidates"] = found
-    return found

@@ -197,3 +197,34 @@ def test_expensive_is_too_complex() -> None:
     exceeded``); its validation refuses it at create time, which is what this module reports."""
     with pytest.raises(CelCompileError, match="^too complex, exceeds cost limit$"):
         compile_selector(EXPENSIVE)
+
+
+@pytest.mark.parametrize("expression,reads", [
+    pytest.param("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+                 (("device", "attributes", "gpu.nvidia.com", "type"), ("device", "driver")), id="nvidia-class"),
+    pytest.param('device.capacity["d"]["memory"].compareTo(quantity("1Gi")) >= 0',
+                 (("device", "capacity", "d", "memory"),), id="capacity-index"),
+    pytest.param('has(device.attributes["d"].x) && device.allowMultipleAllocations',
+                 (("device", "allowMultipleAllocations"), ("device", "attributes", "d", "x")), id="has"),
+    pytest.param('"d" in device.attributes', None, id="whole-map"),
+    pytest.param('device.attributes["d"].exists(k, true)', None, id="comprehension-over-domain"),
+    pytest.param('cel.bind(a, device.attributes["d"], a.x)', None, id="bind"),
+    pytest.param('device.attributes["d"]["x" + "y"] == 1', None, id="computed-key"),
+    pytest.param('[1].exists(device, device == 1)', None, id="shadowed"),
+])
+def test_what_a_selector_reads(expression: str, reads: Any) -> None:
+    """``dra.cel_projection``: a selector reading fixed places of a device shares its result
+    between devices agreeing there; any other use of ``device`` evaluates each device."""
+    assert compile_selector(expression).reads == reads
+
+
+def test_devices_agreeing_on_what_is_read_share_one_evaluation() -> None:
+    selector = compile_selector('device.attributes["dra.example.com"].profile == "1g.10gb"')
+    first = Device.from_object({"name": "a", "attributes": {"profile": {"string": "1g.10gb"}, "uuid": {"string": "1"}}}, DRIVER)
+    second = Device.from_object({"name": "b", "attributes": {"profile": {"string": "1g.10gb"}, "uuid": {"string": "2"}}}, DRIVER)
+    other = Device.from_object({"name": "c", "attributes": {"profile": {"string": "2g.20gb"}}}, DRIVER)
+    missing = Device.from_object({"name": "d"}, DRIVER)
+    assert selector.matches(first) and selector.matches(second) and not selector.matches(other)
+    with pytest.raises(CelRuntimeError, match="no such key: profile"):
+        selector.matches(missing)
+    assert len(selector.shared) == 3

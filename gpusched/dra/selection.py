@@ -1,0 +1,77 @@
+"""Which devices of a pool a request may take: its class's selectors, its own selectors, and,
+for slices with per-device node selection, the device's node (upstream ``isSelectable``).
+
+The answer depends on the selectors and the pool alone (a pool is gathered for one node), so it
+is kept on the pool per selector texts: the positions of the matching devices in search order.
+A selector that fails on a device (compile or runtime error) keeps its place in that list, so
+the search reports it when it reaches that device, as upstream does, and not before.
+
+Neighbours: ``dra.cel`` (evaluation, cached per device), ``dra.search``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusched.dra.cel import CelCompileError, CelRuntimeError, compile_selector
+from gpusched.dra.model import Device
+from gpusched.dra.pools import NodeFacts, Pool, candidates_of, node_matches
+
+
+@dataclass(frozen=True)
+class SelectorError:
+    """A selector that could not be evaluated on a device: ``in_class`` tells the class's from
+    the request's; ``kind`` is ``compile`` or ``runtime``."""
+    in_class: bool
+    index: int
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Matching:
+    positions: list[int]                       # candidate positions, in search order
+    errors: dict[int, SelectorError]           # position -> the error to report there
+
+
+def _evaluate(device: Device, selectors: tuple[str, ...], in_class: bool) -> bool | SelectorError:
+    for i, expression in enumerate(selectors):
+        try:
+            if not compile_selector(expression).matches(device):
+                return False
+        except CelCompileError as error:
+            return SelectorError(in_class, i, "compile", str(error))
+        except CelRuntimeError as error:
+            return SelectorError(in_class, i, "runtime", str(error))
+    return True
+
+
+def _selected(device: Device, per_device: bool, node: NodeFacts, class_selectors: tuple[str, ...],
+              request_selectors: tuple[str, ...]) -> bool | SelectorError:
+    for selectors, in_class in ((class_selectors, True), (request_selectors, False)):
+        found = _evaluate(device, selectors, in_class)
+        if found is not True:
+            return found
+    if per_device:
+        return node_matches(node, device.node_name, device.all_nodes, device.node_terms)
+    return True
+
+
+def matching(pool: Pool, node: NodeFacts, class_selectors: tuple[str, ...],
+             request_selectors: tuple[str, ...]) -> Matching:
+    """The pool's devices a request with these selectors may take (kept on the pool)."""
+    cache: dict[tuple[tuple[str, ...], tuple[str, ...]], Matching] = pool.__dict__.setdefault("_matching", {})
+    key = (class_selectors, request_selectors)
+    found = cache.get(key)
+    if found is None:
+        found = Matching([], {})
+        for position, candidate in enumerate(candidates_of(pool)):
+            selected = _selected(candidate.device, candidate.slice.per_device_node_selection, node,
+                                 class_selectors, request_selectors)
+            if selected is False:
+                continue
+            found.positions.append(position)
+            if isinstance(selected, SelectorError):
+                found.errors[position] = selected
+        cache[key] = found
+    return found
