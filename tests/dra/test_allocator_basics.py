@@ -94,8 +94,9 @@ def test_upstream_case(case: Case) -> None:
     run(case)
 
 
-def test_no_claims_to_allocate_is_an_empty_solution() -> None:
-    """upstream ``no-claims-to-allocate``: nothing asked, nothing allocated, no error."""
+@pytest.mark.parametrize("name", ["no-claims-to-allocate", "empty"])
+def test_no_claims_to_allocate_is_an_empty_solution(name: str) -> None:
+    """upstream ``no-claims-to-allocate`` and ``empty``: nothing asked, nothing allocated, no error."""
     from gpusched.dra.allocator import Allocated, InUse, allocate
     got = allocate([], node(), [one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
                    {CLASS_A: device_class(CLASS_A, DRIVER_A)}, InUse())
@@ -175,6 +176,8 @@ MORE = {
     "too-many-devices-single-request": Case(
         claims=[claim(CLAIM0, request(REQ0, CLASS_A, 500))], classes=A, error="exceeds the claim limit"),
     "many-devices-okay": Case(claims=[claim(CLAIM0, request(REQ0, CLASS_A, 32))], classes=A),
+    "all-devices-invalid-CEL": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 500))], classes=A, error="exceeds the claim limit"),
     "too-many-devices-total": Case(
         claims=[claim(CLAIM0, request(REQ0, CLASS_A, 32), request(REQ1, CLASS_A))], classes=A,
         slices=[many_devices(SLICE1, NODE1, POOL1, DRIVER_A, 33)], error="exceeds the claim limit"),

@@ -152,6 +152,15 @@ CASES = {
         expect=(allocation(local(NODE1), share(REQ0, DRIVER_A, POOL1, DEVICE1, {CAPACITY0: "1"}),
                            share(REQ1, DRIVER_A, POOL1, DEVICE1, {CAPACITY0: "1"}),
                            share(REQ1, DRIVER_A, POOL1, DEVICE2, {CAPACITY0: "1"})),)),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-sufficient": Case(
+        claims=[claim(CLAIM0, all_request(REQ0, CLASS_A, **asks("1")))], classes=A,
+        slices=one_slice(shared(DEVICE1, {CAPACITY0: "2"}), shared(DEVICE2, {CAPACITY0: "1"})),
+        in_use=used(capacity={D1: {CAPACITY0: "1"}}),
+        expect=(allocation(local(NODE1), share(REQ0, DRIVER_A, POOL1, DEVICE1, {CAPACITY0: "1"}),
+                           share(REQ0, DRIVER_A, POOL1, DEVICE2, {CAPACITY0: "1"})),)),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-insufficient": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, **asks("1")), all_request(REQ1, CLASS_A, **asks("1")))], classes=A,
+        slices=one_slice(shared(DEVICE1, {CAPACITY0: "1"}), shared(DEVICE2, {CAPACITY0: "1"}))),
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-insufficient": Case(
         claims=[claim(CLAIM0, all_request(REQ0, CLASS_A, **asks("1")))], classes=A,
         slices=one_slice(shared(DEVICE1, {CAPACITY0: "1"}), shared(DEVICE2, {CAPACITY0: "1"})),

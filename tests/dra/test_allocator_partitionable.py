@@ -226,6 +226,14 @@ CASES = {
         expect=(allocation(local(NODE1), with_conditions(REQ0, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]),
                            with_conditions(REQ0, POOL1, DEVICE2),
                            with_conditions(REQ0, POOL1, DEVICE3, ["IsReady"], ["BindingTimeout"])),)),
+    "partitionable-devices-with-binding-conditions-multi-slices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))], classes=A,
+        slices=[slice_with(SLICE4, NODE1, pool(POOL1, 4), DRIVER_A, bound(DEVICE1, "4Gi", ["IsPrepare"], ["BindingFailed"])),
+                counters(SLICE3, pool(POOL1, 4), EIGHT),
+                slice_with(SLICE2, NODE1, pool(POOL1, 4), DRIVER_A, counter_device(DEVICE2, consumes(COUNTER_SET2, memory="4Gi"))),
+                counters(SLICE1, pool(POOL1, 4), counter_set(COUNTER_SET2, memory="8Gi"))],
+        expect=(allocation(local(NODE1), with_conditions(REQ0, POOL1, DEVICE2),
+                           with_conditions(REQ0, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"])),)),
     "partitionable-devices-with-binding-conditions-and-taints-tolerated": Case(
         claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2, tolerations=[TOLERATE_KEY1]))], classes=A,
         slices=[slice_with(SLICE1, NODE1, pool(POOL1, 2), DRIVER_A,

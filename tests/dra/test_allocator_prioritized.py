@@ -119,6 +119,11 @@ CASES = {
         claims=[claim(CLAIM0, prioritized(REQ0, sub_request(SUB0, CLASS_B, 500), sub_request(SUB1, CLASS_A)))], classes=AB,
         slices=[one_device("slice-1", NODE1, POOL1, DRIVER_A)],
         expect=(allocation(local(NODE1), result(R0S1, DRIVER_A, POOL1, DEVICE1)),)),
+    "prioritized-list-allocation-mode-all": Case(
+        claims=[claim(CLAIM0, prioritized(REQ0, sub_request(SUB0, CLASS_A, mode="All"), sub_request(SUB1, CLASS_A)))],
+        classes=A, slices=[slice_with("slice-1", NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        in_use=used((DRIVER_A, POOL1, DEVICE2)),
+        expect=(allocation(local(NODE1), result("req-0/subReq-1", DRIVER_A, POOL1, DEVICE1)),)),
     "prioritized-list-allocation-mode-all-with-selectors": Case(
         claims=[claim(CLAIM0, ALL_V6_V5)], classes=A,
         slices=[slice_with("slice-1", NODE1, POOL1, DRIVER_A, gen_device(DEVICE1, "v5"))],
