@@ -36,7 +36,7 @@ from gpusched.dra.model import Claim, DeviceClass, Slice
 from gpusched.dra.pools import NodeFacts, SliceSet
 from gpusched.dra.search import Failure, Search, TooMany
 
-__all__ = ["Allocated", "InUse", "NodeFacts", "SliceSet", "Unallocatable", "allocate"]
+__all__ = ["Allocated", "InUse", "NodeFacts", "SliceSet", "Unallocatable", "allocate", "first_available_score"]
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,19 @@ def allocate(claims: Sequence[Claim], node: NodeFacts, slices: Sequence[Slice],
         return Unallocatable(failure.message, failure.error, search.steps)
     except TooMany:
         return Unallocatable("allocation max size exceeded", True, search.steps)
+
+
+FIRST_AVAILABLE_MAX = 8          # resourceapi.FirstAvailableDeviceRequestMaxSize
+
+
+def first_available_score(claims: Sequence[Claim], allocated: Allocated) -> int:
+    """The DynamicResources plugin's node score (``computeScore``): per allocated subrequest of
+    a ``firstAvailable`` request, 8 minus its index, summed over the claims (index 0 scores 8,
+    so a node serving everyone's first choice ranks highest; DefaultNormalizeScore follows)."""
+    score = 0
+    for claim, allocation in zip(claims, allocated.allocations):
+        taken = {r.get("request") for r in allocation["devices"]["results"]}
+        for request in claim.requests:
+            score += sum(FIRST_AVAILABLE_MAX - i for i, sub in enumerate(request.first_available)
+                         if f"{request.name}/{sub.name}" in taken)
+    return score

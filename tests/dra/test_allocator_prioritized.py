@@ -176,3 +176,18 @@ CASES = {
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_upstream_case(case: Case) -> None:
     run(case)
+
+
+@pytest.mark.parametrize("available,score", [
+    pytest.param(("driver-b",), 8, id="first-choice-scores-8"),
+    pytest.param(("driver-a",), 7, id="second-choice-scores-7"),
+])
+def test_first_available_score(available: tuple[str, ...], score: int) -> None:
+    """``dynamicresources.go`` ``computeScore``: 8 (FirstAvailableDeviceRequestMaxSize) minus
+    the index of each allocated subrequest."""
+    from gpusched.dra.allocator import Allocated, allocate, first_available_score
+    from tests.dra.builders import node
+    claims = [claim(CLAIM0, prioritized(REQ0, sub_request(SUB0, CLASS_B), sub_request(SUB1, CLASS_A)), request(REQ1, CLASS_A))]
+    slices = [one_device(f"slice-{d}", NODE1, POOL1, d) for d in available] + [one_device("slice-x", NODE1, POOL2, DRIVER_A)]
+    got = allocate(claims, node(), slices, {c.name: c for c in AB}, used())
+    assert isinstance(got, Allocated) and first_available_score(claims, got) == score
