@@ -55,8 +55,9 @@ class InUse:
         shares: set[tuple[DeviceId, str]] = set()
         capacity: dict[DeviceId, dict[str, Number]] = {}
         for claim in claims:
-            results = (claim.allocation or {}).get("devices", {}).get("results") or ()
-            for result in results:
+            allocated = (claim.allocation or {}).get("devices")
+            results = allocated.get("results") if isinstance(allocated, dict) else None
+            for result in results if isinstance(results, list) else ():
                 if not isinstance(result, dict) or result.get("adminAccess") is True:
                     continue
                 device_id = (str(result.get("driver", "")), str(result.get("pool", "")),

@@ -51,7 +51,9 @@ def _list(value: Any) -> list[Any]:
 def _terms(selector: Any) -> tuple[NodeSelectorTerm, ...] | None:
     if not isinstance(selector, dict):
         return None
-    return tuple(term_from_dict(t) for t in _list(selector.get("nodeSelectorTerms")) if isinstance(t, dict))
+    return tuple(term_from_dict({k: [r for r in _list(t.get(k)) if isinstance(r, dict)]
+                                 for k in ("matchExpressions", "matchFields")})
+                 for t in _list(selector.get("nodeSelectorTerms")) if isinstance(t, dict))
 
 
 @dataclass(frozen=True)

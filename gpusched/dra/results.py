@@ -87,19 +87,24 @@ def _without_requests(entry: Any) -> dict[str, Any]:
     return {k: v for k, v in dict(entry).items() if k not in ("requests", "source")}
 
 
+def _selection(taken: Taken) -> tuple[str, Any]:
+    """The node name and node selector a taken device came with (its own with per-device node
+    selection, else its slice's)."""
+    slice_, device = taken.candidate.slice, taken.candidate.device
+    if slice_.per_device_node_selection:
+        return device.node_name, device.node_selector
+    return slice_.node_name, slice_.node_selector
+
+
 def _node_selector(search: Search, ci: int) -> dict[str, Any] | None:
     fields: list[dict[str, Any]] = []
     expressions: list[dict[str, Any]] = []
     for taken in search.results[ci]:
-        slice_, device = taken.candidate.slice, taken.candidate.device
-        if slice_.per_device_node_selection:
-            node_name, selector = device.node_name, device.node_selector
-        else:
-            node_name, selector = slice_.node_name, slice_.node_selector
-        if node_name or device.binds_to_node:
+        node_name, selector = _selection(taken)
+        if node_name or taken.candidate.device.binds_to_node:
             return {"nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": [search.node.name]}]}]}
-        terms = (selector or {}).get("nodeSelectorTerms") or []
+        terms = [t for t in (selector or {}).get("nodeSelectorTerms") or [] if isinstance(t, dict)]
         if len(terms) > 1:
             raise Failure(f"create NodeSelector for claim {search.claims[ci].name}: "
                           f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
@@ -115,7 +120,9 @@ def _node_selector(search: Search, ci: int) -> dict[str, Any] | None:
 
 
 def _merge(found: Any, into: list[dict[str, Any]]) -> None:
-    for requirement in found:
+    for requirement in found if isinstance(found, list) else ():
+        if not isinstance(requirement, dict):
+            continue
         same = any(r.get("key") == requirement.get("key") and r.get("operator") == requirement.get("operator")
                    and set(r.get("values") or ()) == set(requirement.get("values") or ()) for r in into)
         if not same:
