@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import re2
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_strings
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from gpusched.dra import semver
@@ -188,16 +188,54 @@ def _regex_functions() -> dict[str, list[Any]]:
     }
 
 
+def _sorted(items: list[Any]) -> bool:
+    return all(a <= b for a, b in zip(items, items[1:]))
+
+
+def _least(items: list[Any]) -> Any:
+    if not items:
+        raise ValueError("min called on empty list")
+    return min(items)
+
+
+def _greatest(items: list[Any]) -> Any:
+    if not items:
+        raise ValueError("max called on empty list")
+    return max(items)
+
+
+def _list_functions() -> dict[str, list[Any]]:
+    """The apiserver's ``lists`` library and cel-go's ``sets`` extension (``sets.contains``,
+    ``sets.equivalent``, ``sets.intersects``), over lists of any element type. The lists
+    library's ``indexOf``/``lastIndexOf`` are left out: the runtime's strings extension owns
+    those names (for strings)."""
+    L, D = cel.Type.List(cel.Type.DYN), cel.Type.DYN
+    return {
+        "isSorted": [_overload("list_is_sorted", BOOL, [L], _sorted)],
+        "sum": [_overload("list_sum", D, [L], lambda items: sum(items))],
+        "min": [_overload("list_min", D, [L], _least)],
+        "max": [_overload("list_max", D, [L], _greatest)],
+        "sets.contains": [_overload("list_sets_contains_list", BOOL, [L, L],
+                                    lambda a, b: all(x in a for x in b), member=False)],
+        "sets.equivalent": [_overload("list_sets_equivalent_list", BOOL, [L, L],
+                                      lambda a, b: all(x in a for x in b) and all(x in b for x in a), member=False)],
+        "sets.intersects": [_overload("list_sets_intersects_list", BOOL, [L, L],
+                                      lambda a, b: any(x in a for x in b), member=False)],
+    }
+
+
 def functions() -> list[Any]:
     merged: dict[str, list[Any]] = {}
-    for group in (_quantity_functions(), _semver_functions(), _regex_functions()):
+    for group in (_quantity_functions(), _semver_functions(), _regex_functions(), _list_functions()):
         for name, overloads in group.items():
             merged.setdefault(name, []).extend(overloads)
     return [cel.FunctionDecl(name, overloads) for name, overloads in merged.items()]
 
 
 def extensions() -> list[Any]:
-    return [ext_strings.ExtStrings(), ext_bindings.ExtBindings()]
+    """cel-go's strings and bindings extensions and optional types, as the apiserver's base
+    environment has them."""
+    return [ext_strings.ExtStrings(), ext_bindings.ExtBindings(), ext_optional.ExtOptional()]
 
 
 def _attribute_value(kind: str, value: int | bool | str) -> Any:

@@ -140,6 +140,12 @@ def test_upstream_case(case: C) -> None:
                  id="semver-normalize"),
     pytest.param('!isSemver("1.0") && isSemver("1.0", true) && !isSemver("01.0.0")', True, id="isSemver-strict"),
     pytest.param('"abc123".find("[0-9]+") == "123"', True, id="regex-find"),
+    pytest.param('"a1b22".findAll("[0-9]+") == ["1", "22"]', True, id="regex-findAll"),
+    pytest.param('[1, 2, 2].isSorted() && !["b", "a"].isSorted()', True, id="lists-isSorted"),
+    pytest.param('[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3 && [1, 2].sum() == 3', True, id="lists-min-max-sum"),
+    pytest.param('sets.contains([1, 2], [2]) && sets.intersects([1], [1, 3]) && !sets.equivalent([1], [2])', True,
+                 id="sets"),
+    pytest.param('device.?attributes.hasValue()', True, id="optional"),
 ])
 def test_kubernetes_library(expression: str, expected: bool) -> None:
     """The apiserver's CEL libraries (``k8s.io/apiserver/pkg/cel/library``: quantity.go,
