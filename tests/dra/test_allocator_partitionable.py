@@ -12,7 +12,7 @@ import pytest
 
 from tests.dra.builders import (CLAIM0, CLASS_A, CLASS_B, COUNTER_SET1, COUNTER_SET2, DEVICE1, DEVICE2,
                                 DEVICE3, DRIVER_A, DRIVER_B, NODE1, NODE2, PER_DEVICE, POOL1, POOL2, REGION1, REQ0,
-                                REQ1, SLICE1, SLICE2, SLICE3, SLICE4, SUB0, SUB1, Case, allocation, claim, consumes,
+                                REQ1, SLICE1, SLICE2, SLICE3, SLICE4, SUB0, SUB1, Case, all_request, allocation, claim, consumes,
                                 counter_device, counter_set, device, device_class, local, node_label_selector, pool,
                                 prioritized, request, result, run, slice_with, sub_request, used)
 
@@ -265,3 +265,19 @@ CASES = {
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_upstream_case(case: Case) -> None:
     run(case)
+
+
+def test_counter_slices_of_other_nodes() -> None:
+    """Counter slices are relevant to every node (upstream ``GatherPools``: ``relevant = true``
+    for a slice with sharedCounters). Another node's pool seen through them alone has no device
+    here: a complete one changes nothing, an incomplete one makes an ``All`` request fail as
+    upstream's does."""
+    mine = [slice_with(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1))]
+    complete = [counters(SLICE2, pool(POOL2, 2), EIGHT, selection=NODE2),
+                slice_with(SLICE3, NODE2, pool(POOL2, 2), DRIVER_A, mem(DEVICE2, "4Gi"))]
+    incomplete = [counters(SLICE2, pool(POOL2, 2), EIGHT, selection=NODE2)]
+    all_claim = [claim(CLAIM0, all_request(REQ0, CLASS_A))]
+    run(Case(claims=all_claim, classes=A, slices=mine + complete,
+             expect=(allocation(local(NODE1), result(REQ0, DRIVER_A, POOL1, DEVICE1)),)))
+    run(Case(claims=all_claim, classes=A, slices=mine + incomplete,
+             error="asks for all devices, but resource pool driver-a/pool-2 is currently being updated"))
