@@ -39,7 +39,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from gpusched.dra import cel_cost, cel_library, cel_projection
-from gpusched.dra.model import Device
+from gpusched.dra.model import Device, go_text
 
 MAX_COST = 1_000_000           # resourceapi.CELSelectorExpressionMaxCost
 _STATUS = re.compile(r"^[A-Z_]+: ")
@@ -127,7 +127,10 @@ class CompiledSelector:
             return CelRuntimeError(str(error))
         if self.pad_attributes or self.pad_capacity:
             data = _padded(data, self.pad_attributes, self.pad_capacity)
-        result = self.program.eval(data={"device": data})
+        try:
+            result = self.program.eval(data={"device": data})
+        except (TypeError, ValueError, RuntimeError) as error:     # a value the runtime cannot take in
+            return CelRuntimeError(str(error).splitlines()[0])
         kind = result.type().name()
         if kind == "ERROR":
             return CelRuntimeError(_runtime_message(str(result.value())))
@@ -177,7 +180,7 @@ def _compile_cached(expression: str) -> CompiledSelector | CelCompileError:
 
 def compile_selector(expression: str) -> CompiledSelector:
     """Compile (once per text) a selector expression; raises ``CelCompileError``."""
-    found = _compile_cached(expression)
+    found = _compile_cached(go_text(expression))
     if isinstance(found, CelCompileError):
         raise CelCompileError(str(found))
     return found

@@ -40,6 +40,16 @@ def quantity(value: object) -> Number:
     return amount.numerator if amount.denominator == 1 else amount
 
 
+def go_text(text: str) -> str:
+    """A string as Go's JSON decoding stores it: a lone UTF-16 surrogate (``"\\ud800"`` in
+    JSON) becomes U+FFFD, so the CEL runtime (UTF-8 only) can take it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -68,7 +78,7 @@ class Attribute:
         for kind in ATTRIBUTE_KINDS:
             value = body.get(kind)
             if value is not None:
-                return Attribute(kind, value)
+                return Attribute(kind, go_text(value) if isinstance(value, str) else value)
         # List values (``ints``, ``strings``...) are alpha and off in v1.36: CEL reports them.
         return Attribute("unsupported", "")
 

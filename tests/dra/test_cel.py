@@ -234,3 +234,21 @@ def test_devices_agreeing_on_what_is_read_share_one_evaluation() -> None:
     with pytest.raises(CelRuntimeError, match="no such key: profile"):
         selector.matches(missing)
     assert len(selector.shared) == 3
+
+
+@pytest.mark.parametrize("expression,error", [
+    pytest.param("\x00", "Syntax error", id="nul"),
+    pytest.param("", "Syntax error", id="empty"),
+    pytest.param("(" * 40 + "true" + ")" * 40, "recursion limit exceeded", id="nested-40-deep"),
+])
+def test_odd_expressions_are_compile_errors(expression: str, error: str) -> None:
+    with pytest.raises(CelCompileError, match=error):
+        compile_selector(expression)
+
+
+def test_lone_surrogates_read_as_go_reads_them() -> None:
+    """A JSON ``"\\ud800"`` decodes in Go to U+FFFD; the CEL runtime (UTF-8 only) raised a
+    TypeError on the raw Python string, in the expression or in an attribute."""
+    device = Device.from_object({"name": "d", "attributes": {"a": {"string": "\ud800"}}}, DRIVER)
+    assert compile_selector("device.attributes['dra.example.com'].a == '\ud800'").matches(device)
+    assert compile_selector("device.attributes['dra.example.com'].a == '\ufffd'").matches(device)
