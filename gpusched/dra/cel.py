@@ -102,6 +102,10 @@ class CompiledSelector:
     pad_capacity: tuple[str, ...]
     reads: tuple[cel_projection.Path, ...] | None = None
     shared: dict[Any, bool | CelRuntimeError] = field(default_factory=dict, repr=False)
+    plan: cel_projection.Plan = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", cel_projection.plan(self.reads or ()))
 
     def matches(self, device: Device) -> bool:
         """Whether the device is selected; cached per device (a device is immutable) and, when
@@ -109,7 +113,7 @@ class CompiledSelector:
         cache = device.cel
         found = cache.get(self)
         if found is None:
-            projected = None if self.reads is None else cel_projection.key(device, self.reads)
+            projected = None if self.reads is None else cel_projection.key(device, self.plan)
             found = None if projected is None else self.shared.get(projected)
             if found is None:
                 found = self._evaluate(device)

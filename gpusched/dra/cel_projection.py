@@ -87,24 +87,45 @@ def reads(tree: Any) -> tuple[Path, ...] | None:
     return tuple(sorted(found))
 
 
-def _value(device: Device, path: Path) -> Any:
-    if path == ("device", "driver"):
-        return device.driver
-    if path == ("device", "allowMultipleAllocations"):
-        return device.allow_multiple_allocations
-    _, where, domain, name = path
-    table: Any = device.attributes if where == "attributes" else device.capacity
-    found = table.get(f"{domain}/{name}")
-    if found is None and domain == device.driver:
-        found = table.get(name)
+Plan = tuple[tuple[str, str, str, str], ...]
+
+
+def plan(paths: tuple[Path, ...]) -> Plan:
+    """How to read each place: (what, qualified name, unqualified name, domain)."""
+    out = []
+    for path in paths:
+        if len(path) == 2:
+            out.append((path[1], "", "", ""))
+        else:
+            _, where, domain, name = path
+            out.append((where, f"{domain}/{name}", name, domain))
+    return tuple(out)
+
+
+def _unreadable(device: Device) -> bool:
+    found: bool | None = device.cel.get("unreadable")
     if found is None:
-        return MISSING
-    return (found.kind, found.value) if where == "attributes" else found.text
+        found = any(a.kind == "unsupported" for a in device.attributes.values())
+        device.cel["unreadable"] = found
+    return found
 
 
-def key(device: Device, paths: tuple[Path, ...]) -> tuple[Any, ...] | None:
+def key(device: Device, reads: Plan) -> tuple[Any, ...] | None:
     """The values a selector sees of this device (``None``: the device has an attribute CEL
     cannot read, which fails any evaluation, so it is evaluated on its own)."""
-    if any(a.kind == "unsupported" for a in device.attributes.values()):
+    if _unreadable(device):
         return None
-    return tuple(_value(device, path) for path in paths)
+    values: list[Any] = []
+    for where, qualified, name, domain in reads:
+        if where == "driver":
+            values.append(device.driver)
+        elif where == "allowMultipleAllocations":
+            values.append(device.allow_multiple_allocations)
+        else:
+            table: Any = device.attributes if where == "attributes" else device.capacity
+            found = table.get(qualified)
+            if found is None and domain == device.driver:
+                found = table.get(name)
+            values.append(MISSING if found is None else
+                          (found.kind, found.value) if where == "attributes" else found.text)
+    return tuple(values)

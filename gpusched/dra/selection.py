@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusched.dra.cel import CelCompileError, CelRuntimeError, compile_selector
+from gpusched.dra.cel import CelCompileError, CelRuntimeError, CompiledSelector, compile_selector
 from gpusched.dra.model import Device
 from gpusched.dra.pools import NodeFacts, Pool, candidates_of, node_matches
 
@@ -34,24 +34,30 @@ class Matching:
     errors: dict[int, SelectorError]           # position -> the error to report there
 
 
-def _evaluate(device: Device, selectors: tuple[str, ...], in_class: bool) -> bool | SelectorError:
-    for i, expression in enumerate(selectors):
+Compiled = list[tuple[bool, int, "CompiledSelector | CelCompileError"]]
+
+
+def _compiled(class_selectors: tuple[str, ...], request_selectors: tuple[str, ...]) -> Compiled:
+    """Each selector, compiled once for the whole pool: (in the class?, index, selector or error)."""
+    out: Compiled = []
+    for selectors, in_class in ((class_selectors, True), (request_selectors, False)):
+        for i, expression in enumerate(selectors):
+            try:
+                out.append((in_class, i, compile_selector(expression)))
+            except CelCompileError as error:
+                out.append((in_class, i, error))
+    return out
+
+
+def _selected(device: Device, per_device: bool, node: NodeFacts, compiled: Compiled) -> bool | SelectorError:
+    for in_class, i, selector in compiled:
+        if isinstance(selector, CelCompileError):
+            return SelectorError(in_class, i, "compile", str(selector))
         try:
-            if not compile_selector(expression).matches(device):
+            if not selector.matches(device):
                 return False
-        except CelCompileError as error:
-            return SelectorError(in_class, i, "compile", str(error))
         except CelRuntimeError as error:
             return SelectorError(in_class, i, "runtime", str(error))
-    return True
-
-
-def _selected(device: Device, per_device: bool, node: NodeFacts, class_selectors: tuple[str, ...],
-              request_selectors: tuple[str, ...]) -> bool | SelectorError:
-    for selectors, in_class in ((class_selectors, True), (request_selectors, False)):
-        found = _evaluate(device, selectors, in_class)
-        if found is not True:
-            return found
     if per_device:
         return node_matches(node, device.node_name, device.all_nodes, device.node_terms)
     return True
@@ -65,9 +71,9 @@ def matching(pool: Pool, node: NodeFacts, class_selectors: tuple[str, ...],
     found = cache.get(key)
     if found is None:
         found = Matching([], {})
+        compiled = _compiled(class_selectors, request_selectors)
         for position, candidate in enumerate(candidates_of(pool)):
-            selected = _selected(candidate.device, candidate.slice.per_device_node_selection, node,
-                                 class_selectors, request_selectors)
+            selected = _selected(candidate.device, candidate.slice.per_device_node_selection, node, compiled)
             if selected is False:
                 continue
             found.positions.append(position)
