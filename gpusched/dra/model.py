@@ -33,9 +33,21 @@ ATTRIBUTE_KINDS = ("int", "bool", "string", "version")
 def quantity(value: object) -> Number:
     """A quantity as an exact number: ``"1Gi"`` -> 1073741824, ``"500m"`` -> Fraction(1, 2);
     text that is no quantity reads as 0 (validation refused it when it was stored)."""
+    if isinstance(value, str):
+        return _quantity_text(value)
     try:
         amount = parse_quantity(value)
     except (QuantityError, ValueError, TypeError):
+        return 0
+    return amount.numerator if amount.denominator == 1 else amount
+
+
+@functools.lru_cache(maxsize=8192)
+def _quantity_text(text: str) -> Number:
+    """Slices repeat the same few quantities (``"1"``, ``"80Gi"``) thousands of times."""
+    try:
+        amount = parse_quantity(text)
+    except (QuantityError, ValueError):
         return 0
     return amount.numerator if amount.denominator == 1 else amount
 
@@ -128,6 +140,11 @@ class CounterSet:
     counters: Mapping[str, Number]
 
 
+def _capacity(body: dict[str, Any]) -> Capacity:
+    value = body.get("value")
+    return Capacity(quantity(value), str(value if value is not None else ""), body.get("requestPolicy"))
+
+
 @dataclass(frozen=True, eq=False)
 class Device:
     """One device of a slice. ``driver`` is the slice's (CEL's ``device.driver``). ``cel`` is
@@ -167,9 +184,7 @@ class Device:
         body = _dict(body)
         attributes = {str(k): a for k, v in _dict(body.get("attributes")).items()
                       if (a := Attribute.from_object(v)) is not None}
-        capacity = {str(k): Capacity(quantity(_dict(v).get("value")), str(_dict(v).get("value", "")),
-                                     _dict(v).get("requestPolicy"))
-                    for k, v in _dict(body.get("capacity")).items()}
+        capacity = {str(k): _capacity(_dict(v)) for k, v in _dict(body.get("capacity")).items()}
         consumes = tuple(
             CounterConsumption(str(_dict(c).get("counterSet", "")),
                                {str(n): quantity(_dict(v).get("value"))
