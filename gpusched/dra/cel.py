@@ -25,6 +25,11 @@ Quantities and versions travel through CEL as two small protobuf messages
 (``kubernetes.Quantity`` / ``kubernetes.Semver``, their canonical text inside): the runtime
 passes messages to our functions, which parse the text (cached).
 
+Where the runtime differs from cel-go: its parser refuses nesting deeper than 32 levels
+(``Expression recursion limit exceeded``; cel-go allows 250); its checker refuses a
+comprehension over an indexed ``dyn`` value, so such an expression runs unchecked; there is no
+run-time cost limit (the estimate at compile time stands in for it).
+
 Neighbours: ``dra.cel_library`` (the functions), ``dra.cel_cost`` (the cost estimate);
 ``dra.allocator`` calls ``matches``; object validation calls ``compile_selector``.
 """
