@@ -95,3 +95,23 @@ def format_duration(seconds: float) -> str:
         days = (hours // 24) % 365
         return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
     return f"{hours // 24 // 365}y"
+
+
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String`` of whole or fractional seconds (``72h3m0.5s``), as
+    kube-scheduler prints a Permit time-out (``rejected due to timeout after waiting 1m0s``).
+
+    >>> [go_duration(s) for s in (0, 1.5, 60, 90, 3600, 3661)]
+    ['0s', '1.5s', '1m0s', '1m30s', '1h0m0s', '1h1m1s']
+    """
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    micros = round(abs(seconds) * 1_000_000)
+    hours, rest = divmod(micros, 3_600_000_000)
+    minutes, rest = divmod(rest, 60_000_000)
+    whole, fraction = divmod(rest, 1_000_000)
+    text = f"{whole}.{fraction:06d}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    return f"{sign}{minutes}m{text}" if minutes else sign + text

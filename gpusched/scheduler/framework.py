@@ -30,7 +30,10 @@ Legal results per extension point (a plugin returns a Status; raising means a bu
 - Score: int64 array, same length as ``nodes``; NormalizeScore maps it to 0..100
   (MaxNodeScore). The runner multiplies by the profile weight and sums.
 - Reserve: SUCCESS or a failure (then every Reserve plugin's Unreserve runs, in reverse order).
-- Permit: SUCCESS, UNSCHEDULABLE (rejected) or WAIT (not used by built-in plugins).
+- Permit: SUCCESS, UNSCHEDULABLE (rejected) or WAIT with ``Status.timeout`` seconds: the pod
+  stays assumed (it holds its node's room) in the scheduler's waiting pods
+  (``scheduler.waiting``) until every waiting plugin allows it (then it binds), one rejects it,
+  or the time-out passes on the cluster's clock (then it is unreserved and fails).
 - PreBind / Bind: done by the caller when it applies the ScheduleResult (the store, the API).
 """
 
@@ -67,6 +70,7 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    timeout: float = 0.0         # WAIT from Permit: how long the pod may wait (seconds)
 
     @property
     def ok(self) -> bool:
@@ -82,7 +86,12 @@ class Status:
         return Status(code, reasons)
 
     def with_plugin(self, plugin: str) -> "Status":
-        return Status(self.code, self.reasons, plugin)
+        return Status(self.code, self.reasons, plugin, self.timeout)
+
+    @staticmethod
+    def wait(timeout: float) -> "Status":
+        """Permit's Wait for ``timeout`` seconds (upstream returns ``(Status{Wait}, timeout)``)."""
+        return Status(Code.WAIT, timeout=timeout)
 
 
 SUCCESS = Status()
@@ -107,6 +116,11 @@ GPU_SELECTION_KEY = "gpu-selection"           # a Score plugin's GPU choice: nod
 #                                               indices, honoured when devices are chosen
 PRE_FILTER_NODES_KEY = "pre-filter-nodes"     # PreFilterNodes: what the PreFilter plugins
 #                                               narrowed the nodes to (``narrow_nodes``)
+PODS_TO_ACTIVATE_KEY = "pods-to-activate"     # set[str] of pod uids a plugin asks the queue to
+#                                               move to activeQ after this cycle (upstream
+#                                               ``framework.PodsToActivateKey``)
+WAITING_PODS_KEY = "waiting-pods"             # the scheduler's WaitingPods (``scheduler.waiting``):
+#                                               upstream's IterateOverWaitingPods / GetWaitingPod
 
 
 class CycleState:

@@ -147,6 +147,18 @@ GPUSCHED_PROFILES: Mapping[str, Mapping[str, Any]] = {
     for name, strategy in ((GPUSCHED_BINPACK, "binpack"), (GPUSCHED_SPREAD, "spread"))
 }
 
+# scheduler-plugins' second scheduler (its Helm chart ``as-a-second-scheduler``: scheduler name
+# ``scheduler-plugins-scheduler``) with Coscheduling as ``manifests/coscheduling/
+# scheduler-config.yaml`` enables it: in multiPoint, and the only queue sort.
+SCHEDULER_PLUGINS_SCHEDULER = "scheduler-plugins-scheduler"
+COSCHEDULING_PROFILE: Mapping[str, Any] = {
+    "schedulerName": SCHEDULER_PLUGINS_SCHEDULER,
+    "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
+}
+NAMED_PROFILES: Mapping[str, Mapping[str, Any]] = {
+    **GPUSCHED_PROFILES, SCHEDULER_PLUGINS_SCHEDULER: COSCHEDULING_PROFILE}
+
 # The default plugin sets: upstream's multiPoint list, and per point the plugins it leaves off.
 DEFAULT_SETS: Mapping[str, PluginSet] = {
     MULTI_POINT: PluginSet(tuple(PluginSpec(n, w) for n, w in DEFAULT_PLUGINS)),
@@ -302,8 +314,9 @@ def load_config(path: str, registry: Registry | None = None) -> list[ProfileConf
 
 
 def gpusched_profiles(percentage: int = 0) -> list[ProfileConfig]:
-    """gpusched's named GPU-scoring profiles (``GPUSCHED_PROFILES``), resolved."""
-    return [resolve_profile(p, i, percentage) for i, p in enumerate(GPUSCHED_PROFILES.values())]
+    """gpusched's named profiles, resolved: the GPU-scoring ones (``GPUSCHED_PROFILES``) and
+    scheduler-plugins' Coscheduling scheduler (``COSCHEDULING_PROFILE``)."""
+    return [resolve_profile(p, i, percentage) for i, p in enumerate(NAMED_PROFILES.values())]
 
 
 def build_frameworks(configs: list[ProfileConfig] | None = None) -> dict[str, Framework]:

@@ -153,6 +153,15 @@ class SchedulingQueue:
         elif old != key and self._token.get(uid, 0) > 0 and uid not in self._waiting:
             self._repush(uid)             # in activeQ: its place follows the new key
 
+    def activate(self, uids: list[str] | set[str]) -> None:
+        """Move these queued pods to activeQ now, from the unschedulable pods or backoffQ
+        (upstream ``Activate``: a plugin's ``PodsToActivate``, e.g. a gang's siblings); pods in
+        activeQ or in flight stay where they are."""
+        for uid in sorted(uids):
+            token = self._token.get(uid)
+            if uid in self._sort and (uid in self._waiting or (token is not None and token < 0)):
+                self._push_active(uid, judge=False)
+
     def delete(self, uid: str) -> None:
         """The pod was bound, deleted, finished or gated: it leaves every queue."""
         self._sort.pop(uid, None)

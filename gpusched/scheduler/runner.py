@@ -38,7 +38,11 @@ e.g. waiting for its victims to terminate, keeps it). Callers use ``set_nominate
 7. Highest total wins; ties are broken uniformly at random with the injected seeded ``rng``
    (upstream picks uniformly among the maxima too), so decisions repeat exactly per seed.
 8. Reserve (GpuDevices picks the devices), then assume: ``Snapshot.add_pod`` with the
-   assignment; then Permit. A failure undoes the assume and runs every Unreserve in reverse.
+   assignment; then Permit. A failure undoes the assume and runs every Unreserve in reverse; its
+   message is upstream's one-node FitError (``0/1 nodes are available: 1 PodGroup not found.``).
+   A Wait keeps the pod assumed in ``Scheduler.waiting`` (``scheduler.waiting``): the result's
+   status is WAIT, and the pod binds or fails when a plugin allows or rejects it, or its wait
+   times out (``reject_waiting`` undoes it then as a Permit failure).
 
 PostFilter plugins find the running ``Scheduler`` (for ``run_filters`` what-if checks) and the
 ``Framework`` in the cycle state under ``SCHEDULER_KEY`` / ``FRAMEWORK_KEY``. A PostFilter's
@@ -62,13 +66,16 @@ import numpy as np
 
 from gpusched.objects.types import NO_DEVICES, PodInfo
 from gpusched.scheduler import messages, preemption
-from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, PRE_FILTER_NODES_KEY, Code,
-                                          CycleState, Diagnosis, FilterPlugin, PreFilterNodes,
-                                          Rejection, ScheduleResult, Status)
+from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, PODS_TO_ACTIVATE_KEY,
+                                          PRE_FILTER_NODES_KEY, WAITING_PODS_KEY, Code, CycleState, Diagnosis,
+                                          PreFilterNodes, Rejection, ScheduleResult,
+                                          Status)
 from gpusched.scheduler.profile import Framework, ProfileConfig, build_frameworks, \
     num_feasible_nodes_to_find
+from gpusched.scheduler.filter_runs import filter_to_first_failure, filter_with_every_plugin
 from gpusched.scheduler.rowops import true_indices
 from gpusched.scheduler.snapshot import Snapshot
+from gpusched.scheduler.waiting import WaitingPod, WaitingPods, permit_failure
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +116,8 @@ class Scheduler:
         self.clock = clock if clock is not None else (lambda: 0.0)
         self.next_start_node_index = 0
         self.nominated: dict[str, PodInfo] = {}
+        self.waiting = WaitingPods()
+        self.to_activate: set[str] = set()       # PODS_TO_ACTIVATE_KEY of the cycles run
 
     # ---- nominated pods -------------------------------------------------------------------
 
@@ -203,9 +212,9 @@ class Scheduler:
         plugins = [plugin for plugin in framework.filter if plugin.name not in skipped]
         rejections: list[Rejection] = []
         if stop_at_first:
-            feasible = _filter_to_first_failure(plugins, state, pod, snapshot, candidates, rejections)
+            feasible = filter_to_first_failure(plugins, state, pod, snapshot, candidates, rejections)
         else:
-            feasible = _filter_with_every_plugin(plugins, state, pod, snapshot, candidates, rejections)
+            feasible = filter_with_every_plugin(plugins, state, pod, snapshot, candidates, rejections)
         return FilterOutcome(feasible, Diagnosis(snapshot.num_nodes, rejections), Status())
 
     # ---- the cycle ------------------------------------------------------------------------
@@ -218,6 +227,8 @@ class Scheduler:
         if pod.nominated_node and pod.uid not in self.nominated:
             self.nominated[pod.uid] = pod
         state = CycleState()
+        state.write(WAITING_PODS_KEY, self.waiting)
+        state.write(PODS_TO_ACTIVATE_KEY, self.to_activate)
         found = self._find_feasible(framework, state, pod)
         if isinstance(found, ScheduleResult):
             return found
@@ -258,6 +269,9 @@ class Scheduler:
             result = self._reserve_and_assume(framework, state.clone(), pod, int(row), 1, 1, None)
             if result.scheduled:
                 return Placement(result.node, ())
+            if result.status.code == Code.WAIT:      # a gang member waits there: it fits (kept
+                self.waiting.pods.pop(pod.uid)       # assumed, as a simulation keeps a placed pod)
+                return Placement(self.snapshot.names[int(row)], ())
         reasons = outcome.diagnosis.node_reasons(int(rows[0])) if len(rows) else []
         return Placement("", tuple(dict.fromkeys(reasons)))
 
@@ -370,16 +384,36 @@ class Scheduler:
         assignment = state.read(DEVICE_ASSIGNMENT_KEY) or NO_DEVICES
         snapshot.add_pod(pod, row, assignment)
         name = snapshot.names[row]
+        result = ScheduleResult(pod, node=name, assignment=assignment, feasible_nodes=feasible,
+                                evaluated_nodes=evaluated, scores=scores)
+        waits: dict[str, float] = {}
         for permit in framework.permit:
             status = permit.permit(state, pod, name)
-            if not status.ok:
+            if status.code == Code.WAIT:
+                waits[permit.name] = status.timeout
+            elif not status.ok:
                 snapshot.remove_pod(pod.uid)
                 self._unreserve(framework, state, pod, row)
-                status = status.with_plugin(permit.name)
-                return ScheduleResult(pod, status=status, message=status.message,
-                                      feasible_nodes=feasible, evaluated_nodes=evaluated, scores=scores)
-        return ScheduleResult(pod, node=name, assignment=assignment, feasible_nodes=feasible,
-                              evaluated_nodes=evaluated, scores=scores)
+                return permit_failure(result, status.with_plugin(permit.name))
+        if not waits:
+            return result
+        now = self.clock()
+        self.waiting.add(WaitingPod(result, row, state, {p: now + t for p, t in waits.items()},
+                                    dict(waits)))
+        return dataclasses.replace(result, node="", status=Status(Code.WAIT, plugin=next(iter(waits))))
+
+    def reject_waiting(self, waiting: WaitingPod) -> ScheduleResult:
+        """Undo a rejected waiting pod (upstream's binding cycle after ``WaitOnPermit`` failed):
+        forget it in the snapshot and run every Unreserve (a gang plugin's rejects its siblings);
+        the failed result carries the one-node FitError of the rejection."""
+        pod = waiting.pod
+        if pod.uid in self.snapshot.pod_node:
+            self.snapshot.remove_pod(pod.uid)
+        framework = self.framework_for(pod)
+        if framework is not None:
+            self._unreserve(framework, waiting.state, pod, waiting.row)
+        status = Status(Code.UNSCHEDULABLE, (waiting.message,), waiting.plugin)
+        return permit_failure(waiting.result, status)
 
     def _unreserve(self, framework: Framework, state: CycleState, pod: PodInfo, row: int) -> None:
         for plugin in reversed(framework.reserve):
@@ -421,45 +455,6 @@ class Scheduler:
 
 
 _INELIGIBLE = (f"preemption: {preemption.MSG_POLICY_NEVER}", f"preemption: {preemption.MSG_TERMINATING}")
-
-
-def _rejected(found: list[Rejection], plugin: str, rejections: list[Rejection]) -> np.ndarray:
-    """Record a Filter plugin's rejections under its name; the nodes any of them rejects."""
-    for rejection in found:
-        rejections.append(Rejection(rejection.nodes, rejection.reason, rejection.code, plugin))
-    if len(found) == 1:
-        return found[0].nodes
-    bad: np.ndarray = np.logical_or.reduce([r.nodes for r in found])
-    return bad
-
-
-def _filter_to_first_failure(plugins: list[FilterPlugin], state: CycleState, pod: PodInfo,
-                             snapshot: Snapshot, alive: np.ndarray,
-                             rejections: list[Rejection]) -> np.ndarray:
-    """Upstream's mode: a node leaves at its first failing plugin; the nodes left are feasible."""
-    for plugin in plugins:
-        if not len(alive):
-            break
-        found = plugin.filter(state, pod, snapshot, alive)
-        if found:
-            bad = _rejected(found, plugin.name, rejections)
-            alive = alive[~bad[alive]]
-    return alive
-
-
-def _filter_with_every_plugin(plugins: list[FilterPlugin], state: CycleState, pod: PodInfo,
-                              snapshot: Snapshot, candidates: np.ndarray,
-                              rejections: list[Rejection]) -> np.ndarray:
-    """explain's mode: every plugin sees every candidate; feasible = rejected by none."""
-    rejected_any = np.zeros(snapshot.num_nodes, dtype=bool)
-    for plugin in plugins:
-        if not len(candidates):
-            break
-        found = plugin.filter(state, pod, snapshot, candidates)
-        if found:
-            rejected_any |= _rejected(found, plugin.name, rejections)
-    feasible: np.ndarray = candidates[~rejected_any[candidates]]
-    return feasible
 
 
 def _ineligible(result: ScheduleResult) -> bool:

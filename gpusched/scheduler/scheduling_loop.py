@@ -6,6 +6,11 @@ failure and hand the pod back to the queue with its rejecting plugins
 (``handleSchedulingFailure``: ``AddUnschedulableIfNotPresent``). A preemption ends the loop: the
 victims' deletion changes capacity, and the next loop starts from a fresh snapshot.
 
+A pod a Permit plugin told to Wait leaves the queue assumed (``Scheduler.waiting``); after each
+attempt :func:`resolve_waiting` binds the waiting pods that were allowed meanwhile and fails the
+rejected ones (unreserved, FailedScheduling, back to the unschedulable pods with the rejecting
+plugin), as upstream's binding cycle does after ``WaitOnPermit``.
+
 The loop knows nothing of where pods live: the host (the embedded cluster's
 ``cluster.scheduling.host``, or a test) passes a :class:`Binder`.
 
@@ -18,7 +23,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from gpusched.scheduler.framework import Code
 from gpusched.scheduler.queueing_hints import dry_run_found_nothing, rejecting_plugins
+from gpusched.scheduler.waiting import ALLOWED
 
 if TYPE_CHECKING:
     from gpusched.objects.types import PodInfo
@@ -45,10 +52,15 @@ class Binder(Protocol):
     def failed(self, result: ScheduleResult) -> None:
         """Record the failure on the pod (PodScheduled False, FailedScheduling event)."""
 
+    def released(self, result: ScheduleResult) -> None:
+        """A waiting pod assumed on ``result.node`` was rejected: its room there is free again
+        (upstream moves the unschedulable pods as for an assigned pod's delete)."""
+
 
 def run_loop(queue: SchedulingQueue, scheduler: Scheduler, binder: Binder) -> None:
     """Schedule until activeQ is empty or a preemption changed capacity."""
     snapshot = scheduler.snapshot
+    resolve_waiting(queue, scheduler, binder)        # timed out or rejected between passes
     queue.prepare(snapshot)
     while (popped := queue.pop(snapshot)) is not None:
         uid, judge = popped
@@ -65,12 +77,45 @@ def attempt(queue: SchedulingQueue, scheduler: Scheduler, binder: Binder, info: 
     started = time.perf_counter()     # the one real timer: attempt latency for /metrics
     result = scheduler.schedule_one(info)
     binder.observe(result, time.perf_counter() - started)
+    if scheduler.to_activate:         # upstream: activated at the end of the scheduling cycle
+        queue.activate(scheduler.to_activate - {info.uid})
+        scheduler.to_activate.clear()
     if result.scheduled:
         binder.bind(result)
+        resolve_waiting(queue, scheduler, binder)
         return False
+    if result.status.code == Code.WAIT:
+        resolve_waiting(queue, scheduler, binder)
+        return False
+    resolve_waiting(queue, scheduler, binder)
     queue.failed(info.uid, rejecting_plugins(result), dry_run_found_nothing(result))
     if result.nominated_node:
         binder.preempt(result)
         return True
     binder.failed(result)
     return False
+
+
+def resolve_waiting(queue: SchedulingQueue, scheduler: Scheduler, binder: Binder) -> None:
+    """Bind the waiting pods allowed since the last call and fail the rejected ones, then time
+    out the first wait that ended on the clock; a rejection's Unreserve may reject more (a
+    gang's siblings), so repeat until nothing is left to resolve."""
+    now = scheduler.clock()
+    while True:
+        resolved = scheduler.waiting.take_resolved()
+        if not resolved:
+            if scheduler.waiting.expire_first(now):
+                continue
+            return
+        for waiting in resolved:
+            if binder.pod_info(waiting.pod.uid) is None:     # deleted (or bound) meanwhile
+                scheduler.reject_waiting(waiting)
+                binder.released(waiting.result)
+                continue
+            if waiting.outcome == ALLOWED:
+                binder.bind(waiting.result)
+                continue
+            result = scheduler.reject_waiting(waiting)
+            queue.failed(waiting.pod.uid, [waiting.plugin], False)
+            binder.failed(result)
+            binder.released(waiting.result)

@@ -68,7 +68,8 @@ def test_score_plugins_and_weights_are_upstream_gpus_not_scored():
 @pytest.mark.parametrize("name,strategy", [("gpusched-binpack", "binpack"), ("gpusched-spread", "spread")])
 def test_gpusched_profiles_add_gpu_scoring(name, strategy):
     frameworks = build_frameworks()
-    assert list(frameworks) == ["default-scheduler", "gpusched-binpack", "gpusched-spread"]
+    assert list(frameworks) == ["default-scheduler", "gpusched-binpack", "gpusched-spread",
+                                "scheduler-plugins-scheduler"]
     config = frameworks[name].config
     assert [s.name for s in config.points["score"]][-1] == "GpuDevices"
     assert "GpuDevices" in [s.name for s in config.points["preScore"]]
@@ -78,7 +79,7 @@ def test_gpusched_profiles_add_gpu_scoring(name, strategy):
 def test_configured_profile_replaces_a_gpusched_profile_of_the_same_name():
     mine = profile.parse_config({"profiles": [{"schedulerName": "gpusched-binpack"}]})
     frameworks = build_frameworks(mine)
-    assert list(frameworks) == ["gpusched-binpack", "gpusched-spread"]
+    assert list(frameworks) == ["gpusched-binpack", "gpusched-spread", "scheduler-plugins-scheduler"]
     assert "GpuDevices" not in [s.name for s in frameworks["gpusched-binpack"].config.points["score"]]
 
 

@@ -162,7 +162,9 @@ def test_permit_rejection_undoes_the_assume_and_unreserves():
     sched.frameworks["default-scheduler"].permit = (Deny(),)
     pod = make_pod(gpus=1, cpu="1")
     result = sched.schedule_one(pod)
-    assert not result.scheduled and result.status.plugin == "Deny" and result.message == "denied"
+    # upstream schedule_one.go: a Permit rejection is a FitError over the one assumed node
+    assert not result.scheduled and result.status.plugin == "Deny"
+    assert result.message == "0/1 nodes are available: 1 denied."
     snap = sched.snapshot
     assert pod.uid not in snap.pod_node and snap.requested[0].sum() == 0
     assert snap.gpu_free_milli[0, :2].tolist() == [1000, 1000]

@@ -24,6 +24,7 @@ from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.common import delete_pod
 from gpusched.cluster.scheduling.profiles import SCHEDULER_NAME
 from gpusched.cluster.apiserver import write
+from gpusched.cluster.apiserver.notes import capacity_changed
 from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.objects.assignment import assignment_annotations
 from gpusched.objects.pod import pod_info
@@ -174,3 +175,7 @@ class ViewBinder:
 
     def failed(self, result: ScheduleResult) -> None:
         record_failure(self.view, self._pod(result), result.message, nominated="")
+
+    def released(self, result: ScheduleResult) -> None:
+        capacity_changed(self.view, {"spec": {"nodeName": result.node,
+                                              "priority": result.pod.priority}})

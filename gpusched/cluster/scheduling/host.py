@@ -16,7 +16,14 @@
    record_failure).
 
 :func:`retry_due` is a ``Pod`` timer (``controllers.registry.TIMED``): a moved pod's back-off
-end, so the clock wakes the pass then. The 5-minute flush has no timer: upstream's runs every
+end, or the end of a waiting pod's Permit wait, so the clock wakes the pass then.
+
+Waiting pods (a Permit plugin's Wait, e.g. Coscheduling's gang members): the scheduler's
+``WaitingPods`` is kept in the memo between passes, as kube-scheduler keeps its waiting pods
+between cycles; each pass puts them back into the cached snapshot (still assumed on their node:
+they hold its room), rejects those whose wait ended on the virtual clock, and keeps them out of
+the queue. A process that loads the store anew (the next CLI command) starts without them, as a
+restarted kube-scheduler does: they are pending pods again and are retried. The 5-minute flush has no timer: upstream's runs every
 30 s even in a cluster where nothing changed, where a retry can only fail again; here a pod
 unschedulable for 5 minutes is moved by the first logged change after them, so an idle clock
 never wakes and a replay still ends when nothing is left to happen.
@@ -34,13 +41,15 @@ from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.scheduling.mode import scheduler_mode
 from gpusched.cluster.scheduling.binder import ViewBinder
 from gpusched.cluster.scheduling.cache import cached_snapshot, creation_number
-from gpusched.cluster.scheduling.profiles import (SCHEDULER_NAME, SERVED_NAMES, is_gated,
-                                                  kept_frameworks, make_scheduler, pending_pods,
-                                                  served_names)
+from gpusched.cluster.scheduling.profiles import (POD_GROUP_LABEL, SCHEDULER_NAME, SERVED_NAMES,
+                                                  is_gated, kept_frameworks, make_scheduler,
+                                                  pending_pods, pod_groups, served_names)
 from gpusched.cluster.apiserver.view import Key, View
+from gpusched.errors import GpuschedError
 from gpusched.objects.pod import pod_info
 from gpusched.scheduler.queue import SchedulingQueue, SortKey, backoff_end, queue_sort_key
 from gpusched.scheduler.scheduling_loop import run_loop
+from gpusched.scheduler.waiting import WaitingPods
 
 if TYPE_CHECKING:
     from gpusched.cluster.apiserver.changes import Changes
@@ -74,13 +83,44 @@ def schedule_pending(view: View, changes: Changes | None = None) -> None:
             schedule_in_order(view, mode, pending, todo)
         return
     host = _host(view, changes)
-    if not host.queue.has_work():
+    waiting = waiting_pods(view)
+    due = waiting.next_deadline()
+    if not host.queue.has_work() and (due is None or due > view.now()) and not waiting.resolved():
         return
     snapshot, order = cached_snapshot(view)      # build_snapshot's, kept current (upstream's cache)
     nominated = [view.objects[key] for key in sorted(host.nominated, key=host.nominated.__getitem__)]
     scheduler = make_scheduler(snapshot, view, order, kept_frameworks(view, snapshot), nominated)
     view.memo[MEMO_KEY]["order"] = order
+    scheduler.waiting = waiting
+    _hold_waiting(view, scheduler)
+    before = set(waiting.pods)
     run_loop(host.queue, scheduler, ViewBinder(view, scheduler, order))
+    for uid in set(waiting.pods) - before:       # the timers learn the new waits' ends
+        _touch(view, uid)
+
+
+def waiting_pods(view: View) -> WaitingPods:
+    """The scheduler's waiting pods, kept in the memo between passes."""
+    memo = view.memo.setdefault(MEMO_KEY, {})
+    waiting: WaitingPods = memo.setdefault("waiting", WaitingPods())
+    return waiting
+
+
+def _hold_waiting(view: View, scheduler: Any) -> None:
+    """Put the waiting pods back into the snapshot on their nodes (the cache keeps only bound
+    pods); one whose node or devices are gone is rejected."""
+    snapshot = scheduler.snapshot
+    for waiting in list(scheduler.waiting):
+        if waiting.pod.uid in snapshot.pod_node:
+            continue
+        row = snapshot.index.get(waiting.node)
+        try:
+            if row is None:
+                raise GpuschedError(f"node {waiting.node} not found")
+            snapshot.add_pod(waiting.pod, row, waiting.assignment)
+            waiting.row = row
+        except GpuschedError as err:
+            scheduler.waiting.reject(waiting.pod.uid, "", str(err))
 
 
 def end_backoffs(view: View) -> None:
@@ -96,6 +136,10 @@ def end_backoffs(view: View) -> None:
 
 def retry_due(view: View, pod: dict[str, Any]) -> float | None:
     """The timer of a moved pod: its back-off end (an unmoved pod has none; see the flush)."""
+    waiting = view.memo.get(MEMO_KEY, {}).get("waiting")
+    held = waiting.get(pod["metadata"]["uid"]) if waiting is not None else None
+    if held is not None:
+        return float(held.deadline)
     record = view.queue.get(pod["metadata"]["uid"])
     if record is None or not record["moved"] or (pod.get("spec") or {}).get("nodeName"):
         return None
@@ -113,7 +157,24 @@ def _host(view: View, changes: Changes | None) -> _Host:
         return host
     for key in sorted(k for k in changes.keys if k[0] == "Pod"):
         _sync(view, host, key)
+    _activate_gangs(view, host, changes)
     return host
+
+
+def _activate_gangs(view: View, host: _Host, changes: Changes) -> None:
+    """Coscheduling's events (``EventsToRegister``: Pod Add, PodGroup Add/Update): a group's
+    queued pods move to activeQ when a member is added or its PodGroup changes."""
+    groups = {(k[1], k[2]) for k in changes.keys if k[0] == "PodGroup"}
+    for key in changes.keys:
+        pod = view.objects.get(key) if key[0] == "Pod" else None
+        name = ((pod or {}).get("metadata") or {}).get("labels", {}).get(POD_GROUP_LABEL)
+        if name and pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+            groups.add((key[1], name))
+    if not groups:
+        return
+    members = {uid for (ns, group), uids in pod_groups(view)[1].items() if (ns, group) in groups
+               for uid in uids}
+    host.queue.activate(members)
 
 
 def _restored(view: View, names: tuple[str, ...]) -> _Host:
@@ -124,7 +185,7 @@ def _restored(view: View, names: tuple[str, ...]) -> _Host:
     for pod in view.unbound_pods():
         key = ("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
         _note_nominated(host, key, pod)
-        if _queued(pod, names):
+        if _queued(pod, names) and waiting_pods(view).get(pod["metadata"]["uid"]) is None:
             host.uids[key] = pod["metadata"]["uid"]
             pods.append((pod["metadata"]["uid"], _sort_key(pod)))
     _forget(view, {uid for uid, _key in pods})
@@ -137,6 +198,8 @@ def _sync(view: View, host: _Host, key: Key) -> None:
     old = host.uids.get(key)
     pending = pod is not None and not (pod.get("spec") or {}).get("nodeName") and not is_terminal(pod)
     _note_nominated(host, key, pod if pending else None)
+    if old is not None and _still_waiting(view, old, pod if pending else None):
+        return
     if pod is None or not pending or not _queued(pod, host.names):
         if old is not None:
             del host.uids[key]
@@ -147,6 +210,18 @@ def _sync(view: View, host: _Host, key: Key) -> None:
         host.queue.delete(old)
     host.uids[key] = uid
     host.queue.add(uid, _sort_key(pod))
+
+
+def _still_waiting(view: View, uid: str, pending: dict[str, Any] | None) -> bool:
+    """A pod waiting at Permit stays out of the queue while it is pending; one deleted or
+    replaced is rejected (upstream ``RejectWaitingPod`` on delete, message ``removed``)."""
+    waiting = waiting_pods(view)
+    if waiting.get(uid) is None:
+        return False
+    if pending is not None and pending["metadata"]["uid"] == uid:
+        return True
+    waiting.reject(uid, "", "removed")
+    return False
 
 
 def _queued(pod: dict[str, Any], names: tuple[str, ...]) -> bool:

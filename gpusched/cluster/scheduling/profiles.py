@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 SCHEDULER_NAME = "default-scheduler"
 # The embedded scheduler serves the default profile and gpusched's named GPU-scoring profiles
 # (scheduler.profile.GPUSCHED_PROFILES: spec.schedulerName gpusched-binpack / gpusched-spread).
-SERVED_NAMES = (SCHEDULER_NAME, "gpusched-binpack", "gpusched-spread")
+# scheduler-plugins-scheduler: the default profile with Coscheduling (profile.COSCHEDULING_PROFILE).
+SERVED_NAMES = (SCHEDULER_NAME, "gpusched-binpack", "gpusched-spread", "scheduler-plugins-scheduler")
 
 
 def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None = None,
@@ -60,10 +61,31 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
         binding = framework.plugins.get("VolumeBinding")
         if binding is not None and hasattr(binding, "set_claims"):
             binding.set_claims(claims)
+        gangs = framework.plugins.get("Coscheduling")
+        if gangs is not None and hasattr(gangs, "set_pod_groups"):
+            gangs.set_pod_groups(*pod_groups(view), view.now())
     if order is not None:
         _register_nominated(scheduler, pending_pods(view) if nominated is None else nominated,
                             order, view.memo.setdefault(NOMINATED_MEMO, {}))
     return scheduler
+
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def pod_groups(view: View) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], tuple[str, ...]]]:
+    """Coscheduling's informers: every PodGroup (``PodGroupInfo``) and the uids of the pods
+    labelled ``scheduling.x-k8s.io/pod-group`` for each (namespace, group)."""
+    from gpusched.scheduler.plugins.coscheduling import pod_group_info
+    groups = {(pg["metadata"]["namespace"], pg["metadata"]["name"]): pod_group_info(pg)
+              for pg in view.list("PodGroup")}
+    members: dict[tuple[str, str], list[str]] = {}
+    if groups:
+        for pod in view.list("Pod"):
+            name = (pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
+            if name:
+                members.setdefault((pod["metadata"]["namespace"], name), []).append(pod["metadata"]["uid"])
+    return groups, {key: tuple(uids) for key, uids in members.items()}
 
 
 NOMINATED_MEMO = "scheduler-nominated-infos"

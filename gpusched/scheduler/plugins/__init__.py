@@ -21,8 +21,9 @@ import functools
 from gpusched.scheduler.plugins import (balanced_allocation, gpu_devices, node_affinity, node_name,
                                         node_resources_fit, node_unschedulable, prioritysort,
                                         taint_toleration)
-from gpusched.scheduler.plugins import (default_preemption, dynamic_resources, inter_pod_affinity,
-                                        node_ports, pod_topology_spread, volume_binding)
+from gpusched.scheduler.plugins import (coscheduling, default_preemption, dynamic_resources,
+                                        inter_pod_affinity, node_ports, pod_topology_spread,
+                                        volume_binding)
 from gpusched.scheduler import framework
 from gpusched.scheduler.registry import (Factory, PluginEntry, Registry, entry_point_plugins,
                                          merged, registry_of)
@@ -45,6 +46,7 @@ IN_TREE: dict[str, PluginEntry] = registry_of(
     PluginEntry(inter_pod_affinity.InterPodAffinity, inter_pod_affinity.new),
     PluginEntry(volume_binding.VolumeBinding, volume_binding.new),
     PluginEntry(default_preemption.DefaultPreemption, default_preemption.new),
+    PluginEntry(coscheduling.Coscheduling, coscheduling.new),    # optional: in no default profile
 )
 REGISTRY = IN_TREE
 
@@ -58,11 +60,13 @@ def default_registry() -> dict[str, PluginEntry]:
 # upstream's `var _ framework.FilterPlugin = &NodeName{}` lines: mypy checks each class's methods
 # against the point's Protocol (arguments and results); tests/scheduler/test_plugin_contract.py
 # checks these lists against what the classes implement and every profile entry against its class.
-_QUEUE_SORT: tuple[type[framework.QueueSortPlugin], ...] = (prioritysort.PrioritySort,)
+_QUEUE_SORT: tuple[type[framework.QueueSortPlugin], ...] = (prioritysort.PrioritySort,
+                                                             coscheduling.Coscheduling)
 _PRE_FILTER: tuple[type[framework.PreFilterPlugin], ...] = (
     node_affinity.NodeAffinity, node_resources_fit.NodeResourcesFit, node_ports.NodePorts,
     volume_binding.VolumeBinding, pod_topology_spread.PodTopologySpread,
-    inter_pod_affinity.InterPodAffinity, dynamic_resources.DynamicResources, gpu_devices.GpuDevices)
+    inter_pod_affinity.InterPodAffinity, dynamic_resources.DynamicResources, gpu_devices.GpuDevices,
+    coscheduling.Coscheduling)
 _FILTER: tuple[type[framework.FilterPlugin], ...] = (
     node_unschedulable.NodeUnschedulable, node_name.NodeName, taint_toleration.TaintToleration,
     node_affinity.NodeAffinity, node_ports.NodePorts, node_resources_fit.NodeResourcesFit,
@@ -70,7 +74,8 @@ _FILTER: tuple[type[framework.FilterPlugin], ...] = (
     inter_pod_affinity.InterPodAffinity, dynamic_resources.DynamicResources,
     gpu_devices.GpuDevices)
 _POST_FILTER: tuple[type[framework.PostFilterPlugin], ...] = (
-    dynamic_resources.DynamicResources, default_preemption.DefaultPreemption)
+    dynamic_resources.DynamicResources, default_preemption.DefaultPreemption,
+    coscheduling.Coscheduling)
 _PRE_SCORE: tuple[type[framework.PreScorePlugin], ...] = (
     balanced_allocation.BalancedAllocation, node_affinity.NodeAffinity,
     pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity,
@@ -83,9 +88,11 @@ _SCORE: tuple[type[framework.ScorePlugin], ...] = (
 _NORMALIZE: tuple[type[framework.ScoreExtensions], ...] = (
     taint_toleration.TaintToleration, node_affinity.NodeAffinity,
     pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity)
-_RESERVE: tuple[type[framework.ReservePlugin], ...] = (gpu_devices.GpuDevices,)
+_RESERVE: tuple[type[framework.ReservePlugin], ...] = (gpu_devices.GpuDevices,
+                                                        coscheduling.Coscheduling)
+_PERMIT: tuple[type[framework.PermitPlugin], ...] = (coscheduling.Coscheduling,)
 DECLARED: dict[str, tuple[type, ...]] = {
     "queueSort": _QUEUE_SORT, "preFilter": _PRE_FILTER, "filter": _FILTER,
     "postFilter": _POST_FILTER, "preScore": _PRE_SCORE, "score": _SCORE, "reserve": _RESERVE,
-    "permit": (), "normalize": _NORMALIZE,
+    "permit": _PERMIT, "normalize": _NORMALIZE,
 }

@@ -1,0 +1,98 @@
+"""Coscheduling gangs on the embedded cluster: the ``scheduler-plugins-scheduler`` profile with
+scheduler-plugins' Coscheduling (``pkg/coscheduling/coscheduling.go``, ``core/core.go``), Permit
+waits held on the virtual clock, and nothing half-placed (``test/integration/
+coscheduling_test.go``: a group binds whole or not at all)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from gpusched.cluster.cluster import Cluster
+
+from .builders import apply, join, node_of, pod, pool
+
+GANG_SCHEDULER = "scheduler-plugins-scheduler"
+LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def pod_group(name: str, min_member: int, timeout: int | None = None, **spec) -> str:
+    body = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": min_member, **spec}}
+    if timeout is not None:
+        body["spec"]["scheduleTimeoutSeconds"] = timeout
+    return yaml.safe_dump(body)
+
+
+def member(name: str, group: str = "pg", gpus: int = 8, **spec) -> str:
+    return pod(name, gpus=gpus, labels={LABEL: group}, schedulerName=GANG_SCHEDULER, **spec)
+
+
+def failed_scheduling(cluster: Cluster, name: str) -> str:
+    conditions = cluster.get("pods", [name], "default")[0]["status"].get("conditions") or []
+    return next((c.get("message", "") for c in conditions if c["type"] == "PodScheduled"), "")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with Cluster.open(str(tmp_path / "gangs.db")) as c:
+        apply(c, pool("gpu", count=2, gpus=8))
+        yield c
+
+
+def bound(cluster: Cluster, *names: str) -> list[str]:
+    return [n for n in names if node_of(cluster, n)]
+
+
+def test_whole_group_binds_at_once(cluster):
+    """coscheduling_test.go TestPermit "pod belongs to a pg that have quorum satisfied": the
+    last member's Permit allows the waiting ones; all bind."""
+    apply(cluster, join(pod_group("pg", 2), member("a"), member("b")))
+    assert bound(cluster, "a", "b") == ["a", "b"]
+
+
+def test_fewer_pods_than_min_member_wait_with_the_prefilter_message(cluster):
+    """core_test.go TestPreFilter "pod count less than minMember"."""
+    apply(cluster, join(pod_group("pg", 3), member("a", gpus=4), member("b", gpus=4)))
+    assert bound(cluster, "a", "b") == []
+    assert failed_scheduling(cluster, "a") == (
+        "0/2 nodes are available: pre-filter pod a cannot find enough sibling pods, current pods "
+        "number: 2, minMember of group: 3. no new claims to deallocate, preemption: 0/2 nodes are "
+        "available: 2 Preemption is "
+        "not helpful for scheduling., PodGroup default/pg gets rejected due to Pod a is "
+        "unschedulable even after PostFilter")
+    apply(cluster, member("c", gpus=4))
+    assert bound(cluster, "a", "b", "c") == ["a", "b", "c"]
+
+
+def test_group_larger_than_the_cluster_is_never_half_placed(cluster):
+    """Bad input: minMember 3 gangs of 8-GPU pods on two 8-GPU nodes: the members that fit
+    wait, the one that fits nowhere rejects them in PostFilter (``optimistic rejection in
+    PostFilter``); no member is bound and every GPU is free again."""
+    apply(cluster, join(pod_group("pg", 3), member("a"), member("b"), member("c")))
+    assert bound(cluster, "a", "b", "c") == []
+    messages = {failed_scheduling(cluster, n) for n in ("a", "b", "c")}
+    assert "0/1 nodes are available: 1 optimistic rejection in PostFilter." in messages
+    apply(cluster, pod("plain", gpus=8))
+    assert node_of(cluster, "plain")
+
+
+def test_waiting_members_time_out_and_release_the_whole_group(cluster):
+    """waiting_pods_map.go: the wait ends after scheduleTimeoutSeconds on the virtual clock:
+    ``rejected due to timeout after waiting 30s at plugin Coscheduling``; Unreserve rejects the
+    sibling (``rejection in Unreserve``) and both release their node. The third member names
+    another scheduler, so it counts for minMember (the plugin lists every labelled pod) but is
+    never attempted here."""
+    cluster.frozen_clock = False
+    other = pod("c", gpus=1, labels={LABEL: "pg"}, schedulerName="other-scheduler")
+    apply(cluster, join(pod_group("pg", 3, timeout=30), member("a"), member("b"), other))
+    assert bound(cluster, "a", "b") == []
+    apply(cluster, pod("blocked", gpus=8))
+    assert not node_of(cluster, "blocked")       # the waiting members hold both nodes
+    cluster.advance(31)
+    messages = {e["message"] for e in cluster.get("events") if e["reason"] == "FailedScheduling"
+                and e["involvedObject"]["name"] in ("a", "b")}
+    assert "0/1 nodes are available: 1 rejected due to timeout after waiting 30s at plugin Coscheduling." in messages
+    assert "0/1 nodes are available: 1 rejection in Unreserve." in messages
+    assert node_of(cluster, "blocked")
