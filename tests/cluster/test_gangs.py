@@ -96,3 +96,29 @@ def test_waiting_members_time_out_and_release_the_whole_group(cluster):
     assert "0/1 nodes are available: 1 rejected due to timeout after waiting 30s at plugin Coscheduling." in messages
     assert "0/1 nodes are available: 1 rejection in Unreserve." in messages
     assert node_of(cluster, "blocked")
+
+
+def group_status(cluster: Cluster, name: str = "pg") -> dict:
+    return cluster.get("podgroups", [name], "default")[0].get("status") or {}
+
+
+def test_pod_group_status_follows_its_pods(cluster):
+    """podgroup_controller.go: Pending until minMember pods exist, then Scheduling, Running once
+    running + succeeded reach minMember, with the counts."""
+    apply(cluster, join(pod_group("pg", 2), member("a", gpus=4)))
+    assert group_status(cluster) == {"phase": "Pending"}
+    apply(cluster, member("b", gpus=4))
+    assert group_status(cluster) == {"phase": "Running", "running": 2}
+
+
+def test_deleting_a_waiting_member_releases_the_group(cluster):
+    """eventhandlers.go: a deleted waiting pod is rejected (``RejectWaitingPod``); its
+    Unreserve rejects the sibling, whose node is free again."""
+    other = pod("c", gpus=1, labels={LABEL: "pg"}, schedulerName="other-scheduler")
+    apply(cluster, join(pod_group("pg", 3), member("a"), member("b"), other, pod("blocked", gpus=8)))
+    assert bound(cluster, "a", "b", "blocked") == []
+    cluster.delete("pods", "a", "default")
+    messages = {e["message"] for e in cluster.get("events") if e["reason"] == "FailedScheduling"
+                and e["involvedObject"]["name"] == "b"}
+    assert "0/1 nodes are available: 1 rejection in Unreserve." in messages
+    assert node_of(cluster, "blocked")

@@ -178,6 +178,8 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)", kueue_jobs.reconcile,
                keyed=True),
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
+    Descriptor("podgroup", "scheduler-plugins podgroup controller (podgroup_controller.go)",
+               _of_kind("PodGroup", "workloads.podgroup:reconcile"), keyed=True),
     Descriptor("daemonset", "daemonset-controller",
                _of_kind("DaemonSet", "workloads.daemonset:reconcile"), keyed=True),
     Descriptor("statefulset", "statefulset-controller",
