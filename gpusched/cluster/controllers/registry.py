@@ -42,6 +42,7 @@ from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.installed import slot
 from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
+from gpusched.cluster.controllers.kueue import pods_ready as kueue_pods_ready
 from gpusched.cluster.controllers.kueue import scheduler as kueue_scheduler
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
@@ -178,6 +179,8 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)", kueue_jobs.reconcile,
                keyed=True),
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
+    Descriptor("kueue-pods-ready", "kueue workload controller (waitForPodsReady)",
+               kueue_pods_ready.reconcile, keyed=True),
     Descriptor("podgroup", "scheduler-plugins podgroup controller (podgroup_controller.go)",
                _of_kind("PodGroup", "workloads.podgroup:reconcile"), keyed=True),
     Descriptor("daemonset", "daemonset-controller",
@@ -204,6 +207,7 @@ TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
             node_lifecycle.eviction_due, containers.restart_due, scheduling_host.retry_due),
     "Job": (job.due,),
+    "Workload": (kueue_pods_ready.due,),
     "Deployment": (_imported("workloads.deployment_status:progress_due"),),
     "NodePool": (_imported("autoscaling.autoscaler:due"),),
     "HorizontalPodAutoscaler": (_imported("autoscaling.hpa:sync_due"),),

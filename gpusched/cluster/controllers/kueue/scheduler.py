@@ -19,6 +19,7 @@ from typing import Any
 
 from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.controllers.kueue.pods_ready import backing_off
 from gpusched.cluster.controllers.kueue.snapshot import (World, is_true, key_of, namespace_selected,
                                                          pending_of, read_world, seconds)
 from gpusched.kueue import conditions as cond
@@ -65,7 +66,7 @@ def _pending(view: View, world: World) -> tuple[dict[str, list[Pending]], dict[s
     bodies: dict[str, dict[str, Any]] = {}
     for wl in view.list("Workload"):
         if is_true(wl, "Finished") or (wl.get("status") or {}).get("admission") \
-                or (wl.get("spec") or {}).get("active") is False:
+                or (wl.get("spec") or {}).get("active") is False or backing_off(view, wl):
             continue
         cq, refusal = _route(view, world, wl)
         if refusal is not None:
