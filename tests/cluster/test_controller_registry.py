@@ -48,7 +48,7 @@ def test_the_controllers_imported_when_needed() -> None:
     lazy = {d.name for d in registry.DESCRIPTORS
             if d.reconcile.__qualname__.startswith("_only_when")}
     assert lazy == {"gpu-operator", "horizontal-pod-autoscaler", "vpa-recommender", "deployment",
-                    "replicaset", "daemonset", "statefulset", "cluster-autoscaler", "podgroup"}
+                    "replicaset", "daemonset", "statefulset", "cluster-autoscaler", "podgroup", "jobset"}
 
 
 @pytest.mark.parametrize("autoscaled,runs", [(False, False), (True, True)],

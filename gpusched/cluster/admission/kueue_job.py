@@ -20,6 +20,9 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 def _admit(attrs: Attributes) -> None:
     job = attrs.obj
     meta = job.setdefault("metadata", {})
+    if any(ref.get("kind") == "JobSet" and ref.get("controller")
+           for ref in meta.get("ownerReferences") or ()):
+        return          # a JobSet's Job: its JobSet is the queued object (IsOwnerManagedByKueue)
     labels = meta.get("labels") or {}
     if not labels.get(QUEUE_LABEL):
         namespace = str(meta.get("namespace") or "default")

@@ -27,7 +27,8 @@ import functools
 
 from gpusched.cluster.admission import (config_bounds, default_storage_class,
                                         default_toleration_seconds, device_holdings,
-                                        kueue_clusterqueue, kueue_cohort, kueue_job,
+                                        jobset_defaults, kueue_clusterqueue, kueue_cohort,
+                                        kueue_job, kueue_jobset,
                                         kueue_resourceflavor, kueue_workload, limit_ranger,
                                         load_curve, namespace_lifecycle, priority, resource_quota,
                                         runtime_class)
@@ -60,8 +61,10 @@ ORDERED: tuple[Plugin, ...] = (
     device_holdings.PLUGIN,              # gpusched: device holdings are the cluster's
     config_bounds.PLUGIN,                # gpusched: bounds of the ConfigMaps it reads
     load_curve.PLUGIN,                   # gpusched: a Deployment's load curve parses
-    # MutatingAdmissionWebhook: Kueue's Job webhook (the suspend default)
+    # MutatingAdmissionWebhook: JobSet's defaults; Kueue's Job and JobSet webhooks (suspend)
+    jobset_defaults.PLUGIN,              # mjobset.kb.io (JobSet's)
     kueue_job.PLUGIN,                    # mjob.kb.io
+    kueue_jobset.PLUGIN,                 # mjobset.kb.io (Kueue's)
     # ValidatingAdmissionWebhook: Kueue's webhooks (config/components/webhook/manifests.yaml)
     kueue_clusterqueue.PLUGIN,           # vclusterqueue.kb.io
     kueue_cohort.PLUGIN,                 # vcohort.kb.io

@@ -42,6 +42,7 @@ from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.installed import slot
 from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
+from gpusched.cluster.controllers.kueue import jobsets as kueue_jobsets
 from gpusched.cluster.controllers.kueue import pods_ready as kueue_pods_ready
 from gpusched.cluster.controllers.kueue import scheduler as kueue_scheduler
 from gpusched.cluster.controllers.network import endpoints
@@ -178,6 +179,10 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
                             "WorkloadPriorityClass", "Namespace")),
     Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)", kueue_jobs.reconcile,
                keyed=True),
+    Descriptor("kueue-jobset", "kueue jobset integration (jobs/jobset)", kueue_jobsets.reconcile,
+               keyed=True),
+    Descriptor("jobset", "jobset-controller (kubernetes-sigs/jobset)",
+               _of_kind("JobSet", "workloads.jobset:reconcile"), keyed=True),
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
     Descriptor("kueue-pods-ready", "kueue workload controller (waitForPodsReady)",
                kueue_pods_ready.reconcile, keyed=True),

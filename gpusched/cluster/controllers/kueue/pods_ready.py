@@ -2,7 +2,7 @@
 workload_controller.go`` ``reconcileNotReadyTimeout``, ``jobframework/reconciler.go``'s
 PodsReady condition), on the virtual clock; the rules are ``gpusched.kueue.pods_ready``.
 
-For every admitted Workload whose Job runs (unsuspended):
+For every admitted Workload whose Job or JobSet runs (unsuspended):
 
 1. its ``PodsReady`` condition from the Job's counts (WaitForStart, Started, WaitForRecovery,
    Recovered);
@@ -41,6 +41,7 @@ from gpusched.cluster.controllers.kueue.snapshot import condition, is_true
 from gpusched.errors import GpuschedError
 from gpusched.kueue import conditions as cond
 from gpusched.kueue import pods_ready as rules
+from gpusched.kueue.jobsets import jobset_pods_ready
 
 log = logging.getLogger(__name__)
 COMPONENT = "kueue-workload-controller"
@@ -80,11 +81,16 @@ def config(view: View) -> rules.PodsReadyConfig:
         return rules.PodsReadyConfig()
 
 
-def _job_of(view: View, wl: dict[str, Any]) -> dict[str, Any] | None:
+def _owner_ready(view: View, wl: dict[str, Any]) -> bool | None:
+    """Whether the Workload's Job or JobSet has its pods ready (None: no running owner)."""
     meta = wl.get("metadata") or {}
-    owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") == "Job"), None)
-    return view.get("Job", str(owner.get("name", "")), str(meta.get("namespace", "default"))) \
-        if owner is not None else None
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") in ("Job", "JobSet")), None)
+    if owner is None:
+        return None
+    body = view.get(str(owner["kind"]), str(owner.get("name", "")), str(meta.get("namespace", "default")))
+    if body is None or (body.get("spec") or {}).get("suspend"):
+        return None
+    return rules.job_pods_ready(body) if owner["kind"] == "Job" else jobset_pods_ready(body)
 
 
 def _admitted(wl: dict[str, Any]) -> bool:
@@ -169,10 +175,10 @@ def _sync(view: View, cfg: rules.PodsReadyConfig, wl: dict[str, Any]) -> None:
         return
     if not _admitted(wl):
         return
-    job = _job_of(view, wl)
-    if job is None or (job.get("spec") or {}).get("suspend"):
+    ready = _owner_ready(view, wl)
+    if ready is None:
         return
-    wanted = rules.pods_ready_condition(rules.job_pods_ready(job), condition(wl, "PodsReady"))
+    wanted = rules.pods_ready_condition(ready, condition(wl, "PodsReady"))
     current = condition(wl, "PodsReady") or {}
     if (current.get("status"), current.get("reason")) != (wanted.status, wanted.reason):
         _set(view, wl, wanted)
