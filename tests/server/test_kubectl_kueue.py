@@ -113,3 +113,19 @@ def test_explain_reads_the_crd_schema(serve):
     assert "ENUM:" in out and "StrictFIFO" in out and "BestEffortFIFO" in out
     containers = serve.kubectl("explain", "workloads.spec.podSets.template.spec.containers").stdout
     assert "FIELD: containers <[]Container>" in containers
+
+
+def test_gang_examples_through_serve(serve):
+    """examples/kueue/gangs with real kubectl: the JobSet and the Coscheduling gang run whole,
+    scheduled in serve's controller process (its waiting pods kept between settles)."""
+    serve.kubectl("apply", "-f", "examples/kueue/embedded/nodes.yaml", "-f", EXAMPLE)
+    serve.kubectl("apply", "-f", "examples/kueue/gangs/")
+    serve.settled()
+    pods = json.loads(serve.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+    running = sorted(p["metadata"]["name"].rsplit("-", 1)[0] for p in pods
+                     if p["status"].get("phase") == "Running")
+    assert running == ["allreduce-0", "allreduce-1", "allreduce-2", "allreduce-3",
+                       "llm-pretrain-leader-0-0", "llm-pretrain-workers-0-0",
+                       "llm-pretrain-workers-0-1", "llm-pretrain-workers-0-2"]
+    groups = serve.kubectl("get", "pg", "-n", "team-b").stdout.splitlines()
+    assert groups[1].split()[:3] == ["allreduce", "Running", "4"]
