@@ -25,15 +25,16 @@ def _in(pod, namespace):
     return replace(pod, namespace=namespace)
 
 
-def plugin_with(groups: dict[str, PodGroupInfo], pods, **args) -> Coscheduling:
+def plugin_with(groups: dict[str, PodGroupInfo], pods, gated=(), **args) -> Coscheduling:
     plugin = Coscheduling(args)
     members: dict[tuple[str, str], list[str]] = {}
     for pod in pods:
         name = pod.labels.get(POD_GROUP_LABEL)
         if name:
             members.setdefault((pod.namespace, name), []).append(pod.uid)
+    gated_counts = {("ns", "pg1"): len(gated)} if gated else {}
     plugin.set_pod_groups({("ns", n): g for n, g in groups.items()},
-                          {k: tuple(v) for k, v in members.items()}, now=0.0)
+                          {k: tuple(v) for k, v in members.items()}, now=0.0, gated=gated_counts)
     return plugin
 
 
@@ -61,10 +62,25 @@ PREFILTER_CASES = [
 ]
 
 
-@pytest.mark.parametrize("pod,others,groups,message", PREFILTER_CASES)
-def test_pre_filter(pod, others, groups, message):
+GATED_CASES = [
+    pytest.param(member("p1a"), [member("p1b"), member("p1c")], {"pg1": PodGroupInfo(2)}, "",
+                 ("p1c",), id="gated pods but still meeting quorum (minMember < replicas)"),
+    pytest.param(member("p1a"), [member("p1b"), member("p1c")], {"pg1": PodGroupInfo(3)},
+                 "pre-filter pod p1a cannot proceed due to gated pods in the same PodGroup", ("p1b",),
+                 id="gated pods push group below quorum"),
+    pytest.param(member("p1a"), [member("p1b"), member("p1c")], {"pg1": PodGroupInfo(2)},
+                 "pre-filter pod p1a cannot proceed due to gated pods in the same PodGroup",
+                 ("p1b", "p1c"), id="all sibling pods are gated"),
+]
+
+
+@pytest.mark.parametrize("pod,others,groups,message,gated",
+                         [pytest.param(*c.values, (), id=c.id) for c in PREFILTER_CASES] + GATED_CASES)
+def test_pre_filter(pod, others, groups, message, gated):
+    """core_test.go TestPreFilter (here the pod itself is among the group's pods, as the plugin's
+    pod lister holds it on a real cluster; upstream's table leaves it out of the lister)."""
     snapshot = snapshot_of(make_node("node-a", cpu="4"), make_node("node-b", cpu="4"))
-    plugin = plugin_with(groups, [pod, *others])
+    plugin = plugin_with(groups, [pod, *others], gated=gated)
     status = plugin.pre_filter(CycleState(), pod, snapshot)
     if message:
         # PreFilter refuses UnschedulableAndUnresolvable: no preemption for a gang

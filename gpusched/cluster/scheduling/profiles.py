@@ -63,7 +63,8 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
             binding.set_claims(claims)
         gangs = framework.plugins.get("Coscheduling")
         if gangs is not None and hasattr(gangs, "set_pod_groups"):
-            gangs.set_pod_groups(*pod_groups(view), view.now())
+            groups, members, gated = pod_groups(view)
+            gangs.set_pod_groups(groups, members, view.now(), gated)
     if order is not None:
         _register_nominated(scheduler, pending_pods(view) if nominated is None else nominated,
                             order, view.memo.setdefault(NOMINATED_MEMO, {}))
@@ -73,19 +74,25 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
-def pod_groups(view: View) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], tuple[str, ...]]]:
-    """Coscheduling's informers: every PodGroup (``PodGroupInfo``) and the uids of the pods
-    labelled ``scheduling.x-k8s.io/pod-group`` for each (namespace, group)."""
+def pod_groups(view: View) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], tuple[str, ...]],
+                                    dict[tuple[str, str], int]]:
+    """Coscheduling's informers: every PodGroup (``PodGroupInfo``), the uids of the pods
+    labelled ``scheduling.x-k8s.io/pod-group`` for each (namespace, group), and how many of
+    them have scheduling gates."""
     from gpusched.scheduler.plugins.coscheduling import pod_group_info
     groups = {(pg["metadata"]["namespace"], pg["metadata"]["name"]): pod_group_info(pg)
               for pg in view.list("PodGroup")}
     members: dict[tuple[str, str], list[str]] = {}
+    gated: dict[tuple[str, str], int] = {}
     if groups:
         for pod in view.list("Pod"):
             name = (pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
             if name:
-                members.setdefault((pod["metadata"]["namespace"], name), []).append(pod["metadata"]["uid"])
-    return groups, {key: tuple(uids) for key, uids in members.items()}
+                key = (pod["metadata"]["namespace"], name)
+                members.setdefault(key, []).append(pod["metadata"]["uid"])
+                if is_gated(pod):
+                    gated[key] = gated.get(key, 0) + 1
+    return groups, {key: tuple(uids) for key, uids in members.items()}, gated
 
 
 NOMINATED_MEMO = "scheduler-nominated-infos"

@@ -8,6 +8,8 @@ upstream ``pkg/coscheduling/coscheduling.go`` and ``core/core.go``:
 - **PreFilter** (``PodGroupManager.PreFilter``), UnschedulableAndUnresolvable (no preemption):
   ``podGroup <ns>/<pg> failed recently`` while the group backs off; ``pre-filter pod <pod>
   cannot find enough sibling pods, current pods number: <n>, minMember of group: <m>``;
+  ``pre-filter pod <pod> cannot proceed due to gated pods in the same PodGroup`` when its
+  pods without ``schedulingGates`` are fewer than ``minMember``;
   ``resource gap: <ResourceList>`` when ``minResources`` plus ``pods: minMember`` exceed what
   the nodes have left (the group's own pods not counted, ``CheckClusterResource``); a group that
   passed is not checked again for the plugin's wait time (``permittedPG``). A pod naming no
@@ -85,14 +87,18 @@ class Coscheduling:
         self.reject_percentage = float(args.get("podGroupRejectPercentage", 10))
         self.groups: dict[GroupKey, PodGroupInfo] = {}
         self.members: dict[GroupKey, tuple[str, ...]] = {}     # pod uids carrying the label
+        self.gated: dict[GroupKey, int] = {}                   # of those, with schedulingGates
         self.backed_off: dict[GroupKey, float] = {}            # group -> back-off end
         self.permitted: dict[GroupKey, float] = {}             # group -> minResources checked until
         self.now = 0.0
 
     def set_pod_groups(self, groups: Mapping[GroupKey, PodGroupInfo],
-                       members: Mapping[GroupKey, tuple[str, ...]], now: float) -> None:
-        """The PodGroups, the pods labelled for each, and the clock (the host's informers)."""
+                       members: Mapping[GroupKey, tuple[str, ...]], now: float,
+                       gated: Mapping[GroupKey, int] | None = None) -> None:
+        """The PodGroups, the pods labelled for each (and how many of them are gated), and the
+        clock (the host's informers)."""
         self.groups, self.members, self.now = dict(groups), dict(members), now
+        self.gated = dict(gated or {})
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -129,6 +135,9 @@ class Coscheduling:
         if count < group.min_member:
             return _unresolvable(f"pre-filter pod {pod.name} cannot find enough sibling pods, "
                                  f"current pods number: {count}, minMember of group: {group.min_member}")
+        if count - self.gated.get(key, 0) < group.min_member:
+            return _unresolvable(f"pre-filter pod {pod.name} cannot proceed due to gated pods in the "
+                                 "same PodGroup")
         if not group.min_resources or self.permitted.get(key, float("-inf")) > self.now:
             return SUCCESS
         gap = self._resource_gap(key, group, snapshot)
