@@ -26,6 +26,7 @@ when there is none; a Configuration that does not parse is logged and the defaul
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -68,10 +69,16 @@ QUEUE = WorkQueue("Workload", (itself("Workload"), _owned_workloads("Job"), _own
 
 
 def config(view: View) -> rules.PodsReadyConfig:
+    """``waitForPodsReady`` of Kueue's ConfigMap (its defaults without one)."""
     body = view.get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE)
     text = ((body or {}).get("data") or {}).get(CONFIG_KEY)
-    if not text:
-        return rules.PodsReadyConfig()
+    return _parsed(str(text)) if text else rules.PodsReadyConfig()
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> rules.PodsReadyConfig:
+    """The Configuration text's waitForPodsReady, parsed once per text (every Workload's timer
+    asks for it)."""
     try:
         loaded = yaml.safe_load(text)
         return rules.config_from(loaded if isinstance(loaded, dict) else None)
