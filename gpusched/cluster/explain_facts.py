@@ -3,7 +3,8 @@
 ``facts(view, pod)`` looks at the pod and the cluster (not only at the scheduler's filters) and
 returns ``scheduler.explain.Fact`` items, each a sentence and the same facts as JSON fields:
 
-- ``running``: where a bound pod runs and which devices it holds (``GPU 0 (GPU-...) whole``);
+- ``running``: where a bound pod runs and which devices it holds (``GPU 0 (GPU-...) whole``),
+  and whether its whole GPUs share one NVLink domain (``devices.interconnect.placement_note``);
 - ``unknown-resource``: ``no node offers nvidia.com/gpus; did you mean nvidia.com/gpu?`` (the
   closest advertised resource by edit distance, at most ``MAX_TYPO`` edits);
 - ``not-offered``: a node that would offer the resource with the device plugin's defaults (no
@@ -157,7 +158,20 @@ def running_fact(view: View, pod: dict[str, Any]) -> Fact:
             f"GPU {h['gpu']} ({h['device']}, {h['resource']}, {h['slot']})" for h in held)
     else:
         text = f"{verb} on {node}; holds no GPU devices"
-    return Fact("running", text, (("node", node), ("phase", phase), ("devices", held)))
+    note = _nvlink_note(devices, [r.gpu_index for r in rows if r.milli == 1000 and not r.profile and r.replica < 0])
+    fields: tuple[tuple[str, Any], ...] = (("node", node), ("phase", phase), ("devices", held))
+    if note:
+        text, fields = f"{text}; {note}", (*fields, ("nvlink", note))
+    return Fact("running", text, fields)
+
+
+def _nvlink_note(devices: Any, whole_gpus: list[int]) -> str:
+    """Whether a pod's whole GPUs share one NVLink domain (``devices.interconnect``)."""
+    from gpusched.devices.interconnect import interconnect_of, placement_note
+
+    if devices is None or devices.model is None:
+        return ""
+    return placement_note(interconnect_of(devices.model.name), devices.gpu_count, whole_gpus)
 
 
 # ---- pending pods -------------------------------------------------------------------------------

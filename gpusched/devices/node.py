@@ -18,7 +18,8 @@ of a *plain whole* GPU: never of a MIG-enabled GPU, never of a GPU shared by tim
 
 Allocation (``allocate``, pure; ``hold`` applies it):
 
-- whole GPUs: the lowest free indices (binpack and spread alike; NVLink topology out of scope);
+- whole GPUs: inside one NVLink domain when one has room, the tightest, else the lowest free
+  indices (binpack and spread alike; ``devices.interconnect``);
 - replicas: the device plugin's ``sharedDevicesAllocationPolicy``: ``distributed`` (default)
   prefers the GPU with the fewest replicas held, ties to the GPU chosen least often in this
   request, then lowest index; ``packed`` prefers the GPU with the most replicas held (this
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from gpusched.devices.catalog import GpuModel
+from gpusched.devices.interconnect import interconnect_of, pick_whole_gpus
 from gpusched.devices.mig import mig_resource_name, place, single_strategy_problem
 from gpusched.devices.mig_profiles import MigGeometry, MigProfile
 from gpusched.devices.plugin_config import (DEFAULT_CONFIG, DevicePluginConfig,
@@ -280,7 +282,11 @@ class NodeDevices:
             return self._pick_replicas(resource, free, count)
         if free[0].profile:
             return self._pick_mig(free, count, policy)
-        return [d.device_id for d in free[:count]]
+        if allowed is not None or self.model is None:
+            return [d.device_id for d in free[:count]]
+        by_index = {d.gpu_index: d.device_id for d in free}
+        chosen = pick_whole_gpus(interconnect_of(self.model.name), self.gpu_count, list(by_index), count)
+        return [by_index[i] for i in chosen]
 
     def _pick_replicas(self, resource: str, free: list[Device], count: int) -> list[str]:
         held = Counter(d.parent for d in self._by_resource[resource] if d.device_id in self._holder)

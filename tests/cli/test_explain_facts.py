@@ -266,3 +266,29 @@ def test_a_not_ready_node_is_named_as_a_node_change_not_a_toleration(tmp_path):
     assert [(s["kind"], s["edit"]) for s in suggestions] == [
         ("node-condition", [{"op": "wait-untainted",
                              "value": {"node": "gpu-node-9", "taint": "node.kubernetes.io/not-ready"}}])]
+
+
+A30_POOL = """apiVersion: gpusched.io/v1alpha1
+kind: NodePool
+metadata: {name: a30}
+spec:
+  count: 1
+  gpu: {model: A30, count: 4}
+  cpu: "32"
+  memory: 128Gi
+"""
+
+
+def test_two_gpu_pod_gets_a_bridged_pair_and_explain_says_so(tmp_path):
+    """devices.interconnect: on A30 cards bridged in pairs (0-1, 2-3), with GPU 0 taken a 2-GPU
+    pod gets the pair 2-3, not 1-2 across two pairs (go-gpuallocator's best-effort policy
+    prefers NVLink-connected sets)."""
+    g = Gpusched(tmp_path)
+    g.ok("apply", "-f", "-", stdin=A30_POOL)
+    g.ok("apply", "-f", "-", stdin=pod("one", {"nvidia.com/gpu": 1}))
+    g.ok("apply", "-f", "-", stdin=pod("two", {"nvidia.com/gpu": 2}))
+    fact = g.json("explain", "pod", "two")["facts"][0]
+    assert [d["gpu"] for d in fact["devices"]] == [2, 3]
+    assert fact["nvlink"] == "GPUs 2,3 share one NVLink domain (GPUs 2-3; NVLink bridges, GPUs in bridged pairs)"
+    assert g.ok("explain", "pod", "two").lines[0].endswith(
+        "; GPUs 2,3 share one NVLink domain (GPUs 2-3; NVLink bridges, GPUs in bridged pairs)")
