@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpusched.kueue.flavors import FIT, NO_FIT, PREEMPT, Assignment, FlavorAssigner
+from gpusched.kueue.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, FlavorAssigner
 from gpusched.kueue.inputs import Flavor, PodSetRequest, QueuePolicy
 from gpusched.kueue.ordering import STRICT_FIFO, Entry, QueuedWorkload, cycle_order, in_queue_order
 from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, Target, oracle
 from gpusched.kueue.quota import CohortForest, add_usage, available
+from gpusched.kueue.tas import TopologySnapshot
+from gpusched.kueue.tas_cycle import place, record, tas_only
 
 ADMITTED = "Admitted"
 PREEMPTING = "Preempting"
@@ -52,12 +54,14 @@ class Decision:
 
 @dataclass
 class Snapshot:
-    """The cycle's world: the quota forest with admitted usage, the queues' policies, flavors."""
+    """The cycle's world: the quota forest with admitted usage, the queues' policies, flavors,
+    and each TAS flavor's topology with its admitted pods (``topologies``, by flavor name)."""
 
     forest: CohortForest
     policies: Mapping[str, QueuePolicy]
     flavors: Mapping[str, Flavor]
     admitted: list[Admitted] = field(default_factory=list)
+    topologies: Mapping[str, TopologySnapshot] = field(default_factory=dict)
 
     def admit(self, workload: Admitted) -> None:
         self.admitted.append(workload)
@@ -81,10 +85,11 @@ def pick_heads(pending: Mapping[str, Sequence[Pending]], policies: Mapping[str, 
 
 def _nominate(snapshot: Snapshot, head: Pending) -> Assignment:
     cq = head.queued.cluster_queue
+    only_tas = tas_only(snapshot.policies[cq], snapshot.flavors)
     assigner = FlavorAssigner(snapshot.policies[cq], snapshot.forest.queues[cq], snapshot.flavors,
                               oracle(snapshot.forest, snapshot.policies, snapshot.admitted, cq,
-                                     head.queued.priority, head.queued.timestamp))
-    return assigner.assign(head.podsets)
+                                     head.queued.priority, head.queued.timestamp), tas_only=only_tas)
+    return place(assigner.assign(head.podsets), head.podsets, snapshot.topologies, only_tas)
 
 
 def _still_fits(snapshot: Snapshot, cq: str, assignment: Assignment) -> bool:
@@ -108,15 +113,24 @@ def _preempt(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decis
 def _process(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decision:
     queued = head.queued
     mode = assignment.mode()
+    if mode == FIT and snapshot.topologies and any(ps.topology is not None for ps in assignment.podsets):
+        # placed at nomination; an earlier head of this cycle may have taken its domains since
+        assignment = place(assignment, head.podsets, snapshot.topologies,
+                           tas_only(snapshot.policies[queued.cluster_queue], snapshot.flavors))
+        if assignment.mode() != FIT:
+            return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
     if mode == FIT:
         if not _still_fits(snapshot, queued.cluster_queue, assignment):
             return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
         snapshot.admit(Admitted(queued.key, queued.cluster_queue, assignment.usage(), queued.priority,
                                 queued.timestamp, queued.timestamp, queued.uid))
+        record(assignment, head.podsets, snapshot.topologies)
         return Decision(queued.key, queued.cluster_queue, ADMITTED, assignment=assignment)
     if mode == NO_FIT:
         return Decision(queued.key, queued.cluster_queue, PENDING, assignment.no_fit_reason(),
                         assignment.message(), assignment)
+    if mode == NO_CANDIDATES:           # quota fits, the topology is full: wait (tas_cycle)
+        return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, assignment.message(), assignment)
     return _preempt(snapshot, head, assignment)
 
 

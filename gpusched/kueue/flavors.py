@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from gpusched.kueue.amounts import amount_string
 from gpusched.kueue.inputs import (NEVER, TRY_NEXT_FLAVOR, Flavor, PodSetRequest, QueuePolicy,
                                    ResourceGroup)
+from gpusched.kueue.tas import TopologyAssignment
 from gpusched.kueue.quota import (FlavorResource, QuotaNode, available, lowest_fitting_subtree,
                                   potential_available)
 from gpusched.objects.selectors import map_matches, term_matches
@@ -99,6 +100,7 @@ class PodSetAssignment:
     flavors: Mapping[str, FlavorChoice]
     reasons: tuple[str, ...] = ()
     no_fit_reason: str = ""
+    topology: TopologyAssignment | None = None     # where TAS put the pods (``tas_cycle``)
 
     @property
     def assigned(self) -> bool:
@@ -174,10 +176,34 @@ def _affinity_matches(podset: PodSetRequest, flavor: Flavor) -> bool:
     return not terms or any(term_matches(term, flavor.node_labels) for term in terms)
 
 
-def flavor_mismatch(name: str, flavor: Flavor | None, podset: PodSetRequest) -> str:
+def tas_requested(podset: PodSetRequest, tas_only: bool) -> bool:
+    """``isTASRequested``: a level, unconstrained or a slice layer asked for, or implied by a
+    ClusterQueue whose flavors are all TAS flavors."""
+    return (podset.topology is not None and podset.topology.explicit) or tas_only
+
+
+def tas_mismatch(flavor: Flavor, podset: PodSetRequest, tas_only: bool) -> str:
+    """``checkPodSetAndFlavorMatchForTAS`` ("" when the flavor suits the PodSet)."""
+    if not tas_requested(podset, tas_only):
+        return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling' if flavor.topology_name else ""
+    if not (podset.topology is not None and podset.topology.explicit):
+        return ""
+    if flavor.topology_name is None:
+        return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
+    if flavor.topology_levels is None:
+        return f'Flavor "{flavor.name}" information missing in TAS cache'
+    if not all(key in flavor.topology_levels for key in podset.topology.level_keys()):
+        return f'Flavor "{flavor.name}" does not contain the requested level'
+    return ""
+
+
+def flavor_mismatch(name: str, flavor: Flavor | None, podset: PodSetRequest, tas_only: bool = False) -> str:
     """Why ``flavor`` cannot hold ``podset`` ("" when it can): ``checkFlavorForPodSets``."""
     if flavor is None:
         return f"flavor {name} not found"
+    topology = tas_mismatch(flavor, podset, tas_only)
+    if topology:
+        return topology
     tolerations = podset.tolerations + flavor.tolerations
     for taint in flavor.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in tolerations):
@@ -196,6 +222,7 @@ class FlavorAssigner:
     flavors: Mapping[str, Flavor]
     oracle: PreemptionOracle = no_candidates
     fair_sharing: bool = False
+    tas_only: bool = False
 
     def _can_preempt(self, val: int, nominal: int, may_reclaim: bool) -> bool:
         while_borrowing = self.policy.borrow_within_cohort != NEVER or (
@@ -248,7 +275,7 @@ class FlavorAssigner:
         search = _Search()
         requests = {r: v for r, v in podset.requests.items() if r in group.covered}
         for name in group.flavors:
-            mismatch = flavor_mismatch(name, self.flavors.get(name), podset)
+            mismatch = flavor_mismatch(name, self.flavors.get(name), podset, self.tas_only)
             if mismatch:
                 search.reasons.append(mismatch)
                 search.no_fit_reason = most_severe(search.no_fit_reason, NO_MATCHING_FLAVOR)

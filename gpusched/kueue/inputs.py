@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusched.kueue.tas_request import TopologyRequest, parse_topology_request
 from gpusched.objects.pod import pod_resource_totals
 from gpusched.objects.quantity import canonical
 from gpusched.objects.selectors import term_from_dict
@@ -75,10 +76,15 @@ def queue_policy(cq: Mapping[str, Any]) -> QueuePolicy:
 
 @dataclass(frozen=True)
 class Flavor:
+    """A ResourceFlavor; ``topology_name`` marks a TAS flavor, ``topology_levels`` are its
+    Topology's levels (None while that Topology is missing)."""
+
     name: str
     node_labels: Mapping[str, str]
     node_taints: tuple[Taint, ...]
     tolerations: tuple[Toleration, ...]
+    topology_name: str | None = None
+    topology_levels: tuple[str, ...] | None = None
 
 
 def tolerations_of(items: Any) -> tuple[Toleration, ...]:
@@ -93,13 +99,14 @@ def flavor_of(rf: Mapping[str, Any]) -> Flavor:
     taints = tuple(Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
                    for t in spec.get("nodeTaints") or ())
     return Flavor(rf["metadata"]["name"], dict(spec.get("nodeLabels") or {}), taints,
-                  tolerations_of(spec.get("tolerations")))
+                  tolerations_of(spec.get("tolerations")), spec.get("topologyName") or None)
 
 
 @dataclass(frozen=True)
 class PodSetRequest:
-    """One PodSet: its count, total requests (per pod x count, canonical units) and the
-    scheduling constraints flavor eligibility reads."""
+    """One PodSet: its count, total requests (per pod x count, canonical units), the
+    scheduling constraints flavor eligibility reads, and what topology-aware scheduling reads
+    (one pod's requests, the ``topologyRequest``)."""
 
     name: str
     count: int
@@ -107,6 +114,8 @@ class PodSetRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity_terms: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    per_pod: Mapping[str, int] = field(default_factory=dict)
+    topology: TopologyRequest | None = None
 
 
 def podset_request(podset: Mapping[str, Any]) -> PodSetRequest:
@@ -119,4 +128,5 @@ def podset_request(podset: Mapping[str, Any]) -> PodSetRequest:
     terms = tuple(term_from_dict(term) for term in required.get("nodeSelectorTerms") or ())
     return PodSetRequest(str(podset.get("name", "main")), count,
                          {name: value * count for name, value in per_pod.items()},
-                         dict(spec.get("nodeSelector") or {}), terms, tolerations_of(spec.get("tolerations")))
+                         dict(spec.get("nodeSelector") or {}), terms, tolerations_of(spec.get("tolerations")),
+                         per_pod, parse_topology_request(podset.get("topologyRequest")))
