@@ -51,9 +51,12 @@ def finished(succeeded: bool, message: str) -> Condition:
     return Condition("Finished", "True", "Succeeded" if succeeded else "Failed", message)
 
 
-def cluster_queue_active(stopped: bool, missing_flavors: Sequence[str], in_cycle: bool) -> Condition:
+def cluster_queue_active(stopped: bool, missing_flavors: Sequence[str], in_cycle: bool,
+                         missing_topologies: Sequence[tuple[str, str]] = ()) -> Condition:
     """A ClusterQueue's ``Active`` condition (``inactiveReason``); a queue whose cohort chain
-    loops is inactive without a message part of its own (upstream's snapshot drops it)."""
+    loops is inactive without a message part of its own (upstream's snapshot drops it).
+    ``missing_topologies`` are (TAS flavor, Topology) pairs whose Topology does not exist, by
+    flavor (upstream walks a map)."""
     reasons, parts = [], []
     if stopped:
         reasons.append("Stopped")
@@ -61,6 +64,9 @@ def cluster_queue_active(stopped: bool, missing_flavors: Sequence[str], in_cycle
     if missing_flavors:
         reasons.append("FlavorNotFound")
         parts.append(f"references missing ResourceFlavor(s): {','.join(missing_flavors)}")
+    for flavor, topology in missing_topologies:
+        reasons.append("TopologyNotFound")
+        parts.append(f'there is no Topology "{topology}" for TAS flavor "{flavor}"')
     if reasons:
         return Condition("Active", "False", reasons[0], f"Can't admit new workloads: {', '.join(parts)}.")
     if in_cycle:

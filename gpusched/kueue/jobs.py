@@ -4,7 +4,9 @@
 ``job-<name>-<first 5 hex of sha1(kind, group, name, uid)>``), the admission written into its
 status from a flavor assignment, and the pod template an admitted Job runs with (the flavors'
 nodeLabels merged into ``nodeSelector``, their tolerations appended without duplicates; a
-conflicting selector key is upstream's permanent ``invalid admission check PodSetUpdate`` error).
+conflicting selector key is upstream's permanent ``invalid admission check PodSetUpdate`` error),
+with the PodSet label, the Workload annotation and, for a PodSet placed by topology, the
+``kueue.x-k8s.io/topology`` scheduling gate the topology ungater removes.
 
 Neighbours: ``flavors`` (the assignment), ``inputs`` (flavors), ``amounts``; the Kueue
 controllers write what these build.
@@ -19,6 +21,9 @@ from typing import Any
 
 from gpusched.kueue.amounts import amount_string
 from gpusched.kueue.flavors import Assignment
+from gpusched.kueue.tas_assignment import encode
+from gpusched.kueue.tas_request import (JOB_COMPLETION_INDEX, PODSET_LABEL, TOPOLOGY_GATE, UNCONSTRAINED,
+                                        WORKLOAD_ANNOTATION, topology_request_field)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -50,8 +55,11 @@ def workload_for_job(job: Mapping[str, Any], priority: int = 0, priority_class: 
     """The Workload Kueue creates for a queued Job (its controller owner is the Job)."""
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
-    podset: dict[str, Any] = {"name": DEFAULT_PODSET, "count": pods_count(job),
-                              "template": copy.deepcopy(spec.get("template") or {})}
+    template = copy.deepcopy(spec.get("template") or {})
+    podset: dict[str, Any] = {"name": DEFAULT_PODSET, "count": pods_count(job), "template": template}
+    topology = topology_request_field((template.get("metadata") or {}).get("annotations") or {}, JOB_COMPLETION_INDEX)
+    if topology:
+        podset["topologyRequest"] = topology
     minimum = (meta.get("annotations") or {}).get(MIN_PARALLELISM)
     if minimum is not None and str(minimum).isdigit():
         podset["minCount"] = int(minimum)
@@ -80,6 +88,8 @@ def admission_of(cluster_queue: str, assignment: Assignment) -> dict[str, Any]:
                               for res in sorted(podset.flavors)},
             "count": podset.count,
         })
+        if podset.topology is not None:
+            podsets[-1]["topologyAssignment"] = encode(podset.topology)
     return {"clusterQueue": cluster_queue, "podSetAssignments": podsets}
 
 
@@ -87,11 +97,46 @@ def _toleration_key(toleration: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(toleration.get(field) or "") for field in ("key", "operator", "value", "effect"))
 
 
+def podset_meta(workload: Mapping[str, Any], index: int) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """What ``getPodSetsInfoFromStatus`` adds to an admitted PodSet's pod template besides the
+    flavors: the ``kueue.x-k8s.io/podset`` label, the ``kueue.x-k8s.io/workload`` annotation,
+    and for a PodSet placed by topology the ``kueue.x-k8s.io/topology`` scheduling gate (with
+    ``podset-unconstrained-topology: "true"`` when TAS was implied) (``podset.FromAssignment``)."""
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    podsets = (workload.get("spec") or {}).get("podSets") or []
+    if index >= len(assignments) or index >= len(podsets):
+        return {}, {}, []
+    labels = {PODSET_LABEL: str(assignments[index].get("name", DEFAULT_PODSET))}
+    annotations = {WORKLOAD_ANNOTATION: str((workload.get("metadata") or {}).get("name", ""))}
+    if not assignments[index].get("topologyAssignment"):
+        return labels, annotations, []
+    request = podsets[index].get("topologyRequest") or {}
+    if not any(key in request for key in ("required", "preferred", "unconstrained")):
+        annotations[UNCONSTRAINED] = "true"
+    return labels, annotations, [TOPOLOGY_GATE]
+
+
+def _merge_meta(out: dict[str, Any], meta: tuple[dict[str, str], dict[str, str], list[str]]) -> None:
+    labels, annotations, gates = meta
+    metadata = out.setdefault("metadata", {})
+    for field, values in (("labels", labels), ("annotations", annotations)):
+        if values:
+            metadata[field] = {**(metadata.get(field) or {}), **values}
+    spec = out.setdefault("spec", {})
+    have = [g for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
+    names = {g.get("name") for g in have}
+    if gates:
+        spec["schedulingGates"] = have + [{"name": gate} for gate in gates if gate not in names]
+
+
 def admitted_template(template: Mapping[str, Any], node_labels: Mapping[str, str],
-                      tolerations: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
-    """The pod template with the flavors' labels and tolerations (``podset.Merge``), or the
-    unchanged template and the conflict error."""
+                      tolerations: Sequence[Mapping[str, Any]],
+                      meta: tuple[dict[str, str], dict[str, str], list[str]] = ({}, {}, [])) -> tuple[dict[str, Any], str]:
+    """The pod template with the flavors' labels and tolerations and ``meta``
+    (``podset_meta``) merged in (``podset.Merge``), or the unchanged template and the conflict
+    error."""
     out = copy.deepcopy(dict(template))
+    _merge_meta(out, meta)
     spec = out.setdefault("spec", {})
     selector = dict(spec.get("nodeSelector") or {})
     for key, value in node_labels.items():

@@ -104,7 +104,8 @@ def check_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
     """ValidatePodUpdate (pkg/apis/core/validation): the spec may change only in container
     images and by additions to tolerations (ValidateTolerationsInPodUpdate: every existing
     toleration stays); the other mutable fields are compared as they are."""
-    gates = _added_scheduling_gates(old.get("spec") or {}, new.get("spec") or {})
+    gates = _added_scheduling_gates(old.get("spec") or {}, new.get("spec") or {}) + \
+        _gated_node_selector(old.get("spec") or {}, new.get("spec") or {})
     if gates:
         raise InvalidError("Pod", old["metadata"]["name"], gates)
     munged = _munged_pod_spec(old.get("spec") or {}, copy.deepcopy(new.get("spec") or {}))
@@ -126,6 +127,27 @@ def _added_scheduling_gates(old: dict[str, Any], new: dict[str, Any]) -> list[Fi
             for i, name in enumerate(_gate_names(new)) if name not in before]
 
 
+def _gated_node_selector(old: dict[str, Any], new: dict[str, Any]) -> list[FieldError]:
+    """A pod with scheduling gates may get nodeSelector keys added, never changed or removed
+    (ValidatePodUpdate's gated branch, KEP-3838: how Kueue's topology ungater pins a pod)."""
+    before, after = old.get("nodeSelector") or {}, new.get("nodeSelector") or {}
+    if not old.get("schedulingGates") or before == after or \
+            all(after.get(key) == value for key, value in before.items()):
+        return []
+    return [FieldError("spec.nodeSelector", "Invalid value", dumps(after),
+                       "only additions to spec.nodeSelector are allowed (no mutations or deletions)")]
+
+
+def _restore(old: dict[str, Any], new: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """``new``'s ``fields`` set back to ``old``'s: the scheduling gates (removals only) and a
+    gated pod's nodeSelector (additions only), both checked before."""
+    for field in fields:
+        if field in old:
+            new[field] = old[field]
+        else:
+            new.pop(field, None)
+
+
 def _munged_pod_spec(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` with the fields an update may change set back to ``old``'s (upstream's
     mungedPodSpec): images by container index, scheduling gates, tolerations when none is
@@ -136,10 +158,7 @@ def _munged_pod_spec(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]
             for before, after in zip(olds, news):
                 if isinstance(before, dict) and isinstance(after, dict) and "image" in before:
                     after["image"] = before["image"]
-    if "schedulingGates" in old:          # removals only (checked above)
-        new["schedulingGates"] = old["schedulingGates"]
-    else:
-        new.pop("schedulingGates", None)
+    _restore(old, new, ("schedulingGates", "nodeSelector") if old.get("schedulingGates") else ("schedulingGates",))
     old_tolerations = old.get("tolerations") or []
     new_tolerations = new.get("tolerations") or []
     if all(t in new_tolerations for t in old_tolerations):

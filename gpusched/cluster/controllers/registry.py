@@ -45,6 +45,7 @@ from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
 from gpusched.cluster.controllers.kueue import jobsets as kueue_jobsets
 from gpusched.cluster.controllers.kueue import pods_ready as kueue_pods_ready
 from gpusched.cluster.controllers.kueue import scheduler as kueue_scheduler
+from gpusched.cluster.controllers.kueue import ungater as kueue_ungater
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
 from gpusched.cluster.controllers.storage import volumes
@@ -176,7 +177,7 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
                keyed=True),
     Descriptor("kueue-scheduler", "kueue scheduler (pkg/scheduler/scheduler.go)", kueue_scheduler.reconcile,
                watch=_kinds("Workload", "ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor",
-                            "WorkloadPriorityClass", "Namespace")),
+                            "WorkloadPriorityClass", "Namespace", "Topology", "Node")),
     Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)", kueue_jobs.reconcile,
                keyed=True),
     Descriptor("kueue-jobset", "kueue jobset integration (jobs/jobset)", kueue_jobsets.reconcile,
@@ -188,6 +189,8 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
                kueue_pods_ready.reconcile, keyed=True),
     Descriptor("podgroup", "scheduler-plugins podgroup controller (podgroup_controller.go)",
                _of_kind("PodGroup", "workloads.podgroup:reconcile"), keyed=True),
+    Descriptor("kueue-topology-ungater", "kueue tas-topology-ungater (pkg/controller/tas/topology_ungater.go)",
+               kueue_ungater.reconcile, keyed=True),
     Descriptor("daemonset", "daemonset-controller",
                _of_kind("DaemonSet", "workloads.daemonset:reconcile"), keyed=True),
     Descriptor("statefulset", "statefulset-controller",

@@ -21,7 +21,8 @@ from gpusched.cluster.apiserver.view import View
 from gpusched.cluster.controllers.base import WorkQueue, controller, itself
 from gpusched.cluster.controllers.kueue.snapshot import condition, is_true
 from gpusched.kueue import conditions as cond
-from gpusched.kueue.jobs import QUEUE_LABEL, PRIORITY_CLASS_LABEL, admitted_template, workload_for_job, workload_name
+from gpusched.kueue.jobs import (QUEUE_LABEL, PRIORITY_CLASS_LABEL, admitted_template, podset_meta, workload_for_job,
+                                workload_name)
 
 COMPONENT = "kueue-job-controller"
 # A Job is synced when it changes or its Workload does; a ResourceFlavor's change re-checks all.
@@ -69,7 +70,8 @@ def _flavor_parts(view: View, admission: dict[str, Any]) -> tuple[dict[str, str]
 def _start(view: View, job: dict[str, Any], wl: dict[str, Any]) -> None:
     admission = (wl.get("status") or {}).get("admission") or {}
     labels, tolerations = _flavor_parts(view, admission)
-    template, error = admitted_template((job.get("spec") or {}).get("template") or {}, labels, tolerations)
+    template, error = admitted_template((job.get("spec") or {}).get("template") or {}, labels, tolerations,
+                                        podset_meta(wl, 0))
     if error:
         body = {**wl, "status": dict(wl.get("status") or {})}
         body["status"]["conditions"] = cond.set_condition(

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.controllers.kueue.topology import topologies, with_levels
 from gpusched.kueue.conditions import Condition, cluster_queue_active
 from gpusched.kueue.cycle import Pending, Snapshot
 from gpusched.kueue.inputs import flavor_of, podset_request, queue_policy
@@ -71,14 +72,17 @@ class World:
 
 
 def _active(cqs: list[dict[str, Any]], flavors: Mapping[str, Any], forest: Any) -> dict[str, Condition]:
-    """Each ClusterQueue's Active condition: stopped, missing flavors, a cohort cycle."""
+    """Each ClusterQueue's Active condition: stopped, missing flavors, a TAS flavor whose
+    Topology is missing, a cohort cycle."""
     active = {}
     for cq in cqs:
         spec, name = cq.get("spec") or {}, cq["metadata"]["name"]
         names = [f["name"] for g in spec.get("resourceGroups") or () for f in g.get("flavors") or ()]
         missing = sorted({n for n in names if n not in flavors})
         stopped = (spec.get("stopPolicy") or "None") != "None"
-        active[name] = cluster_queue_active(stopped, missing, forest.in_cycle(forest.queues[name]))
+        no_topology = [(n, flavors[n].topology_name) for n in sorted(set(names))
+                       if n in flavors and flavors[n].topology_name and flavors[n].topology_levels is None]
+        active[name] = cluster_queue_active(stopped, missing, forest.in_cycle(forest.queues[name]), no_topology)
     return active
 
 
@@ -95,10 +99,11 @@ def _admitted(wl: Mapping[str, Any], queues: Mapping[str, Any]) -> Admitted | No
 
 
 def read_world(view: View) -> World:
-    flavors = {rf["metadata"]["name"]: flavor_of(rf) for rf in view.list("ResourceFlavor")}
+    flavors = with_levels(view, {rf["metadata"]["name"]: flavor_of(rf) for rf in view.list("ResourceFlavor")})
     cqs = view.list("ClusterQueue")
     forest = build_forest(cqs, view.list("Cohort"))
-    snapshot = Snapshot(forest, {cq["metadata"]["name"]: queue_policy(cq) for cq in cqs}, flavors)
+    snapshot = Snapshot(forest, {cq["metadata"]["name"]: queue_policy(cq) for cq in cqs}, flavors,
+                        topologies=topologies(view, flavors))
     for wl in view.list("Workload"):
         admitted = _admitted(wl, forest.queues)
         if admitted is not None:
