@@ -129,3 +129,16 @@ def test_gang_examples_through_serve(serve):
                        "llm-pretrain-workers-0-1", "llm-pretrain-workers-0-2"]
     groups = serve.kubectl("get", "pg", "-n", "team-b").stdout.splitlines()
     assert groups[1].split()[:3] == ["allreduce", "Running", "4"]
+
+
+def test_topology_example_places_the_gang_in_one_rack(serve):
+    """examples/kueue/topology through kubectl: the Topology and TAS flavor apply as Kueue's CRDs
+    take them, and the 4 x 8-GPU gang's pods run in one rack (the ungater pinned each)."""
+    out = serve.kubectl("apply", "-f", "examples/kueue/topology/embedded/nodes.yaml",
+                        "-f", "examples/kueue/topology/").stdout
+    assert "topology.kueue.x-k8s.io/gpu-racks created" in out
+    assert serve.kubectl("get", "topo").stdout.split()[:3] == ["NAME", "AGE", "gpu-racks"]
+    serve.settled()
+    pods = json.loads(serve.kubectl("get", "pods", "-n", "research", "-o", "json").stdout)["items"]
+    assert sorted(p["spec"].get("nodeName", "") for p in pods) == ["b1-r2-1", "b1-r2-2", "b1-r2-3", "b1-r2-4"]
+    assert all(not p["spec"].get("schedulingGates") for p in pods)
