@@ -11,6 +11,7 @@ import pytest
 from gpusched.cluster.admission.kueue_clusterqueue import validate_cluster_queue
 from gpusched.cluster.admission.kueue_cohort import validate_cohort
 from gpusched.cluster.admission.kueue_resourceflavor import validate_resource_flavor
+from gpusched.cluster.admission.kueue_vjob import validate_topology_annotations
 from gpusched.cluster.admission.kueue_workload import validate_workload, validate_workload_update
 from gpusched.cluster.admission.webhook import WebhookDeniedError, deny
 
@@ -184,3 +185,24 @@ def test_a_denial_names_the_webhook_and_aggregates_its_errors():
     assert text.startswith('admission webhook "vclusterqueue.kb.io" denied the request: [spec.resourceGroups')
     assert text.endswith("must match the name in coveredResources]")
     assert caught.value.code == 403 and caught.value.reason == "Forbidden"
+
+
+def tas_job(**annotations):
+    return {"kind": "Job", "spec": {"template": {"metadata": {"annotations": annotations}}}}
+
+
+@pytest.mark.parametrize("job, want", [
+    pytest.param(tas_job(**{"kueue.x-k8s.io/podset-required-topology": "rack"}), [], id="one annotation"),
+    pytest.param(tas_job(**{"kueue.x-k8s.io/podset-required-topology": "rack",
+                            "kueue.x-k8s.io/podset-preferred-topology": "block"}),
+                 ['spec.template.metadata.annotations: Invalid value: must not contain more than one topology '
+                  'annotation: ["kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology", '
+                  '"kueue.x-k8s.io/podset-unconstrained-topology"]'],
+                 id="invalid: required and preferred topology annotations"),
+    pytest.param(tas_job(**{"kueue.x-k8s.io/podset-unconstrained-topology": "yes"}),
+                 ['spec.template.metadata.annotations[kueue.x-k8s.io/podset-unconstrained-topology]: Invalid value: '
+                  '"yes": must be a boolean value'], id="invalid unconstrained value"),
+])
+def test_job_webhook_topology_annotations(job, want):
+    """jobframework/tas_validation.go ValidateTASPodSetRequest (job_webhook_test.go TAS cases)."""
+    assert errors(validate_topology_annotations(job)) == want

@@ -28,8 +28,8 @@ import functools
 from gpusched.cluster.admission import (config_bounds, default_storage_class,
                                         default_toleration_seconds, device_holdings,
                                         jobset_defaults, kueue_clusterqueue, kueue_cohort,
-                                        kueue_job, kueue_jobset,
-                                        kueue_resourceflavor, kueue_workload, limit_ranger,
+                                        kueue_job, kueue_jobset, kueue_resourceflavor, kueue_vjob,
+                                        kueue_workload, limit_ranger,
                                         load_curve, namespace_lifecycle, priority, resource_quota,
                                         runtime_class)
 from gpusched.cluster.admission.plugin import Hook, Plugin
@@ -69,6 +69,7 @@ ORDERED: tuple[Plugin, ...] = (
     kueue_clusterqueue.PLUGIN,           # vclusterqueue.kb.io
     kueue_cohort.PLUGIN,                 # vcohort.kb.io
     kueue_resourceflavor.PLUGIN,         # vresourceflavor.kb.io
+    kueue_vjob.PLUGIN,                   # vjob.kb.io
     kueue_workload.PLUGIN,               # vworkload.kb.io
     resource_quota.PLUGIN,               # ResourceQuota: last
 )
