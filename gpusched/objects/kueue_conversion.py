@@ -14,13 +14,15 @@ v1beta1 object into the v1beta2 one stored (``apis/kueue/v1beta1/*_conversion.go
   ``kueue.x-k8s.io/workloadpriorityclass`` -> ``spec.priorityClassRef`` {group kueue.x-k8s.io,
   kind WorkloadPriorityClass}, ``scheduling.k8s.io/priorityclass`` -> {group scheduling.k8s.io,
   kind PriorityClass}, no source -> no reference; ``status.accumulatedPastExexcutionTimeSeconds``
-  (v1beta1's spelling) -> ``accumulatedPastExecutionTimeSeconds``;
+  (v1beta1's spelling) -> ``accumulatedPastExecutionTimeSeconds``; an admission's flat
+  ``topologyAssignment.domains`` -> v1beta2's compressed ``slices`` (``topology_assignment``);
 - LocalQueue: ``status.flavorUsage`` -> ``status.flavorsUsage``; ``status.flavors`` dropped;
 - ResourceFlavor, Cohort, WorkloadPriorityClass, Topology: the same fields.
 
 :func:`to_v1beta1` is the way back (``Convert_v1beta2_*_To_v1beta1_*``), for what ``serve``
 answers on a v1beta1 path: ``cohortName`` -> ``cohort``, ``priorityClassRef`` ->
-``priorityClassName`` and ``priorityClassSource``, ``flavorsUsage`` -> ``flavorUsage``.
+``priorityClassName`` and ``priorityClassSource``, ``flavorsUsage`` -> ``flavorUsage``, a
+``topologyAssignment``'s slices -> flat domains.
 
 Neighbours: ``objects.strict`` and ``server.decoding`` convert before decoding;
 ``objects.kinds`` accepts ``kueue.x-k8s.io/v1beta1`` for these kinds.
@@ -31,6 +33,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import copy
+
+from gpusched.objects import topology_assignment
 
 GROUP = "kueue.x-k8s.io"
 V1BETA1, V1BETA2 = f"{GROUP}/v1beta1", f"{GROUP}/v1beta2"
@@ -70,6 +74,18 @@ def _workload(obj: dict[str, Any]) -> None:
     status = _section(obj, "status")
     if "accumulatedPastExexcutionTimeSeconds" in status:
         status["accumulatedPastExecutionTimeSeconds"] = status.pop("accumulatedPastExexcutionTimeSeconds")
+    _topology_assignments(status, topology_assignment.from_v1beta1)
+
+
+def _topology_assignments(status: dict[str, Any], convert: Callable[[Any], Any]) -> None:
+    """Each ``status.admission.podSetAssignments[].topologyAssignment`` converted (copies)."""
+    admission = status.get("admission")
+    if not isinstance(admission, dict) or not isinstance(admission.get("podSetAssignments"), list):
+        return
+    assignments = [dict(a, topologyAssignment=convert(a["topologyAssignment"]))
+                   if isinstance(a, dict) and "topologyAssignment" in a else a
+                   for a in admission["podSetAssignments"]]
+    status["admission"] = dict(admission, podSetAssignments=assignments)
 
 
 def _local_queue(obj: dict[str, Any]) -> None:
@@ -118,6 +134,7 @@ def _back(obj: dict[str, Any]) -> None:
                 spec["priorityClassSource"], spec["priorityClassName"] = source, ref.get("name", "")
         if "accumulatedPastExecutionTimeSeconds" in status:
             status["accumulatedPastExexcutionTimeSeconds"] = status.pop("accumulatedPastExecutionTimeSeconds")
+        _topology_assignments(status, topology_assignment.to_v1beta1)
     if obj.get("kind") == "LocalQueue" and "flavorsUsage" in status:
         status["flavorUsage"] = status.pop("flavorsUsage")
 

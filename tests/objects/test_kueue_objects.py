@@ -156,6 +156,10 @@ def test_a_v1beta1_field_unknown_to_v1beta2_is_a_strict_finding():
                                                "priorityClassSource": "scheduling.k8s.io/priorityclass"}},
                  id="workload"),
     pytest.param({"kind": "LocalQueue", "status": {"flavorUsage": [{"name": "f"}]}}, id="local-queue"),
+    pytest.param({"kind": "Workload", "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+        {"name": "main", "count": 3, "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "domains": [
+            {"values": ["r2-1"], "count": 2}, {"values": ["r2-2"], "count": 1}]}}]}}},
+                 id="workload-topology-assignment"),
 ])
 def test_v1beta1_round_trip(v1beta1):
     """Convert_v1beta1_*_To_v1beta2 then Convert_v1beta2_*_To_v1beta1 give the fields back."""
@@ -163,3 +167,18 @@ def test_v1beta1_round_trip(v1beta1):
     body = {"apiVersion": "kueue.x-k8s.io/v1beta1", "metadata": {"name": "x"}, **v1beta1}
     stored, _ = to_storage_version(body)
     assert stored != body and to_v1beta1(stored) == body
+
+
+def test_v1beta1_topology_assignment_is_stored_compressed():
+    """workload_conversion.go Convert_v1beta1_TopologyAssignment_To_v1beta2_TopologyAssignment."""
+    from gpusched.objects.kueue_conversion import to_storage_version
+    body = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "x"},
+            "status": {"admission": {"podSetAssignments": [{"name": "main", "topologyAssignment": {
+                "levels": ["kubernetes.io/hostname"], "domains": [{"values": ["r2-1"], "count": 2},
+                                                                  {"values": ["r2-2"], "count": 1}]}}]}}}
+    stored, _ = to_storage_version(body)
+    assert stored["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] == {
+        "levels": ["kubernetes.io/hostname"], "slices": [{"domainCount": 2, "valuesPerLevel": [
+            {"individual": {"prefix": "r2-", "roots": ["1", "2"]}}], "podCounts": {"individual": [2, 1]}}]}
+    assert "topologyAssignment" in body["status"]["admission"]["podSetAssignments"][0]
+    assert "domains" in body["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
