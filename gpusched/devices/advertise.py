@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, cast
 
 from gpusched.devices.catalog import GpuModel
-from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, driver_version_problem, gfd_labels,
+from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, clique_label, driver_version_problem, gfd_labels,
                                   machine_label, mode_label, single_strategy_gfd_reason,
                                   version_labels)
 from gpusched.devices.mig import (MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MigConfigEntry,
@@ -76,6 +76,7 @@ log = logging.getLogger(__name__)
 ANN_MIG_STRATEGY = "gpusched.io/mig-strategy"
 ANN_DRIVER_VERSION = "gpusched.io/driver-version"    # default gfd.DEFAULT_DRIVER_VERSION
 ANN_MACHINE_TYPE = "gpusched.io/machine-type"        # what /sys/class/dmi/id/product_name would hold
+ANN_GPU_CLIQUE = "gpusched.io/gpu-clique"            # what NVML's GPU fabric info would report
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 LABEL_GPU_MODEL = ANN_GPU_MODEL            # same key, written as a label
 LABEL_GPU_COUNT = ANN_GPU_COUNT
@@ -232,10 +233,12 @@ def _plugin_devices(model: GpuModel, count: int, mig: _MigState, place: _Place,
 
 
 def _node_wide_labels(model: GpuModel, driver: str, place: _Place) -> dict[str, str]:
-    """Step 4: GFD's driver/CUDA version, ``gpu.mode`` and ``gpu.machine`` labels."""
+    """Step 4: GFD's driver/CUDA version, ``gpu.mode``, ``gpu.machine`` and ``gpu.clique``
+    labels."""
     return {**version_labels(driver), **mode_label(model),
             **machine_label(place.annotations.get(ANN_MACHINE_TYPE)
-                            or place.labels.get(INSTANCE_TYPE_LABEL, ""))}
+                            or place.labels.get(INSTANCE_TYPE_LABEL, "")),
+            **clique_label(model, place.annotations.get(ANN_GPU_CLIQUE, ""))}
 
 
 def _mig_manager(model: GpuModel, count: int, place: _Place) -> tuple[list[Any], MigOutcome | None]:

@@ -254,6 +254,23 @@ def mode_label(model: GpuModel) -> dict[str, str]:
     return {"nvidia.com/gpu.mode": "graphics" if graphics else "compute"}
 
 
+# GPUs attached to an NVLink fabric (NVLink switch trays across nodes), for which NVML reports
+# fabric info and GFD writes ``nvidia.com/gpu.clique``: GB200 NVL72 compute trays.
+FABRIC_MODELS = frozenset({"GB200"})
+
+
+def clique_label(model: GpuModel, fabric: str) -> dict[str, str]:
+    """GFD's ``nvidia.com/gpu.clique`` (``<clusterUUID>.<cliqueID>``, nvidia-gpu-stack.md 2.2):
+    only for a model attached to an NVLink fabric whose node reports one (``fabric``, the
+    node's ``gpusched.io/gpu-clique``: NVML's GPU fabric info); none otherwise.
+
+    >>> from gpusched.devices.catalog import CATALOG
+    >>> clique_label(CATALOG["GB200"], "8c1f.1"), clique_label(CATALOG["H100-80GB"], "8c1f.1")
+    ({'nvidia.com/gpu.clique': '8c1f.1'}, {})
+    """
+    return {"nvidia.com/gpu.clique": fabric} if fabric and model.name in FABRIC_MODELS else {}
+
+
 # ---- which node labels GFD (and the operator's stand-ins) own ---------------------------------
 
 # Written by users or the operator's ClusterPolicy, never by GFD: kept whatever GFD computes.

@@ -9,6 +9,7 @@ spec:
   count: 2                 # nodes <namePrefix>-1 .. <namePrefix>-<count>; or `names: [...]`
   namePrefix: gpu-node     # default: the pool name
   gpu: {model: A100-40GB, count: 8}     # omit for CPU-only nodes; model may be a user model
+  # gpu: {model: GB200, count: 4, clique: <clusterUUID>.<cliqueID>}  # an NVLink fabric (NVL72 rack)
   # gpu: {count: 4, define: {name: RTX-PRO-6000, product: ..., memory: 96Gi, architecture: ...}}
   cpu: "96"                # default "8"
   memory: 1Ti              # default "32Gi"
@@ -30,7 +31,8 @@ delay: ``DEFAULT_GPU_DELAY`` (3 min) for GPU pools, ``DEFAULT_CPU_DELAY`` (1 min
 Each node gets the labels ``kubernetes.io/hostname``, ``kubernetes.io/os``,
 ``kubernetes.io/arch``, ``gpusched.io/nodepool`` and the pool's labels; capacity = allocatable
 cpu/memory/pods/ephemeral-storage (100Gi); annotations ``gpusched.io/gpu-model`` (catalog name)
-and ``gpusched.io/gpu-count``. GPU extended resources and GFD labels are *not* written here:
+and ``gpusched.io/gpu-count`` (and ``gpusched.io/gpu-clique`` from ``gpu.clique``: the NVLink
+fabric NVML would report, which GFD turns into ``nvidia.com/gpu.clique``). GPU extended resources and GFD labels are *not* written here:
 ``devices.advertise.node_device_state`` derives them, for pool nodes and real Node manifests
 alike. Without ``migStrategy`` the device plugin's default ``none`` applies, under which a
 MIG-enabled GPU is still one whole ``nvidia.com/gpu``.
@@ -44,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from gpusched.devices.advertise import ANN_MIG_STRATEGY
+from gpusched.devices.advertise import ANN_GPU_CLIQUE, ANN_MIG_STRATEGY
 from gpusched.devices.catalog import CATALOG, GpuModel
 from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolve, spec_annotation
 from gpusched.devices.mig import MIG_CONFIG_LABEL
@@ -211,6 +213,8 @@ def _gpu_metadata(model: GpuModel | None, spec_annotation_value: str, gpu: Any,
     mig_label = {MIG_CONFIG_LABEL: str(spec["migConfig"])} if spec.get("migConfig") else {}
     if spec.get("migStrategy"):
         annotations[ANN_MIG_STRATEGY] = spec["migStrategy"]
+    if isinstance(gpu, dict) and gpu.get("clique"):
+        annotations[ANN_GPU_CLIQUE] = str(gpu["clique"])
     return mig_label, annotations
 
 

@@ -100,6 +100,9 @@ def _node_pool(obj: dict[str, Any], e: Errors) -> None:
         defined = e.mapping(gpu, "define", "spec.gpu.define")
         if not model and (count or 0) > 0 and "model" not in gpu and defined is None:
             e.required("spec.gpu.model")
+        clique = e.string(gpu, "clique", "spec.gpu.clique")
+        for msg in label_value_errors(clique or ""):
+            e.invalid("spec.gpu.clique", clique, msg)
     for field in ("cpu", "memory", "pods", "ephemeral-storage"):
         if spec.get(field) is not None:
             e.quantity(spec[field], f"spec.{field}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.devices.catalog import CATALOG
-from gpusched.devices.gfd import gfd_labels
+from gpusched.devices.gfd import clique_label, gfd_labels
 from gpusched.devices.mig import layout_for
 
 from tests.devices.builders import sharing_config
@@ -146,3 +146,14 @@ def test_every_value_is_a_string_and_sorted():
     labels = gfd_labels(A100, 1, None, layout_for(A100, "all-balanced", 1), "mixed")
     assert all(isinstance(v, str) for v in labels.values())
     assert list(labels) == sorted(labels)
+
+
+@pytest.mark.parametrize("model,fabric,expected", [
+    ("GB200", "1f0e2c4a-7d1b-4f5e-9a2b-3c4d5e6f7a8b.1", {"nvidia.com/gpu.clique": "1f0e2c4a-7d1b-4f5e-9a2b-3c4d5e6f7a8b.1"}),
+    ("GB200", "", {}),                       # no fabric reported: no label
+    ("H100-80GB", "abc.1", {}),              # NVSwitch inside the node only: NVML reports no fabric
+], ids=["gb200-tray", "gb200-no-fabric", "hgx-h100"])
+def test_clique_label(model, fabric, expected):
+    """nvidia.com/gpu.clique, <clusterUUID>.<cliqueID>, only on GPUs attached to an NVLink fabric
+    (nvidia-gpu-stack.md 2.2; GFD's internal/lm from NVML's GPU fabric info)."""
+    assert clique_label(CATALOG[model], fabric) == expected

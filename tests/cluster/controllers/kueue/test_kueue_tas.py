@@ -133,3 +133,50 @@ def test_missing_topology_makes_the_cluster_queue_inactive(cluster) -> None:
     assert (active["status"], active["reason"], active["message"]) == (
         "False", "TopologyNotFound",
         'Can\'t admit new workloads: there is no Topology "nowhere" for TAS flavor "tas-a100".')
+
+
+CLIQUE_SETUP = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: nvlink}
+spec:
+  levels: [{nodeLabel: nvidia.com/gpu.clique}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gb200}
+spec:
+  nodeLabels: {nvidia.com/gpu.product: NVIDIA-GB200}
+  topologyName: nvlink
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gb200
+      resources: [{name: nvidia.com/gpu, nominalQuota: 64}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: team-a}
+spec: {clusterQueue: team-a}
+"""
+
+
+def test_gang_stays_inside_one_nvlink_clique(cluster) -> None:
+    """GFD's nvidia.com/gpu.clique as a Topology level: GB200 trays of two NVLink domains (c1: 2
+    trays, c2: 3 trays of 4 GPUs); a 3 x 4-GPU gang requiring one clique lands in c2."""
+    pools = "---\n".join(pool(f"c{n}", count=count, model="GB200", gpus=4) .replace(
+        "model: GB200", f"model: GB200\n    clique: fabric-0.{n}") for n, count in ((1, 2), (2, 3)))
+    apply(cluster, pools + "---\n" + CLIQUE_SETUP)
+    apply(cluster, job("nvl", 3, 4, level="nvidia.com/gpu.clique"))
+    pods = cluster.get("Pod", namespace="team-a")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["c2-1", "c2-2", "c2-3"]
