@@ -187,10 +187,6 @@ class TopologySnapshot:
                 self.children.setdefault(key[:-1], []).append(key)
         self.usage: dict[Key, dict[str, int]] = {}
 
-    def has_levels(self, keys: Sequence[str]) -> bool:
-        """``HasLevel``: every level the request names is one of this Topology's."""
-        return all(key in self.levels for key in keys)
-
     def leaf_of(self, values: Sequence[str]) -> Key | None:
         """The leaf an assignment's domain values name (a hostname alone, or every level)."""
         key = self.by_host.get(values[-1]) if self.hostname_lowest and len(values) == 1 else tuple(values)

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpusched.kueue.tas import DomainCount, PodSetTopology, TasNode, TopologyAssignment, TopologySnapshot, count_in
+from gpusched.kueue.flavors import tas_mismatch
+from gpusched.kueue.inputs import Flavor, PodSetRequest
+from gpusched.kueue.tas import (DomainCount, PodSetTopology, TasNode, TopologyAssignment, TopologySnapshot, _Search,
+                                count_in)
+from gpusched.kueue.tas_request import TopologyRequest
 from gpusched.objects.types import Taint, Toleration
 
 BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.com/topology-rack", "kubernetes.io/hostname"
@@ -35,6 +39,7 @@ MINIMISE_RACKS = [node("b1-r1-x3", 2), node("b1-r2-x5", 2, 20), node("b1-r3-x1",
                   node("b1-r3-x2", 1), node("b1-r3-x4", 1)]
 THREE_BLOCKS = [TasNode("b1", {BLOCK: "b1"}, {"cpu": 2000, "pods": 20}), TasNode("b2", {BLOCK: "b2"}, {"cpu": 1000, "pods": 10}),
                 TasNode("b3", {BLOCK: "b3"}, {"cpu": 4000, "pods": 40})]
+MISSING_LEVEL = 'Flavor "f" does not contain the requested level'
 GPU_TAINT = Taint("example.com/gpu", "present", "NoSchedule")
 
 
@@ -160,3 +165,40 @@ def test_admitted_usage_blocks_and_simulate_empty_frees():
 def test_count_in_names_the_limiting_resource(requests, capacity, expected):
     """``resources.CountInWithLimitingResource`` (pkg/resources/requests.go)."""
     assert count_in(requests, capacity) == expected
+
+
+SORTED = [
+    ("BestFit: sliceCount descending", False, {("a",): (3, 1), ("b",): (1, 1), ("c",): (2, 1)}, ["a", "c", "b"]),
+    ("LeastFreeCapacity: sliceCount ascending", True, {("a",): (3, 1), ("b",): (1, 1), ("c",): (2, 1)},
+     ["b", "c", "a"]),
+    ("BestFit: podCount ascending as tiebreaker", False,
+     {("a",): (5, 100), ("b",): (5, 10), ("c",): (5, 50)}, ["b", "c", "a"]),
+    ("LeastFreeCapacity: podCount ascending as tiebreaker", True,
+     {("a",): (5, 100), ("b",): (5, 10), ("c",): (5, 50)}, ["b", "c", "a"]),
+    ("levelValues ascending as the last tiebreaker", False, {("c",): (5, 10), ("a",): (5, 10), ("b",): (5, 10)},
+     ["a", "b", "c"]),
+]
+
+
+@pytest.mark.parametrize("unconstrained,counts,order", [c[1:] for c in SORTED], ids=[c[0] for c in SORTED])
+def test_sorted_domains(unconstrained, counts, order):
+    """tas_flavor_snapshot_test.go TestSortedDomains (domains named by their level value:
+    upstream's "large/small/medium" are a/b/c here)."""
+    search = _Search(request(1), unconstrained, 0,
+                     pods={k: v[1] for k, v in counts.items()}, slices={k: v[0] for k, v in counts.items()})
+    assert [d[0] for d in search.order(list(counts))] == order
+
+
+@pytest.mark.parametrize("topology,want", [
+    (TopologyRequest(required="level-1"), ""), (TopologyRequest(required="invalid-level"), MISSING_LEVEL),
+    (TopologyRequest(preferred="level-1"), ""), (TopologyRequest(preferred="invalid-level"), MISSING_LEVEL),
+    (TopologyRequest(required="level-1", slice_level="level-2"), ""),
+    (TopologyRequest(required="level-1", slice_level="invalid-level"), MISSING_LEVEL),
+], ids=["required level-1", "required invalid-level", "preferred level-1", "preferred invalid-level",
+        "slice level-2", "slice invalid-level"])
+def test_has_level(topology, want):
+    """tas_flavor_snapshot_test.go TestHasLevel, through the flavor check that uses it
+    (checkPodSetAndFlavorMatchForTAS: 'Flavor "f" does not contain the requested level')."""
+    flavor = Flavor("f", {}, (), (), topology_name="dummy", topology_levels=("level-1", "level-2"))
+    podset = PodSetRequest("main", 1, {"cpu": 1000}, topology=topology)
+    assert tas_mismatch(flavor, podset, tas_only=False) == want
