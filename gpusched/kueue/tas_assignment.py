@@ -23,7 +23,7 @@ from gpusched.objects import topology_assignment as codec
 
 
 def encode(assignment: TopologyAssignment) -> dict[str, Any]:
-    """The v1beta2 ``topologyAssignment`` of an assignment (one compact slice)."""
+    """The v1beta2 ``topologyAssignment`` of an assignment, as Kueue v0.19 writes it."""
     return codec.encode(assignment.levels, [(d.values, d.count) for d in assignment.domains])
 
 
