@@ -180,3 +180,19 @@ def test_gang_stays_inside_one_nvlink_clique(cluster) -> None:
     apply(cluster, job("nvl", 3, 4, level="nvidia.com/gpu.clique"))
     pods = cluster.get("Pod", namespace="team-a")
     assert sorted(p["spec"]["nodeName"] for p in pods) == ["c2-1", "c2-2", "c2-3"]
+
+
+def test_a_queue_of_tas_flavors_only_places_an_unannotated_job(tas) -> None:
+    """Implied TAS (isTASImplied: the ClusterQueue's flavors are all TAS flavors): the Job's
+    template gets podset-unconstrained-topology "true" with the gate (podset.FromAssignment), and
+    its pods go to the fullest nodes that fit (LeastFreeCapacity)."""
+    apply(tas, job("plain", 2, 4).replace(
+        "    metadata:\n      annotations: {kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack}\n", ""))
+    wl = workload(tas, "plain")
+    assert wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]["levels"] == [HOST]
+    [found] = tas.get("Job", ["plain"], namespace="team-a")
+    meta = found["spec"]["template"]["metadata"]
+    assert meta["annotations"]["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"
+    assert meta["labels"]["kueue.x-k8s.io/podset"] == "main"
+    assert found["spec"]["template"]["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert sorted(p["spec"]["nodeName"] for p in tas.get("Pod", namespace="team-a")) == ["r1-1"] * 2
