@@ -85,7 +85,7 @@ def pick_heads(pending: Mapping[str, Sequence[Pending]], policies: Mapping[str, 
 
 def _nominate(snapshot: Snapshot, head: Pending) -> Assignment:
     cq = head.queued.cluster_queue
-    only_tas = tas_only(snapshot.policies[cq], snapshot.flavors)
+    only_tas = bool(snapshot.topologies) and tas_only(snapshot.policies[cq], snapshot.flavors)
     assigner = FlavorAssigner(snapshot.policies[cq], snapshot.forest.queues[cq], snapshot.flavors,
                               oracle(snapshot.forest, snapshot.policies, snapshot.admitted, cq,
                                      head.queued.priority, head.queued.timestamp), tas_only=only_tas)
