@@ -36,6 +36,7 @@ from gpusched.errors import UsageError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.fieldcheck import Errors, quantity_text
 from gpusched.objects.names import dns1123_label_errors, label_value_errors, qualified_name_errors
+from gpusched.objects.podspec_claims import validate_container_claims, validate_pod_claims
 from gpusched.objects.podspec_fields import validate_container_fields, validate_pod_fields
 from gpusched.objects.validation_affinity import (node_affinity, pod_affinity, validate_label_selector,
                                                   validate_labels)
@@ -155,11 +156,12 @@ def _resource_name_ok(name: str, path: str, e: Errors) -> bool:
     return not errors
 
 
-def _container_resources(container: dict[str, Any], path: str, e: Errors) -> None:
+def _container_resources(container: dict[str, Any], path: str, e: Errors, pod_claims: set[str]) -> None:
     """``ValidateResourceRequirements`` after v1 defaulting (a limit alone sets the request)."""
     resources = e.mapping(container, "resources", f"{path}.resources")
     if not resources:
         return
+    validate_container_claims(resources, f"{path}.resources.claims", pod_claims, e)
     rp, lp = f"{path}.resources.requests", f"{path}.resources.limits"
     requests = e.mapping(resources, "requests", rp)
     limits = e.mapping(resources, "limits", lp) or {}
@@ -212,7 +214,8 @@ def _request_vs_limit(name: str, amount: Any, text: str, limits: dict[str, Any],
         e.required(f"{lp}[{name}]", "Limit must be set for non overcommitable resources")
 
 
-def _containers(items: list[Any], path: str, e: Errors, seen: set[str], init: bool) -> None:
+def _containers(items: list[Any], path: str, e: Errors, seen: set[str], init: bool,
+                pod_claims: set[str]) -> None:
     """``validateContainers`` / ``validateInitContainers``: each container in order."""
     for i, c in enumerate(items):
         p = f"{path}[{i}]"
@@ -228,7 +231,7 @@ def _containers(items: list[Any], path: str, e: Errors, seen: set[str], init: bo
         policy = e.string(c, "restartPolicy", f"{p}.restartPolicy")
         if init and policy is not None and policy != "Always":
             e.unsupported(f"{p}.restartPolicy", policy, ("Always",))
-        _container_resources(c, p, e)
+        _container_resources(c, p, e, pod_claims)
         for port in c.get("ports") or []:   # core/v1 defaults.go SetDefaults_ContainerPort
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
@@ -248,9 +251,10 @@ def _container_name(c: dict[str, Any], p: str, e: Errors, seen: set[str]) -> Non
 # PodSpec
 
 
-def validate_pod_spec(spec: Any, path: str, e: Errors, restart_policies: tuple[str, ...] = POD_RESTART_POLICIES
-                      ) -> None:
-    """Validate and default a PodSpec in place (errors collected in ``e``)."""
+def validate_pod_spec(spec: Any, path: str, e: Errors, restart_policies: tuple[str, ...] = POD_RESTART_POLICIES,
+                      pod_name: str | None = None) -> None:
+    """Validate and default a PodSpec in place (errors collected in ``e``); ``pod_name`` for a
+    Pod's own spec (its template-generated claim names are checked), None in a template."""
     if not isinstance(spec, dict):
         if spec is None:
             e.required(path)
@@ -258,12 +262,13 @@ def validate_pod_spec(spec: Any, path: str, e: Errors, restart_policies: tuple[s
             e.invalid(path, spec, "must be an object")
         return
     seen: set[str] = set()
+    pod_claims = validate_pod_claims(spec, path, e, pod_name)
     init = e.items_of(spec, "initContainers", f"{path}.initContainers")
-    _containers(init or [], f"{path}.initContainers", e, seen, init=True)
+    _containers(init or [], f"{path}.initContainers", e, seen, init=True, pod_claims=pod_claims)
     containers = e.items_of(spec, "containers", f"{path}.containers")
     if spec.get("containers") in (None, []):
         e.required(f"{path}.containers")
-    _containers(containers or [], f"{path}.containers", e, seen, init=False)
+    _containers(containers or [], f"{path}.containers", e, seen, init=False, pod_claims=pod_claims)
     _pod_fields(spec, path, e, restart_policies)
     validate_labels(e.string_map(spec, "nodeSelector", f"{path}.nodeSelector"), f"{path}.nodeSelector", e)
     validate_tolerations(e.items_of(spec, "tolerations", f"{path}.tolerations") or [], f"{path}.tolerations", e)

@@ -71,6 +71,8 @@ from gpusched.objects.tree import copy_tree
 from gpusched.objects.validation_meta import validate_annotations, validate_finalizers, validate_owner_references
 from gpusched.objects.validation_kinds import VALIDATORS as CORE_KIND_VALIDATORS
 from gpusched.objects.validation_stock import VALIDATORS as STOCK_KIND_VALIDATORS
+from gpusched.objects.validation_dra import VALIDATORS as DRA_VALIDATORS
+from gpusched.objects.validation_dra_slice import VALIDATORS as DRA_SLICE_VALIDATORS
 from gpusched.objects.validation_nodes import _cluster_policy, _node, _node_pool
 from gpusched.objects.validation_policy import (_config_map, _limit_range, _pdb, _priority_class,
                                                 _resource_quota)
@@ -178,7 +180,8 @@ def _pod(obj: dict[str, Any], e: Errors) -> None:
     if obj.get("spec") is None:
         e.required("spec.containers")
         return
-    validate_pod_spec(obj.get("spec"), "spec", e)
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    validate_pod_spec(obj.get("spec"), "spec", e, pod_name=str(meta.get("name") or "") or None)
 
 
 def _template(spec: dict[str, Any], e: Errors, restart_policies: tuple[str, ...]) -> dict[str, Any]:
@@ -344,6 +347,8 @@ _VALIDATORS: dict[str, Validator] = {
     "Lease": _lease,
     **CORE_KIND_VALIDATORS,       # Service, storage, Secret, NetworkPolicy, HPA/VPA ...
     **STOCK_KIND_VALIDATORS,      # CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment
+    **DRA_VALIDATORS,             # DeviceClass, ResourceClaim, ResourceClaimTemplate
+    **DRA_SLICE_VALIDATORS,       # ResourceSlice
     "ClusterPolicy": _cluster_policy,
     **{kind: _custom_resource for kind in CRD_KINDS},   # Kueue, PodGroup, JobSet
 }
