@@ -18,6 +18,8 @@ path (``apiserver.write``) after mutating admission:
   apply``'s merge keeps them) and may not change (``may not change once set``);
 - a custom resource's update (Kueue's kinds, PodGroup, JobSet): the CRD's transition rules
   (``objects.crd_validation.validate_custom_update``), as apiextensions' ``ValidateUpdate``;
+- the ``resource.k8s.io`` kinds (``apiserver.strategy_dra``): a claim's status, immutable specs,
+  CEL selectors compiled at create time, a claim's reservations on a status write;
 - PersistentVolumeClaim / PersistentVolume updates by a user (:func:`user_update`): the fields
   controllers and admission wrote survive an apply that leaves them out; a claim's spec is
   immutable but for its requests.
@@ -32,6 +34,7 @@ from typing import Any
 import hashlib
 import ipaddress
 
+from gpusched.cluster.apiserver import strategy_dra
 from gpusched.cluster.apiserver.view import View
 from gpusched.errors import FieldError, InvalidError
 from gpusched.objects.crd_validation import validate_custom_update
@@ -220,6 +223,7 @@ def before_create(body: dict[str, Any]) -> None:
     """``PrepareForCreate``'s first half, before admission: a new pod's status is the cluster's."""
     if body.get("kind") == "Pod":
         body.pop("status", None)
+    strategy_dra.before_create(body)
 
 
 def prepare(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -232,6 +236,13 @@ def prepare(view: View, body: dict[str, Any], old: dict[str, Any] | None) -> Non
         admit_service(view, body, old)
     elif kind in CRD_KINDS and old is not None:
         validate_crd_update(body, old)
+    elif kind in strategy_dra.KINDS:
+        strategy_dra.prepare(body, old)
+
+
+def status_update(body: dict[str, Any], old: dict[str, Any]) -> None:
+    """A ``status`` write's checks beside admission: a ResourceClaim's reservations."""
+    strategy_dra.status_update(body, old)
 
 
 def validate_crd_update(body: dict[str, Any], old: dict[str, Any]) -> None:

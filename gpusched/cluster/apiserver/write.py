@@ -96,6 +96,8 @@ def update(view: View, body: dict[str, Any], *, subresource: str = "") -> bool:
         strategy.prepare(view, body, old)
         if kind == "Pod":
             check_pod_update(old, body)
+    elif subresource == "status":
+        strategy.status_update(body, old)
     for hook in registry.validating(kind, UPDATE, subresource):
         hook(attrs)
     return view.update(body)
