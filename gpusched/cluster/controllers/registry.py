@@ -40,6 +40,7 @@ from gpusched.cluster.scheduling import host as scheduling_host
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
+from gpusched.cluster.controllers.dra import claims as dra_claims
 from gpusched.cluster.controllers.installed import slot
 from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
 from gpusched.cluster.controllers.kueue import jobsets as kueue_jobsets
@@ -163,6 +164,7 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
                watch=_kinds("ClusterPolicy", "Node", "ConfigMap", "DaemonSet", "Namespace",
                             "PriorityClass", operator_pods=True)),
     Descriptor("garbage-collector", "garbage-collector-controller", collect_garbage, keyed=True),
+    Descriptor("resourceclaim", "resource-claim-controller", dra_claims.reconcile, keyed=True),
     Descriptor("horizontal-pod-autoscaler", "horizontal-pod-autoscaler-controller",
                _of_kind("HorizontalPodAutoscaler", "autoscaling.hpa:reconcile"),
                watch=_present("HorizontalPodAutoscaler")),

@@ -1,0 +1,10 @@
+"""DRA controllers: what kube-controller-manager and the DRA drivers keep for
+``resource.k8s.io``.
+
+- ``claims``: kube-controller-manager's resourceclaim controller (``pkg/controller/
+  resourceclaim``): ResourceClaims from templates per pod, ``status.resourceClaimStatuses``,
+  stale reservations released.
+
+Neighbours: ``controllers.registry`` (order, work-queue keys); the DynamicResources scheduler
+plugin allocates and reserves the claims.
+"""
