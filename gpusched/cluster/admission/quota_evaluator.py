@@ -7,7 +7,10 @@ evaluator) and ``staging/src/k8s.io/apiserver/pkg/quota/v1/generic`` (object cou
 
 - Tracked keys: the pod evaluator's ``MatchingResources`` (``pods``, ``count/pods``, ``cpu``,
   ``memory``, ``ephemeral-storage``, their ``requests.``/``limits.`` forms, hugepages, and
-  ``requests.<extended>`` such as ``requests.nvidia.com/gpu``), plus object counts
+  ``requests.<extended>`` such as ``requests.nvidia.com/gpu``, and a DeviceClass's implicit
+  ``requests.deviceclass.resource.kubernetes.io/<class>``), the ResourceClaim evaluator's
+  (``count/resourceclaims.resource.k8s.io``, ``<class>.deviceclass.resource.k8s.io/devices``:
+  :func:`claim_usage`), plus object counts
   (``count/<plural>[.<group>]`` and the legacy ``configmaps``, ``persistentvolumeclaims`` ...).
   Anything else (``limits.nvidia.com/gpu``) is accepted in ``spec.hard`` but neither enforced nor
   listed in ``status.used``, as upstream.
@@ -48,6 +51,10 @@ LEGACY_COUNT_KEYS = {"ConfigMap": "configmaps", "PersistentVolumeClaim": "persis
                      "ReplicationController": "replicationcontrollers",
                      "ResourceQuota": "resourcequotas"}
 NATIVE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+# pkg/quota/v1/evaluator/core/resource_claims.go and pods.go (KEP-5004's implicit names)
+CLAIM_DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+ALLOCATION_RESULTS_MAX = 32     # what an All request may take at most (AllocationResultsMaxSize)
 
 
 def _is_native(name: str) -> bool:
@@ -64,8 +71,17 @@ def tracked_keys(kind: str, keys: list[str]) -> list[str]:
     """The hard keys the evaluator for ``kind`` matches (``MatchingResources``)."""
     if kind == "Pod":
         return [k for k in keys if k in POD_RESOURCES or k.startswith(POD_RESOURCE_PREFIXES)
-                or (not _is_native(k) and k.startswith("requests."))]
+                or (_is_quota_extended(k[len("requests."):]) and k.startswith("requests."))]
+    if kind == "ResourceClaim":
+        return [k for k in keys if k == _count_key(kind) or
+                (k.endswith(CLAIM_DEVICES_SUFFIX) and len(k) > len(CLAIM_DEVICES_SUFFIX))]
     return [k for k in keys if k in (_count_key(kind), LEGACY_COUNT_KEYS.get(kind))]
+
+
+def _is_quota_extended(name: str) -> bool:
+    """``isExtendedResourceNameForQuota`` (after ``requests.``): not native, or a DeviceClass's
+    implicit extended resource ``deviceclass.resource.kubernetes.io/<class>``."""
+    return not _is_native(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
 
 
 @functools.lru_cache(maxsize=256)
@@ -176,7 +192,7 @@ def pod_usage(pod: dict[str, Any], now: str, res: PodResources) -> dict[str, int
     for name, amount in requests.items():
         if name.startswith("hugepages-"):
             usage[name] = usage[f"requests.{name}"] = amount
-        elif not _is_native(name) and not name.startswith("requests."):
+        elif _is_quota_extended(name) and not name.startswith("requests."):
             usage[f"requests.{name}"] = amount
     return usage
 
@@ -189,7 +205,41 @@ def object_usage(body: dict[str, Any], keys: list[str], now: str,
     if kind == "Pod":
         usage = pod_usage(body, now, res if res is not None else PodResources(body))
         return {k: usage[k] for k in tracked if k in usage}
+    if kind == "ResourceClaim":
+        usage = claim_usage(body)
+        return {k: usage.get(k, 0) for k in tracked}
     return {k: 1 for k in tracked}
+
+
+def _request_devices(request: dict[str, Any]) -> int:
+    """What one exact request (or sub-request) may take: its count, 32 for All, 0 for a mode
+    this version does not know."""
+    mode = request.get("allocationMode") or "ExactCount"
+    if mode == "ExactCount":
+        count = request.get("count")
+        return count if isinstance(count, int) and count > 0 else 1
+    return ALLOCATION_RESULTS_MAX if mode == "All" else 0
+
+
+def claim_usage(claim: dict[str, Any]) -> dict[str, int]:
+    """``resourceClaimEvaluator.Usage``: one ``count/resourceclaims.resource.k8s.io`` and, per
+    DeviceClass, ``<class>.deviceclass.resource.k8s.io/devices``: each exact request's devices,
+    and for a firstAvailable request the largest of its sub-requests per class (admin access
+    is not exempt)."""
+    usage = {_count_key("ResourceClaim"): 1}
+    devices = ((claim.get("spec") or {}).get("devices") or {})
+    for request in devices.get("requests") or ():
+        if not isinstance(request, dict):
+            continue
+        largest: dict[str, int] = {}
+        subs = [s for s in request.get("firstAvailable") or () if isinstance(s, dict)]
+        exactly = request.get("exactly")
+        for sub in subs or ([exactly] if isinstance(exactly, dict) else []):
+            key = f"{sub.get('deviceClassName', '')}{CLAIM_DEVICES_SUFFIX}"
+            largest[key] = max(largest.get(key, 0), _request_devices(sub))
+        for key, amount in largest.items():
+            usage[key] = usage.get(key, 0) + amount
+    return usage
 
 
 def quota_used(view: View, quota: dict[str, Any]) -> dict[str, int]:

@@ -160,3 +160,27 @@ def test_reserved_for_without_allocation_is_refused(cluster):
                               "status.reservedFor: Forbidden: may not be specified when `allocated` is not set")
     assert "status" not in claims(cluster)[0] or not claims(cluster)[0]["status"].get("reservedFor")
 
+
+def test_a_claim_refused_by_quota_is_a_warning_on_the_pod(cluster):
+    """handleClaim: ``create ResourceClaim %s: %v`` with the name still empty (generateName);
+    the quota names the generated one (kube-apiserver generates it before admission); each retry
+    tries a new name, as upstream's does."""
+    apply(cluster, TEMPLATE)
+    apply(cluster, """
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: no-gpus}
+spec:
+  hard: {gpu.example.com.deviceclass.resource.k8s.io/devices: "0"}
+""")
+    apply(cluster, pod_with_claims())
+    warnings = [e for e in cluster.events() if e["reason"] == "FailedResourceClaimCreation"]
+    assert warnings
+    for warning in warnings:
+        assert re.fullmatch(
+            r'PodResourceClaim gpu: create ResourceClaim : resourceclaims.resource.k8s.io "pod0-gpu-\w{5}" is '
+            r"forbidden: exceeded quota: no-gpus, requested: gpu.example.com.deviceclass.resource.k8s.io/devices=1, "
+            r"used: gpu.example.com.deviceclass.resource.k8s.io/devices=0, limited: "
+            r"gpu.example.com.deviceclass.resource.k8s.io/devices=0", warning["message"]), warning["message"]
+    assert claims(cluster) == []
+    assert "resourceClaimStatuses" not in cluster.get("Pod", ["pod0"])[0].get("status", {})
