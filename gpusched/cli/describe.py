@@ -33,6 +33,8 @@ from gpusched.cli.describe_workloads import (describe_daemonset, describe_deploy
 from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.describe_crd import describe_custom_resource
 from gpusched.objects.kinds import CRD_KINDS
+
+DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 from gpusched.cli.describe_pod import describe_pod
 from gpusched.cli.output import Clock, tabwrite
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
@@ -413,7 +415,10 @@ TABBED_PAGES = {**KIND_PAGES, "Deployment": describe_deployment, "ReplicaSet": d
                 "Job": describe_job, "DaemonSet": describe_daemonset, "PersistentVolumeClaim": describe_pvc,
                 "PersistentVolume": describe_pv, "StorageClass": describe_storageclass,
                 "HorizontalPodAutoscaler": describe_hpa,
-                **{kind: describe_custom_resource for kind in CRD_KINDS}}
+                **{kind: describe_custom_resource for kind in CRD_KINDS},
+                # kubectl has no describer for resource.k8s.io (describe.go describerMap): the
+                # generic one prints them
+                **{kind: describe_custom_resource for kind in DRA_KINDS}}
 
 
 def describe_page(cluster: Any, kind: str, obj: dict[str, Any], related: Related) -> str:
