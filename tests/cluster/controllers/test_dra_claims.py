@@ -184,3 +184,11 @@ spec:
             r"gpu.example.com.deviceclass.resource.k8s.io/devices=0", warning["message"]), warning["message"]
     assert claims(cluster) == []
     assert "resourceClaimStatuses" not in cluster.get("Pod", ["pod0"])[0].get("status", {})
+    apply(cluster, """
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: no-gpus}
+spec:
+  hard: {gpu.example.com.deviceclass.resource.k8s.io/devices: "1"}
+""")
+    assert [c["metadata"]["generateName"] for c in claims(cluster)] == ["pod0-gpu-"]   # retried

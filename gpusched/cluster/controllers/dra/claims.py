@@ -65,9 +65,26 @@ def _claims_of_pods(changes: Changes, keys: list[Key]) -> Iterable[Key]:
             yield ("ResourceClaim", key[1], name)
 
 
+def _pods_waiting_in_namespace(changes: Changes, keys: list[Key]) -> Iterable[Key]:
+    """A changed quota (its usage went down, its limit up) enqueues its namespace's pods whose
+    template claims are not all created yet, as a refused create is retried upstream."""
+    for namespace in sorted({key[1] for key in keys}):
+        for pod in changes.view.list("Pod", namespace):
+            if _waiting(pod):
+                yield ("Pod", namespace, pod["metadata"]["name"])
+
+
+def _waiting(pod: dict[str, Any]) -> bool:
+    recorded = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+                if isinstance(s, dict)}
+    return any(c.get("resourceClaimTemplateName") and c.get("name") not in recorded
+               for c in (pod.get("spec") or {}).get("resourceClaims") or ())
+
+
 POD_QUEUE = WorkQueue("Pod", (itself("Pod"), controller("ResourceClaim", "Pod"),
-                              Informer("ResourceClaimTemplate", _pods_of_templates)),
-                      resync_on=frozenset({"ResourceQuota"}), pod_creator=False)
+                              Informer("ResourceClaimTemplate", _pods_of_templates),
+                              Informer("ResourceQuota", _pods_waiting_in_namespace)),
+                      pod_creator=False)
 CLAIM_QUEUE = WorkQueue("ResourceClaim", (itself("ResourceClaim"), Informer("Pod", _claims_of_pods)),
                         pod_creator=False)
 
