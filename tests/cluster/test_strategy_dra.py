@@ -106,3 +106,32 @@ spec:
   selectors: [{cel: {expression: 'true'}}]
 """)
     assert calls == []
+
+
+def test_a_pods_claim_statuses_name_its_claims(cluster):
+    """core validation validatePodResourceClaimStatuses, on a status write."""
+    import copy
+
+    from gpusched.cluster.apiserver import write
+    apply(cluster, """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: shared}]
+  containers: [{name: c, image: i}]
+""")
+
+    def record(view):
+        pod = copy.deepcopy(view.get("Pod", "p", "default"))
+        pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "Shared"},
+                                                  {"name": "tpu"}]
+        write.update_status(view, pod)
+    with pytest.raises(GpuschedError) as err:
+        cluster.write(record)
+    assert str(err.value).startswith(
+        'The Pod "p" is invalid: status.resourceClaimStatuses[0].name: Invalid value: "Shared": a lowercase '
+        "RFC 1123 subdomain")
+    assert str(err.value).endswith('status.resourceClaimStatuses[1].name: Invalid value: "tpu": must match the '
+                                   "name of an entry in `spec.resourceClaims`")
+    assert "resourceClaimStatuses" not in cluster.get("Pod", ["p"])[0]["status"]

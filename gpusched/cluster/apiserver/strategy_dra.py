@@ -11,6 +11,8 @@ From ``pkg/registry/resource/*/strategy.go`` and ``pkg/apis/resource/validation/
 - a ResourceClaim status write: ``reservedFor`` (at most 256, each with resource, name and uid,
   unique by uid) only with an ``allocation`` (``may not be specified when `allocated` is not
   set``), no new consumer of a claim being deleted, and an allocation, once set, is immutable;
+- a pod's ``status.resourceClaimStatuses`` names claims of its ``spec.resourceClaims``, each
+  once, with valid claim names (``validatePodResourceClaimStatuses``);
 - CEL selectors (DeviceClass ``spec.selectors``, a claim's requests and sub-requests) must
   compile in the DRA environment on create, and on update when they changed (unchanged ones are
   "stored expressions"): ``<path>.cel.expression: Invalid value: "<expr>": <compile error>``, or
@@ -28,6 +30,7 @@ from typing import Any, Callable, Iterator
 
 from gpusched.errors import InvalidError
 from gpusched.objects.fieldcheck import Errors
+from gpusched.objects.names import dns1123_subdomain_errors
 from gpusched.objects.validation_meta import FIELD_IMMUTABLE
 
 KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
@@ -153,7 +156,10 @@ def prepare(body: dict[str, Any], old: dict[str, Any] | None) -> None:
 
 
 def status_update(body: dict[str, Any], old: dict[str, Any]) -> None:
-    """``ValidateResourceClaimStatusUpdate``'s reservation and allocation rules."""
+    """``ValidateResourceClaimStatusUpdate``'s reservation and allocation rules; a pod's
+    ``status.resourceClaimStatuses`` (:func:`pod_claim_statuses`)."""
+    if body.get("kind") == "Pod":
+        pod_claim_statuses(body)
     if body.get("kind") != "ResourceClaim":
         return
     e = Errors()
@@ -178,6 +184,29 @@ def _reservations(status: dict[str, Any], old_status: dict[str, Any], deleted: b
         before = {str(_dict(r).get("uid")) for r in old_status.get("reservedFor") or ()}
         if any(str(_dict(r).get("uid")) not in before for r in reserved):
             e.forbidden("status.reservedFor", NO_NEW_CONSUMERS)
+
+
+def pod_claim_statuses(pod: dict[str, Any]) -> None:
+    """``validatePodResourceClaimStatuses``: each entry names a claim of ``spec.resourceClaims``,
+    once, and its ``resourceClaimName`` is a valid claim name."""
+    statuses = _dict(pod.get("status")).get("resourceClaimStatuses")
+    if not statuses:
+        return
+    e = Errors()
+    names = {_dict(c).get("name") for c in _dict(pod.get("spec")).get("resourceClaims") or ()}
+    seen: set[str] = set()
+    for i, status in enumerate(statuses if isinstance(statuses, list) else ()):
+        path, name = f"status.resourceClaimStatuses[{i}].name", str(_dict(status).get("name", ""))
+        if name not in names:
+            e.invalid(path, name, "must match the name of an entry in `spec.resourceClaims`")
+        if name in seen:
+            e.duplicate(path, name)
+        seen.add(name)
+        claim = _dict(status).get("resourceClaimName")
+        for msg in dns1123_subdomain_errors(str(claim)) if claim is not None else ():
+            e.invalid(path, claim, msg)
+    if e:
+        raise InvalidError("Pod", _name(pod), e.items)
 
 
 def _consumers(reserved: list[Any], e: Errors) -> None:
