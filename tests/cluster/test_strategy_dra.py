@@ -135,3 +135,14 @@ spec:
     assert str(err.value).endswith('status.resourceClaimStatuses[1].name: Invalid value: "tpu": must match the '
                                    "name of an entry in `spec.resourceClaims`")
     assert "resourceClaimStatuses" not in cluster.get("Pod", ["p"])[0]["status"]
+
+
+def test_the_dra_cel_environment_refuses_a_non_bool_selector(cluster, monkeypatch):
+    """With gpusched.dra.cel present (its compiler, not a stand-in): validateCELSelector's
+    ``must evaluate to bool or the unknown type, not int`` (dynamic-resource-allocation cel/compile.go)."""
+    pytest.importorskip("gpusched.dra.cel")
+    monkeypatch.setattr(strategy_dra, "_COMPILER", [])
+    with pytest.raises(GpuschedError) as err:
+        apply(cluster, CLAIM.replace('device.driver == "gpu.example.com"', "1"))
+    assert str(err.value).endswith('spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: '
+                                   '"1": must evaluate to bool or the unknown type, not int')
