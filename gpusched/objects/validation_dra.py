@@ -48,6 +48,8 @@ CEL_EXPRESSION_MAX_LENGTH = 10 * 1024  # CELSelectorExpressionMaxLength
 OPAQUE_PARAMETERS_MAX_LENGTH = 10 * 1024  # OpaqueParametersMaxLength
 DRIVER_NAME_MAX_LENGTH = 63           # DriverNameMaxLength
 DEVICE_MAX_ID_LENGTH = 32             # DeviceMaxIDLength
+POOL_NAME_MAX_LENGTH = 253            # PoolNameMaxLength
+CONFIG_SOURCES = ("FromClaim", "FromClass")
 ALLOCATION_MODES = ("All", "ExactCount")
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -109,6 +111,19 @@ def driver_name(value: Any, path: str, e: Errors) -> None:
         e.too_long(path, DRIVER_NAME_MAX_LENGTH)
     for msg in dns1123_subdomain_errors(text.lower()):
         e.invalid(path, text, msg)
+
+
+def pool_name(value: Any, path: str, e: Errors) -> None:
+    """``validatePoolName``: required, at most 253 bytes, each ``/``-part a DNS subdomain."""
+    name = value if isinstance(value, str) else ""
+    if not name:
+        e.required(path)
+        return
+    if len(name) > POOL_NAME_MAX_LENGTH:
+        e.too_long(path, POOL_NAME_MAX_LENGTH)
+    for part in name.split("/"):
+        for msg in dns1123_subdomain_errors(part):
+            e.invalid(path, part, msg)
 
 
 def label_key(value: Any, path: str, e: Errors) -> None:
@@ -284,11 +299,12 @@ def _has_request(names: RequestNames, ref: str) -> bool:
     return len(segments) == 1 or (subs is not None and segments[1] in subs)
 
 
-def request_refs(obj: dict[str, Any], path: str, names: RequestNames, e: Errors) -> None:
-    """A constraint's or a config's ``requests``: each ``req`` or ``req/sub`` of this claim."""
+def request_refs(obj: dict[str, Any], path: str, names: RequestNames, e: Errors, one: bool = False) -> None:
+    """A constraint's or a config's ``requests``: each ``req`` or ``req/sub`` of this claim
+    (``one``: a single reference at ``path``, an allocation result's ``request``)."""
     refs = items_within(e, obj, "requests", path, DEVICE_REQUESTS_MAX)
     for i, ref in enumerate(refs):
-        text, ref_path = str(ref), f"{path}[{i}]"
+        text, ref_path = str(ref), path if one else f"{path}[{i}]"
         segments = text.split("/")
         if len(segments) > 2:
             e.invalid(ref_path, text, REQUEST_REF)
@@ -351,6 +367,35 @@ def validate_claim_spec(spec: Any, path: str, e: Errors) -> None:
         if isinstance(config, dict):
             request_refs(config, f"{path}.config[{i}].requests", names, e)
         device_configuration(config, f"{path}.config[{i}]", e)
+
+
+# ---- a claim's allocation (a status write) ----------------------------------------------------
+
+def validate_allocation(allocation: Any, names: RequestNames, path: str, e: Errors) -> None:
+    """``validateAllocationResult`` of a new allocation: at most 32 results, each naming a
+    request of the claim, a driver, a pool and a device; configs from the claim or the class."""
+    if not isinstance(allocation, dict):
+        return
+    devices: dict[str, Any] = allocation["devices"] if isinstance(allocation.get("devices"), dict) else {}
+    results_path = f"{path}.devices.results"
+    for i, result in enumerate(items_within(e, devices, "results", results_path, DEVICE_REQUESTS_MAX)):
+        p = f"{results_path}[{i}]"
+        result = result if isinstance(result, dict) else {}
+        request_refs({"requests": [result.get("request", "")]}, f"{p}.request", names, e, one=True)
+        driver_name(result.get("driver"), f"{p}.driver", e)
+        pool_name(result.get("pool"), f"{p}.pool", e)
+        dns_label(result.get("device"), f"{p}.device", e)
+    configs_path = f"{path}.devices.config"
+    for i, config in enumerate(items_within(e, devices, "config", configs_path, 2 * DEVICE_CONFIG_MAX)):
+        p = f"{configs_path}[{i}]"
+        source = config.get("source") if isinstance(config, dict) else None
+        if not source:
+            e.required(f"{p}.source")
+        elif source not in CONFIG_SOURCES:
+            e.unsupported(f"{p}.source", source, CONFIG_SOURCES)
+        if isinstance(config, dict):
+            request_refs(config, f"{p}.requests", names, e)
+        device_configuration(config, p, e)
 
 
 # ---- the kinds --------------------------------------------------------------------------------

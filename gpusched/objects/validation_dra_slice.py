@@ -31,7 +31,7 @@ from gpusched.objects.fieldcheck import Errors
 from gpusched.objects.names import dns1123_subdomain_errors, label_value_errors
 from gpusched.objects.quantity import QuantityError, parse_quantity, quantity_string
 from gpusched.objects.validation_affinity import node_selector_term
-from gpusched.objects.validation_dra import (as_list, dns_label, driver_name, duplicates, items_within,
+from gpusched.objects.validation_dra import (as_list, dns_label, pool_name, driver_name, duplicates, items_within,
                                              label_key, qualified_name)
 
 SLICE_MAX_DEVICES = 128                # ResourceSliceMaxDevices
@@ -42,7 +42,6 @@ MAX_CONSUMPTIONS_PER_DEVICE = 2        # ResourceSliceMaxDeviceCounterConsumptio
 MAX_COUNTERS_PER_CONSUMPTION = 32      # ResourceSliceMaxCountersPerDeviceCounterConsumption
 MAX_ATTRIBUTES_AND_CAPACITIES = 32     # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 ATTRIBUTE_MAX_VALUE_LENGTH = 64        # DeviceAttributeMaxValueLength
-POOL_NAME_MAX_LENGTH = 253             # PoolNameMaxLength
 DEVICE_TAINTS_MAX = 16                 # DeviceTaintsMaxLength
 BINDING_CONDITIONS_MAX = 4             # BindingConditionsMaxSize, BindingFailureConditionsMaxSize
 VALID_VALUES_MAX = 10                  # CapacityRequestPolicyDiscreteMaxOptions
@@ -56,19 +55,6 @@ _PRERELEASE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
 _BUILD = r"[0-9a-zA-Z-]+"
 SEMVER_RE = re.compile(rf"^{_NUMERIC}\.{_NUMERIC}\.{_NUMERIC}(-{_PRERELEASE}(\.{_PRERELEASE})*)?"
                        rf"(\+{_BUILD}(\.{_BUILD})*)?$")
-
-
-def pool_name(value: Any, path: str, e: Errors) -> None:
-    """``validatePoolName``: required, at most 253 bytes, each ``/``-part a DNS subdomain."""
-    name = value if isinstance(value, str) else ""
-    if not name:
-        e.required(path)
-        return
-    if len(name) > POOL_NAME_MAX_LENGTH:
-        e.too_long(path, POOL_NAME_MAX_LENGTH)
-    for part in name.split("/"):
-        for msg in dns1123_subdomain_errors(part):
-            e.invalid(path, part, msg)
 
 
 def _node_name(value: str, path: str, e: Errors) -> None:

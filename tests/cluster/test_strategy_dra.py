@@ -146,3 +146,27 @@ def test_the_dra_cel_environment_refuses_a_non_bool_selector(cluster, monkeypatc
         apply(cluster, CLAIM.replace('device.driver == "gpu.example.com"', "1"))
     assert str(err.value).endswith('spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: '
                                    '"1": must evaluate to bool or the unknown type, not int')
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({"request": "tpu", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"},
+     'status.allocation.devices.results[0].request: Invalid value: "tpu": must be the name of a request in '
+     "the claim or the name of a request and a subrequest separated by '/'"),
+    ({"request": "gpu", "driver": "gpu.example.com", "pool": "", "device": "gpu-0"},
+     "status.allocation.devices.results[0].pool: Required value"),
+], ids=["unknown-request", "no-pool"])
+def test_a_new_allocation_names_the_claims_requests(cluster, result, expected):
+    """validation.go validateDeviceRequestAllocationResult, on the status write that allocates."""
+    import copy
+
+    from gpusched.cluster.apiserver import write
+    apply(cluster, CLAIM)
+
+    def allocate(view):
+        claim = copy.deepcopy(view.get("ResourceClaim", "one-gpu", "default"))
+        claim["status"] = {"allocation": {"devices": {"results": [result]}}}
+        write.update_status(view, claim)
+    with pytest.raises(GpuschedError) as err:
+        cluster.write(allocate)
+    assert str(err.value) == f'The ResourceClaim "one-gpu" is invalid: {expected}'
+    assert "status" not in cluster.get("ResourceClaim", ["one-gpu"])[0]

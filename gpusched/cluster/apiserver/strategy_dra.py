@@ -10,7 +10,9 @@ From ``pkg/registry/resource/*/strategy.go`` and ``pkg/apis/resource/validation/
   ...: field is immutable``); a ResourceSlice's ``driver``, ``pool.name`` and ``nodeName`` are;
 - a ResourceClaim status write: ``reservedFor`` (at most 256, each with resource, name and uid,
   unique by uid) only with an ``allocation`` (``may not be specified when `allocated` is not
-  set``), no new consumer of a claim being deleted, and an allocation, once set, is immutable;
+  set``), no new consumer of a claim being deleted; a new allocation's results name requests of
+  the claim, drivers, pools and devices (``validateAllocationResult``), and, once set, it is
+  immutable;
 - a pod's ``status.resourceClaimStatuses`` names claims of its ``spec.resourceClaims``, each
   once, with valid claim names (``validatePodResourceClaimStatuses``);
 - CEL selectors (DeviceClass ``spec.selectors``, a claim's requests and sub-requests) must
@@ -31,6 +33,7 @@ from typing import Any, Callable, Iterator
 from gpusched.errors import InvalidError
 from gpusched.objects.fieldcheck import Errors
 from gpusched.objects.names import dns1123_subdomain_errors
+from gpusched.objects.validation_dra import request_names, validate_allocation
 from gpusched.objects.validation_meta import FIELD_IMMUTABLE
 
 KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
@@ -168,6 +171,9 @@ def status_update(body: dict[str, Any], old: dict[str, Any]) -> None:
     allocation, old_allocation = status.get("allocation"), old_status.get("allocation")
     if allocation and old_allocation and allocation != old_allocation:
         e.invalid("status.allocation", allocation, FIELD_IMMUTABLE)
+    elif allocation and not old_allocation:
+        names = request_names(_dict(_dict(body.get("spec")).get("devices")))
+        validate_allocation(allocation, names, "status.allocation", e)
     if e:
         raise InvalidError("ResourceClaim", _name(body), e.items)
 
