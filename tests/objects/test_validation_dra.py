@@ -187,6 +187,19 @@ BAD = [
      'spec.extendedResourceName: Invalid value: "gpu": must be a valid extended resource name'),
     ("upstream-class-too-many-selectors", device_class(selectors=many(33, lambda i: {"cel": {"expression": "true"}})),
      "spec.selectors: Too many: 33: must have at most 32 items"),
+    ("upstream-class-configuration-empty-opaque", device_class(config=[{"opaque": {}}]),
+     "spec.config[0].opaque.driver: Required value, "
+     f'spec.config[0].opaque.driver: Invalid value: "": {SUBDOMAIN_MSG}, '
+     "spec.config[0].opaque.parameters: Required value"),
+    ("upstream-class-configuration-not-an-object", device_class(config=[{"opaque": {
+        "driver": "foo", "parameters": "hello-world"}}]),
+     'spec.config[0].opaque.parameters: Invalid value: "<value omitted>": must be a valid JSON object'),
+    ("upstream-class-configuration-empty", device_class(config=[{}]), "spec.config[0].opaque: Required value"),
+    ("upstream-class-too-many-configs", device_class(config=many(33, lambda i: {"opaque": {
+        "driver": "foo", "parameters": {"foo": 42}}})),
+     "spec.config: Too many: 33: must have at most 32 items"),
+    ("upstream-class-selectors-missing-cel", device_class(selectors=[{"cel": {"expression": "true"}}, {}]),
+     "spec.selectors[1].cel: Required value"),
     ("class-config-bad-driver", device_class(config=[{"opaque": {"driver": BAD_NAME, "parameters": {}}}]),
      f'spec.config[0].opaque.driver: Invalid value: "{BAD_NAME}": {SUBDOMAIN_MSG}'),
 ]
