@@ -44,6 +44,7 @@ DEVICE_SELECTORS_MAX = 32             # DeviceSelectorsMaxSize
 DEVICE_CONSTRAINTS_MAX = 32           # DeviceConstraintsMaxSize
 DEVICE_CONFIG_MAX = 32                # DeviceConfigMaxSize
 FIRST_AVAILABLE_MAX = 8               # FirstAvailableDeviceRequestMaxSize
+DEVICE_TOLERATIONS_MAX = 16           # DeviceTolerationsMaxLength (declarative +k8s:maxItems)
 CEL_EXPRESSION_MAX_LENGTH = 10 * 1024  # CELSelectorExpressionMaxLength
 OPAQUE_PARAMETERS_MAX_LENGTH = 10 * 1024  # OpaqueParametersMaxLength
 DRIVER_NAME_MAX_LENGTH = 63           # DriverNameMaxLength
@@ -252,7 +253,8 @@ def _exact(request: dict[str, Any], path: str, e: Errors) -> None:
     _device_class_name(request, path, e)
     selectors(request, f"{path}.selectors", e)
     _allocation_mode(request, path, e)
-    for i, toleration in enumerate(e.items_of(request, "tolerations", f"{path}.tolerations") or ()):
+    tolerations = items_within(e, request, "tolerations", f"{path}.tolerations", DEVICE_TOLERATIONS_MAX)
+    for i, toleration in enumerate(tolerations):
         device_toleration(toleration, f"{path}.tolerations[{i}]", e)
 
 

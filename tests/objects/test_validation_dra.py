@@ -116,6 +116,8 @@ BAD = [
      "spec.devices.requests[0].exactly.selectors[0].cel.expression: Too long: must have at most 10240 bytes"),
     ("toleration-exists-with-value", claim(gpu(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}])),
      'spec.devices.requests[0].exactly.tolerations[0].value: Invalid value: "v": must be empty for operator `Exists`'),
+    ("tolerations-too-many", claim(gpu(tolerations=many(17, lambda i: {"key": f"k{i}", "operator": "Exists"}))),
+     "spec.devices.requests[0].exactly.tolerations: Too many: 17: must have at most 16 items"),
     ("toleration-effect", claim(gpu(tolerations=[{"key": "k", "effect": "Evict"}])),
      'spec.devices.requests[0].exactly.tolerations[0].effect: Unsupported value: "Evict": supported values: '
      '"NoExecute", "NoSchedule", "None"'),
