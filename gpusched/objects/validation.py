@@ -182,6 +182,21 @@ def _pod(obj: dict[str, Any], e: Errors) -> None:
         return
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     validate_pod_spec(obj.get("spec"), "spec", e, pod_name=str(meta.get("name") or "") or None)
+    if not e:
+        _pod_gpu_share(obj, e)
+
+
+def _pod_gpu_share(obj: dict[str, Any], e: Errors) -> None:
+    """The pod's GPU share as a whole (containers and sidecars added up, as the scheduler reads
+    it) is 1..1000 milli-GPU too, not only each container's: a pod whose containers each ask
+    500 and 501 is refused here, not by the first reader of the stored pod."""
+    from gpusched.errors import InvalidError
+    from gpusched.objects.pod import pod_gpu_share
+
+    try:
+        pod_gpu_share(obj)
+    except InvalidError as err:
+        e.items.extend(err.errors)
 
 
 def _template(spec: dict[str, Any], e: Errors, restart_policies: tuple[str, ...]) -> dict[str, Any]:

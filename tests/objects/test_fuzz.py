@@ -7,6 +7,7 @@ allowed are gpusched's user-facing ones (a traceback for bad input would be a bu
 
 import json
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -153,3 +154,14 @@ def test_valid_pods_always_give_pod_info(pod):
     info = pod_info(obj)
     assert all(isinstance(v, int) and v > 0 for v in info.requests.values())
     assert 0 <= info.gpu_milli < 1000
+
+
+def test_a_pod_whose_containers_add_up_past_one_gpu_in_milli_is_refused_at_validation():
+    # found by test_valid_pods_always_give_pod_info on a fresh clone: each container's
+    # gpusched.io/gpu-milli is in range, their sum (500 + 501) is not; validation passed it and
+    # the first reader of the pod raised
+    containers = [{"name": f"c{i}", "image": "img", "resources": {"limits": {"gpusched.io/gpu-milli": milli}}}
+                  for i, milli in enumerate((500, 501))]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}}
+    with pytest.raises(GpuschedError, match=r"gpu-milli.*must be an integer between 1 and 1000"):
+        validate(Manifest("f", 0, pod))
