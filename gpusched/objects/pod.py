@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping, TypeVar, cast
 
 from gpusched.errors import FieldError, InvalidError
 from gpusched.objects import typed_views as k8s
+from gpusched.objects.pod_claims import pod_claims
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import selector_from_dict, term_from_dict
 from gpusched.objects.types import (
@@ -449,6 +450,7 @@ def pod_info(pod: Mapping[str, Any], seq: int = 0) -> PodInfo:
         pvc_names=_pvc_names(spec),
         gpu_milli=gpu_milli,
         host_ports=_host_ports(spec),
+        resource_claims=pod_claims(body),
     )
 
 
@@ -467,7 +469,8 @@ def pod_info_like(prior: PodInfo, pod: Mapping[str, Any], seq: int = 0) -> PodIn
     body = cast("k8s.Pod", pod)
     meta = body.get("metadata") or _NO_META
     return replace(prior, **_read_again(meta, body.get("status") or _NO_STATUS,
-                                        meta.get("annotations") or _NO_STRINGS, seq))
+                                        meta.get("annotations") or _NO_STRINGS, seq),
+                   resource_claims=pod_claims(body))
 
 
 def _read_again(meta: k8s.ObjectMeta, status: k8s.PodStatus, annotations: Mapping[str, str],

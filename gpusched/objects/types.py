@@ -106,6 +106,19 @@ class WeightedPodAffinityTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One entry of a pod's ``spec.resourceClaims`` and the ResourceClaim it names (upstream
+    ``resourceclaim.Name``): ``claim`` is ``resourceClaimName``, or for a template the name
+    ``status.resourceClaimStatuses`` records ("" while that entry is missing: not created yet;
+    None when the entry says no claim was generated, which the scheduler skips). A claim from a
+    template must be owned by the pod (``template``: upstream's ``mustCheckOwner``)."""
+
+    name: str
+    claim: str | None
+    template: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class PodInfo:
     """Everything the scheduler needs to know about a pod, in canonical units."""
 
@@ -139,6 +152,7 @@ class PodInfo:
     terminating: bool = False                   # metadata.deletionTimestamp set (graceful deletion)
     disruption_reason: str = ""                 # reason of a DisruptionTarget=True condition, e.g. "PreemptionByScheduler"
     host_ports: tuple[tuple[str, str, int], ...] = ()   # (hostIP or "0.0.0.0", protocol, hostPort) of containers[].ports
+    resource_claims: tuple[PodClaim, ...] = ()   # spec.resourceClaims with their claim names
 
     @property
     def key(self) -> str:

@@ -37,8 +37,8 @@ import numpy as np
 
 from gpusched.objects.types import PodInfo, Taint, Toleration
 from gpusched.scheduler import preemption
-from gpusched.scheduler.framework import (Code, CycleState, Diagnosis, PostFilterResult,
-                                          ScheduleResult)
+from gpusched.scheduler.framework import (NODE_DETAILS_KEY, Code, CycleState, Diagnosis, NodeDetail,
+                                          PostFilterResult, ScheduleResult)
 
 if TYPE_CHECKING:
     from gpusched.scheduler.profile import Framework
@@ -315,7 +315,7 @@ def explain(scheduler: Scheduler, pod: PodInfo, finishing: Finishing | None = No
                                tuple(NodeVerdict(n, False, ((status.plugin, status.message),)) for n in names))
         outcome = scheduler.run_filters(state, pod, None, False, framework)
     per_node_scores = _scores(scheduler, framework, state, pod, outcome.feasible)
-    verdicts = _verdicts(names, outcome, per_node_scores)
+    verdicts = _verdicts(names, outcome, per_node_scores, state.read(NODE_DETAILS_KEY) or {})
     if failed is None or failed.diagnosis is None or failed.diagnosis.pre_filter_status is not None:
         return Explanation(pod.key, message, verdicts)
     return Explanation(pod.key, message, verdicts,
@@ -323,15 +323,23 @@ def explain(scheduler: Scheduler, pod: PodInfo, finishing: Finishing | None = No
 
 
 def _verdicts(names: list[str], outcome: FilterOutcome,
-              per_node_scores: dict[int, list[tuple[str, int]]]) -> tuple[NodeVerdict, ...]:
-    """Each node's rejections (every plugin's, in plugin order) or its scores and total."""
+              per_node_scores: dict[int, list[tuple[str, int]]],
+              details: dict[str, NodeDetail]) -> tuple[NodeVerdict, ...]:
+    """Each node's rejections (every plugin's, in plugin order, with the plugin's detail for
+    the node: DynamicResources' request and selector that failed) or its scores and total."""
     verdicts: list[NodeVerdict] = []
     for row, name in enumerate(names):
-        reasons = tuple((r.plugin, r.reason) for r in outcome.diagnosis.rejections if r.nodes[row])
+        reasons = tuple((r.plugin, _detailed(r.reason, details.get(r.plugin), name))
+                        for r in outcome.diagnosis.rejections if r.nodes[row])
         scores = tuple(per_node_scores.get(row, ()))
         total = sum(s for _, s in scores) if row in per_node_scores else None
         verdicts.append(NodeVerdict(name, row in per_node_scores, reasons, scores, total))
     return tuple(verdicts)
+
+
+def _detailed(reason: str, detail: NodeDetail | None, node: str) -> str:
+    text = detail(node) if detail is not None else ""
+    return f"{reason}: {text}" if text and text != reason else reason
 
 
 def _suggestions(scheduler: Scheduler, framework: Framework, pod: PodInfo, failed: ScheduleResult,

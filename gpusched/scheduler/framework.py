@@ -43,7 +43,7 @@ import functools
 import inspect
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -121,6 +121,13 @@ PODS_TO_ACTIVATE_KEY = "pods-to-activate"     # set[str] of pod uids a plugin as
 #                                               ``framework.PodsToActivateKey``)
 WAITING_PODS_KEY = "waiting-pods"             # the scheduler's WaitingPods (``scheduler.waiting``):
 #                                               upstream's IterateOverWaitingPods / GetWaitingPod
+DRA_DELEGATED_KEY = "dra-delegated"           # extended resources a DeviceClass backs (KEP-5004):
+#                                               on a node without them in allocatable they are
+#                                               DynamicResources', not NodeResourcesFit's
+NODE_DETAILS_KEY = "node-details"             # plugin name -> ``NodeDetail``: node name -> why
+#                                               in more words than the rejection's reason
+#                                               (explain calls it for the nodes it shows)
+NodeDetail = Callable[[str], str]
 
 
 class CycleState:

@@ -64,6 +64,7 @@ def test_every_pod_info_field_is_kept_or_read_again():
     """A new PodInfo field must be placed: kept from the spec (SPEC_FIELDS) or read again by
     pod_info_like (the metadata and status fields below)."""
     again = {"namespace", "name", "uid", "nominated_node", "labels", "gpu_models", "creation_seq",
-             "start_time", "owner_kind", "owner_name", "terminating", "disruption_reason"}
+             "start_time", "owner_kind", "owner_name", "terminating", "disruption_reason",
+             "resource_claims"}
     assert SPEC_FIELDS | again == {f.name for f in fields(PodInfo)}
     assert not SPEC_FIELDS & again

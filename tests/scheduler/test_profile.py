@@ -24,7 +24,7 @@ def test_default_profile_has_upstream_weights_and_gpu_plugin():
     assert "GpuDevices" not in w
     assert names(config, "filter")[:4] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"]
     assert names(config, "queueSort") == ["PrioritySort"]
-    assert names(config, "reserve") == ["GpuDevices"]
+    assert names(config, "reserve") == ["DynamicResources", "GpuDevices"]   # upstream: VolumeBinding, DynamicResources
 
 
 YAML = """

@@ -33,6 +33,11 @@ class Noted(Protocol):
     clock: float
 
 
+# DynamicResources' events (dynamicresources.go EventsToRegister: claims, slices and classes
+# added or updated; a claim deleted frees its devices): each retries the pending pods.
+DRA_KINDS = ("ResourceClaim", "ResourceSlice", "DeviceClass")
+
+
 def capacity_changed(state: Noted, pod: dict[str, Any] | None = None) -> None:
     """A new ``epoch``, logged as ``[epoch, node, priority]``: the node ``pod`` left (its
     nominated node for a pending pod, "" for neither) and its priority; no pod: ``"*"``, any

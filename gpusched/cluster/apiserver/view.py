@@ -30,7 +30,7 @@ from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.uids import namespace_bytes, uuid5
 from gpusched.objects.tree import copy_tree as copy_tree   # re-exported: the cluster's copies
-from gpusched.cluster.apiserver.notes import capacity_changed, judged_entries_dropped, note_pod_end
+from gpusched.cluster.apiserver.notes import DRA_KINDS, capacity_changed, judged_entries_dropped, note_pod_end
 from gpusched.cluster.apiserver.queue_rows import QueueRows
 
 Key = tuple[str, str, str]   # (kind, namespace, name)
@@ -44,7 +44,7 @@ class ObjectSource(Protocol):
 
     def unbound_pods(self) -> builtins.list[dict[str, Any]]: ...
 # Kinds whose changes can make a pending pod schedulable (the scheduler retries its pods).
-EPOCH_KINDS = frozenset({"Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass"})
+EPOCH_KINDS = frozenset({"Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", *DRA_KINDS})
 
 # k8s.io/apimachinery/pkg/util/rand: consonants and digits without vowels or look-alikes.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

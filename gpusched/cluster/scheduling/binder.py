@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.storage import volumes
 from gpusched.cluster.controllers.common import delete_pod
+from gpusched.cluster.scheduling import dra
 from gpusched.cluster.scheduling.profiles import SCHEDULER_NAME
 from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.notes import capacity_changed
@@ -168,12 +169,19 @@ class ViewBinder:
         record_attempt(self.view, self.scheduler, result, seconds)
 
     def bind(self, result: ScheduleResult) -> None:
+        problem = dra.pre_bind(self.view, self.scheduler, result.pod, result.node)
+        if problem:      # upstream: PreBind failed, Unreserve, the pod goes back to the queue
+            self.scheduler.snapshot.remove_pod(result.pod.uid)
+            record_failure(self.view, self._pod(result), problem, nominated="")
+            return
         bind(self.view, self._pod(result), result.node, result.assignment)
 
     def preempt(self, result: ScheduleResult) -> None:
+        dra.apply_writes(self.view, self.scheduler)
         preempt(self.view, self._pod(result), result)
 
     def failed(self, result: ScheduleResult) -> None:
+        dra.apply_writes(self.view, self.scheduler)
         record_failure(self.view, self._pod(result), result.message, nominated="")
 
     def released(self, result: ScheduleResult) -> None:

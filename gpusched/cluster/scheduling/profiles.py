@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.controllers.storage import volumes
+from gpusched.cluster.scheduling import dra
 from gpusched.cluster.scheduling.cache import creation_key
 from gpusched.cluster.apiserver.view import ObjectSource, View
 from gpusched.objects.pod import pod_info
@@ -54,6 +55,7 @@ def make_scheduler(snapshot: Snapshot, view: View, order: dict[str, int] | None 
                     pdb["metadata"]["name"])
             for pdb in view.list("PodDisruptionBudget")]
     claims = volumes.claim_infos(view)
+    dra.hand_objects(view, scheduler)
     for framework in scheduler.frameworks.values():
         plugin = framework.plugins.get("DefaultPreemption")
         if plugin is not None and hasattr(plugin, "set_pdbs"):

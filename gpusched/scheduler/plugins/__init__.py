@@ -88,8 +88,8 @@ _SCORE: tuple[type[framework.ScorePlugin], ...] = (
 _NORMALIZE: tuple[type[framework.ScoreExtensions], ...] = (
     taint_toleration.TaintToleration, node_affinity.NodeAffinity,
     pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity)
-_RESERVE: tuple[type[framework.ReservePlugin], ...] = (gpu_devices.GpuDevices,
-                                                        coscheduling.Coscheduling)
+_RESERVE: tuple[type[framework.ReservePlugin], ...] = (
+    dynamic_resources.DynamicResources, gpu_devices.GpuDevices, coscheduling.Coscheduling)
 _PERMIT: tuple[type[framework.PermitPlugin], ...] = (coscheduling.Coscheduling,)
 DECLARED: dict[str, tuple[type, ...]] = {
     "queueSort": _QUEUE_SORT, "preFilter": _PRE_FILTER, "filter": _FILTER,

@@ -37,7 +37,8 @@ import numpy as np
 from gpusched.errors import UsageError
 from gpusched.objects.types import PodInfo
 from gpusched.scheduler import messages
-from gpusched.scheduler.framework import MAX_NODE_SCORE, Code, CycleState, Rejection, Status, SUCCESS
+from gpusched.scheduler.framework import (DRA_DELEGATED_KEY, MAX_NODE_SCORE, Code, CycleState,
+                                          Rejection, Status, SUCCESS)
 from gpusched.scheduler.plugins.helper.resources import allocation_matrix
 from gpusched.scheduler.rowops import any_true, take_rows, true_indices
 from gpusched.scheduler.snapshot import CPU, MEMORY, PODS, BASE_RESOURCES, Snapshot
@@ -84,9 +85,11 @@ class NodeResourcesFit:
         if vec is None:
             vec = snapshot.request_vector(pod)
         every = len(candidates) == snapshot.num_nodes       # all rows: no gather needed
-        return self.rejections_for(snapshot, vec, candidates,
-                                   snapshot.free if every else take_rows(snapshot.free, candidates),
-                                   every)
+        free = snapshot.free if every else take_rows(snapshot.free, candidates)
+        delegated = state.read(DRA_DELEGATED_KEY)
+        if delegated:
+            free = _delegate_to_dra(snapshot, vec, candidates, free, delegated)
+        return self.rejections_for(snapshot, vec, candidates, free, every)
 
     def rejections_for(self, snapshot: Snapshot, vec: np.ndarray, candidates: np.ndarray,
                        free: np.ndarray, every: bool = False) -> list[Rejection]:
@@ -187,3 +190,18 @@ def new(args: dict[str, Any] | None = None) -> NodeResourcesFit:
     return NodeResourcesFit(strategy, resources, shape,
                             frozenset(args.get("ignoredResources") or ()),
                             frozenset(args.get("ignoredResourceGroups") or ()))
+
+
+def _delegate_to_dra(snapshot: Snapshot, vec: np.ndarray, candidates: np.ndarray,
+                     free: np.ndarray, delegated: frozenset[str]) -> np.ndarray:
+    """Upstream ``ShouldDelegateResourceToDRA`` (KEP-5004): on a node whose allocatable lacks
+    a DeviceClass-backed extended resource, the pod's request for it is not this plugin's to
+    check (DynamicResources allocates it): its free amount there reads as the request."""
+    out = free.copy()
+    for name in delegated:
+        column = snapshot.resources.get(name)
+        if column is None or column >= len(vec) or not vec[column]:
+            continue
+        lacking = snapshot.allocatable[candidates, column] <= 0
+        out[lacking, column] = vec[column]
+    return out
