@@ -32,7 +32,7 @@ UPSTREAM_POINTS = {
                "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"],
     "postFilter": ["DynamicResources", "DefaultPreemption"],
     "score": [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
-              ("PodTopologySpread", 2), ("InterPodAffinity", 2),
+              ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 1),
               ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)],
 }
 

@@ -23,7 +23,7 @@ from gpusched.scheduler.plugins import dynamic_resources
 from gpusched.scheduler.plugins.helper.dra_manager import FINALIZER, DraObjects, claim_key
 from tests.dra.bodies import (allocated, claim, device, device_class, first_available, pod,
                               reserved, resource_slice)
-from tests.scheduler.builders import make_node, snapshot_of
+from tests.scheduler.builders import make_node, scheduler_of, snapshot_of
 
 WORKER = "worker"
 CLASS = "my-resource-class"
@@ -250,3 +250,26 @@ EXT_CASES = [
                          [c[1:] for c in EXT_CASES], ids=[c[0] for c in EXT_CASES])
 def test_extended_resources(the_pod, claims, classes, slices, node_extra, expected):
     assert _phases(the_pod, claims, classes, slices, node_extra) == expected
+
+
+# dynamicresources.go Score/computeScore + NormalizeScore (DefaultNormalizeScore): a node that
+# serves a firstAvailable request's first choice outranks one serving a later choice.
+def test_first_available_score_prefers_the_first_choice():
+    big = device("gpu-0", {"size": {"string": "big"}})
+    small = device("gpu-0", {"size": {"string": "small"}})
+    fallback = {**CLAIM, "spec": {"devices": {"requests": [{"name": "req-1", "firstAvailable": [
+        {"name": "large", "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 1,
+         "selectors": [{"cel": {"expression": "device.attributes['some-driver'].size == 'big'"}}]},
+        {"name": "small", "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 1}]}]}}}
+    scheduler = scheduler_of(make_node("a"), make_node("b"))
+    plugin = scheduler.frameworks["default-scheduler"].plugins["DynamicResources"]
+    plugin.set_objects(DraObjects({claim_key(fallback): fallback},
+                                  [resource_slice("a", "some-driver", small),
+                                   resource_slice("b", "some-driver", big)],
+                                  {CLASS: device_class()}, lambda uid: POD))
+    result = scheduler.schedule_one(pod_info(POD), record_scores=True)
+    assert result.node == "b" and result.scores is not None
+    # b serves the first choice (8 - 0), a the second (8 - 1): normalised 100 and 87, weight 1
+    assert result.scores["b"] - result.scores["a"] == 100 - 100 * 7 // 8
+    writes = plugin.pre_bind(result.pod, result.node)
+    assert writes[0].body["status"]["allocation"]["devices"]["results"][0]["request"] == "req-1/large"

@@ -79,15 +79,16 @@ _POST_FILTER: tuple[type[framework.PostFilterPlugin], ...] = (
 _PRE_SCORE: tuple[type[framework.PreScorePlugin], ...] = (
     balanced_allocation.BalancedAllocation, node_affinity.NodeAffinity,
     pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity,
-    gpu_devices.GpuDevices)
+    dynamic_resources.DynamicResources, gpu_devices.GpuDevices)
 _SCORE: tuple[type[framework.ScorePlugin], ...] = (
     taint_toleration.TaintToleration, node_affinity.NodeAffinity,
     node_resources_fit.NodeResourcesFit, pod_topology_spread.PodTopologySpread,
     inter_pod_affinity.InterPodAffinity, balanced_allocation.BalancedAllocation,
-    gpu_devices.GpuDevices)
+    dynamic_resources.DynamicResources, gpu_devices.GpuDevices)
 _NORMALIZE: tuple[type[framework.ScoreExtensions], ...] = (
     taint_toleration.TaintToleration, node_affinity.NodeAffinity,
-    pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity)
+    pod_topology_spread.PodTopologySpread, inter_pod_affinity.InterPodAffinity,
+    dynamic_resources.DynamicResources)
 _RESERVE: tuple[type[framework.ReservePlugin], ...] = (
     dynamic_resources.DynamicResources, gpu_devices.GpuDevices, coscheduling.Coscheduling)
 _PERMIT: tuple[type[framework.PermitPlugin], ...] = (coscheduling.Coscheduling,)

@@ -48,10 +48,12 @@ from gpusched.objects.types import PodInfo
 from gpusched.scheduler.framework import (DRA_DELEGATED_KEY, NODE_DETAILS_KEY, SKIP, SUCCESS, Code,
                                           CycleState, Diagnosis, PostFilterResult,
                                           Rejection, Status)
+from gpusched.dra.allocator import Allocated, first_available_score
 from gpusched.scheduler.plugins.helper import dra_explain, dra_extended
 from gpusched.scheduler.plugins.helper.dra_allocate import (CANNOT_ALLOCATE, AllocationMemo,
                                                             NodeOutcome)
 from gpusched.scheduler.plugins.helper.dra_rows import RowOutcomes
+from gpusched.scheduler.plugins.helper.normalize_score import default_normalize
 from gpusched.scheduler.plugins.helper.dra_claims import (ClaimProblem, PodClaims, claim_ref,
                                                           find_claims, reserved_for, sort_claims)
 from gpusched.scheduler.plugins.helper.dra_manager import (FINALIZER, ClaimKey, ClaimWrite,
@@ -224,6 +226,39 @@ class DynamicResources:
             self.writes.append(ClaimWrite(data.claims.bodies[data.special], delete=True))
             return PostFilterResult(Status(Code.UNSCHEDULABLE, (DELETED,)))
         return PostFilterResult(Status(Code.UNSCHEDULABLE, (STILL_NOT_SCHEDULABLE,)))
+
+    # ---- PreScore / Score (firstAvailable's rank) -----------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                  nodes: np.ndarray) -> Status:
+        """Skip unless a pending claim has a ``firstAvailable`` request (every other node
+        scores 0 upstream)."""
+        data: _Cycle | None = state.read(NAME)
+        if data is None or not any(
+                request.get("firstAvailable")
+                for i in data.claims.pending if i != data.special
+                for request in ((data.claims.bodies[i].get("spec") or {}).get("devices") or {})
+                .get("requests") or ()):
+            return SKIP
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+              nodes: np.ndarray) -> np.ndarray:
+        """upstream ``Score``/``computeScore``: per allocated subrequest, 8 minus its index."""
+        data: _Cycle = state.read(NAME)
+        scores = np.zeros(len(nodes), dtype=np.int64)
+        for position, row in enumerate(nodes.tolist()):
+            outcome, indices, _ = self._node_outcome(data, snapshot, row)
+            if outcome is not None and outcome.allocations is not None:
+                claims = [self.manager.parsed(data.claims.bodies[i]) for i in indices
+                          if i != data.special]
+                scores[position] = first_available_score(
+                    claims, Allocated(outcome.allocations[:len(claims)]))
+        return scores
+
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: np.ndarray,
+                  scores: np.ndarray) -> np.ndarray:
+        return default_normalize(scores, reverse=False)
 
     # ---- Reserve / Unreserve --------------------------------------------------------------
 
