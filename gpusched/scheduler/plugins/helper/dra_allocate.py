@@ -127,4 +127,3 @@ class AllocationMemo:
         if isinstance(answer, Allocated):
             return NodeOutcome(tuple(answer.allocations))
         return NodeOutcome(None, answer.reason, answer.reason if answer.error else "")
-
