@@ -9,17 +9,20 @@ devices in use there; so the outcome is kept under (node, the claims' specs) and
 - while the node's epoch is unchanged (``DraManager.epoch``: nothing taken or freed there);
 - after devices were only *taken* on the node (``DraManager.added_since``), when the kept
   outcome is "no solution" (taking devices never makes one appear), or when the kept solution
-  shares no device and no counter set with what was taken. The allocator walks its candidates
-  in a fixed order (pools, slices, devices) and returns the first complete solution; every
-  candidate before the kept solution failed, and fails still with fewer devices and counters
-  free, while the kept solution is untouched, so it is still the first.
+  still fits: none of its devices taken and its counters still sufficient (checked at once when
+  what was taken shares no device and no counter set with it). The allocator walks its
+  candidates in a fixed order (pools, slices, devices) and returns the first complete solution;
+  every candidate before the kept solution failed, and fails still with fewer devices and
+  counters free, while the kept solution still fits, so it is still the first.
 
 Worked example (8x H100 under DynamicMIG, one counter set per GPU): the kept answer for "one
 1g.10gb" on node-7 is ``gpu-0-mig-1g10gb-19-0``. A pod then takes ``gpu-3-mig-3g40gb-9-0``
 (counter set ``gpu-3-counter-set``): no overlap, the answer stands without running the
-allocator. A pod taking ``gpu-0-mig-2g20gb-14-2`` consumes from ``gpu-0-counter-set``: the
-answer is computed again. A device freed anywhere on the node (a claim deallocated) always
-recomputes: an earlier candidate may now succeed.
+allocator. A pod taking ``gpu-0-mig-2g20gb-14-2`` consumes from ``gpu-0-counter-set`` (memory
+slices 2 and 3): the 1g at 0 needs memory slice 0, still free, and GPU 0's other counters
+(multiprocessors, engines, memory) still cover it, so it stands too. A pod taking the 1g at 0
+itself makes the allocator run again; so does a device freed anywhere on the node (a claim
+deallocated): an earlier candidate may now succeed.
 
 Neighbours: ``helper.dra_manager`` (objects, epochs, devices in use), the plugin.
 """
@@ -31,9 +34,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from gpusched.dra.allocator import Allocated, NodeFacts, allocate
-from gpusched.scheduler.plugins.helper.dra_manager import DraManager
+from gpusched.dra.model import Number
+from gpusched.scheduler.plugins.helper.dra_manager import CounterKey, DeviceId, DraManager
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
+SHARED_RESULT = ("adminAccess", "shareID", "consumedCapacity")   # results not judged here
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,9 @@ class _Kept:
     global_epoch: int
     outcome: NodeOutcome
     touched: frozenset[tuple[str, str, str]]     # the solution's devices and counter sets
+    devices: frozenset[DeviceId]                 # the solution's devices
+    consumption: dict[CounterKey, Number] | None  # what they consume together (None: shares,
+    #                                               consumed capacity or admin access: not judged)
 
 
 class AllocationMemo:
@@ -92,31 +100,49 @@ class AllocationMemo:
                 kept.node_epoch = node_epoch
                 return kept.outcome
         found = self._allocate(node, labels, claims)
-        self._kept[(node, signature)] = _Kept(node_epoch, global_epoch, found, self._touched(found))
+        self._kept[(node, signature)] = self._keep(node_epoch, global_epoch, found)
         return found
 
     def _still_first(self, node: str, kept: _Kept) -> bool:
-        """Only devices were taken on the node since, none of them the solution's or drawing
-        on its counter sets (or there was no solution): the allocator would answer the same."""
-        taken = self.manager.added_since(node, kept.node_epoch)
+        """Only devices were taken on the node since and the kept answer stands: there was no
+        solution, or what was taken is none of its devices and draws on none of its counter
+        sets, or its devices are still free and its counters still suffice."""
+        manager = self.manager
+        taken = manager.added_since(node, kept.node_epoch)
         if taken is None:
             return False
         if kept.outcome.allocations is None:
             return True
-        for device in taken:
-            if device in kept.touched or self.manager.counter_sets(device) & kept.touched:
+        if not any(device in kept.touched or manager.counter_sets(device) & kept.touched
+                   for device in taken):
+            return True
+        if kept.consumption is None or any(manager.holds(node, d) for d in kept.devices):
+            return False
+        used = manager.counters_used(node)
+        for key, amount in kept.consumption.items():
+            capacity = manager.counter_capacity(key)
+            if capacity is None or used.get(key, 0) + amount > capacity:
                 return False
         return True
 
-    def _touched(self, found: NodeOutcome) -> frozenset[tuple[str, str, str]]:
+    def _keep(self, node_epoch: int, global_epoch: int, found: NodeOutcome) -> _Kept:
         touched: set[tuple[str, str, str]] = set()
+        devices: set[DeviceId] = set()
+        consumption: dict[CounterKey, Number] | None = {}
         for allocation in found.allocations or ():
             for result in (allocation.get("devices") or {}).get("results") or ():
                 device = (str(result.get("driver", "")), str(result.get("pool", "")),
                           str(result.get("device", "")))
+                devices.add(device)
                 touched.add(device)
                 touched |= self.manager.counter_sets(device)
-        return frozenset(touched)
+                if consumption is None or any(result.get(k) for k in SHARED_RESULT):
+                    consumption = None
+                    continue
+                for key, value in self.manager.consumption(device).items():
+                    consumption[key] = consumption.get(key, 0) + value
+        return _Kept(node_epoch, global_epoch, found, frozenset(touched), frozenset(devices),
+                     consumption)
 
     def _allocate(self, node: str, labels: Mapping[str, str],
                   claims: Sequence[dict[str, Any]]) -> NodeOutcome:

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from gpusched.dra.allocator import InUse, SliceSet
-from gpusched.dra.model import Claim, DeviceClass, Slice
+from gpusched.dra.model import Claim, DeviceClass, Number, Slice
 
 ClaimKey = tuple[str, str]          # (namespace, name)
 DeviceId = tuple[str, str, str]     # (driver, pool, device)
 CounterSetId = tuple[str, str, str]   # (driver, pool, counter set)
+CounterKey = tuple[str, str, str, str]   # (driver, pool, counter set, counter)
 FINALIZER = "resource.kubernetes.io/delete-protection"     # resourceapi.Finalizer
 GLOBAL = ""                         # the "node" of allocations not bound to one node
 RESERVED_FOR_MAX = 256              # resourceapi.ResourceClaimReservedForMaxSize
@@ -138,7 +139,9 @@ class DraManager:
         self._local: dict[str, list[Slice]] = {}
         self._shared: list[Slice] = []
         self._node_slices: dict[str, SliceSet] = {}
-        self._counter_sets: dict[DeviceId, frozenset[CounterSetId]] | None = None
+        self._counters: tuple[dict[DeviceId, dict[CounterKey, Number]],
+                              dict[CounterKey, Number]] | None = None
+        self._used: dict[str, tuple[tuple[int, int], dict[CounterKey, Number]]] = {}
         self._allocated: dict[str, dict[ClaimKey, dict[str, Any]]] = {}   # node -> claims
         self._held: dict[str, Counter[DeviceId]] = {}
         self._log: dict[str, list[tuple[int, frozenset[DeviceId] | None]]] = {}
@@ -185,7 +188,7 @@ class DraManager:
                     self._local.setdefault(one.node_name, []).append(one)
             self._shared = [one for one in parsed if not one.node_name]
             self._node_slices = {}
-            self._counter_sets = None
+            self._counters = None
             self.bump(GLOBAL)
         self._slice.keep_only(list(slices))
 
@@ -226,14 +229,50 @@ class DraManager:
             added |= devices
         return frozenset(added)
 
+    def _index_counters(self) -> tuple[dict[DeviceId, dict[CounterKey, Number]],
+                                       dict[CounterKey, Number]]:
+        """Per device, what it consumes from its pool's counter sets; per counter, the capacity."""
+        if self._counters is None:
+            consumes: dict[DeviceId, dict[CounterKey, Number]] = {}
+            capacity: dict[CounterKey, Number] = {}
+            for one in self.slices:
+                for counter_set in one.shared_counters:
+                    for name, value in counter_set.counters.items():
+                        capacity[(one.driver, one.pool, counter_set.name, name)] = value
+                for device in one.devices:
+                    consumes[(one.driver, one.pool, device.name)] = {
+                        (one.driver, one.pool, c.counter_set, name): value
+                        for c in device.consumes_counters for name, value in c.counters.items()}
+            self._counters = (consumes, capacity)
+        return self._counters
+
+    def consumption(self, device: DeviceId) -> Mapping[CounterKey, Number]:
+        return self._index_counters()[0].get(device, {})
+
+    def counter_capacity(self, key: CounterKey) -> Number | None:
+        return self._index_counters()[1].get(key)
+
     def counter_sets(self, device: DeviceId) -> frozenset[CounterSetId]:
         """The counter sets a device consumes from, as (driver, pool, counter set)."""
-        if self._counter_sets is None:
-            self._counter_sets = {
-                (s.driver, s.pool, d.name): frozenset((s.driver, s.pool, c.counter_set)
-                                                      for c in d.consumes_counters)
-                for s in self.slices for d in s.devices}
-        return self._counter_sets.get(device, frozenset())
+        return frozenset(key[:3] for key in self.consumption(device))
+
+    def holds(self, node: str, device: DeviceId) -> bool:
+        """Whether a claim allocated (or in flight) on ``node`` or globally holds ``device``."""
+        return any(device in self._held.get(where, ()) for where in (node, GLOBAL))
+
+    def counters_used(self, node: str) -> dict[CounterKey, Number]:
+        """What the devices held on ``node`` (and globally) consume, per counter."""
+        epoch = self.epoch(node)
+        kept = self._used.get(node)
+        if kept is not None and kept[0] == epoch:
+            return kept[1]
+        used: dict[CounterKey, Number] = {}
+        for where in (node, GLOBAL):
+            for device in self._held.get(where, ()):
+                for key, value in self.consumption(device).items():
+                    used[key] = used.get(key, 0) + value
+        self._used[node] = (epoch, used)
+        return used
 
     def in_use(self, node: str) -> InUse:
         """The devices in use for ``node``: claims allocated there or globally, and those in
