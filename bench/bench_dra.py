@@ -17,6 +17,7 @@ time of the first pass (every node seen once per claim shape).
 
     python bench/bench_dra.py                      # 1,000 nodes, 20,000 claims
     python bench/bench_dra.py --nodes 100 --pods 2000 --profile
+    python bench/bench_dra.py --nodes 200 --pods 200 --everywhere   # upstream's cost model
 
 Seeded: every run schedules the same pods the same way.
 """
@@ -96,7 +97,20 @@ def pod_body(i: int) -> dict[str, Any]:
                 "resourceClaims": [{"name": "gpu", "resourceClaimName": f"claim-{i:05d}"}]}}
 
 
-def run(nodes: int, pods: int, seed: int) -> dict[str, float]:
+def allocate_everywhere(plugin: DynamicResources) -> None:
+    """Upstream's cost model for comparison: the allocator on every node for every pod (no
+    kept outcome, no kept rows); the decisions are the same (tests/scheduler/test_dra_reuse.py)."""
+    memo, rows = plugin.memo, plugin.rows
+    memo.outcome = lambda node, labels, claims, signature: memo._allocate(node, labels, claims)  # type: ignore[method-assign]
+    fits = rows.fits
+
+    def every_row(*args: Any) -> Any:
+        rows._shapes.clear()
+        return fits(*args)
+    rows.fits = every_row  # type: ignore[method-assign]
+
+
+def run(nodes: int, pods: int, seed: int, everywhere: bool = False) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     snapshot, slices = build_cluster(nodes)
     claims = make_claims(pods, rng)
@@ -105,6 +119,8 @@ def run(nodes: int, pods: int, seed: int) -> dict[str, float]:
     scheduler = Scheduler(snapshot, None, np.random.default_rng(seed), lambda: 0.0)
     plugin = scheduler.frameworks["default-scheduler"].plugins["DynamicResources"]
     assert isinstance(plugin, DynamicResources)
+    if everywhere:
+        allocate_everywhere(plugin)
     plugin.set_objects(DraObjects({claim_key(c): c for c in claims}, slices, classes))
     infos = [pod_info(pod_body(i), i) for i in range(pods)]
     times, bound, version = [], 0, 1
@@ -138,11 +154,13 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile's top functions")
+    parser.add_argument("--everywhere", action="store_true",
+                        help="run the allocator on every node for every pod (upstream's Filter)")
     args = parser.parse_args()
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-    got = run(args.nodes, args.pods, args.seed)
+    got = run(args.nodes, args.pods, args.seed, args.everywhere)
     if args.profile:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
