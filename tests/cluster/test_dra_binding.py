@@ -164,3 +164,17 @@ def test_post_filter_deallocates_a_claim_the_pod_cannot_reach(cluster):
     apply(cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}))
     assert node_of(cluster, "p") == "cpu-1"
     assert _claim(cluster, "moved")["status"]["allocation"]["devices"]["results"][0]["pool"] == "cpu-1"
+
+
+@pytest.mark.parametrize("mode", ["backfill", "strict"])
+def test_queue_order_modes_allocate_claims(dra_cluster, mode):
+    """The queue-order modes (ConfigMap kube-system/gpusched-scheduler) bind through the same
+    PreBind: the claim is allocated and reserved, and a second claim waits as in default mode."""
+    apply(dra_cluster, yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "gpusched-scheduler", "namespace": "kube-system"},
+                                       "data": {"mode": mode}}))
+    apply(dra_cluster, _stored(claim("first", ("req-1", CLASS)), pod("a", ("gpu", "first"))))
+    apply(dra_cluster, _stored(claim("second", ("req-1", CLASS)), pod("b", ("gpu", "second"))))
+    assert node_of(dra_cluster, "a") == "cpu-2" and node_of(dra_cluster, "b") == ""
+    assert [r["name"] for r in _claim(dra_cluster, "first")["status"]["reservedFor"]] == ["a"]
+    assert not (_claim(dra_cluster, "second").get("status") or {}).get("allocation")

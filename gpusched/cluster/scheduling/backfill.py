@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusched.cluster.scheduling import dra
 from gpusched.cluster.scheduling.binder import bind, preempt, record_attempt, record_failure
 from gpusched.cluster.scheduling.cache import bound_pods, build_snapshot
 from gpusched.cluster.scheduling.mode import ModeConfig
@@ -187,6 +188,17 @@ def schedule_in_order(view: View, config: ModeConfig, pending: list[dict[str, An
             blocked_seen -= 1      # never fits: holds nothing and does not count
 
 
+def _bind(view: View, scheduler: Scheduler, pod: dict[str, Any], result: ScheduleResult) -> bool:
+    """PreBind (DynamicResources' claim writes), then the binding; False when PreBind failed."""
+    problem = dra.pre_bind(view, scheduler, result.pod, result.node)
+    if problem:
+        scheduler.snapshot.remove_pod(result.pod.uid)
+        record_failure(view, pod, problem, nominated="")
+        return False
+    bind(view, pod, result.node, result.assignment)
+    return True
+
+
 def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInfo, request: Request,
              reservations: list[Reservation], now: float) -> int | str | None:
     """Schedule ``pod``; bind it if the backfill rule allows. Returns the node row it started
@@ -203,15 +215,14 @@ def _attempt(view: View, scheduler: Scheduler, pod: dict[str, Any], info: PodInf
         return None
     row = snapshot.index[result.node]
     if allowed_to_start(request, row, now, reservations):
-        bind(view, pod, result.node, result.assignment)
-        return row
+        return row if _bind(view, scheduler, pod, result) else None
     blocking = next(r for r in reservations if r.row == row and now + request.limit > r.start)
     snapshot.remove_pod(info.uid)
+    dra.unreserve(scheduler, info)
     retry = _schedule_around(scheduler, info, request, reservations, now)
     if retry is not None and allowed_to_start(request, snapshot.index[retry.node], now,
                                               reservations):
-        bind(view, pod, retry.node, retry.assignment)
-        return snapshot.index[retry.node]
+        return snapshot.index[retry.node] if _bind(view, scheduler, pod, retry) else None
     if retry is not None:                       # cannot happen (the placeholders forbid it)
         snapshot.remove_pod(info.uid)
     record_failure(view, pod, backfill_message(snapshot, blocking, now), nominated="")

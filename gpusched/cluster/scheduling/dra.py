@@ -77,6 +77,15 @@ def pre_bind(view: View, scheduler: Scheduler, pod: PodInfo, node: str) -> str:
     return ""
 
 
+def unreserve(scheduler: Scheduler, pod: PodInfo) -> None:
+    """The pod, reserved, will not be bound now (a queue-order mode put it back): its claims'
+    allocations are no longer in flight."""
+    framework = scheduler.framework_for(pod)
+    plugin = framework.plugins.get(NAME) if framework is not None else None
+    if isinstance(plugin, DynamicResources):
+        plugin.failed_pre_bind(pod)
+
+
 def apply_writes(view: View, scheduler: Scheduler) -> None:
     """PostFilter's claim writes (deallocations, deletions)."""
     for plugin in plugins(scheduler):
