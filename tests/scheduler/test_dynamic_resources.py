@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -273,3 +274,23 @@ def test_first_available_score_prefers_the_first_choice():
     assert result.scores["b"] - result.scores["a"] == 100 - 100 * 7 // 8
     writes = plugin.pre_bind(result.pod, result.node)
     assert writes[0].body["status"]["allocation"]["devices"]["results"][0]["request"] == "req-1/large"
+
+
+def test_extended_resource_on_a_dra_node_takes_no_device_plugin_gpu():
+    """KEP-5004 on a node whose GPUs the DRA driver publishes (its allocatable has no
+    nvidia.com/gpu): NodeResourcesFit and GpuDevices leave the request to DynamicResources
+    (upstream ShouldDelegateResourceToDRA), which allocates it; no device-plugin GPU is assigned."""
+    info, devices = make_node("dra-node", gpus=8)
+    allocatable = {k: v for k, v in info.allocatable.items() if not k.startswith("nvidia.com/")}
+    node = (dataclasses.replace(info, allocatable=allocatable, capacity=allocatable), devices)
+    scheduler = scheduler_of(node)
+    plugin = scheduler.frameworks["default-scheduler"].plugins["DynamicResources"]
+    the_pod = pod("gpu-pod", uid="1234", requests={"nvidia.com/gpu": "1"})
+    plugin.set_objects(DraObjects({}, [resource_slice("dra-node", "gpu.nvidia.com", "gpu-0")],
+                                  {"gpu.nvidia.com": device_class("gpu.nvidia.com", extended="nvidia.com/gpu")},
+                                  lambda uid: the_pod))
+    result = scheduler.schedule_one(pod_info(the_pod))
+    assert result.node == "dra-node", result.message
+    assert result.assignment.device_ids == ()
+    (write,) = plugin.pre_bind(result.pod, result.node)
+    assert write.create and write.body["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"

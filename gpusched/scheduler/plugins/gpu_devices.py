@@ -45,9 +45,9 @@ import numpy as np
 from gpusched.errors import UsageError
 from gpusched.objects.types import NO_DEVICES, DeviceAssignment, PodInfo
 from gpusched.scheduler import messages
-from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, GPU_SELECTION_KEY,
-                                          MAX_NODE_SCORE, Code, CycleState, Rejection, SKIP,
-                                          SUCCESS, Status)
+from gpusched.scheduler.framework import (DEVICE_ASSIGNMENT_KEY, DRA_DELEGATED_KEY,
+                                          GPU_SELECTION_KEY, MAX_NODE_SCORE, Code, CycleState,
+                                          Rejection, SKIP, SUCCESS, Status)
 from gpusched.scheduler.rowops import any_true, row_counts, take_rows, true_indices
 from gpusched.scheduler.snapshot import WHOLE_GPU_MILLI, Snapshot
 
@@ -92,6 +92,9 @@ class GpuDevices:
                                             Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
                 nodes = nodes[~wrong]
         if not has_gpu_demand(pod) or not len(nodes):
+            return rejections
+        nodes = nodes[~_served_by_dra(state, pod, snapshot, nodes)]
+        if not len(nodes):
             return rejections
         short = ~self.device_fit(pod, snapshot, nodes)
         if any_true(short):
@@ -147,7 +150,7 @@ class GpuDevices:
         return result
 
     def reserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> Status:
-        if not has_gpu_demand(pod):
+        if not has_gpu_demand(pod) or _served_by_dra(state, pod, snapshot, np.array([node]))[0]:
             state.write(DEVICE_ASSIGNMENT_KEY, NO_DEVICES)
             return SUCCESS
         devices = snapshot.devices[node]
@@ -164,6 +167,22 @@ class GpuDevices:
 
     def unreserve(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, node: int) -> None:
         state.write(DEVICE_ASSIGNMENT_KEY, None)
+
+
+def _served_by_dra(state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                   nodes: np.ndarray) -> np.ndarray:
+    """Per node, whether DynamicResources serves the pod's GPU resource there (KEP-5004: a
+    DeviceClass backs it and the node's allocatable lacks it): no device of the device plugin's
+    is the pod's on such a node."""
+    delegated = state.read(DRA_DELEGATED_KEY)
+    resource = gpu_resource(pod)
+    if not delegated or resource not in delegated:
+        return np.zeros(len(nodes), dtype=bool)
+    column = snapshot.resources.get(resource)
+    if column is None:
+        return np.ones(len(nodes), dtype=bool)
+    lacking: np.ndarray = snapshot.allocatable[nodes, column] <= 0
+    return lacking
 
 
 def allocate(devices: DeviceModel, pod: PodInfo, policy: str,
