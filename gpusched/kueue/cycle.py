@@ -20,7 +20,7 @@ from gpusched.kueue.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignme
 from gpusched.kueue.inputs import Flavor, PodSetRequest, QueuePolicy
 from gpusched.kueue.ordering import STRICT_FIFO, Entry, QueuedWorkload, cycle_order, in_queue_order
 from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, Target, oracle
-from gpusched.kueue.quota import CohortForest, add_usage, available
+from gpusched.kueue.quota import CohortForest, add_usage, available, remove_usage
 from gpusched.kueue.tas import TopologySnapshot
 from gpusched.kueue.tas_cycle import place, record, tas_only
 
@@ -67,6 +67,14 @@ class Snapshot:
         self.admitted.append(workload)
         for fr, amount in workload.usage.items():
             add_usage(self.forest.queues[workload.cluster_queue], fr, amount)
+
+    def evict(self, key: str) -> None:
+        """A preempted Workload gives its quota back (gpusched stops its Job at once), so a later
+        cycle neither counts its usage nor picks it as a target again."""
+        for workload in [w for w in self.admitted if w.key == key]:
+            self.admitted.remove(workload)
+            for fr, amount in workload.usage.items():
+                remove_usage(self.forest.queues[workload.cluster_queue], fr, amount)
 
 
 def pick_heads(pending: Mapping[str, Sequence[Pending]], policies: Mapping[str, QueuePolicy],

@@ -131,6 +131,7 @@ def _write(view: View, world: World, bodies: dict[str, dict[str, Any]], decision
     _note_pending(view, wl, cond.pending(decision.reason, decision.message))
     for target in decision.targets:
         _evict(view, world, wl, decision, target)
+        world.snapshot.evict(target.workload.key)
 
 
 def _cycles(view: View, world: World, queues: dict[str, list[Pending]], bodies: dict[str, dict[str, Any]]) -> None:
@@ -144,16 +145,31 @@ def _cycles(view: View, world: World, queues: dict[str, list[Pending]], bodies: 
         if not heads:
             return
         progress = False
+        preempting: set[str] = set()
         for decision in run_cycle(world.snapshot, heads):
             _write(view, world, bodies, decision)
+            if decision.outcome == PREEMPTING:
+                preempting.add(decision.key)
             if decision.outcome != PENDING:
                 decided.add(decision.key)
                 progress = True
             elif world.snapshot.policies[decision.cluster_queue].strategy != STRICT_FIFO:
                 parked.add(decision.key)
                 progress = True
+        _renominate(view, world, bodies, [h for h in heads if h.queued.key in preempting])
         if not progress:
             return
+
+
+def _renominate(view: View, world: World, bodies: dict[str, dict[str, Any]], preemptors: list[Pending]) -> None:
+    """The cycle's preemptions took effect at once (``_write`` stopped the victims, where upstream
+    waits for their pods): the preemptors, requeued at the head of their queues as upstream
+    requeues them (``RequeueReasonPendingPreemption``), are nominated again before any other
+    head can take the quota they freed. Without this a victim re-admitted by borrowing in the
+    next pass was reclaimed again, round after round (the settle found no fixpoint)."""
+    if preemptors:
+        for decision in run_cycle(world.snapshot, preemptors):
+            _write(view, world, bodies, decision)
 
 
 def _counts(view: View, world: World) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]]]:
