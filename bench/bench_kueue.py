@@ -12,9 +12,9 @@ Measured (CPU time of this process; on a shared machine only CPU time compares):
 
 - the apply of the Jobs in batches of ``--batch`` (each batch one ``Cluster.apply``: Kueue's
   controllers run their cycles in the settle after each write);
-- admission cycles per CPU second: the scheduling cycles the ClusterQueues' heads went
-  through (Kueue's ``admission_attempts``: here the Workloads decided, admitted or left
-  pending, per cycle) over the CPU the applies took;
+- admission cycles per CPU second: the scheduling cycles (one head per ClusterQueue each),
+  read from ``/metrics`` as Kueue's ``kueue_admission_attempts_total`` (by result: ``success``
+  when a cycle admitted a Workload, else ``inadmissible``), over the CPU the applies took;
 - CPU per admitted Workload.
 
     python bench/bench_kueue.py                                  # 1,000 nodes, 50 queues, 20,000 Jobs
@@ -102,6 +102,16 @@ def admitted_of(cluster: Cluster) -> tuple[int, int]:
     return admitted, len(workloads) - admitted
 
 
+def cycles_of(cluster: Cluster) -> dict[str, int]:
+    """``kueue_admission_attempts_total`` by result, as ``/metrics`` reports it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gpusched.metrics.exposition import render_cluster
+    return {s.labels["result"]: int(s.value)
+            for family in text_string_to_metric_families(render_cluster(cluster)[1].decode())
+            for s in family.samples if s.name == "kueue_admission_attempts_total"}
+
+
 def run(nodes: int, queues: int, jobs: int, batch: int) -> None:
     with tempfile.TemporaryDirectory() as folder, Cluster.open(str(Path(folder) / "state.db")) as cluster:
         cluster.apply(load_text(_docs(cluster_docs(nodes, queues)), "cluster.yaml"))
@@ -112,10 +122,14 @@ def run(nodes: int, queues: int, jobs: int, batch: int) -> None:
             cluster.apply(manifest)
         cpu, wall = time.process_time() - cpu_started, time.perf_counter() - wall_started
         admitted, pending = admitted_of(cluster)
+        cycles = cycles_of(cluster)
+    total = sum(cycles.values())
     print(f"{nodes} nodes, {queues} ClusterQueues, {jobs} Jobs in batches of {batch}: "
           f"{admitted} admitted, {pending} pending")
     print(f"  CPU {cpu:.1f} s (wall {wall:.1f} s): {jobs / cpu:.0f} Jobs queued per CPU second, "
           f"{cpu * 1000 / max(1, admitted):.1f} ms CPU per admitted Workload")
+    print(f"  {total} admission cycles ({cycles.get('success', 0)} success, {cycles.get('inadmissible', 0)} "
+          f"inadmissible): {total / cpu:.0f} cycles per CPU second")
     print(f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 

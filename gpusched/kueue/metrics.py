@@ -2,7 +2,10 @@
 label ``replica_role="standalone"`` for a single manager): pending workloads per ClusterQueue
 and status (``active`` in the queue, ``inadmissible`` parked until the cluster changes),
 admitted active workloads, the ClusterQueue's resource usage, nominal quota, borrowing and
-lending limits (``+Inf`` when unset) per flavor and resource, and its weighted share.
+lending limits (``+Inf`` when unset) per flavor and resource, and its weighted share; and the
+scheduler's counter ``kueue_admission_attempts_total{result}``: scheduling cycles, ``success``
+when one admitted a Workload, else ``inadmissible`` (``scheduler.go`` ``AdmissionAttempt``),
+which the controller keeps in ``view.stats`` (``ADMISSION_ATTEMPTS``).
 
 ``samples`` returns (name, labels, value) triples; ``server``/``metrics`` render them.
 
@@ -19,6 +22,8 @@ from gpusched.kueue.fair_sharing import dominant_resource_share
 from gpusched.kueue.quota import CohortForest, QuotaNode
 
 ROLE = "standalone"
+ADMISSION_ATTEMPTS = "kueue_admission_attempts"    # view.stats key: {result: count}
+SUCCESS, INADMISSIBLE = "success", "inadmissible"
 HELP = {
     "kueue_pending_workloads": "The number of pending workloads, per 'cluster_queue' and 'status'.",
     "kueue_admitted_active_workloads": "The number of admitted Workloads that are active, per 'cluster_queue'",
@@ -28,6 +33,10 @@ HELP = {
                                            "flavors. If borrowingLimit is unset, this metric reports +Inf.",
     "kueue_cluster_queue_lending_limit": "Reports the cluster_queue's resource lending limit within all the "
                                          "flavors. If lendingLimit is unset, this metric reports +Inf.",
+    "kueue_admission_attempts": "The total number of attempts to admit workloads.\nEach admission attempt might "
+                                "try to admit more than one workload.\nThe label 'result' can have the following "
+                                "values:\n- 'success' means that at least one workload was admitted.,\n- "
+                                "'inadmissible' means that no workload was admitted.",
     "kueue_cluster_queue_weighted_share": "Reports a value that representing the maximum of the ratios of usage "
                                           "above nominal quota to the lendable resources in the cohort, among all "
                                           "the resources provided by the ClusterQueue, and divided by the weight.",

@@ -22,7 +22,8 @@ and hard per namespace and resource; GPU-hours and cost (``cost``); the virtual 
 
 Kueue's per-queue gauges (prefix ``kueue_``, ``gpusched.kueue.metrics``) once a ClusterQueue
 exists: pending workloads by status, admitted active workloads, usage, nominal quota, borrowing
-and lending limits per flavor and resource, the weighted share.
+and lending limits per flavor and resource, the weighted share; the admission attempts
+(scheduling cycles) by result.
 
 Neighbours: ``cluster_source`` (GPU states), ``cost``; ``exposition`` registers this collector.
 """
@@ -43,6 +44,7 @@ from gpusched.cluster.apiserver.view import View
 from gpusched.cluster.controllers.kueue.snapshot import condition, is_true, read_world
 from gpusched.devices.node import gpu_uuid
 from gpusched.devices.prices import DEFAULT_PRICES
+from gpusched.kueue.metrics import ADMISSION_ATTEMPTS, ROLE
 from gpusched.kueue.metrics import HELP as KUEUE_HELP
 from gpusched.kueue.metrics import QueueCounts
 from gpusched.kueue.metrics import samples as kueue_samples
@@ -141,6 +143,11 @@ def kueue_metrics(view: View) -> Iterator[Metric]:
             families[name] = GaugeMetricFamily(name, KUEUE_HELP[name], labels=[k for k, _ in labels])
         families[name].add_metric([v for _, v in labels], value)
     yield from families.values()
+    attempts = CounterMetricFamily(ADMISSION_ATTEMPTS, KUEUE_HELP[ADMISSION_ATTEMPTS],
+                                   labels=["result", "replica_role"])
+    for result, count in sorted((view.stats.get(ADMISSION_ATTEMPTS) or {}).items()):
+        attempts.add_metric([result, ROLE], count)
+    yield attempts
 
 
 class ClusterCollector:

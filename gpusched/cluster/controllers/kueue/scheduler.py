@@ -8,7 +8,8 @@ keeps it at the front.
 What it writes (through ``apiserver.write``): an admitted Workload's ``status.admission`` with
 QuotaReserved and Admitted True and their events; a pending one's QuotaReserved False with the
 cycle's reason and message (a Warning event when it changes); a preempted one's Evicted and
-Preempted conditions with upstream's message, its admission cleared and Requeued True.
+Preempted conditions with upstream's message, its admission cleared and Requeued True. Each
+cycle is counted by result in ``view.stats`` (``kueue_admission_attempts_total``).
 
 Neighbours: ``snapshot`` (the inputs), ``gpusched.kueue.cycle``; ``jobs`` acts on what it writes.
 """
@@ -23,8 +24,10 @@ from gpusched.cluster.controllers.kueue.pods_ready import backing_off
 from gpusched.cluster.controllers.kueue.snapshot import (World, is_true, key_of, namespace_selected,
                                                          pending_of, read_world, seconds)
 from gpusched.kueue import conditions as cond
-from gpusched.kueue.cycle import ADMITTED, PENDING, PREEMPTING, Decision, Pending, pick_heads, run_cycle
+from gpusched.kueue.cycle import (ADMITTED, PENDING, PREEMPTING, Decision, Pending, Snapshot, pick_heads,
+                                  run_cycle)
 from gpusched.kueue.jobs import admission_of
+from gpusched.kueue.metrics import ADMISSION_ATTEMPTS, INADMISSIBLE, SUCCESS
 from gpusched.kueue.ordering import STRICT_FIFO
 from gpusched.kueue.preemption import Target, preemption_message
 
@@ -134,6 +137,15 @@ def _write(view: View, world: World, bodies: dict[str, dict[str, Any]], decision
         world.snapshot.evict(target.workload.key)
 
 
+def _attempt(view: View, snapshot: Snapshot, heads: list[Pending]) -> list[Decision]:
+    """One scheduling cycle, counted in ``kueue_admission_attempts_total`` by its result."""
+    decisions = run_cycle(snapshot, heads)
+    result = SUCCESS if any(d.outcome == ADMITTED for d in decisions) else INADMISSIBLE
+    attempts = view.stats.setdefault(ADMISSION_ATTEMPTS, {})
+    attempts[result] = attempts.get(result, 0) + 1
+    return decisions
+
+
 def _cycles(view: View, world: World, queues: dict[str, list[Pending]], bodies: dict[str, dict[str, Any]]) -> None:
     """Cycles until one admits nothing and issues no preemption (each Workload decided once)."""
     parked: set[str] = set()
@@ -146,7 +158,7 @@ def _cycles(view: View, world: World, queues: dict[str, list[Pending]], bodies: 
             return
         progress = False
         preempting: set[str] = set()
-        for decision in run_cycle(world.snapshot, heads):
+        for decision in _attempt(view, world.snapshot, heads):
             _write(view, world, bodies, decision)
             if decision.outcome == PREEMPTING:
                 preempting.add(decision.key)
@@ -168,7 +180,7 @@ def _renominate(view: View, world: World, bodies: dict[str, dict[str, Any]], pre
     head can take the quota they freed. Without this a victim re-admitted by borrowing in the
     next pass was reclaimed again, round after round (the settle found no fixpoint)."""
     if preemptors:
-        for decision in run_cycle(world.snapshot, preemptors):
+        for decision in _attempt(view, world.snapshot, preemptors):
             _write(view, world, bodies, decision)
 
 

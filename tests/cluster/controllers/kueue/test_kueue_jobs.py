@@ -160,7 +160,8 @@ def test_explain_job_says_why_it_waits_in_its_queue(kueue) -> None:
 
 def test_metrics_carry_kueues_per_queue_gauges(kueue) -> None:
     """/metrics: upstream's pkg/metrics names (kueue_pending_workloads{cluster_queue,status},
-    kueue_admitted_active_workloads, kueue_cluster_queue_resource_usage, nominal quota)."""
+    kueue_admitted_active_workloads, kueue_cluster_queue_resource_usage, nominal quota,
+    kueue_admission_attempts_total{result})."""
     from prometheus_client.parser import text_string_to_metric_families
 
     from gpusched.metrics.exposition import render_cluster
@@ -176,6 +177,9 @@ def test_metrics_carry_kueues_per_queue_gauges(kueue) -> None:
              ("resource", "nvidia.com/gpu"))
     assert got[("kueue_cluster_queue_resource_usage", quota)] == 6
     assert got[("kueue_cluster_queue_nominal_quota", quota)] == 8
+    # scheduler.go AdmissionAttempt: one cycle admitted "first"; "second" was tried in later ones
+    assert got[("kueue_admission_attempts_total", (role, ("result", "success")))] == 1
+    assert got[("kueue_admission_attempts_total", (role, ("result", "inadmissible")))] >= 1
 
 
 COHORT_PAIR = """
