@@ -23,7 +23,7 @@ Neighbours: ``quota`` (the simulation mutates and restores usage), ``inputs.Queu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -85,6 +85,12 @@ def satisfies_policy(policy: str, preemptor: Preemptor, candidate: Admitted) -> 
 
 def _borrowing(node: QuotaNode, frs: Sequence[FlavorResource]) -> bool:
     return node.parent is not None and any(node.usage.get(fr, 0) > node.subtree_quota.get(fr, 0) for fr in frs)
+
+
+def _change_usage(forest: CohortForest, workload: Admitted,
+                  change: Callable[[QuotaNode, FlavorResource, int], None]) -> None:
+    for fr, amount in workload.usage.items():
+        change(forest.queues[workload.cluster_queue], fr, amount)
 
 
 @contextmanager
@@ -164,18 +170,24 @@ class ClassicalPreemption:
         return (False, True) if forbidden else (True, False)
 
     def _attempt(self, borrow: bool) -> list[Target]:
+        """Candidates in order, each taken out of the usage as it is chosen (so the next is judged
+        without it), until the preemptor fits; the usage is restored before minimising."""
         targets: list[Target] = []
-        for wl in self.candidates:
-            with _removed(self.forest, [t.workload for t in targets]):
+        fits = False
+        try:
+            for wl in self.candidates:
                 reason = self._valid(wl, borrow)
-            if not reason:
-                continue
-            targets.append(Target(wl, reason))
-            with _removed(self.forest, [t.workload for t in targets]):
-                fits = self._fits(borrow)
-            if fits:
-                return self._minimise(targets, borrow)
-        return []
+                if not reason:
+                    continue
+                targets.append(Target(wl, reason))
+                _change_usage(self.forest, wl, remove_usage)
+                if self._fits(borrow):
+                    fits = True
+                    break
+        finally:
+            for target in targets:
+                _change_usage(self.forest, target.workload, add_usage)
+        return self._minimise(targets, borrow) if fits else []
 
     def _minimise(self, targets: list[Target], borrow: bool) -> list[Target]:
         """``fillBackWorkloads``: walk back from the second-to-last, keep only what is needed."""
