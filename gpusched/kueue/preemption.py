@@ -118,21 +118,29 @@ class ClassicalPreemption:
         self.frs = sorted(preemptor.request)
         self.candidates = self._candidates(admitted)
 
-    def _uses_needed(self, wl: Admitted) -> bool:
-        return any(wl.usage.get(fr, 0) > 0 for fr in self.frs)
-
     def _candidates(self, admitted: Sequence[Admitted]) -> list[Admitted]:
         own, others = [], []
+        mine, frs, reclaim = self.preemptor.cluster_queue, self.frs, self.policy.reclaim_within_cohort
         root = self.node.root() if self.node.parent is not None else None
+        in_tree: dict[str, bool] = {}    # per ClusterQueue: in the preemptor's cohort tree
         for wl in admitted:
-            if not self._uses_needed(wl) or wl.cluster_queue not in self.forest.queues:
-                continue
-            if wl.cluster_queue == self.preemptor.cluster_queue:
+            usage = wl.usage
+            for fr in frs:
+                if usage.get(fr, 0) > 0:
+                    break
+            else:
+                continue                 # uses nothing the preemptor needs
+            cq = wl.cluster_queue
+            if cq == mine:
                 if satisfies_policy(self.policy.within_cluster_queue, self.preemptor, wl):
                     own.append(wl)
-            elif root is not None and self.forest.queues[wl.cluster_queue].root() is root \
-                    and self.policy.reclaim_within_cohort != NEVER \
-                    and satisfies_policy(self.policy.reclaim_within_cohort, self.preemptor, wl):
+                continue
+            if root is None or reclaim == NEVER:
+                continue
+            if cq not in in_tree:
+                other = self.forest.queues.get(cq)
+                in_tree[cq] = other is not None and other.root() is root
+            if in_tree[cq] and satisfies_policy(reclaim, self.preemptor, wl):
                 others.append(wl)
         order = lambda wl: (wl.priority, -wl.admitted_at, wl.uid)  # noqa: E731
         return sorted(others, key=order) + sorted(own, key=order)
