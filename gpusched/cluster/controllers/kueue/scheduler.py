@@ -24,8 +24,8 @@ from gpusched.cluster.controllers.kueue.pods_ready import backing_off
 from gpusched.cluster.controllers.kueue.snapshot import (World, is_true, key_of, namespace_selected,
                                                          pending_of, read_world, seconds)
 from gpusched.kueue import conditions as cond
-from gpusched.kueue.cycle import (ADMITTED, PENDING, PREEMPTING, Decision, Pending, Snapshot, pick_heads,
-                                  run_cycle)
+from gpusched.kueue.cycle import ADMITTED, PENDING, PREEMPTING, Decision, Pending, Snapshot, run_cycle
+from gpusched.kueue.heads import Heads
 from gpusched.kueue.jobs import admission_of
 from gpusched.kueue.metrics import ADMISSION_ATTEMPTS, INADMISSIBLE, SUCCESS
 from gpusched.kueue.ordering import STRICT_FIFO
@@ -150,10 +150,9 @@ def _cycles(view: View, world: World, queues: dict[str, list[Pending]], bodies: 
     """Cycles until one admits nothing and issues no preemption (each Workload decided once)."""
     parked: set[str] = set()
     decided: set[str] = set()
+    queue_heads = Heads(queues, world.snapshot.policies)
     for _ in range(len(bodies) + 1):
-        open_queues = {cq: [p for p in items if p.queued.key not in decided] for cq, items in queues.items()}
-        heads = [h for h in pick_heads(open_queues, world.snapshot.policies, frozenset(parked))
-                 if h.queued.key not in decided]
+        heads = queue_heads.next(decided, parked)
         if not heads:
             return
         progress = False
