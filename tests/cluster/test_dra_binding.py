@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpusched.cluster.apiserver import write
 from gpusched.cluster.cluster import Cluster
 from gpusched.scheduler.plugins.helper.dra_manager import FINALIZER
 from tests.dra.bodies import allocated, claim, device, device_class, pod, request, resource_slice
@@ -151,7 +152,13 @@ def test_post_filter_deallocates_a_claim_the_pod_cannot_reach(cluster):
     apply(cluster, _stored(device_class(), resource_slice("cpu-1", "some-driver", "instance-1"),
                            resource_slice("cpu-2", "some-driver", "instance-1")))
     stale = allocated(claim("moved", ("req-1", CLASS)), "cpu-2", "instance-1")
-    apply(cluster, _stored(stale))
+    apply(cluster, _stored(stale))      # a create drops the status: written as a driver would
+
+    def allocate_on_cpu_2(view):
+        body = view.copy("ResourceClaim", "moved", "default")
+        body["status"] = copy.deepcopy(stale["status"])
+        write.update_status(view, body)
+    cluster.write(allocate_on_cpu_2)
     assert _claim(cluster, "moved")["status"]["allocation"]
     picky = pod("p", ("gpu", "moved"))
     picky["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "cpu-1"}
