@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, cast
 
 from gpusched.devices.catalog import GpuModel
+from gpusched.devices.dra_classes import dra_managed
 from gpusched.devices.gfd import (DEFAULT_DRIVER_VERSION, clique_label, driver_version_problem, gfd_labels,
                                   machine_label, mode_label, single_strategy_gfd_reason,
                                   version_labels)
@@ -112,9 +113,10 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
     ``policy``: the GPU Operator's ClusterPolicy (``devices.operator.policy_config``): its
     device-plugin ConfigMap, default key and ``empty`` fallback, its ``mig.strategy`` (which wins
     over the config file's, as an environment variable does), its mig-parted ConfigMap; with
-    ``devicePlugin.enabled: false`` nothing is advertised (GFD's labels stay). ``busy``: GPU
-    index -> the pods holding devices on it (mig-manager holds a change touching them);
-    ``recorded``: read the GPUs' recorded MIG layout without running mig-manager."""
+    ``devicePlugin.enabled: false``, or on a DRA-managed node (``devices.dra_classes``), nothing
+    is advertised (GFD's labels stay). ``busy``: GPU index -> the pods holding devices on it
+    (mig-manager holds a change touching them); ``recorded``: read the GPUs' recorded MIG
+    layout without running mig-manager."""
     meta = cast("k8s.Node", node).get("metadata") or _NO_META
     name = str(meta.get("name", ""))
     place = _Place(name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
@@ -140,11 +142,16 @@ def node_device_state(node: Mapping[str, Any], configmaps: list[dict[str, Any]],
                                model, warning, mig.annotations, mig.log)
     out = {**base, **gfd_labels(model, count, config, mig.layout, devices.mig_strategy),
            **_node_wide_labels(model, driver, place)}
-    capacity = devices.advertised
-    if policy is not None and not policy.is_enabled("devicePlugin"):
-        capacity = {}
-    return NodeDeviceState(devices, dict(sorted(out.items())), capacity, None, key, model,
-                           warning, mig.annotations, mig.log)
+    return NodeDeviceState(devices, dict(sorted(out.items())), _capacity(devices, place), None,
+                           key, model, warning, mig.annotations, mig.log)
+
+
+def _capacity(devices: NodeDevices, place: _Place) -> dict[str, int]:
+    """The GPU resources the plugin registers: none when the ClusterPolicy disables the device
+    plugin or NVIDIA's DRA driver publishes the node's GPUs."""
+    if place.policy is not None and not place.policy.is_enabled("devicePlugin"):
+        return {}
+    return {} if dra_managed(place.labels) else devices.advertised
 
 
 def _refused_state(place: _Place, model: GpuModel, mig: _MigState, base: dict[str, str],

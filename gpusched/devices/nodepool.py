@@ -18,6 +18,9 @@ spec:
   taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
   migConfig: all-balanced  # sets the label nvidia.com/mig.config
   migStrategy: mixed       # annotation gpusched.io/mig-strategy (none|single|mixed)
+  # gpu: {model: A100-40GB, count: 8, management: dra-dynamic-mig}
+  #   management: device-plugin (default) | dra | dra-dynamic-mig: the node label
+  #   gpusched.io/gpu-management (devices.dra_classes): NVIDIA's DRA driver publishes the GPUs
   minNodes: 1              # with maxNodes: the Cluster Autoscaler sizes the pool (docs/autoscaling.md)
   maxNodes: 6              # 0 <= minNodes <= maxNodes <= MAX_POOL_NODES; count = initial size
   provisioningDelay: 3m    # a scaled-up node registers this long after the decision
@@ -48,6 +51,7 @@ from typing import Any, Callable, Mapping
 
 from gpusched.devices.advertise import ANN_GPU_CLIQUE, ANN_MIG_STRATEGY
 from gpusched.devices.catalog import CATALOG, GpuModel
+from gpusched.devices.dra_classes import MANAGEMENT_LABEL, MANAGEMENT_VALUES
 from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolve, spec_annotation
 from gpusched.devices.mig import MIG_CONFIG_LABEL
 from gpusched.devices.plugin_config import MIG_STRATEGIES
@@ -188,6 +192,7 @@ def _template(pool_name: str, spec: dict[str, Any], extra: Mapping[str, GpuModel
         count = gpu.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise fail("gpu.count", f'invalid value "{count}": must be a positive integer')
+    _check_management(gpu, fail)
     strategy = spec.get("migStrategy")
     if strategy is not None and strategy not in MIG_STRATEGIES:
         raise fail("migStrategy", f'unsupported value "{strategy}": supported values: '
@@ -211,11 +216,21 @@ def _gpu_metadata(model: GpuModel | None, spec_annotation_value: str, gpu: Any,
     if spec_annotation_value:
         annotations[ANN_MODEL_SPEC] = spec_annotation_value
     mig_label = {MIG_CONFIG_LABEL: str(spec["migConfig"])} if spec.get("migConfig") else {}
+    if gpu.get("management"):
+        mig_label[MANAGEMENT_LABEL] = str(gpu["management"])
     if spec.get("migStrategy"):
         annotations[ANN_MIG_STRATEGY] = spec["migStrategy"]
     if isinstance(gpu, dict) and gpu.get("clique"):
         annotations[ANN_GPU_CLIQUE] = str(gpu["clique"])
     return mig_label, annotations
+
+
+def _check_management(gpu: Any, fail: Fail) -> None:
+    """``gpu.management``: who publishes the GPUs (``devices.dra_classes.MANAGEMENT_VALUES``)."""
+    value = (gpu or {}).get("management")
+    if value is not None and value not in MANAGEMENT_VALUES:
+        supported = ", ".join(f'"{v}"' for v in MANAGEMENT_VALUES)
+        raise fail("gpu.management", f'Unsupported value: "{value}": supported values: {supported}')
 
 
 def _pool_model(gpu: Any, pool_name: str, extra: Mapping[str, GpuModel] | None,

@@ -41,6 +41,7 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.controllers.autoscaling import autoscaler_groups
 from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.dra import claims as dra_claims
+from gpusched.cluster.controllers.dra import slices as dra_slices
 from gpusched.cluster.controllers.installed import slot
 from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
 from gpusched.cluster.controllers.kueue import jobsets as kueue_jobsets
@@ -155,6 +156,8 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
     Descriptor("node-status", "kubelet (kubelet_node_status.go)", node_status.reconcile, keyed=True),
     Descriptor("device-plugin", "NVIDIA device plugin + GPU Feature Discovery",
                device_plugin.reconcile, keyed=True),
+    Descriptor("dra-slices", "NVIDIA DRA driver kubelet plugin (gpu-kubelet-plugin)",
+               dra_slices.reconcile, keyed=True),
     Descriptor("persistentvolume", "persistentvolume-binder-controller", volumes.reconcile,
                watch=_volumes_watch),
     Descriptor("endpoints", "endpoints-controller, endpointslice-controller", endpoints.reconcile,
