@@ -160,6 +160,26 @@ def mig_device_name(index: int, profile: MigProfile, start: int) -> str:
     return f"gpu-{index}-mig-{rfc1123(profile.name.replace('.', ''))}-{profile.profile_id}-{start}"
 
 
+_MIG_NAME = re.compile(r"^gpu-(\d+)-mig-(.+)-(\d+)-(\d+)$")     # mig.go canonicalMigNameRegex
+_GPU_NAME = re.compile(r"^gpu-(\d+)$")
+
+
+def parse_device_name(name: str) -> tuple[int, int, int] | None:
+    """(GPU minor, GI profile id, placement start) of a device name; profile id and start are
+    -1 for a whole GPU; None for a name the driver does not publish.
+
+    >>> parse_device_name("gpu-3"), parse_device_name("gpu-0-mig-1g5gb-me-20-6"), parse_device_name("x")
+    ((3, -1, -1), (0, 20, 6), None)
+    """
+    whole = _GPU_NAME.match(name)
+    if whole:
+        return int(whole.group(1)), -1, -1
+    mig = _MIG_NAME.match(name)
+    if mig:
+        return int(mig.group(1)), int(mig.group(3)), int(mig.group(4))
+    return None
+
+
 def rfc1123(name: str) -> str:
     """``toRFC1123Compliant``: lower case, other characters to ``-``, trimmed."""
     return re.sub(r"[^a-z0-9-.]", "-", name.lower()).strip("-").removesuffix(".")[:253]

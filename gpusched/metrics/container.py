@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
+from gpusched.cluster.kubelet.dra_prepare import prepared_devices
 from gpusched.cluster.apiserver.store import EPOCH, seconds_of
 from gpusched.cluster.apiserver.view import View
 from gpusched.metrics import gpu_model as gm
@@ -174,6 +175,9 @@ def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView
     node_name = str(spec.get("nodeName") or "")
     ids = list(held_by(pod).device_ids)
     env = _base_env(pod, container)
+    prepared = _prepared(view, pod, container, node_name, ids)
+    if prepared:
+        return _dra_view(view, pod, container, node_name, prepared, env)
     devices = _held_node_devices(view, node_name, ids)
     if devices is None:
         return ContainerView(pod, container, node_name, env=env)
@@ -188,6 +192,28 @@ def build_view(view: View, pod: dict[str, Any], container: str) -> ContainerView
         gpus.append(gpu)
         visible.extend(m.uuid for m in gpu.mig) if gpu.mig else visible.append(gpu.uuid)
         processes.extend(own)
+    env["NVIDIA_VISIBLE_DEVICES"] = ",".join(visible)
+    return ContainerView(pod, container, node_name, tuple(gpus), tuple(processes),
+                         tuple(visible), env)
+
+
+def _prepared(view: View, pod: dict[str, Any], container: str, node_name: str,
+              ids: list[str]) -> list[Any]:
+    """The NVIDIA devices the container's prepared DRA claims hold, when the device plugin gave
+    the pod none (a pod holds devices one way or the other)."""
+    return prepared_devices(view, pod, container) if not ids and node_name else []
+
+
+def _dra_view(view: View, pod: dict[str, Any], container: str, node_name: str,
+              prepared: list[Any], env: dict[str, str]) -> ContainerView:
+    """The container of a pod whose GPUs come from prepared DRA claims (``metrics.container_dra``)."""
+    from gpusched.metrics.container_dra import dra_view_parts
+    node = view.get("Node", node_name)
+    devices = node_devices_for(node, device_inputs(view)) if node is not None else None
+    if devices is None or devices.model is None:
+        return ContainerView(pod, container, node_name, env=env)
+    scene = _scene(view, pod, node_name, devices)
+    gpus, processes, visible = dra_view_parts(scene, prepared, _gpu_view)
     env["NVIDIA_VISIBLE_DEVICES"] = ",".join(visible)
     return ContainerView(pod, container, node_name, tuple(gpus), tuple(processes),
                          tuple(visible), env)
