@@ -32,6 +32,9 @@ from gpusched.cli.describe_workloads import (describe_daemonset, describe_deploy
                                              describe_replicaset)
 from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.describe_crd import describe_custom_resource
+from gpusched.cli.describe_dra import dra_table
+from gpusched.cluster.kubelet.dra_prepare import node_device_uses
+from gpusched.devices.dra_classes import dra_managed
 from gpusched.objects.kinds import CRD_KINDS
 
 DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
@@ -180,9 +183,10 @@ def _with_percent(resource: str, used: int, total: int) -> str:
 
 
 def describe_node(node: dict[str, Any], pods: list[dict[str, Any]], device_rows: list[Any], events: list[dict[str, Any]],
-                  clock: Clock, lease: dict[str, Any] | None = None) -> str:
+                  clock: Clock, lease: dict[str, Any] | None = None,
+                  dra_lines: list[str] | None = None) -> str:
     """Node page: metadata, taints, capacity, non-terminated pods, Allocated resources (shares
-    counted), the per-GPU device table, events."""
+    counted), the per-GPU device table (``dra_lines``: the DRA devices block instead), events."""
     sheet = Sheet(tabbed=True)
     _node_header(sheet, node, lease)
     allocatable = (node.get("status") or {}).get("allocatable") or {}
@@ -199,10 +203,19 @@ def describe_node(node: dict[str, Any], pods: list[dict[str, Any]], device_rows:
     sheet.text("(Total limits may be over 100 percent, i.e., overcommitted.)", 2)
     sheet.table(["Resource", "Requests", "Limits"], _allocated_rows(allocatable, alloc, req_total, lim_total))
     add_events(sheet, events, clock)
-    gpus = Sheet()   # gpusched's own block, after kubectl's page and aligned on its own
+    return sheet.render() + "\n" + _device_block(device_rows, pods, dra_lines)
+
+
+def _device_block(device_rows: list[Any], pods: list[dict[str, Any]],
+                  dra_lines: list[str] | None) -> str:
+    """gpusched's own block, after kubectl's page and aligned on its own: the device plugin's
+    per-GPU table, or a DRA node's devices."""
+    if dra_lines is not None:
+        return "\n".join(dra_lines) + "\n"
+    gpus = Sheet()
     add_gpu_table(gpus, device_rows, {_meta(p).get("uid", ""): f"{_meta(p).get('namespace', '')}/"
                                       f"{_meta(p).get('name', '')}" for p in pods})
-    return sheet.render() + "\n" + gpus.render()
+    return gpus.render()
 
 
 def _allocated_rows(allocatable: dict[str, Any], alloc: dict[str, int], req_total: dict[str, int],
@@ -431,6 +444,11 @@ def describe_page(cluster: Any, kind: str, obj: dict[str, Any], related: Related
         pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
         lease = next((item for item in related.lookup("Lease", "kube-node-lease")
                       if _meta(item).get("name") == name), None)
+        if dra_managed(_meta(obj).get("labels")):
+            uses = node_device_uses(cluster.get("ResourceSlice"),
+                                    cluster.get("ResourceClaim", all_namespaces=True), name)
+            return describe_node(obj, pods, [], related.events, related.clock, lease,
+                                 dra_table(uses))
         return describe_node(obj, pods, list(cluster.node_devices(name).rows()), related.events,
                              related.clock, lease)
     if kind in TABBED_PAGES:

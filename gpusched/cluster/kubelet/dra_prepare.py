@@ -239,3 +239,73 @@ def node_prepared(view: ObjectSource, node: str) -> list[tuple[dict[str, Any], P
         out.extend((pod, device) for device in prepared_devices(view, pod) if device.node == node)
     return out
 
+
+@dataclass(frozen=True, slots=True)
+class DeviceUse:
+    """One row of ``describe node``'s DRA block: a device of the node's pool and who has it."""
+
+    device: str
+    type: str               # gpu, mig
+    profile: str
+    state: str              # allocated, free, or blocked (its counters are taken)
+    claim: str              # <namespace>/<name> or "-"
+    pods: str               # the pods the claim is reserved for, or "-"
+
+
+def node_device_uses(slices: list[dict[str, Any]], claims: list[dict[str, Any]],
+                     node: str) -> list[DeviceUse]:
+    """The driver's devices in ``node``'s pool and their holders: every device that is not a
+    DynamicMIG placement, and the placements that are allocated (the carved MIG devices); a
+    device whose counters an allocated one takes is ``blocked``."""
+    devices = _pool_devices(slices, node)
+    holders = _holders(claims, node)
+    taken = {key for name in holders for key in _counter_keys(devices.get(name, _EMPTY))}
+    rows = []
+    for name in sorted(devices):
+        device = devices[name]
+        kind, profile = _string(device, "type"), _string(device, "profile")
+        if kind == "mig" and device.get("consumesCounters") and name not in holders:
+            continue            # a DynamicMIG placement nobody carved
+        claim, pods = holders.get(name, ("-", "-"))
+        state = "allocated" if name in holders else \
+            "blocked" if set(_counter_keys(device)) & taken else "free"
+        rows.append(DeviceUse(name, kind, profile, state, claim, pods))
+    return rows
+
+
+def _pool_devices(slices: list[dict[str, Any]], node: str) -> dict[str, dict[str, Any]]:
+    """Name -> device of the driver's pool named after ``node``."""
+    out: dict[str, dict[str, Any]] = {}
+    for body in slices:
+        spec = body.get("spec") or _EMPTY
+        if spec.get("driver") == DRIVER and (spec.get("pool") or _EMPTY).get("name") == node:
+            out.update((str(d.get("name", "")), d) for d in spec.get("devices") or [])
+    return out
+
+
+def _string(device: dict[str, Any], attribute: str) -> str:
+    return str(((device.get("attributes") or _EMPTY).get(attribute) or _EMPTY).get("string", ""))
+
+
+def _holders(claims: list[dict[str, Any]], node: str) -> dict[str, tuple[str, str]]:
+    """Device name -> (claim, reserved pods) for the allocated results in ``node``'s pool."""
+    out: dict[str, tuple[str, str]] = {}
+    for claim in claims:
+        status = claim.get("status") or _EMPTY
+        results = ((status.get("allocation") or _EMPTY).get("devices") or _EMPTY).get("results") or []
+        meta = claim.get("metadata") or _EMPTY
+        pods = ",".join(str(r.get("name", "")) for r in status.get("reservedFor") or []
+                        if isinstance(r, dict)) or "-"
+        for result in results:
+            if isinstance(result, dict) and result.get("driver") == DRIVER and \
+                    result.get("pool") == node:
+                out[str(result.get("device", ""))] = (
+                    f"{meta.get('namespace', 'default')}/{meta.get('name', '')}", pods)
+    return out
+
+
+def _counter_keys(device: dict[str, Any]) -> list[tuple[str, str]]:
+    """The memory-slice counters a device consumes: two devices sharing one overlap."""
+    return [(str(use.get("counterSet", "")), name) for use in device.get("consumesCounters") or []
+            if isinstance(use, dict) for name in use.get("counters") or _EMPTY
+            if str(name).startswith("memory-slice-")]

@@ -155,3 +155,36 @@ def test_claim_config_says_how_each_request_is_shared(dra):
 def test_sharing_config_is_checked_as_the_driver_checks_it(sharing, problem):
     """api/nvidia.com/resource/v1beta1/validate.go."""
     assert sharing_problem({"sharing": sharing}) == problem
+
+
+def uses(cluster, node: str) -> dict[str, tuple[str, str, str]]:
+    from gpusched.cluster.kubelet.dra_prepare import node_device_uses
+    rows = node_device_uses(cluster.get("ResourceSlice"),
+                            cluster.get("ResourceClaim", all_namespaces=True), node)
+    return {u.device: (u.state, u.claim, u.pods) for u in rows}
+
+
+def test_describe_rows_show_carved_mig_devices_and_what_they_block(dra):
+    """A DynamicMIG node lists its GPU and the carved devices; the GPU whose memory slices a
+    carved device takes is ``blocked``; the free placements are not listed."""
+    apply(dra, yaml.safe_dump_all([claim("mig", ["mig"]),
+                                   pod("p", "h100-1", {"c": [{"name": "mig"}]}, ["mig"])]))
+    assert uses(dra, "h100-1") == {"gpu-0": ("free", "-", "-")}
+    allocate(dra, "mig", "h100-1", [("mig", "gpu-0-mig-3g40gb-9-4")], ["p"])
+    assert uses(dra, "h100-1") == {"gpu-0": ("blocked", "-", "-"),
+                                   "gpu-0-mig-3g40gb-9-4": ("allocated", "default/mig", "p")}
+
+
+def test_describe_node_shows_the_dra_block_instead_of_the_plugin_table(dra):
+    from gpusched.cli.describe import describe_page
+    from gpusched.cli.describe_base import Related
+    from gpusched.cli.output import Clock
+    apply(dra, yaml.safe_dump_all([claim("one", ["gpu"]),
+                                   pod("p", "a100-1", {"c": [{"name": "one"}]}, ["one"])]))
+    allocate(dra, "one", "a100-1", [("gpu", "gpu-1")], ["p"])
+    node = dra.get("Node", ["a100-1"])[0]
+    page = describe_page(dra, "Node", node, Related([], Clock(dra.timestamp()), lambda *_: []))
+    assert "GPU Devices" not in page
+    block = page[page.index("DRA Devices (gpu.nvidia.com):"):].splitlines()
+    assert block[1].split() == ["Device", "Type", "Profile", "State", "Claim", "Pods"]
+    assert block[3].split() == ["gpu-1", "gpu", "-", "allocated", "default/one", "p"]
