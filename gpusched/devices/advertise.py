@@ -229,8 +229,9 @@ def _plugin_devices(model: GpuModel, count: int, mig: _MigState, place: _Place,
     strategy = place.annotations.get(ANN_MIG_STRATEGY) or mig_strategy_default
     if place.policy is not None and place.policy.mig_strategy:
         config = replace(config, mig_strategy=place.policy.mig_strategy)
-    try:
-        devices = NodeDevices.build(place.name, model, count, config, mig.layout, strategy)
+    built = replace(config, mig_strategy="mixed") if dra_managed(place.labels) else config
+    try:     # a DRA node's MIG devices are each a device of NVIDIA's DRA driver
+        devices = NodeDevices.build(place.name, model, count, built, mig.layout, strategy)
     except GpuschedError as err:
         invalid = (config.mig_strategy or strategy) == "single" and \
             single_strategy_gfd_reason(mig.layout) is not None

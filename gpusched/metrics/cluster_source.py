@@ -46,6 +46,7 @@ from gpusched.cluster.usage import Usage
 from gpusched.cluster.apiserver.view import View
 from gpusched.devices.node import gpu_uuid
 from gpusched.metrics import gpu_model as gm
+from gpusched.metrics.cluster_source_dra import Carved, dra_holdings
 from gpusched.metrics.dcgm import GpuSample, PodMapping, PodRef, mapping_from_container, pci_bus_id
 from gpusched.objects.assignment import assignment_of
 from gpusched.objects.pod import annotation_seconds
@@ -218,15 +219,25 @@ class ClusterSource:
             devices = node_devices_for(node, configmaps)
             if devices is None or not devices.gpu_count:
                 continue
+            carved: Carved = {}
             holdings = [h for pod, end in by_node.get(node["metadata"]["name"], [])
-                        for h in holdings_of(pod, devices, end,
-                                             None if end is not None else usage.activity(pod) * 100)]
-            out += self._node(node, devices, holdings)
+                        for h in self._holdings(pod, devices, end, usage, carved)]
+            out += self._node(node, devices, holdings, carved)
         self._states = out
         return out
 
-    def _node(self, node: dict[str, Any], devices: NodeDevices,
-              holdings: list[Holding]) -> list[tuple[GpuState, list[GpuSample]]]:
+    def _holdings(self, pod: dict[str, Any], devices: NodeDevices, end: float | None,
+                  usage: Usage, carved: Carved) -> list[Holding]:
+        """The device plugin's holdings of ``pod``, else those of its prepared DRA claims."""
+        util = None if end is not None else usage.activity(pod) * 100
+        found = holdings_of(pod, devices, end, util)
+        start = annotation_seconds(pod, ANN_START_TIME)
+        if found or end is not None or start is None:
+            return found
+        return dra_holdings(self.view, pod, devices, _holder(pod, start, end, util), carved)
+
+    def _node(self, node: dict[str, Any], devices: NodeDevices, holdings: list[Holding],
+              carved: Carved | None = None) -> list[tuple[GpuState, list[GpuSample]]]:
         name, model = node["metadata"]["name"], devices.gpu_model
         physics = gm.physics_of(model.name)
         since = seconds_of(node["metadata"].get("creationTimestamp", ""))
@@ -258,9 +269,9 @@ class ClusterSource:
             if physics.hbm:
                 values["DCGM_FI_DEV_MEMORY_TEMP"] = round(temp) + gm.HBM_TEMP_OFFSET_C
             samples = []
-            if devices.mig_enabled(index):
+            if devices.mig_enabled(index) or (carved or {}).get(index):
                 samples.append(GpuSample(**base, values=values))
-                samples += self._instances(devices, index, live, base)
+                samples += self._instances(devices, index, live, base, (carved or {}).get(index))
             else:
                 values.update({"DCGM_FI_DEV_GPU_UTIL": round(util),
                                "DCGM_FI_DEV_MEM_COPY_UTIL": round(util * 0.4),
@@ -271,9 +282,12 @@ class ClusterSource:
             out.append((state, samples))
         return out
 
-    def _instances(self, devices: NodeDevices, index: int, live: list[Holding], base: dict[str, Any]) -> list[GpuSample]:
+    def _instances(self, devices: NodeDevices, index: int, live: list[Holding], base: dict[str, Any],
+                   carved: set[tuple[int, str, str]] | None = None) -> list[GpuSample]:
+        """One line per MIG instance: mig-manager's, and the DynamicMIG ones carved for claims."""
         instances = sorted({(d.start, d.parent or d.device_id.split("::")[0], d.profile)
-                            for d in devices.devices if d.gpu_index == index and d.profile})
+                            for d in devices.devices if d.gpu_index == index and d.profile}
+                           | (carved or set()))
         samples = []
         for position, (_start, instance_id, profile_name) in enumerate(instances, start=1):
             _, profile = devices.mig_profile(profile_name)
