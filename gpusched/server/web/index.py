@@ -42,6 +42,7 @@ from gpusched.devices.nodepool import POOL_LABEL
 from gpusched.objects.assignment import assignment_of
 from gpusched.objects.node import node_info
 from gpusched.objects.types import RESOURCE_GPU_MILLI
+from gpusched.server.web.index_dra import carved_rows, with_dra_devices
 from gpusched.server.web.summary import fragmentation, gpu_usage
 from gpusched.objects.digits import is_digits
 
@@ -66,6 +67,7 @@ class PodEntry:
     devices: tuple[str, ...]     # assigned device IDs
     gpus: tuple[int, ...]        # assigned GPU indices
     milli: int                   # fractional share in milli-GPU, 0 for device holders
+    carved: tuple[tuple[int, str, str], ...] = ()   # DRA MIG devices: (GPU, UUID, profile)
 
     @property
     def holds(self) -> bool:
@@ -143,6 +145,7 @@ class _Static:
     model: str
     unschedulable: bool
     rows: tuple[DeviceRow, ...]
+    compute_slices: int = 0          # per GPU, for a DynamicMIG GPU's free slices
 
 
 class WebIndex:
@@ -178,7 +181,8 @@ class WebIndex:
             meta = pod["metadata"]
             uid, rv = meta.get("uid") or meta.get("name"), meta.get("resourceVersion")
             cached = cache.get(uid)
-            fresh[uid] = cached if cached is not None and cached[0] == rv else (rv, pod_entry(pod))
+            fresh[uid] = cached if cached is not None and cached[0] == rv else \
+                (rv, with_dra_devices(view, pod, pod_entry(pod)))
         self._pods = fresh
         return tuple(entry for _, entry in fresh.values())
 
@@ -227,7 +231,9 @@ def _static(node: dict[str, Any], inputs: Any) -> _Static:
     devices = node_devices_for(node, inputs)
     rows = tuple(devices.rows()) if devices is not None else ()
     pool = str(((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) or NO_POOL)
-    return _Static(info.name, pool, info.gpu_model, info.unschedulable, rows)
+    geometry = devices.model.mig if devices is not None and devices.model is not None else None
+    return _Static(info.name, pool, info.gpu_model, info.unschedulable, rows,
+                   geometry.compute_slices if geometry is not None else 0)
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -274,6 +280,17 @@ def _add_shares(first: DeviceRow, sharers: list[PodEntry], rows: list[DeviceRow]
         cells.append(_cell(share, sharer, sharer.milli))
 
 
+def _gpu_cells(index: int, on_gpu: list[DeviceRow], holder: dict[str, PodEntry],
+               rows: list[DeviceRow], cells: list[dict[str, Any]]) -> None:
+    """One GPU's advertised devices with their holders (appended to ``rows`` and ``cells``)."""
+    for row in on_gpu:
+        pod = holder.get(row.device_id)
+        milli = 1000 if pod is not None and not row.profile and row.replica < 0 else 0
+        rows.append(DeviceRow(index, row.device_id, row.resource, row.profile,
+                              row.replica, pod.key if pod else "", milli))
+        cells.append(_cell(row, pod, milli))
+
+
 def _counts(pods: list[PodEntry]) -> tuple[tuple[str, str, int], ...]:
     counts: dict[tuple[str, str], int] = {}
     for pod in pods:
@@ -289,13 +306,13 @@ def _node(static: _Static, pods: list[PodEntry]) -> NodeEntry:
     rows: list[DeviceRow] = []
     for index in sorted({row.gpu_index for row in static.rows}):
         on_gpu = [r for r in static.rows if r.gpu_index == index]
-        for row in on_gpu:
-            pod = holder.get(row.device_id)
-            milli = 1000 if pod is not None and not row.profile and row.replica < 0 else 0
-            rows.append(DeviceRow(index, row.device_id, row.resource, row.profile,
-                                  row.replica, pod.key if pod else "", milli))
-            cells.append(_cell(row, pod, milli))
-        _add_shares(on_gpu[0], shares.get(index, []), rows, cells)
+        carved = carved_rows(index, on_gpu, pods, static.compute_slices)
+        if carved is not None:
+            rows.extend(carved)
+            cells.extend(_cell(row, holder.get(row.device_id), 0) for row in carved)
+        else:
+            _gpu_cells(index, on_gpu, holder, rows, cells)
+            _add_shares(on_gpu[0], shares.get(index, []), rows, cells)
     held = [p.key for p in pods if p.holds]
     search = " ".join([static.name, static.pool, static.model, *held]).lower()
     return NodeEntry(static.name, static.pool, static.model, len({r.gpu_index for r in static.rows}),
