@@ -141,6 +141,9 @@ def replay(management: str, servers: list[Server], state: str) -> dict[str, floa
             text = (pod["metadata"].get("annotations") or {}).get("gpusched.io/start-time")
             if text is not None:
                 starts[pod["metadata"]["name"]] = float(text)
+    if not checked:
+        raise SystemExit(f"{management}: no pod ran with its ResourceClaim allocated "
+                         "(is the DynamicResources scheduler plugin there?)")
     return starts
 
 

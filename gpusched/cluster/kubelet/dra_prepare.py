@@ -227,6 +227,51 @@ def sharing_problem(parameters: Any) -> str | None:
     return None
 
 
+PREPARE_FAILED = "FailedPrepareDynamicResources"
+
+
+def prepare_problem(view: ObjectSource, pod: dict[str, Any]) -> str | None:
+    """Why the kubelet cannot prepare the pod's claims before its containers start (the DRA
+    manager's ``prepareResources``, then NVIDIA's ``NodePrepareResources`` checking its config),
+    as the event ``FailedPrepareDynamicResources`` words it; None when there is nothing to
+    prepare or every claim is ready. A template's claim not yet created is not a failure here:
+    the scheduler does not bind such a pod."""
+    meta = pod.get("metadata") or _EMPTY
+    namespace, uid = str(meta.get("namespace") or "default"), str(meta.get("uid", ""))
+    names = list(pod_claim_names(pod).values())
+    record = (pod.get("status") or _EMPTY).get("extendedResourceClaimStatus") or _EMPTY
+    if record.get("resourceClaimName"):
+        names.append(str(record["resourceClaimName"]))
+    if not names:
+        return None
+    claims = {c["metadata"]["name"]: c for c in view.list("ResourceClaim", namespace)}
+    for name in names:
+        problem = _claim_problem(claims.get(name), name, namespace, str(meta.get("name", "")), uid)
+        if problem:
+            return f"Failed to prepare dynamic resources: prepare dynamic resources: {problem}"
+    return None
+
+
+def _claim_problem(claim: dict[str, Any] | None, name: str, namespace: str, pod: str,
+                   uid: str) -> str | None:
+    """The kubelet's or the driver's error for one claim of the pod."""
+    if claim is None:
+        return (f'fetch ResourceClaim {name}: resourceclaims.resource.k8s.io "{name}" '
+                "not found")
+    claim_uid = str(claim["metadata"].get("uid", ""))
+    if not _reserved_for(claim, uid):
+        return f"pod {pod} ({uid}) is not allowed to use ResourceClaim {name} ({claim_uid})"
+    for config in _configs(claim):
+        opaque = (config.get("opaque") or _EMPTY) if isinstance(config, dict) else _EMPTY
+        problem = sharing_problem(opaque.get("parameters")) if opaque.get("driver") == DRIVER \
+            and _results(claim) else None
+        if problem:
+            return (f"NodePrepareResources failed for ResourceClaim {name}: error preparing "
+                    f"devices for claim {namespace}/{name}:{claim_uid}: prepare devices failed: "
+                    f"error validating GPU config: {problem}")
+    return None
+
+
 def node_prepared(view: ObjectSource, node: str) -> list[tuple[dict[str, Any], PreparedDevice]]:
     """Every (pod, device) of the driver's devices on ``node`` held by a pod's prepared claims:
     what ``describe node`` and DCGM attribute."""

@@ -4,7 +4,11 @@
   admission (``kubelet.admission`` runs just before, failing those the kubelet rejects) and is
   Running at once: ``status.startTime``, the annotation ``gpusched.io/start-time`` (virtual
   seconds), containerStatuses, conditions PodScheduled/Initialized/ContainersReady/Ready. A pod
-  bound to a node that does not exist has no kubelet and stays Pending, as upstream.
+  bound to a node that does not exist has no kubelet and stays Pending, as upstream. A pod with
+  ResourceClaims starts only once the kubelet could prepare them (``kubelet.dra_prepare``:
+  allocated and reserved for it, the driver's config valid); until then it stays Pending with
+  a Warning event ``FailedPrepareDynamicResources`` and is retried when one of its claims
+  changes.
 - Run time: the annotation ``gpusched.io/duration`` (``30m``), else a container command
   ``sleep N`` (also ``sh -c "sleep N"``); without either the pod runs until deleted. At
   ``start + duration`` the pod is Succeeded (containers terminated, reason Completed). Every pod
@@ -31,6 +35,7 @@ import re
 from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.kubelet import containers
+from gpusched.cluster.kubelet.dra_prepare import PREPARE_FAILED, prepare_problem
 from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
                                                  is_terminating)
 from gpusched.cluster.apiserver.store import seconds_of
@@ -107,7 +112,7 @@ def termination_due(view: View, pod: dict[str, Any]) -> float | None:
 def reconcile(view: View, changes: Changes | None = None) -> None:
     """Start bound pods (kubelet admission ran before, ``kubelet.admission``) and finish those
     whose time is up: every pod, or (``changes``) the changed ones and those of changed nodes."""
-    for pod in view.list("Pod") if changes is None else changes.pods():
+    for pod in view.list("Pod") if changes is None else changes.pods() + claim_pods(changes):
         phase = (pod.get("status") or {}).get("phase", "Pending")
         node_name = (pod.get("spec") or {}).get("nodeName")
         if is_terminating(pod):
@@ -115,11 +120,29 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
             if due is not None and due <= view.now():
                 end_termination(view, pod)
         elif phase == "Pending" and node_name and view.get("Node", node_name) is not None:
-            start(view, pod)
+            problem = prepare_problem(view, pod)
+            if problem is None:
+                start(view, pod)
+            else:         # the containers wait (ContainerCreating); retried on a claim change
+                view.record_event(pod, PREPARE_FAILED, problem, "Warning", "kubelet")
         elif phase == "Running":
             end = end_time(pod)
             if end is not None and end <= view.now():
                 finish(view, pod, end)
+
+
+def claim_pods(changes: Changes) -> list[dict[str, Any]]:
+    """The live pods changed ResourceClaims are reserved for, not changed themselves: a pod
+    waiting for its claims is started once they are allocated and reserved for it."""
+    changed = {key for key in changes.keys if key[0] == "Pod"}
+    keys: set[tuple[str, str, str]] = set()
+    for key in changes.keys:
+        if key[0] == "ResourceClaim":
+            claim = changes.view.objects.get(key) or {}
+            keys.update(("Pod", key[1], str(r.get("name", "")))
+                        for r in (claim.get("status") or {}).get("reservedFor") or []
+                        if isinstance(r, dict) and r.get("resource") == "pods")
+    return [changes.view.objects[k] for k in sorted(keys - changed) if k in changes.view.objects]
 
 
 def _conditions(view: View, pod: dict[str, Any], ready: str) -> list[dict[str, Any]]:

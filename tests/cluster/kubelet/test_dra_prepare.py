@@ -188,3 +188,46 @@ def test_describe_node_shows_the_dra_block_instead_of_the_plugin_table(dra):
     block = page[page.index("DRA Devices (gpu.nvidia.com):"):].splitlines()
     assert block[1].split() == ["Device", "Type", "Profile", "State", "Claim", "Pods"]
     assert block[3].split() == ["gpu-1", "gpu", "-", "allocated", "default/one", "p"]
+
+
+def phase_and_events(cluster, name: str) -> tuple[str, list[str]]:
+    body = cluster.get("Pod", [name])[0]
+    events = [e["message"] for e in cluster.events()
+              if e.get("reason") == "FailedPrepareDynamicResources"
+              and e["involvedObject"]["name"] == name]
+    return body["status"].get("phase", ""), events
+
+
+def test_a_pod_waits_until_its_claim_is_reserved_for_it(dra):
+    """pkg/kubelet/cm/dra/manager.go prepareResources: ``pod %s (%s) is not allowed to use
+    ResourceClaim %s (%s)``, wrapped as ``prepare dynamic resources: ...`` and recorded as
+    ``Failed to prepare dynamic resources: %v`` (kuberuntime_manager.go)."""
+    apply(dra, yaml.safe_dump_all([claim("c", ["gpu"]), pod("p", "a100-1", {"c": [{"name": "c"}]},
+                                                            ["c"])]))
+    phase, events = phase_and_events(dra, "p")
+    uid = dra.get("Pod", ["p"])[0]["metadata"]["uid"]
+    claim_uid = dra.get("ResourceClaim", ["c"])[0]["metadata"]["uid"]
+    assert phase == "Pending"
+    assert events[-1] == ("Failed to prepare dynamic resources: prepare dynamic resources: "
+                          f"pod p ({uid}) is not allowed to use ResourceClaim c ({claim_uid})")
+    allocate(dra, "c", "a100-1", [("gpu", "gpu-0")], ["p"])
+    assert phase_and_events(dra, "p")[0] == "Running"
+
+
+def test_a_claim_config_the_driver_refuses_keeps_the_pod_waiting(dra):
+    """cmd/gpu-kubelet-plugin: ``error preparing devices for claim <ns>/<name>:<uid>``,
+    ``prepare devices failed``, ``error validating GPU config`` (driver.go, device_state.go)."""
+    bad = {"driver": "gpu.nvidia.com", "parameters": {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Forever"}}}}
+    apply(dra, yaml.safe_dump_all([claim("c", ["gpu"], [{"opaque": bad}]),
+                                   pod("p", "a100-1", {"c": [{"name": "c"}]}, ["c"])]))
+    allocate(dra, "c", "a100-1", [("gpu", "gpu-0")], ["p"])
+    phase, events = phase_and_events(dra, "p")
+    claim_uid = dra.get("ResourceClaim", ["c"])[0]["metadata"]["uid"]
+    assert phase == "Pending"
+    assert events[-1].endswith(
+        f"NodePrepareResources failed for ResourceClaim c: error preparing devices for claim "
+        f"default/c:{claim_uid}: prepare devices failed: error validating GPU config: unknown "
+        "time-slice interval: Forever, supported time-slice intervals: Default, Short, Medium, "
+        "Long")
