@@ -4,7 +4,10 @@ A node's GPUs are DRA-managed when it carries the label ``gpusched.io/gpu-manage
 value ``dra`` (whole GPUs and the static MIG devices of ``nvidia.com/mig.config``) or
 ``dra-dynamic-mig`` (the driver's DynamicMIG gate: every legal MIG placement published,
 carved on demand); absent or ``device-plugin`` is the NVIDIA device plugin. A NodePool writes the
-label from ``spec.gpu.management``. On a DRA-managed node the device plugin advertises no
+label from ``spec.gpu.management``, and ``spec.gpu.consumableShares`` as the label
+``gpusched.io/dra-consumable-shares`` (the driver's ConsumableShares gate and its Helm value
+``consumableShares``: ``unlimited``, ``memory`` or a number of shares; each device may then be
+allocated to many claims, each asking for part of its memory). On a DRA-managed node the device plugin advertises no
 ``nvidia.com/*`` extended resources (a node has a GPU resource through the device plugin or
 through ResourceSlices, never both: KEP-5004); GFD's labels and mig-manager stay.
 
@@ -25,6 +28,7 @@ from typing import Any, Mapping
 from gpusched.devices.dra_slices import API_VERSION, DRIVER
 
 MANAGEMENT_LABEL = "gpusched.io/gpu-management"
+CONSUMABLE_SHARES_LABEL = "gpusched.io/dra-consumable-shares"   # the driver's consumableShares
 DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
 DRA_DYNAMIC_MIG = "dra-dynamic-mig"

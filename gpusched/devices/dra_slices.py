@@ -53,7 +53,7 @@ from gpusched.devices.gfd import CUDA_OF_DRIVER_BRANCH
 from gpusched.devices.mig import place
 from gpusched.devices.mig_profiles import MigProfile
 from gpusched.devices.node import gpu_uuid, mig_uuid
-from gpusched.objects.quantity import quantity_string
+from gpusched.objects.quantity import parse_quantity, quantity_string
 
 DRIVER = "gpu.nvidia.com"
 API_VERSION = "resource.k8s.io/v1"
@@ -79,6 +79,7 @@ class NodeGpus:
     layout: tuple[tuple[str, ...] | None, ...] = ()   # per GPU: static MIG profiles, None = off
     dynamic_mig: bool = False
     node_uid: str = ""
+    consumable_shares: str = ""     # the driver's consumableShares: "", unlimited, memory, <N>
 
 
 def semver(version: str) -> str:
@@ -275,6 +276,40 @@ def static_devices(gpus: NodeGpus) -> list[dict[str, Any]]:
     return sorted(devices, key=lambda d: str(d["name"]))
 
 
+def consumable_shares_problem(option: str) -> str | None:
+    """Why ``option`` is not one of the driver's ``consumableShares`` values, or None."""
+    value = option.strip()
+    if value in ("", "disabled", "unlimited", "memory") or (value.isdigit() and int(value) > 0):
+        return None
+    return (f'unsupported value "{option}": supported values: "disabled", "unlimited", '
+            '"memory" or a positive number of shares')
+
+
+def _range(default: str, low: str, high: str, step: str) -> dict[str, Any]:
+    return {"default": default, "validRange": {"min": low, "max": high, "step": step}}
+
+
+def apply_consumable_shares(device: dict[str, Any], option: str) -> None:
+    """``consumable_shares.go`` ``applyConsumableShares`` (the driver's ConsumableShares gate,
+    Helm ``consumableShares``): the device may be allocated many times, its ``memory`` rounded
+    down to whole MiB gets a request policy (``unlimited``: default 0, 0..max in 1Mi steps;
+    ``memory``: default max, 1Mi..max; ``N``: as unlimited plus a ``shares`` capacity N, default
+    1, 1..N)."""
+    value = option.strip()
+    if value in ("", "disabled") or consumable_shares_problem(value):
+        return
+    device["allowMultipleAllocations"] = True
+    capacity = device.setdefault("capacity", {})
+    if "memory" not in capacity:
+        return
+    top = quantity_string((parse_quantity(capacity["memory"]["value"]) // MIB) * MIB, "BinarySI")
+    policy = _range(top, "1Mi", top, "1Mi") if value == "memory" else _range("0", "0", top, "1Mi")
+    capacity["memory"] = {"value": top, "requestPolicy": policy}
+    if value.isdigit():
+        capacity["shares"] = {"value": value, "requestPolicy": _range("1", "1", value, "1")}
+    device["capacity"] = dict(sorted(capacity.items()))
+
+
 def slice_specs(gpus: NodeGpus) -> list[dict[str, Any]]:
     """The pool's slices as ``{devices}`` / ``{sharedCounters}`` spec parts, in publish order.
 
@@ -300,6 +335,9 @@ def slice_name(node: str, position: int) -> str:
 def node_slices(gpus: NodeGpus, generation: int = 0) -> list[dict[str, Any]]:
     """The ResourceSlice bodies of ``gpus``'s node: one pool named after the node."""
     specs = slice_specs(gpus)
+    for part in specs:
+        for device in part.get("devices", []):
+            apply_consumable_shares(device, gpus.consumable_shares)
     owner = {"apiVersion": "v1", "kind": "Node", "name": gpus.node, "uid": gpus.node_uid,
              "controller": True}
     bodies = []

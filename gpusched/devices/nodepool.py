@@ -21,6 +21,7 @@ spec:
   # gpu: {model: A100-40GB, count: 8, management: dra-dynamic-mig}
   #   management: device-plugin (default) | dra | dra-dynamic-mig: the node label
   #   gpusched.io/gpu-management (devices.dra_classes): NVIDIA's DRA driver publishes the GPUs
+  #   consumableShares: unlimited | memory | <N>: the DRA driver's consumable memory shares
   minNodes: 1              # with maxNodes: the Cluster Autoscaler sizes the pool (docs/autoscaling.md)
   maxNodes: 6              # 0 <= minNodes <= maxNodes <= MAX_POOL_NODES; count = initial size
   provisioningDelay: 3m    # a scaled-up node registers this long after the decision
@@ -51,7 +52,9 @@ from typing import Any, Callable, Mapping
 
 from gpusched.devices.advertise import ANN_GPU_CLIQUE, ANN_MIG_STRATEGY
 from gpusched.devices.catalog import CATALOG, GpuModel
-from gpusched.devices.dra_classes import MANAGEMENT_LABEL, MANAGEMENT_VALUES
+from gpusched.devices.dra_classes import (CONSUMABLE_SHARES_LABEL, MANAGEMENT_LABEL,
+                                          MANAGEMENT_VALUES)
+from gpusched.devices.dra_slices import consumable_shares_problem
 from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolve, spec_annotation
 from gpusched.devices.mig import MIG_CONFIG_LABEL
 from gpusched.devices.plugin_config import MIG_STRATEGIES
@@ -218,6 +221,8 @@ def _gpu_metadata(model: GpuModel | None, spec_annotation_value: str, gpu: Any,
     mig_label = {MIG_CONFIG_LABEL: str(spec["migConfig"])} if spec.get("migConfig") else {}
     if gpu.get("management"):
         mig_label[MANAGEMENT_LABEL] = str(gpu["management"])
+    if gpu.get("consumableShares") is not None:
+        mig_label[CONSUMABLE_SHARES_LABEL] = str(gpu["consumableShares"])
     if spec.get("migStrategy"):
         annotations[ANN_MIG_STRATEGY] = spec["migStrategy"]
     if isinstance(gpu, dict) and gpu.get("clique"):
@@ -226,11 +231,16 @@ def _gpu_metadata(model: GpuModel | None, spec_annotation_value: str, gpu: Any,
 
 
 def _check_management(gpu: Any, fail: Fail) -> None:
-    """``gpu.management``: who publishes the GPUs (``devices.dra_classes.MANAGEMENT_VALUES``)."""
+    """``gpu.management``: who publishes the GPUs (``devices.dra_classes.MANAGEMENT_VALUES``);
+    ``gpu.consumableShares``: the DRA driver's consumableShares value."""
     value = (gpu or {}).get("management")
     if value is not None and value not in MANAGEMENT_VALUES:
         supported = ", ".join(f'"{v}"' for v in MANAGEMENT_VALUES)
         raise fail("gpu.management", f'Unsupported value: "{value}": supported values: {supported}')
+    shares = (gpu or {}).get("consumableShares")
+    problem = consumable_shares_problem(str(shares)) if shares is not None else None
+    if problem:
+        raise fail("gpu.consumableShares", problem)
 
 
 def _pool_model(gpu: Any, pool_name: str, extra: Mapping[str, GpuModel] | None,

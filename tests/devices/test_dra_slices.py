@@ -168,3 +168,30 @@ def test_device_classes_select_by_driver_and_type():
                                              "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}],
         "extendedResourceName": "nvidia.com/gpu"}
     assert classes["mig.nvidia.com"]["selectors"][0]["cel"]["expression"].endswith("== 'mig'")
+
+
+@pytest.mark.parametrize("option,memory,shares", [
+    ("unlimited", {"value": "81559Mi", "requestPolicy": {
+        "default": "0", "validRange": {"min": "0", "max": "81559Mi", "step": "1Mi"}}}, None),
+    ("memory", {"value": "81559Mi", "requestPolicy": {
+        "default": "81559Mi", "validRange": {"min": "1Mi", "max": "81559Mi", "step": "1Mi"}}}, None),
+    ("4", {"value": "81559Mi", "requestPolicy": {
+        "default": "0", "validRange": {"min": "0", "max": "81559Mi", "step": "1Mi"}}},
+     {"value": "4", "requestPolicy": {"default": "1",
+                                      "validRange": {"min": "1", "max": "4", "step": "1"}}}),
+], ids=["unlimited", "memory", "four-shares"])
+def test_consumable_shares_give_memory_a_request_policy(option, memory, shares):
+    """consumable_shares.go ``applyConsumableShares``."""
+    gpu = NodeGpus("node-1", lookup_model("H100-80GB"), 1, "550.54.15", consumable_shares=option)
+    (device,) = node_slices(gpu)[0]["spec"]["devices"]
+    assert device["allowMultipleAllocations"] is True
+    assert device["capacity"]["memory"] == memory
+    assert device["capacity"].get("shares") == shares
+
+
+@pytest.mark.parametrize("option", ["", "disabled"], ids=["unset", "disabled"])
+def test_without_consumable_shares_a_device_is_allocated_once(option):
+    gpu = NodeGpus("node-1", lookup_model("H100-80GB"), 1, "550.54.15", consumable_shares=option)
+    (device,) = node_slices(gpu)[0]["spec"]["devices"]
+    assert "allowMultipleAllocations" not in device
+    assert device["capacity"] == {"memory": {"value": "81559Mi"}}

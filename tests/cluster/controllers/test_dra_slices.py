@@ -104,3 +104,23 @@ def test_an_unknown_management_is_refused_with_one_line(cluster):
                                    '"dra-magic": supported values: "device-plugin", "dra", '
                                    '"dra-dynamic-mig"')
     assert cluster.get("NodePool") == [] and cluster.get("Node") == []
+
+
+def test_consumable_shares_are_published_from_the_pool(cluster):
+    body = yaml.safe_load(dra_pool())
+    body["spec"]["gpu"]["consumableShares"] = "memory"
+    apply(cluster, yaml.safe_dump(body))
+    assert node(cluster, "gpu-1")["metadata"]["labels"]["gpusched.io/dra-consumable-shares"] == \
+        "memory"
+    devices = [d for s in slices_of(cluster, "gpu-1") for d in s["spec"]["devices"]]
+    assert all(d["allowMultipleAllocations"] for d in devices)
+
+
+def test_an_unknown_consumable_shares_value_is_refused(cluster):
+    body = yaml.safe_load(dra_pool())
+    body["spec"]["gpu"]["consumableShares"] = "half"
+    with pytest.raises(GpuschedError) as err:
+        apply(cluster, yaml.safe_dump(body))
+    assert str(err.value).endswith('spec.gpu.consumableShares: unsupported value "half": '
+                                   'supported values: "disabled", "unlimited", "memory" or a '
+                                   'positive number of shares')

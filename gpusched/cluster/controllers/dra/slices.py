@@ -3,8 +3,9 @@
 For a node labelled ``gpusched.io/gpu-management=dra|dra-dynamic-mig`` (``devices.dra_classes``)
 the pool ``<node>`` of driver ``gpu.nvidia.com`` holds the slices ``devices.dra_slices`` computes
 from the node's GPU model and count (``devices.advertise.node_gpus``), its driver version
-(annotation ``gpusched.io/driver-version``) and the MIG layout mig-manager recorded (annotation
-``gpusched.io/mig-layout``: static MIG devices). As the resourceslice controller of
+(annotation ``gpusched.io/driver-version``), the MIG layout mig-manager recorded (annotation
+``gpusched.io/mig-layout``: static MIG devices) and the driver's consumable shares (label
+``gpusched.io/dra-consumable-shares``). As the resourceslice controller of
 ``k8s.io/dynamic-resource-allocation/resourceslice`` does, a changed pool is republished with
 ``pool.generation`` one higher on every slice, and slices no longer wanted are deleted; an
 unchanged pool is left alone. A node that stops being DRA-managed loses its slices; a deleted
@@ -26,7 +27,8 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.view import View
 from gpusched.cluster.controllers.base import WorkQueue, itself
 from gpusched.devices.advertise import ANN_DRIVER_VERSION, node_gpus
-from gpusched.devices.dra_classes import DRA_DYNAMIC_MIG, device_classes, dra_managed, management
+from gpusched.devices.dra_classes import (CONSUMABLE_SHARES_LABEL, DRA_DYNAMIC_MIG,
+                                          device_classes, dra_managed, management)
 from gpusched.devices.dra_slices import DRIVER, NodeGpus, node_slices
 from gpusched.devices.gfd import DEFAULT_DRIVER_VERSION
 from gpusched.devices.mig_manager import MIG_LAYOUT_ANNOTATION, current_layout
@@ -70,7 +72,8 @@ def node_gpus_for_dra(node: dict[str, Any], extra: Any = None) -> NodeGpus | Non
     return NodeGpus(str(meta.get("name", "")), model, count,
                     str(annotations.get(ANN_DRIVER_VERSION) or DEFAULT_DRIVER_VERSION),
                     tuple(None if gpu is None else tuple(gpu) for gpu in layout),
-                    management(labels) == DRA_DYNAMIC_MIG, str(meta.get("uid", "")))
+                    management(labels) == DRA_DYNAMIC_MIG, str(meta.get("uid", "")),
+                    str(labels.get(CONSUMABLE_SHARES_LABEL, "")))
 
 
 def _reconcile_node(view: View, node: dict[str, Any], extra: Any) -> bool:
