@@ -333,19 +333,22 @@ def _string(device: dict[str, Any], attribute: str) -> str:
 
 
 def _holders(claims: list[dict[str, Any]], node: str) -> dict[str, tuple[str, str]]:
-    """Device name -> (claim, reserved pods) for the allocated results in ``node``'s pool."""
+    """Device name -> (claims, reserved pods) for the allocated results in ``node``'s pool,
+    comma-joined when several claims share a device (the driver's consumable shares)."""
     out: dict[str, tuple[str, str]] = {}
     for claim in claims:
         status = claim.get("status") or _EMPTY
-        results = ((status.get("allocation") or _EMPTY).get("devices") or _EMPTY).get("results") or []
         meta = claim.get("metadata") or _EMPTY
         pods = ",".join(str(r.get("name", "")) for r in status.get("reservedFor") or []
                         if isinstance(r, dict)) or "-"
-        for result in results:
-            if isinstance(result, dict) and result.get("driver") == DRIVER and \
-                    result.get("pool") == node:
-                out[str(result.get("device", ""))] = (
-                    f"{meta.get('namespace', 'default')}/{meta.get('name', '')}", pods)
+        held = (f"{meta.get('namespace', 'default')}/{meta.get('name', '')}", pods)
+        for result in _results(claim):
+            if result.get("pool") != node:
+                continue
+            name = str(result.get("device", ""))
+            before = out.get(name)   # consumable shares: several claims on one device
+            out[name] = held if before is None else \
+                (f"{before[0]},{held[0]}", f"{before[1]},{held[1]}")
     return out
 
 

@@ -231,3 +231,13 @@ def test_a_claim_config_the_driver_refuses_keeps_the_pod_waiting(dra):
         f"default/c:{claim_uid}: prepare devices failed: error validating GPU config: unknown "
         "time-slice interval: Forever, supported time-slice intervals: Default, Short, Medium, "
         "Long")
+
+
+def test_describe_rows_list_every_claim_sharing_a_device(dra):
+    """Consumable shares: two claims allocated the same device both appear."""
+    apply(dra, yaml.safe_dump_all([claim("a", ["gpu"]), claim("b", ["gpu"]),
+                                   pod("p", "a100-1", {"c": [{"name": "a"}]}, ["a"]),
+                                   pod("q", "a100-1", {"c": [{"name": "b"}]}, ["b"])]))
+    allocate(dra, "a", "a100-1", [("gpu", "gpu-0")], ["p"])
+    allocate(dra, "b", "a100-1", [("gpu", "gpu-0")], ["q"])
+    assert uses(dra, "a100-1")["gpu-0"] == ("allocated", "default/a,default/b", "p,q")
