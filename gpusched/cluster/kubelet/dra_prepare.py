@@ -122,10 +122,18 @@ def _request_matches(result_request: str, wanted: set[str] | None) -> bool:
     return wanted is None or result_request.split("/")[0] in wanted
 
 
+def has_claims(pod: dict[str, Any]) -> bool:
+    """Whether the pod names ResourceClaims (its own, or the scheduler's extended-resource one)."""
+    return bool((pod.get("spec") or _EMPTY).get("resourceClaims")) or \
+        bool((pod.get("status") or _EMPTY).get("extendedResourceClaimStatus"))
+
+
 def prepared_devices(view: ObjectSource, pod: dict[str, Any],
                      container: str | None = None) -> list[PreparedDevice]:
     """The NVIDIA devices the pod's prepared claims give ``container`` (None: the whole pod),
     in claim order, then result order."""
+    if not has_claims(pod):
+        return []
     meta = pod.get("metadata") or _EMPTY
     namespace, uid = str(meta.get("namespace") or "default"), str(meta.get("uid", ""))
     wants = _container_wants(pod, container)

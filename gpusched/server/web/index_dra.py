@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster.kubelet.dra_prepare import prepared_devices
+from gpusched.cluster.kubelet.dra_prepare import has_claims, prepared_devices
 from gpusched.devices.advertise import node_gpus
 from gpusched.devices.dra_slices import DRIVER
 from gpusched.devices.node import DeviceRow
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def with_dra_devices(view: Any, pod: dict[str, Any], entry: PodEntry) -> PodEntry:
     """``entry`` with the devices of the pod's prepared claims when it holds no others."""
-    if entry.devices or not entry.node or not (pod.get("spec") or {}).get("resourceClaims"):
+    if entry.devices or not entry.node or not has_claims(pod):
         return entry
     prepared = prepared_devices(view, pod)
     node = view.get("Node", entry.node) if prepared else None
