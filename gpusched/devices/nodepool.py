@@ -52,8 +52,8 @@ from typing import Any, Callable, Mapping
 
 from gpusched.devices.advertise import ANN_GPU_CLIQUE, ANN_MIG_STRATEGY
 from gpusched.devices.catalog import CATALOG, GpuModel
-from gpusched.devices.dra_classes import (CONSUMABLE_SHARES_LABEL, MANAGEMENT_LABEL,
-                                          MANAGEMENT_VALUES)
+from gpusched.devices.dra_classes import (CONSUMABLE_SHARES_LABEL, DRA_DYNAMIC_MIG,
+                                          MANAGEMENT_LABEL, MANAGEMENT_VALUES)
 from gpusched.devices.dra_slices import consumable_shares_problem
 from gpusched.devices.user_models import ANN_MODEL_SPEC, model_from_spec, resolve, spec_annotation
 from gpusched.devices.mig import MIG_CONFIG_LABEL
@@ -195,7 +195,7 @@ def _template(pool_name: str, spec: dict[str, Any], extra: Mapping[str, GpuModel
         count = gpu.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise fail("gpu.count", f'invalid value "{count}": must be a positive integer')
-    _check_management(gpu, fail)
+    _check_management(gpu, spec, fail)
     strategy = spec.get("migStrategy")
     if strategy is not None and strategy not in MIG_STRATEGIES:
         raise fail("migStrategy", f'unsupported value "{strategy}": supported values: '
@@ -230,13 +230,16 @@ def _gpu_metadata(model: GpuModel | None, spec_annotation_value: str, gpu: Any,
     return mig_label, annotations
 
 
-def _check_management(gpu: Any, fail: Fail) -> None:
+def _check_management(gpu: Any, spec: dict[str, Any], fail: Fail) -> None:
     """``gpu.management``: who publishes the GPUs (``devices.dra_classes.MANAGEMENT_VALUES``);
     ``gpu.consumableShares``: the DRA driver's consumableShares value."""
     value = (gpu or {}).get("management")
     if value is not None and value not in MANAGEMENT_VALUES:
         supported = ", ".join(f'"{v}"' for v in MANAGEMENT_VALUES)
         raise fail("gpu.management", f'Unsupported value: "{value}": supported values: {supported}')
+    if value == DRA_DYNAMIC_MIG and spec.get("migConfig"):
+        raise fail("migConfig", "must not be set with gpu.management dra-dynamic-mig: the DRA "
+                                "driver creates and deletes the MIG devices itself")
     shares = (gpu or {}).get("consumableShares")
     problem = consumable_shares_problem(str(shares)) if shares is not None else None
     if problem:

@@ -124,3 +124,11 @@ def test_an_unknown_consumable_shares_value_is_refused(cluster):
     assert str(err.value).endswith('spec.gpu.consumableShares: unsupported value "half": '
                                    'supported values: "disabled", "unlimited", "memory" or a '
                                    'positive number of shares')
+
+
+def test_a_mig_layout_is_refused_under_dynamic_mig(cluster):
+    with pytest.raises(GpuschedError) as err:
+        apply(cluster, dra_pool(management="dra-dynamic-mig", migConfig="all-balanced"))
+    assert str(err.value).endswith('NodePool "gpu": spec.migConfig: must not be set with '
+                                   'gpu.management dra-dynamic-mig: the DRA driver creates and '
+                                   'deletes the MIG devices itself')
