@@ -242,10 +242,14 @@ def prepare_problem(view: ObjectSource, pod: dict[str, Any]) -> str | None:
     """Why the kubelet cannot prepare the pod's claims before its containers start (the DRA
     manager's ``prepareResources``, then NVIDIA's ``NodePrepareResources`` checking its config),
     as the event ``FailedPrepareDynamicResources`` words it; None when there is nothing to
-    prepare or every claim is ready. A template's claim not yet created is not a failure here:
-    the scheduler does not bind such a pod."""
+    prepare or every claim is ready. A template's claim the resourceclaim controller has not
+    recorded yet is ``resourceclaim.Name``'s ``pod "<ns>/<name>": ResourceClaim not created
+    yet``."""
     meta = pod.get("metadata") or _EMPTY
     namespace, uid = str(meta.get("namespace") or "default"), str(meta.get("uid", ""))
+    if _template_claim_missing(pod):
+        return (f'Failed to prepare dynamic resources: prepare dynamic resources: pod '
+                f'"{namespace}/{meta.get("name", "")}": ResourceClaim not created yet')
     names = list(pod_claim_names(pod).values())
     record = (pod.get("status") or _EMPTY).get("extendedResourceClaimStatus") or _EMPTY
     if record.get("resourceClaimName"):
@@ -258,6 +262,17 @@ def prepare_problem(view: ObjectSource, pod: dict[str, Any]) -> str | None:
         if problem:
             return f"Failed to prepare dynamic resources: prepare dynamic resources: {problem}"
     return None
+
+
+def _template_claim_missing(pod: dict[str, Any]) -> bool:
+    """A template claim of the pod without its ``status.resourceClaimStatuses`` entry (an entry
+    without a claim name means no claim is needed)."""
+    recorded = {str(s.get("name", "")) for s in
+                (pod.get("status") or _EMPTY).get("resourceClaimStatuses") or []
+                if isinstance(s, dict)}
+    return any(isinstance(e, dict) and not e.get("resourceClaimName")
+               and e.get("resourceClaimTemplateName") and str(e.get("name", "")) not in recorded
+               for e in (pod.get("spec") or _EMPTY).get("resourceClaims") or [])
 
 
 def _claim_problem(claim: dict[str, Any] | None, name: str, namespace: str, pod: str,

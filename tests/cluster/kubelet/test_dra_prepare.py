@@ -241,3 +241,15 @@ def test_describe_rows_list_every_claim_sharing_a_device(dra):
     allocate(dra, "a", "a100-1", [("gpu", "gpu-0")], ["p"])
     allocate(dra, "b", "a100-1", [("gpu", "gpu-0")], ["q"])
     assert uses(dra, "a100-1")["gpu-0"] == ("allocated", "default/a,default/b", "p,q")
+
+
+def test_a_template_claim_not_created_yet_keeps_the_pod_waiting(dra):
+    """k8s.io/dynamic-resource-allocation/resourceclaim Name: ``pod "<ns>/<name>": ResourceClaim
+    not created yet`` (ErrClaimNotFound) until status.resourceClaimStatuses names the claim."""
+    body = pod("p", "a100-1", {"c": [{"name": "gpu"}]}, [])
+    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
+    apply(dra, yaml.safe_dump(body))
+    phase, events = phase_and_events(dra, "p")
+    assert phase == "Pending"
+    assert events[-1] == ('Failed to prepare dynamic resources: prepare dynamic resources: '
+                          'pod "default/p": ResourceClaim not created yet')
