@@ -32,9 +32,6 @@ from gpusched.cli.describe_workloads import (describe_daemonset, describe_deploy
                                              describe_replicaset)
 from gpusched.cli.describe_hpa import describe_hpa
 from gpusched.cli.describe_crd import describe_custom_resource
-from gpusched.cli.describe_dra import dra_table
-from gpusched.cluster.kubelet.dra_prepare import node_device_uses
-from gpusched.devices.dra_classes import dra_managed
 from gpusched.objects.kinds import CRD_KINDS
 
 DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
@@ -441,6 +438,11 @@ def describe_page(cluster: Any, kind: str, obj: dict[str, Any], related: Related
     if kind == "Pod":
         return describe_pod(obj, related)
     if kind == "Node":
+        # the device model (NumPy) only for a node: `describe pod` stays light (test_startup_imports)
+        from gpusched.cli.describe_dra import dra_table
+        from gpusched.cluster.kubelet.dra_prepare import node_device_uses
+        from gpusched.devices.dra_classes import dra_managed
+
         pods = cluster.get("Pod", all_namespaces=True, field_selector=f"spec.nodeName={name}")
         lease = next((item for item in related.lookup("Lease", "kube-node-lease")
                       if _meta(item).get("name") == name), None)

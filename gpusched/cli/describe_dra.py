@@ -9,9 +9,10 @@ Neighbours: ``cli.describe`` (the page), ``devices.dra_classes`` (is the node DR
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpusched.cluster.kubelet.dra_prepare import DeviceUse
+if TYPE_CHECKING:
+    from gpusched.cluster.kubelet.dra_prepare import DeviceUse
 
 
 def dra_table(uses: list[DeviceUse]) -> list[str]:
