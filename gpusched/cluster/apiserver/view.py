@@ -26,6 +26,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from gpusched.cluster.apiserver.sameness import same_json, without_version
 from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.uids import namespace_bytes, uuid5
@@ -61,25 +62,6 @@ def object_namespace(kind: str, body: dict[str, Any]) -> str:
 def key_of(body: dict[str, Any]) -> Key:
     kind = body.get("kind", "")
     return kind, object_namespace(kind, body), (body.get("metadata") or {}).get("name", "")
-
-
-def _without_version(body: dict[str, Any]) -> dict[str, Any]:
-    """A body without its resourceVersion (what counts as a change), sharing everything else."""
-    meta = body.get("metadata") or {}
-    if "resourceVersion" in meta:
-        return dict(body, metadata={k: v for k, v in meta.items() if k != "resourceVersion"})
-    return body
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """``a`` and ``b`` are the same JSON (canonical text). Python's ``==`` decides first (C,
-    stopping at the first difference: a real change costs no encoding); what it calls equal is
-    confirmed as text, since it also equates 1, 1.0 and True, and 0.0 and -0.0.
-
-    >>> same_json({"a": [1]}, {"a": [1]}), same_json({"a": 1}, {"a": 2}), same_json(1, 1.0)
-    (True, False, False)
-    """
-    return bool(a == b) and dumps(a) == dumps(b)
 
 
 @dataclass
@@ -120,6 +102,7 @@ class View:
     _pods_on_node: dict[str, set[Key]] = field(default_factory=dict)   # spec.nodeName -> pods
     _unbound: set[Key] = field(default_factory=set)     # unfinished pods without spec.nodeName
     _live_on_node: dict[str, set[Key]] = field(default_factory=dict)   # the unfinished ones
+    _nominated_to: dict[str, set[Key]] = field(default_factory=dict)   # status.nominatedNodeName
     _uids: dict[str, Key] = field(default_factory=dict)
     _dependents: dict[str, set[Key]] = field(default_factory=dict)   # owner uid -> dependents
     # Per-view caches of pure derivations (never persisted; a reload starts empty).
@@ -228,13 +211,19 @@ class View:
             if ref.get("controller") and ref.get("uid"):
                 self._dependents.setdefault(ref["uid"], set()).add(key)
         if key[0] == "Pod":
-            node = (body.get("spec") or {}).get("nodeName")
-            if node:
-                self._pods_on_node.setdefault(node, set()).add(key)
-                if (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                    self._live_on_node.setdefault(node, set()).add(key)
-            elif (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                self._unbound.add(key)
+            self._index_pod(key, body)
+
+    def _index_pod(self, key: Key, body: dict[str, Any]) -> None:
+        status = body.get("status") or {}
+        node = (body.get("spec") or {}).get("nodeName")
+        if node:
+            self._pods_on_node.setdefault(node, set()).add(key)
+            if status.get("phase") not in ("Succeeded", "Failed"):
+                self._live_on_node.setdefault(node, set()).add(key)
+        elif status.get("phase") not in ("Succeeded", "Failed"):
+            self._unbound.add(key)
+        if status.get("nominatedNodeName"):
+            self._nominated_to.setdefault(status["nominatedNodeName"], set()).add(key)
 
     def _unindex(self, key: Key, body: dict[str, Any]) -> None:
         meta = body.get("metadata") or {}
@@ -247,13 +236,15 @@ class View:
                 if not dependents:
                     del self._dependents[ref["uid"]]
         if key[0] == "Pod":
-            node = (body.get("spec") or {}).get("nodeName")
-            for index in (self._pods_on_node, self._live_on_node):
-                on_node = index.get(node or "")
+            node = (body.get("spec") or {}).get("nodeName") or ""
+            nominated = (body.get("status") or {}).get("nominatedNodeName") or ""
+            for index, name in ((self._pods_on_node, node), (self._live_on_node, node),
+                                (self._nominated_to, nominated)):
+                on_node = index.get(name)
                 if on_node is not None:
                     on_node.discard(key)
                     if not on_node:
-                        del index[node or ""]
+                        del index[name]
             self._unbound.discard(key)
 
     # ---- indexes (what a change affects; ``apiserver.changes``) -------------------------------
@@ -267,6 +258,10 @@ class View:
         """Keys of the pods bound to ``node`` that are not Succeeded or Failed, sorted (finished
         pods stay bound to their node until deleted; the kubelet has nothing to do with them)."""
         return sorted(self._live_on_node.get(node, ()))
+
+    def nominated_to(self, node: str) -> builtins.list[Key]:
+        """Keys of the pods whose ``status.nominatedNodeName`` is ``node`` (any phase), sorted."""
+        return sorted(self._nominated_to.get(node, ()))
 
     def unbound_pods(self) -> builtins.list[dict[str, Any]]:
         """Unfinished pods without ``spec.nodeName``, sorted by (namespace, name)."""
@@ -351,7 +346,7 @@ class View:
         if old is None:
             self.create(body)
             return True
-        if same_json(_without_version(old), _without_version(body)):
+        if same_json(without_version(old), without_version(body)):
             return False
         if key[0] == "Pod":
             note_pod_end(self, old, body)
@@ -477,8 +472,8 @@ class View:
         for index in (self.objects, self._by_kind, self.events, self.event_seq, self._event_index,
                       self._dirty, self._dirty_events, self._touched, self._unsnapped,
                       self._deleted_nodes, self._journal, self._gone, self._pods_on_node,
-                      self._live_on_node, self._unbound, self._uids, self._dependents, self.memo,
-                      self._sorted):
+                      self._live_on_node, self._nominated_to, self._unbound, self._uids,
+                      self._dependents, self.memo, self._sorted):
             index.clear()
         self.stats, self.meta_text = {}, {}       # the store's meta rows are gone too
         self.rv = self.uid_counter = self.name_counter = self.event_counter = self.epoch = 0

@@ -123,9 +123,9 @@ def preempt(view: View, pod: dict[str, Any], result: ScheduleResult) -> None:
                           "Normal", SCHEDULER_NAME)
         delete_pod(view, body)
     priority = int((pod.get("spec") or {}).get("priority") or 0)
-    for other in view.list("Pod"):
-        status = other.get("status") or {}
-        if (status.get("nominatedNodeName") == node and other["metadata"]["uid"] != preemptor_uid
+    for key in view.nominated_to(node):     # upstream getLowerPriorityNominatedPods
+        other = view.objects[key]
+        if (other["metadata"]["uid"] != preemptor_uid
                 and int((other.get("spec") or {}).get("priority") or 0) < priority):
             cleared = copy_tree(other)
             cleared["status"].pop("nominatedNodeName", None)

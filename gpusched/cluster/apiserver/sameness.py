@@ -1,0 +1,33 @@
+"""What counts as a change of a stored object: the same JSON, resourceVersion aside.
+
+``View.update`` stores a body only when it differs from the stored one (a body equal to it gets
+no new resourceVersion: that is how ``settle`` finds its fixpoint), as kube-apiserver skips an
+update that changes nothing.
+
+Neighbours: used by ``apiserver.view``; ``apiserver.store`` (the canonical text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpusched.cluster.apiserver.store import dumps
+
+
+def without_version(body: dict[str, Any]) -> dict[str, Any]:
+    """A body without its resourceVersion (what counts as a change), sharing everything else."""
+    meta = body.get("metadata") or {}
+    if "resourceVersion" in meta:
+        return dict(body, metadata={k: v for k, v in meta.items() if k != "resourceVersion"})
+    return body
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same JSON (canonical text). Python's ``==`` decides first (C,
+    stopping at the first difference: a real change costs no encoding); what it calls equal is
+    confirmed as text, since it also equates 1, 1.0 and True, and 0.0 and -0.0.
+
+    >>> same_json({"a": [1]}, {"a": [1]}), same_json({"a": 1}, {"a": 2}), same_json(1, 1.0)
+    (True, False, False)
+    """
+    return bool(a == b) and dumps(a) == dumps(b)
