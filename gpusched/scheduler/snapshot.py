@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -95,6 +95,7 @@ class Snapshot:
         self._label_numbers: dict[str, np.ndarray] = {}
         self._prio_req_buf: dict[int, np.ndarray] = {}   # priority -> (capacity x resources) requests
         self._prio_pods: dict[int, int] = {}              # priority -> pods of that priority
+        self._vectors: dict[str, tuple[PodInfo, np.ndarray, np.ndarray]] = {}   # _pod_vectors'
         self.generation = 0                  # bumped by every mutation
         self._journal: list[int] = []        # rows touched, one entry per mutation of a row
         self._journal_epoch = 0              # bumped when rows shift or the journal is trimmed
@@ -244,6 +245,17 @@ class Snapshot:
         return np.array([pod.requests.get("cpu", 0) or DEFAULT_MILLI_CPU_REQUEST,
                          pod.requests.get("memory", 0) or DEFAULT_MEMORY_REQUEST], dtype=np.int64)
 
+    def _pod_vectors(self, pod: PodInfo) -> tuple[np.ndarray, np.ndarray]:
+        """``request_vector`` and ``nonzero_vector``, kept per PodInfo object (and column count):
+        nominated pods are added and removed at every attempt. Gone pods' entries are dropped."""
+        kept = self._vectors.get(pod.uid)
+        if kept is None or kept[0] is not pod or len(kept[1]) != len(self.resource_names):
+            if len(self._vectors) > 2 * len(self.pod_node) + 4096:
+                self._vectors = {u: v for u, v in self._vectors.items() if u in self.pod_node}
+            request = self.request_vector(pod)
+            kept = self._vectors[pod.uid] = (pod, request, self.nonzero_vector(pod))
+        return kept[1], kept[2]
+
     def priority_levels(self) -> list[int]:
         """The distinct priorities of the pods in the snapshot, ascending."""
         return sorted(self._prio_req_buf)
@@ -258,10 +270,8 @@ class Snapshot:
         return out
 
     def label_ids(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
-        """Per row the id of the node's value for label ``key`` (-1 when absent), and the vocab.
-
-        Ids are given in order of first appearance over rows, so they are deterministic.
-        """
+        """Per row the id of the node's value for label ``key`` (-1 when absent), and the vocab;
+        ids in order of first appearance over rows, so they are deterministic."""
         cached = self._labels.get(key)
         if cached is None:
             ids = np.full(self._alloc_buf.shape[0], -1, dtype=np.int32)
@@ -422,10 +432,10 @@ class Snapshot:
         row = self._row(node)
         if pod.uid in self.pod_node:
             raise ValueError(f"pod {pod.key} ({pod.uid}) is already on a node")
-        vec = self.request_vector(pod)
+        vec, nonzero = self._pod_vectors(pod)
         self._req_buf[row, : len(vec)] += vec
         self._free_buf[row, : len(vec)] -= vec
-        self._nonzero_buf[row] += self.nonzero_vector(pod)
+        self._nonzero_buf[row] += nonzero
         self._pods_on[row][pod.uid] = pod
         if (pod.pod_affinity or pod.pod_anti_affinity or pod.preferred_pod_affinity
                 or pod.preferred_pod_anti_affinity):
@@ -452,10 +462,10 @@ class Snapshot:
         pod = self._pods_on[row].pop(uid)
         self.affinity_pods.pop(uid, None)
         assignment = self.assignments.pop(uid)
-        vec = self.request_vector(pod)
+        vec, nonzero = self._pod_vectors(pod)
         self._req_buf[row, : len(vec)] -= vec
         self._free_buf[row, : len(vec)] += vec
-        self._nonzero_buf[row] -= self.nonzero_vector(pod)
+        self._nonzero_buf[row] -= nonzero
         left = self._prio_pods[pod.priority] - 1
         if left:
             self._prio_pods[pod.priority] = left
@@ -471,10 +481,6 @@ class Snapshot:
             self._update_gpu_row(row, assignment, taken=False)
         self._touch(row)
         return row, assignment
-
-    def add_pods(self, placed: Iterable[tuple[PodInfo, int | str, DeviceAssignment]]) -> None:
-        for pod, node, assignment in placed:
-            self.add_pod(pod, node, assignment)
 
 
 def _plain_devices(devices: DeviceModel | None) -> bool:

@@ -104,3 +104,29 @@ def test_min_pod_priority_follows_adds_and_removes():
     assert snap.min_pod_priority[0] == 7
     snap.remove_pod(high.uid)
     assert snap.min_pod_priority[0] == np.iinfo(np.int64).max
+
+
+def test_a_pod_added_and_removed_again_derives_its_vectors_once(monkeypatch):
+    """A nominated pod is added to the snapshot and removed at every attempt of a pass
+    (``preemption.nominated_pods_added``): its request and non-zero vectors are derived once per
+    PodInfo object, again after a new resource column or for a new PodInfo of the same pod."""
+    snap = snapshot_of(make_node("a", cpu="8"), make_node("b", cpu="8"))
+    derived = []
+    real = Snapshot.request_vector
+    monkeypatch.setattr(Snapshot, "request_vector",
+                        lambda self, pod: derived.append(pod.name) or real(self, pod))
+    pod = make_pod("p", cpu="1")
+    before = arrays(snap)
+    for node in ("a", "b", "a"):
+        snap.add_pod(pod, node)
+        snap.remove_pod(pod.uid)
+    assert derived == ["p"] and all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+                                    for x, y in zip(arrays(snap), before))
+    snap.request_vector(make_pod("wide", extra={"example.com/fpga": 1}))   # a new column
+    derived.clear()
+    snap.add_pod(pod, "a")
+    assert derived == ["p"] and snap.requested[0].tolist()[:3] == [1000, 0, 1]
+    snap.remove_pod(pod.uid)
+    again = make_pod("p", cpu="2")
+    snap.add_pod(again, "b")
+    assert snap.requested[1, 0] == 2000
