@@ -112,3 +112,37 @@ def test_a_pod_bound_in_a_pass_and_deleted_before_the_next_leaves_the_snapshot()
             cached = fingerprint(*cached_snapshot(view))
             fresh = fingerprint(*build_snapshot(view))
         assert cached == fresh
+
+
+def test_pods_assumed_after_what_ifs_on_many_rows_are_found_by_uid(monkeypatch):
+    """An overloaded pass counts the nominated pods on their nodes at every attempt and its dry
+    runs remove and re-add victims: many rows are touched, few pods assumed. The next call
+    finds the assumed pods by their untracked uids and reads the pods of their rows alone, not
+    of every touched row; the snapshot still equals a fresh one."""
+    from gpusched.objects.pod import pod_info
+    from gpusched.scheduler.snapshot import Snapshot
+    with Cluster(Store(":memory:")) as cluster:
+        apply(cluster, join(pool("gpu", count=40, gpus=2, cpu="8", memory="32Gi"),
+                            *(pod(f"run{i}", gpus=1, cpu="1") for i in range(40))))
+        with cluster.writing(settle=False) as view:
+            snapshot, order = cached_snapshot(view)
+            for uid in list(snapshot.pod_node):          # what-ifs: every row touched
+                info = snapshot.pod(uid)
+                row, assignment = snapshot.remove_pod(uid)
+                snapshot.add_pod(info, row, assignment)
+            body = view.create(yaml.safe_load(pod("new", gpus=0, cpu="1")))
+            body["spec"]["nodeName"] = "gpu-7"
+            view.update(body)
+            view.take_unsnapped()                        # as if the pass had assumed it
+            snapshot.add_pod(pod_info(view.get("Pod", "new", "default"), 0), "gpu-7")
+            read = []
+            real = Snapshot.pods_on
+            monkeypatch.setattr(Snapshot, "pods_on", lambda self, node: read.append(node)
+                                or real(self, node))
+            kept = cached_snapshot(view)
+            monkeypatch.undo()
+            cached = fingerprint(*kept)
+            fresh = fingerprint(*build_snapshot(view))
+        assert read == [snapshot.index["gpu-7"]]
+        assert cached == fresh
+

@@ -195,11 +195,17 @@ def _adopt_assumed(cache: _Cache) -> set[Key]:
     pass, not through this cache), found on the rows the snapshot's journal says changed:
     tracked under their key and synced, so a pod that was bound and then deleted (or replaced
     under its name) before this call leaves the snapshot instead of holding its node's
-    resources and devices for good."""
+    resources and devices for good. When a pass's what-ifs (the dry runs, the nominated pods
+    counted at each attempt) touched many rows, the untracked pods are found by their uids
+    instead: the same pods in the same order (each was added on a row it touched)."""
     snapshot = cache.snapshot
     rows = snapshot.rows_touched_since(cache.mark)
     if rows is None:
         candidates = list(snapshot.pod_node)
+    elif len(rows) * 64 > len(cache.tracked):  # many rows touched: look up the untracked uids
+        untracked = snapshot.pod_node.keys() - cache.tracked
+        held = sorted({snapshot.pod_node[uid] for uid in untracked})
+        candidates = [p.uid for r in held for p in snapshot.pods_on(r) if p.uid in untracked]
     else:
         candidates = [p.uid for r in rows.tolist() if r < snapshot.num_nodes
                       for p in snapshot.pods_on(int(r))]
