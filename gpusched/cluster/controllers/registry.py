@@ -43,11 +43,6 @@ from gpusched.cluster.controllers.common import collect_garbage
 from gpusched.cluster.controllers.dra import claims as dra_claims
 from gpusched.cluster.controllers.dra import slices as dra_slices
 from gpusched.cluster.controllers.installed import slot
-from gpusched.cluster.controllers.kueue import jobs as kueue_jobs
-from gpusched.cluster.controllers.kueue import jobsets as kueue_jobsets
-from gpusched.cluster.controllers.kueue import pods_ready as kueue_pods_ready
-from gpusched.cluster.controllers.kueue import scheduler as kueue_scheduler
-from gpusched.cluster.controllers.kueue import ungater as kueue_ungater
 from gpusched.cluster.controllers.network import endpoints
 from gpusched.cluster.controllers.nodes import bootstrap, node_lifecycle, nodepool
 from gpusched.cluster.controllers.storage import volumes
@@ -89,6 +84,13 @@ def _of_kind(kind: str, target: str) -> Callable[..., None]:
     def needed(view: View, changes: Changes | None) -> bool:
         return bool(view.list(kind)) or (changes is not None and changes.any_kind((kind,)))
     return _only_when(needed, target)
+
+
+def _kueue_in_use(view: View, changes: Changes | None) -> bool:
+    """Kueue's scheduler has nothing to do without a ClusterQueue or a Workload (its pass's
+    first test), so a cluster without them does not import it."""
+    kinds = ("ClusterQueue", "Workload")
+    return any(view.list(kind) for kind in kinds) or (changes is not None and changes.any_kind(kinds))
 
 
 def _autoscaled(view: View, _changes: Changes | None) -> bool:
@@ -180,22 +182,23 @@ DESCRIPTORS: tuple[Descriptor, ...] = (
                _of_kind("ReplicaSet", "workloads.replicaset:reconcile"), keyed=True),
     Descriptor("sbatch", "gpusched.slurm.controller (installed from above)", slot("sbatch"),
                keyed=True),
-    Descriptor("kueue-scheduler", "kueue scheduler (pkg/scheduler/scheduler.go)", kueue_scheduler.reconcile,
+    Descriptor("kueue-scheduler", "kueue scheduler (pkg/scheduler/scheduler.go)",
+               _only_when(_kueue_in_use, "kueue.scheduler:reconcile"),
                watch=_kinds("Workload", "ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor",
                             "WorkloadPriorityClass", "Namespace", "Topology", "Node")),
-    Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)", kueue_jobs.reconcile,
-               keyed=True),
-    Descriptor("kueue-jobset", "kueue jobset integration (jobs/jobset)", kueue_jobsets.reconcile,
-               keyed=True),
+    Descriptor("kueue-job", "kueue job integration (jobframework/reconciler.go)",
+               _of_kind("Job", "kueue.jobs:reconcile"), keyed=True),
+    Descriptor("kueue-jobset", "kueue jobset integration (jobs/jobset)",
+               _of_kind("JobSet", "kueue.jobsets:reconcile"), keyed=True),
     Descriptor("jobset", "jobset-controller (kubernetes-sigs/jobset)",
                _of_kind("JobSet", "workloads.jobset:reconcile"), keyed=True),
     Descriptor("job", "job-controller", job.reconcile, keyed=True),
     Descriptor("kueue-pods-ready", "kueue workload controller (waitForPodsReady)",
-               kueue_pods_ready.reconcile, keyed=True),
+               _of_kind("Workload", "kueue.pods_ready:reconcile"), keyed=True),
     Descriptor("podgroup", "scheduler-plugins podgroup controller (podgroup_controller.go)",
                _of_kind("PodGroup", "workloads.podgroup:reconcile"), keyed=True),
     Descriptor("kueue-topology-ungater", "kueue tas-topology-ungater (pkg/controller/tas/topology_ungater.go)",
-               kueue_ungater.reconcile, keyed=True),
+               _of_kind("Workload", "kueue.ungater:reconcile"), keyed=True),
     Descriptor("daemonset", "daemonset-controller",
                _of_kind("DaemonSet", "workloads.daemonset:reconcile"), keyed=True),
     Descriptor("statefulset", "statefulset-controller",
@@ -220,7 +223,7 @@ TIMED = {
     "Pod": (pod_lifecycle.completion_due, pod_lifecycle.termination_due,
             node_lifecycle.eviction_due, containers.restart_due, scheduling_host.retry_due),
     "Job": (job.due,),
-    "Workload": (kueue_pods_ready.due,),
+    "Workload": (_imported("kueue.pods_ready:due"),),
     "Deployment": (_imported("workloads.deployment_status:progress_due"),),
     "NodePool": (_imported("autoscaling.autoscaler:due"),),
     "HorizontalPodAutoscaler": (_imported("autoscaling.hpa:sync_due"),),
