@@ -48,7 +48,8 @@ def test_the_controllers_imported_when_needed() -> None:
     lazy = {d.name for d in registry.DESCRIPTORS
             if d.reconcile.__qualname__.startswith("_only_when")}
     assert lazy == {"gpu-operator", "horizontal-pod-autoscaler", "vpa-recommender", "deployment",
-                    "replicaset", "daemonset", "statefulset", "cluster-autoscaler", "podgroup", "jobset"}
+                    "replicaset", "daemonset", "statefulset", "cluster-autoscaler", "podgroup", "jobset",
+                    "kueue-scheduler", "kueue-job", "kueue-jobset", "kueue-pods-ready", "kueue-topology-ungater"}
 
 
 @pytest.mark.parametrize("autoscaled,runs", [(False, False), (True, True)],
