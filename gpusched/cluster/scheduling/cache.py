@@ -40,6 +40,8 @@ from gpusched.cluster.controllers.common import is_terminal
 from gpusched.cluster.kubelet.device_inputs import device_inputs, node_devices_for
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import Key, ObjectSource, View
+from gpusched.devices.dra_classes import dra_managed
+from gpusched.devices.node import NodeDevices
 from gpusched.devices.operator import OPERATOR_NAMESPACE
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.assignment import pod_assignment
@@ -77,12 +79,22 @@ def bound_pods(view: ObjectSource) -> list[dict[str, Any]]:
             if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
 
 
+def _scheduler_devices(node: dict[str, Any], configmaps: Any) -> Any:
+    """The devices the scheduler may hand out on ``node``: the device plugin's; none where
+    NVIDIA's DRA driver manages the GPUs (they are ResourceSlice devices, allocated through
+    claims alone), so a gpusched.io/gpu-milli share never lands on a GPU a claim holds."""
+    if dra_managed((node.get("metadata") or {}).get("labels")):
+        name = str((node.get("metadata") or {}).get("name", ""))
+        return NodeDevices.build(name, None, 0)
+    return node_devices_for(node, configmaps)
+
+
 def build_snapshot(view: ObjectSource) -> tuple[Snapshot, dict[str, int]]:
     """A Snapshot of every node and every bound, unfinished pod (with its devices held)."""
     snapshot = Snapshot()
     configmaps = device_inputs(view)
     for node in view.list("Node"):
-        snapshot.add_node(node_info(node), node_devices_for(node, configmaps))
+        snapshot.add_node(node_info(node), _scheduler_devices(node, configmaps))
     order = {p["metadata"]["uid"]: creation_number(p) for p in view.list("Pod")}
     for pod in bound_pods(view):
         node_name = pod["spec"]["nodeName"]
