@@ -234,7 +234,7 @@ class ClusterSource:
         start = annotation_seconds(pod, ANN_START_TIME)
         if found or end is not None or start is None:
             return found
-        return dra_holdings(self.view, pod, devices, _holder(pod, start, end, util), carved)
+        return dra_holdings(self.view, pod, devices, _holder(pod, start, end, util), carved, Holding)
 
     def _node(self, node: dict[str, Any], devices: NodeDevices, holdings: list[Holding],
               carved: Carved | None = None) -> list[tuple[GpuState, list[GpuSample]]]:

@@ -30,11 +30,11 @@ Carved = dict[int, set[tuple[int, str, str]]]    # GPU -> {(start, MIG UUID, pro
 
 
 def dra_holdings(view: View, pod: dict[str, Any], devices: NodeDevices, holder: Any,
-                 carved: Carved) -> list[Holding]:
+                 carved: Carved, holding: type[Holding]) -> list[Holding]:
     """The holdings of ``pod``'s prepared NVIDIA devices on its node (``holder``: the
-    ``cluster_source._Holder`` of the pod); DynamicMIG instances not among ``devices`` are
-    added to ``carved``."""
-    from gpusched.metrics.cluster_source import Holding
+    ``cluster_source._Holder`` of the pod, ``holding`` its Holding type, passed in: this module
+    does not import ``cluster_source``, which imports it); DynamicMIG instances not among
+    ``devices`` are added to ``carved``."""
     model = devices.gpu_model
     known = {d.device_id for d in devices.devices}
     out = []
@@ -42,7 +42,7 @@ def dra_holdings(view: View, pod: dict[str, Any], devices: NodeDevices, holder: 
         if device.gpu_index >= devices.gpu_count:
             continue
         if not device.mig:
-            out.append(Holding(holder.ref, holder.uid, device.gpu_index, "", holder.start,
+            out.append(holding(holder.ref, holder.uid, device.gpu_index, "", holder.start,
                                holder.end, holder.util, 1.0,
                                gm.pod_memory_mib(pod, model.memory_mib), 1.0, holder.klass))
             continue
@@ -53,7 +53,7 @@ def dra_holdings(view: View, pod: dict[str, Any], devices: NodeDevices, holder: 
         if uuid not in known:
             carved.setdefault(device.gpu_index, set()).add((device.start, uuid, name))
         share = profile.compute_slices / model.mig.compute_slices
-        out.append(Holding(holder.ref, holder.uid, device.gpu_index, uuid, holder.start,
+        out.append(holding(holder.ref, holder.uid, device.gpu_index, uuid, holder.start,
                            holder.end, holder.util, share,
                            gm.pod_memory_mib(pod, profile.memory_mib), share, holder.klass))
     return out

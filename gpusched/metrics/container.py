@@ -204,6 +204,12 @@ def _prepared(view: View, pod: dict[str, Any], container: str, node_name: str,
     return prepared_devices(view, pod, container) if not ids and node_name else []
 
 
+def _dra_process(scene: Any, gpu: int, gi: str, used_mib: int) -> Process:
+    """A DRA MIG device's process row (``metrics.container_dra``)."""
+    uid = (scene.pod.get("metadata") or {}).get("uid", "")
+    return Process(gpu, gi, "0", pid_of(uid), _command_name(scene.pod), used_mib)
+
+
 def _dra_view(view: View, pod: dict[str, Any], container: str, node_name: str,
               prepared: list[Any], env: dict[str, str]) -> ContainerView:
     """The container of a pod whose GPUs come from prepared DRA claims (``metrics.container_dra``)."""
@@ -213,7 +219,7 @@ def _dra_view(view: View, pod: dict[str, Any], container: str, node_name: str,
     if devices is None or devices.model is None:
         return ContainerView(pod, container, node_name, env=env)
     scene = _scene(view, pod, node_name, devices)
-    gpus, processes, visible = dra_view_parts(scene, prepared, _gpu_view)
+    gpus, processes, visible = dra_view_parts(scene, prepared, _gpu_view, _dra_process, MigView)
     env["NVIDIA_VISIBLE_DEVICES"] = ",".join(visible)
     return ContainerView(pod, container, node_name, tuple(gpus), tuple(processes),
                          tuple(visible), env)

@@ -24,14 +24,15 @@ if TYPE_CHECKING:
     from gpusched.metrics.container import GpuView, MigView, Process
 
 GpuViewOf = Callable[[Any, int, int, list[Any]], "tuple[GpuView, list[Process]]"]
+ProcessOf = Callable[[Any, int, str, int], "Process"]
 
 
-def dra_view_parts(scene: Any, prepared: list[PreparedDevice], gpu_view: GpuViewOf
-                   ) -> tuple[list[GpuView], list[Process], list[str]]:
+def dra_view_parts(scene: Any, prepared: list[PreparedDevice], gpu_view: GpuViewOf, process_of: ProcessOf,
+                   mig_view: type[MigView]) -> tuple[list[GpuView], list[Process], list[str]]:
     """The container's GPUs (renumbered from 0 by host index), processes and visible UUIDs;
     ``gpu_view`` is ``metrics.container``'s builder of one GPU's view (``scene`` its
-    ``_Scene``)."""
-    from gpusched.metrics.container import Process
+    ``_Scene``), ``process_of(scene, gpu, gi, used_mib)`` its process row, ``mig_view`` its MIG
+    view type (passed in: this module does not import ``metrics.container``, which imports it)."""
     model = scene.devices.gpu_model
     gpus: list[GpuView] = []
     processes: list[Process] = []
@@ -39,7 +40,7 @@ def dra_view_parts(scene: Any, prepared: list[PreparedDevice], gpu_view: GpuView
     for index, host in enumerate(sorted({d.gpu_index for d in prepared})):
         mine = sorted((d for d in prepared if d.gpu_index == host), key=lambda d: d.start)
         gpu, own = gpu_view(scene, index, host, [])
-        migs = [_mig_view(scene, d, position, model) for position, d in
+        migs = [_mig_view(scene, d, position, model, mig_view) for position, d in
                 enumerate((d for d in mine if d.mig), start=1)]
         if not migs:
             gpus.append(gpu)
@@ -47,19 +48,16 @@ def dra_view_parts(scene: Any, prepared: list[PreparedDevice], gpu_view: GpuView
             visible.append(gpu.uuid)
             continue
         gpus.append(replace(gpu, mig=tuple(migs), util=None, mig_capable=True))
-        uid = (scene.pod.get("metadata") or {}).get("uid", "")
-        from gpusched.metrics.container import _command_name, pid_of
-        processes.extend(Process(index, str(m.gi), "0", pid_of(uid), _command_name(scene.pod),
-                                 m.used_mib) for m in migs)
+        processes.extend(process_of(scene, index, str(m.gi), m.used_mib) for m in migs)
         visible.extend(m.uuid for m in migs)
     return gpus, processes, visible
 
 
-def _mig_view(scene: Any, device: PreparedDevice, position: int, model: Any) -> MigView:
-    from gpusched.metrics.container import MigView
+def _mig_view(scene: Any, device: PreparedDevice, position: int, model: Any, mig_view: type[MigView]
+              ) -> MigView:
     profile = model.mig.find(device.profile(model))
     used = gm.pod_memory_mib(scene.pod, profile.memory_mib)
-    return MigView(position, position - 1, profile.name, device.uuid(model), profile.memory_mib,
+    return mig_view(position, position - 1, profile.name, device.uuid(model), profile.memory_mib,
                    min(used, profile.memory_mib), profile.sms, profile.memory_slices,
                    (profile.copy_engines, profile.encoders, profile.decoders, profile.ofa,
                     profile.jpeg))
