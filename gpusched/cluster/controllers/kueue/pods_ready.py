@@ -38,6 +38,7 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import Key
 from gpusched.cluster.controllers.base import Informer, WorkQueue, itself
+from gpusched.cluster.controllers.kueue.status import set_status
 from gpusched.cluster.controllers.kueue.snapshot import condition, is_true
 from gpusched.errors import GpuschedError
 from gpusched.kueue import conditions as cond
@@ -136,18 +137,6 @@ def due(view: View, wl: dict[str, Any]) -> float | None:
     return _deadline(cfg, wl) if _admitted(wl) else None
 
 
-def _set(view: View, wl: dict[str, Any], *conditions: cond.Condition, **status: Any) -> None:
-    body = {**wl, "status": dict(wl.get("status") or {})}
-    current = list(body["status"].get("conditions") or [])
-    for one in conditions:
-        current = cond.set_condition(current, one, view.timestamp())
-    body["status"]["conditions"] = current
-    for field, value in status.items():
-        if value is None:
-            body["status"].pop(field, None)
-        else:
-            body["status"][field] = value
-    write.update_status(view, body)
 
 
 def _evict(view: View, cfg: rules.PodsReadyConfig, wl: dict[str, Any]) -> None:
@@ -160,14 +149,14 @@ def _evict(view: View, cfg: rules.PodsReadyConfig, wl: dict[str, Any]) -> None:
         body = {**wl, "spec": {**(wl.get("spec") or {}), "active": False}}
         write.update(view, body)
         wl = view.get("Workload", str(meta["name"]), str(meta.get("namespace", "default"))) or body
-        _set(view, wl, cond.evicted("DeactivatedDueToRequeuingLimitExceeded", rules.DEACTIVATED_MESSAGE),
+        set_status(view, wl, cond.evicted("DeactivatedDueToRequeuingLimitExceeded", rules.DEACTIVATED_MESSAGE),
              cond.pending("Pending", rules.DEACTIVATED_MESSAGE), no_reservation, admission=None)
         view.record_event(wl, "EvictedDueToDeactivatedDueToRequeuingLimitExceeded",
                           rules.DEACTIVATED_MESSAGE, "Normal", COMPONENT)
         return
     wait = rules.backoff_seconds(count, cfg.backoff_base, cfg.backoff_max)
     requeue = {"count": count, "requeueAt": view.timestamp(view.now() + wait)}
-    _set(view, wl, cond.evicted("PodsReadyTimeout", message), cond.pending("Pending", message),
+    set_status(view, wl, cond.evicted("PodsReadyTimeout", message), cond.pending("Pending", message),
          no_reservation, cond.Condition("Requeued", "False", "PodsReadyTimeout", message),
          admission=None, requeueState=requeue)
     view.record_event(wl, "EvictedDueToPodsReadyTimeout", message, "Normal", COMPONENT)
@@ -178,7 +167,7 @@ def _sync(view: View, cfg: rules.PodsReadyConfig, wl: dict[str, Any]) -> None:
     if at is not None and view.now() >= at:
         state = {k: v for k, v in ((wl.get("status") or {}).get("requeueState") or {}).items()
                  if k != "requeueAt"}
-        _set(view, wl, cond.requeued("BackoffFinished", rules.BACKOFF_FINISHED), requeueState=state)
+        set_status(view, wl, cond.requeued("BackoffFinished", rules.BACKOFF_FINISHED), requeueState=state)
         return
     if not _admitted(wl):
         return
@@ -188,7 +177,7 @@ def _sync(view: View, cfg: rules.PodsReadyConfig, wl: dict[str, Any]) -> None:
     wanted = rules.pods_ready_condition(ready, condition(wl, "PodsReady"))
     current = condition(wl, "PodsReady") or {}
     if (current.get("status"), current.get("reason")) != (wanted.status, wanted.reason):
-        _set(view, wl, wanted)
+        set_status(view, wl, wanted)
         wl = view.get("Workload", wl["metadata"]["name"], wl["metadata"].get("namespace", "default")) or wl
     deadline = _deadline(cfg, wl)
     if deadline is not None and view.now() >= deadline:

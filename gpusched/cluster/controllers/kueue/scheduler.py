@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.view import View
 from gpusched.cluster.controllers.kueue.pods_ready import backing_off
+from gpusched.cluster.controllers.kueue.status import set_status
 from gpusched.cluster.controllers.kueue.snapshot import (World, is_true, key_of, namespace_selected,
                                                          pending_of, read_world, seconds)
 from gpusched.kueue import conditions as cond
@@ -34,18 +34,6 @@ from gpusched.kueue.preemption import Target, preemption_message
 COMPONENT = "kueue-admission"
 
 
-def _set(view: View, obj: dict[str, Any], *conditions: cond.Condition, **status: Any) -> bool:
-    body = {**obj, "status": dict(obj.get("status") or {})}
-    current = list(body["status"].get("conditions") or [])
-    for condition in conditions:
-        current = cond.set_condition(current, condition, view.timestamp())
-    body["status"]["conditions"] = current
-    for field, value in status.items():
-        if value is None:
-            body["status"].pop(field, None)
-        else:
-            body["status"][field] = value
-    return write.update_status(view, body)
 
 
 def _route(view: View, world: World, wl: dict[str, Any]) -> tuple[str, cond.Condition | None]:
@@ -81,14 +69,14 @@ def _pending(view: View, world: World) -> tuple[dict[str, list[Pending]], dict[s
 
 
 def _note_pending(view: View, wl: dict[str, Any], condition: cond.Condition) -> None:
-    if _set(view, wl, condition):
+    if set_status(view, wl, condition):
         view.record_event(wl, condition.reason, condition.message, "Warning", COMPONENT)
 
 
 def _admit(view: View, wl: dict[str, Any], decision: Decision) -> None:
     assert decision.assignment is not None
     cq = decision.cluster_queue
-    _set(view, wl, cond.quota_reserved(cq), cond.admitted(),
+    set_status(view, wl, cond.quota_reserved(cq), cond.admitted(),
          admission=admission_of(cq, decision.assignment))
     view.record_event(wl, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}, wait time since queued was "
                       f"{max(0, round(view.now() - _created(wl)))}s", "Normal", COMPONENT)
@@ -113,7 +101,7 @@ def _evict(view: View, world: World, preemptor: dict[str, Any], decision: Decisi
                                  str((preemptor["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid", "")),
                                  target.reason, _path(world, decision.cluster_queue),
                                  _path(world, target.workload.cluster_queue))
-    _set(view, victim, cond.evicted("Preempted", message), cond.preempted(target.reason, message),
+    set_status(view, victim, cond.evicted("Preempted", message), cond.preempted(target.reason, message),
          cond.pending("PendingEvaluation", message), cond.requeued("Preempted", message),
          cond.Condition("Admitted", "False", "NoReservation", "The workload has no reservation"), admission=None)
     priorities = (f"; preemptor effective priority: {int(preemptor['spec'].get('priority') or 0)} (base: "
@@ -204,14 +192,14 @@ def _queue_status(view: View, world: World) -> None:
     for cq in view.list("ClusterQueue"):
         name = cq["metadata"]["name"]
         pending, admitted = by_cq.get(name, [0, 0])
-        _set(view, cq, world.active[name], pendingWorkloads=pending, reservingWorkloads=admitted,
+        set_status(view, cq, world.active[name], pendingWorkloads=pending, reservingWorkloads=admitted,
              admittedWorkloads=admitted)
     for lq in view.list("LocalQueue"):
         target = str((lq.get("spec") or {}).get("clusterQueue", ""))
         exists = target in world.active
         key = (str(lq["metadata"].get("namespace", "default")), str(lq["metadata"]["name"]))
         pending, admitted = by_lq.get(key, [0, 0])
-        _set(view, lq, cond.local_queue_active(exists, exists and world.active[target].status == "True",
+        set_status(view, lq, cond.local_queue_active(exists, exists and world.active[target].status == "True",
                                                (lq.get("spec") or {}).get("stopPolicy", "None") != "None"),
              pendingWorkloads=pending, reservingWorkloads=admitted, admittedWorkloads=admitted)
 
