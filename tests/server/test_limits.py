@@ -24,7 +24,7 @@ import json
 
 import pytest
 
-from tests.server.conftest import Served
+from tests.server.conftest import Served, wait_for
 
 CM_PATH = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -222,6 +222,10 @@ def test_int64_max_durations_do_not_break_delete_or_the_clock(serve: Served):
     body = pod("forever", terminationGracePeriodSeconds=2**63 - 1, activeDeadlineSeconds=2**31 - 1)
     del body["spec"]["containers"][0]["resources"]
     assert serve.request("POST", PODS, body)[0] == 201
+    # Only a bound pod is deleted gracefully (an unbound one goes at once, as upstream's
+    # CheckGracefulDelete): wait for the controller process to bind it.
+    wait_for(lambda: serve.pod("forever")["spec"].get("nodeName"), "the pod to be bound",
+             lambda: serve.pod("forever").get("status"))
     code, reply = serve.request("DELETE", f"{PODS}/forever")
     assert code == 200, reply
     assert reply["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z"
