@@ -31,7 +31,7 @@ import re
 
 from gpusched.cluster.controllers.common import controller_of
 from gpusched.cluster.apiserver.view import View
-from gpusched.kueue.jobs import QUEUE_LABEL, workload_name
+from gpusched.kueue.jobframework import QUEUE_LABEL, workload_name
 from gpusched.scheduler.explain import Fact
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "Job", "DaemonSet")

@@ -1,12 +1,13 @@
 """Kueue's JobSet integration, pure half (``pkg/controller/jobs/jobset/jobset_controller.go``):
-the Workload a queued JobSet gets (one PodSet per replicatedJob, named after it, of
-``replicas * min(parallelism, completions)`` pods; the Workload named
-``jobset-<name>-<5 hex>``), the JobSet spec an admitted JobSet runs with (each replicatedJob's
-pod template gets its PodSet's flavors, as ``RunWithPodSetsInfo``), and when its pods count as
-ready (``PodsReady``: every replicatedJob's ready + succeeded Jobs reach its replicas).
+the JobSet's :class:`~gpusched.kueue.jobframework.Integration` (one PodSet per replicatedJob,
+named after it, of ``replicas * min(parallelism, completions)`` pods, so the Workload
+``jobset-<name>-<5 hex>`` admits it whole; run with each replicatedJob's pod template given its
+PodSet's flavors, as ``RunWithPodSetsInfo``; restored to the recorded templates), and when its
+pods count as ready (``PodsReady``: every replicatedJob's ready + succeeded Jobs reach its
+replicas).
 
-Neighbours: ``kueue.jobs`` (names, templates, PodSet counts); the controller is
-``cluster.controllers.kueue.jobsets``.
+Neighbours: ``jobframework`` (names, the Workload), ``jobs`` (templates, PodSet counts); the
+controller is ``cluster.controllers.kueue.jobsets``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpusched.kueue.jobs import KUEUE_API, QUEUE_LABEL, admitted_template, pods_count, workload_name
+from gpusched.kueue.jobframework import Integration, PodSetInfo, workload_name
+from gpusched.kueue.jobs import admitted_template, pods_count
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
@@ -26,7 +28,7 @@ def jobset_workload_name(name: str, uid: str) -> str:
     >>> jobset_workload_name("train", "u")[:13]
     'jobset-train-'
     """
-    return workload_name(name, uid, kind="JobSet", group="jobset.x-k8s.io")
+    return workload_name(name, uid, kind="JobSet", group=JOBSET_API.split("/")[0])
 
 
 def _replicas(rjob: Mapping[str, Any]) -> int:
@@ -43,51 +45,35 @@ def podsets(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def workload_for_jobset(jobset: Mapping[str, Any], priority: int = 0,
-                        priority_class: str | None = None) -> dict[str, Any]:
-    """The Workload Kueue creates for a queued JobSet (its controller owner is the JobSet)."""
-    meta = jobset.get("metadata") or {}
-    body: dict[str, Any] = {"queueName": (meta.get("labels") or {}).get(QUEUE_LABEL, ""),
-                            "podSets": podsets(jobset), "priority": priority, "active": True}
-    if priority_class:
-        body["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
-                                    "name": priority_class}
-    owner = {"apiVersion": JOBSET_API, "kind": "JobSet", "name": meta.get("name", ""),
-             "uid": meta.get("uid", ""), "controller": True, "blockOwnerDeletion": True}
-    return {"apiVersion": KUEUE_API, "kind": "Workload",
-            "metadata": {"name": jobset_workload_name(meta.get("name", ""), meta.get("uid", "")),
-                         "namespace": meta.get("namespace", "default"), "ownerReferences": [owner],
-                         "labels": {"kueue.x-k8s.io/job-uid": meta.get("uid", "")}},
-            "spec": body}
-
-
-def admitted_spec(spec: Mapping[str, Any], parts: Mapping[str, tuple[Mapping[str, str], Sequence[Mapping[str, Any]]]]
-                  ) -> tuple[dict[str, Any], str]:
-    """The JobSet spec with each replicatedJob's pod template merged with its PodSet's flavor
-    labels and tolerations (``parts``: podset name -> (nodeLabels, tolerations)), unsuspended;
-    or the first conflict error."""
-    out = copy.deepcopy(dict(spec))
-    for rjob in out.get("replicatedJobs") or ():
+def _run_with_podsets_info(jobset: Mapping[str, Any], infos: Sequence[PodSetInfo]) -> tuple[dict[str, Any], str]:
+    """Each replicatedJob's pod template merged with its PodSet's flavor labels and tolerations,
+    unsuspended; or the first conflict error."""
+    parts = {info.name: (info.node_selector, info.tolerations) for info in infos}
+    spec = copy.deepcopy(dict(jobset.get("spec") or {}))
+    for rjob in spec.get("replicatedJobs") or ():
         labels, tolerations = parts.get(rjob["name"], ({}, []))
         job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
         template, error = admitted_template(job_spec.get("template") or {}, labels, tolerations)
         if error:
-            return dict(spec), error
+            return dict(jobset), error
         job_spec["template"] = template
-    out["suspend"] = False
-    return out, ""
+    spec["suspend"] = False
+    return {**jobset, "spec": spec}, ""
 
 
-def restored_spec(spec: Mapping[str, Any], workload_podsets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _restore_podsets_info(jobset: Mapping[str, Any], workload_podsets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``RestorePodSetsInfo``: each replicatedJob's pod template as the Workload recorded it,
     suspended."""
-    out = copy.deepcopy(dict(spec))
+    spec = copy.deepcopy(dict(jobset.get("spec") or {}))
     originals = {p.get("name"): p.get("template") for p in workload_podsets}
-    for rjob in out.get("replicatedJobs") or ():
+    for rjob in spec.get("replicatedJobs") or ():
         if originals.get(rjob["name"]) is not None:
             rjob.setdefault("template", {}).setdefault("spec", {})["template"] = copy.deepcopy(originals[rjob["name"]])
-    out["suspend"] = True
-    return out
+    spec["suspend"] = True
+    return {**jobset, "spec": spec}
+
+
+JOBSET = Integration("JobSet", JOBSET_API, "Completed", podsets, _run_with_podsets_info, _restore_podsets_info)
 
 
 def jobset_pods_ready(jobset: Mapping[str, Any]) -> bool:

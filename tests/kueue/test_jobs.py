@@ -10,7 +10,8 @@ import hashlib
 import pytest
 
 from gpusched.kueue.flavors import FIT, Assignment, FlavorChoice, PodSetAssignment
-from gpusched.kueue.jobs import admission_of, admitted_template, pods_count, workload_for_job, workload_name
+from gpusched.kueue.jobframework import workload_name
+from gpusched.kueue.jobs import admission_of, admitted_template, pods_count, workload_for_job
 
 
 def job(parallelism=None, completions=None, **annotations) -> dict:

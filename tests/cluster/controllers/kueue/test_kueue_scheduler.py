@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpusched.kueue.jobs import workload_name
+from gpusched.kueue.jobframework import workload_name
 from tests.cluster.builders import apply, pool
 
 QUEUES = """

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpusched.kueue.jobs import workload_name
+from gpusched.kueue.jobframework import workload_name
 from tests.cluster.builders import apply, pool
 
 RACK, BLOCK, HOST = "cloud.provider.com/topology-rack", "cloud.provider.com/topology-block", "kubernetes.io/hostname"
