@@ -16,10 +16,10 @@ from gpusched.cluster.admission.attributes import Attributes
 from gpusched.cluster.admission.plugin import CREATE, UPDATE, Plugin
 from gpusched.cluster.admission.webhook import deny
 from gpusched.errors import FieldError
+from gpusched.kueue.jobframework import QUEUE_LABEL
 from gpusched.kueue.tas_request import UNCONSTRAINED, conflicting_annotations
 
 NAME = "vjob.kb.io"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 _BOOLS = {"1", "t", "T", "true", "TRUE", "True", "0", "f", "F", "false", "FALSE", "False"}
 
 
