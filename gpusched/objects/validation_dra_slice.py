@@ -119,26 +119,17 @@ def _quantity(value: Any, path: str, e: Errors) -> Fraction | None:
         return None
 
 
-def _counter_set(counter_set: Any, path: str, e: Errors) -> None:
-    if not isinstance(counter_set, dict):
-        e.invalid(path, counter_set, "must be an object")
+def _counters_of(owner: Any, key: str, most: int, path: str, e: Errors) -> None:
+    """A CounterSet (``key`` ``name``) or a DeviceCounterConsumption (``key`` ``counterSet``): an
+    object whose ``key`` is a required DNS label, with at most ``most`` counters."""
+    if not isinstance(owner, dict):
+        e.invalid(path, owner, "must be an object")
         return
-    if not counter_set.get("name"):
-        e.required(f"{path}.name")
+    if not owner.get(key):
+        e.required(f"{path}.{key}")
     else:
-        dns_label(counter_set["name"], f"{path}.name", e)
-    _counters(counter_set, path, MAX_COUNTERS_PER_SET, e)
-
-
-def _consumption(consumption: Any, path: str, e: Errors) -> None:
-    if not isinstance(consumption, dict):
-        e.invalid(path, consumption, "must be an object")
-        return
-    if not consumption.get("counterSet"):
-        e.required(f"{path}.counterSet")
-    else:
-        dns_label(consumption["counterSet"], f"{path}.counterSet", e)
-    _counters(consumption, path, MAX_COUNTERS_PER_CONSUMPTION, e)
+        dns_label(owner[key], f"{path}.{key}", e)
+    _counters(owner, path, most, e)
 
 
 def _attribute(name: str, attribute: Any, path: str, e: Errors) -> None:
@@ -317,7 +308,7 @@ def _device(device: Any, path: str, per_device: bool, e: Errors) -> None:
     consumptions = items_within(e, device, "consumesCounters", f"{path}.consumesCounters",
                                 MAX_CONSUMPTIONS_PER_DEVICE)
     for i, consumption in enumerate(consumptions):
-        _consumption(consumption, f"{path}.consumesCounters[{i}]", e)
+        _counters_of(consumption, "counterSet", MAX_COUNTERS_PER_CONSUMPTION, f"{path}.consumesCounters[{i}]", e)
     duplicates(consumptions, lambda c: c.get("counterSet", "") if isinstance(c, dict) else None,
                f"{path}.consumesCounters", e)
     _device_nodes(device, path, per_device, e)
@@ -378,7 +369,7 @@ def _resource_slice(obj: dict[str, Any], e: Errors) -> None:
     duplicates(devices, lambda d: d.get("name", "") if isinstance(d, dict) else None, "spec.devices", e)
     sets = items_within(e, spec, "sharedCounters", "spec.sharedCounters", SLICE_MAX_COUNTER_SETS)
     for i, counter_set in enumerate(sets):
-        _counter_set(counter_set, f"spec.sharedCounters[{i}]", e)
+        _counters_of(counter_set, "name", MAX_COUNTERS_PER_SET, f"spec.sharedCounters[{i}]", e)
     duplicates(sets, lambda s: s.get("name", "") if isinstance(s, dict) else None, "spec.sharedCounters", e)
 
 
