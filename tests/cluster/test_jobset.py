@@ -10,8 +10,10 @@ import hashlib
 
 from gpusched.kueue.jobsets import jobset_workload_name
 
+from tests.kueue.builders import condition, manifests, namespace
+
 from .builders import apply, pool
-from .controllers.kueue.test_kueue_jobs import SETUP, condition
+from .controllers.kueue.test_kueue_jobs import SETUP
 
 LEADER_WORKERS = """
 apiVersion: jobset.x-k8s.io/v1alpha2
@@ -53,7 +55,7 @@ def jobset(queued: bool = False) -> str:
     return LEADER_WORKERS.format(labels="labels: {kueue.x-k8s.io/queue-name: team-a-queue}" if queued else "")
 
 
-NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n"
+NAMESPACE = manifests(namespace("team-a"))
 
 
 def test_jobset_creates_indexed_jobs_with_jobset_labels_and_hostnames(cluster):

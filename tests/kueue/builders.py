@@ -1,8 +1,17 @@
-"""Tiny builders of v1beta2 Kueue dicts for the pure ``gpusched.kueue`` tests."""
+"""Tiny builders of v1beta2 Kueue dicts, for the pure ``gpusched.kueue`` tests and, as YAML
+(:func:`manifests`), for the Kueue tests on the embedded cluster; with the two readers those
+share (a queued Job's Workload, a condition)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import yaml
+
+from gpusched.kueue.jobframework import workload_name
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 
 def flavor_quota(name: str, **resources: Any) -> dict[str, Any]:
@@ -26,7 +35,7 @@ def make_cq(name: str, *flavors: dict[str, Any], cohort: str | None = None, **sp
     if cohort:
         body["cohortName"] = cohort
     body.update(spec)
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": body}
+    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": body}
 
 
 def make_cohort(name: str, *flavors: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
@@ -36,11 +45,11 @@ def make_cohort(name: str, *flavors: dict[str, Any], parent: str | None = None) 
         spec["resourceGroups"] = [{"coveredResources": covered, "flavors": list(flavors)}]
     if parent:
         spec["parentName"] = parent
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
 
 
 def make_flavor(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
-                tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+                tolerations: list[dict[str, str]] | None = None, topology: str = "") -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if labels:
         spec["nodeLabels"] = labels
@@ -48,7 +57,9 @@ def make_flavor(name: str, labels: dict[str, str] | None = None, taints: list[di
         spec["nodeTaints"] = taints
     if tolerations:
         spec["tolerations"] = tolerations
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+    if topology:
+        spec["topologyName"] = topology
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
 
 
 def make_podset(name: str = "main", count: int = 1, node_selector: dict[str, str] | None = None,
@@ -69,3 +80,65 @@ FLAVORS = [make_flavor("default"), make_flavor("one", {"type": "one"}), make_fla
            make_flavor("a100", {"gpu": "a100"}), make_flavor("h100", {"gpu": "h100"}),
            make_flavor("tainted", taints=[SPOT_TAINT]),
            make_flavor("taint_and_toleration", taints=[SPOT_TAINT], tolerations=[SPOT_TOLERATION])]
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def local_queue(name: str, namespace_: str, cluster_queue: str) -> dict[str, Any]:
+    return {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace_},
+            "spec": {"clusterQueue": cluster_queue}}
+
+
+def workload_priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def topology(name: str, *levels: str) -> dict[str, Any]:
+    return {"apiVersion": KUEUE_API, "kind": "Topology", "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": level} for level in levels]}}
+
+
+def queued_job(name: str, gpus: int, queue: str, namespace_: str = "team-a", priority_class: str = "",
+               pods: int | None = None, indexed: bool = False, annotations: dict[str, str] | None = None,
+               command: Sequence[str] = ("sleep", "3600")) -> dict[str, Any]:
+    """A batch/v1 Job labelled for LocalQueue ``queue`` (and WorkloadPriorityClass
+    ``priority_class``): ``pods`` pods (parallelism = completions; the Job's defaults without)
+    of one busybox container ``train`` with ``gpus`` GPUs."""
+    labels = {"kueue.x-k8s.io/queue-name": queue}
+    if priority_class:
+        labels["kueue.x-k8s.io/priority-class"] = priority_class
+    container: dict[str, Any] = {"name": "train", "image": "busybox"}
+    if command:
+        container["command"] = list(command)
+    container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    template: dict[str, Any] = {"spec": {"restartPolicy": "Never", "containers": [container]}}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    spec: dict[str, Any] = {}
+    if pods is not None:
+        spec.update(parallelism=pods, completions=pods)
+    if indexed:
+        spec["completionMode"] = "Indexed"
+    spec["template"] = template
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace_, "labels": labels}, "spec": spec}
+
+
+def manifests(*bodies: dict[str, Any]) -> str:
+    """The bodies as one YAML stream, for ``tests.cluster.builders.apply``."""
+    return yaml.safe_dump_all(bodies)
+
+
+def job_workload(cluster: Any, job_name: str, namespace_: str = "team-a") -> dict[str, Any]:
+    """The Workload of the Job ``job_name`` (``jobframework.workload_name``)."""
+    [found] = cluster.get("Job", [job_name], namespace=namespace_)
+    [wl] = cluster.get("Workload", [workload_name(job_name, found["metadata"]["uid"])], namespace=namespace_)
+    return wl
+
+
+def condition(obj: dict[str, Any], type_: str) -> tuple[str, str, str]:
+    """Status, reason and message of ``obj``'s condition ``type_``."""
+    found = next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+    return found["status"], found["reason"], found["message"]

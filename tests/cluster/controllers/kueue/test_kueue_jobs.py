@@ -15,75 +15,23 @@ import pytest
 
 from gpusched.kueue.jobframework import workload_name
 from tests.cluster.builders import apply, pool
+from tests.kueue.builders import (condition, flavor_quota, local_queue, make_cq, make_flavor, manifests,
+                                  namespace, queued_job, workload_priority_class)
+from tests.kueue.builders import job_workload as workload
 
-SETUP = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: a100}
-spec:
-  nodeLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}
-  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: team-a}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: a100
-      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: team-a-queue, namespace: team-a}
-spec: {clusterQueue: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
-"""
+A100_LABELS = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+SETUP = manifests(
+    namespace("team-a"),
+    make_flavor("a100", A100_LABELS, tolerations=[GPU_TOLERATION]),
+    make_cq("team-a", flavor_quota("a100", gpu=8), namespaceSelector={},
+            preemption={"withinClusterQueue": "LowerPriority"}),
+    local_queue("team-a-queue", "team-a", "team-a"),
+    workload_priority_class("high", 1000))
 
 
 def job(name: str, gpus: int, queue: str = "team-a-queue", priority_class: str = "", parallelism: int = 1) -> str:
-    labels = f"kueue.x-k8s.io/queue-name: {queue}"
-    if priority_class:
-        labels += f", kueue.x-k8s.io/priority-class: {priority_class}"
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: team-a, labels: {{{labels}}}}}
-spec:
-  parallelism: {parallelism}
-  completions: {parallelism}
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: train
-        image: busybox
-        command: [sleep, "3600"]
-        resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
-"""
-
-
-def workload(cluster, job_name: str) -> dict[str, Any]:
-    [found] = cluster.get("Job", [job_name], namespace="team-a")
-    meta = found["metadata"]
-    [wl] = cluster.get("Workload", [workload_name(meta["name"], meta["uid"])], namespace="team-a")
-    return wl
-
-
-def condition(obj: dict[str, Any], type_: str) -> tuple[str, str, str]:
-    found = next(c for c in obj["status"]["conditions"] if c["type"] == type_)
-    return found["status"], found["reason"], found["message"]
+    return manifests(queued_job(name, gpus, queue, priority_class=priority_class, pods=parallelism))
 
 
 @pytest.fixture
@@ -182,36 +130,10 @@ def test_metrics_carry_kueues_per_queue_gauges(kueue) -> None:
     assert got[("kueue_admission_attempts_total", (role, ("result", "inadmissible")))] >= 1
 
 
-COHORT_PAIR = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-b}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: team-b}
-spec:
-  namespaceSelector: {}
-  cohortName: COHORT
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: team-c}
-spec:
-  namespaceSelector: {}
-  cohortName: COHORT
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: team-b-queue, namespace: team-b}
-spec: {clusterQueue: team-b}
-"""
+COHORT_PAIR = manifests(
+    namespace("team-b"),
+    *(make_cq(name, flavor_quota("a100", gpu=8), cohort="COHORT", namespaceSelector={}) for name in ("team-b", "team-c")),
+    local_queue("team-b-queue", "team-b", "team-b"))
 
 
 def test_a_job_borrows_its_cohorts_unused_quota(kueue) -> None:

@@ -9,87 +9,26 @@ requeued with ``RequeueReasonPendingPreemption``), ``pkg/scheduler/preemption/pr
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 
-from gpusched.kueue.jobframework import workload_name
 from tests.cluster.builders import apply, pool
+from tests.kueue.builders import (KUEUE_API, flavor_quota, local_queue, make_cq, manifests, namespace,
+                                  queued_job, workload_priority_class)
+from tests.kueue.builders import job_workload as workload
 
-QUEUES = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-x}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-y}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: a100}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: team-x}
-spec:
-  namespaceSelector: {}
-  cohortName: shared
-  preemption: {reclaimWithinCohort: Any, withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: team-y}
-spec:
-  namespaceSelector: {}
-  cohortName: shared
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 0}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: queue, namespace: team-x}
-spec: {clusterQueue: team-x}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: queue, namespace: team-y}
-spec: {clusterQueue: team-y}
-"""
+QUEUES = manifests(
+    namespace("team-x"), namespace("team-y"),
+    {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "a100"}},     # no spec at all
+    workload_priority_class("high", 1000),
+    make_cq("team-x", flavor_quota("a100", gpu=8), cohort="shared", namespaceSelector={},
+            preemption={"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}),
+    make_cq("team-y", flavor_quota("a100", gpu=0), cohort="shared", namespaceSelector={}),
+    local_queue("queue", "team-x", "team-x"), local_queue("queue", "team-y", "team-y"))
 
 
 def job(name: str, team: str, gpus: int, priority_class: str = "") -> str:
-    labels = "kueue.x-k8s.io/queue-name: queue"
-    if priority_class:
-        labels += f", kueue.x-k8s.io/priority-class: {priority_class}"
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: {team}, labels: {{{labels}}}}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: train
-        image: busybox
-        resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
-"""
-
-
-def workload(cluster, name: str, team: str) -> dict[str, Any]:
-    [found] = cluster.get("Job", [name], namespace=team)
-    [wl] = cluster.get("Workload", [workload_name(name, found["metadata"]["uid"])], namespace=team)
-    return wl
+    return manifests(queued_job(name, gpus, "queue", team, priority_class, command=()))
 
 
 # (id, Jobs applied first, Jobs applied after; each (name, team, GPUs, priority class)).

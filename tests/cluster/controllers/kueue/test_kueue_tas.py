@@ -7,49 +7,19 @@ ClusterQueue inactive. Upstream: ``pkg/scheduler/scheduler_tas_test.go``,
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from gpusched.kueue.jobframework import workload_name
 from tests.cluster.builders import apply, pool
+from tests.kueue.builders import flavor_quota, local_queue, make_cq, make_flavor, manifests, namespace, queued_job, topology
+from tests.kueue.builders import job_workload as workload
 
 RACK, BLOCK, HOST = "cloud.provider.com/topology-rack", "cloud.provider.com/topology-block", "kubernetes.io/hostname"
 
-SETUP = f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: team-a}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Topology
-metadata: {{name: default}}
-spec:
-  levels: [{{nodeLabel: {BLOCK}}}, {{nodeLabel: {RACK}}}, {{nodeLabel: {HOST}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: tas-a100}}
-spec:
-  nodeLabels: {{nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}}
-  topologyName: default
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: team-a}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: tas-a100
-      resources: [{{name: nvidia.com/gpu, nominalQuota: 64}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: team-a}}
-spec: {{clusterQueue: team-a}}
-"""
+SETUP = manifests(
+    namespace("team-a"), topology("default", BLOCK, RACK, HOST),
+    make_flavor("tas-a100", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}, topology="default"),
+    make_cq("team-a", flavor_quota("tas-a100", gpu=64), namespaceSelector={}),
+    local_queue("q", "team-a", "team-a"))
 
 
 def rack_pools() -> str:
@@ -59,31 +29,9 @@ def rack_pools() -> str:
 
 
 def job(name: str, pods: int, gpus: int, level: str = RACK) -> str:
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: team-a, labels: {{kueue.x-k8s.io/queue-name: q}}}}
-spec:
-  parallelism: {pods}
-  completions: {pods}
-  completionMode: Indexed
-  template:
-    metadata:
-      annotations: {{kueue.x-k8s.io/podset-required-topology: {level}}}
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: train
-        image: busybox
-        command: [sleep, "3600"]
-        resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
-"""
-
-
-def workload(cluster: Any, job_name: str) -> dict[str, Any]:
-    [found] = cluster.get("Job", [job_name], namespace="team-a")
-    [wl] = cluster.get("Workload", [workload_name(job_name, found["metadata"]["uid"])], namespace="team-a")
-    return wl
+    """An Indexed Job of ``pods`` pods requiring one domain of ``level`` (none: no annotation)."""
+    annotations = {"kueue.x-k8s.io/podset-required-topology": level} if level else None
+    return manifests(queued_job(name, gpus, "q", pods=pods, indexed=True, annotations=annotations))
 
 
 @pytest.fixture
@@ -135,40 +83,11 @@ def test_missing_topology_makes_the_cluster_queue_inactive(cluster) -> None:
         'Can\'t admit new workloads: there is no Topology "nowhere" for TAS flavor "tas-a100".')
 
 
-CLIQUE_SETUP = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Topology
-metadata: {name: nvlink}
-spec:
-  levels: [{nodeLabel: nvidia.com/gpu.clique}, {nodeLabel: kubernetes.io/hostname}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gb200}
-spec:
-  nodeLabels: {nvidia.com/gpu.product: NVIDIA-GB200}
-  topologyName: nvlink
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: team-a}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gb200
-      resources: [{name: nvidia.com/gpu, nominalQuota: 64}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: team-a}
-"""
+CLIQUE_SETUP = manifests(
+    namespace("team-a"), topology("nvlink", "nvidia.com/gpu.clique", HOST),
+    make_flavor("gb200", {"nvidia.com/gpu.product": "NVIDIA-GB200"}, topology="nvlink"),
+    make_cq("team-a", flavor_quota("gb200", gpu=64), namespaceSelector={}),
+    local_queue("q", "team-a", "team-a"))
 
 
 def test_gang_stays_inside_one_nvlink_clique(cluster) -> None:
@@ -186,8 +105,7 @@ def test_a_queue_of_tas_flavors_only_places_an_unannotated_job(tas) -> None:
     """Implied TAS (isTASImplied: the ClusterQueue's flavors are all TAS flavors): the Job's
     template gets podset-unconstrained-topology "true" with the gate (podset.FromAssignment), and
     its pods go to the fullest nodes that fit (LeastFreeCapacity)."""
-    apply(tas, job("plain", 2, 4).replace(
-        "    metadata:\n      annotations: {kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack}\n", ""))
+    apply(tas, job("plain", 2, 4, level=""))
     wl = workload(tas, "plain")
     assert wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]["levels"] == [HOST]
     [found] = tas.get("Job", ["plain"], namespace="team-a")

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from tests.cluster.builders import apply, pod, pool
+from tests.kueue.builders import condition, manifests, namespace
 
-from .test_kueue_jobs import SETUP, condition, job, workload
+from .test_kueue_jobs import SETUP, job, workload
 
 MESSAGE = "Exceeded the PodsReady timeout team-a/{name}"
 
@@ -32,7 +33,7 @@ def kueue_config(**wait) -> str:
                            "data": {"controller_manager_config.yaml": text}})
 
 
-NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: kueue-system}\n"
+NAMESPACE = manifests(namespace("kueue-system"))
 
 
 def test_ready_job_gets_pods_ready_started(kueue) -> None:
