@@ -105,12 +105,9 @@ def _is_scaling_event(deploy: dict[str, Any], new: dict[str, Any] | None, old: l
 
 
 def _rollout_rolling(view: View, deploy: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]) -> None:
+    new = _new_set(view, deploy, new, old)
     if new is None:
-        new = _create_new_set(view, deploy, old)
-        if new is None:
-            return
-    else:
-        new = _sync_new_set(view, deploy, new, old)
+        return
     if _reconcile_new(view, deploy, new, old):
         return
     _reconcile_old(view, deploy, new, old)
@@ -185,12 +182,9 @@ def _rollout_recreate(view: View, deploy: dict[str, Any], new: dict[str, Any] | 
             scaled = _scale_set(view, deploy, rs, 0) or scaled
     if scaled or _old_pods_running(view, old):
         return
+    new = _new_set(view, deploy, new, old)
     if new is None:
-        new = _create_new_set(view, deploy, old)
-        if new is None:
-            return
-    else:
-        new = _sync_new_set(view, deploy, new, old)
+        return
     _scale_set(view, deploy, new, _replicas(deploy))
 
 
@@ -292,6 +286,15 @@ def _max_old_revision(old: list[dict[str, Any]]) -> int:
 def _copied_annotations(deploy: dict[str, Any]) -> dict[str, str]:
     annotations = (deploy["metadata"].get("annotations") or {})
     return {k: v for k, v in annotations.items() if k not in _SKIP_ANNOTATIONS}
+
+
+def _new_set(view: View, deploy: dict[str, Any], new: dict[str, Any] | None,
+             old: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``getNewReplicaSet`` with createIfNotExisted: the new set synced, or created (None when
+    the create was refused)."""
+    if new is None:
+        return _create_new_set(view, deploy, old)
+    return _sync_new_set(view, deploy, new, old)
 
 
 def _create_new_set(view: View, deploy: dict[str, Any],
