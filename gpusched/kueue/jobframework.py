@@ -64,7 +64,8 @@ class Integration:
     with the infos merged into its templates, or the unchanged object and a conflict error;
     ``restore_podsets_info`` returns it suspended with the Workload's recorded templates;
     ``complete`` is the condition type that finishes it successfully (``Failed`` finishes it
-    either way); ``priority_class`` is ``JobWithPriorityClass`` (none by default)."""
+    either way); ``pods_ready`` is ``PodsReady`` (waitForPodsReady's test); ``priority_class`` is
+    ``JobWithPriorityClass`` (none by default)."""
 
     kind: str
     api_version: str
@@ -72,6 +73,7 @@ class Integration:
     podsets: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
     run_with_podsets_info: Callable[[Mapping[str, Any], Sequence[PodSetInfo]], tuple[dict[str, Any], str]]
     restore_podsets_info: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], dict[str, Any]]
+    pods_ready: Callable[[Mapping[str, Any]], bool]
     priority_class: Callable[[Mapping[str, Any]], str | None] = _no_priority_class
 
     def workload_name(self, owner: Mapping[str, Any]) -> str:

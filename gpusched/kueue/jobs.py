@@ -22,6 +22,7 @@ from gpusched.kueue.amounts import amount_string
 from gpusched.kueue.flavors import Assignment
 from gpusched.kueue.jobframework import (DEFAULT_PODSET, NO_META, Integration, PodSetInfo, PodSetMeta,
                                          workload_for)
+from gpusched.kueue.pods_ready import job_pods_ready
 from gpusched.kueue.tas_assignment import encode
 from gpusched.kueue.tas_request import JOB_COMPLETION_INDEX, topology_request_field
 
@@ -87,7 +88,7 @@ def _priority_class(job: Mapping[str, Any]) -> str | None:
 
 
 JOB = Integration("Job", "batch/v1", "Complete", _podsets, _run_with_podsets_info, _restore_podsets_info,
-                  _priority_class)
+                  job_pods_ready, _priority_class)
 
 
 def workload_for_job(job: Mapping[str, Any], priority: int = 0, priority_class: str | None = None) -> dict[str, Any]:

@@ -73,11 +73,12 @@ def _restore_podsets_info(jobset: Mapping[str, Any], workload_podsets: Sequence[
     return {**jobset, "spec": spec}
 
 
-JOBSET = Integration("JobSet", JOBSET_API, "Completed", podsets, _run_with_podsets_info, _restore_podsets_info)
-
-
 def jobset_pods_ready(jobset: Mapping[str, Any]) -> bool:
     """``PodsReady``: ready + succeeded Jobs of every replicatedJob reach its replicas."""
     wanted = sum(_replicas(r) for r in (jobset.get("spec") or {}).get("replicatedJobs") or ())
     statuses = (jobset.get("status") or {}).get("replicatedJobsStatus") or ()
     return sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses) >= wanted
+
+
+JOBSET = Integration("JobSet", JOBSET_API, "Completed", podsets, _run_with_podsets_info, _restore_podsets_info,
+                     jobset_pods_ready)

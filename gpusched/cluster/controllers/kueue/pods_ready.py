@@ -43,12 +43,15 @@ from gpusched.cluster.controllers.kueue.snapshot import condition, is_true
 from gpusched.errors import GpuschedError
 from gpusched.kueue import conditions as cond
 from gpusched.kueue import pods_ready as rules
-from gpusched.kueue.jobsets import jobset_pods_ready
+from gpusched.kueue.jobframework import Integration
+from gpusched.kueue.jobs import JOB
+from gpusched.kueue.jobsets import JOBSET
 
 log = logging.getLogger(__name__)
 COMPONENT = "kueue-workload-controller"
 CONFIG_NAMESPACE, CONFIG_NAME = "kueue-system", "kueue-manager-config"
 CONFIG_KEY = "controller_manager_config.yaml"
+INTEGRATIONS: dict[str, Integration] = {integration.kind: integration for integration in (JOB, JOBSET)}
 
 
 def _owned_workloads(kind: str) -> Informer:
@@ -65,7 +68,7 @@ def _owned_workloads(kind: str) -> Informer:
 
 # A Workload (its own change or its timer), the Job or JobSet that owns it; Kueue's ConfigMap
 # re-checks every Workload.
-QUEUE = WorkQueue("Workload", (itself("Workload"), _owned_workloads("Job"), _owned_workloads("JobSet")),
+QUEUE = WorkQueue("Workload", (itself("Workload"), *(_owned_workloads(kind) for kind in INTEGRATIONS)),
                   frozenset({"ConfigMap"}), pod_creator=False)
 
 
@@ -92,13 +95,13 @@ def _parsed(text: str) -> rules.PodsReadyConfig:
 def _owner_ready(view: View, wl: dict[str, Any]) -> bool | None:
     """Whether the Workload's Job or JobSet has its pods ready (None: no running owner)."""
     meta = wl.get("metadata") or {}
-    owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") in ("Job", "JobSet")), None)
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") in INTEGRATIONS), None)
     if owner is None:
         return None
     body = view.get(str(owner["kind"]), str(owner.get("name", "")), str(meta.get("namespace", "default")))
     if body is None or (body.get("spec") or {}).get("suspend"):
         return None
-    return rules.job_pods_ready(body) if owner["kind"] == "Job" else jobset_pods_ready(body)
+    return INTEGRATIONS[str(owner["kind"])].pods_ready(body)
 
 
 def _admitted(wl: dict[str, Any]) -> bool:
