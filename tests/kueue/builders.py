@@ -142,3 +142,21 @@ def condition(obj: dict[str, Any], type_: str) -> tuple[str, str, str]:
     """Status, reason and message of ``obj``'s condition ``type_``."""
     found = next(c for c in obj["status"]["conditions"] if c["type"] == type_)
     return found["status"], found["reason"], found["message"]
+
+
+def queued_jobset(name: str, queue: str, replicated: Sequence[tuple[str, int, int, int]], namespace_: str = "team-a",
+                  annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A JobSet labelled for LocalQueue ``queue``: per ``(name, replicas, pods, gpus)`` a
+    replicatedJob of ``replicas`` Jobs of ``pods`` pods with ``gpus`` GPUs each; ``annotations``
+    go on every pod template."""
+    rjobs = []
+    for rjob, replicas, pods, gpus in replicated:
+        template: dict[str, Any] = {"spec": {"containers": [{"name": rjob, "image": "busybox",
+                                                             "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+        if annotations:
+            template["metadata"] = {"annotations": annotations}
+        rjobs.append({"name": rjob, "replicas": replicas,
+                      "template": {"spec": {"parallelism": pods, "completions": pods, "template": template}}})
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace_, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"replicatedJobs": rjobs}}
