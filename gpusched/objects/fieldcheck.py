@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from gpusched.errors import FieldError
 from gpusched.objects.quantity import QuantityError, parse_quantity
@@ -85,6 +85,15 @@ class Errors:
         if name in seen:
             self.duplicate(path, name)
         seen.add(name)
+
+    def objects(self, items: Iterable[Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each object of a list with its path (``path[i]``); an item that is not an object is
+        ``must be an object`` (at its path) and skipped."""
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                yield f"{path}[{i}]", item
+            else:
+                self.invalid(f"{path}[{i}]", item, "must be an object")
 
     # -- typed getters: record a type error and return None when the JSON type is wrong ---------
 

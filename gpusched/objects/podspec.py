@@ -75,11 +75,7 @@ def _overcommit_allowed(name: str) -> bool:
 
 def validate_tolerations(items: list[Any], path: str, e: Errors) -> None:
     """``ValidateTolerations``: each toleration's key, operator/value and effect."""
-    for i, tol in enumerate(items):
-        p = f"{path}[{i}]"
-        if not isinstance(tol, dict):
-            e.invalid(p, tol, "must be an object")
-            continue
+    for p, tol in e.objects(items, path):
         _toleration(tol, p, e)
 
 
@@ -116,11 +112,7 @@ def _toleration_operator(tol: dict[str, Any], op: str, value: str, p: str, e: Er
 
 
 def _topology_spread(items: list[Any], path: str, e: Errors) -> None:
-    for i, c in enumerate(items):
-        p = f"{path}[{i}]"
-        if not isinstance(c, dict):
-            e.invalid(p, c, "must be an object")
-            continue
+    for p, c in e.objects(items, path):
         skew = c.get("maxSkew")
         if isinstance(skew, bool) or not isinstance(skew, int) or skew <= 0:
             e.invalid(f"{p}.maxSkew", skew, "must be greater than zero")
@@ -217,11 +209,7 @@ def _request_vs_limit(name: str, amount: Any, text: str, limits: dict[str, Any],
 def _containers(items: list[Any], path: str, e: Errors, seen: set[str], init: bool,
                 pod_claims: set[str]) -> None:
     """``validateContainers`` / ``validateInitContainers``: each container in order."""
-    for i, c in enumerate(items):
-        p = f"{path}[{i}]"
-        if not isinstance(c, dict):
-            e.invalid(p, c, "must be an object")
-            continue
+    for p, c in e.objects(items, path):
         _container_name(c, p, e, seen)
         image = e.string(c, "image", f"{p}.image")
         if not image and not isinstance(c.get("image"), (int, float, dict, list)):

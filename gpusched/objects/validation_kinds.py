@@ -113,11 +113,7 @@ def _service(obj: dict[str, Any], e: Errors) -> None:
 def _service_ports(ports: list[Any], kind: str, e: Errors) -> None:
     names: set[str] = set()
     seen: set[tuple[Any, ...]] = set()
-    for i, port in enumerate(ports):
-        p = f"spec.ports[{i}]"
-        if not isinstance(port, dict):
-            e.invalid(p, port, "must be an object")
-            continue
+    for p, port in e.objects(ports, "spec.ports"):
         name = e.string(port, "name", f"{p}.name") or ""
         if len(ports) > 1 and not name:
             e.required(f"{p}.name")
@@ -384,11 +380,7 @@ def _policy_rule(rule: Any, p: str, peers_field: str, e: Errors) -> None:
 
 
 def _policy_ports(ports: list[Any], path: str, e: Errors) -> None:
-    for i, port in enumerate(ports):
-        p = f"{path}[{i}]"
-        if not isinstance(port, dict):
-            e.invalid(p, port, "must be an object")
-            continue
+    for p, port in e.objects(ports, path):
         protocol = port.setdefault("protocol", "TCP")
         if protocol not in PROTOCOLS:
             e.unsupported(f"{p}.protocol", protocol, PROTOCOLS)

@@ -27,11 +27,7 @@ from gpusched.objects.digits import is_digits
 
 def _taints(items: list[Any], path: str, e: Errors) -> None:
     seen = set()
-    for i, taint in enumerate(items):
-        p = f"{path}[{i}]"
-        if not isinstance(taint, dict):
-            e.invalid(p, taint, "must be an object")
-            continue
+    for p, taint in e.objects(items, path):
         key = e.string(taint, "key", f"{p}.key") or ""
         for msg in qualified_name_errors(key):
             e.invalid(f"{p}.key", key, msg)

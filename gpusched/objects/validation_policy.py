@@ -195,11 +195,7 @@ def _limit_range(obj: dict[str, Any], e: Errors) -> None:
     items = e.items_of(spec, "limits", "spec.limits")
     if items is None:
         e.required("spec.limits")
-    for i, item in enumerate(items or ()):
-        p = f"spec.limits[{i}]"
-        if not isinstance(item, dict):
-            e.invalid(p, item, "must be an object")
-            continue
+    for p, item in e.objects(items or (), "spec.limits"):
         kind = item.get("type")
         if kind not in _LIMIT_TYPES:
             e.unsupported(f"{p}.type", kind if kind is not None else "", _LIMIT_TYPES)
