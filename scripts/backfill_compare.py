@@ -39,7 +39,7 @@ import numpy as np
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.objects.manifest import Manifest, load_manifests
-from gpusched.sim.doc_table import command_line, header, row, write_block
+from gpusched.sim.doc_table import command_line, header, metric_rows, write_block
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "examples" / "cluster.yaml"
@@ -169,8 +169,7 @@ def table(args: argparse.Namespace, jobs: list[Job], results: dict[str, dict]) -
              f"{first['jobs_small']} of 1-4 GPUs, {first['jobs_big']} of 8 GPUs; last arrival "
              f"at {jobs[-1].arrival / 3600:.2f} h).", "",
              *header("metric", [label for _, label in MODES])]
-    for label, key, unit in ROWS:
-        lines.append(row(label, [f"{results[mode][key] / unit:.1f}" for mode, _ in MODES]))
+    lines += metric_rows(ROWS, results, [mode for mode, _ in MODES])
     return "\n".join(lines + ["", END])
 
 

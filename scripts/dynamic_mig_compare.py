@@ -49,7 +49,7 @@ import numpy as np
 
 from gpusched.cluster.cluster import Cluster
 from gpusched.objects.manifest import Manifest
-from gpusched.sim.doc_table import command_line, header, row, write_block
+from gpusched.sim.doc_table import command_line, header, metric_rows, row, write_block
 
 BEGIN, END = "<!-- dynamic_mig_compare:begin -->", "<!-- dynamic_mig_compare:end -->"
 NODES, GPUS_PER_NODE = 2, 8
@@ -188,10 +188,10 @@ def table(args: argparse.Namespace, servers: list[Server], results: dict[str, di
     for profile, _, _ in PROFILES:
         lines.append(row(f"served, {profile}", [f"{results[m][f'served {profile}']} of {first[f'asked {profile}']}"
                                                 for m, _, _ in MODES]))
-    for label, key, unit in (("mean pending time of served pods (min)", "wait_mean", 60),
-                             ("p95 pending time of served pods (min)", "wait_p95", 60),
-                             ("GPU utilisation (compute slices held, %)", "utilization", 0.01)):
-        lines.append(row(label, [f"{results[m][key] / unit:.1f}" for m, _, _ in MODES]))
+    lines += metric_rows((("mean pending time of served pods (min)", "wait_mean", 60),
+                          ("p95 pending time of served pods (min)", "wait_p95", 60),
+                          ("GPU utilisation (compute slices held, %)", "utilization", 0.01)),
+                         results, [m for m, _, _ in MODES])
     return "\n".join(lines + ["", END])
 
 

@@ -10,7 +10,7 @@ CSVs and plots.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -32,6 +32,16 @@ def header(first: str, columns: Sequence[str]) -> list[str]:
 def row(label: str, cells: Sequence[str]) -> str:
     """One markdown table row."""
     return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def metric_rows(metrics: Sequence[tuple[str, str, float]], results: Mapping[str, Mapping[str, float]],
+                modes: Sequence[str]) -> list[str]:
+    """A row per ``(label, key, unit)``: each mode's ``results[mode][key] / unit``, one decimal.
+
+    >>> metric_rows([("wait (min)", "wait", 60)], {"a": {"wait": 90.0}, "b": {"wait": 30.0}}, ["a", "b"])
+    ['| wait (min) | 1.5 | 0.5 |']
+    """
+    return [row(label, [f"{results[mode][key] / unit:.1f}" for mode in modes]) for label, key, unit in metrics]
 
 
 def write_block(path: Path, begin: str, end: str, block: str) -> None:
