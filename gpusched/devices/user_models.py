@@ -155,6 +155,15 @@ def user_models(configmaps: list[dict[str, Any]]) -> dict[str, GpuModel]:
     return {}
 
 
+def usable_user_models(configmaps: list[dict[str, Any]]) -> dict[str, GpuModel]:
+    """:func:`user_models` for a controller that expands nodes: none when the ConfigMap does not
+    parse (the device-plugin controller reports a broken models ConfigMap, once)."""
+    try:
+        return user_models(configmaps)
+    except GpuschedError:
+        return {}
+
+
 def resolve(name: str, extra: Mapping[str, GpuModel]) -> GpuModel:
     """A model by catalog name/product/alias, user models included (``UsageError`` if none)."""
     wanted = str(name).strip().lower()

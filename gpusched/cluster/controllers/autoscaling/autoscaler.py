@@ -58,7 +58,6 @@ from gpusched.cluster.controllers.autoscaling.autoscaler_config import (COMPONEN
                                                                         best_option, load_config)
 from gpusched.cluster.scheduling.profiles import pending_pods
 from gpusched.cluster.apiserver.view import View
-from gpusched.errors import GpuschedError
 
 MAX_REASON = "max node group size reached"      # orchestrator/skippedreasons.go
 
@@ -165,11 +164,8 @@ def template(view: View, group: Group, name: str) -> dict[str, Any]:
     from gpusched.cluster.kubelet.device_inputs import device_inputs
     from gpusched.cluster.kubelet.node_status import kubelet_status
     from gpusched.devices.nodepool import template_node
-    from gpusched.devices.user_models import user_models
-    try:
-        extra = user_models(view.list("ConfigMap"))
-    except GpuschedError:
-        extra = {}
+    from gpusched.devices.user_models import usable_user_models
+    extra = usable_user_models(view.list("ConfigMap"))
     node = template_node(group.pool, name, extra)
     inputs = device_inputs(view)
     node, _state = advertised(node, inputs.for_node(name), view.timestamp(), inputs.policy)

@@ -32,7 +32,7 @@ from gpusched.devices.dra_classes import (CONSUMABLE_SHARES_LABEL, DRA_DYNAMIC_M
 from gpusched.devices.dra_slices import DRIVER, NodeGpus, node_slices
 from gpusched.devices.gfd import DEFAULT_DRIVER_VERSION
 from gpusched.devices.mig_manager import MIG_LAYOUT_ANNOTATION, current_layout
-from gpusched.devices.user_models import user_models
+from gpusched.devices.user_models import usable_user_models
 from gpusched.errors import GpuschedError
 
 # Nodes; the ConfigMaps (user GPU models) every node's GPUs are read with.
@@ -44,10 +44,7 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     nodes = QUEUE.objects(view, changes)
     if not nodes:
         return
-    try:
-        extra = user_models(view.list("ConfigMap"))
-    except GpuschedError:
-        extra = {}          # the device-plugin controller reports a broken models ConfigMap
+    extra = usable_user_models(view.list("ConfigMap"))
     managed = False
     for node in nodes:
         managed = _reconcile_node(view, node, extra) or managed

@@ -41,12 +41,8 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
     pools = QUEUE.objects(view, changes)
     if not pools:
         return
-    from gpusched.devices.user_models import user_models
-    from gpusched.errors import GpuschedError
-    try:
-        extra = user_models(view.list("ConfigMap"))
-    except GpuschedError:
-        extra = {}          # the device-plugin controller reports a broken models ConfigMap
+    from gpusched.devices.user_models import usable_user_models
+    extra = usable_user_models(view.list("ConfigMap"))
     for pool in pools:
         _reconcile_pool(view, pool, extra)
 
