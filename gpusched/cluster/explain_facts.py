@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpusched.cluster.apiserver.store import seconds_of
-from gpusched.cluster.controllers.workloads.job_rules import finished
+from gpusched.cluster.controllers.workloads.job_rules import deadline_due
 from gpusched.cluster.kubelet.pod_lifecycle import end_time, start_time
 from gpusched.cluster.apiserver.view import View
 from gpusched.objects.quantity import QuantityError, canonical, format_quantity
@@ -94,18 +94,9 @@ def closest(name: str, candidates: set[str]) -> str | None:
 # ---- finish times ---------------------------------------------------------------------------
 
 
-def job_deadline(job: dict[str, Any]) -> float | None:
-    """When a running Job's ``activeDeadlineSeconds`` stops it (its pods are killed then)."""
-    spec, status = job.get("spec") or {}, job.get("status") or {}
-    if finished(job) or spec.get("suspend") or spec.get("activeDeadlineSeconds") is None \
-            or not status.get("startTime"):
-        return None
-    return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
-
-
 def finish_times(view: View) -> dict[str, float]:
     """Pod key -> when the running pod ends on its own (see the module docstring)."""
-    jobs = {(_meta(j).get("namespace", ""), _meta(j).get("name", "")): job_deadline(j)
+    jobs = {(_meta(j).get("namespace", ""), _meta(j).get("name", "")): deadline_due(j)
             for j in view.list("Job")}
     out: dict[str, float] = {}
     for pod in view.list("Pod"):

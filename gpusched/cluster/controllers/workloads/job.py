@@ -47,7 +47,7 @@ from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.controllers.workloads.job_rules import (COMPLETE_REASON, COMPONENT, FINALIZER,
                                                               INDEX_KEY, _update_backoff,
                                                               backoff_remaining, completion_index,
-                                                              completions_of, finished,
+                                                              completions_of, deadline_due, finished,
                                                               has_condition, indexed, is_pod_failed,
                                                               match_pod_failure_policy)
 from gpusched.cluster.apiserver.view import View
@@ -436,16 +436,6 @@ def _expire(view: View, job: dict[str, Any]) -> None:
         write.delete(view, "Job", job["metadata"]["name"], job["metadata"]["namespace"])
 
 
-def deadline_due(view: View, job: dict[str, Any]) -> float | None:
-    """When this unfinished, unsuspended Job's activeDeadlineSeconds expires (``explain`` dates
-    the room its pods free with it)."""
-    spec, status = job.get("spec") or {}, job.get("status") or {}
-    if finished(job) or spec.get("suspend") or spec.get("activeDeadlineSeconds") is None \
-            or not status.get("startTime"):
-        return None
-    return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
-
-
 def due(view: View, job: dict[str, Any]) -> float | None:
     """Timer (``cluster.clock.timers``): this Job's earliest active deadline, back-off expiry or TTL
     expiry. A back-off record change touches the Job (``View.touch``) so this is re-derived."""
@@ -457,7 +447,7 @@ def due(view: View, job: dict[str, Any]) -> float | None:
         return at + float(spec["ttlSecondsAfterFinished"])
     if spec.get("suspend"):
         return None
-    times = [t for t in (deadline_due(view, job),) if t is not None]
+    times = [t for t in (deadline_due(job),) if t is not None]
     remaining = backoff_remaining(view, job)
     if remaining > 0:
         times.append(view.now() + remaining)

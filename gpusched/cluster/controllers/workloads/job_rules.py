@@ -39,6 +39,16 @@ def finished(job: dict[str, Any]) -> dict[str, Any] | None:
     return has_condition(job, "Complete") or has_condition(job, "Failed")
 
 
+def deadline_due(job: dict[str, Any]) -> float | None:
+    """When this unfinished, unsuspended Job's activeDeadlineSeconds expires (its pods are
+    killed then; ``explain`` dates the room they free with it)."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    if finished(job) or spec.get("suspend") or spec.get("activeDeadlineSeconds") is None \
+            or not status.get("startTime"):
+        return None
+    return seconds_of(status["startTime"]) + float(spec["activeDeadlineSeconds"])
+
+
 def completions_of(spec: dict[str, Any]) -> int | None:
     """Defaulting: completions 1 unless only parallelism is set."""
     if spec.get("completions") is not None:
