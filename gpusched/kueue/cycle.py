@@ -13,14 +13,17 @@ Neighbours: ``flavors``, ``preemption``, ``ordering``, ``quota``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gpusched.kueue.fair_iterator import FairEntry, FairSharingIterator
+from gpusched.kueue.fair_sharing import FairSharing
 from gpusched.kueue.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, FlavorAssigner
 from gpusched.kueue.inputs import Flavor, PodSetRequest, QueuePolicy
 from gpusched.kueue.ordering import STRICT_FIFO, Entry, QueuedWorkload, cycle_order, in_queue_order
-from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, Target, oracle
+from gpusched.kueue.preemption import Admitted, Preemptor, Target
 from gpusched.kueue.quota import CohortForest, add_usage, available, remove_usage
+from gpusched.kueue.targets import oracle, select_targets
 from gpusched.kueue.tas import TopologySnapshot
 from gpusched.kueue.tas_cycle import place, record, tas_only
 
@@ -55,13 +58,15 @@ class Decision:
 @dataclass
 class Snapshot:
     """The cycle's world: the quota forest with admitted usage, the queues' policies, flavors,
-    and each TAS flavor's topology with its admitted pods (``topologies``, by flavor name)."""
+    each TAS flavor's topology with its admitted pods (``topologies``, by flavor name), and the
+    Configuration's ``fairSharing`` (None: off)."""
 
     forest: CohortForest
     policies: Mapping[str, QueuePolicy]
     flavors: Mapping[str, Flavor]
     admitted: list[Admitted] = field(default_factory=list)
     topologies: Mapping[str, TopologySnapshot] = field(default_factory=dict)
+    fair_sharing: FairSharing | None = None
 
     def admit(self, workload: Admitted) -> None:
         self.admitted.append(workload)
@@ -94,9 +99,10 @@ def pick_heads(pending: Mapping[str, Sequence[Pending]], policies: Mapping[str, 
 def _nominate(snapshot: Snapshot, head: Pending) -> Assignment:
     cq = head.queued.cluster_queue
     only_tas = bool(snapshot.topologies) and tas_only(snapshot.policies[cq], snapshot.flavors)
-    assigner = FlavorAssigner(snapshot.policies[cq], snapshot.forest.queues[cq], snapshot.flavors,
-                              oracle(snapshot.forest, snapshot.policies, snapshot.admitted, cq,
-                                     head.queued.priority, head.queued.timestamp), tas_only=only_tas)
+    simulate = oracle(snapshot.forest, snapshot.policies, snapshot.admitted, cq, head.queued.priority,
+                      head.queued.timestamp, snapshot.fair_sharing)
+    assigner = FlavorAssigner(snapshot.policies[cq], snapshot.forest.queues[cq], snapshot.flavors, simulate,
+                              fair_sharing=snapshot.fair_sharing is not None, tas_only=only_tas)
     return place(assigner.assign(head.podsets), head.podsets, snapshot.topologies, only_tas)
 
 
@@ -107,10 +113,10 @@ def _still_fits(snapshot: Snapshot, cq: str, assignment: Assignment) -> bool:
 
 def _preempt(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decision:
     queued = head.queued
-    needs = {(c.name, res): ps.requests.get(res, 0) for ps in assignment.podsets
-             for res, c in ps.flavors.items() if c.mode == PREEMPT}
-    targets = ClassicalPreemption(snapshot.forest, snapshot.policies, snapshot.admitted,
-                                  Preemptor(queued.cluster_queue, needs, queued.priority, queued.timestamp)).targets()
+    needs = tuple(sorted({(c.name, res) for ps in assignment.podsets for res, c in ps.flavors.items()
+                          if c.mode == PREEMPT}))
+    preemptor = Preemptor(queued.cluster_queue, assignment.usage(), queued.priority, queued.timestamp, needs)
+    targets = select_targets(snapshot.forest, snapshot.policies, snapshot.admitted, preemptor, snapshot.fair_sharing)
     if not targets:
         return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, assignment.message(), assignment)
     message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
@@ -142,15 +148,27 @@ def _process(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decis
     return _preempt(snapshot, head, assignment)
 
 
+def _in_order(snapshot: Snapshot, nominated: Mapping[str, tuple[Pending, Assignment]]) -> Iterator[str]:
+    """The nominated heads' keys in the cycle's order: classical (``cycle_order``), or with fair
+    sharing on the tournament of ``fair_iterator``, whose shares follow each admission."""
+    if snapshot.fair_sharing is None:
+        entries = [Entry(head.queued, assignment.borrowing()) for head, assignment in nominated.values()]
+        yield from (entry.workload.key for entry in cycle_order(entries))
+        return
+    fair = FairSharingIterator(snapshot.forest, [FairEntry(head.queued, assignment.usage())
+                                                 for head, assignment in nominated.values()])
+    while fair:
+        yield fair.pop().workload.key
+
+
 def run_cycle(snapshot: Snapshot, heads: Sequence[Pending]) -> list[Decision]:
     """Nominate every head, then process them in the cycle's order; the snapshot's usage grows
     with each admission, so a later head sees what an earlier one took."""
     nominated = {head.queued.key: (head, _nominate(snapshot, head)) for head in heads}
-    entries = [Entry(head.queued, assignment.borrowing()) for head, assignment in nominated.values()]
     decisions = []
     victims: set[str] = set()
-    for entry in cycle_order(entries):
-        head, assignment = nominated[entry.workload.key]
+    for key in _in_order(snapshot, nominated):
+        head, assignment = nominated[key]
         decision = _process(snapshot, head, assignment)
         if decision.outcome == PREEMPTING and victims & {t.workload.key for t in decision.targets}:
             decision = Decision(decision.key, decision.cluster_queue, PENDING, WAITING_FOR_QUOTA, OVERLAPPING,

@@ -1,24 +1,34 @@
 """Classical preemption target selection, as Kueue's ``pkg/scheduler/preemption/preemption.go``
-(``classicalPreemptions``, ``fillBackWorkloads``) and ``preemption_oracle.go``.
+(``classicalPreemptions``, ``fillBackWorkloads``) and ``classical/hierarchical_preemption.go``,
+``classical/candidate_generator.go``.
 
-Candidates: admitted workloads that use a flavor-resource the preemptor needs to preempt for,
-from its own ClusterQueue when ``withinClusterQueue`` allows them (``InClusterQueue``), and from
-other ClusterQueues of the cohort tree that are borrowing in those flavor-resources when
-``reclaimWithinCohort`` allows them. Ordered (``CandidatesOrdering``): other queues' first, then
-lower priority, then the most recently admitted, then UID.
+Candidates use a flavor-resource the preemptor needs to preempt for and satisfy the policy
+(``withinClusterQueue`` for its own ClusterQueue, ``reclaimWithinCohort`` for the others). The
+other queues' are found by walking up from the preemptor's ClusterQueue: at each ancestor, the
+queues of the subtrees not yet visited whose usage exceeds their quota (subtrees within quota
+are skipped whole). Once the preemptor's request fits in the quota of a subtree on its path
+(``QuantitiesFitInQuota``, with what each level keeps local), it has the *hierarchical advantage*
+over every candidate found from there on: it reclaims quota its own subtree lends, whatever the
+candidate's priority (``InCohortReclamation``). Before that, a candidate may only be taken
+without borrowing (``InCohortReclamation``), or while borrowing under ``borrowWithinCohort``
+when its priority is lower than the preemptor's and at most ``maxPriorityThreshold``
+(``InCohortReclaimWhileBorrowing``). Own-queue candidates are ``InClusterQueue``.
 
+Order: hierarchical candidates, then the others, then the own queue's; each list by lower
+priority, then the most recently admitted, then UID (``CandidatesOrdering``). A candidate stays
+valid only while its queue, and each ancestor below the common one, still exceeds its quota.
 Targets are taken greedily, each removed from the simulated usage, until the preemptor fits
-(first allowing borrowing, then not, or the other way round as upstream decides); then the set
-is minimised by adding targets back in reverse and dropping every one the preemptor still fits
-without. While the preemptor would borrow, another queue's candidate is only taken under
-``borrowWithinCohort`` (lower priority, at most ``maxPriorityThreshold``):
-``InCohortReclaimWhileBorrowing``; otherwise ``InCohortReclamation``.
+(first allowing borrowing, then not, or the other way round as upstream decides), then
+minimised: walking back from the second-to-last, every target the preemptor fits without is
+given back.
 
-Simplification: the hierarchical advantage of ``classical/hierarchical_preemption.go`` is read
-as "the preemptor reclaims without borrowing"; on one-level cohorts the two agree.
+Worked example (``preemption_hierarchical_test.go`` "preempt with hierarchical advantage"): root
+``r`` holds cohort ``c`` (2 CPUs) with queue ``q``, and queue ``q_borrowing`` (no quota) using
+2 CPUs lent by ``c``. ``q`` asks for 2: ``q`` has no quota, but ``c`` does, so the request fits
+in ``q``'s subtree: ``q`` has the advantage over ``q_borrowing`` and reclaims at any priority.
 
 Neighbours: ``quota`` (the simulation mutates and restores usage), ``inputs.QueuePolicy``;
-``FlavorAssigner`` calls ``oracle`` through ``flavors.PreemptionOracle``.
+``fair_preemption`` (the other algorithm), ``targets`` (choosing one, and the oracle).
 """
 
 from __future__ import annotations
@@ -27,10 +37,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from gpusched.kueue.flavors import NO_CANDIDATES, PREEMPT, RECLAIM, PreemptionOracle
 from gpusched.kueue.inputs import NEVER, QueuePolicy
 from gpusched.kueue.quota import (CohortForest, FlavorResource, QuotaNode, add_usage, available,
-                                  lowest_fitting_subtree, remove_usage)
+                                  local_available, remove_usage)
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -42,6 +51,12 @@ HUMAN_REASONS = {
     IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
     IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
 }
+
+# preemptionVariant (hierarchical_preemption.go)
+WITHIN_CQ, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
+VARIANT_REASONS = {WITHIN_CQ: IN_CLUSTER_QUEUE, HIERARCHICAL_RECLAIM: IN_COHORT_RECLAMATION,
+                   RECLAIM_WITHOUT_BORROWING: IN_COHORT_RECLAMATION,
+                   RECLAIM_WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING}
 
 
 @dataclass(frozen=True)
@@ -59,10 +74,17 @@ class Admitted:
 
 @dataclass(frozen=True)
 class Preemptor:
+    """The incoming workload: its whole request, and the flavor-resources whose flavor the
+    assigner chose in Preempt mode (``frsNeedPreemption``; empty: all of ``request``)."""
+
     cluster_queue: str
     request: Mapping[FlavorResource, int]
     priority: int = 0
     timestamp: float = 0.0
+    needs: tuple[FlavorResource, ...] = ()
+
+    def frs(self) -> list[FlavorResource]:
+        return sorted(self.needs or self.request)
 
 
 @dataclass(frozen=True)
@@ -83,28 +105,74 @@ def satisfies_policy(policy: str, preemptor: Preemptor, candidate: Admitted) -> 
     return False
 
 
-def _borrowing(node: QuotaNode, frs: Sequence[FlavorResource]) -> bool:
-    return node.parent is not None and any(node.usage.get(fr, 0) > node.subtree_quota.get(fr, 0) for fr in frs)
+def candidate_order(wl: Admitted) -> tuple[int, float, str]:
+    """``CandidatesOrdering`` among one kind of candidate: lower priority, the most recently
+    admitted, then UID."""
+    return wl.priority, -wl.admitted_at, wl.uid
 
 
-def _change_usage(forest: CohortForest, workload: Admitted,
-                  change: Callable[[QuotaNode, FlavorResource, int], None]) -> None:
+def uses_any(wl: Admitted, frs: Sequence[FlavorResource]) -> bool:
+    """``WorkloadUsesResources``."""
+    return any(wl.usage.get(fr, 0) > 0 for fr in frs)
+
+
+def within_nominal(node: QuotaNode, frs: Sequence[FlavorResource]) -> bool:
+    """``IsWithinNominalInResources``: usage at most the subtree quota in every one of ``frs``."""
+    return all(node.usage.get(fr, 0) <= node.subtree_quota.get(fr, 0) for fr in frs)
+
+
+def fits_in_quota(node: QuotaNode, request: Mapping[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+    """``QuantitiesFitInQuota``: whether ``request`` fits in ``node``'s subtree quota, and what
+    of it is left for the parent once ``node``'s free local quota is used."""
+    fits = all(node.usage.get(fr, 0) + v <= node.subtree_quota.get(fr, 0) for fr, v in request.items())
+    return fits, {fr: max(0, v - local_available(node, fr)) for fr, v in request.items()}
+
+
+def fits(node: QuotaNode, request: Mapping[FlavorResource, int], allow_borrowing: bool) -> bool:
+    """``workloadFits`` (quota only)."""
+    for fr, amount in request.items():
+        if not allow_borrowing and node.borrowing_with(fr, amount):
+            return False
+        if amount > available(node, fr):
+            return False
+    return True
+
+
+def change_usage(forest: CohortForest, workload: Admitted,
+                 change: Callable[[QuotaNode, FlavorResource, int], None]) -> None:
     for fr, amount in workload.usage.items():
         change(forest.queues[workload.cluster_queue], fr, amount)
 
 
 @contextmanager
-def _removed(forest: CohortForest, workloads: Sequence[Admitted]) -> Iterator[None]:
+def removed(forest: CohortForest, workloads: Sequence[Admitted]) -> Iterator[None]:
     """Simulate ``workloads`` gone, and restore their usage afterwards."""
     for wl in workloads:
-        for fr, amount in wl.usage.items():
-            remove_usage(forest.queues[wl.cluster_queue], fr, amount)
+        change_usage(forest, wl, remove_usage)
     try:
         yield
     finally:
         for wl in workloads:
-            for fr, amount in wl.usage.items():
-                add_usage(forest.queues[wl.cluster_queue], fr, amount)
+            change_usage(forest, wl, add_usage)
+
+
+def fill_back(forest: CohortForest, targets: list[Target], still_fits: Callable[[], bool]) -> list[Target]:
+    """``fillBackWorkloads``, with every target's usage in place: walk back from the
+    second-to-last, keep only what is needed."""
+    kept = list(targets)
+    for index in range(len(targets) - 2, -1, -1):
+        trial = [t.workload for t in kept if t is not targets[index]]
+        with removed(forest, trial):
+            if still_fits():
+                kept.remove(targets[index])
+    return kept
+
+
+@dataclass(frozen=True)
+class Candidate:
+    workload: Admitted
+    lca: QuotaNode | None      # the subtree root it was found under (None: own queue)
+    variant: int
 
 
 class ClassicalPreemption:
@@ -115,97 +183,114 @@ class ClassicalPreemption:
         self.forest, self.preemptor = forest, preemptor
         self.policy = policies[preemptor.cluster_queue]
         self.node = forest.queues[preemptor.cluster_queue]
-        self.frs = sorted(preemptor.request)
-        self.candidates = self._candidates(admitted)
-
-    def _candidates(self, admitted: Sequence[Admitted]) -> list[Admitted]:
-        own, others = [], []
-        mine, frs, reclaim = self.preemptor.cluster_queue, self.frs, self.policy.reclaim_within_cohort
-        root = self.node.root() if self.node.parent is not None else None
-        in_tree: dict[str, bool] = {}    # per ClusterQueue: in the preemptor's cohort tree
+        self.frs = preemptor.frs()
+        self.by_queue: dict[str, list[Admitted]] = {}
         for wl in admitted:
-            usage = wl.usage
-            for fr in frs:
-                if usage.get(fr, 0) > 0:
-                    break
-            else:
-                continue                 # uses nothing the preemptor needs
-            cq = wl.cluster_queue
-            if cq == mine:
-                if satisfies_policy(self.policy.within_cluster_queue, self.preemptor, wl):
-                    own.append(wl)
-                continue
-            if root is None or reclaim == NEVER:
-                continue
-            if cq not in in_tree:
-                other = self.forest.queues.get(cq)
-                in_tree[cq] = other is not None and other.root() is root
-            if in_tree[cq] and satisfies_policy(reclaim, self.preemptor, wl):
-                others.append(wl)
-        order = lambda wl: (wl.priority, -wl.admitted_at, wl.uid)  # noqa: E731
-        return sorted(others, key=order) + sorted(own, key=order)
+            self.by_queue.setdefault(wl.cluster_queue, []).append(wl)
+        self.hierarchy, self.others = self._collect_hierarchical()
+        self.candidates = self.hierarchy + self.others + self._own()
 
-    def _fits(self, allow_borrowing: bool) -> bool:
-        for fr, amount in self.preemptor.request.items():
-            if not allow_borrowing and self.node.borrowing_with(fr, amount):
-                return False
-            if amount > available(self.node, fr):
-                return False
-        return True
-
-    def _valid(self, wl: Admitted, borrow: bool) -> str:
-        """The reason ``wl`` may be taken now ("" when it may not)."""
-        if wl.cluster_queue == self.preemptor.cluster_queue:
-            return IN_CLUSTER_QUEUE
-        if not _borrowing(self.forest.queues[wl.cluster_queue], self.frs):
-            return ""
-        if not borrow:
-            return IN_COHORT_RECLAMATION
+    def _classify(self, wl: Admitted, advantage: bool) -> int:
+        """``classifyPreemptionVariant`` (0: never)."""
+        own = wl.cluster_queue == self.preemptor.cluster_queue
+        policy = self.policy.within_cluster_queue if own else self.policy.reclaim_within_cohort
+        if not uses_any(wl, self.frs) or not satisfies_policy(policy, self.preemptor, wl):
+            return 0
+        if own:
+            return WITHIN_CQ
+        if advantage:
+            return HIERARCHICAL_RECLAIM
         threshold = self.policy.borrow_max_priority
         if self.policy.borrow_within_cohort == NEVER or wl.priority >= self.preemptor.priority or (
                 threshold is not None and wl.priority > threshold):
-            return ""
-        return IN_COHORT_RECLAIM_WHILE_BORROWING
+            return RECLAIM_WITHOUT_BORROWING
+        return RECLAIM_WHILE_BORROWING
+
+    def _from_queue(self, queue: str, lca: QuotaNode | None, advantage: bool) -> list[Candidate]:
+        found = []
+        for wl in sorted(self.by_queue.get(queue, ()), key=candidate_order):
+            variant = self._classify(wl, advantage)
+            if variant:
+                found.append(Candidate(wl, lca, variant))
+        return found
+
+    def _own(self) -> list[Candidate]:
+        if self.policy.within_cluster_queue == NEVER:
+            return []
+        return self._from_queue(self.preemptor.cluster_queue, None, False)
+
+    def _collect_hierarchical(self) -> tuple[list[Candidate], list[Candidate]]:
+        """``collectCandidatesForHierarchicalReclaim``: (with the advantage, without)."""
+        hierarchy: list[Candidate] = []
+        others: list[Candidate] = []
+        if self.node.parent is None or self.policy.reclaim_within_cohort == NEVER:
+            return hierarchy, others
+        advantage, remaining = fits_in_quota(self.node, self.preemptor.request)
+        previous: QuotaNode | None = None
+        for subtree_root in self.node.path_to_root():
+            self._collect_in_subtree(subtree_root, subtree_root, previous, advantage,
+                                     hierarchy if advantage else others)
+            subtree_fits, remaining = fits_in_quota(subtree_root, remaining)
+            advantage = advantage or subtree_fits
+            previous = subtree_root
+        order = lambda c: candidate_order(c.workload)  # noqa: E731
+        return sorted(hierarchy, key=order), sorted(others, key=order)
+
+    def _collect_in_subtree(self, current: QuotaNode, subtree_root: QuotaNode, skip: QuotaNode | None,
+                            advantage: bool, out: list[Candidate]) -> None:
+        """``collectCandidatesInSubtree``: queues over quota, skipping subtrees within quota
+        and the one already visited (children by name: upstream's order is a set's)."""
+        children = sorted(current.children, key=lambda n: n.name)
+        for child in children:
+            if child.is_cohort and child is not skip and not within_nominal(child, self.frs):
+                self._collect_in_subtree(child, subtree_root, skip, advantage, out)
+        for child in children:
+            if not child.is_cohort and child is not self.node and not within_nominal(child, self.frs):
+                out.extend(self._from_queue(child.name, subtree_root, advantage))
+
+    def _valid(self, candidate: Candidate, borrow: bool) -> bool:
+        """``candidateIsValid``, on the usage left by the targets taken so far."""
+        if candidate.variant == WITHIN_CQ:
+            return True
+        if borrow and candidate.variant == RECLAIM_WITHOUT_BORROWING:
+            return False
+        node: QuotaNode | None = self.forest.queues[candidate.workload.cluster_queue]
+        while node is not None and node is not candidate.lca:
+            if within_nominal(node, self.frs):
+                return False
+            node = node.parent
+        return True
 
     def _attempts(self) -> tuple[bool, ...]:
-        own = self.preemptor.cluster_queue
-        no_others = all(wl.cluster_queue == own for wl in self.candidates)
         forbidden = self.policy.borrow_within_cohort == NEVER
-        under_nominal = all(self.node.usage.get(fr, 0) < self.node.quotas[fr].nominal
-                            for fr in self.frs if fr in self.node.quotas)
-        if no_others or (forbidden and not under_nominal):
+        under_nominal = all(self.node.usage.get(fr, 0) < (q.nominal if (q := self.node.quotas.get(fr)) else 0)
+                            for fr in self.frs)
+        if not (self.hierarchy or self.others) or (forbidden and not under_nominal):
             return (True,)
-        return (False, True) if forbidden else (True, False)
+        if forbidden and not self.hierarchy:
+            return (False, True)
+        return (True, False)
 
     def _attempt(self, borrow: bool) -> list[Target]:
         """Candidates in order, each taken out of the usage as it is chosen (so the next is judged
         without it), until the preemptor fits; the usage is restored before minimising."""
         targets: list[Target] = []
-        fits = False
+        found = False
         try:
-            for wl in self.candidates:
-                reason = self._valid(wl, borrow)
-                if not reason:
+            for candidate in self.candidates:
+                if not self._valid(candidate, borrow):
                     continue
-                targets.append(Target(wl, reason))
-                _change_usage(self.forest, wl, remove_usage)
-                if self._fits(borrow):
-                    fits = True
+                targets.append(Target(candidate.workload, VARIANT_REASONS[candidate.variant]))
+                change_usage(self.forest, candidate.workload, remove_usage)
+                if fits(self.node, self.preemptor.request, borrow):
+                    found = True
                     break
         finally:
             for target in targets:
-                _change_usage(self.forest, target.workload, add_usage)
-        return self._minimise(targets, borrow) if fits else []
-
-    def _minimise(self, targets: list[Target], borrow: bool) -> list[Target]:
-        """``fillBackWorkloads``: walk back from the second-to-last, keep only what is needed."""
-        kept = list(targets)
-        for index in range(len(targets) - 2, -1, -1):
-            trial = [t.workload for t in kept if t is not targets[index]]
-            with _removed(self.forest, trial):
-                if self._fits(borrow):
-                    kept.remove(targets[index])
-        return kept
+                change_usage(self.forest, target.workload, add_usage)
+        if not found:
+            return []
+        return fill_back(self.forest, targets, lambda: fits(self.node, self.preemptor.request, borrow))
 
     def targets(self) -> list[Target]:
         for borrow in self._attempts():
@@ -215,26 +300,9 @@ class ClassicalPreemption:
         return []
 
 
-def oracle(forest: CohortForest, policies: Mapping[str, QueuePolicy], admitted: Sequence[Admitted],
-           cluster_queue: str, priority: int = 0, timestamp: float = 0.0) -> PreemptionOracle:
-    """A ``flavors.PreemptionOracle`` for one preemptor (``SimulatePreemption``)."""
-    node = forest.queues[cluster_queue]
-
-    def simulate(fr: FlavorResource, quantity: int) -> tuple[int, int]:
-        preemptor = Preemptor(cluster_queue, {fr: quantity}, priority, timestamp)
-        found = ClassicalPreemption(forest, policies, admitted, preemptor).targets()
-        if not found:
-            return NO_CANDIDATES, lowest_fitting_subtree(node, fr, quantity)[0]
-        with _removed(forest, [t.workload for t in found]):
-            borrow = lowest_fitting_subtree(node, fr, quantity)[0]
-        own = any(t.workload.cluster_queue == cluster_queue for t in found)
-        return (PREEMPT if own else RECLAIM), borrow
-    return simulate
-
-
 def preemption_message(preemptor_uid: str, job_uid: str, reason: str, preemptor_path: str,
                        preemptee_path: str) -> str:
     """The Evicted/Preempted condition message on a victim (``preemptionMessage``)."""
     return (f"Preempted to accommodate a workload (UID: {preemptor_uid or 'UNKNOWN'}, JobUID: "
-            f"{job_uid or 'UNKNOWN'}) due to {HUMAN_REASONS[reason]}; preemptor path: "
+            f"{job_uid or 'UNKNOWN'}) due to {HUMAN_REASONS.get(reason, 'UNKNOWN')}; preemptor path: "
             f"{preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}")

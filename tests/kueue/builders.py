@@ -38,8 +38,11 @@ def make_cq(name: str, *flavors: dict[str, Any], cohort: str | None = None, **sp
     return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": body}
 
 
-def make_cohort(name: str, *flavors: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
+def make_cohort(name: str, *flavors: dict[str, Any], parent: str | None = None,
+                weight: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {}
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
     if flavors:
         covered = sorted({res["name"] for flavor in flavors for res in flavor["resources"]})
         spec["resourceGroups"] = [{"coveredResources": covered, "flavors": list(flavors)}]

@@ -11,7 +11,8 @@ import pytest
 
 from gpusched.kueue.flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from gpusched.kueue.inputs import queue_policy
-from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, oracle, preemption_message
+from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, preemption_message
+from gpusched.kueue.targets import oracle
 from gpusched.kueue.quota import add_usage, build_forest
 from tests.kueue.builders import flavor_quota, make_cq
 
