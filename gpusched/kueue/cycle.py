@@ -1,14 +1,16 @@
 """One Kueue scheduling cycle, pure (``pkg/scheduler/scheduler.go`` ``schedule``): take one head
 per active ClusterQueue, nominate each (flavor assignment against a snapshot of the quota tree,
-with the preemption oracle), order the entries (``ordering.cycle_order``), then process them in
-turn: a Fit that still fits reserves quota; a Preempt with targets issues the preemptions and
+with the preemption oracle), order the entries (``ordering.cycle_order``; with the
+Configuration's ``fairSharing``, the tournament of ``fair_iterator``, re-run after each entry),
+then process them in turn: a Fit that still fits reserves quota; a Preempt with targets issues the preemptions and
 waits (``. Pending the preemption of N workload(s)``); anything else stays pending with its
 QuotaReserved=False reason and message.
 
 Inputs are the parsed facts of ``inputs``/``quota``; the controllers in
 ``cluster/controllers/kueue/`` turn Workload dicts into them and the decisions into writes.
 
-Neighbours: ``flavors``, ``preemption``, ``ordering``, ``quota``.
+Neighbours: ``flavors``, ``targets`` (classical or fair-sharing preemption), ``ordering``,
+``fair_iterator``, ``quota``.
 """
 
 from __future__ import annotations

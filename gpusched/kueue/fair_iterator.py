@@ -15,10 +15,12 @@ A queue without a cohort pops its head at once. The shares are computed again at
 the usage the earlier admissions of the cycle left. Upstream visits a cohort's children and the
 trees in a set's order; here they go by name, so ties resolve the same way every run.
 
-Worked example (``scheduler_fs_test.go`` "fair sharing schedule workload with lowest share
-first"): queues a and b of 8 GPUs share a cohort, a uses 10 and b uses 8; heads of 2 GPUs each:
-a's share after admission is (12 - 8) / 16 = 250 per mille, b's (10 - 8) / 16 = 125, so b's
-head goes first.
+Worked example (``scheduler_fs_test.go`` "with fair sharing: schedule workload with lowest
+share first"): cohort ``eng`` lends 210 CPUs (110 on-demand, 100 spot). eng-alpha (nominal 50
+on-demand) uses 50 and heads a 5-CPU workload; eng-beta (nominal 50) uses 55 and heads an older
+1-CPU one. As if admitted, alpha borrows 5 (5 * 1000 / 210 = 23.8 per mille) and beta 6 (28.6):
+both borrow on on-demand, so the lower share wins and alpha's newer head goes first, where the
+classical order (both borrow, same priority) would take beta's older one.
 
 Neighbours: ``fair_sharing`` (shares), ``quota`` (usage simulation); used by ``cycle``.
 """
