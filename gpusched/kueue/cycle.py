@@ -23,8 +23,8 @@ from gpusched.kueue.fair_sharing import FairSharing
 from gpusched.kueue.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, FlavorAssigner
 from gpusched.kueue.inputs import Flavor, PodSetRequest, QueuePolicy
 from gpusched.kueue.ordering import STRICT_FIFO, Entry, QueuedWorkload, cycle_order, in_queue_order
-from gpusched.kueue.preemption import Admitted, Preemptor, Target
-from gpusched.kueue.quota import CohortForest, add_usage, available, remove_usage
+from gpusched.kueue.preemption import Admitted, Preemptor, Target, removed
+from gpusched.kueue.quota import CohortForest, FlavorResource, QuotaNode, add_usage, available, remove_usage
 from gpusched.kueue.targets import oracle, select_targets
 from gpusched.kueue.tas import TopologySnapshot
 from gpusched.kueue.tas_cycle import place, record, tas_only
@@ -108,46 +108,107 @@ def _nominate(snapshot: Snapshot, head: Pending) -> Assignment:
     return place(assigner.assign(head.podsets), head.podsets, snapshot.topologies, only_tas)
 
 
-def _still_fits(snapshot: Snapshot, cq: str, assignment: Assignment) -> bool:
-    node = snapshot.forest.queues[cq]
-    return all(amount <= available(node, fr) for fr, amount in assignment.usage().items())
+def _to_reserve(node: QuotaNode, assignment: Assignment) -> dict[FlavorResource, int]:
+    """``resourcesToReserve`` of a Preempt head without targets: what it may still use of its
+    nominal quota (or up to its borrowing limit when it borrows), so that heads after it in the
+    cycle cannot take it (clamped at 0 where usage is already past the limit)."""
+    held: dict[FlavorResource, int] = {}
+    for fr, amount in assignment.usage().items():
+        quota = node.quotas.get(fr)
+        nominal, used = (quota.nominal if quota else 0), node.usage.get(fr, 0)
+        if assignment.borrowing() > 0:
+            limit = None if quota is None else quota.borrowing_limit
+            held[fr] = amount if limit is None else max(0, min(amount, nominal + limit - used))
+        else:
+            held[fr] = max(0, min(amount, nominal - used))
+    return held
 
 
-def _preempt(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decision:
+@dataclass
+class _Cycle:
+    """What the cycle's earlier entries left (``processEntry``): the victims of its preemptions
+    (``preemptedWorkloads``) and the quota its preemptors hold (``cq.AddUsage`` on the cycle's
+    snapshot), given back when the cycle ends, as upstream's next cycle takes a new snapshot."""
+
+    snapshot: Snapshot
+    victims: dict[str, Admitted] = field(default_factory=dict)
+    held: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
+
+    def hold(self, cq: str, usage: Mapping[FlavorResource, int]) -> None:
+        for fr, amount in usage.items():
+            add_usage(self.snapshot.forest.queues[cq], fr, amount)
+        self.held.append((cq, dict(usage)))
+
+    def release(self) -> None:
+        for cq, usage in reversed(self.held):
+            for fr, amount in usage.items():
+                remove_usage(self.snapshot.forest.queues[cq], fr, amount)
+        self.held.clear()
+
+    def fits(self, cq: str, assignment: Assignment, targets: Sequence[Target] = ()) -> bool:
+        """``fits``: the usage fits once every victim of the cycle and ``targets`` are gone."""
+        gone = {**self.victims, **{t.workload.key: t.workload for t in targets}}
+        node = self.snapshot.forest.queues[cq]
+        with removed(self.snapshot.forest, list(gone.values())):
+            return all(amount <= available(node, fr) for fr, amount in assignment.usage().items())
+
+
+def _targets(snapshot: Snapshot, head: Pending, assignment: Assignment) -> tuple[Target, ...]:
+    """The preemption targets of a Preempt head, chosen at nomination as upstream does."""
+    if assignment.mode() != PREEMPT:
+        return ()
     queued = head.queued
     needs = tuple(sorted({(c.name, res) for ps in assignment.podsets for res, c in ps.flavors.items()
                           if c.mode == PREEMPT}))
     preemptor = Preemptor(queued.cluster_queue, assignment.usage(), queued.priority, queued.timestamp, needs)
-    targets = select_targets(snapshot.forest, snapshot.policies, snapshot.admitted, preemptor, snapshot.fair_sharing)
-    if not targets:
-        return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, assignment.message(), assignment)
-    message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
-    return Decision(queued.key, queued.cluster_queue, PREEMPTING, WAITING_FOR_PREEMPTED, message,
-                    assignment, tuple(targets))
+    return tuple(select_targets(snapshot.forest, snapshot.policies, snapshot.admitted, preemptor,
+                                snapshot.fair_sharing))
 
 
-def _process(snapshot: Snapshot, head: Pending, assignment: Assignment) -> Decision:
+def _preempt(cycle: _Cycle, head: Pending, assignment: Assignment, targets: tuple[Target, ...]) -> Decision:
     queued = head.queued
-    mode = assignment.mode()
-    if mode == FIT and snapshot.topologies and any(ps.topology is not None for ps in assignment.podsets):
+    cq = queued.cluster_queue
+    if not targets:
+        if cycle.snapshot.policies[cq].reclaim_within_cohort != "Any":
+            cycle.hold(cq, _to_reserve(cycle.snapshot.forest.queues[cq], assignment))
+        return Decision(queued.key, cq, PENDING, WAITING_FOR_QUOTA, assignment.message(), assignment)
+    if any(t.workload.key in cycle.victims for t in targets):
+        return Decision(queued.key, cq, PENDING, WAITING_FOR_QUOTA, OVERLAPPING, assignment)
+    if not cycle.fits(cq, assignment, targets):
+        return Decision(queued.key, cq, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
+    cycle.victims.update({t.workload.key: t.workload for t in targets})
+    cycle.hold(cq, assignment.usage())
+    message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
+    return Decision(queued.key, cq, PREEMPTING, WAITING_FOR_PREEMPTED, message, assignment, targets)
+
+
+def _admit(cycle: _Cycle, head: Pending, assignment: Assignment) -> Decision:
+    queued, snapshot = head.queued, cycle.snapshot
+    if snapshot.topologies and any(ps.topology is not None for ps in assignment.podsets):
         # placed at nomination; an earlier head of this cycle may have taken its domains since
         assignment = place(assignment, head.podsets, snapshot.topologies,
                            tas_only(snapshot.policies[queued.cluster_queue], snapshot.flavors))
         if assignment.mode() != FIT:
             return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
+    if not cycle.fits(queued.cluster_queue, assignment):
+        return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
+    snapshot.admit(Admitted(queued.key, queued.cluster_queue, assignment.usage(), queued.priority,
+                            queued.timestamp, queued.timestamp, queued.uid))
+    record(assignment, head.podsets, snapshot.topologies)
+    return Decision(queued.key, queued.cluster_queue, ADMITTED, assignment=assignment)
+
+
+def _process(cycle: _Cycle, head: Pending, assignment: Assignment, targets: tuple[Target, ...]) -> Decision:
+    queued = head.queued
+    mode = assignment.mode()
     if mode == FIT:
-        if not _still_fits(snapshot, queued.cluster_queue, assignment):
-            return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, NO_LONGER_FITS, assignment)
-        snapshot.admit(Admitted(queued.key, queued.cluster_queue, assignment.usage(), queued.priority,
-                                queued.timestamp, queued.timestamp, queued.uid))
-        record(assignment, head.podsets, snapshot.topologies)
-        return Decision(queued.key, queued.cluster_queue, ADMITTED, assignment=assignment)
+        return _admit(cycle, head, assignment)
     if mode == NO_FIT:
         return Decision(queued.key, queued.cluster_queue, PENDING, assignment.no_fit_reason(),
                         assignment.message(), assignment)
     if mode == NO_CANDIDATES:           # quota fits, the topology is full: wait (tas_cycle)
         return Decision(queued.key, queued.cluster_queue, PENDING, WAITING_FOR_QUOTA, assignment.message(), assignment)
-    return _preempt(snapshot, head, assignment)
+    return _preempt(cycle, head, assignment, targets)
 
 
 def _in_order(snapshot: Snapshot, nominated: Mapping[str, tuple[Pending, Assignment]]) -> Iterator[str]:
@@ -164,20 +225,19 @@ def _in_order(snapshot: Snapshot, nominated: Mapping[str, tuple[Pending, Assignm
 
 
 def run_cycle(snapshot: Snapshot, heads: Sequence[Pending]) -> list[Decision]:
-    """Nominate every head, then process them in the cycle's order; the snapshot's usage grows
-    with each admission, so a later head sees what an earlier one took."""
-    nominated = {head.queued.key: (head, _nominate(snapshot, head)) for head in heads}
-    decisions = []
-    victims: set[str] = set()
-    for key in _in_order(snapshot, nominated):
-        head, assignment = nominated[key]
-        decision = _process(snapshot, head, assignment)
-        if decision.outcome == PREEMPTING and victims & {t.workload.key for t in decision.targets}:
-            decision = Decision(decision.key, decision.cluster_queue, PENDING, WAITING_FOR_QUOTA, OVERLAPPING,
-                                assignment)
-        victims |= {t.workload.key for t in decision.targets}
-        decisions.append(decision)
-    return decisions
+    """Nominate every head (flavors, and the targets of a Preempt head), then process them in
+    the cycle's order: an admission adds to the snapshot's usage, a preemptor holds its quota
+    until the cycle ends, so a later head sees what an earlier one took."""
+    nominated = {}
+    for head in heads:
+        assignment = _nominate(snapshot, head)
+        nominated[head.queued.key] = (head, assignment, _targets(snapshot, head, assignment))
+    cycle = _Cycle(snapshot)
+    try:
+        return [_process(cycle, *nominated[key])
+                for key in _in_order(snapshot, {k: (h, a) for k, (h, a, _) in nominated.items()})]
+    finally:
+        cycle.release()
 
 
 __all__ = ["ADMITTED", "PENDING", "PREEMPTING", "Decision", "Pending", "Snapshot", "in_queue_order",

@@ -225,10 +225,14 @@ class FlavorAssigner:
     tas_only: bool = False
 
     def _can_preempt(self, val: int, nominal: int, may_reclaim: bool) -> bool:
+        """Whether preemption may make room (``fitsResourceQuota``): the request is within the
+        nominal quota, a reclaim is possible in the hierarchy, or preemption while borrowing is
+        on (``canPreemptWhileBorrowing``). ``withinClusterQueue`` alone does not let a request
+        past the nominal quota preempt ("A workload is only eligible to do preemptions if it fits
+        fully within nominal quota")."""
         while_borrowing = self.policy.borrow_within_cohort != NEVER or (
             self.fair_sharing and self.policy.reclaim_within_cohort != NEVER)
-        return (nominal >= val or may_reclaim or self.policy.within_cluster_queue != NEVER
-                or while_borrowing)
+        return nominal >= val or may_reclaim or while_borrowing
 
     def fits_quota(self, fr: FlavorResource, assumed: int, request: int) -> tuple[Mode, str, str]:
         """``fitsResourceQuota``: the mode, the reason string ("" on Fit), the NoFit reason."""

@@ -9,7 +9,12 @@ from typing import Any
 
 import yaml
 
+from gpusched.kueue.cycle import Pending
+from gpusched.kueue.inputs import podset_request
 from gpusched.kueue.jobframework import workload_name
+from gpusched.kueue.ordering import QueuedWorkload
+from gpusched.kueue.preemption import Admitted
+from gpusched.objects.quantity import canonical
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
@@ -163,3 +168,34 @@ def queued_jobset(name: str, queue: str, replicated: Sequence[tuple[str, int, in
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": name, "namespace": namespace_, "labels": {"kueue.x-k8s.io/queue-name": queue}},
             "spec": {"replicatedJobs": rjobs}}
+
+
+def raw_quota(flavor: str, **resources: Any) -> dict[str, Any]:
+    """A flavor's quotas with resource names as written (``gpu`` stays ``gpu``); a value is
+    nominal, or (nominal, borrowingLimit)."""
+    entries = []
+    for name, value in resources.items():
+        nominal, borrowing = value if isinstance(value, tuple) else (value, None)
+        entries.append({"name": name.replace("_", "-"), "nominalQuota": nominal,
+                        **({"borrowingLimit": borrowing} if borrowing is not None else {})})
+    return {"name": flavor, "resources": entries}
+
+
+def queue(name: str, *flavors: dict[str, Any], cohort: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A ClusterQueue with one resource group of ``flavors`` (``raw_quota``) and ``spec`` fields."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"resourceGroups": [{"coveredResources": sorted({r["name"] for f in flavors for r in f["resources"]}),
+                                         "flavors": list(flavors)}], **({"cohortName": cohort} if cohort else {}), **spec}}
+
+
+def using(key: str, cq: str, priority: int = 0, **usage: tuple[str, str]) -> Admitted:
+    """An admitted workload: ``resource=(flavor, quantity)``."""
+    amounts = {(flavor, res.replace("_", "-")): canonical(res.replace("_", "-"), qty) for res, (flavor, qty) in usage.items()}
+    return Admitted(key, cq, amounts, priority, 0.0, 0.0, key.split("/")[1])
+
+
+def wanting(key: str, cq: str, priority: int = 0, *, at: float = 0.0, **requests: str) -> Pending:
+    """A pending head ``namespace/name`` of one pod requesting ``requests``, created at ``at``."""
+    podset = {"name": "main", "count": 1, "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {k.replace("_", "-"): v for k, v in requests.items()}}}]}}}
+    return Pending(QueuedWorkload(key, cq, priority, at, key.split("/")[1]), (podset_request(podset),))

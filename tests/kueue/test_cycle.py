@@ -16,7 +16,7 @@ from gpusched.kueue.inputs import flavor_of, podset_request, queue_policy
 from gpusched.kueue.ordering import QueuedWorkload
 from gpusched.kueue.preemption import Admitted
 from gpusched.kueue.quota import build_forest
-from tests.kueue.builders import FLAVORS, flavor_quota, make_cq, make_podset
+from tests.kueue.builders import FLAVORS, flavor_quota, make_cq, make_flavor, make_podset, queue, raw_quota, using, wanting
 
 GPU = ("a100", "nvidia.com/gpu")
 
@@ -74,3 +74,86 @@ def test_heads_skip_inadmissible_only_under_best_effort(strategy, want) -> None:
     queue = {"q": [pending("first", "q", 8, at=0), pending("second", "q", 1, at=1)]}
     [head] = pick_heads(queue, policies, frozenset({"ns/first"}))
     assert head.queued.key == want
+
+
+LP = {"withinClusterQueue": "LowerPriority"}
+ON_DEMAND_ONLY = {name: flavor_of(make_flavor(name)) for name in ("default", "on-demand", "spot")}
+NO_LONGER = "Workload no longer fits after processing another workload"
+PENDING_ONE = ". Pending the preemption of 1 workload(s)"
+TWO_BORROWING = [queue(f"other-{n}", raw_quota("default", cpu="2"), cohort="other",
+                       preemption={**LP, "borrowWithinCohort": {"policy": "LowerPriority"}}) for n in ("alpha", "beta")]
+ENG = [queue("eng-alpha", raw_quota("on-demand", cpu=("50", "50")), raw_quota("spot", cpu=("100", "0")), cohort="eng",
+             queueingStrategy="StrictFIFO"),
+       queue("eng-beta", raw_quota("on-demand", cpu=("50", "10")), raw_quota("spot", cpu=("0", "100")), cohort="eng",
+             queueingStrategy="StrictFIFO", preemption={"reclaimWithinCohort": "Any", **LP})]
+
+# (id = upstream case, queues, admitted, heads, want {head: (outcome, reason, message, {victim: reason})})
+SCHEDULE: list[tuple[Any, ...]] = [
+    ("A workload is only eligible to do preemptions if it fits fully within nominal quota",
+     [queue("other-alpha", raw_quota("on-demand", cpu="2"), cohort="other",
+            preemption={"reclaimWithinCohort": "Any", **LP}),
+      queue("other-beta", raw_quota("on-demand", cpu="2"), cohort="other")],
+     [using("eng-alpha/a1", "other-alpha", -1, cpu=("on-demand", "1")),
+      using("eng-beta/b1", "other-beta", -1, cpu=("on-demand", "1"))],
+     [wanting("eng-alpha/incoming", "other-alpha", 1, cpu="3")],
+     {"eng-alpha/incoming": (PENDING, "WaitingForQuota", "couldn't assign flavors to pod set main: insufficient "
+                                                         "unused quota for cpu in flavor on-demand, 1 more needed", {})}),
+    ("multiple preemptions skip preemption when shared limited resource",
+     TWO_BORROWING + [queue("resource-bank", raw_quota("default", cpu="1"), cohort="other")],
+     [using("eng-alpha/a1", "other-alpha", cpu=("default", "2")), using("eng-beta/b1", "other-beta", cpu=("default", "2"))],
+     [wanting("eng-alpha/preemptor", "other-alpha", 100, cpu="3"),
+      wanting("eng-beta/pretending-preemptor", "other-beta", 99, cpu="3")],
+     {"eng-alpha/preemptor": (PREEMPTING, "WaitingForPreemptedWorkloads",
+                              "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+                              "default, 2 more needed" + PENDING_ONE, {"eng-alpha/a1": "InClusterQueue"}),
+      "eng-beta/pretending-preemptor": (PENDING, "WaitingForQuota", NO_LONGER, {})}),
+    ("multiple preemptions preemption possible after earlier workload fits",
+     [queue("other-alpha", raw_quota("default", cpu="1"), cohort="other", preemption=LP),
+      queue("other-beta", raw_quota("default", cpu="2"), cohort="other", preemption=LP)],
+     [using("eng-beta/b1", "other-beta", cpu=("default", "2"))],
+     [wanting("eng-alpha/fit", "other-alpha", 100, cpu="1"), wanting("eng-beta/preemptor", "other-beta", 99, cpu="2")],
+     {"eng-alpha/fit": (ADMITTED, "", "", {}),
+      "eng-beta/preemptor": (PREEMPTING, "WaitingForPreemptedWorkloads",
+                             "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+                             "default, 1 more needed" + PENDING_ONE, {"eng-beta/b1": "InClusterQueue"})}),
+    ("multiple preemptions without borrowing",
+     [queue(f"other-{n}", raw_quota("default", cpu="2"), cohort="other", preemption=LP) for n in ("alpha", "beta")],
+     [using("eng-alpha/a1", "other-alpha", cpu=("default", "2")), using("eng-beta/b1", "other-beta", cpu=("default", "2"))],
+     [wanting("eng-alpha/preemptor", "other-alpha", 100, cpu="2"), wanting("eng-beta/preemptor", "other-beta", 100, cpu="2")],
+     {f"eng-{n}/preemptor": (PREEMPTING, "WaitingForPreemptedWorkloads",
+                             "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+                             "default, 2 more needed" + PENDING_ONE, {f"eng-{n}/{n[0]}1": "InClusterQueue"})
+      for n in ("alpha", "beta")}),
+    ("minimal preemptions when target queue is exhausted",
+     [queue("other-alpha", raw_quota("on-demand", cpu="2"), cohort="other", preemption={"reclaimWithinCohort": "Any", **LP}),
+      queue("other-beta", raw_quota("on-demand", cpu="2"), cohort="other"),
+      queue("other-gamma", raw_quota("on-demand", cpu="2"), cohort="other")],
+     [using("eng-alpha/a1", "other-alpha", -2, cpu=("on-demand", "1")),
+      using("eng-alpha/a2", "other-alpha", -2, cpu=("on-demand", "1")),
+      using("eng-alpha/a3", "other-alpha", -1, cpu=("on-demand", "1"))]
+     + [using(f"eng-beta/b{i}", "other-beta", 0, cpu=("on-demand", "1")) for i in (1, 2, 3)],
+     [wanting("eng-alpha/incoming", "other-alpha", 0, cpu="2")],
+     {"eng-alpha/incoming": (PREEMPTING, "WaitingForPreemptedWorkloads",
+                             "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+                             "on-demand, 2 more needed. Pending the preemption of 2 workload(s)",
+                             {"eng-alpha/a1": "InClusterQueue", "eng-alpha/a2": "InClusterQueue"})}),
+    ("cannot borrow if cohort was assigned and would result in overadmission", ENG, [],
+     [wanting("eng-alpha/new", "eng-alpha", cpu="45"), wanting("eng-beta/new", "eng-beta", cpu="56")],
+     {"eng-alpha/new": (ADMITTED, "", "", {}), "eng-beta/new": (PENDING, "WaitingForQuota", NO_LONGER, {})}),
+]
+
+
+@pytest.mark.parametrize("queues,admitted,heads,want", [c[1:] for c in SCHEDULE], ids=[c[0] for c in SCHEDULE])
+def test_schedule(queues, admitted, heads, want) -> None:
+    """scheduler_test.go ``TestSchedule``: each head's outcome, QuotaReserved=False reason and
+    message, and the victims with their Preempted reasons."""
+    snap = Snapshot(build_forest(queues), {q["metadata"]["name"]: queue_policy(q) for q in queues}, ON_DEMAND_ONLY)
+    for item in admitted:
+        snap.admit(item)
+    before = {name: dict(node.usage) for name, node in snap.forest.queues.items()}
+    got = {d.key: (d.outcome, d.reason, d.message, {t.workload.key: t.reason for t in d.targets})
+           for d in run_cycle(snap, heads)}
+    assert got == want
+    if all(outcome != ADMITTED for outcome, *_ in want.values()):
+        assert {name: dict(node.usage) for name, node in snap.forest.queues.items()} == before, \
+            "what preemptors held is given back when the cycle ends"
