@@ -38,6 +38,7 @@ from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.apiserver.view import Key
 from gpusched.cluster.controllers.base import Informer, WorkQueue, itself
+from gpusched.cluster.controllers.kueue.configuration import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE
 from gpusched.cluster.controllers.kueue.status import set_status
 from gpusched.cluster.controllers.kueue.snapshot import condition, is_true
 from gpusched.errors import GpuschedError
@@ -49,8 +50,6 @@ from gpusched.kueue.jobsets import JOBSET
 
 log = logging.getLogger(__name__)
 COMPONENT = "kueue-workload-controller"
-CONFIG_NAMESPACE, CONFIG_NAME = "kueue-system", "kueue-manager-config"
-CONFIG_KEY = "controller_manager_config.yaml"
 INTEGRATIONS: dict[str, Integration] = {integration.kind: integration for integration in (JOB, JOBSET)}
 
 

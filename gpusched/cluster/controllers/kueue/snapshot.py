@@ -1,6 +1,6 @@
 """What Kueue's scheduler reads from the store, as ``gpusched.kueue``'s inputs: flavors, the
 quota forest with every admitted Workload's usage, queue policies, LocalQueue -> ClusterQueue,
-and each Workload's priority, timestamp and PodSets.
+each Workload's priority, timestamp and PodSets, and the Configuration's ``fairSharing``.
 
 Neighbours: ``gpusched.kueue`` (the pure semantics), ``apiserver.view``; read by ``scheduler``.
 """
@@ -13,9 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from gpusched.cluster.apiserver.view import View
+from gpusched.cluster.controllers.kueue.configuration import configuration
 from gpusched.cluster.controllers.kueue.topology import topologies, with_levels
 from gpusched.kueue.conditions import Condition, cluster_queue_active
 from gpusched.kueue.cycle import Pending, Snapshot
+from gpusched.kueue.fair_sharing import fair_sharing_config
 from gpusched.kueue.inputs import flavor_of, podset_request, queue_policy
 from gpusched.kueue.ordering import QueuedWorkload
 from gpusched.kueue.preemption import Admitted
@@ -103,7 +105,7 @@ def read_world(view: View) -> World:
     cqs = view.list("ClusterQueue")
     forest = build_forest(cqs, view.list("Cohort"))
     snapshot = Snapshot(forest, {cq["metadata"]["name"]: queue_policy(cq) for cq in cqs}, flavors,
-                        topologies=topologies(view, flavors))
+                        topologies=topologies(view, flavors), fair_sharing=fair_sharing_config(configuration(view)))
     for wl in view.list("Workload"):
         admitted = _admitted(wl, forest.queues)
         if admitted is not None:
