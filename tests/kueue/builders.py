@@ -172,12 +172,15 @@ def queued_jobset(name: str, queue: str, replicated: Sequence[tuple[str, int, in
 
 def raw_quota(flavor: str, **resources: Any) -> dict[str, Any]:
     """A flavor's quotas with resource names as written (``gpu`` stays ``gpu``); a value is
-    nominal, or (nominal, borrowingLimit)."""
+    nominal, or (nominal, borrowingLimit[, lendingLimit]) with None for an unset limit."""
     entries = []
     for name, value in resources.items():
-        nominal, borrowing = value if isinstance(value, tuple) else (value, None)
-        entries.append({"name": name.replace("_", "-"), "nominalQuota": nominal,
-                        **({"borrowingLimit": borrowing} if borrowing is not None else {})})
+        nominal, *limits = value if isinstance(value, tuple) else (value,)
+        entry = {"name": name.replace("_", "-"), "nominalQuota": nominal}
+        for field, limit in zip(("borrowingLimit", "lendingLimit"), limits):
+            if limit is not None:
+                entry[field] = limit
+        entries.append(entry)
     return {"name": flavor, "resources": entries}
 
 

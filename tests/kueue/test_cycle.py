@@ -16,7 +16,8 @@ from gpusched.kueue.inputs import flavor_of, podset_request, queue_policy
 from gpusched.kueue.ordering import QueuedWorkload
 from gpusched.kueue.preemption import Admitted
 from gpusched.kueue.quota import build_forest
-from tests.kueue.builders import FLAVORS, flavor_quota, make_cq, make_flavor, make_podset, queue, raw_quota, using, wanting
+from tests.kueue.builders import (FLAVORS, flavor_quota, make_cohort, make_cq, make_flavor, make_podset, queue, raw_quota,
+                                  using, wanting)
 
 GPU = ("a100", "nvidia.com/gpu")
 
@@ -157,3 +158,41 @@ def test_schedule(queues, admitted, heads, want) -> None:
     if all(outcome != ADMITTED for outcome, *_ in want.values()):
         assert {name: dict(node.usage) for name, node in snap.forest.queues.items()} == before, \
             "what preemptors held is given back when the cycle ends"
+
+
+LENDER_BORROWER = [make_cohort("root"), make_cohort("child", parent="root")]
+
+# (id = upstream case, cohorts, queues, admitted, heads, want as in SCHEDULE)
+HIERARCHY: list[tuple[Any, ...]] = [
+    ("in a hierarchical cohort, workload borrowing less is scheduled first",
+     [make_cohort("root"), make_cohort("guaranteed", flavor_quota("default", cpu="4"), parent="root")],
+     [queue("guaranteed", raw_quota("default", cpu="0"), cohort="guaranteed"),
+      queue("best-effort", raw_quota("default", cpu="0"), cohort="root")], [],
+     [wanting("eng-alpha/guaranteed", "guaranteed", 0, cpu="4"), wanting("eng-alpha/best-effort", "best-effort", 3, cpu="4")],
+     {"eng-alpha/guaranteed": (ADMITTED, "", "", {}), "eng-alpha/best-effort": (PENDING, "WaitingForQuota", NO_LONGER, {})}),
+    ("hierarchical cohort respects lending limit when borrowing", LENDER_BORROWER,
+     [queue("cq-lender", raw_quota("on-demand", cpu=("10", None, "3")), cohort="child"),
+      queue("cq-borrower", raw_quota("on-demand", cpu=("5", "10")), cohort="child")],
+     [using("eng-alpha/wl-existing", "cq-borrower", cpu=("on-demand", "5"))],
+     [wanting("eng-alpha/wl-pending", "cq-borrower", cpu="4")],
+     {"eng-alpha/wl-pending": (PENDING, "WaitingForQuota", "couldn't assign flavors to pod set main: insufficient "
+                                                           "unused quota for cpu in flavor on-demand, 1 more needed", {})}),
+    ("hierarchical cohort allows borrowing up to lending limit", LENDER_BORROWER,
+     [queue("cq-lender", raw_quota("on-demand", cpu=("10", None, "5")), cohort="child"),
+      queue("cq-borrower", raw_quota("on-demand", cpu=("5", "10")), cohort="child")],
+     [using("eng-alpha/wl-existing", "cq-borrower", cpu=("on-demand", "5"))],
+     [wanting("eng-alpha/wl-borrowing", "cq-borrower", cpu="5")], {"eng-alpha/wl-borrowing": (ADMITTED, "", "", {})}),
+]
+
+
+@pytest.mark.parametrize("cohorts,queues,admitted,heads,want", [c[1:] for c in HIERARCHY], ids=[c[0] for c in HIERARCHY])
+def test_schedule_in_cohort_trees(cohorts, queues, admitted, heads, want) -> None:
+    """scheduler_test.go ``TestSchedule``, the hierarchical-cohort cases: borrowing levels and
+    lending limits at each level."""
+    snap = Snapshot(build_forest(queues, cohorts), {q["metadata"]["name"]: queue_policy(q) for q in queues},
+                    ON_DEMAND_ONLY)
+    for item in admitted:
+        snap.admit(item)
+    got = {d.key: (d.outcome, d.reason, d.message, {t.workload.key: t.reason for t in d.targets})
+           for d in run_cycle(snap, heads)}
+    assert got == want
