@@ -23,6 +23,7 @@ from tests.conftest import REPO_ROOT, run_process
 # What a read of a furnished state file must not import (prefixes of module names).
 # ``uuid`` imports ``platform`` (3 ms): the store's uids are made by ``objects.uids``.
 CONTROL_PLANE = ("numpy", "gpusched.scheduler", "gpusched.sim", "gpusched.devices",
+                 "gpusched.dra", "gpusched.kueue", "cel_expr_python", "google.protobuf",
                  "uuid", "platform",
                  "gpusched.cluster.settle", "gpusched.cluster.admission",
                  "gpusched.cluster.controllers.registry", "gpusched.cluster.scheduling",
@@ -77,8 +78,11 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 # (``scheduler.registry._may_declare``), the table printers of ``get``/``events``, and the
 # controllers of kinds the cluster holds none of and the cluster autoscaler while no NodePool is
 # autoscaled (``controllers.registry._only_when``), the backfill and strict queue orders while
-# the default one is set (``cluster.scheduling.mode``).
-APPLY_NEEDS_NOT = ("importlib.metadata", "gpusched.cli.columns",
+# the default one is set (``cluster.scheduling.mode``), and DRA's semantics (``gpusched.dra``: the
+# allocator, its CEL selectors on cel-expr-python and the protobuf runtime under it) while no pod
+# has a claim and no DRA object exists (``scheduler.plugins.dynamic_resources``).
+DRA = ("gpusched.dra", "cel_expr_python", "google.protobuf")
+APPLY_NEEDS_NOT = (*DRA, "importlib.metadata", "gpusched.cli.columns",
                    "gpusched.cluster.controllers.workloads.deployment",
                    "gpusched.cluster.controllers.workloads.replicaset",
                    "gpusched.cluster.controllers.workloads.daemonset",
@@ -97,6 +101,16 @@ def test_apply_of_one_pod_imports_only_what_it_uses(state: str, tmp_path: Path) 
     heavy = [m for m in imported_by(state, ("apply", "-f", str(manifest)))
              if m.startswith(APPLY_NEEDS_NOT)]
     assert not heavy, f"gpusched apply -f imported {heavy}"
+
+
+def test_a_pod_with_a_claim_imports_the_allocator(tmp_path: Path) -> None:
+    """The other side of the DRA exclusion: on DRA-managed nodes a pod whose claim comes from a
+    template is allocated devices, so the command loads the allocator and CEL (and the probe
+    above sees what a command imports)."""
+    cli = Gpusched(tmp_path)
+    cli.ok("apply", "-f", "examples/dra/embedded/nodes.yaml")
+    modules = imported_by(cli.state, ("apply", "-f", "examples/dra/gpu-test1.yaml"))
+    assert {"gpusched.dra.allocator", "gpusched.dra.cel", "cel_expr_python"} <= set(modules)
 
 
 THREADS = ("import io, os, sys\n"

@@ -30,6 +30,12 @@ inserts it just before DefaultPreemption).
 cluster's ``cluster.scheduling.dra``; the benchmark's own). KEP-5004 (extended resources backed
 by a DeviceClass) lives in ``helper.dra_extended``.
 
+**What it imports.** Every pass runs the plugin, most pods reference no claim, and
+``gpusched.dra`` (the allocator, the CEL runtime) is most of what a one-pod ``apply`` would
+import: the plugin and its helpers import it in the functions that run for a claim or a DRA
+object (``helper.dra_manager``'s parsing, ``helper.dra_allocate``'s allocator call, Score,
+``helper.dra_explain``), never at module level (``tests/cli/test_startup_imports.py``).
+
 Neighbours: ``helper.dra_manager``, ``helper.dra_claims``, ``helper.dra_allocate``,
 ``helper.dra_extended``; the runner's PostFilter loop; registered in ``plugins/__init__``.
 """
@@ -48,8 +54,7 @@ from gpusched.objects.types import PodInfo
 from gpusched.scheduler.framework import (DRA_DELEGATED_KEY, NODE_DETAILS_KEY, SKIP, SUCCESS, Code,
                                           CycleState, Diagnosis, PostFilterResult,
                                           Rejection, Status)
-from gpusched.dra.allocator import Allocated, first_available_score
-from gpusched.scheduler.plugins.helper import dra_explain, dra_extended
+from gpusched.scheduler.plugins.helper import dra_extended
 from gpusched.scheduler.plugins.helper.dra_allocate import (CANNOT_ALLOCATE, AllocationMemo,
                                                             NodeOutcome)
 from gpusched.scheduler.plugins.helper.dra_rows import RowOutcomes
@@ -195,6 +200,7 @@ class DynamicResources:
             if outcome.allocations is None:
                 if outcome.error:
                     return (outcome.error, Code.UNSCHEDULABLE_AND_UNRESOLVABLE), outcome.reason
+                from gpusched.scheduler.plugins.helper import dra_explain     # its CEL selectors
                 detail: str | Callable[[], str] = outcome.reason if outcome.reason != CANNOT_ALLOCATE else \
                     functools.partial(dra_explain.why, self.manager, node.name, node.labels, pending)
                 return (CANNOT_ALLOCATE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE), detail
@@ -245,6 +251,7 @@ class DynamicResources:
     def score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
               nodes: np.ndarray) -> np.ndarray:
         """upstream ``Score``/``computeScore``: per allocated subrequest, 8 minus its index."""
+        from gpusched.dra.allocator import Allocated, first_available_score
         data: _Cycle = state.read(NAME)
         scores = np.zeros(len(nodes), dtype=np.int64)
         for position, row in enumerate(nodes.tolist()):

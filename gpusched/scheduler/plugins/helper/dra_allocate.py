@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from gpusched.dra.allocator import Allocated, NodeFacts, allocate
-from gpusched.dra.model import Number
 from gpusched.scheduler.plugins.helper.dra_manager import CounterKey, DeviceId, DraManager
+
+if TYPE_CHECKING:     # the allocator is imported at its first call (``helper.dra_manager``)
+    from gpusched.dra.model import Number
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 SHARED_RESULT = ("adminAccess", "shareID", "consumedCapacity")   # results not judged here
@@ -146,6 +147,7 @@ class AllocationMemo:
 
     def _allocate(self, node: str, labels: Mapping[str, str],
                   claims: Sequence[dict[str, Any]]) -> NodeOutcome:
+        from gpusched.dra.allocator import Allocated, NodeFacts, allocate
         manager = self.manager
         self.allocator_calls += 1
         answer = allocate([manager.parsed(body) for body in claims], NodeFacts(node, labels),

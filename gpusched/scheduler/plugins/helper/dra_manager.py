@@ -20,6 +20,10 @@ on the node its ``status.allocation.nodeSelector`` names (``matchFields metadata
 allocator writes it for node-local devices); any other allocation counts on every node (the
 global epoch, which new slices or classes also end).
 
+``gpusched.dra`` (the model, its CEL selectors, the allocator) is imported at the first DRA object
+parsed or allocation made: every pass runs the plugin, and a cluster without DRA objects and
+pods without claims never needs it (it is most of a one-pod ``apply``'s imports otherwise).
+
 Neighbours: ``plugins.dynamic_resources`` (the plugin), ``helper.dra_allocate``;
 ``cluster.scheduling.dra`` builds the DraObjects from the view.
 """
@@ -28,10 +32,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from gpusched.dra.allocator import InUse, SliceSet
-from gpusched.dra.model import Claim, DeviceClass, Number, Slice
+if TYPE_CHECKING:     # the DRA model and allocator are imported at the first DRA object
+    from gpusched.dra.in_use import InUse
+    from gpusched.dra.model import Claim, DeviceClass, Number, Slice
+    from gpusched.dra.pools import SliceSet
 
 ClaimKey = tuple[str, str]          # (namespace, name)
 DeviceId = tuple[str, str, str]     # (driver, pool, device)
@@ -92,6 +98,15 @@ def _version(body: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("uid") or meta.get("name") or ""), str(meta.get("resourceVersion") or "")
 
 
+def _from_object(kind: str) -> Callable[[dict[str, Any]], Any]:
+    """``gpusched.dra.model``'s ``kind.from_object``, the model imported at the first call (a
+    cluster without DRA objects never imports it)."""
+    def parse(body: dict[str, Any]) -> Any:
+        from gpusched.dra import model
+        return getattr(model, kind).from_object(body)
+    return parse
+
+
 class _Parsed:
     """``X.from_object`` once per stored version (uid, resourceVersion)."""
 
@@ -132,10 +147,10 @@ class DraManager:
         self.claims: dict[ClaimKey, dict[str, Any]] = {}
         self.classes: dict[str, DeviceClass] = {}
         self.in_flight: dict[str, tuple[str, dict[str, Any]]] = {}   # claim uid -> (node, claim)
-        self._claim = _Parsed(Claim.from_object)
-        self._slice = _Parsed(Slice.from_object)
-        self._class = _Parsed(DeviceClass.from_object)
-        self.slices = SliceSet(())
+        self._claim = _Parsed(_from_object("Claim"))
+        self._slice = _Parsed(_from_object("Slice"))
+        self._class = _Parsed(_from_object("DeviceClass"))
+        self.slices: tuple[Slice, ...] = ()
         self._local: dict[str, list[Slice]] = {}
         self._shared: list[Slice] = []
         self._node_slices: dict[str, SliceSet] = {}
@@ -181,7 +196,7 @@ class DraManager:
         parsed = [self._slice(body) for body in
                   sorted(slices, key=lambda b: str((b.get("metadata") or {}).get("name")))]
         if [id(s) for s in parsed] != [id(s) for s in self.slices]:
-            self.slices = SliceSet(parsed)
+            self.slices = tuple(parsed)
             self._local = {}
             for one in parsed:
                 if one.node_name:
@@ -199,6 +214,7 @@ class DraManager:
         node's pools: each node's allocation looks at its own few slices, not at every node's."""
         found = self._node_slices.get(node)
         if found is None:
+            from gpusched.dra.pools import SliceSet
             found = self._node_slices[node] = SliceSet([*self._local.get(node, ()), *self._shared])
         return found
 
@@ -281,6 +297,7 @@ class DraManager:
         kept = self._in_use.get(node)
         if kept is not None and kept[:2] == epoch:
             return kept[2]
+        from gpusched.dra.in_use import InUse
         bodies = [*self._bodies_on(node), *self._bodies_on(GLOBAL)]
         in_use = InUse.from_claims([self.parsed(b) for b in bodies])
         self._in_use[node] = (*epoch, in_use)
