@@ -80,9 +80,14 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 # autoscaled (``controllers.registry._only_when``), the backfill and strict queue orders while
 # the default one is set (``cluster.scheduling.mode``), and DRA's semantics (``gpusched.dra``: the
 # allocator, its CEL selectors on cel-expr-python and the protobuf runtime under it) while no pod
-# has a claim and no DRA object exists (``scheduler.plugins.dynamic_resources``).
+# has a claim and no DRA object exists (``scheduler.plugins.dynamic_resources``), and the admission
+# plugins of other kinds (``admission.registry``: Kueue's and JobSet's webhooks, the Deployment
+# load curve's parser).
 DRA = ("gpusched.dra", "cel_expr_python", "google.protobuf")
-APPLY_NEEDS_NOT = (*DRA, "importlib.metadata", "gpusched.cli.columns",
+OTHER_KINDS_ADMISSION = ("gpusched.kueue", "gpusched.cluster.admission.kueue_",
+                         "gpusched.cluster.admission.jobset_defaults",
+                         "gpusched.cluster.admission.load_curve", "gpusched.cluster.clock.load")
+APPLY_NEEDS_NOT = (*DRA, *OTHER_KINDS_ADMISSION, "importlib.metadata", "gpusched.cli.columns",
                    "gpusched.cluster.controllers.workloads.deployment",
                    "gpusched.cluster.controllers.workloads.replicaset",
                    "gpusched.cluster.controllers.workloads.daemonset",

@@ -76,7 +76,7 @@ def test_registry_follows_upstream_order():
     puts new plugins, then Kueue's webhooks (named as its webhook configurations, ``*.kb.io``) at
     the webhooks' place, before ResourceQuota, which stays last."""
     upstream = [name.rstrip("*") for name in registry.UPSTREAM_ORDER]
-    names = [plugin.name for plugin in registry.ORDERED]
+    names = [plugin.name for plugin in registry.plugins()]
     assert names[-1] == "ResourceQuota"
 
     def own(name: str) -> bool:

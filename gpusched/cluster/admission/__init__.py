@@ -12,5 +12,6 @@ A plugin reads the object through :class:`~gpusched.cluster.admission.attributes
 which parses a pod's resource quantities once per object (cached until a mutating hook changes
 them) instead of at every check.
 
-Adding a plugin: one module with ``PLUGIN = Plugin(...)`` and one line in ``registry.ORDERED``.
+Adding a plugin: one module with ``PLUGIN = Plugin(...)`` and one line in ``registry.ORDERED``
+(its module and kinds: a plugin is imported at the first request for one of its kinds).
 """
