@@ -74,20 +74,24 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 
 
 # What ``apply -f`` of one pod (it settles: NumPy and the scheduler are needed) must not import:
-# the entry-point machinery while no installed distribution declares a scheduler plugin
-# (``scheduler.registry._may_declare``), the table printers of ``get``/``events``, and the
-# controllers of kinds the cluster holds none of and the cluster autoscaler while no NodePool is
-# autoscaled (``controllers.registry._only_when``), the backfill and strict queue orders while
-# the default one is set (``cluster.scheduling.mode``), and DRA's semantics (``gpusched.dra``: the
-# allocator, its CEL selectors on cel-expr-python and the protobuf runtime under it) while no pod
-# has a claim and no DRA object exists (``scheduler.plugins.dynamic_resources``), and the admission
-# plugins of other kinds (``admission.registry``: Kueue's and JobSet's webhooks, the Deployment
-# load curve's parser).
+# - the entry-point machinery while no installed distribution declares a scheduler plugin
+#   (``scheduler.registry._may_declare``), the table printers of ``get``/``events``;
+# - the controllers of kinds the cluster holds none of, the cluster autoscaler while no NodePool
+#   is autoscaled (``controllers.registry._only_when``), the backfill and strict queue orders
+#   while the default one is set (``cluster.scheduling.mode``);
+# - DRA's semantics (``gpusched.dra``: the allocator, its CEL selectors on cel-expr-python and the
+#   protobuf runtime under it) while no pod has a claim and no DRA object exists
+#   (``scheduler.plugins.dynamic_resources``);
+# - the admission plugins of other kinds (``admission.registry``: Kueue's and JobSet's webhooks,
+#   the Deployment load curve's parser);
+# - ``_strptime``: the scheduler's cache reads creation times by position
+#   (``apiserver.store._by_position``).
 DRA = ("gpusched.dra", "cel_expr_python", "google.protobuf")
 OTHER_KINDS_ADMISSION = ("gpusched.kueue", "gpusched.cluster.admission.kueue_",
                          "gpusched.cluster.admission.jobset_defaults",
                          "gpusched.cluster.admission.load_curve", "gpusched.cluster.clock.load")
-APPLY_NEEDS_NOT = (*DRA, *OTHER_KINDS_ADMISSION, "importlib.metadata", "gpusched.cli.columns",
+APPLY_NEEDS_NOT = (*DRA, *OTHER_KINDS_ADMISSION, "_strptime", "importlib.metadata",
+                   "gpusched.cli.columns",
                    "gpusched.cluster.controllers.workloads.deployment",
                    "gpusched.cluster.controllers.workloads.replicaset",
                    "gpusched.cluster.controllers.workloads.daemonset",

@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from gpusched.cluster.cluster import Cluster
-from gpusched.cluster.apiserver.store import default_state_path, rfc3339
+from datetime import datetime, timezone
+
+from gpusched.cluster.apiserver.store import EPOCH, default_state_path, rfc3339, seconds_of
 from gpusched.cluster.apiserver.view import View
 
 from tests.conftest import CEILING_S, gpusched_executable
@@ -109,6 +111,43 @@ def test_state_path(monkeypatch, env, explicit, want):
 
 def test_rfc3339_epoch():
     assert rfc3339(0) == "2026-01-01T00:00:00Z" and rfc3339(86400 + 1.9) == "2026-01-02T00:00:01Z"
+
+
+# seconds_of reads gpusched's own stamps by position and anything else with strptime: the same
+# answer (or the same error) as strptime("%Y-%m-%dT%H:%M:%SZ") for every text.
+STAMPS = {
+    "epoch": "2026-01-01T00:00:00Z",
+    "leap-day": "2028-02-29T23:59:59Z",
+    "before-epoch": "1999-12-31T23:59:59Z",
+    "single-digit-fields": "2026-1-2T3:4:5Z",         # strptime's %m %d %H %M %S take one digit
+    "month-13": "2026-13-01T00:00:00Z",
+    "february-30": "2026-02-30T00:00:00Z",
+    "hour-24": "2026-01-01T24:00:00Z",
+    "second-60": "2026-01-01T00:00:60Z",
+    "fraction": "2026-01-01T00:00:00.5Z",
+    "offset": "2026-01-01T00:00:00+00:00",
+    "no-zone": "2026-01-01T00:00:00",
+    "lowercase-t": "2026-01-01t00:00:00Z",
+    "arabic-indic-digits": "\u0662\u0660\u0662\u0666-01-01T00:00:00Z",
+    "empty": "",
+}
+
+
+def _by_strptime(stamp: str) -> float | str:
+    try:
+        when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError as err:
+        return str(err)
+    return (when - EPOCH).total_seconds()
+
+
+@pytest.mark.parametrize("stamp", STAMPS.values(), ids=STAMPS.keys())
+def test_seconds_of_reads_as_strptime_does(stamp):
+    try:
+        got: float | str = seconds_of(stamp)
+    except ValueError as err:
+        got = str(err)
+    assert got == _by_strptime(stamp)
 
 
 def test_wal_mode(cluster):

@@ -173,8 +173,26 @@ def seconds_of(timestamp: str) -> float:
 @functools.lru_cache(maxsize=4096)
 def _seconds_of(timestamp: str) -> float:
     """``seconds_of``, memoized (``strptime`` is slow; pods share creation times)."""
-    when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    when = _by_position(timestamp) or \
+        datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     return (when - EPOCH).total_seconds()
+
+
+def _by_position(timestamp: str) -> datetime | None:
+    """``YYYY-MM-DDTHH:MM:SSZ`` in ASCII digits (what :func:`rfc3339` writes) read by position,
+    as ``strptime`` reads it; None for any other text (``strptime`` then reads it, or says why
+    not). ``strptime``'s first call costs about 3 ms of CPU (it imports ``_strptime`` and builds
+    its regular expressions), a tenth of what a one-pod ``apply`` spends on its own work."""
+    if len(timestamp) != 20 or "".join(timestamp[i] for i in (4, 7, 10, 13, 16, 19)) != "--T::Z":
+        return None
+    digits = "".join(timestamp[i:i + 2] for i in (0, 2, 5, 8, 11, 14, 17))
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    try:
+        return datetime(int(digits[0:4]), int(digits[4:6]), int(digits[6:8]), int(digits[8:10]),
+                        int(digits[10:12]), int(digits[12:14]), tzinfo=timezone.utc)
+    except ValueError:             # month 13, February 30th, second 60: strptime's own message
+        return None
 
 
 def dumps(body: dict[str, Any]) -> str:
