@@ -332,10 +332,12 @@ def _accepts(cls: type, method: str, positional: int) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
 def extension_points(cls: type) -> tuple[str, ...]:
     """The extension points (config keys) a plugin class implements, read off the class (its
     methods and their arity), never by building an instance: what upstream's Go compiler
-    proves with ``var _ framework.FilterPlugin = &NodeName{}``."""
+    proves with ``var _ framework.FilterPlugin = &NodeName{}``. Memoized per class: resolving
+    the profiles asks it about 450 times per command."""
     return tuple(p.key for p in EXTENSION_POINTS
                  if all(_accepts(cls, m, n) for m, n in p.methods))
 

@@ -122,6 +122,17 @@ def test_extension_points_and_problems_of_a_class(cls: type, points: tuple[str, 
     assert contract_problems(cls) == ([] if problem is None else [problem])
 
 
+def test_a_factory_that_builds_another_class_is_checked_against_the_point() -> None:
+    """The class says Filter; the factory builds a Scorer: the built object is checked against
+    the point's Protocol (an instance of the registered class is not checked again)."""
+    registry = merged(IN_TREE, registry_of(PluginEntry(Unbuildable, lambda _args: Scorer())))
+    config = resolve_profile({"plugins": {"filter": {"enabled": [{"name": "Unbuildable"}]}}},
+                             0, 0, registry)
+    with pytest.raises(UsageError, match="^plugin Unbuildable: the object its factory built does "
+                                         "not implement filter$"):
+        Framework(config)
+
+
 def test_scorer_is_a_score_plugin_instance() -> None:
     assert isinstance(Scorer(), ScorePlugin)
 
