@@ -81,12 +81,13 @@ def test_a_read_imports_no_control_plane(state: str, argv: tuple[str, ...]) -> N
 #   while the default one is set (``cluster.scheduling.mode``);
 # - DRA's semantics (``gpusched.dra``: the allocator, its CEL selectors on cel-expr-python and the
 #   protobuf runtime under it) while no pod has a claim and no DRA object exists
-#   (``scheduler.plugins.dynamic_resources``);
+#   (``scheduler.plugins.dynamic_resources``), nor the kubelet's preparing of claims
+#   (``kubelet.pod_lifecycle._prepare_problem``);
 # - the admission plugins of other kinds (``admission.registry``: Kueue's and JobSet's webhooks,
 #   the Deployment load curve's parser);
 # - ``_strptime``: the scheduler's cache reads creation times by position
 #   (``apiserver.store._by_position``).
-DRA = ("gpusched.dra", "cel_expr_python", "google.protobuf")
+DRA = ("gpusched.dra", "cel_expr_python", "google.protobuf", "gpusched.cluster.kubelet.dra_prepare")
 OTHER_KINDS_ADMISSION = ("gpusched.kueue", "gpusched.cluster.admission.kueue_",
                          "gpusched.cluster.admission.jobset_defaults",
                          "gpusched.cluster.admission.load_curve", "gpusched.cluster.clock.load")
@@ -119,7 +120,8 @@ def test_a_pod_with_a_claim_imports_the_allocator(tmp_path: Path) -> None:
     cli = Gpusched(tmp_path)
     cli.ok("apply", "-f", "examples/dra/embedded/nodes.yaml")
     modules = imported_by(cli.state, ("apply", "-f", "examples/dra/gpu-test1.yaml"))
-    assert {"gpusched.dra.allocator", "gpusched.dra.cel", "cel_expr_python"} <= set(modules)
+    assert {"gpusched.dra.allocator", "gpusched.dra.cel", "cel_expr_python",
+            "gpusched.cluster.kubelet.dra_prepare"} <= set(modules)
 
 
 THREADS = ("import io, os, sys\n"

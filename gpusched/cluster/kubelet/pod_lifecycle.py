@@ -35,7 +35,6 @@ import re
 from gpusched.cluster.apiserver import write
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.kubelet import containers
-from gpusched.cluster.kubelet.dra_prepare import PREPARE_FAILED, prepare_problem
 from gpusched.cluster.controllers.common import (end_termination, is_running, is_terminal,
                                                  is_terminating)
 from gpusched.cluster.apiserver.store import seconds_of
@@ -120,15 +119,29 @@ def reconcile(view: View, changes: Changes | None = None) -> None:
             if due is not None and due <= view.now():
                 end_termination(view, pod)
         elif phase == "Pending" and node_name and view.get("Node", node_name) is not None:
-            problem = prepare_problem(view, pod)
+            problem = _prepare_problem(view, pod)
             if problem is None:
                 start(view, pod)
             else:         # the containers wait (ContainerCreating); retried on a claim change
+                from gpusched.cluster.kubelet.dra_prepare import PREPARE_FAILED
                 view.record_event(pod, PREPARE_FAILED, problem, "Warning", "kubelet")
         elif phase == "Running":
             end = end_time(pod)
             if end is not None and end <= view.now():
                 finish(view, pod, end)
+
+
+def _prepare_problem(view: View, pod: dict[str, Any]) -> str | None:
+    """``kubelet.dra_prepare.prepare_problem``: a pod that names no ResourceClaim (and no
+    KEP-5004 claim in its status) has nothing to prepare, and does not import the DRA side of
+    the kubelet (most pods: a one-pod ``apply`` without DRA)."""
+    claims = (pod.get("spec") or {}).get("resourceClaims")
+    extended = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get(
+        "resourceClaimName")
+    if not claims and not extended:
+        return None
+    from gpusched.cluster.kubelet.dra_prepare import prepare_problem
+    return prepare_problem(view, pod)
 
 
 def claim_pods(changes: Changes) -> list[dict[str, Any]]:
