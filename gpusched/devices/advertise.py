@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from gpusched.devices.catalog import GpuModel
 from gpusched.devices.dra_classes import dra_managed
@@ -63,9 +63,11 @@ from gpusched.devices.plugin_config import (DevicePluginConfig, DevicePluginConf
                                             config_source, select_config)
 from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects import limits
-from gpusched.objects import typed_views as k8s
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL
+
+if TYPE_CHECKING:     # TypedDicts for the type checker alone (casts name them as strings)
+    from gpusched.objects import typed_views as k8s
 
 # Read-only stand-ins for an absent part of a Node (never written to).
 _NO_META: k8s.ObjectMeta = {}

@@ -25,14 +25,16 @@ Neighbours: objects.types (``DeviceAssignment``), devices.node (``allocate``/``h
 
 from __future__ import annotations
 
-from typing import Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from gpusched.errors import InvalidError, UsageError
-from gpusched.objects import typed_views as k8s
 from gpusched.objects.pod import pod_gpu_share
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI,
                                     NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, PodInfo)
 from gpusched.objects.digits import is_digits
+
+if TYPE_CHECKING:     # TypedDicts for the type checker alone (casts name them as strings)
+    from gpusched.objects import typed_views as k8s
 
 DEVICE_PREFIX = "nvidia.com/"
 _NO_STRINGS: Mapping[str, str] = {}

@@ -21,13 +21,15 @@ controllers and admission, the CLI.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 from gpusched.errors import FieldError, GpuschedError, InvalidError, UsageError
-from gpusched.objects import typed_views as k8s
 from gpusched.objects.names import label_value_errors, qualified_name_errors
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.types import ANN_GPU_COUNT, ANN_GPU_MODEL, NodeInfo, Taint
+
+if TYPE_CHECKING:     # TypedDicts for the type checker alone (casts name them as strings)
+    from gpusched.objects import typed_views as k8s
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"

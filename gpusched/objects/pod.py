@@ -42,10 +42,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, Callable, Mapping, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, cast
 
 from gpusched.errors import FieldError, InvalidError
-from gpusched.objects import typed_views as k8s
 from gpusched.objects.pod_claims import pod_claims
 from gpusched.objects.quantity import QuantityError, canonical
 from gpusched.objects.selectors import selector_from_dict, term_from_dict
@@ -53,6 +52,9 @@ from gpusched.objects.types import (
     ANN_GPU_MILLI, ANN_GPU_MODEL, ANN_START_TIME, RESOURCE_GPU_MILLI, NodeSelectorTerm, PodAffinityTerm,
     PodInfo, PreferredTerm, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 )
+
+if TYPE_CHECKING:     # TypedDicts for the type checker alone (casts name them as strings)
+    from gpusched.objects import typed_views as k8s
 
 GPU = "nvidia.com/gpu"
 # Read-only stand-ins for an absent part of a body (never written to).
