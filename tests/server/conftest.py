@@ -19,6 +19,7 @@ import sqlite3
 import ssl
 import subprocess
 import threading
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,10 @@ class Served:
                                  f"{done.stdout}\n{done.stderr}")
         return done
 
+    def exec(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """``kubectl exec ARGS`` whose output frame reached kubectl (:func:`delivered`)."""
+        return delivered(lambda: self.kubectl("exec", *args, check=check))
+
     def kubectl_env(self) -> dict[str, str]:
         return {**os.environ, "HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)}
 
@@ -130,6 +135,18 @@ def wait_for(predicate, what: str, seen=None):
     """Poll ``predicate`` until it returns something truthy, up to the suite's ceiling; the
     failure names ``what`` and the state seen (``seen()``, else the last value)."""
     return wait_until(predicate, what, seen)
+
+
+def delivered(run: Callable[[], subprocess.CompletedProcess]) -> subprocess.CompletedProcess:
+    """Run a ``kubectl exec`` again while kubectl dropped its stdout: kubectl 1.32's WebSocket
+    client starts reading before it has made its streams and discards a message for a stream it
+    has not made yet, saying ``Unknown stream id 1, discarding message`` (client-go
+    tools/remotecommand websocket.go ``readDemuxLoop``); on a loaded machine the output, sent at
+    once after the handshake, can arrive first. Only that case is run again."""
+    def attempt() -> subprocess.CompletedProcess | None:
+        done = run()
+        return None if "Unknown stream id 1, discarding message" in done.stderr else done
+    return wait_until(attempt, "kubectl exec to receive its output")
 
 
 def _wait_ready(served: Served) -> None:

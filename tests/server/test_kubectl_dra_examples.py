@@ -32,7 +32,7 @@ def test_example_outcome_through_serve_and_kubectl(serve, example, namespace, ch
                                       "json").stdout)["items"]
 
     def exec_(pod: str, container: str, *argv: str) -> list[str]:
-        return without_marker(serve.kubectl("exec", "-n", namespace, pod, "-c", container, "--",
+        return without_marker(serve.exec("-n", namespace, pod, "-c", container, "--",
                                             *argv).stdout.splitlines())
 
     check(pods_by_name(pods), claims, exec_)

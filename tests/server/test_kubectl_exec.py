@@ -27,20 +27,20 @@ def cluster(serve):
 
 
 def test_exec_nvidia_smi_on_time_sliced_and_mig_pods(cluster):
-    out = cluster.kubectl("exec", "infer-a", "--", "nvidia-smi").stdout
+    out = cluster.exec("infer-a", "--", "nvidia-smi").stdout
     assert out.startswith("[gpusched: simulated output of `nvidia-smi`")
     assert "|   0  NVIDIA L4 " in out and "|     80%      Default |" in out
     assert len(re.findall(r"^\|    0   N/A  N/A +\d+      C   python ", out, re.M)) == 2
-    mig = cluster.kubectl("exec", "mig-pod", "--", "nvidia-smi").stdout
+    mig = cluster.exec("mig-pod", "--", "nvidia-smi").stdout
     assert "| MIG devices:" in mig and "NVIDIA H100 80GB HBM3" in mig
-    listing = cluster.kubectl("exec", "mig-pod", "--", "nvidia-smi", "-L").stdout.splitlines()
+    listing = cluster.exec("mig-pod", "--", "nvidia-smi", "-L").stdout.splitlines()
     assert re.fullmatch(r"  MIG 1g\.10gb     Device  0: \(UUID: MIG-[0-9a-f-]{36}\)", listing[2])
 
 
 def test_exec_env_and_exit_codes(cluster):
-    env = cluster.kubectl("exec", "infer-a", "-c", "server", "--", "env").stdout
+    env = cluster.exec("infer-a", "-c", "server", "--", "env").stdout
     assert re.search(r"^NVIDIA_VISIBLE_DEVICES=GPU-[0-9a-f-]{36}$", env, re.M)
-    done = cluster.kubectl("exec", "infer-a", "--", "python", "train.py", check=False)
+    done = cluster.exec("infer-a", "--", "python", "train.py", check=False)
     assert done.returncode == 126
     assert "command terminated with exit code 126" in done.stderr
     assert "gpusched runs no containers" in done.stdout
