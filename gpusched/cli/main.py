@@ -19,6 +19,7 @@ Neighbours: ``cli.parser``; ``gpusched.cluster.cluster.Cluster`` below.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -68,9 +69,22 @@ def _one_blas_thread() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def _fewer_full_collections() -> None:
+    """A full collection of cyclic garbage after 100 younger ones, not 10 (CPython's default;
+    the young generations keep theirs): a command builds many objects that live to its end
+    (the view's bodies, each pod's manifest and PodInfo, events) and each full collection walks
+    them all. A bulk ``apply`` of 5,000 pods onto 1,000 nodes ran seven, 0.6-0.7 s of its
+    9-10 s of CPU (timed by ``gc.callbacks``); now none. Reference counting frees what is
+    acyclic at once and the young collections still find new cycles; no decision depends on
+    when the collector runs."""
+    gen0, gen1, _gen2 = gc.get_threshold()
+    gc.set_threshold(gen0, gen1, 100)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code (0 success, 1 error or usage error)."""
     _one_blas_thread()
+    _fewer_full_collections()
     argv = normalize_argv(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(argv)
     try:
