@@ -68,7 +68,6 @@ from gpusched.errors import GpuschedError, UsageError
 from gpusched.objects.assignment import assignment_annotations, device_requests, pod_assignment
 from gpusched.objects.node import node_info
 from gpusched.objects.pod import pod_info, pod_info_like
-from gpusched.objects.tree import copy_tree
 from gpusched.objects.selectors import map_matches, node_selector_matches
 from gpusched.objects.types import (ANN_ASSIGNED_DEVICES, ANN_ASSIGNED_GPUS, ANN_GPU_MILLI, ANN_START_TIME,
                                     NO_DEVICES, RESOURCE_GPU_MILLI, DeviceAssignment, NodeInfo,
@@ -163,19 +162,21 @@ def _pod_info(view: View, pod: dict[str, Any]) -> PodInfo | None:
 
 
 def _pod_info_again(view: View, pod: dict[str, Any]) -> PodInfo:
-    """``pod_info(pod)``, its spec's parts kept from the pod's last body when its spec and its
-    gpu-milli annotation are unchanged (``objects.pod.pod_info_like``): binding and starting a pod
-    write its metadata and status, and the kubelet reads it after each."""
+    """``pod_info(pod)``, its spec's parts kept from the pod's last reading when its spec (its
+    ``metadata.generation``: ``View.update`` raises it at every change of the spec) and its
+    gpu-milli annotation are unchanged (``objects.pod.pod_info_like``): binding and starting a
+    pod write its metadata and status, and the kubelet reads it after each."""
     memo: dict[Any, Any] = view.memo.setdefault("kubelet-pod-specs", {})
-    meta, spec = pod["metadata"], pod.get("spec")
+    meta = pod["metadata"]
     milli = (meta.get("annotations") or _EMPTY).get(ANN_GPU_MILLI)
+    generation = meta.get("generation")
     prior = memo.get(meta.get("uid"))
-    if prior is not None and prior[0] == spec and prior[1] == milli:
+    if generation is not None and prior is not None and prior[0] == generation and prior[1] == milli:
         return pod_info_like(prior[2], pod)
     if len(memo) > 100_000:
         memo.clear()
     info = pod_info(pod)
-    memo[meta.get("uid")] = (copy_tree(spec), milli, info)
+    memo[meta.get("uid")] = (generation, milli, info)
     return info
 
 
