@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gpusched.cluster.apiserver.view import View, copy_tree
+from gpusched.objects.tree import copy_sharing
 
 
 def stored(view: View) -> dict[str, Any]:
@@ -53,3 +54,30 @@ def test_update_counts_a_change_of_the_json_text(edit, changed, generation):
     current = view.get("ConfigMap", "c", "default")
     assert (current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]) is changed
     assert current["metadata"]["generation"] == generation
+
+
+def _shared_spec_data(old: dict[str, Any]) -> dict[str, Any]:
+    new = copy_sharing(old, "spec")       # a status write shares the stored spec
+    new["data"]["k"] = "w"
+    return new
+
+
+def _shared_spec_same(old: dict[str, Any]) -> dict[str, Any]:
+    return copy_sharing(old, "spec")
+
+
+@pytest.mark.parametrize("build, changed", [
+    (_shared_spec_data, True),
+    (_shared_spec_same, False),
+], ids=["shared-spec-data-changed", "shared-spec-nothing-changed"])
+def test_update_of_a_body_sharing_the_stored_spec(build, changed):
+    """``objects.tree.copy_sharing``: the spec is the stored object itself, so the spec is the
+    same JSON (no generation bump), and the stored body before the write is left as it was."""
+    view = View()
+    old = stored(view)
+    before = copy_tree(old)
+    assert view.update(build(old)) is changed
+    current = view.get("ConfigMap", "c", "default")
+    assert current["metadata"]["generation"] == 1
+    assert current["spec"] is old["spec"]
+    assert old == before

@@ -23,11 +23,12 @@ def without_version(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def same_json(a: Any, b: Any) -> bool:
-    """``a`` and ``b`` are the same JSON (canonical text). Python's ``==`` decides first (C,
+    """``a`` and ``b`` are the same JSON (canonical text). One object is the same JSON (a status
+    write shares the stored spec: ``objects.tree.copy_sharing``). Python's ``==`` decides next (C,
     stopping at the first difference: a real change costs no encoding); what it calls equal is
     confirmed as text, since it also equates 1, 1.0 and True, and 0.0 and -0.0.
 
     >>> same_json({"a": [1]}, {"a": [1]}), same_json({"a": 1}, {"a": 2}), same_json(1, 1.0)
     (True, False, False)
     """
-    return bool(a == b) and dumps(a) == dumps(b)
+    return a is b or (bool(a == b) and dumps(a) == dumps(b))

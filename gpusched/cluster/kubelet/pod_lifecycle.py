@@ -40,10 +40,11 @@ from gpusched.cluster.controllers.common import (end_termination, is_running, is
 from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.kubelet.node_status import node_ip, pod_ip
 from gpusched.cluster.apiserver.notes import capacity_changed
-from gpusched.cluster.apiserver.view import View, copy_tree
+from gpusched.cluster.apiserver.view import View
 from gpusched.errors import GpuschedError
 from gpusched.objects.duration import parse_duration
 from gpusched.objects.pod import annotation_seconds
+from gpusched.objects.tree import copy_sharing
 from gpusched.objects.types import ANN_DURATION, ANN_START_TIME
 
 _SLEEP = re.compile(r"(?:^|[;&|]\s*|\s)sleep\s+(\d+(?:\.\d+)?[smhd]?)\s*$")
@@ -173,7 +174,7 @@ def _conditions(view: View, pod: dict[str, Any], ready: str) -> list[dict[str, A
 
 
 def start(view: View, pod: dict[str, Any]) -> None:
-    new = copy_tree(pod)
+    new = copy_sharing(pod, "spec")      # a status write: the spec is the stored one
     now = view.timestamp()
     new["metadata"].setdefault("annotations", {})[ANN_START_TIME] = repr(float(view.now()))
     status = new.setdefault("status", {})
@@ -196,7 +197,7 @@ def start(view: View, pod: dict[str, Any]) -> None:
 def finish(view: View, pod: dict[str, Any], end: float) -> None:
     if containers.end_run(view, pod, end):   # a non-zero exit code: restartPolicy decides
         return
-    new = copy_tree(pod)
+    new = copy_sharing(pod, "spec")
     status = new["status"]
     started = status.get("startTime", view.timestamp())
     finished = view.timestamp(end)

@@ -30,6 +30,7 @@ from gpusched.cluster.apiserver.view import View, copy_tree
 from gpusched.objects.assignment import assignment_annotations
 from gpusched.objects.pod import pod_info
 from gpusched.objects.types import DeviceAssignment
+from gpusched.objects.tree import copy_sharing
 
 if TYPE_CHECKING:
     from gpusched.objects.types import PodInfo
@@ -76,8 +77,8 @@ def _observe(histograms: dict[str, Any], key: str, value: float, bounds: tuple[f
 
 
 def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignment) -> None:
-    new = copy_tree(pod)
-    new["spec"]["nodeName"] = node
+    new = copy_sharing(pod, "spec")      # the spec gains nodeName alone: its fields are shared
+    new["spec"] = dict(pod["spec"], nodeName=node)
     annotations = assignment_annotations(assignment)
     if annotations:
         new["metadata"].setdefault("annotations", {}).update(annotations)
@@ -94,7 +95,7 @@ def bind(view: View, pod: dict[str, Any], node: str, assignment: DeviceAssignmen
 
 
 def record_failure(view: View, pod: dict[str, Any], message: str, nominated: str) -> None:
-    new = copy_tree(pod)
+    new = copy_sharing(pod, "spec")      # a status write
     status = new.setdefault("status", {})
     status["phase"] = "Pending"
     if nominated:
