@@ -32,7 +32,7 @@ from gpusched.errors import FieldError, InvalidError
 from gpusched.objects.manifest import Manifest
 from gpusched.objects.strict import STRICT, decode_with_mode
 from gpusched.objects.podspec import admission_pending
-from gpusched.objects.validation import validate
+from gpusched.objects.validation import validate_object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SYSTEM_FIELDS = ("apiVersion", "kind", "metadata", "status")
@@ -49,10 +49,17 @@ def validated(manifest: Manifest, field_validation: str = STRICT) -> tuple[dict[
     A Pod's request/limit rules wait for admission, which validates the mutated pod (upstream
     order)."""
     decoded, warnings = decode_with_mode(manifest.obj, field_validation, manifest.where)
+    # the decoded object is the decoder's own (``objects.strict`` builds every dict and list
+    # anew): validated and defaulted in place, not copied again
     if isinstance(decoded, dict) and decoded.get("kind") == "Pod":
         with admission_pending():
-            return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
-    return validate(Manifest(manifest.source, manifest.index, decoded)), warnings
+            return _validated_in_place(manifest, decoded), warnings
+    return _validated_in_place(manifest, decoded), warnings
+
+
+def _validated_in_place(manifest: Manifest, decoded: dict[str, Any]) -> dict[str, Any]:
+    return validate_object(decoded, where=manifest.where, source=manifest.source,
+                           index=manifest.index, owned=True)
 
 
 def _merge_map(old: dict[str, Any] | None, new: dict[str, Any] | None, last: dict[str, Any] | None) -> dict[str, Any]:
