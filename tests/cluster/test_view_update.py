@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gpusched.cluster.apiserver.view import View, copy_tree
+from gpusched.cluster.apiserver.sameness import same_but_version, same_json, without_version
 from gpusched.objects.tree import copy_sharing
 
 
@@ -81,3 +82,25 @@ def test_update_of_a_body_sharing_the_stored_spec(build, changed):
     assert current["metadata"]["generation"] == 1
     assert current["spec"] is old["spec"]
     assert old == before
+
+
+_BASE = {"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "3"}, "spec": {"n": 1}}
+
+
+@pytest.mark.parametrize("other", [
+    {"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "9"}, "spec": {"n": 1}},
+    {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"n": 1}},
+    {"kind": "Pod", "metadata": {"name": "q", "resourceVersion": "3"}, "spec": {"n": 1}},
+    {"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "3", "uid": "u"}, "spec": {"n": 1}},
+    {"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "3"}, "spec": {"n": 1.0}},
+    {"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "3"}, "spec": {"n": True}},
+    {"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "3"}},
+    {"kind": "Pod", "spec": {"n": 1}},
+    {"kind": "Pod", "metadata": None, "spec": {"n": 1}},
+], ids=["other-version", "no-version", "other-name", "extra-uid", "1-vs-1.0", "1-vs-true",
+        "no-spec", "no-metadata", "null-metadata"])
+def test_same_but_version_decides_as_the_copies_compared_as_text(other):
+    """``same_but_version`` answers what ``same_json`` of the two bodies without their
+    resourceVersions answers, both ways round."""
+    for a, b in ((_BASE, other), (other, _BASE)):
+        assert same_but_version(a, b) is same_json(without_version(a), without_version(b))

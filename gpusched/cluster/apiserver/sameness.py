@@ -32,3 +32,27 @@ def same_json(a: Any, b: Any) -> bool:
     (True, False, False)
     """
     return a is b or (bool(a == b) and dumps(a) == dumps(b))
+
+
+def same_but_version(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """``same_json(without_version(old), without_version(new))``, deciding a difference before
+    building either copy: a field that differs under ``==`` (the usual update: a status, an
+    annotation) answers at once; only bodies equal so far are copied and compared as text."""
+    if old.keys() != new.keys():
+        return False
+    for key, value in old.items():
+        other = new[key]
+        if key == "metadata" and isinstance(value, dict) and isinstance(other, dict):
+            if not _same_keys_but_version(value, other):
+                return False
+        elif value is not other and value != other:
+            return False
+    return same_json(without_version(old), without_version(new))
+
+
+def _same_keys_but_version(meta: dict[str, Any], other: dict[str, Any]) -> bool:
+    """The two metadata are equal under ``==`` but for their resourceVersions."""
+    keys = meta.keys() - {"resourceVersion"}
+    if keys != other.keys() - {"resourceVersion"}:
+        return False
+    return all(meta[k] is other[k] or meta[k] == other[k] for k in keys)

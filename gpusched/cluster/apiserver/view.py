@@ -26,7 +26,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from gpusched.cluster.apiserver.sameness import same_json, without_version
+from gpusched.cluster.apiserver.sameness import same_but_version, same_json
 from gpusched.cluster.apiserver.store import DEFAULT_SEED, Store, dumps, rfc3339
 from gpusched.objects.kinds import KINDS
 from gpusched.objects.uids import namespace_bytes, uuid5
@@ -346,7 +346,7 @@ class View:
         if old is None:
             self.create(body)
             return True
-        if same_json(without_version(old), without_version(body)):
+        if same_but_version(old, body):
             return False
         if key[0] == "Pod":
             note_pod_end(self, old, body)
