@@ -16,10 +16,12 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpusched.kueue.jobframework import Integration, PodSetInfo, workload_name
+from gpusched.kueue.jobframework import NO_META, Integration, PodSetInfo, workload_name
 from gpusched.kueue.jobs import admitted_template, pods_count
+from gpusched.kueue.tas_request import JOB_COMPLETION_INDEX, topology_request_field
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"   # jobsetapi.JobIndexKey
 
 
 def jobset_workload_name(name: str, uid: str) -> str:
@@ -36,24 +38,33 @@ def _replicas(rjob: Mapping[str, Any]) -> int:
 
 
 def podsets(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One PodSet per replicatedJob (``PodSets``)."""
+    """One PodSet per replicatedJob (``PodSets``), with its topology request: the pod template's
+    annotations, the Job's completion index as pod index and the JobSet's job index over the
+    replicas as sub-group (``NewPodSetTopologyRequest(...).PodIndexLabel(...).SubGroup(...)``)."""
     out = []
     for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or ():
         template = rjob.get("template") or {}
-        out.append({"name": rjob["name"], "count": _replicas(rjob) * pods_count(template),
-                    "template": copy.deepcopy((template.get("spec") or {}).get("template") or {})})
+        pod_template = copy.deepcopy((template.get("spec") or {}).get("template") or {})
+        podset: dict[str, Any] = {"name": rjob["name"], "count": _replicas(rjob) * pods_count(template), "template": pod_template}
+        podset["topologyRequest"] = topology_request_field(
+            (pod_template.get("metadata") or {}).get("annotations") or {}, JOB_COMPLETION_INDEX,
+            (JOB_INDEX, _replicas(rjob)))
+        out.append(podset)
     return out
 
 
 def _run_with_podsets_info(jobset: Mapping[str, Any], infos: Sequence[PodSetInfo]) -> tuple[dict[str, Any], str]:
-    """Each replicatedJob's pod template merged with its PodSet's flavor labels and tolerations,
-    unsuspended; or the first conflict error."""
-    parts = {info.name: (info.node_selector, info.tolerations) for info in infos}
+    """``RunWithPodSetsInfo``: each replicatedJob's pod template merged with its PodSet's whole
+    info (``podset.Merge``: the flavors' labels and tolerations, the PodSet label, the Workload
+    annotation and, placed by topology, the topology scheduling gate), unsuspended; or the first
+    conflict error."""
+    parts = {info.name: info for info in infos}
     spec = copy.deepcopy(dict(jobset.get("spec") or {}))
     for rjob in spec.get("replicatedJobs") or ():
-        labels, tolerations = parts.get(rjob["name"], ({}, []))
+        info = parts.get(rjob["name"], PodSetInfo(rjob["name"], {}, [], NO_META))
         job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
-        template, error = admitted_template(job_spec.get("template") or {}, labels, tolerations)
+        template, error = admitted_template(job_spec.get("template") or {}, info.node_selector, info.tolerations,
+                                            info.meta)
         if error:
             return dict(jobset), error
         job_spec["template"] = template

@@ -37,10 +37,13 @@ def _slice_fields(annotations: Mapping[str, str]) -> dict[str, Any]:
     return {"podSetSliceRequiredTopology": level, "podSetSliceSize": int(size)}
 
 
-def topology_request_field(annotations: Mapping[str, str], pod_index_label: str | None) -> dict[str, Any] | None:
+def topology_request_field(annotations: Mapping[str, str], pod_index_label: str | None,
+                           sub_group: tuple[str, int] | None = None) -> dict[str, Any] | None:
     """The Workload PodSet's ``topologyRequest`` for a pod template's annotations (None when
     there is nothing to say). Required wins over preferred over unconstrained, as ``Build``
-    checks them; an unconstrained value Go cannot parse as a bool is left out."""
+    checks them; an unconstrained value Go cannot parse as a bool is left out. ``sub_group`` is
+    ``SubGroup``'s (index label, count): a JobSet's ``jobset.sigs.k8s.io/job-index`` and its
+    replicatedJob's replicas."""
     request: dict[str, Any] = {}
     if REQUIRED in annotations:
         request["required"] = annotations[REQUIRED]
@@ -49,10 +52,12 @@ def topology_request_field(annotations: Mapping[str, str], pod_index_label: str 
     elif UNCONSTRAINED in annotations and str(annotations[UNCONSTRAINED]) in _TRUE | _FALSE:
         request["unconstrained"] = str(annotations[UNCONSTRAINED]) in _TRUE
     request.update(_slice_fields(annotations))
-    if not request and pod_index_label is None:
+    if not request and pod_index_label is None and sub_group is None:
         return None
     if pod_index_label is not None:
         request["podIndexLabel"] = pod_index_label
+    if sub_group is not None:
+        request["subGroupIndexLabel"], request["subGroupCount"] = sub_group
     return request
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusched.kueue.jobframework import finished, podset_infos
+from gpusched.kueue.jobframework import PodSetInfo, finished, podset_infos
 from gpusched.kueue.jobs import JOB
 from gpusched.kueue.jobsets import JOBSET
 
@@ -45,3 +45,23 @@ def test_podset_infos_carry_each_podsets_flavors_and_meta() -> None:
     assert info.node_selector == {"gpu": "a100", "zone": "b"}          # a100 first, then spot
     assert info.tolerations == [{"key": "gpu"}, {"key": "spot"}]
     assert info.meta == ({"kueue.x-k8s.io/podset": "main"}, {"kueue.x-k8s.io/workload": "job-train-12345"}, [])
+
+
+@pytest.mark.parametrize("integration, body", [
+    pytest.param(JOB, {"spec": {"template": {"spec": {}}}}, id="job"),
+    pytest.param(JOBSET, {"spec": {"replicatedJobs": [{"name": "main", "template": {"spec": {"template": {}}}}]}},
+                 id="jobset"),
+])
+def test_run_with_podsets_info_merges_the_whole_info(integration, body) -> None:
+    """``RunWithPodSetsInfo`` of either integration merges the whole PodSetInfo (``podset.Merge``;
+    ``jobs/jobset/jobset_controller.go`` as ``jobs/job/job_controller.go``): flavors, PodSet
+    label, Workload annotation and the topology gate."""
+    meta = ({"kueue.x-k8s.io/podset": "main"}, {"kueue.x-k8s.io/workload": "wl"}, ["kueue.x-k8s.io/topology"])
+    out, error = integration.run_with_podsets_info(body, [PodSetInfo("main", {"gpu": "a100"}, [], meta)])
+    spec = out["spec"]
+    template = spec["template"] if integration is JOB else spec["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert error == "" and spec["suspend"] is False
+    assert template["metadata"] == {"labels": {"kueue.x-k8s.io/podset": "main"},
+                                    "annotations": {"kueue.x-k8s.io/workload": "wl"}}
+    assert template["spec"]["nodeSelector"] == {"gpu": "a100"}
+    assert template["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]

@@ -14,8 +14,8 @@ each JobSet's child Jobs, headless Service and status.
   (``createHeadlessSvcIfNecessary``).
 - **Suspend / resume**: a suspended JobSet suspends its Jobs; a resumed one resumes them, first
   copying its replicatedJob template's pod labels, annotations, nodeSelector and tolerations
-  into each suspended Job (``resumeJob``: what Kueue's admission put into the JobSet reaches
-  the pods).
+  into each suspended Job and adding the template's scheduling gates (``resumeJob``: what
+  Kueue's admission put into the JobSet reaches the pods).
 - **Status**: ``replicatedJobsStatus`` per replicatedJob (``ready``: Jobs whose pods are all
   ready or succeeded, ``succeeded``, ``failed``, ``active``, ``suspended``); a failed Job fails
   the JobSet (condition Failed ``FailedJobs`` ``jobset failed due to one or more job failures``,
@@ -130,22 +130,32 @@ def _finished(job: dict[str, Any]) -> str:
 
 def _resumed(job: dict[str, Any], rjob: dict[str, Any]) -> dict[str, Any]:
     """``resumeJob``: the template's pod labels, annotations, nodeSelector and tolerations
-    copied into a suspended Job, which is unsuspended."""
+    copied into a suspended Job, and its scheduling gates added to the Job's (``MergeSlices``:
+    Kueue's topology gate reaches the pods), which is unsuspended."""
     body = copy.deepcopy(job)
     source = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
     target = body["spec"].setdefault("template", {})
     for field in ("labels", "annotations"):
         merged = {**(target.get("metadata") or {}).get(field, {}), **(source.get("metadata") or {}).get(field, {})}
         target.setdefault("metadata", {})[field] = merged
-    pod = target.setdefault("spec", {})
+    _resumed_pod_spec(target.setdefault("spec", {}), source.get("spec") or {})
+    body["spec"]["suspend"] = False
+    return body
+
+
+def _resumed_pod_spec(pod: dict[str, Any], source: dict[str, Any]) -> None:
+    """The template's nodeSelector and tolerations copied into the Job's pod spec, its scheduling
+    gates added to the Job's."""
     for field in ("nodeSelector", "tolerations"):
-        value = (source.get("spec") or {}).get(field)
+        value = source.get(field)
         if value:
             pod[field] = copy.deepcopy(value)
         else:
             pod.pop(field, None)
-    body["spec"]["suspend"] = False
-    return body
+    gates = list(pod.get("schedulingGates") or ())
+    gates += [g for g in source.get("schedulingGates") or () if g not in gates]
+    if gates:
+        pod["schedulingGates"] = gates
 
 
 def _sync_jobs(view: View, jobset: dict[str, Any], children: dict[str, dict[str, Any]]) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster.builders import apply, pool
-from tests.kueue.builders import flavor_quota, local_queue, make_cq, make_flavor, manifests, namespace, queued_job, topology
+from tests.kueue.builders import (flavor_quota, local_queue, make_cq, make_flavor, manifests, namespace, queued_job,
+                                  queued_jobset, topology)
 from tests.kueue.builders import job_workload as workload
 
 RACK, BLOCK, HOST = "cloud.provider.com/topology-rack", "cloud.provider.com/topology-block", "kubernetes.io/hostname"
@@ -114,3 +115,24 @@ def test_a_queue_of_tas_flavors_only_places_an_unannotated_job(tas) -> None:
     assert meta["labels"]["kueue.x-k8s.io/podset"] == "main"
     assert found["spec"]["template"]["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
     assert sorted(p["spec"]["nodeName"] for p in tas.get("Pod", namespace="team-a")) == ["r1-1"] * 2
+
+
+def test_jobset_requiring_one_rack_lands_in_one_rack(tas) -> None:
+    """A JobSet gets TAS like a Job (``pkg/controller/jobs/jobset/jobset_controller.go``:
+    ``PodSets`` builds each replicatedJob's topology request with the completion index and the
+    job index as sub-group; ``RunWithPodSetsInfo`` merges the whole PodSetInfo, so its templates
+    carry the PodSet label, the Workload annotation and the topology gate the ungater lifts)."""
+    body = queued_jobset("js", "q", [("workers", 2, 2, 8)], annotations={
+        "kueue.x-k8s.io/podset-required-topology": RACK})
+    apply(tas, manifests(body))
+    [found] = tas.get("JobSet", ["js"], namespace="team-a")
+    [wl] = [w for w in tas.get("Workload", namespace="team-a") if w["metadata"]["name"].startswith("jobset-js-")]
+    assert wl["spec"]["podSets"][0]["topologyRequest"] == {
+        "required": RACK, "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+        "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index", "subGroupCount": 2}
+    meta = found["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]
+    assert meta["labels"]["kueue.x-k8s.io/podset"] == "workers"
+    assert meta["annotations"]["kueue.x-k8s.io/workload"] == wl["metadata"]["name"]
+    pods = tas.get("Pod", namespace="team-a")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["r2-1", "r2-2", "r2-3", "r2-4"]
+    assert all(not p["spec"].get("schedulingGates") for p in pods)
