@@ -19,6 +19,7 @@ Neighbours: ``cli.parser``; ``gpusched.cluster.cluster.Cluster`` below.
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import logging
 import os
@@ -79,6 +80,20 @@ def _fewer_full_collections() -> None:
     when the collector runs."""
     gen0, gen1, _gen2 = gc.get_threshold()
     gc.set_threshold(gen0, gen1, 100)
+
+
+def _no_collection_at_exit() -> None:
+    """The interpreter's last act is a full garbage collection over every object still alive
+    (the modules a command imported, its cluster): 15-20 ms of CPU at the end of a one-pod
+    ``apply``, a tenth of its whole, to free memory the exiting process hands back anyway.
+    Frozen objects are left out of every collection (``gc.freeze``), so freezing them at exit
+    skips it. Registered at import, before the command's own exit handlers (``atexit`` runs
+    the last registered first): the command's files and connections are closed by their
+    owners or by ``logging.shutdown``, not by the collector, as before."""
+    atexit.register(gc.freeze)
+
+
+_no_collection_at_exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
