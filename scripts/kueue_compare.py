@@ -61,7 +61,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from gpusched.cluster.apiserver.store import seconds_of
 from gpusched.cluster.cluster import Cluster
+from gpusched.objects.duration import parse_duration
 from gpusched.objects.manifest import Manifest
 
 BEGIN, END = "<!-- kueue_compare:begin -->", "<!-- kueue_compare:end -->"
@@ -130,7 +132,8 @@ def workload(seed: int, hours: float) -> list[Job]:
     mean_gang = float(np.mean(GANG_RUN_H)) * 3600 * GANG_PODS * GANG_GPUS
     mean_gpu_s = GANG_SHARE * mean_gang + (1 - GANG_SHARE) * mean_single
     mean_gap = mean_gpu_s / (LOAD * TOTAL_GPUS)
-    jobs, t = [], 0.0
+    jobs: list[Job] = []
+    t = 0.0
     while t < hours * 3600:
         mix = TEAM_MIX[0] if t < hours * 1800 else TEAM_MIX[1]
         team = list(QUOTAS)[int(rng.choice(len(QUOTAS), p=mix))]
@@ -277,27 +280,59 @@ def _advance_to(cluster: Cluster, seen: Replay, at: float) -> None:
         _observe(cluster, seen)
 
 
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What a read keeps of a pod that started on a node."""
+
+    uid: str
+    job: str
+    node: str
+    gpus: int
+    start: float
+    phase: str
+    deleted_at: float | None
+    run: float
+
+
+def _pod_facts(pod: dict[str, Any]) -> PodFacts | None:
+    meta, spec = pod["metadata"], pod["spec"]
+    annotations = meta.get("annotations") or {}
+    started = annotations.get("gpusched.io/start-time")
+    if started is None or not spec.get("nodeName"):
+        return None
+    deleted = meta.get("deletionTimestamp")
+    gpus = sum(int((c.get("resources") or {}).get("limits", {}).get("nvidia.com/gpu", 0))
+               for c in spec["containers"])
+    return PodFacts(meta["uid"], meta["labels"]["job-name"], spec["nodeName"], gpus,
+                    float(started), (pod.get("status") or {}).get("phase", ""),
+                    None if deleted is None else seconds_of(deleted),
+                    parse_duration(annotations["gpusched.io/duration"]))
+
+
+def _started_pods(cluster: Cluster) -> list[PodFacts]:
+    """Every pod that started, read without copying the store's objects."""
+    def facts(view: Any) -> list[PodFacts]:
+        return [f for f in map(_pod_facts, view.list("Pod")) if f is not None]
+    return list(cluster.read(facts))
+
+
 def _observe(cluster: Cluster, seen: Replay) -> None:
     now = cluster.now()
     present: set[str] = set()
     busy = 0
-    for pod in cluster.get("pods", all_namespaces=True):
-        meta, status = pod["metadata"], pod.get("status") or {}
-        started = (meta.get("annotations") or {}).get("gpusched.io/start-time")
-        if started is None or not pod["spec"].get("nodeName"):
-            continue
-        uid = meta["uid"]
-        run = seen.runs.get(uid)
+    for pod in _started_pods(cluster):
+        run = seen.runs.get(pod.uid)
         if run is None:
-            run = seen.runs[uid] = PodRun(meta["labels"]["job-name"], seen.rack_of[pod["spec"]["nodeName"]],
-                                          _gpus(pod), float(started))
+            run = seen.runs[pod.uid] = PodRun(pod.job, seen.rack_of[pod.node], pod.gpus, pod.start)
         if run.end is not None:
             continue
-        present.add(uid)
-        if status.get("phase") == "Succeeded":
-            run.end = run.start + _duration(pod)
-        elif status.get("phase") == "Failed" or meta.get("deletionTimestamp"):
-            run.end = now if status.get("phase") == "Failed" else min(now, _deleted_at(pod))
+        present.add(pod.uid)
+        if pod.phase == "Succeeded":
+            run.end = run.start + pod.run
+        elif pod.phase == "Failed":
+            run.end = now
+        elif pod.deleted_at is not None:
+            run.end = min(now, pod.deleted_at)
         else:
             busy += run.gpus
     for uid, run in seen.runs.items():
@@ -306,34 +341,20 @@ def _observe(cluster: Cluster, seen: Replay) -> None:
     seen.samples.append((now, busy))
 
 
-def _gpus(pod: dict[str, Any]) -> int:
-    return sum(int((c.get("resources") or {}).get("limits", {}).get("nvidia.com/gpu", 0))
-               for c in pod["spec"]["containers"])
-
-
-def _duration(pod: dict[str, Any]) -> float:
-    from gpusched.objects.duration import parse_duration
-    return parse_duration(pod["metadata"]["annotations"]["gpusched.io/duration"])
-
-
-def _deleted_at(pod: dict[str, Any]) -> float:
-    from gpusched.cluster.apiserver.store import seconds_of
-    return seconds_of(pod["metadata"]["deletionTimestamp"])
-
-
 def _all_finished(cluster: Cluster) -> bool:
-    return all(any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-                   for c in (job.get("status") or {}).get("conditions") or [])
-               for job in cluster.get("jobs", all_namespaces=True))
+    def finished(view: Any) -> bool:
+        return all(any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                       for c in (job.get("status") or {}).get("conditions") or [])
+                   for job in view.list("Job"))
+    return bool(cluster.read(finished))
 
 
 def _half_placed_now(cluster: Cluster) -> int:
     """Gangs with some, not all, of their pods running now."""
     running: dict[str, int] = {}
-    for pod in cluster.get("pods", all_namespaces=True):
-        if (pod.get("status") or {}).get("phase") == "Running" and pod["spec"].get("nodeName"):
-            name = pod["metadata"]["labels"]["job-name"]
-            running[name] = running.get(name, 0) + 1
+    for pod in _started_pods(cluster):
+        if pod.phase == "Running" and pod.deleted_at is None:
+            running[pod.job] = running.get(pod.job, 0) + 1
     return sum(1 for name, count in running.items() if name.startswith("gang-")
                and 0 < count < GANG_PODS)
 
@@ -410,12 +431,15 @@ def measure(jobs: list[Job], seen: Replay, hours: float) -> dict[str, Any]:
         "samples": seen.samples,
     }
     for kind, members in (("single", [j for j in jobs if j.pods == 1]), ("gang", gangs)):
-        waits = [(outcomes[j.name].whole_at if outcomes[j.name].whole_at is not None else seen.end)
-                 - j.arrival for j in members]
+        waits = [_or(outcomes[j.name].whole_at, seen.end) - j.arrival for j in members]
         out[f"{kind}_not_whole"] = sum(1 for j in members if outcomes[j.name].whole_at is None)
         out[f"{kind}_wait_p50"] = float(np.percentile(waits, 50)) / 60 if waits else 0.0
         out[f"{kind}_wait_p95"] = float(np.percentile(waits, 95)) / 60 if waits else 0.0
     return out
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _mean_busy(samples: list[tuple[float, int]], start: float, stop: float) -> float:
