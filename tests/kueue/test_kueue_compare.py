@@ -60,9 +60,19 @@ def test_team_gpu_hours_add_up_to_the_sampled_utilisation(quick, setup):
 
 
 def test_resource_quota_caps_every_team(quick):
+    """A namespace's pods never hold more GPUs than its ResourceQuota, over the whole window
+    and over its second half."""
     r = quick[1]["quota"]
-    for team, gpu_hours in r["team_gpu_hours"].items():
-        assert gpu_hours <= r["quota_gpus"][team] * r["hours"] + 1e-6, team
+    for key, hours in (("team_gpu_hours", r["hours"]), ("team_gpu_hours_late", r["hours"] / 2)):
+        for team, gpu_hours in r[key].items():
+            assert gpu_hours <= r["quota_gpus"][team] * hours + 1e-6, (key, team)
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_second_half_is_part_of_the_window(quick, setup):
+    r = quick[1][setup]
+    for team, late in r["team_gpu_hours_late"].items():
+        assert 0 <= late <= r["team_gpu_hours"][team] + 1e-6, team
 
 
 def test_plain_kube_scheduler_scatters_or_half_places_gangs(quick):
