@@ -395,6 +395,7 @@ def job_outcome(job: Job, runs: list[PodRun], end: float) -> JobOutcome:
 
 
 def measure(jobs: list[Job], seen: Replay, hours: float) -> dict[str, Any]:
+    """The measures of one replay (see the module docstring), keyed as ``ROWS`` reads them."""
     by_job: dict[str, list[PodRun]] = {job.name: [] for job in jobs}
     for run in seen.runs.values():
         by_job[run.job].append(run)
@@ -402,9 +403,6 @@ def measure(jobs: list[Job], seen: Replay, hours: float) -> dict[str, Any]:
     window = hours * 3600
     team_of = {job.name: job.team for job in jobs}
     gangs = [job for job in jobs if job.pods > 1]
-    run_time = {job.name: job.run for job in jobs}
-    stopped = [r for r in seen.runs.values()              # preempted or evicted before its end
-               if r.end is not None and r.end < r.start + run_time[r.job] - 1]
     out: dict[str, Any] = {
         "utilisation": _mean_busy(seen.samples, 0, window) / TOTAL_GPUS,
         "utilisation_quarters": [_mean_busy(seen.samples, window * q / 4, window * (q + 1) / 4)
@@ -412,26 +410,44 @@ def measure(jobs: list[Job], seen: Replay, hours: float) -> dict[str, Any]:
         "team_gpu_hours": _team_gpu_hours(seen, team_of, 0, window),
         "team_gpu_hours_late": _team_gpu_hours(seen, team_of, window / 2, window),
         "gangs": len(gangs), "singles": len(jobs) - len(gangs),
-        "gangs_half_placed": sum(1 for j in gangs if outcomes[j.name].idle_gpu_s > 0),
-        "half_placed_gpu_hours": sum(outcomes[j.name].idle_gpu_s for j in gangs) / 3600,
         "gangs_half_placed_at_end": seen.half_placed_at_end,
-        "gangs_never_whole_but_ran": sum(1 for j in gangs if outcomes[j.name].whole_at is None
-                                         and by_job[j.name]),
-        "gangs_cross_rack": sum(1 for j in gangs if len(outcomes[j.name].racks) > 1),
-        "gangs_mixed_models": sum(1 for j in gangs if len({FLAVOR_OF[r] for r in
-                                                           outcomes[j.name].racks}) > 1),
-        "pods_stopped": len(stopped),
-        "lost_gpu_hours": sum(r.gpus * (float(r.end or 0) - r.start) for r in stopped) / 3600,
         "end_hours": seen.end / 3600, "hours": hours, "gpus": TOTAL_GPUS,
         "quota_gpus": {team: sum(per_flavor.values()) for team, per_flavor in QUOTAS.items()},
         "samples": seen.samples,
     }
+    out.update(_gang_measures([(outcomes[j.name], bool(by_job[j.name])) for j in gangs]))
+    out.update(_stopped_measures(jobs, seen))
     for kind, members in (("single", [j for j in jobs if j.pods == 1]), ("gang", gangs)):
-        waits = [_or(outcomes[j.name].whole_at, seen.end) - j.arrival for j in members]
-        out[f"{kind}_not_whole"] = sum(1 for j in members if outcomes[j.name].whole_at is None)
-        out[f"{kind}_wait_p50"] = float(np.percentile(waits, 50)) / 60 if waits else 0.0
-        out[f"{kind}_wait_p95"] = float(np.percentile(waits, 95)) / 60 if waits else 0.0
+        out.update(_wait_measures(kind, [(j, outcomes[j.name]) for j in members], seen.end))
     return out
+
+
+def _gang_measures(gangs: list[tuple[JobOutcome, bool]]) -> dict[str, Any]:
+    """Half-placed, never whole, across racks, across GPU models; ``bool``: any pod ran."""
+    return {
+        "gangs_half_placed": sum(1 for o, _ in gangs if o.idle_gpu_s > 0),
+        "half_placed_gpu_hours": sum(o.idle_gpu_s for o, _ in gangs) / 3600,
+        "gangs_never_whole_but_ran": sum(1 for o, ran in gangs if o.whole_at is None and ran),
+        "gangs_cross_rack": sum(1 for o, _ in gangs if len(o.racks) > 1),
+        "gangs_mixed_models": sum(1 for o, _ in gangs if len({FLAVOR_OF[r] for r in o.racks}) > 1),
+    }
+
+
+def _stopped_measures(jobs: list[Job], seen: Replay) -> dict[str, Any]:
+    """Pods preempted or evicted before their end, and the GPU-hours they had run."""
+    run_time = {job.name: job.run for job in jobs}
+    stopped = [r for r in seen.runs.values()
+               if r.end is not None and r.end < r.start + run_time[r.job] - 1]
+    return {"pods_stopped": len(stopped),
+            "lost_gpu_hours": sum(r.gpus * (_or(r.end, r.start) - r.start) for r in stopped) / 3600}
+
+
+def _wait_measures(kind: str, members: list[tuple[Job, JobOutcome]], end: float) -> dict[str, Any]:
+    """p50/p95 wait until a job first ran whole (one never whole: until ``end``), in minutes."""
+    waits = [_or(outcome.whole_at, end) - job.arrival for job, outcome in members]
+    return {f"{kind}_not_whole": sum(1 for _, outcome in members if outcome.whole_at is None),
+            f"{kind}_wait_p50": float(np.percentile(waits, 50)) / 60 if waits else 0.0,
+            f"{kind}_wait_p95": float(np.percentile(waits, 95)) / 60 if waits else 0.0}
 
 
 def _team_gpu_hours(seen: Replay, team_of: dict[str, str], start: float,
@@ -563,7 +579,8 @@ def write_block(path: Path, block: str) -> None:
     path.write_text(text)
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line; ``setups`` becomes the list chosen, ``hours``/``drain`` the form's."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"the small form: {QUICK['hours']:g} h of arrivals (full: {FULL['hours']:g} h)")
@@ -581,16 +598,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--setups: unknown set-up {unknown[0] if unknown else '(none)'!r} "
                      f"(one of {', '.join(s for s, _ in SETUPS)})")
     args.hours, args.drain = (QUICK if args.quick else FULL).values()
+    args.setups = chosen
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
     jobs = workload(args.seed, args.hours)
     results = {}
     with tempfile.TemporaryDirectory(prefix="kueue-compare-") as tmp:
-        for setup in chosen:
+        for setup in args.setups:
             seen = replay(setup, jobs, args.hours, args.drain, str(Path(tmp) / f"{setup}.db"))
             results[setup] = measure(jobs, seen, args.hours)
     if args.json:
         import json
         Path(args.json).write_text(json.dumps(results, indent=1, sort_keys=True))
-    if len(chosen) < len(SETUPS):
+    if len(args.setups) < len(SETUPS):
         return 0                     # a subset: the measures only, no table
     block = table(args, jobs, results)
     write_block(Path(args.out), block)
