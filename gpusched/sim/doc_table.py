@@ -1,5 +1,6 @@
 """The generated tables the comparison scripts (``scripts/backfill_compare.py``,
-``scripts/dynamic_mig_compare.py``) keep in the docs: the command line that regenerates one, a
+``scripts/dynamic_mig_compare.py``, ``scripts/kueue_compare.py``) keep in the docs: the command
+line that regenerates one, a
 markdown table with a column per mode, and the block between a script's two markers, rewritten
 in place so the prose around it is kept.
 
@@ -15,12 +16,14 @@ from pathlib import Path
 
 
 def command_line(script: str, options: Sequence[tuple[str, object]]) -> str:
-    """The shell command that regenerates a table: ``script`` run with ``options`` (quoted).
+    """The shell command that regenerates a table: ``script`` run with ``options`` (quoted); an
+    option whose value is None is a flag.
 
-    >>> command_line("scripts/x.py", [("--seed", 7), ("--out", "a b.md")])
-    ".venv/bin/python scripts/x.py --seed 7 --out 'a b.md'"
+    >>> command_line("scripts/x.py", [("--quick", None), ("--seed", 7), ("--out", "a b.md")])
+    ".venv/bin/python scripts/x.py --quick --seed 7 --out 'a b.md'"
     """
-    words = [word for option, value in options for word in (option, str(value))]
+    words = [word for option, value in options
+             for word in ((option,) if value is None else (option, str(value)))]
     return f".venv/bin/python {script} " + " ".join(shlex.quote(word) for word in words)
 
 
