@@ -69,19 +69,29 @@ class Snapshot:
     admitted: list[Admitted] = field(default_factory=list)
     topologies: Mapping[str, TopologySnapshot] = field(default_factory=dict)
     fair_sharing: FairSharing | None = None
+    _by_key: dict[str, Admitted] = field(default_factory=dict, init=False, repr=False)
 
     def admit(self, workload: Admitted) -> None:
+        """Count an admitted Workload's usage (one that was counted already first leaves)."""
+        self.evict(workload.key)
         self.admitted.append(workload)
+        self._by_key[workload.key] = workload
         for fr, amount in workload.usage.items():
             add_usage(self.forest.queues[workload.cluster_queue], fr, amount)
+
+    def holding(self, key: str) -> Admitted | None:
+        """The admitted Workload ``key`` as counted (None when it holds no quota here)."""
+        return self._by_key.get(key)
 
     def evict(self, key: str) -> None:
         """A preempted Workload gives its quota back (gpusched stops its Job at once), so a later
         cycle neither counts its usage nor picks it as a target again."""
-        for workload in [w for w in self.admitted if w.key == key]:
-            self.admitted.remove(workload)
-            for fr, amount in workload.usage.items():
-                remove_usage(self.forest.queues[workload.cluster_queue], fr, amount)
+        workload = self._by_key.pop(key, None)
+        if workload is None:
+            return
+        self.admitted.remove(workload)
+        for fr, amount in workload.usage.items():
+            remove_usage(self.forest.queues[workload.cluster_queue], fr, amount)
 
 
 def pick_heads(pending: Mapping[str, Sequence[Pending]], policies: Mapping[str, QueuePolicy],

@@ -1,76 +1,40 @@
-"""Kueue's scheduler on the embedded cluster (``pkg/scheduler/scheduler.go``, the queue manager
-of ``pkg/cache/queue``): on every change, ClusterQueue and LocalQueue ``Active`` conditions and
-counts, then scheduling cycles over the pending Workloads until one admits and preempts nothing
-new. Under BestEffortFIFO a head that cannot be admitted is parked for the rest of this pass
-(upstream's inadmissible list, which a cluster event empties: here, the next change); StrictFIFO
-keeps it at the front.
+"""Kueue's scheduler on the embedded cluster (``pkg/scheduler/scheduler.go``): a pass brings the
+kept queue manager and quota cache up to what changed (``queues``), then runs scheduling cycles,
+one head per ClusterQueue each, until one admits and preempts nothing new, then writes the
+ClusterQueue and LocalQueue ``Active`` conditions and counts. Under BestEffortFIFO a head that
+cannot be admitted is parked in its queue's inadmissible set until an event requeues its cohort
+tree (``gpusched.kueue.manager``); StrictFIFO keeps it at the front.
 
 What it writes (through ``apiserver.write``): an admitted Workload's ``status.admission`` with
 QuotaReserved and Admitted True and their events; a pending one's QuotaReserved False with the
 cycle's reason and message (a Warning event when it changes); a preempted one's Evicted and
-Preempted conditions with upstream's message, its admission cleared and Requeued True. Each
-cycle is counted by result in ``view.stats`` (``kueue_admission_attempts_total``).
+Preempted conditions with upstream's message, its admission cleared and Requeued True (its
+quota is given back at once; it and its preemptor are pushed back to their heaps, and its
+cohort tree requeued, at the next pass, as upstream requeues them once the victim's Job has
+stopped). Each cycle is counted by result in ``view.stats`` (``kueue_admission_attempts_total``).
 
-Neighbours: ``snapshot`` (the inputs), ``gpusched.kueue.cycle``; ``jobs`` acts on what it writes.
+Neighbours: ``queues`` (the kept state), ``snapshot`` (the inputs), ``gpusched.kueue.cycle``;
+``jobs`` acts on what it writes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.view import View
-from gpusched.cluster.controllers.kueue.pods_ready import backing_off
+from gpusched.cluster.controllers.kueue.queues import MEMO, State, end_pass, note_pending, start_pass, state_of
+from gpusched.cluster.controllers.kueue.snapshot import World, seconds
 from gpusched.cluster.controllers.kueue.status import set_status
-from gpusched.cluster.controllers.kueue.snapshot import (World, is_true, key_of, namespace_selected,
-                                                         pending_of, read_world, seconds)
 from gpusched.kueue import conditions as cond
 from gpusched.kueue.cycle import ADMITTED, PENDING, PREEMPTING, Decision, Pending, Snapshot, run_cycle
-from gpusched.kueue.heads import Heads
 from gpusched.kueue.jobs import admission_of
 from gpusched.kueue.metrics import ADMISSION_ATTEMPTS, INADMISSIBLE, SUCCESS
-from gpusched.kueue.ordering import STRICT_FIFO
 from gpusched.kueue.preemption import Target, preemption_message
 
 COMPONENT = "kueue-admission"
-
-
-
-
-def _route(view: View, world: World, wl: dict[str, Any]) -> tuple[str, cond.Condition | None]:
-    """The Workload's ClusterQueue, or why it cannot be queued (QuotaReserved=False)."""
-    meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
-    namespace, queue = str(meta.get("namespace", "default")), str(spec.get("queueName", ""))
-    cq = world.local_queues.get((namespace, queue))
-    if cq is None:
-        return "", cond.pending("Misconfigured", f"LocalQueue {queue} is terminating or missing")
-    if cq not in world.active:
-        return "", cond.pending("Misconfigured", f"ClusterQueue {cq} not found")
-    if world.active[cq].status != "True":
-        return "", cond.pending("Misconfigured", f"ClusterQueue {cq} is inactive")
-    if not namespace_selected(view, world.selectors.get(cq), namespace):
-        return "", cond.pending("Misconfigured", "workload namespace doesn't match ClusterQueue selector")
-    return cq, None
-
-
-def _pending(view: View, world: World) -> tuple[dict[str, list[Pending]], dict[str, dict[str, Any]]]:
-    queues: dict[str, list[Pending]] = {}
-    bodies: dict[str, dict[str, Any]] = {}
-    for wl in view.list("Workload"):
-        if is_true(wl, "Finished") or (wl.get("status") or {}).get("admission") \
-                or (wl.get("spec") or {}).get("active") is False or backing_off(view, wl):
-            continue
-        cq, refusal = _route(view, world, wl)
-        if refusal is not None:
-            _note_pending(view, wl, refusal)
-            continue
-        bodies[key_of(wl)] = wl
-        queues.setdefault(cq, []).append(pending_of(wl, cq))
-    return queues, bodies
-
-
-def _note_pending(view: View, wl: dict[str, Any], condition: cond.Condition) -> None:
-    if set_status(view, wl, condition):
-        view.record_event(wl, condition.reason, condition.message, "Warning", COMPONENT)
+WATCHED = ("Workload", "ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass",
+           "Namespace", "Topology", "Node", "ConfigMap")
 
 
 def _admit(view: View, wl: dict[str, Any], decision: Decision) -> None:
@@ -114,15 +78,20 @@ def _evict(view: View, world: World, preemptor: dict[str, Any], decision: Decisi
                       f"{target.workload.cluster_queue}" + priorities, "Normal", COMPONENT)
 
 
-def _write(view: View, world: World, bodies: dict[str, dict[str, Any]], decision: Decision) -> None:
-    wl = view.get("Workload", decision.key.split("/", 1)[1], decision.key.split("/", 1)[0]) or bodies[decision.key]
+def _write(view: View, state: State, decision: Decision) -> None:
+    namespace, _, name = decision.key.partition("/")
+    wl = view.get("Workload", name, namespace)
+    if wl is None:
+        return
     if decision.outcome == ADMITTED:
         _admit(view, wl, decision)
         return
-    _note_pending(view, wl, cond.pending(decision.reason, decision.message))
+    note_pending(view, wl, cond.pending(decision.reason, decision.message))
     for target in decision.targets:
-        _evict(view, world, wl, decision, target)
-        world.snapshot.evict(target.workload.key)
+        _evict(view, state.world, wl, decision, target)
+        state.world.snapshot.evict(target.workload.key)
+        state.released.add(target.workload.cluster_queue)      # requeued at the next pass
+        state.deferred.append(target.workload.key)
 
 
 def _attempt(view: View, snapshot: Snapshot, heads: list[Pending]) -> list[Decision]:
@@ -134,61 +103,58 @@ def _attempt(view: View, snapshot: Snapshot, heads: list[Pending]) -> list[Decis
     return decisions
 
 
-def _cycles(view: View, world: World, queues: dict[str, list[Pending]], bodies: dict[str, dict[str, Any]]) -> None:
-    """Cycles until one admits nothing and issues no preemption (each Workload decided once)."""
-    parked: set[str] = set()
-    decided: set[str] = set()
-    queue_heads = Heads(queues, world.snapshot.policies)
-    for _ in range(len(bodies) + 1):
-        heads = queue_heads.next(decided, parked)
+def _settle_head(state: State, head: Pending, decision: Decision) -> None:
+    """Where a decided head goes: admitted ones leave the queues; a preemptor waiting for its
+    victims is pushed back at the next pass (``RequeueReasonPendingPreemption``); a pending one
+    is parked under BestEffortFIFO (``requeueIfNotPresent``) or stays at the front."""
+    if decision.outcome == ADMITTED:
+        state.manager.delete(decision.key)
+    elif decision.outcome == PREEMPTING:
+        state.manager.delete(decision.key)
+        state.deferred.append(decision.key)
+    else:
+        state.manager.not_admitted(head)
+
+
+def _cycles(view: View, state: State) -> None:
+    """Cycles until one admits nothing and issues no preemption: each head is decided once in a
+    pass (admitted, preempting, or parked; a StrictFIFO head that stays pending ends the pass)."""
+    for _ in range(len(state.manager) + 1):
+        heads = state.manager.heads()
         if not heads:
             return
+        by_key = {head.queued.key: head for head in heads}
         progress = False
-        preempting: set[str] = set()
-        for decision in _attempt(view, world.snapshot, heads):
-            _write(view, world, bodies, decision)
+        preempting = []
+        for decision in _attempt(view, state.world.snapshot, heads):
+            _write(view, state, decision)
             if decision.outcome == PREEMPTING:
-                preempting.add(decision.key)
-            if decision.outcome != PENDING:
-                decided.add(decision.key)
-                progress = True
-            elif world.snapshot.policies[decision.cluster_queue].strategy != STRICT_FIFO:
-                parked.add(decision.key)
-                progress = True
-        _renominate(view, world, bodies, [h for h in heads if h.queued.key in preempting])
+                preempting.append(by_key[decision.key])
+            else:
+                _settle_head(state, by_key[decision.key], decision)
+            progress = progress or decision.outcome != PENDING or not state.manager.strict[decision.cluster_queue]
+        _renominate(view, state, preempting)
         if not progress:
             return
 
 
-def _renominate(view: View, world: World, bodies: dict[str, dict[str, Any]], preemptors: list[Pending]) -> None:
+def _renominate(view: View, state: State, preemptors: list[Pending]) -> None:
     """The cycle's preemptions took effect at once (``_write`` stopped the victims, where upstream
     waits for their pods): the preemptors, requeued at the head of their queues as upstream
     requeues them (``RequeueReasonPendingPreemption``), are nominated again before any other
     head can take the quota they freed. Without this a victim re-admitted by borrowing in the
     next pass was reclaimed again, round after round (the settle found no fixpoint)."""
-    if preemptors:
-        for decision in _attempt(view, world.snapshot, preemptors):
-            _write(view, world, bodies, decision)
+    if not preemptors:
+        return
+    by_key = {head.queued.key: head for head in preemptors}
+    for decision in _attempt(view, state.world.snapshot, preemptors):
+        _write(view, state, decision)
+        _settle_head(state, by_key[decision.key], decision)
 
 
-def _counts(view: View, world: World) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]]]:
-    """[pending, admitted] per ClusterQueue and per LocalQueue (finished ones are neither)."""
-    by_cq: dict[str, list[int]] = {}
-    by_lq: dict[tuple[str, str], list[int]] = {}
-    for wl in view.list("Workload"):
-        if is_true(wl, "Finished"):
-            continue
-        lq = (str((wl.get("metadata") or {}).get("namespace", "default")), str((wl.get("spec") or {}).get("queueName", "")))
-        admitted = 1 if (wl.get("status") or {}).get("admission") else 0
-        for counts, key in ((by_cq, world.local_queues.get(lq, "")), (by_lq, lq)):
-            entry = counts.setdefault(key, [0, 0])  # type: ignore[arg-type]
-            entry[admitted] += 1
-    return by_cq, by_lq
-
-
-def _queue_status(view: View, world: World) -> None:
+def _queue_status(view: View, state: State) -> None:
     """Active conditions and the pending/reserving/admitted counts of every queue."""
-    by_cq, by_lq = _counts(view, world)
+    world, by_cq, by_lq = state.world, state.cq_counts(), state.lq_counts
     for cq in view.list("ClusterQueue"):
         name = cq["metadata"]["name"]
         pending, admitted = by_cq.get(name, [0, 0])
@@ -204,14 +170,19 @@ def _queue_status(view: View, world: World) -> None:
              pendingWorkloads=pending, reservingWorkloads=admitted, admittedWorkloads=admitted)
 
 
-def reconcile(view: View) -> None:
-    """One pass: queue status, then the scheduling cycles."""
+def reconcile(view: View, changes: Changes | None = None) -> None:
+    """One pass: the kept state brought up to ``changes`` (rebuilt from the store without
+    them), the scheduling cycles, then the queues' status."""
     if not view.list("ClusterQueue") and not view.list("Workload"):
         return
-    world = read_world(view)
-    queues, bodies = _pending(view, world)
-    _cycles(view, world, queues, bodies)
-    _queue_status(view, world)
+    if changes is not None and not changes.any_kind(WATCHED) and MEMO in view.memo:
+        return
+    start = view.journal_size()
+    state = state_of(view, changes)
+    start_pass(view, state)
+    _cycles(view, state)
+    _queue_status(view, state)
+    end_pass(view, state, start)
 
 
 __all__ = ["PREEMPTING", "reconcile"]

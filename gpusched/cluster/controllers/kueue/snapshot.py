@@ -15,7 +15,7 @@ from typing import Any
 from gpusched.cluster.apiserver.view import View
 from gpusched.cluster.controllers.kueue.configuration import configuration
 from gpusched.cluster.controllers.kueue.topology import topologies, with_levels
-from gpusched.kueue.conditions import Condition, cluster_queue_active
+from gpusched.kueue.conditions import Condition, cluster_queue_active, pending
 from gpusched.kueue.cycle import Pending, Snapshot
 from gpusched.kueue.fair_sharing import fair_sharing_config
 from gpusched.kueue.inputs import flavor_of, podset_request, queue_policy
@@ -88,7 +88,7 @@ def _active(cqs: list[dict[str, Any]], flavors: Mapping[str, Any], forest: Any) 
     return active
 
 
-def _admitted(wl: Mapping[str, Any], queues: Mapping[str, Any]) -> Admitted | None:
+def admitted_of(wl: Mapping[str, Any], queues: Mapping[str, Any]) -> Admitted | None:
     """An admitted, unfinished Workload's usage (None for any other)."""
     admission = (wl.get("status") or {}).get("admission")
     if not admission or not is_true(wl, "QuotaReserved") or is_true(wl, "Finished") \
@@ -107,13 +107,29 @@ def read_world(view: View) -> World:
     snapshot = Snapshot(forest, {cq["metadata"]["name"]: queue_policy(cq) for cq in cqs}, flavors,
                         topologies=topologies(view, flavors), fair_sharing=fair_sharing_config(configuration(view)))
     for wl in view.list("Workload"):
-        admitted = _admitted(wl, forest.queues)
+        admitted = admitted_of(wl, forest.queues)
         if admitted is not None:
             snapshot.admit(admitted)
     local_queues = {((lq.get("metadata") or {}).get("namespace", "default"), lq["metadata"]["name"]):
                     str((lq.get("spec") or {}).get("clusterQueue", "")) for lq in view.list("LocalQueue")}
     selectors = {cq["metadata"]["name"]: (cq.get("spec") or {}).get("namespaceSelector") for cq in cqs}
     return World(snapshot, _active(cqs, flavors, forest), local_queues, selectors)
+
+
+def route(view: View, world: World, wl: Mapping[str, Any]) -> tuple[str, Condition | None]:
+    """The Workload's ClusterQueue, or why it cannot be queued (QuotaReserved=False)."""
+    meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
+    namespace, queue = str(meta.get("namespace", "default")), str(spec.get("queueName", ""))
+    cq = world.local_queues.get((namespace, queue))
+    if cq is None:
+        return "", pending("Misconfigured", f"LocalQueue {queue} is terminating or missing")
+    if cq not in world.active:
+        return "", pending("Misconfigured", f"ClusterQueue {cq} not found")
+    if world.active[cq].status != "True":
+        return "", pending("Misconfigured", f"ClusterQueue {cq} is inactive")
+    if not namespace_selected(view, world.selectors.get(cq), namespace):
+        return "", pending("Misconfigured", "workload namespace doesn't match ClusterQueue selector")
+    return cq, None
 
 
 def namespace_selected(view: View, selector: Any, namespace: str) -> bool:
