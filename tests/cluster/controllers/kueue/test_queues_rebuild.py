@@ -3,7 +3,8 @@ mid-size run (300 Jobs over 10 ClusterQueues in two cohorts, borrowing, reclaim 
 preemption, one StrictFIFO queue, Jobs finishing, Jobs deleted, a quota changed) ends in the same
 state whether the scheduler keeps its queue manager and quota cache across passes or rebuilds
 them from the store before every command; after each command the kept state is the one a
-rebuild derives (the parked Workloads, the heaps, the usage each admitted Workload holds).
+rebuild derives (the parked Workloads, the heaps, the usage each admitted Workload holds); a
+fresh process makes the same decisions.
 
 Upstream keeps the same state in memory (``pkg/cache/queue/manager.go``: the heaps and
 ``inadmissibleWorkloads``, requeued by ``QueueAssociatedInadmissibleWorkloadsAfter`` when a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
 import yaml
 
 from gpusched.cluster.cluster import Cluster
@@ -108,9 +110,9 @@ def _summary(state: queues.State) -> tuple[Any, ...]:
             sorted((k, v) for k, v in state.lq_counts.items()))
 
 
-def _run(tmp_path: Any, name: str, rebuild: bool) -> tuple[dict[str, Any], int]:
+def _run(path: str, rebuild: bool) -> tuple[dict[str, Any], int]:
     parked_seen = 0
-    with Cluster.open(str(tmp_path / f"{name}.db")) as cluster:
+    with Cluster.open(path) as cluster:
         for step in steps():
             if rebuild:
                 cluster._load().memo.pop(queues.MEMO, None)
@@ -123,10 +125,31 @@ def _run(tmp_path: Any, name: str, rebuild: bool) -> tuple[dict[str, Any], int]:
         return _workloads(cluster), parked_seen
 
 
-def test_kept_state_and_rebuild_decide_the_same(tmp_path: Any) -> None:
-    kept, parked = _run(tmp_path, "kept", rebuild=False)
-    rebuilt, _ = _run(tmp_path, "rebuilt", rebuild=True)
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory: Any) -> tuple[str, dict[str, Any], int]:
+    path = str(tmp_path_factory.mktemp("kept") / "state.db")
+    workloads, parked = _run(path, rebuild=False)
+    return path, workloads, parked
+
+
+def test_kept_state_and_rebuild_decide_the_same(kept_run: tuple[str, dict[str, Any], int], tmp_path: Any) -> None:
+    _, kept, parked = kept_run
+    rebuilt, _ = _run(str(tmp_path / "rebuilt.db"), rebuild=True)
     assert parked > 0, "the run never parked a Workload: it tests nothing"
     admitted = sum(1 for admission, _ in kept.values() if admission)
     assert 0 < admitted < len(kept)
     assert kept == rebuilt
+
+
+def _decisions(workloads: dict[str, Any]) -> dict[str, Any]:
+    return {key: (admission, [c[:3] for c in conditions]) for key, (admission, conditions) in workloads.items()}
+
+
+def test_a_fresh_process_admits_the_same(kept_run: tuple[str, dict[str, Any], int]) -> None:
+    """A new process rebuilds the state with every pending Workload in its heap (upstream's
+    manager after a restart): it nominates the parked ones again, which may refresh a message
+    (how much more quota is needed) but admits, preempts and parks the same Workloads."""
+    path, kept, _ = kept_run
+    with Cluster.open(path) as cluster:
+        cluster.settle()
+        assert _decisions(_workloads(cluster)) == _decisions(kept)
