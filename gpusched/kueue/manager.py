@@ -14,6 +14,13 @@ scheduling passes, in two parts as upstream keeps them:
 A Workload pushed again (new, or changed by someone else) leaves the inadmissible set for the
 heap, as ``PushOrUpdate`` does for a changed spec or eviction state.
 
+Scheduling equivalence (``SchedulingEquivalenceHashing``, on by default since Kueue 0.18): when a
+BestEffortFIFO head is parked because no flavor fits (``RequeueReasonNoFit``) or preemption
+found no candidates (``RequeueReasonPreemptionNoCandidates``), every Workload of its queue with
+the same shape (priority and PodSets, ``computeSchedulingHash``) leaves the heap with it
+(``handleInadmissibleHash``), and one pushed later goes straight to the inadmissible set, until
+the queue's Workloads are requeued (``queueInadmissibleWorkloads`` forgets the shapes).
+
 Entries go stale in place (a heap of (order key, sequence, key) with lazy deletion): a key's
 live entry is the one whose sequence ``_where`` names.
 
@@ -30,6 +37,14 @@ from gpusched.kueue.cycle import Pending
 from gpusched.kueue.ordering import STRICT_FIFO
 
 OrderKey = tuple[int, float, str]
+BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+Shape = tuple[int, str]
+
+
+def shape_of(item: Pending) -> Shape:
+    """What makes two Workloads equivalent to the scheduler: priority and PodSets (their names,
+    counts, requests and scheduling constraints; not the name, UID or timestamp)."""
+    return item.queued.priority, repr(item.podsets)
 
 
 class QueueManager:
@@ -46,6 +61,7 @@ class QueueManager:
         self._pending: dict[str, Pending] = {}
         self._where: dict[str, int] = {}            # key -> sequence of its live heap entry
         self._sequence = 0
+        self._failed: dict[str, dict[Shape, str]] = {cq: {} for cq in trees}   # shape -> its head's reason
 
     # ---- membership ---------------------------------------------------------------------------
 
@@ -62,8 +78,17 @@ class QueueManager:
         found = self._pending.get(key)
         return found is not None and key in self._inadmissible[found.queued.cluster_queue]
 
-    def push(self, item: Pending) -> None:
-        """Into the heap of its ClusterQueue (out of any queue it was in before)."""
+    def push(self, item: Pending) -> str:
+        """Into the heap of its ClusterQueue (out of any queue it was in before); returns ""
+        or, when its shape failed since the queue's last requeue, that reason (it is parked)."""
+        bypassed = self._failed[item.queued.cluster_queue].get(shape_of(item), "")
+        if bypassed and not self.strict[item.queued.cluster_queue]:
+            self.park(item)
+            return bypassed
+        self._push(item)
+        return ""
+
+    def _push(self, item: Pending) -> None:
         self.delete(item.queued.key)
         cq = item.queued.cluster_queue
         self._pending[item.queued.key] = item
@@ -76,6 +101,12 @@ class QueueManager:
         self.delete(item.queued.key)
         self._pending[item.queued.key] = item
         self._inadmissible[item.queued.cluster_queue][item.queued.key] = item
+
+    def fail(self, item: Pending, reason: str) -> None:
+        """Remember that ``item``'s shape cannot be admitted in its queue (a rebuild's half of
+        ``not_admitted``)."""
+        if not self.strict.get(item.queued.cluster_queue, False):
+            self._failed[item.queued.cluster_queue][shape_of(item)] = reason
 
     def delete(self, key: str) -> None:
         found = self._pending.pop(key, None)
@@ -92,8 +123,9 @@ class QueueManager:
         if root is None:
             return
         for cq in sorted(cq for cq, tree in self.trees.items() if tree == root):
+            self._failed[cq].clear()
             for item in sorted(self._inadmissible[cq].values(), key=lambda p: p.queued.key):
-                self.push(item)
+                self._push(item)
 
     def requeue_all(self) -> None:
         for cq in sorted(self.trees):
@@ -112,11 +144,23 @@ class QueueManager:
                 chosen.append(self._pending[heap[0][2]])
         return chosen
 
-    def not_admitted(self, item: Pending) -> None:
+    def not_admitted(self, item: Pending, reason: str = "") -> list[Pending]:
         """A head that stays pending: parked under BestEffortFIFO, kept at the front under
-        StrictFIFO."""
-        if not self.strict.get(item.queued.cluster_queue, False):
-            self.park(item)
+        StrictFIFO. With the ``reason`` of a shape that cannot fit (no flavor fits, no
+        preemption candidates) the heap's Workloads of its shape are parked with it: returned."""
+        cq = item.queued.cluster_queue
+        if self.strict.get(cq, False):
+            return []
+        self.park(item)
+        if not reason:
+            return []
+        shape = shape_of(item)
+        self._failed[cq][shape] = reason
+        same = [self._pending[key] for _, sequence, key in sorted(self._heaps[cq])
+                if self._where.get(key) == sequence and shape_of(self._pending[key]) == shape]
+        for other in same:
+            self.park(other)
+        return same
 
     # ---- what it holds, for the queues' status and the tests ----------------------------------
 
@@ -127,4 +171,4 @@ class QueueManager:
         return {key for items in self._inadmissible.values() for key in items}
 
 
-__all__ = ["QueueManager"]
+__all__ = ["BYPASSED", "QueueManager", "shape_of"]

@@ -37,7 +37,8 @@ from gpusched.cluster.controllers.kueue.snapshot import (World, admitted_of, con
                                                          read_world, route)
 from gpusched.cluster.controllers.kueue.topology import topologies
 from gpusched.kueue import conditions as cond
-from gpusched.kueue.manager import QueueManager
+from gpusched.kueue.cycle import NO_LONGER_FITS, OVERLAPPING
+from gpusched.kueue.manager import BYPASSED, QueueManager
 from gpusched.kueue.preemption import Admitted
 
 MEMO = "kueue-queues"
@@ -47,6 +48,9 @@ CONFIGURATION = ("ConfigMap", CONFIG_NAMESPACE, CONFIG_NAME)     # Kueue's Confi
 # QuotaReserved=False reasons that are not the verdict of a scheduling cycle: the Workload waits
 # for its (first or next) evaluation.
 NOT_A_VERDICT = frozenset({"", "PendingEvaluation", "Pending", "Misconfigured", "WaitingForPreemptedWorkloads"})
+
+# Verdicts that say nothing of the Workload's shape (another head of the cycle took the quota)
+NOT_A_SHAPE_VERDICT = frozenset({NO_LONGER_FITS, OVERLAPPING})
 
 
 @dataclass
@@ -133,8 +137,13 @@ def _enqueue(view: View, state: State, wl: dict[str, Any], derived: bool) -> Non
     item = pending_of(wl, cq)
     if derived and not state.manager.strict.get(cq, False) and _parked_verdict(wl):
         state.manager.park(item)
-    else:
-        state.manager.push(item)
+        found = condition(wl, "QuotaReserved") or {}
+        if str(found.get("message", "")) not in NOT_A_SHAPE_VERDICT:
+            state.manager.fail(item, str(found.get("reason", "")))
+        return
+    bypassed = state.manager.push(item)
+    if bypassed:
+        note_pending(view, wl, cond.pending(bypassed, BYPASSED))
 
 
 def note_pending(view: View, wl: dict[str, Any], condition_: cond.Condition) -> None:

@@ -23,12 +23,14 @@ from typing import Any
 
 from gpusched.cluster.apiserver.changes import Changes
 from gpusched.cluster.apiserver.view import View
-from gpusched.cluster.controllers.kueue.queues import MEMO, State, end_pass, note_pending, start_pass, state_of
+from gpusched.cluster.controllers.kueue.queues import (MEMO, NOT_A_SHAPE_VERDICT, State, end_pass, note_pending,
+                                                       start_pass, state_of)
 from gpusched.cluster.controllers.kueue.snapshot import World, seconds
 from gpusched.cluster.controllers.kueue.status import set_status
 from gpusched.kueue import conditions as cond
 from gpusched.kueue.cycle import ADMITTED, PENDING, PREEMPTING, Decision, Pending, Snapshot, run_cycle
 from gpusched.kueue.jobs import admission_of
+from gpusched.kueue.manager import BYPASSED
 from gpusched.kueue.metrics import ADMISSION_ATTEMPTS, INADMISSIBLE, SUCCESS
 from gpusched.kueue.preemption import Target, preemption_message
 
@@ -103,17 +105,23 @@ def _attempt(view: View, snapshot: Snapshot, heads: list[Pending]) -> list[Decis
     return decisions
 
 
-def _settle_head(state: State, head: Pending, decision: Decision) -> None:
+def _settle_head(view: View, state: State, head: Pending, decision: Decision) -> None:
     """Where a decided head goes: admitted ones leave the queues; a preemptor waiting for its
     victims is pushed back at the next pass (``RequeueReasonPendingPreemption``); a pending one
-    is parked under BestEffortFIFO (``requeueIfNotPresent``) or stays at the front."""
+    is parked under BestEffortFIFO (``requeueIfNotPresent``), with the Workloads of its shape
+    when its verdict is about its shape, or stays at the front."""
     if decision.outcome == ADMITTED:
         state.manager.delete(decision.key)
     elif decision.outcome == PREEMPTING:
         state.manager.delete(decision.key)
         state.deferred.append(decision.key)
     else:
-        state.manager.not_admitted(head)
+        shape_verdict = decision.message not in NOT_A_SHAPE_VERDICT
+        for other in state.manager.not_admitted(head, decision.reason if shape_verdict else ""):
+            namespace, _, name = other.queued.key.partition("/")
+            wl = view.get("Workload", name, namespace)
+            if wl is not None:
+                note_pending(view, wl, cond.pending(decision.reason, BYPASSED))
 
 
 def _cycles(view: View, state: State) -> None:
@@ -131,7 +139,7 @@ def _cycles(view: View, state: State) -> None:
             if decision.outcome == PREEMPTING:
                 preempting.append(by_key[decision.key])
             else:
-                _settle_head(state, by_key[decision.key], decision)
+                _settle_head(view, state, by_key[decision.key], decision)
             progress = progress or decision.outcome != PENDING or not state.manager.strict[decision.cluster_queue]
         _renominate(view, state, preempting)
         if not progress:
@@ -149,7 +157,7 @@ def _renominate(view: View, state: State, preemptors: list[Pending]) -> None:
     by_key = {head.queued.key: head for head in preemptors}
     for decision in _attempt(view, state.world.snapshot, preemptors):
         _write(view, state, decision)
-        _settle_head(state, by_key[decision.key], decision)
+        _settle_head(view, state, by_key[decision.key], decision)
 
 
 def _queue_status(view: View, state: State) -> None:
