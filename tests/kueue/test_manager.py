@@ -58,3 +58,35 @@ def test_heads_after(strategy: str, actions: list[Callable[[QueueManager], None]
         action(manager)
     assert [h.queued.key for h in manager.heads()] == want
     assert len(manager) == len(ITEMS) - sum(1 for a in actions if a.__qualname__.startswith("admit"))
+
+
+def fail(name: str) -> Callable[[QueueManager], None]:
+    return lambda m: m.not_admitted(ITEMS[name], "WaitingForQuota")
+
+
+# Scheduling equivalence (cluster_queue.go handleInadmissibleHash and PushOrUpdate; "old" and
+# "new" have the same priority and PodSets, "urgent" a higher priority)
+EQUIVALENCE = [
+    ("a head that did not fit parks its equivalents", "BestEffortFIFO", [admit("urgent"), fail("old")],
+     ["ns/only", "ns/alone"], {"ns/old", "ns/new"}),
+    ("a Workload pushed after its shape failed is parked", "BestEffortFIFO",
+     [fail("old"), lambda m: m.push(ITEMS["new"])], ["ns/urgent", "ns/only", "ns/alone"], {"ns/old", "ns/new"}),
+    ("a requeue forgets the failed shapes", "BestEffortFIFO",
+     [fail("old"), lambda m: m.requeue_tree("q"), lambda m: m.push(ITEMS["new"])],
+     ["ns/urgent", "ns/only", "ns/alone"], set()),
+    ("StrictFIFO parks nothing", "StrictFIFO", [admit("urgent"), fail("old")],
+     ["ns/old", "ns/only", "ns/alone"], set()),
+]
+
+
+@pytest.mark.parametrize("strategy, actions, want, parked", [c[1:] for c in EQUIVALENCE],
+                         ids=[c[0] for c in EQUIVALENCE])
+def test_equivalent_workloads(strategy: str, actions: list[Callable[[QueueManager], None]], want: list[str],
+                              parked: set[str]) -> None:
+    manager = QueueManager(TREES, dict.fromkeys(TREES, strategy))
+    for item in ITEMS.values():
+        manager.push(item)
+    for action in actions:
+        action(manager)
+    assert [h.queued.key for h in manager.heads()] == want
+    assert manager.parked_keys() == parked
