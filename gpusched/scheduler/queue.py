@@ -16,6 +16,11 @@ scheduling_queue.go``, ``active_queue.go``, ``backoff_queue.go``, ``unschedulabl
 - **backoffQ** (:attr:`SchedulingQueue._backoff`): a moved pod waits until ``lastFailure +
   min(1s * 2^(failures-1), 10s)`` (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``,
   ``calculateBackoffDuration``), then goes to activeQ.
+- **Activate** (:meth:`SchedulingQueue.activate`, a plugin's ``PodsToActivate``) skips the
+  back-off, as upstream; a cluster event (:meth:`SchedulingQueue.move`) does not. One rule of
+  the virtual clock: a pod activated at the very instant it failed is still in flight and waits
+  out its back-off, so a gang that can never fit costs each member one attempt per back-off
+  instead of re-activating itself for ever at one instant (see :meth:`~SchedulingQueue.activate`).
 
 One difference of timing, kept from the embedded cluster's first queue so that decisions repeat:
 a hint is asked at the pod's turn in the scheduling loop (:meth:`SchedulingQueue.judge`, on the
@@ -118,6 +123,7 @@ class SchedulingQueue:
         self._waiting: set[str] = set()               # unschedulable, not in a heap
         self._judging: set[str] = set()               # in activeQ to be judged
         self._stale: set[str] = set()                 # waiting, passed over by a screen
+        self._moved_in_flight: set[str] = set()       # in flight, activated or moved meanwhile
         self._screened = store.epoch                  # events up to here were screened
         self._trim_at = 64
         self._seq = 0
@@ -154,13 +160,61 @@ class SchedulingQueue:
             self._repush(uid)             # in activeQ: its place follows the new key
 
     def activate(self, uids: list[str] | set[str]) -> None:
-        """Move these queued pods to activeQ now, from the unschedulable pods or backoffQ
-        (upstream ``Activate``: a plugin's ``PodsToActivate``, e.g. a gang's siblings); pods in
-        activeQ or in flight stay where they are."""
+        """Move these queued pods to activeQ now, from the unschedulable pods or backoffQ, their
+        back-off skipped (upstream ``Activate``, ``ForceActivate``: a plugin's
+        ``PodsToActivate``, e.g. a gang's siblings); a pod in activeQ stays where it is. A pod
+        in flight (popped, or waiting at Permit) keeps the activation as an event: when it fails
+        it waits out its back-off, then retries (``addEventsIfPodInFlight``; a wildcard event
+        is ``queueAfterBackoff``).
+
+        On the virtual clock a pod whose failure was recorded at this very instant is still in
+        flight. Upstream, a pod rejected at Permit is requeued by its binding goroutine while the
+        next cycles run, and each cycle takes wall time; here none takes any, and a gang that
+        can never fit would activate its rejected members again at the same instant for ever
+        (each round, a sibling still in activeQ reaches Permit first and activates the rest). So
+        such a pod waits out its back-off (1 s doubling to 10 s of virtual time): a gang's round
+        costs each member one attempt per back-off it waits."""
         for uid in sorted(uids):
-            token = self._token.get(uid)
-            if uid in self._sort and (uid in self._waiting or (token is not None and token < 0)):
+            if uid not in self._sort:
+                continue
+            token, record = self._token.get(uid), self.store.queue.get(uid)
+            queued = uid in self._waiting or (token is not None and token < 0)
+            if not queued:
+                if token == 0:
+                    self._moved_in_flight.add(uid)
+            elif record is not None and self._failed_now(record):
+                self._requeue_after_backoff(uid, record)
+            else:
                 self._push_active(uid, judge=False)
+
+    def move(self, uids: list[str] | set[str]) -> None:
+        """A cluster event may help these pods (upstream ``MoveAllToActiveOrBackoffQueue`` with
+        a ``Queue`` hint, ``queueAfterBackoff``): an unschedulable pod goes to backoffQ, or to
+        activeQ once its back-off ended; pods in activeQ or backoffQ stay; a pod in flight is
+        requeued so when it fails."""
+        for uid in sorted(uids):
+            if uid not in self._sort:
+                continue
+            record = self.store.queue.get(uid)
+            if uid in self._waiting:
+                if record is None:
+                    self._push_active(uid, judge=False)
+                else:
+                    self._requeue_after_backoff(uid, record)
+            elif self._token.get(uid) == 0:
+                self._moved_in_flight.add(uid)
+
+    def _failed_now(self, record: dict[str, Any]) -> bool:
+        """Whether a pod's failure was recorded at this instant (and its back-off not ended by a
+        new command: :meth:`end_backoffs`)."""
+        return float(record["at"]) == self.store.clock and not record.get("over")
+
+    def _requeue_after_backoff(self, uid: str, record: dict[str, Any]) -> None:
+        """Moved: to backoffQ until its back-off ends (activeQ if it has)."""
+        if not record["moved"]:
+            record["moved"] = True
+            self.on_moved(uid)
+        self._push_backoff(uid, record)
 
     def delete(self, uid: str) -> None:
         """The pod was bound, deleted, finished or gated: it leaves every queue."""
@@ -169,6 +223,7 @@ class SchedulingQueue:
         self._waiting.discard(uid)
         self._judging.discard(uid)
         self._stale.discard(uid)
+        self._moved_in_flight.discard(uid)
         self.store.attempts.pop(uid, None)
         self.store.queue.pop(uid, None)
 
@@ -337,14 +392,19 @@ class SchedulingQueue:
 
     def failed(self, uid: str, plugins: list[str], dry: bool) -> None:
         """After a failed attempt: one more failure at the current clock, the rejecting plugins;
-        the pod waits for an event."""
+        the pod waits for an event, or waits out its back-off when it was activated or moved
+        while in flight (:meth:`activate`, :meth:`move`)."""
         store = self.store
         failures = int((store.queue.get(uid) or {}).get("failures", 0)) + 1
-        store.queue[uid] = {"failures": failures, "at": store.clock, "plugins": plugins,
-                            "dry": dry, "moved": False}
+        record = store.queue[uid] = {"failures": failures, "at": store.clock, "plugins": plugins,
+                                     "dry": dry, "moved": uid in self._moved_in_flight}
+        self._moved_in_flight.discard(uid)
         store.attempts[uid] = store.epoch
         if uid in self._sort:
-            self._waiting.add(uid)
+            if record["moved"]:
+                self._push_backoff(uid, record)
+            else:
+                self._waiting.add(uid)
         self.on_moved(uid)
 
     def _trim_log(self) -> None:

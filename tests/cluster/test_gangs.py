@@ -122,3 +122,69 @@ def test_deleting_a_waiting_member_releases_the_group(cluster):
                 and e["involvedObject"]["name"] == "b"}
     assert "0/1 nodes are available: 1 rejection in Unreserve." in messages
     assert node_of(cluster, "blocked")
+
+
+# ---- a group that can never fit: bounded, on the virtual clock ----------------------------------
+
+class TooManyAttempts(Exception):
+    pass
+
+
+def attempts(cluster: Cluster) -> int:
+    """``scheduler_schedule_attempts_total``, every result and profile."""
+    with cluster.reading() as view:
+        return sum(view.stats.get("attempts", {}).values())
+
+
+@pytest.fixture
+def capped(monkeypatch):
+    """Stop a command at ``cap[0]`` attempts (the spin this guards against never ended)."""
+    from gpusched.cluster.scheduling import binder
+    cap, count, record = [10**9], [0], binder.record_attempt
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        if count[0] > cap[0]:
+            raise TooManyAttempts(f"more than {cap[0]} scheduling attempts in one command")
+        record(*args, **kwargs)
+    monkeypatch.setattr(binder, "record_attempt", counted)
+    return cap, count
+
+
+@pytest.mark.parametrize("members,min_member,nodes", [
+    pytest.param(20, 20, 4, id="20 pods x 8 GPUs, minMember 20, 4 nodes of 8"),
+    pytest.param(14, 12, 4, id="14 pods, minMember 12, 4 nodes"),
+    pytest.param(6, 6, 2, id="6 pods, minMember 6, 2 nodes"),
+])
+def test_group_that_can_never_fit_costs_each_member_one_attempt_per_backoff(
+        tmp_path, capped, members, min_member, nodes):
+    """Bad input: a PodGroup whose minMember exceeds what the cluster could ever hold. Each
+    round, the members that fit wait at Permit, the next one fails and PostFilter rejects them
+    (coscheduling.go PostFilter), and a member reaching Permit first activates the rest (core.go
+    ActivateSiblings, scheduling_queue.go Activate). On the virtual clock a member activated at
+    the instant it failed waits out its back-off (1 s doubling to 10 s): ``apply`` attempts each
+    member once, ``advance 5s`` runs a few rounds; nothing is bound, no pod runs, and the
+    members carry the plugin's messages. Before, one apply never ended."""
+    cap, count = capped
+    cap[0] = 4 * members
+    with Cluster.open(str(tmp_path / "spin.db")) as cluster:
+        cluster.frozen_clock = False           # the clock runs: back-offs end on it
+        apply(cluster, pool("gpu", count=nodes, gpus=8))
+        count[0] = 0
+        names = [f"m{i}" for i in range(members)]
+        apply(cluster, join(pod_group("pg", min_member), *(member(n) for n in names)))
+        assert count[0] <= members
+        per_advance = []
+        for _ in range(3):
+            count[0] = 0
+            cluster.advance(5)
+            per_advance.append(count[0])
+        # rounds when back-offs end (+1 s, +2 s, +4 s, ... at most 10 s): at least one, few
+        assert per_advance[0] >= members and max(per_advance) <= 3 * members, per_advance
+        pods = cluster.get("pods", names, "default")
+        assert {p["status"].get("phase") for p in pods} == {"Pending"}
+        assert bound(cluster, *names) == []
+        seen = {failed_scheduling(cluster, n) for n in names}
+        assert "0/1 nodes are available: 1 optimistic rejection in PostFilter." in seen
+        assert any("PodGroup default/pg gets rejected due to Pod" in m for m in seen), seen
+        assert attempts(cluster) > 0

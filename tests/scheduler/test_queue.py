@@ -182,3 +182,70 @@ def test_delete_forgets_a_pod():
     turn(queue, attempt=fail_all(queue))
     queue.delete("uid-p")
     assert "uid-p" not in queue and "uid-p" not in store.queue and "uid-p" not in store.attempts
+
+
+# ---- Activate and a Coscheduling event: scheduling_queue.go Activate / activate,
+# addEventsIfPodInFlight, MoveAllToActiveOrBackoffQueue, requeuePodWithQueueingStrategy ----------
+
+def _failed_at(queue, store, uid: str, at: float) -> None:
+    """``uid`` popped (in flight) and failed at ``at``: back in the unschedulable pods."""
+    store.clock = at
+    while (popped := queue.pop()) is not None and popped[0] != uid:
+        pass
+    queue.failed(uid, ["Coscheduling"], dry=False)
+
+
+@pytest.mark.parametrize("failed_at,now,verb,where", [
+    # upstream activate(): from unschedulablePods straight to activeQ (ForceActivate)
+    pytest.param(0.0, 0.5, "activate", ACTIVE, id="activate: failed earlier -> activeQ, back-off skipped"),
+    # the virtual clock's rule: a failure at this instant is still in flight -> after back-off
+    pytest.param(0.0, 0.0, "activate", BACKOFF, id="activate: failed this instant -> waits out its back-off"),
+    # MoveAllToActiveOrBackoffQueue with a Queue hint: queueAfterBackoff
+    pytest.param(0.0, 0.5, "move", BACKOFF, id="move: in its back-off window -> backoffQ"),
+    pytest.param(0.0, 1.0, "move", ACTIVE, id="move: back-off over -> activeQ"),
+])
+def test_activate_and_move_of_an_unschedulable_pod(failed_at, now, verb, where):
+    a, b = make_pod("a"), make_pod("b")
+    queue, store = queue_with(a, b)
+    _failed_at(queue, store, a.uid, failed_at)
+    store.clock = now
+    getattr(queue, verb)({a.uid})
+    if where == BACKOFF:
+        assert queue_of(store, a.uid) == BACKOFF
+    assert (a.uid in turn(queue)) == (where == ACTIVE)
+
+
+@pytest.mark.parametrize("verb", ["activate", "move"])
+def test_a_pod_activated_in_flight_waits_out_its_backoff_when_it_fails(verb):
+    """Activate: ``addEventsIfPodInFlight`` (EventForceActivate, a wildcard event:
+    ``queueAfterBackoff``); the pod does not wait for another event."""
+    a = make_pod("a")
+    queue, store = queue_with(a)
+    assert queue.pop() == (a.uid, False)        # in flight (e.g. waiting at Permit)
+    getattr(queue, verb)({a.uid})
+    queue.failed(a.uid, ["Coscheduling"], dry=False)
+    assert queue_of(store, a.uid) == BACKOFF
+    store.clock = 1.0
+    assert turn(queue) == [a.uid]
+
+
+def test_a_gang_reactivating_its_members_costs_one_attempt_each_per_instant():
+    """The spin a gang too big for the cluster caused: each member that reaches Permit first
+    activates its failed siblings (core.go ActivateSiblings); at one instant of the virtual
+    clock each member is attempted once, then waits out its back-off."""
+    pods = [make_pod(f"m{i}") for i in range(20)]
+    queue, store = queue_with(*pods)
+    uids = [p.uid for p in pods]
+    attempts = []
+
+    def attempt(uid):                  # every attempt fails and activates the whole group
+        attempts.append(uid)
+        assert len(attempts) <= 4 * len(uids), "the group is attempted again at the same instant"
+        queue.failed(uid, ["Coscheduling"], dry=False)
+        queue.activate(set(uids) - {uid})
+
+    turn(queue, attempt=attempt)
+    assert sorted(attempts) == sorted(uids)
+    store.clock = 1.0                  # every back-off (1 s) ended: one more round
+    assert sorted(turn(queue, attempt=attempt)) == sorted(uids)
+    assert turn(queue, attempt=attempt) == []

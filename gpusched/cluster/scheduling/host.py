@@ -155,26 +155,30 @@ def _host(view: View, changes: Changes | None) -> _Host:
     if host is None or changes is None or host.names != names:
         host = memo["host"] = _restored(view, names)
         return host
-    for key in sorted(k for k in changes.keys if k[0] == "Pod"):
+    pods = sorted(k for k in changes.keys if k[0] == "Pod")
+    known = {key: host.uids.get(key) for key in pods}
+    for key in pods:
         _sync(view, host, key)
-    _activate_gangs(view, host, changes)
+    added = {key for key in pods if host.uids.get(key) not in (None, known[key])}
+    _activate_gangs(view, host, changes, added)
     return host
 
 
-def _activate_gangs(view: View, host: _Host, changes: Changes) -> None:
+def _activate_gangs(view: View, host: _Host, changes: Changes, added: set[Key]) -> None:
     """Coscheduling's events (``EventsToRegister``: Pod Add, PodGroup Add/Update): a group's
-    queued pods move to activeQ when a member is added or its PodGroup changes."""
+    queued pods are moved (after their back-off, ``SchedulingQueue.move``) when a member enters
+    the queue or its PodGroup changes; a member's status written by a failure is no event."""
     groups = {(k[1], k[2]) for k in changes.keys if k[0] == "PodGroup"}
-    for key in changes.keys:
-        pod = view.objects.get(key) if key[0] == "Pod" else None
-        name = ((pod or {}).get("metadata") or {}).get("labels", {}).get(POD_GROUP_LABEL)
-        if name and pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+    for key in added:
+        name = ((view.objects.get(key) or {}).get("metadata") or {}).get("labels", {}).get(
+            POD_GROUP_LABEL)
+        if name:
             groups.add((key[1], name))
     if not groups:
         return
     members = {uid for (ns, group), uids in pod_groups(view)[1].items() if (ns, group) in groups
                for uid in uids}
-    host.queue.activate(members)
+    host.queue.move(members)
 
 
 def _restored(view: View, names: tuple[str, ...]) -> _Host:
