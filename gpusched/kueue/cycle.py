@@ -23,7 +23,7 @@ from gpusched.kueue.fair_sharing import FairSharing
 from gpusched.kueue.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, FlavorAssigner
 from gpusched.kueue.inputs import Flavor, PodSetRequest, QueuePolicy
 from gpusched.kueue.ordering import STRICT_FIFO, Entry, QueuedWorkload, cycle_order, in_queue_order
-from gpusched.kueue.preemption import Admitted, Preemptor, Target, removed
+from gpusched.kueue.preemption import Admitted, AdmittedIndex, Preemptor, Target, removed
 from gpusched.kueue.quota import CohortForest, FlavorResource, QuotaNode, add_usage, available, remove_usage
 from gpusched.kueue.targets import oracle, select_targets
 from gpusched.kueue.tas import TopologySnapshot
@@ -66,30 +66,27 @@ class Snapshot:
     forest: CohortForest
     policies: Mapping[str, QueuePolicy]
     flavors: Mapping[str, Flavor]
-    admitted: list[Admitted] = field(default_factory=list)
+    admitted: AdmittedIndex = field(default_factory=AdmittedIndex)
     topologies: Mapping[str, TopologySnapshot] = field(default_factory=dict)
     fair_sharing: FairSharing | None = None
-    _by_key: dict[str, Admitted] = field(default_factory=dict, init=False, repr=False)
 
     def admit(self, workload: Admitted) -> None:
         """Count an admitted Workload's usage (one that was counted already first leaves)."""
         self.evict(workload.key)
-        self.admitted.append(workload)
-        self._by_key[workload.key] = workload
+        self.admitted.add(workload)
         for fr, amount in workload.usage.items():
             add_usage(self.forest.queues[workload.cluster_queue], fr, amount)
 
     def holding(self, key: str) -> Admitted | None:
         """The admitted Workload ``key`` as counted (None when it holds no quota here)."""
-        return self._by_key.get(key)
+        return self.admitted.get(key)
 
     def evict(self, key: str) -> None:
         """A preempted Workload gives its quota back (gpusched stops its Job at once), so a later
         cycle neither counts its usage nor picks it as a target again."""
-        workload = self._by_key.pop(key, None)
+        workload = self.admitted.discard(key)
         if workload is None:
             return
-        self.admitted.remove(workload)
         for fr, amount in workload.usage.items():
             remove_usage(self.forest.queues[workload.cluster_queue], fr, amount)
 

@@ -28,7 +28,7 @@ Neighbours: ``preemption`` (types, usage simulation, minimising), ``fair_sharing
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from gpusched.kueue.fair_sharing import (LESS_THAN_INITIAL_SHARE, NEGATIVE, Share, compare,
                                          dominant_resource_share)
@@ -56,7 +56,7 @@ def _borrowing_in(node: QuotaNode, frs: Sequence[FlavorResource]) -> bool:
     return node.parent is not None and _over_nominal(node, frs)
 
 
-def find_candidates(forest: CohortForest, policy: QueuePolicy, admitted: Sequence[Admitted],
+def find_candidates(forest: CohortForest, policy: QueuePolicy, admitted: Iterable[Admitted],
                     preemptor: Preemptor) -> list[Admitted]:
     """``findCandidates``, sorted by ``CandidatesOrdering`` (other queues' first)."""
     frs = preemptor.frs()
@@ -166,7 +166,7 @@ class FairPreemption:
     """Target selection under fair sharing for one preemptor (usage restored on return)."""
 
     def __init__(self, forest: CohortForest, policies: Mapping[str, QueuePolicy],
-                 admitted: Sequence[Admitted], preemptor: Preemptor, strategies: Sequence[str]) -> None:
+                 admitted: Iterable[Admitted], preemptor: Preemptor, strategies: Sequence[str]) -> None:
         self.forest, self.preemptor, self.strategies = forest, preemptor, tuple(strategies)
         self.node = forest.queues[preemptor.cluster_queue]
         self.frs = preemptor.frs()

@@ -33,7 +33,7 @@ Neighbours: ``quota`` (the simulation mutates and restores usage), ``inputs.Queu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -111,6 +111,60 @@ def candidate_order(wl: Admitted) -> tuple[int, float, str]:
     return wl.priority, -wl.admitted_at, wl.uid
 
 
+class AdmittedIndex:
+    """The admitted Workloads by key and by ClusterQueue, as Kueue's scheduler cache keeps them
+    per ClusterQueue (``pkg/cache/scheduler/clusterqueue.go`` ``Workloads``, which
+    ``candidate_generator.go`` walks for the queues it visits): each queue's list in
+    ``candidate_order`` is kept until that queue changes, so a candidate search reads only the
+    queues it visits instead of grouping every admitted Workload first. Iteration yields every
+    Workload in the order it was admitted (a re-admitted one moves to the end), as the list
+    this replaced, so stable sorts elsewhere break ties the same way."""
+
+    def __init__(self, workloads: Iterable[Admitted] = ()) -> None:
+        self._by_key: dict[str, Admitted] = {}
+        self._by_queue: dict[str, dict[str, Admitted]] = {}
+        self._ordered: dict[str, list[Admitted]] = {}
+        for workload in workloads:
+            self.add(workload)
+
+    def add(self, workload: Admitted) -> None:
+        """Count ``workload`` (one with the same key first leaves)."""
+        self.discard(workload.key)
+        self._by_key[workload.key] = workload
+        self._by_queue.setdefault(workload.cluster_queue, {})[workload.key] = workload
+        self._ordered.pop(workload.cluster_queue, None)
+
+    def discard(self, key: str) -> Admitted | None:
+        """Forget the Workload ``key``; returns it (None when absent)."""
+        workload = self._by_key.pop(key, None)
+        if workload is not None:
+            del self._by_queue[workload.cluster_queue][key]
+            self._ordered.pop(workload.cluster_queue, None)
+        return workload
+
+    def get(self, key: str) -> Admitted | None:
+        return self._by_key.get(key)
+
+    def in_queue(self, cluster_queue: str) -> Sequence[Admitted]:
+        """``cluster_queue``'s admitted Workloads in ``candidate_order`` (ties: admission order)."""
+        ordered = self._ordered.get(cluster_queue)
+        if ordered is None:
+            ordered = sorted(self._by_queue.get(cluster_queue, {}).values(), key=candidate_order)
+            self._ordered[cluster_queue] = ordered
+        return ordered
+
+    def __iter__(self) -> Iterator[Admitted]:
+        return iter(self._by_key.values())
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+
+def index_of(admitted: Iterable[Admitted]) -> AdmittedIndex:
+    """``admitted`` as an index (itself when it is one)."""
+    return admitted if isinstance(admitted, AdmittedIndex) else AdmittedIndex(admitted)
+
+
 def uses_any(wl: Admitted, frs: Sequence[FlavorResource]) -> bool:
     """``WorkloadUsesResources``."""
     return any(wl.usage.get(fr, 0) > 0 for fr in frs)
@@ -179,14 +233,12 @@ class ClassicalPreemption:
     """Target selection for one preemptor in one forest (usage restored on return)."""
 
     def __init__(self, forest: CohortForest, policies: Mapping[str, QueuePolicy],
-                 admitted: Sequence[Admitted], preemptor: Preemptor) -> None:
+                 admitted: Iterable[Admitted], preemptor: Preemptor) -> None:
         self.forest, self.preemptor = forest, preemptor
         self.policy = policies[preemptor.cluster_queue]
         self.node = forest.queues[preemptor.cluster_queue]
         self.frs = preemptor.frs()
-        self.by_queue: dict[str, list[Admitted]] = {}
-        for wl in admitted:
-            self.by_queue.setdefault(wl.cluster_queue, []).append(wl)
+        self.admitted = index_of(admitted)
         self.hierarchy, self.others = self._collect_hierarchical()
         self.candidates = self.hierarchy + self.others + self._own()
 
@@ -208,7 +260,7 @@ class ClassicalPreemption:
 
     def _from_queue(self, queue: str, lca: QuotaNode | None, advantage: bool) -> list[Candidate]:
         found = []
-        for wl in sorted(self.by_queue.get(queue, ()), key=candidate_order):
+        for wl in self.admitted.in_queue(queue):
             variant = self._classify(wl, advantage)
             if variant:
                 found.append(Candidate(wl, lca, variant))

@@ -8,7 +8,7 @@ Neighbours: ``preemption`` (classical), ``fair_preemption``; ``cycle`` and ``fla
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from gpusched.kueue.fair_preemption import FairPreemption
 from gpusched.kueue.fair_sharing import FairSharing
@@ -18,7 +18,7 @@ from gpusched.kueue.preemption import Admitted, ClassicalPreemption, Preemptor, 
 from gpusched.kueue.quota import CohortForest, FlavorResource, lowest_fitting_subtree
 
 
-def select_targets(forest: CohortForest, policies: Mapping[str, QueuePolicy], admitted: Sequence[Admitted],
+def select_targets(forest: CohortForest, policies: Mapping[str, QueuePolicy], admitted: Iterable[Admitted],
                    preemptor: Preemptor, fair_sharing: FairSharing | None = None) -> list[Target]:
     """``getTargets``: the workloads to evict so that ``preemptor`` fits (empty: none will do)."""
     if fair_sharing is not None:
@@ -26,7 +26,7 @@ def select_targets(forest: CohortForest, policies: Mapping[str, QueuePolicy], ad
     return ClassicalPreemption(forest, policies, admitted, preemptor).targets()
 
 
-def oracle(forest: CohortForest, policies: Mapping[str, QueuePolicy], admitted: Sequence[Admitted],
+def oracle(forest: CohortForest, policies: Mapping[str, QueuePolicy], admitted: Iterable[Admitted],
            cluster_queue: str, priority: int = 0, timestamp: float = 0.0,
            fair_sharing: FairSharing | None = None) -> PreemptionOracle:
     """A ``flavors.PreemptionOracle`` for one preemptor (``SimulatePreemption``)."""
