@@ -14,7 +14,10 @@ from gpusched.kueue import conditions as cond
 
 def set_status(view: View, obj: dict[str, Any], *conditions: cond.Condition, **status: Any) -> bool:
     """Set ``conditions`` and the ``status`` fields (None clears one) on ``obj``; True when the
-    write changed it."""
+    write changed it. A status that comes out equal is not written at all, as Kueue patches a
+    Workload only when ``UnsetQuotaReservationWithCondition`` or ``SetStatusCondition`` report a
+    change (``pkg/workload/workload.go``; the scheduler's ``requeueAndUpdate``): a Workload
+    parked again with the same QuotaReserved condition costs a comparison, not a write."""
     body = {**obj, "status": dict(obj.get("status") or {})}
     current = list(body["status"].get("conditions") or [])
     for condition in conditions:
@@ -25,4 +28,6 @@ def set_status(view: View, obj: dict[str, Any], *conditions: cond.Condition, **s
             body["status"].pop(field, None)
         else:
             body["status"][field] = value
+    if body["status"] == obj.get("status"):
+        return False
     return write.update_status(view, body)
