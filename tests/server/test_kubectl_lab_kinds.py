@@ -47,6 +47,7 @@ def lab(serve):
     tainted = serve.kubectl("taint", "nodes", "-l", "nvidia.com/gpu=true",
                             "nvidia.com/gpu=true:NoSchedule").stdout.split("\n")
     assert sorted(filter(None, tainted)) == [f"node/gpu-node-{i} tainted" for i in (1, 2, 3)]
+    serve.settled()          # the controller process has acted on every write (device plugin)
     return serve
 
 
@@ -62,6 +63,7 @@ def test_device_plugin_config_and_lab_label(lab):
 
 def test_dcgm_exporter_on_gpu_nodes(lab):
     lab.kubectl("apply", "-f", f"{LAB}/2-dcgm-exporter.yaml")
+    lab.settled()
     ds = rows(lab.kubectl("get", "ds", "-n", "gpu-monitoring").stdout)["dcgm-exporter"]
     assert ds[1:6] == ["3", "3", "3", "3", "3"] and ds[6] == "nvidia.com/gpu=true"
     pods = json.loads(lab.kubectl("get", "pods", "-n", "gpu-monitoring", "-o", "json").stdout)
@@ -74,6 +76,7 @@ def test_deployment_service_and_pvc(lab):
     assert list(filter(None, out)) == ["persistentvolumeclaim/model-cache created",
                                        "deployment.apps/inference created",
                                        "service/inference created"]
+    lab.settled()
     pvc = rows(lab.kubectl("get", "pvc").stdout)["model-cache"]
     assert pvc[1] == "Bound" and pvc[2].startswith("pvc-") and pvc[3:6] == ["20Gi", "RWO", "standard"]
     pv = rows(lab.kubectl("get", "pv").stdout)[pvc[2]]

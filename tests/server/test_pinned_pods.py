@@ -19,6 +19,7 @@ def test_pinned_share_then_later_creates(serve):
     serve.json(PODS, pinned("frac", {"gpusched.io/gpu-milli": 500}))
     for name in ("whole", "third"):
         serve.json(PODS, pinned(name, {"nvidia.com/gpu": 1}))
+    serve.settled()          # the kubelet's admission runs in serve's controller process
     phases = {n: serve.pod(n)["status"] for n in ("frac", "whole", "third")}
     assert [phases[n]["phase"] for n in ("frac", "whole", "third")] == ["Running", "Running", "Failed"]
     assert phases["third"]["reason"] == "UnexpectedAdmissionError"
