@@ -49,13 +49,19 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("strategy, actions, want", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_heads_after(strategy: str, actions: list[Callable[[QueueManager], None]], want: list[str]) -> None:
+def after(strategy: str, actions: list[Callable[[QueueManager], None]]) -> QueueManager:
+    """A manager of every queue under ``strategy``, every Workload pushed, then ``actions``."""
     manager = QueueManager(TREES, dict.fromkeys(TREES, strategy))
     for item in ITEMS.values():
         manager.push(item)
     for action in actions:
         action(manager)
+    return manager
+
+
+@pytest.mark.parametrize("strategy, actions, want", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_heads_after(strategy: str, actions: list[Callable[[QueueManager], None]], want: list[str]) -> None:
+    manager = after(strategy, actions)
     assert [h.queued.key for h in manager.heads()] == want
     assert len(manager) == len(ITEMS) - sum(1 for a in actions if a.__qualname__.startswith("admit"))
 
@@ -83,10 +89,6 @@ EQUIVALENCE = [
                          ids=[c[0] for c in EQUIVALENCE])
 def test_equivalent_workloads(strategy: str, actions: list[Callable[[QueueManager], None]], want: list[str],
                               parked: set[str]) -> None:
-    manager = QueueManager(TREES, dict.fromkeys(TREES, strategy))
-    for item in ITEMS.values():
-        manager.push(item)
-    for action in actions:
-        action(manager)
+    manager = after(strategy, actions)
     assert [h.queued.key for h in manager.heads()] == want
     assert manager.parked_keys() == parked
